@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# make test / make bench: start throw-away PostgreSQL and Redis, run the Go suite, stop them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+svc=$(mktemp -d /tmp/tollgate-services.XXXXXX)
+cleanup() { scripts/services.sh stop "$svc" || true; }
+trap cleanup EXIT
+
+env_lines=$(scripts/services.sh start "$svc")
+while IFS= read -r line; do export "${line?}"; done <<<"$env_lines"
+
+if [ "${BENCH:-}" = 1 ]; then
+  go test -run '^$' -bench "${BENCHPAT:-.}" -benchmem -count=1 -timeout 30m ./...
+else
+  # The end-to-end tests need the npm packages of e2e/ (pinned by its lockfile).
+  if [ -f e2e/package-lock.json ]; then
+    (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  go test -count=1 -timeout 25m ${TESTFLAGS:-} ./...
+fi

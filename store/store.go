@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// Errors every backend returns, so callers can test with errors.Is.
+var (
+	// ErrNotFound: no object of that kind and id.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: the object changed since the version the caller read (optimistic
+	// concurrency), or an object with that id already exists on create.
+	ErrConflict = errors.New("store: version conflict")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrQueueFull: the ledger queue is full and the context ended while waiting.
+	ErrQueueFull = errors.New("store: ledger queue full")
+)
+
+// Kind names a kind of configuration object.
+type Kind string
+
+// The configuration kinds.
+const (
+	KindKey        Kind = "key"
+	KindUser       Kind = "user"
+	KindTeam       Kind = "team"
+	KindOrg        Kind = "org"
+	KindCustomer   Kind = "customer"
+	KindProvider   Kind = "provider"
+	KindDeployment Kind = "deployment"
+	KindModel      Kind = "model" // a model group: public name → deployments
+	KindPrice      Kind = "price"
+	KindGlobal     Kind = "global" // the single global scope settings, id "global"
+	KindAdmin      Kind = "admin"  // admin credentials
+)
+
+// Object is one configuration object: a JSON document of a kind, with a version
+// for optimistic concurrency. Version is assigned by the store on every Put: it
+// is the store-wide revision at which the object last changed.
+type Object struct {
+	Kind      Kind
+	ID        string
+	Doc       json.RawMessage
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// Config is the configuration side of a store: versioned JSON documents by kind
+// and id, and a store-wide revision that grows on every change, so that readers
+// can tell when to rebuild their view.
+type Config interface {
+	// Get returns one object or ErrNotFound.
+	Get(ctx context.Context, kind Kind, id string) (Object, error)
+	// List returns objects of a kind ordered by id, starting after `after`, at most
+	// limit (0 means all).
+	List(ctx context.Context, kind Kind, after string, limit int) ([]Object, error)
+	// Put creates or replaces an object. ifVersion is -1 to write unconditionally,
+	// 0 to create only (ErrConflict if it exists), or the version last read
+	// (ErrConflict if it changed). It returns the new version.
+	Put(ctx context.Context, obj Object, ifVersion int64) (int64, error)
+	// Delete removes an object; ErrNotFound if absent.
+	Delete(ctx context.Context, kind Kind, id string) error
+	// Revision is the store-wide revision: the highest version ever assigned.
+	Revision(ctx context.Context) (int64, error)
+	// Watch sends the revision each time it changes (coalesced: a slow reader sees
+	// only the latest) until ctx ends, including changes made by other processes
+	// sharing the same database, within one second.
+	Watch(ctx context.Context) <-chan int64
+}
+
+// LedgerEntry is one settled request.
+type LedgerEntry struct {
+	RequestID  string        `json:"request_id"`
+	KeyID      string        `json:"key_id"`
+	UserID     string        `json:"user_id,omitempty"`
+	TeamID     string        `json:"team_id,omitempty"`
+	OrgID      string        `json:"org_id,omitempty"`
+	CustomerID string        `json:"customer_id,omitempty"`
+	Model      string        `json:"model"`      // public model name
+	Deployment string        `json:"deployment"` // deployment that served it
+	Usage      kernel.Usage  `json:"usage"`
+	Cost       kernel.Money  `json:"cost"`
+	Status     kernel.Status `json:"status"`
+	HTTPStatus int           `json:"http_status"`
+	Stream     bool          `json:"stream"`
+	StartedAt  time.Time     `json:"started_at"`
+	EndedAt    time.Time     `json:"ended_at"`
+}
+
+// Scopes lists the scopes an entry is charged to (global always, others when set).
+func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
+	refs := make([]kernel.ScopeRef, 0, 6)
+	refs = append(refs, kernel.ScopeRef{Kind: kernel.ScopeGlobal})
+	for _, s := range [...]struct {
+		kind kernel.ScopeKind
+		id   string
+	}{
+		{kernel.ScopeOrg, e.OrgID}, {kernel.ScopeTeam, e.TeamID}, {kernel.ScopeUser, e.UserID},
+		{kernel.ScopeCustomer, e.CustomerID}, {kernel.ScopeKey, e.KeyID},
+	} {
+		if s.id != "" {
+			refs = append(refs, kernel.ScopeRef{Kind: s.kind, ID: s.id})
+		}
+	}
+	return refs
+}
+
+// Ledger is the durable, append-only record of settled requests, with spend
+// totals per scope kept in hourly buckets (UTC) in the same transaction.
+type Ledger interface {
+	// Append queues entries for the group-commit writer. It returns once queued;
+	// when the bounded queue is full it waits (backpressure) until ctx ends
+	// (ErrQueueFull). Appending a request id twice records it once.
+	Append(ctx context.Context, entries ...LedgerEntry) error
+	// Flush returns once everything appended before the call is durable.
+	Flush(ctx context.Context) error
+}
+
+// LedgerFilter selects ledger rows. Empty fields match everything.
+type LedgerFilter struct {
+	Scope *kernel.ScopeRef
+	Model string
+	Since time.Time // inclusive, on EndedAt
+	Until time.Time // exclusive, on EndedAt; zero means no bound
+	After string    // pagination: request id of the last row of the previous page
+	Limit int       // 0 means 100
+}
+
+// SpendPoint is the spend of one scope in one bucket.
+type SpendPoint struct {
+	Start    time.Time    `json:"start"`
+	Cost     kernel.Money `json:"cost"`
+	Requests int64        `json:"requests"`
+	Tokens   int64        `json:"tokens"`
+}
+
+// Spend reads what the ledger recorded.
+type Spend interface {
+	// ScopeSpend is the total cost charged to a scope for requests that ended in
+	// [since, until) (zero until: no upper bound), at hourly resolution: exact for
+	// windows that start and end on an hour.
+	ScopeSpend(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error)
+	// Series is the spend of a scope per bucket of `step` (a multiple of an hour),
+	// over [since, until), buckets aligned to `since`.
+	Series(ctx context.Context, scope kernel.ScopeRef, since, until time.Time, step time.Duration) ([]SpendPoint, error)
+	// Entries lists ledger rows ordered by (EndedAt, RequestID) ascending.
+	Entries(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+}
+
+// AuditEntry records one admin change.
+type AuditEntry struct {
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"` // e.g. "key.create"
+	Kind   Kind      `json:"kind"`
+	Target string    `json:"target"`
+	Detail string    `json:"detail,omitempty"` // JSON, secrets removed
+}
+
+// Audit is the admin change log.
+type Audit interface {
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	// ListAudit returns entries with ID > afterID, oldest first, at most limit (0: 100).
+	ListAudit(ctx context.Context, afterID int64, limit int) ([]AuditEntry, error)
+}
+
+// Store is a whole backend: configuration, ledger, spend and audit.
+type Store interface {
+	Config
+	Ledger
+	Spend
+	Audit
+	// Close flushes the ledger and releases the backend.
+	Close(ctx context.Context) error
+}
