@@ -1,0 +1,90 @@
+package extproc
+
+import (
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// API is a client-facing API: the format of the request the client sent and of
+// the response it expects.
+type API string
+
+// Client APIs.
+const (
+	APIChat          API = "openai.chat_completions" // POST /v1/chat/completions
+	APICompletions   API = "openai.completions"      // POST /v1/completions
+	APIEmbeddings    API = "openai.embeddings"       // POST /v1/embeddings
+	APIMessages      API = "anthropic.messages"      // POST /v1/messages
+	APIMessagesCount API = "anthropic.count_tokens"  // POST /v1/messages/count_tokens
+)
+
+// Inbound is what the processor parsed from the client's request body.
+type Inbound struct {
+	API       API
+	Body      []byte // the client's body, as received
+	Model     string
+	Stream    bool
+	MaxTokens int64 // as sent by the client, 0 when absent
+	User      string
+	// ClampMaxTokens, when > 0, is the max_tokens the kernel allows: the outbound
+	// body must carry it instead of the client's value.
+	ClampMaxTokens int64
+}
+
+// Outbound is the request to send upstream.
+type Outbound struct {
+	// Path is the full upstream :path (provider base path included, query too).
+	Path string
+	// Headers to set (overwriting), e.g. credentials and anthropic-version.
+	Headers [][2]string
+	// Remove lists headers to remove (the client's credentials are always removed
+	// by the processor; list others here).
+	Remove []string
+	// Body replaces the request body.
+	Body []byte
+}
+
+// Translator turns one client API into one provider's API, for one request.
+// There is one implementation per client-API × provider pair, each in its own
+// file (e.g. chat_openai.go, chat_anthropic.go, messages_anthropic.go).
+// A Translator is created per request and may keep state between calls.
+type Translator interface {
+	// Request builds the upstream request.
+	Request(in *Inbound, t *Target) (*Outbound, error)
+	// Response converts a complete (non-streamed) 2xx provider body into the
+	// client's format and extracts the usage.
+	Response(body []byte) (out []byte, u kernel.Usage, err error)
+	// StreamChunk converts provider SSE bytes, split anywhere, into client SSE
+	// bytes to send now; eos marks the end of the provider's stream (flush any
+	// tail events). It never blocks.
+	StreamChunk(chunk []byte, eos bool) (out []byte, err error)
+	// StreamUsage is the usage seen in the stream so far, and whether the provider
+	// reported it (false: only an estimate from the streamed text, for aborts).
+	StreamUsage() (u kernel.Usage, reported bool)
+	// Error converts a provider error response body into the client's error
+	// format (status is the upstream HTTP status).
+	Error(status int, body []byte) []byte
+}
+
+// TranslatorFactory makes a Translator for one request.
+type TranslatorFactory func() Translator
+
+// translatorKey indexes the registry.
+type translatorKey struct {
+	api      API
+	provider ProviderType
+}
+
+var translators = map[translatorKey]TranslatorFactory{}
+
+// registerTranslator is called from init in each translator file.
+func registerTranslator(api API, p ProviderType, f TranslatorFactory) {
+	translators[translatorKey{api, p}] = f
+}
+
+// newTranslator returns a translator for the pair, or nil when unsupported.
+func newTranslator(api API, p ProviderType) Translator {
+	if f, ok := translators[translatorKey{api, p}]; ok {
+		return f()
+	}
+	return nil
+}
