@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/groupcommit"
+)
+
+// Append queues entries for the group-commit writer (see store.Ledger.Append).
+func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
+	return s.writer.Append(ctx, entries...)
+}
+
+// Flush returns once everything appended before the call is durable.
+func (s *Store) Flush(ctx context.Context) error {
+	return s.writer.Flush(ctx)
+}
+
+// Stats returns the ledger writer's counters (Batches is the number of ledger
+// transactions committed).
+func (s *Store) Stats() groupcommit.Stats { return s.writer.Stats() }
+
+// attemptTimeout bounds one attempt to write a batch, so a hung connection is
+// retried instead of blocking the writer.
+const attemptTimeout = 30 * time.Second
+
+// writeBatch writes one batch in one transaction: the rows (sorted by request
+// id, duplicates dropped) with INSERT … ON CONFLICT DO NOTHING RETURNING, then
+// the hourly totals of the rows actually inserted, upserted in (scope, hour)
+// order. A retry of a batch that committed inserts nothing and adds nothing.
+func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	rows := slices.Clone(batch)
+	slices.SortStableFunc(rows, func(a, b store.LedgerEntry) int { return cmp.Compare(a.RequestID, b.RequestID) })
+	rows = slices.CompactFunc(rows, func(a, b store.LedgerEntry) bool { return a.RequestID == b.RequestID })
+
+	n := len(rows)
+	var (
+		ids, keys, users, teams, orgs, customers, models, deps = make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		in, cin, cw, out, rsn, cost, started, ended = make([]int64, n), make([]int64, n), make([]int64, n),
+			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		status, httpStatus = make([]int16, n), make([]int32, n)
+		stream             = make([]bool, n)
+	)
+	for i := range rows {
+		e := &rows[i]
+		ids[i], keys[i], users[i], teams[i], orgs[i], customers[i] = e.RequestID, e.KeyID, e.UserID, e.TeamID, e.OrgID, e.CustomerID
+		models[i], deps[i] = e.Model, e.Deployment
+		in[i], cin[i], cw[i], out[i], rsn[i] = e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite, e.Usage.Output, e.Usage.Reasoning
+		cost[i], status[i], httpStatus[i], stream[i] = int64(e.Cost), int16(e.Status), int32(e.HTTPStatus), e.Stream
+		started[i], ended[i] = e.StartedAt.UnixNano(), e.EndedAt.UnixNano()
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
+			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
+			  stream, started_ns, ended_ns)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
+			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[])
+			ON CONFLICT (request_id) DO NOTHING
+			RETURNING request_id`,
+			ids, keys, users, teams, orgs, customers, models, deps, in, cin, cw, out, rsn, cost, status, httpStatus,
+			stream, started, ended)
+		if err != nil {
+			return err
+		}
+		inserted, err := pgx.CollectRows(res, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(inserted) == 0 {
+			return nil
+		}
+		if len(inserted) < len(rows) {
+			keep := make(map[string]struct{}, len(inserted))
+			for _, id := range inserted {
+				keep[id] = struct{}{}
+			}
+			rows = slices.DeleteFunc(rows, func(e store.LedgerEntry) bool { _, ok := keep[e.RequestID]; return !ok })
+		}
+		bs := groupcommit.Totals(rows)
+		var (
+			kinds            = make([]int16, len(bs))
+			sids             = make([]string, len(bs))
+			hours, costs     = make([]int64, len(bs)), make([]int64, len(bs))
+			requests, tokens = make([]int64, len(bs)), make([]int64, len(bs))
+		)
+		for i, b := range bs {
+			kinds[i], sids[i], hours[i] = int16(b.Scope.Kind), b.Scope.ID, b.Hour.Unix()
+			costs[i], requests[i], tokens[i] = int64(b.Cost), b.Requests, b.Tokens
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO spend_hourly AS s (scope_kind, scope_id, hour, cost, requests, tokens)
+			SELECT k, i, h, c, r, n FROM unnest($1::smallint[], $2::text[], $3::bigint[], $4::bigint[],
+			  $5::bigint[], $6::bigint[]) WITH ORDINALITY AS t(k, i, h, c, r, n, ord) ORDER BY ord
+			ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = s.cost + EXCLUDED.cost,
+			  requests = s.requests + EXCLUDED.requests, tokens = s.tokens + EXCLUDED.tokens`,
+			kinds, sids, hours, costs, requests, tokens)
+		return err
+	})
+}

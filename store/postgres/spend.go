@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+const noUpper = int64(1) << 62
+
+// hourFloor is the Unix second of the UTC hour containing t.
+func hourFloor(t time.Time) int64 {
+	sec := t.Unix()
+	h := sec - sec%3600
+	if sec%3600 < 0 {
+		h -= 3600
+	}
+	return h
+}
+
+// hourRange returns the hour buckets [lo, hi) overlapping [since, until): exact
+// when both are on an hour, otherwise the partial hours are counted whole (the
+// conservative side for budgets).
+func hourRange(since, until time.Time) (lo, hi int64) {
+	lo = hourFloor(since)
+	if since.IsZero() {
+		lo = -noUpper
+	}
+	hi = noUpper
+	if !until.IsZero() {
+		hi = hourFloor(until)
+		if !until.Equal(time.Unix(hi, 0)) {
+			hi += 3600
+		}
+	}
+	return lo, hi
+}
+
+// ScopeSpend is the total cost charged to a scope for requests that ended in
+// [since, until), at hourly resolution.
+func (s *Store) ScopeSpend(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
+	if s.closed() {
+		return 0, store.ErrClosed
+	}
+	lo, hi := hourRange(since, until)
+	var total int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(cost), 0)::bigint FROM spend_hourly
+		WHERE scope_kind = $1 AND scope_id = $2 AND hour >= $3 AND hour < $4`,
+		int16(scope.Kind), scope.ID, lo, hi).Scan(&total)
+	return kernel.Money(total), wrapErr("scope spend", err)
+}
+
+// Series is the spend of a scope per bucket of step (a multiple of an hour)
+// over [since, until), buckets aligned to since; every bucket is returned, empty
+// ones with zeros.
+func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until time.Time, step time.Duration) ([]store.SpendPoint, error) {
+	if s.closed() {
+		return nil, store.ErrClosed
+	}
+	if step < time.Hour || step%time.Hour != 0 {
+		return nil, fmt.Errorf("postgres: series: step %s is not a multiple of an hour", step)
+	}
+	if !until.After(since) {
+		return []store.SpendPoint{}, nil
+	}
+	lo, hi := hourRange(since, until)
+	rows, err := s.pool.Query(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
+		WHERE scope_kind = $1 AND scope_id = $2 AND hour >= $3 AND hour < $4 ORDER BY hour`,
+		int16(scope.Kind), scope.ID, lo, hi)
+	if err != nil {
+		return nil, wrapErr("series", err)
+	}
+	defer rows.Close()
+	n := int((until.Sub(since) + step - 1) / step)
+	out := make([]store.SpendPoint, n)
+	for i := range out {
+		out[i].Start = since.Add(time.Duration(i) * step).UTC()
+	}
+	stepSec := int64(step / time.Second)
+	base := since.Unix()
+	for rows.Next() {
+		var hour, cost, reqs, tokens int64
+		if err := rows.Scan(&hour, &cost, &reqs, &tokens); err != nil {
+			return nil, wrapErr("series", err)
+		}
+		i := int((hour - base) / stepSec)
+		if hour < base {
+			i = 0
+		}
+		if i >= n {
+			i = n - 1
+		}
+		out[i].Cost += kernel.Money(cost)
+		out[i].Requests += reqs
+		out[i].Tokens += tokens
+	}
+	return out, wrapErr("series", rows.Err())
+}
+
+var scopeColumn = map[kernel.ScopeKind]string{
+	kernel.ScopeOrg: "org_id", kernel.ScopeTeam: "team_id", kernel.ScopeUser: "user_id",
+	kernel.ScopeCustomer: "customer_id", kernel.ScopeKey: "key_id",
+}
+
+// Entries lists ledger rows ordered by (EndedAt, RequestID).
+func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.LedgerEntry, error) {
+	if s.closed() {
+		return nil, store.ErrClosed
+	}
+	q := `SELECT request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment, input,
+		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns
+		FROM ledger WHERE true`
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
+		col, ok := scopeColumn[f.Scope.Kind]
+		if !ok {
+			return nil, fmt.Errorf("postgres: entries: unknown scope kind %d", f.Scope.Kind)
+		}
+		q += " AND " + col + " = " + arg(f.Scope.ID)
+	}
+	if f.Model != "" {
+		q += " AND model = " + arg(f.Model)
+	}
+	if !f.Since.IsZero() {
+		q += " AND ended_ns >= " + arg(f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		q += " AND ended_ns < " + arg(f.Until.UnixNano())
+	}
+	if f.After != "" {
+		a := arg(f.After)
+		q += " AND (ended_ns, request_id COLLATE \"C\") > (SELECT ended_ns, request_id COLLATE \"C\" FROM ledger WHERE request_id = " + a + ")"
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q += ` ORDER BY ended_ns, request_id COLLATE "C" LIMIT ` + arg(limit)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrapErr("entries", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.LedgerEntry, error) {
+		var e store.LedgerEntry
+		var st int16
+		var started, ended int64
+		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
+			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
+			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended)
+		e.Status = kernel.Status(st)
+		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
+		return e, err
+	})
+	if out == nil && err == nil {
+		out = []store.LedgerEntry{}
+	}
+	return out, wrapErr("entries", err)
+}
