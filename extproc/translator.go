@@ -28,6 +28,13 @@ type Inbound struct {
 	// ClampMaxTokens, when > 0, is the max_tokens the kernel allows: the outbound
 	// body must carry it instead of the client's value.
 	ClampMaxTokens int64
+	// IncludeUsage reports whether the client itself asked for the stream's usage
+	// event (stream_options.include_usage=true); the gateway always asks for it.
+	IncludeUsage bool
+
+	// fields locates the members above (and stream_options, metadata) in Body,
+	// so translators rewrite only what changes without decoding the body.
+	fields *requestFields
 }
 
 // Outbound is the request to send upstream.
@@ -39,7 +46,7 @@ type Outbound struct {
 	// Remove lists headers to remove (the client's credentials are always removed
 	// by the processor; list others here).
 	Remove []string
-	// Body replaces the request body.
+	// Body replaces the request body; nil keeps the client's body unchanged.
 	Body []byte
 }
 

@@ -1,0 +1,15 @@
+package extproc
+
+// chatOpenAI translates OpenAI's chat completions API for OpenAI and OpenAI-compatible servers (vLLM, Ollama, Groq, Mistral, DeepSeek, Together, OpenRouter): the same API under the provider's base path with a bearer key.
+type chatOpenAI struct{ openAIFormat }
+
+var _ Translator = (*chatOpenAI)(nil)
+
+func init() {
+	registerTranslator(APIChat, ProviderOpenAI, func() Translator { return new(chatOpenAI) })
+}
+
+// Request renames the model, asks for the stream's usage and clamps max tokens; the path is the base path + /chat/completions.
+func (t *chatOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
+	return t.openAIRequest(in, target, opChat), nil
+}

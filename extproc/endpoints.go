@@ -1,0 +1,94 @@
+package extproc
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// endpoint is one client-facing route: the processor's whole pipeline is
+// generic, an endpoint only says which API its body speaks and how its errors
+// look. Endpoints without an API are answered at request headers by reply.
+type endpoint struct {
+	Method string
+	Path   string
+	// API of the request body; the translator is looked up by it.
+	API API
+	// NoOutput: the endpoint generates no output tokens (embeddings).
+	NoOutput bool
+	// Reply answers the request at request headers (GET /v1/models).
+	Reply func(ctx context.Context, s *stream) *apiReply
+	// ErrorBody renders errors in the endpoint's API shape; nil means OpenAI's.
+	ErrorBody func(e *apiError) []byte
+}
+
+// apiReply is a complete response produced by the gateway itself.
+type apiReply struct {
+	Status int
+	Body   []byte
+}
+
+var endpoints = map[string]*endpoint{}
+
+// registerEndpoint is called from init; the path is matched exactly (query
+// string excluded).
+func registerEndpoint(e *endpoint) { endpoints[e.Path] = e }
+
+func init() {
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/chat/completions", API: APIChat})
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/completions", API: APICompletions})
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/embeddings", API: APIEmbeddings, NoOutput: true})
+	registerEndpoint(&endpoint{Method: http.MethodGet, Path: "/v1/models", Reply: modelsReply})
+}
+
+// lookupEndpoint finds the endpoint of a :path.
+func lookupEndpoint(path string) *endpoint {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	return endpoints[path]
+}
+
+func (e *endpoint) errorBody(err *apiError) []byte {
+	if e != nil && e.ErrorBody != nil {
+		return e.ErrorBody(err)
+	}
+	return err.openAIBody()
+}
+
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// modelsReply lists the models the key may use, in OpenAI's list format.
+func modelsReply(ctx context.Context, s *stream) *apiReply {
+	models := s.p.cat.Models(ctx, s.principal)
+	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(models))}
+	for _, m := range models {
+		owned := m.OwnedBy
+		if owned == "" {
+			owned = "tollgate"
+		}
+		var created int64
+		if !m.Created.IsZero() {
+			created = m.Created.Unix()
+		}
+		list.Data = append(list.Data, modelEntry{ID: m.ID, Object: "model", Created: created, OwnedBy: owned})
+	}
+	slices.SortFunc(list.Data, func(a, b modelEntry) int { return strings.Compare(a.ID, b.ID) })
+	body, err := json.Marshal(list)
+	if err != nil {
+		return &apiReply{Status: http.StatusInternalServerError, Body: (&apiError{Status: 500, Type: typeServer, Message: "internal error"}).openAIBody()}
+	}
+	return &apiReply{Status: http.StatusOK, Body: body}
+}

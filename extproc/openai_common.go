@@ -1,0 +1,276 @@
+package extproc
+
+import (
+	"bytes"
+	"net/url"
+	"strconv"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// openAIOp describes one OpenAI operation for the shared rewrite.
+type openAIOp struct {
+	// path is the operation's path below the API root: "/chat/completions".
+	path string
+	// streamUsage: the operation streams and accepts stream_options.include_usage.
+	streamUsage bool
+	// maxTokensKey is the member a clamp adds when the client sent no bound
+	// ("" when the operation has no output bound, e.g. embeddings).
+	maxTokensKey string
+}
+
+// Operations of the OpenAI client APIs.
+var (
+	opChat        = openAIOp{path: "/chat/completions", streamUsage: true, maxTokensKey: "max_completion_tokens"}
+	opCompletions = openAIOp{path: "/completions", streamUsage: true, maxTokensKey: "max_tokens"}
+	opEmbeddings  = openAIOp{path: "/embeddings"}
+)
+
+// openAIFormat is the shared half of every translator whose provider speaks
+// OpenAI's wire format (OpenAI, OpenAI-compatible servers, Azure OpenAI): the
+// request body is edited in place (model, stream_options, max tokens), responses
+// pass through unchanged, and usage is read from the JSON body or the SSE events.
+type openAIFormat struct {
+	apiKey   string // redacted from upstream error messages
+	sse      sseParser
+	usage    kernel.Usage
+	reported bool
+	text     int64 // generated text bytes seen in the stream
+	onEvent  func(ev sseEvent)
+}
+
+// rewrite edits the client's body for the provider: the model renamed,
+// stream_options.include_usage forced on streams, max tokens clamped.
+// It returns nil when nothing changes.
+func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
+	b, f := in.Body, in.fields
+	if f == nil {
+		var err error
+		if f, _, err = parseRequest(in.API, b); err != nil {
+			return nil
+		}
+	}
+	edits := make([]edit, 0, 4)
+	var inserts []byte // members added at the start of the object
+	addMember := func(name string, value []byte) {
+		inserts = appendJSONString(inserts, name)
+		inserts = append(inserts, ':')
+		inserts = append(inserts, value...)
+		inserts = append(inserts, ',')
+	}
+	if model != "" {
+		q := appendJSONString(nil, model)
+		if f.model.ok() {
+			if !bytes.Equal(f.model.bytes(b), q) {
+				edits = append(edits, edit{f.model.start, f.model.end, q})
+			}
+		} else {
+			addMember("model", q)
+		}
+	}
+	if op.streamUsage && in.Stream {
+		so := f.streamOptions
+		switch {
+		case !so.ok():
+			addMember("stream_options", []byte(`{"include_usage":true}`))
+		case so.isObject(b):
+			edits = append(edits, includeUsageEdits(b, so)...)
+		default: // null or not an object
+			edits = append(edits, edit{so.start, so.end, []byte(`{"include_usage":true}`)})
+		}
+	}
+	if in.ClampMaxTokens > 0 {
+		n := strconv.AppendInt(nil, in.ClampMaxTokens, 10)
+		clamped := false
+		for _, s := range []span{f.maxTokens, f.maxCompletionTokens} {
+			if s.ok() && !s.isNull(b) {
+				edits = append(edits, edit{s.start, s.end, n})
+				clamped = true
+			}
+		}
+		if !clamped && op.maxTokensKey != "" {
+			// A null member stays; the added one comes first and wins nowhere, so
+			// replace nulls too.
+			for _, s := range []span{f.maxTokens, f.maxCompletionTokens} {
+				if s.ok() {
+					edits = append(edits, edit{s.start, s.end, n})
+					clamped = true
+				}
+			}
+			if !clamped {
+				addMember(op.maxTokensKey, n)
+			}
+		}
+	}
+	if len(inserts) > 0 {
+		if f.empty {
+			inserts = inserts[:len(inserts)-1] // no trailing comma in an empty object
+		}
+		edits = append(edits, edit{f.open + 1, f.open + 1, inserts})
+	}
+	if len(edits) == 0 {
+		return nil
+	}
+	sortEdits(edits)
+	return applyEdits(b, edits)
+}
+
+// includeUsageEdits sets include_usage to true inside the stream_options object.
+func includeUsageEdits(b []byte, so span) []edit {
+	var edits []edit
+	found, members := false, 0
+	_, _ = scanObject(b, so.start, false, func(key []byte, v span) error {
+		members++
+		if keyIs(key, "include_usage") {
+			found = true
+			if string(v.bytes(b)) != "true" {
+				edits = append(edits, edit{v.start, v.end, []byte("true")})
+			}
+		}
+		return nil
+	})
+	if !found {
+		text := []byte(`"include_usage":true,`)
+		if members == 0 {
+			text = text[:len(text)-1]
+		}
+		edits = append(edits, edit{so.start + 1, so.start + 1, text})
+	}
+	return edits
+}
+
+func sortEdits(e []edit) {
+	// insertion sort: at most a handful of edits
+	for i := 1; i < len(e); i++ {
+		for j := i; j > 0 && e[j].start < e[j-1].start; j-- {
+			e[j], e[j-1] = e[j-1], e[j]
+		}
+	}
+}
+
+// Response reads the usage of a complete JSON response; the body passes
+// unchanged (the same slice is returned).
+func (o *openAIFormat) Response(body []byte) ([]byte, kernel.Usage, error) {
+	v, err := topLevelMember(body, "usage")
+	if err != nil {
+		return body, kernel.Usage{}, err
+	}
+	u, ok := parseOpenAIUsage(body, v)
+	if !ok {
+		return body, kernel.Usage{}, errNoUsage
+	}
+	return body, u.kernel(), nil
+}
+
+// StreamChunk reads usage and text from OpenAI's SSE events; the bytes pass
+// unchanged.
+func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
+	if o.onEvent == nil {
+		o.onEvent = o.event
+	}
+	if err := o.sse.Feed(chunk, o.onEvent); err != nil {
+		return chunk, err
+	}
+	if eos {
+		if err := o.sse.Flush(o.onEvent); err != nil {
+			return chunk, err
+		}
+	}
+	return chunk, nil
+}
+
+var (
+	doneData = []byte("[DONE]")
+	usageKey = []byte(`"usage"`)
+)
+
+func (o *openAIFormat) event(ev sseEvent) {
+	if bytes.Equal(ev.Data, doneData) {
+		return
+	}
+	o.text += textBytes(ev.Data)
+	if !bytes.Contains(ev.Data, usageKey) {
+		return
+	}
+	v, err := topLevelMember(ev.Data, "usage")
+	if err != nil {
+		return
+	}
+	if u, ok := parseOpenAIUsage(ev.Data, v); ok {
+		o.usage, o.reported = u.kernel(), true
+	}
+}
+
+// StreamUsage is the usage reported by the stream, or an estimate of the output
+// from the streamed text.
+func (o *openAIFormat) StreamUsage() (kernel.Usage, bool) {
+	if o.reported {
+		return o.usage, true
+	}
+	return kernel.Usage{Output: estimateTokens(o.text)}, false
+}
+
+// Error converts an OpenAI-format error body into OpenAI's error shape.
+func (o *openAIFormat) Error(status int, body []byte) []byte {
+	return upstreamOpenAIError(status, body, o.apiKey).openAIBody()
+}
+
+// joinPath joins a base path ("/v1", "v1/", "") and an operation path.
+func joinPath(base, op string) string {
+	for len(base) > 0 && base[len(base)-1] == '/' {
+		base = base[:len(base)-1]
+	}
+	if base != "" && base[0] != '/' {
+		base = "/" + base
+	}
+	return base + op
+}
+
+// azurePath is Azure OpenAI's deployment path for an operation.
+func azurePath(t *Target, op openAIOp) string {
+	v := t.APIVersion
+	if v == "" {
+		v = defaultAzureAPIVersion
+	}
+	base := t.BasePath
+	if base == "" {
+		base = "/openai"
+	}
+	return joinPath(base, "/deployments/"+url.PathEscape(t.ProviderModel)+op.path) +
+		"?api-version=" + url.QueryEscape(v)
+}
+
+// defaultAzureAPIVersion is used when a deployment has no APIVersion: the
+// latest GA version of Azure OpenAI's data-plane inference API that accepts
+// stream_options and max_completion_tokens.
+const defaultAzureAPIVersion = "2024-10-21"
+
+// openAIRequest builds the upstream request of an OpenAI-compatible provider:
+// base path + operation, bearer key.
+func (o *openAIFormat) openAIRequest(in *Inbound, t *Target, op openAIOp) *Outbound {
+	o.apiKey = t.APIKey
+	out := &Outbound{
+		Path: joinPath(t.BasePath, op.path),
+		Body: o.rewrite(in, op, t.ProviderModel),
+	}
+	if t.APIKey != "" {
+		out.Headers = [][2]string{{"authorization", "Bearer " + t.APIKey}}
+	}
+	return out
+}
+
+// azureRequest builds the upstream request of an Azure OpenAI deployment:
+// /openai/deployments/{deployment}/{op}?api-version=..., api-key header. Azure
+// takes the model from the path and ignores the body's model, which is renamed
+// all the same so logs upstream match.
+func (o *openAIFormat) azureRequest(in *Inbound, t *Target, op openAIOp) *Outbound {
+	o.apiKey = t.APIKey
+	out := &Outbound{
+		Path: azurePath(t, op),
+		Body: o.rewrite(in, op, t.ProviderModel),
+	}
+	if t.APIKey != "" {
+		out.Headers = [][2]string{{"api-key", t.APIKey}}
+	}
+	return out
+}

@@ -1,0 +1,664 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/health"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// Processor is the ext_proc server: one Process call per HTTP request. It holds
+// only immutable configuration; all request state lives in the stream.
+type Processor struct {
+	cat             Catalog
+	acct            Accountant
+	log             *slog.Logger
+	debug           bool
+	now             func() time.Time
+	newID           func() string
+	maxBody         int
+	settleTimeout   time.Duration
+	shutdownTimeout time.Duration
+	health          *health.Server
+}
+
+var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
+
+// New returns a Processor serving from cat and accounting through acct.
+func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
+	p := &Processor{
+		cat:             cat,
+		acct:            acct,
+		log:             slog.Default(),
+		now:             time.Now,
+		maxBody:         DefaultMaxBodyBytes,
+		settleTimeout:   10 * time.Second,
+		shutdownTimeout: 30 * time.Second,
+		health:          health.NewServer(),
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	if p.newID == nil {
+		p.newID = defaultRequestIDs()
+	}
+	p.debug = p.log.Enabled(context.Background(), slog.LevelDebug)
+	return p
+}
+
+// Process runs one request's ext_proc stream to its end and settles the
+// request exactly once, whatever the end.
+func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error {
+	ctx := srv.Context()
+	s := &stream{p: p}
+	defer s.finish(ctx)
+	for {
+		req, err := srv.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		resp := s.handle(ctx, req)
+		if resp == nil || req.GetObservabilityMode() {
+			continue
+		}
+		if err := srv.Send(resp); err != nil {
+			return err
+		}
+		if resp.GetImmediateResponse() != nil {
+			// Envoy closes the stream after an immediate response (R1.8c).
+			return nil
+		}
+	}
+}
+
+// stream is the state of one request.
+type stream struct {
+	p           *Processor
+	ep          *endpoint
+	id          string
+	path        string
+	method      string
+	hadCL       bool
+	customerHdr string
+	principal   *Principal
+	target      *Target
+	tr          Translator
+	in          *Inbound
+	promptBytes int64
+	decision    kernel.Decision
+	customer    string
+	started     time.Time
+	admitted    bool
+	settled     bool
+	status      int
+	sse         bool
+	loggedErr   bool
+}
+
+func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return s.requestHeaders(ctx, r.RequestHeaders)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return s.requestBody(ctx, r.RequestBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
+			RequestTrailers: &extprocv3.TrailersResponse{},
+		}}
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return s.responseHeaders(ctx, r.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return s.responseBody(ctx, r.ResponseBody)
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return s.responseTrailers(ctx)
+	default:
+		return nil
+	}
+}
+
+// --- request headers --------------------------------------------------------
+
+func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	s.started = s.p.now()
+	s.id = s.p.newID()
+	var bearer, xKey, apiKey, contentLength string
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		switch hv.GetKey() {
+		case ":path":
+			s.path = headerValue(hv)
+		case ":method":
+			s.method = headerValue(hv)
+		case hdrAuthorization:
+			bearer = bearerToken(headerValue(hv))
+		case hdrXAPIKey:
+			xKey = headerValue(hv)
+		case hdrAPIKey:
+			apiKey = headerValue(hv)
+		case hdrCustomer:
+			s.customerHdr = headerValue(hv)
+		case hdrContentLength:
+			contentLength = headerValue(hv)
+			s.hadCL = true
+		}
+	}
+	if s.p.debug {
+		s.p.log.Debug("request headers", "request_id", s.id, "headers", redactedHeaders(h.GetHeaders()))
+	}
+	ep := lookupEndpoint(s.path)
+	if ep == nil || ep.Method != s.method {
+		pathOnly, _, _ := strings.Cut(s.path, "?")
+		return s.reject(&apiError{
+			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeUnknownURL,
+			Message: fmt.Sprintf("Invalid URL (%s %s)", s.method, pathOnly),
+		})
+	}
+	s.ep = ep
+	secret := bearer
+	if secret == "" {
+		secret = xKey
+	}
+	if secret == "" {
+		secret = apiKey
+	}
+	if secret == "" {
+		return s.reject(&apiError{
+			Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+			Message: "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY' or 'x-api-key: YOUR_KEY'.",
+		})
+	}
+	pr, err := s.p.cat.Authenticate(ctx, secret)
+	if err != nil || pr == nil {
+		if err == nil || errors.Is(err, ErrUnauthorized) {
+			return s.reject(&apiError{
+				Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+				Message: "Invalid API key: it is unknown, expired or revoked.",
+			})
+		}
+		s.p.log.Warn("authenticate failed", "request_id", s.id, "err", err)
+		return s.reject(errUnavailable())
+	}
+	s.principal = pr
+	if ep.Reply != nil {
+		r := ep.Reply(ctx, s)
+		return s.immediate(r.Status, r.Body, nil)
+	}
+	if h.GetEndOfStream() {
+		return s.reject(errInvalidRequest("The request has no body: send a JSON object.", ""))
+	}
+	if n, err := strconv.ParseInt(contentLength, 10, 64); err == nil && n > int64(s.p.maxBody) {
+		return s.reject(errTooLarge(s.p.maxBody))
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+		RequestHeaders: &extprocv3.HeadersResponse{},
+	}}
+}
+
+// --- request body -------------------------------------------------------------
+
+func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if s.ep == nil || s.principal == nil || s.admitted {
+		// request_header_mode SKIP, or a second body: the filter is misconfigured.
+		// Fail closed: without the headers there is no key and no route.
+		return s.reject(&apiError{
+			Status: http.StatusInternalServerError, Type: typeServer, Code: "gateway_misconfigured",
+			Message: "The gateway received a request body without its headers.",
+		})
+	}
+	body := b.GetBody()
+	if len(body) > s.p.maxBody {
+		return s.reject(errTooLarge(s.p.maxBody))
+	}
+	_, in, err := parseRequest(s.ep.API, body)
+	if err != nil {
+		return s.reject(bodyError(err))
+	}
+	if in.Model == "" {
+		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
+	}
+	s.in = in
+	s.promptBytes = int64(len(body))
+	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
+	if err != nil || target == nil {
+		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
+	}
+	s.target = target
+	tr := newTranslator(s.ep.API, target.Provider)
+	if tr == nil {
+		return s.reject(&apiError{
+			Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unsupported_endpoint",
+			Message: fmt.Sprintf("The model `%s` does not support %s.", in.Model, s.ep.Path), Param: "model",
+		})
+	}
+	s.tr = tr
+
+	scopes := s.principal.Scopes
+	if id := s.customerID(); id != "" {
+		if cs, ok := s.p.cat.Customer(ctx, id); ok {
+			s.customer = id
+			// A new slice: the principal's is shared by concurrent requests.
+			scopes = append(slices.Clip(scopes), cs)
+		}
+	}
+	areq := &kernel.AdmitRequest{
+		ID:               s.id,
+		Scopes:           scopes,
+		Model:            target.Model,
+		PromptBytes:      s.promptBytes,
+		MaxTokens:        in.MaxTokens,
+		DefaultMaxTokens: target.DefaultMaxTokens,
+		Price:            target.Price,
+	}
+	if s.ep.NoOutput {
+		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
+	}
+	d, err := s.p.acct.Admit(ctx, areq)
+	if err != nil {
+		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
+		return s.reject(errUnavailable())
+	}
+	if !d.Admitted {
+		return s.reject(decisionError(d, in.Model))
+	}
+	s.admitted, s.decision = true, d
+	if d.Clamped && d.MaxTokens > 0 && !s.ep.NoOutput {
+		in.ClampMaxTokens = d.MaxTokens
+	}
+	out, err := tr.Request(in, target)
+	if err != nil {
+		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
+		return s.reject(errInvalidRequest(err.Error(), ""))
+	}
+
+	hm := &extprocv3.HeaderMutation{
+		SetHeaders:    make([]*corev3.HeaderValueOption, 0, 4+len(out.Headers)),
+		RemoveHeaders: append(slices.Clip(clientCredentialHeaders), out.Remove...),
+	}
+	hm.SetHeaders = append(hm.SetHeaders, setHeader(RouteHeader, target.Deployment))
+	for _, kv := range out.Headers {
+		hm.SetHeaders = append(hm.SetHeaders, setHeader(kv[0], kv[1]))
+	}
+	if out.Path != "" && out.Path != s.path {
+		hm.SetHeaders = append(hm.SetHeaders, setHeader(":path", out.Path))
+	}
+	common := &extprocv3.CommonResponse{HeaderMutation: hm, ClearRouteCache: true}
+	if out.Body != nil {
+		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out.Body}}
+		if s.hadCL {
+			hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrContentLength, strconv.Itoa(len(out.Body))))
+		} else {
+			hm.RemoveHeaders = append(hm.RemoveHeaders, hdrContentLength)
+		}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+		RequestBody: &extprocv3.BodyResponse{Response: common},
+	}}
+}
+
+// customerID is the end customer of the request: the x-tollgate-customer header,
+// else the body's user field (metadata.user_id for Anthropic).
+func (s *stream) customerID() string {
+	if s.customerHdr != "" {
+		return s.customerHdr
+	}
+	return s.in.User
+}
+
+// --- response headers -------------------------------------------------------
+
+func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	var contentType string
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		switch hv.GetKey() {
+		case ":status":
+			s.status, _ = strconv.Atoi(headerValue(hv))
+		case hdrContentType:
+			contentType = headerValue(hv)
+		}
+	}
+	resp := &extprocv3.HeadersResponse{}
+	if !s.admitted {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: resp}}
+	}
+	hm := &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(hdrRequestID, s.id)}}
+	for _, kv := range rateLimitHeaders(s.decision.RateLimit) {
+		hm.SetHeaders = append(hm.SetHeaders, setHeader(kv[0], kv[1]))
+	}
+	resp.Response = &extprocv3.CommonResponse{HeaderMutation: hm}
+	pr := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: resp}}
+	ok := s.status >= 200 && s.status < 300
+	if ok && isEventStream(contentType) && !h.GetEndOfStream() {
+		s.sse = true
+		hm.RemoveHeaders = append(hm.RemoveHeaders, hdrContentLength)
+		pr.ModeOverride = &extprocfilterv3.ProcessingMode{
+			RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED,
+			ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
+		}
+		return pr
+	}
+	if h.GetEndOfStream() { // no body follows (204, HEAD-like): settle now
+		st := kernel.StatusCompleted
+		if !ok {
+			st = kernel.StatusFailed
+		}
+		if cost, ok := s.settle(ctx, st, s.status, kernel.Usage{}, !ok); ok {
+			hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrCost, formatUSD(cost)))
+		}
+	}
+	return pr
+}
+
+func isEventStream(ct string) bool {
+	ct, _, _ = strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// --- response body ----------------------------------------------------------
+
+func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	reply := &extprocv3.BodyResponse{}
+	pr := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: reply}}
+	if !s.admitted || s.settled && !s.sse {
+		return pr
+	}
+	body := b.GetBody()
+	if s.sse {
+		if s.settled { // bytes after the end (trailers already settled): pass
+			return pr
+		}
+		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
+		if err != nil && !s.loggedErr {
+			s.loggedErr = true
+			s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
+		}
+		if !sameBytes(out, body) {
+			reply.Response = &extprocv3.CommonResponse{BodyMutation: bodyMutation(out)}
+		}
+		if b.GetEndOfStream() {
+			u, reported := s.tr.StreamUsage()
+			s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		}
+		return pr
+	}
+	// BUFFERED: the whole body, headers still held.
+	hm := &extprocv3.HeaderMutation{}
+	common := &extprocv3.CommonResponse{HeaderMutation: hm}
+	reply.Response = common
+	var cost kernel.Money
+	var settled bool
+	if s.status >= 400 || s.status < 200 {
+		out := s.tr.Error(s.status, body)
+		common.BodyMutation = bodyMutation(out)
+		hm.SetHeaders = append(hm.SetHeaders,
+			setHeader(hdrContentType, "application/json"),
+			setHeader(hdrContentLength, strconv.Itoa(len(out))))
+		cost, settled = s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
+	} else {
+		out, u, err := s.tr.Response(body)
+		reported := err == nil
+		if err != nil {
+			if s.p.debug {
+				s.p.log.Debug("no usage in response", "request_id", s.id, "err", err)
+			}
+			u = kernel.Usage{Output: estimateTokens(textBytes(body))}
+		}
+		if !sameBytes(out, body) {
+			common.BodyMutation = bodyMutation(out)
+			hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrContentLength, strconv.Itoa(len(out))))
+		}
+		cost, settled = s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+	}
+	if settled {
+		hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrCost, formatUSD(cost)))
+	}
+	return pr
+}
+
+func bodyMutation(b []byte) *extprocv3.BodyMutation {
+	if len(b) == 0 {
+		return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
+	}
+	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: b}}
+}
+
+// sameBytes reports whether a is b itself (a translator passing its input).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResponse {
+	if s.admitted && !s.settled && s.sse {
+		// The stream ended with trailers: the last body chunk had no end_of_stream.
+		if _, err := s.tr.StreamChunk(nil, true); err != nil && !s.loggedErr {
+			s.loggedErr = true
+			s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
+		}
+		u, reported := s.tr.StreamUsage()
+		s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
+		ResponseTrailers: &extprocv3.TrailersResponse{},
+	}}
+}
+
+// --- settlement -------------------------------------------------------------
+
+// finish settles a request the stream left unsettled: an abnormal end (client
+// disconnect, upstream reset, stream cancelled) is charged what was observed.
+func (s *stream) finish(ctx context.Context) {
+	if !s.admitted || s.settled {
+		return
+	}
+	if s.status >= 400 {
+		s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
+		return
+	}
+	var u kernel.Usage
+	reported := false
+	if s.tr != nil && s.sse {
+		u, reported = s.tr.StreamUsage()
+	}
+	s.settle(ctx, kernel.StatusAborted, s.status, u, reported)
+}
+
+// settle charges the request once. Without reported usage, input is estimated
+// from the prompt bytes (4 bytes a token) so an admitted request is never free.
+func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u kernel.Usage, reported bool) (kernel.Money, bool) {
+	if !s.admitted || s.settled {
+		return 0, false
+	}
+	s.settled = true
+	if !reported && u.Input+u.CachedInput+u.CacheWrite == 0 {
+		u.Input = estimateTokens(s.promptBytes)
+	}
+	rec := &Record{
+		RequestID:  s.id,
+		Principal:  s.principal,
+		CustomerID: s.customer,
+		Model:      s.target.Model,
+		Deployment: s.target.Deployment,
+		Usage:      u,
+		Status:     st,
+		HTTPStatus: httpStatus,
+		Stream:     s.in.Stream,
+		StartedAt:  s.started,
+		EndedAt:    s.p.now(),
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)
+		defer cancel()
+	}
+	cost, err := s.p.acct.Settle(ctx, rec)
+	if err != nil {
+		s.p.log.Warn("settle failed", "request_id", s.id, "model", rec.Model, "err", err)
+		return 0, false
+	}
+	if s.p.debug {
+		s.p.log.Debug("settled", "request_id", s.id, "model", rec.Model, "deployment", rec.Deployment,
+			"status", st, "http_status", httpStatus, "usage", u, "reported", reported, "cost", formatUSD(cost))
+	}
+	return cost, true
+}
+
+// --- rejections -------------------------------------------------------------
+
+// reject answers with an error in the endpoint's shape.
+func (s *stream) reject(e *apiError) *extprocv3.ProcessingResponse {
+	if s.p.debug {
+		s.p.log.Debug("rejected", "request_id", s.id, "status", e.Status, "code", e.Code)
+	}
+	return s.immediate(e.Status, s.ep.errorBody(e), e.Headers)
+}
+
+func (s *stream) immediate(status int, body []byte, headers [][2]string) *extprocv3.ProcessingResponse {
+	hm := &extprocv3.HeaderMutation{SetHeaders: make([]*corev3.HeaderValueOption, 0, 2+len(headers))}
+	hm.SetHeaders = append(hm.SetHeaders,
+		setHeader(hdrContentType, "application/json"),
+		setHeader(hdrRequestID, s.id))
+	for _, kv := range headers {
+		hm.SetHeaders = append(hm.SetHeaders, setHeader(kv[0], kv[1]))
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+		ImmediateResponse: &extprocv3.ImmediateResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
+			Headers: hm,
+			Body:    body,
+			Details: "tollgate_" + strconv.Itoa(status),
+		},
+	}}
+}
+
+func errUnavailable() *apiError {
+	return &apiError{
+		Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+		Message: "The gateway cannot check limits and budgets right now; retry shortly.",
+	}
+}
+
+func errTooLarge(limit int) *apiError {
+	return &apiError{
+		Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge,
+		Message: fmt.Sprintf("The request body is larger than the gateway's limit of %d bytes.", limit),
+	}
+}
+
+// bodyError maps a parse error of the request body to a 400.
+func bodyError(err error) *apiError {
+	var se *SyntaxError
+	var fe *fieldError
+	switch {
+	case errors.As(err, &se):
+		return &apiError{
+			Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: codeInvalidJSON,
+			Message: "We could not parse the JSON body of your request: " + se.Error() + ".",
+		}
+	case errors.As(err, &fe):
+		return errInvalidRequest("Invalid '"+fe.Field+"': "+fe.Msg+".", fe.Field)
+	default:
+		return errInvalidRequest("Invalid request body.", "")
+	}
+}
+
+// resolveError maps a Catalog.Resolve error.
+func resolveError(id string, log *slog.Logger, model string, err error) *apiError {
+	switch {
+	case errors.Is(err, ErrModelNotAllowed):
+		return &apiError{
+			Status: http.StatusForbidden, Type: typeInvalidRequest, Code: codeModelNotAllowed, Param: "model",
+			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
+		}
+	case err == nil || errors.Is(err, ErrModelNotFound):
+		return &apiError{
+			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",
+			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
+		}
+	default:
+		log.Warn("resolve failed", "request_id", id, "err", err)
+		return &apiError{
+			Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+			Message: fmt.Sprintf("No deployment of the model `%s` is available right now.", model),
+		}
+	}
+}
+
+// decisionError maps a refused admission. Budgets are HTTP 400 with type and
+// code "budget_exceeded", as LiteLLM returns them (clients and SDKs do not
+// retry a 400, and waiting does not refill a budget); rate limits are 429 with
+// retry-after and x-ratelimit-* headers.
+func decisionError(d kernel.Decision, model string) *apiError {
+	scope := scopeName(d.Scope)
+	switch d.Reason {
+	case kernel.ReasonKeyExpired:
+		return &apiError{
+			Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+			Message: "Invalid API key: it has expired.",
+		}
+	case kernel.ReasonModelNotAllowed:
+		return &apiError{
+			Status: http.StatusForbidden, Type: typeInvalidRequest, Code: codeModelNotAllowed, Param: "model",
+			Message: fmt.Sprintf("The %s is not allowed to use the model `%s`.", scope, model),
+		}
+	case kernel.ReasonBudgetExceeded:
+		return &apiError{
+			Status: http.StatusBadRequest, Type: typeBudgetExceeded, Code: codeBudgetExceeded,
+			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
+		}
+	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
+		what := map[kernel.Reason]string{
+			kernel.ReasonRequestLimit:  "requests per minute",
+			kernel.ReasonTokenLimit:    "tokens per minute",
+			kernel.ReasonParallelLimit: "parallel requests",
+		}[d.Reason]
+		typ := "requests"
+		if d.Reason == kernel.ReasonTokenLimit {
+			typ = "tokens"
+		}
+		e := &apiError{
+			Status: http.StatusTooManyRequests, Type: typ, Code: codeRateLimit,
+			Message: fmt.Sprintf("Rate limit reached for the %s: %s.", scope, what),
+		}
+		e.Headers = append(retryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
+		return e
+	default: // ReasonDuplicate or unknown: a gateway fault, not the client's
+		return &apiError{
+			Status: http.StatusInternalServerError, Type: typeServer, Code: "admission_error",
+			Message: "The gateway could not admit the request.",
+		}
+	}
+}
+
+// scopeName names a scope for error messages without exposing internal ids
+// beyond the kind.
+func scopeName(r kernel.ScopeRef) string {
+	switch r.Kind {
+	case kernel.ScopeKey:
+		return "key"
+	case kernel.ScopeUser:
+		return "user"
+	case kernel.ScopeTeam:
+		return "team"
+	case kernel.ScopeOrg:
+		return "organization"
+	case kernel.ScopeCustomer:
+		return "customer"
+	default:
+		return "gateway"
+	}
+}

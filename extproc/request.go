@@ -1,0 +1,134 @@
+package extproc
+
+import (
+	"errors"
+	"fmt"
+)
+
+// requestFields are the top-level members of a request body the gateway reads
+// or rewrites, located by one scan of the body (no full decode).
+type requestFields struct {
+	open                int  // offset of the top-level '{'
+	empty               bool // the object has no members
+	model               span
+	stream              span
+	maxTokens           span
+	maxCompletionTokens span
+	user                span
+	streamOptions       span
+	metadata            span // Anthropic's metadata (user_id)
+}
+
+// errDuplicateField: a field the gateway reads appears twice. JSON parsers
+// disagree on which copy wins, so a duplicate could route and bill one model
+// while the provider serves another: refuse it.
+var errDuplicateField = errors.New("duplicate field")
+
+type fieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *fieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
+
+// parseRequest scans body, a JSON object, for the fields of requestFields and
+// fills in the scalar ones.
+func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
+	f := &requestFields{
+		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
+		user: absent, streamOptions: absent, metadata: absent,
+	}
+	f.open = skipSpace(body, 0)
+	members := 0
+	set := func(dst *span, name string, v span) error {
+		if dst.ok() {
+			return &fieldError{name, "appears more than once"}
+		}
+		*dst = v
+		return nil
+	}
+	_, err := scanObject(body, 0, true, func(key []byte, v span) error {
+		members++
+		switch {
+		case keyIs(key, "model"):
+			return set(&f.model, "model", v)
+		case keyIs(key, "stream"):
+			return set(&f.stream, "stream", v)
+		case keyIs(key, "max_tokens"):
+			return set(&f.maxTokens, "max_tokens", v)
+		case keyIs(key, "max_completion_tokens"):
+			return set(&f.maxCompletionTokens, "max_completion_tokens", v)
+		case keyIs(key, "user"):
+			return set(&f.user, "user", v)
+		case keyIs(key, "stream_options"):
+			return set(&f.streamOptions, "stream_options", v)
+		case keyIs(key, "metadata"):
+			return set(&f.metadata, "metadata", v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	f.empty = members == 0
+	in := &Inbound{API: api, Body: body, fields: f}
+	if f.model.ok() && !f.model.isNull(body) {
+		s, ok := stringValue(body, f.model)
+		if !ok {
+			return nil, nil, &fieldError{"model", "must be a string"}
+		}
+		in.Model = s
+	}
+	if f.stream.ok() {
+		switch string(f.stream.bytes(body)) {
+		case "true":
+			in.Stream = true
+		case "false", "null":
+		default:
+			return nil, nil, &fieldError{"stream", "must be a boolean"}
+		}
+	}
+	for _, m := range []struct {
+		name string
+		s    span
+	}{{"max_tokens", f.maxTokens}, {"max_completion_tokens", f.maxCompletionTokens}} {
+		if !m.s.ok() || m.s.isNull(body) {
+			continue
+		}
+		n, ok := intValue(body, m.s)
+		if !ok {
+			return nil, nil, &fieldError{m.name, "must be a non-negative integer"}
+		}
+		// max_completion_tokens supersedes max_tokens in OpenAI's chat API.
+		if m.name == "max_completion_tokens" || in.MaxTokens == 0 {
+			in.MaxTokens = n
+		}
+	}
+	if f.user.ok() && !f.user.isNull(body) {
+		s, ok := stringValue(body, f.user)
+		if !ok {
+			return nil, nil, &fieldError{"user", "must be a string"}
+		}
+		in.User = s
+	}
+	if f.streamOptions.isObject(body) {
+		_, _ = scanObject(body, f.streamOptions.start, false, func(key []byte, v span) error {
+			if keyIs(key, "include_usage") {
+				in.IncludeUsage = string(v.bytes(body)) == "true"
+			}
+			return nil
+		})
+	}
+	if in.User == "" && f.metadata.isObject(body) {
+		// Anthropic: metadata.user_id identifies the end user.
+		_, _ = scanObject(body, f.metadata.start, false, func(key []byte, v span) error {
+			if keyIs(key, "user_id") {
+				if s, ok := stringValue(body, v); ok {
+					in.User = s
+				}
+			}
+			return nil
+		})
+	}
+	return f, in, nil
+}

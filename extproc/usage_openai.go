@@ -1,0 +1,117 @@
+package extproc
+
+import (
+	"bytes"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// openAIUsage is OpenAI's usage object as reported (tokens overlap: prompt
+// includes cached, completion includes reasoning).
+type openAIUsage struct {
+	prompt, completion, cached, reasoning int64
+}
+
+// kernel normalises the usage into disjoint kinds.
+func (u openAIUsage) kernel() kernel.Usage {
+	cached := min(u.cached, u.prompt)
+	reasoning := min(u.reasoning, u.completion)
+	return kernel.Usage{
+		Input:       u.prompt - cached,
+		CachedInput: cached,
+		Output:      u.completion - reasoning,
+		Reasoning:   reasoning,
+	}
+}
+
+// parseOpenAIUsage reads the usage object at v (chat, completions and
+// embeddings share its shape: prompt_tokens, completion_tokens,
+// prompt_tokens_details.cached_tokens, completion_tokens_details.reasoning_tokens).
+// ok=false when v is absent, null or not an object.
+func parseOpenAIUsage(b []byte, v span) (u openAIUsage, ok bool) {
+	if !v.isObject(b) {
+		return u, false
+	}
+	detail := func(v span, name string) (n int64) {
+		if !v.isObject(b) {
+			return 0
+		}
+		_, _ = scanObject(b, v.start, false, func(key []byte, v span) error {
+			if keyIs(key, name) {
+				n, _ = intValue(b, v)
+			}
+			return nil
+		})
+		return n
+	}
+	_, err := scanObject(b, v.start, false, func(key []byte, v span) error {
+		switch {
+		case keyIs(key, "prompt_tokens"):
+			u.prompt, _ = intValue(b, v)
+		case keyIs(key, "completion_tokens"):
+			u.completion, _ = intValue(b, v)
+		case keyIs(key, "prompt_tokens_details"):
+			u.cached = detail(v, "cached_tokens")
+		case keyIs(key, "completion_tokens_details"):
+			u.reasoning = detail(v, "reasoning_tokens")
+		}
+		return nil
+	})
+	return u, err == nil
+}
+
+// topLevelMember returns the span of the named member of the JSON object b.
+func topLevelMember(b []byte, name string) (span, error) {
+	found := absent
+	_, err := scanObject(b, 0, true, func(key []byte, v span) error {
+		if keyIs(key, name) {
+			found = v
+		}
+		return nil
+	})
+	return found, err
+}
+
+// textKeys name the JSON string members whose contents are generated text in
+// OpenAI's streamed chunks (chat delta content, reasoning, tool arguments,
+// refusals, completions text).
+var textKeys = [][]byte{
+	[]byte(`"content"`), []byte(`"reasoning_content"`), []byte(`"reasoning"`),
+	[]byte(`"arguments"`), []byte(`"refusal"`), []byte(`"text"`),
+}
+
+// textBytes estimates the generated text in one event: the bytes of the string
+// values of textKeys members. It is a byte search, not a parse: used only to
+// estimate output tokens when the provider never reports usage.
+func textBytes(data []byte) int64 {
+	var n int64
+	for _, k := range textKeys {
+		rest := data
+		for {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(k):]
+			j := skipSpace(rest, 0)
+			if j >= len(rest) || rest[j] != ':' {
+				continue
+			}
+			j = skipSpace(rest, j+1)
+			if j >= len(rest) || rest[j] != '"' {
+				continue
+			}
+			end, err := skipString(rest, j)
+			if err != nil {
+				break
+			}
+			n += int64(end - j - 2)
+			rest = rest[end:]
+		}
+	}
+	return n
+}
+
+// estimateTokens is the token estimate of n bytes of text (4 bytes a token,
+// rounded up).
+func estimateTokens(n int64) int64 { return (n + 3) / 4 }
