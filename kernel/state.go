@@ -1,0 +1,511 @@
+package kernel
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// defaultOutputBound bounds the output of a request that gives neither
+// MaxTokens nor DefaultMaxTokens.
+const defaultOutputBound = 4096
+
+// parallelRetry is the RetryAfter of ReasonParallelLimit.
+const parallelRetry = time.Second
+
+const nanosPerMinute = int64(time.Minute)
+
+// State holds the counters of one process: per scope the in-flight requests,
+// the requests and tokens of the current UTC minute and the spent and reserved
+// money of every budget window; and the open reservations. It is safe for
+// concurrent use. One mutex guards everything: every request touches the global
+// scope anyway, and one lock keeps admission all-or-nothing without lock ordering.
+type State struct {
+	mu     sync.Mutex
+	scopes map[ScopeRef]*scopeState
+	open   map[string]*reservation
+	leases leaseHeap
+	// epoch grows each time a window is created or reset; a reservation releases
+	// only windows not reset since it was made.
+	epoch uint64
+	free  []*reservation
+}
+
+// NewState returns an empty State.
+func NewState() *State {
+	return &State{
+		scopes: make(map[ScopeRef]*scopeState, 64),
+		open:   make(map[string]*reservation, 64),
+	}
+}
+
+// scopeState is the counters of one scope.
+type scopeState struct {
+	ref      ScopeRef
+	inFlight int64
+	minute   int64 // UTC minute (unix nanos / 60e9) of requests and tokens
+	requests int64
+	tokens   int64
+	// windows are the budget windows tracked for the scope; windows[0] is the
+	// PeriodTotal window every scope has.
+	windows []*window
+}
+
+// window is the spent and reserved money of one period's current window.
+type window struct {
+	period     Period
+	start, end int64 // unix nanos; math.MinInt64/MaxInt64 for PeriodTotal
+	since      uint64
+	spent      Money
+	reserved   Money
+}
+
+// reservation is one admitted request until it is settled.
+type reservation struct {
+	id         string
+	model      string
+	price      Price
+	scopes     []*scopeState
+	inline     [6]*scopeState
+	worst      Money // the worst-case cost, charged on expiry
+	reserved   Money // held on every window (worst in strict mode, 0 in estimate)
+	tokens     int64 // counted towards tpm in minute
+	minute     int64
+	epoch      uint64
+	admittedAt time.Time
+	deadline   int64 // unix nanos
+	heapIndex  int
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// scope returns the state of ref, creating it with its total window.
+func (s *State) scope(ref ScopeRef) *scopeState {
+	if st, ok := s.scopes[ref]; ok {
+		return st
+	}
+	s.epoch++
+	st := &scopeState{ref: ref, windows: make([]*window, 1, 2)}
+	st.windows[0] = &window{period: Period{Kind: PeriodTotal}, start: math.MinInt64, end: math.MaxInt64, since: s.epoch}
+	s.scopes[ref] = st
+	return st
+}
+
+// window returns the scope's window for p, created if missing, current at now.
+func (s *State) window(st *scopeState, p Period, now time.Time, nowN int64) *window {
+	for _, w := range st.windows {
+		if w.period.Equal(p) {
+			s.roll(w, now, nowN)
+			return w
+		}
+	}
+	w := &window{period: p}
+	s.reset(w, now)
+	st.windows = append(st.windows, w)
+	return w
+}
+
+// roll moves w to the window containing now, clearing its counters, when now has
+// reached its end. A now before its start counts in it: windows never go back.
+func (s *State) roll(w *window, now time.Time, nowN int64) {
+	if nowN >= w.end {
+		s.reset(w, now)
+	}
+}
+
+func (s *State) reset(w *window, now time.Time) {
+	start, end := w.period.Window(now)
+	w.start, w.end = windowNanos(start, end)
+	s.epoch++
+	w.since = s.epoch
+	w.spent, w.reserved = 0, 0
+}
+
+func windowNanos(start, end time.Time) (int64, int64) {
+	s, e := int64(math.MinInt64), int64(math.MaxInt64)
+	if !start.IsZero() {
+		s = start.UnixNano()
+	}
+	if !end.Equal(EndOfTime) {
+		e = end.UnixNano()
+	}
+	return s, e
+}
+
+// rollMinute moves the rate counters to now's minute (never back).
+func (st *scopeState) rollMinute(minute int64) {
+	if minute > st.minute {
+		st.minute, st.requests, st.tokens = minute, 0, 0
+	}
+}
+
+// Admit decides on req at now and, when admitted, reserves on every scope at
+// once; see the package documentation for the exact rules.
+func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
+	nowN := now.UnixNano()
+	minute := floorDiv(nowN, nanosPerMinute)
+	minuteLeft := time.Duration((minute+1)*nanosPerMinute - nowN)
+
+	mode, shortfall := Strict, Clamp
+	if len(req.Scopes) > 0 && req.Scopes[0].Limits != nil {
+		mode, shortfall = req.Scopes[0].Limits.Mode, req.Scopes[0].Limits.Shortfall
+	}
+	inBound := max(req.PromptBytes, 0)
+	outBound := req.MaxTokens
+	if outBound <= 0 {
+		outBound = req.DefaultMaxTokens
+	}
+	if outBound <= 0 {
+		outBound = defaultOutputBound
+	}
+	inPrice, outPrice := req.Price.bounds()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	if _, dup := s.open[req.ID]; dup {
+		d := Decision{Reason: ReasonDuplicate}
+		if len(req.Scopes) > 0 {
+			d.Scope = req.Scopes[0].Ref
+		}
+		return d
+	}
+
+	res := s.newReservation()
+	for i := range req.Scopes {
+		st := s.scope(req.Scopes[i].Ref)
+		st.rollMinute(minute)
+		res.scopes = append(res.scopes, st)
+	}
+
+	// Budgets first, as they decide the output bound the rate limits count.
+	n := outBound
+	budgetFail := -1
+	var inCost u128
+	inCost.addMul(inBound, inPrice)
+	for i := range req.Scopes {
+		lim := req.Scopes[i].Limits
+		if lim == nil {
+			continue
+		}
+		for _, b := range lim.Budgets {
+			w := s.window(res.scopes[i], b.Period, now, nowN)
+			if budgetFail >= 0 {
+				continue // keep creating windows so that reservations cover them
+			}
+			if mode == Estimate {
+				if w.spent >= b.Limit {
+					budgetFail = i
+				}
+				continue
+			}
+			fit := affordable(satAdd(satAdd(b.Limit, -w.spent), -w.reserved), inCost, outPrice, n)
+			switch {
+			case shortfall == Reject && fit < n, fit < 1:
+				budgetFail = i
+			default:
+				n = fit
+			}
+		}
+	}
+	if budgetFail >= 0 {
+		n = outBound
+	}
+	var worstAcc u128 = inCost
+	worstAcc.addMul(n, outPrice)
+	worst := worstAcc.ceilPerMillion()
+	var tokens int64
+	if mode == Estimate {
+		tokens = inBound/4 + min(inBound%4, 1)
+	} else {
+		tokens = satAdd(inBound, n)
+	}
+
+	d := Decision{}
+	for i := range req.Scopes {
+		sc, st := &req.Scopes[i], res.scopes[i]
+		lim := sc.Limits
+		if lim == nil {
+			continue
+		}
+		switch {
+		case !lim.ExpiresAt.IsZero() && !now.Before(lim.ExpiresAt):
+			d.Reason = ReasonKeyExpired
+		case len(lim.Models) > 0 && !contains(lim.Models, req.Model):
+			d.Reason = ReasonModelNotAllowed
+		case lim.MaxParallel > 0 && st.inFlight >= lim.MaxParallel:
+			d.Reason, d.RetryAfter = ReasonParallelLimit, parallelRetry
+		case lim.RPM > 0 && st.requests >= lim.RPM:
+			d.Reason, d.RetryAfter = ReasonRequestLimit, minuteLeft
+		case lim.TPM > 0 && satAdd(st.tokens, tokens) > lim.TPM:
+			d.Reason, d.RetryAfter = ReasonTokenLimit, minuteLeft
+		case i == budgetFail:
+			d.Reason = ReasonBudgetExceeded
+		default:
+			continue
+		}
+		d.Scope = sc.Ref
+		d.RateLimit = rateInfo(req.Scopes, res.scopes, minuteLeft)
+		s.recycle(res)
+		return d
+	}
+
+	reserved := worst
+	if mode == Estimate {
+		reserved = 0
+	}
+	for _, st := range res.scopes {
+		st.inFlight++
+		st.requests++
+		st.tokens = satAdd(st.tokens, tokens)
+		for _, w := range st.windows {
+			s.roll(w, now, nowN)
+			w.reserved = satAdd(w.reserved, reserved)
+		}
+	}
+	lease := req.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	res.id, res.model, res.price = req.ID, req.Model, req.Price
+	res.worst, res.reserved, res.tokens, res.minute = worst, reserved, tokens, minute
+	res.epoch, res.admittedAt, res.deadline = s.epoch, now, satAdd(nowN, int64(lease))
+	s.open[req.ID] = res
+	s.leases.push(res)
+
+	return Decision{
+		Admitted:  true,
+		Reason:    ReasonOK,
+		MaxTokens: n,
+		Clamped:   n < outBound,
+		Reserved:  reserved,
+		RateLimit: rateInfo(req.Scopes, res.scopes, minuteLeft),
+	}
+}
+
+// affordable is the largest output bound m ≤ n whose worst cost
+// ceil((inCost + m×outPrice)/1e6) fits in avail, or -1 when none does.
+func affordable(avail Money, inCost u128, outPrice Money, n int64) int64 {
+	if avail < 0 {
+		return -1
+	}
+	room := millionths(avail)
+	if room.less(inCost) {
+		return -1
+	}
+	if outPrice <= 0 {
+		return n
+	}
+	left := room.sub(inCost)
+	if left.hi >= uint64(outPrice) {
+		return n // the quotient exceeds 64 bits
+	}
+	q, _ := divU128(left, uint64(outPrice))
+	if q >= uint64(n) {
+		return n
+	}
+	return int64(q)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// rateInfo picks, for requests and for tokens, the scope with a limit that has
+// the fewest remaining in the current minute.
+func rateInfo(scopes []Scope, states []*scopeState, left time.Duration) RateLimitInfo {
+	var ri RateLimitInfo
+	haveReq, haveTok := false, false
+	for i := range scopes {
+		lim := scopes[i].Limits
+		if lim == nil {
+			continue
+		}
+		st := states[i]
+		if lim.RPM > 0 {
+			rem := max(lim.RPM-st.requests, 0)
+			if !haveReq || rem < ri.RemainingRequests {
+				haveReq = true
+				ri.LimitRequests, ri.RemainingRequests, ri.ResetRequests = lim.RPM, rem, left
+			}
+		}
+		if lim.TPM > 0 {
+			rem := max(satAdd(lim.TPM, -st.tokens), 0)
+			if !haveTok || rem < ri.RemainingTokens {
+				haveTok = true
+				ri.LimitTokens, ri.RemainingTokens, ri.ResetTokens = lim.TPM, rem, left
+			}
+		}
+	}
+	return ri
+}
+
+func (s *State) newReservation() *reservation {
+	if n := len(s.free); n > 0 {
+		r := s.free[n-1]
+		s.free = s.free[:n-1]
+		return r
+	}
+	r := &reservation{}
+	r.scopes = r.inline[:0]
+	return r
+}
+
+// recycle clears r and keeps it for a later Admit.
+func (s *State) recycle(r *reservation) {
+	clear(r.inline[:])
+	scopes := r.scopes[:0]
+	if cap(scopes) > len(r.inline) {
+		scopes = r.inline[:0] // do not keep oversized arrays
+	}
+	*r = reservation{inline: r.inline}
+	r.scopes = scopes
+	if len(s.free) < 1024 {
+		s.free = append(s.free, r)
+	}
+}
+
+// Settle charges the exact cost of usage to the reservation id at now, releases
+// what it reserved and corrects the tpm count. It returns ok=false, changing
+// nothing, when id is not open (unknown or already settled or expired).
+func (s *State) Settle(now time.Time, id string, u Usage, st Status) (Settlement, bool) {
+	nowN := now.UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, ok := s.open[id]
+	if !ok {
+		return Settlement{}, false
+	}
+	cost := Cost(res.price, u)
+	s.close(res, now, nowN, cost, true, u.Total())
+	out := s.settlement(res, now, u, cost, st)
+	s.recycle(res)
+	return out, true
+}
+
+// Expire settles every reservation whose lease (admittedAt + lease) has ended
+// by now, with StatusExpired and its worst-case cost, freeing its parallel
+// slots; it returns them oldest deadline first (nil when none).
+func (s *State) Expire(now time.Time) []Settlement {
+	nowN := now.UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Settlement
+	for len(s.leases) > 0 && s.leases[0].deadline <= nowN {
+		res := s.leases[0]
+		s.close(res, now, nowN, res.worst, false, 0)
+		out = append(out, s.settlement(res, now, Usage{}, res.worst, StatusExpired))
+		s.recycle(res)
+	}
+	return out
+}
+
+// close removes res from the open set and applies its end to every scope.
+func (s *State) close(res *reservation, now time.Time, nowN int64, cost Money, fixTokens bool, actual int64) {
+	delete(s.open, res.id)
+	s.leases.remove(res.heapIndex)
+	nowMinute := floorDiv(nowN, nanosPerMinute)
+	for _, st := range res.scopes {
+		st.inFlight--
+		if fixTokens && st.minute == res.minute && nowMinute <= res.minute {
+			st.tokens = max(satAdd(st.tokens, actual-res.tokens), 0)
+		}
+		for _, w := range st.windows {
+			s.roll(w, now, nowN)
+			if w.since <= res.epoch {
+				w.reserved -= res.reserved
+			}
+			w.spent = satAdd(w.spent, cost)
+		}
+	}
+}
+
+func (s *State) settlement(res *reservation, now time.Time, u Usage, cost Money, st Status) Settlement {
+	refs := make([]ScopeRef, len(res.scopes))
+	for i, sc := range res.scopes {
+		refs[i] = sc.ref
+	}
+	return Settlement{
+		ID: res.id, Scopes: refs, Model: res.model, Usage: u, Cost: cost,
+		Reserved: res.reserved, Status: st, AdmittedAt: res.admittedAt, SettledAt: now,
+	}
+}
+
+// Seed sets the spent money of ref's window of p that starts at windowStart
+// (the window containing windowStart), as read from the durable ledger at
+// start-up. It replaces the spent of that window when it is the tracked one,
+// starts tracking it when it is newer, and is ignored when it is older.
+func (s *State) Seed(ref ScopeRef, p Period, windowStart time.Time, spent Money) {
+	start, end := p.Window(windowStart)
+	startN, endN := windowNanos(start, end)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.scope(ref)
+	var w *window
+	for _, x := range st.windows {
+		if x.period.Equal(p) {
+			w = x
+			break
+		}
+	}
+	if w == nil {
+		w = &window{period: p, start: startN, end: endN}
+		st.windows = append(st.windows, w)
+	}
+	switch {
+	case w.start == startN && w.since != 0:
+	case w.start > startN && w.since != 0:
+		return
+	default:
+		s.epoch++
+		w.start, w.end, w.since, w.reserved = startN, endN, s.epoch, 0
+	}
+	w.spent = spent
+}
+
+// Usage is the spent and reserved money of ref's window of p current at now;
+// zero when the scope or the period is not tracked.
+func (s *State) Usage(ref ScopeRef, p Period, now time.Time) (spent, reserved Money) {
+	nowN := now.UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.scopes[ref]
+	if !ok {
+		return 0, 0
+	}
+	for _, w := range st.windows {
+		if w.period.Equal(p) {
+			s.roll(w, now, nowN)
+			return w.spent, w.reserved
+		}
+	}
+	return 0, 0
+}
+
+// InFlight is the number of open reservations charged to ref.
+func (s *State) InFlight(ref ScopeRef) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.scopes[ref]; ok {
+		return st.inFlight
+	}
+	return 0
+}
+
+// Pending is the number of open reservations.
+func (s *State) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
