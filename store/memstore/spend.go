@@ -1,0 +1,133 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+// hourRange is the hour buckets [lo, hi) (Unix seconds) that overlap
+// [since, until): exact when both are on an hour; otherwise partial hours count
+// whole, the conservative side for budgets. Zero until means no upper bound.
+func hourRange(since, until time.Time) (lo, hi int64) {
+	lo = since.UTC().Truncate(time.Hour).Unix()
+	if since.IsZero() {
+		lo = math.MinInt64
+	}
+	hi = math.MaxInt64
+	if !until.IsZero() {
+		h := until.UTC().Truncate(time.Hour)
+		if !h.Equal(until) {
+			h = h.Add(time.Hour)
+		}
+		hi = h.Unix()
+	}
+	return lo, hi
+}
+
+// ScopeSpend is the cost charged to a scope for requests that ended in
+// [since, until), at hourly resolution.
+func (s *Store) ScopeSpend(_ context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, store.ErrClosed
+	}
+	lo, hi := hourRange(since, until)
+	var total kernel.Money
+	for k, b := range s.totals {
+		if k.kind == scope.Kind && k.id == scope.ID && k.hour >= lo && k.hour < hi {
+			total += b.cost
+		}
+	}
+	return total, nil
+}
+
+// Series is the spend of a scope per bucket of step (a multiple of an hour)
+// over [since, until), buckets aligned to since; empty buckets are included.
+func (s *Store) Series(_ context.Context, scope kernel.ScopeRef, since, until time.Time, step time.Duration) ([]store.SpendPoint, error) {
+	if step < time.Hour || step%time.Hour != 0 {
+		return nil, fmt.Errorf("memstore: series: step %s is not a multiple of an hour", step)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	if !until.After(since) {
+		return []store.SpendPoint{}, nil
+	}
+	n := int((until.Sub(since) + step - 1) / step)
+	out := make([]store.SpendPoint, n)
+	for i := range out {
+		out[i].Start = since.Add(time.Duration(i) * step).UTC()
+	}
+	lo, hi := hourRange(since, until)
+	base, stepSec := since.Unix(), int64(step/time.Second)
+	for k, b := range s.totals {
+		if k.kind != scope.Kind || k.id != scope.ID || k.hour < lo || k.hour >= hi {
+			continue
+		}
+		i := min(max((k.hour-base)/stepSec, 0), int64(n-1))
+		out[i].Cost += b.cost
+		out[i].Requests += b.requests
+		out[i].Tokens += b.tokens
+	}
+	return out, nil
+}
+
+// Entries lists ledger rows ordered by (EndedAt, RequestID).
+func (s *Store) Entries(_ context.Context, f store.LedgerFilter) ([]store.LedgerEntry, error) {
+	s.mu.Lock() // sorts the rows appended since the last call
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	if s.dirty {
+		slices.SortFunc(s.rows, compareRows)
+		s.dirty = false
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	start := 0
+	if f.After != "" {
+		if _, ok := s.ledger[f.After]; !ok {
+			return []store.LedgerEntry{}, nil
+		}
+		i := slices.IndexFunc(s.rows, func(e store.LedgerEntry) bool { return e.RequestID == f.After })
+		start = i + 1
+	}
+	out := []store.LedgerEntry{}
+	for _, e := range s.rows[start:] {
+		if len(out) == limit {
+			break
+		}
+		if matches(&e, &f) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func matches(e *store.LedgerEntry, f *store.LedgerFilter) bool {
+	if f.Model != "" && e.Model != f.Model {
+		return false
+	}
+	if !f.Since.IsZero() && e.EndedAt.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !e.EndedAt.Before(f.Until) {
+		return false
+	}
+	if f.Scope == nil {
+		return true
+	}
+	return slices.Contains(e.Scopes(), *f.Scope)
+}
