@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -12,19 +13,62 @@ import (
 	"github.com/tollgate-ai/tollgate/store/groupcommit"
 )
 
-// Append queues entries for the group-commit writer (see store.Ledger.Append).
+// Append queues entries for the group-commit writers (see store.Ledger.Append).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
-	return s.writer.Append(ctx, entries...)
+	if len(s.writers) == 1 {
+		return s.writers[0].Append(ctx, entries...)
+	}
+	if len(entries) == 1 {
+		return s.writers[shard(entries[0].RequestID, len(s.writers))].Append(ctx, entries...)
+	}
+	groups := make([][]store.LedgerEntry, len(s.writers))
+	for _, e := range entries {
+		i := shard(e.RequestID, len(s.writers))
+		groups[i] = append(groups[i], e)
+	}
+	for i, g := range groups {
+		if len(g) > 0 {
+			if err := s.writers[i].Append(ctx, g...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// shard picks the writer of a request id (FNV-1a), so one id always goes
+// through the same queue.
+func shard(id string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
 }
 
 // Flush returns once everything appended before the call is durable.
 func (s *Store) Flush(ctx context.Context) error {
-	return s.writer.Flush(ctx)
+	var errs []error
+	for _, w := range s.writers {
+		errs = append(errs, w.Flush(ctx))
+	}
+	return errors.Join(errs...)
 }
 
-// Stats returns the ledger writer's counters (Batches is the number of ledger
-// transactions committed).
-func (s *Store) Stats() groupcommit.Stats { return s.writer.Stats() }
+// Stats returns the ledger writers' counters, summed (Batches is the number of
+// ledger transactions committed).
+func (s *Store) Stats() groupcommit.Stats {
+	var st groupcommit.Stats
+	for _, w := range s.writers {
+		x := w.Stats()
+		st.Batches += x.Batches
+		st.Entries += x.Entries
+		st.FlushErrors += x.FlushErrors
+		st.QueueDepth += x.QueueDepth
+	}
+	return st
+}
 
 // attemptTimeout bounds one attempt to write a batch, so a hung connection is
 // retried instead of blocking the writer.

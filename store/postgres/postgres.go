@@ -36,6 +36,7 @@ type options struct {
 	queueSize    int
 	pollInterval time.Duration
 	retryBackoff time.Duration
+	writers      int
 	logger       *slog.Logger
 }
 
@@ -47,6 +48,7 @@ func defaults() options {
 		queueSize:    65536,
 		pollInterval: 5 * time.Second,
 		retryBackoff: 100 * time.Millisecond,
+		writers:      4,
 		logger:       slog.New(slog.DiscardHandler),
 	}
 }
@@ -78,15 +80,20 @@ func WithRetryBackoff(d time.Duration) Option {
 	return func(o *options) { o.retryBackoff = max(d, time.Millisecond) }
 }
 
+// WithWriters is the number of group-commit writers (default 4), each with its
+// own queue and one transaction in flight; entries are spread over them by a
+// hash of the request id.
+func WithWriters(n int) Option { return func(o *options) { o.writers = max(n, 1) } }
+
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // Store is the PostgreSQL backend of store.Store.
 type Store struct {
-	pool   *pgxpool.Pool
-	opts   options
-	writer *groupcommit.Writer
-	done   atomic.Bool
+	pool    *pgxpool.Pool
+	opts    options
+	writers []*groupcommit.Writer
+	done    atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -116,10 +123,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, opts: o}
-	s.writer = groupcommit.New(s.writeBatch,
-		groupcommit.WithWindow(o.window), groupcommit.WithMaxBatch(o.batchSize),
-		groupcommit.WithQueueSize(o.queueSize), groupcommit.WithLogger(o.logger),
-		groupcommit.WithRetry(groupcommit.Exponential(o.retryBackoff, 2*time.Second)))
+	for range o.writers {
+		s.writers = append(s.writers, groupcommit.New(s.writeBatch,
+			groupcommit.WithWindow(o.window), groupcommit.WithMaxBatch(o.batchSize),
+			groupcommit.WithQueueSize(max(o.queueSize/o.writers, 1)), groupcommit.WithLogger(o.logger),
+			groupcommit.WithRetry(groupcommit.Exponential(o.retryBackoff, 2*time.Second))))
+	}
 	return s, nil
 }
 
@@ -153,7 +162,13 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // still queued when ctx ends are reported in the error.
 func (s *Store) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		s.closeErr = s.writer.Close(ctx)
+		errs := make([]error, len(s.writers))
+		var wg sync.WaitGroup
+		for i, w := range s.writers {
+			wg.Go(func() { errs[i] = w.Close(ctx) })
+		}
+		wg.Wait()
+		s.closeErr = errors.Join(errs...)
 		s.done.Store(true)
 		s.pool.Close()
 	})
