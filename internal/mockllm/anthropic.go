@@ -1,0 +1,215 @@
+package mockllm
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// messagesRequest is the part of an Anthropic Messages request the mock reads.
+type messagesRequest struct {
+	Model     string  `json:"model"`
+	MaxTokens *int64  `json:"max_tokens"`
+	Stream    bool    `json:"stream"`
+	System    content `json:"system"`
+	Messages  []struct {
+		Content content `json:"content"`
+	} `json:"messages"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+// prompt is the prompt text of a Messages request and its cacheable prefix.
+type prompt struct {
+	text     []byte
+	last     string
+	prefix   int  // bytes of text that form the cacheable prefix
+	cacheReq bool // the request asked for caching
+}
+
+func (req *messagesRequest) prompt() prompt {
+	var p prompt
+	add := func(c *content) {
+		p.text = append(p.text, c.Text...)
+		for i := range c.Parts {
+			if c.Parts[i].Type == "" || c.Parts[i].Type == "text" {
+				p.text = append(p.text, c.Parts[i].Text...)
+			}
+			if len(c.Parts[i].CacheControl) > 0 && string(c.Parts[i].CacheControl) != "null" {
+				p.prefix = len(p.text)
+				p.cacheReq = true
+			}
+		}
+	}
+	add(&req.System)
+	for i := range req.Messages {
+		n := len(p.text)
+		add(&req.Messages[i].Content)
+		p.last = string(p.text[n:])
+	}
+	if len(req.CacheControl) > 0 && string(req.CacheControl) != "null" {
+		p.prefix = len(p.text)
+		p.cacheReq = true
+	}
+	return p
+}
+
+// cacheKey identifies a cached prompt prefix of one API key.
+type cacheKey struct {
+	key  string
+	hash uint64
+}
+
+// anthropicMessage is a reply being produced for a Messages request.
+type anthropicMessage struct {
+	id, model     string
+	input         int64
+	cacheRead     int64
+	cacheCreation int64
+	cacheReq      bool
+	output        int64
+	capped        bool
+	reply         reply
+}
+
+func (s *Server) messages(c *call) {
+	var req messagesRequest
+	if !c.decode(&req) {
+		return
+	}
+	switch {
+	case req.Model == "":
+		writeError(c.w, c.flavor, http.StatusBadRequest, "model: Field required")
+		return
+	case req.MaxTokens == nil:
+		writeError(c.w, c.flavor, http.StatusBadRequest, "max_tokens: Field required")
+		return
+	case len(req.Messages) == 0:
+		writeError(c.w, c.flavor, http.StatusBadRequest, "messages: Field required")
+		return
+	}
+	p := req.prompt()
+	m := &anthropicMessage{
+		id: "msg_mock_" + strconv.FormatUint(s.seq.Add(1), 10), model: req.Model,
+		cacheReq: p.cacheReq,
+	}
+	total := tokensOf(len(p.text))
+	if p.prefix > 0 {
+		prefix := tokensOf(p.prefix)
+		k := cacheKey{key: c.key, hash: hashBytes(s, p.text[:p.prefix])}
+		if _, seen := s.cache.LoadOrStore(k, struct{}{}); seen {
+			m.cacheRead = prefix
+		} else {
+			m.cacheCreation = prefix
+		}
+		m.input = total - prefix
+	} else {
+		m.input = total
+	}
+	m.output, m.capped = outputTokens(req.MaxTokens, c.output)
+	m.reply = newReply(p.last, m.output)
+	b := billed{input: m.input, cached: m.cacheRead, creation: m.cacheCreation}
+	if req.Stream {
+		s.streamAnthropic(c, m, b)
+		return
+	}
+	s.writeJSON(c, m.appendJSON(nil), b, m.output)
+}
+
+func (m *anthropicMessage) stopReason() string {
+	if m.capped {
+		return "max_tokens"
+	}
+	return "end_turn"
+}
+
+// appendUsage appends the usage object with output tokens out.
+func (m *anthropicMessage) appendUsage(b []byte, out int64) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = appendInt(b, m.input)
+	if m.cacheReq {
+		b = append(b, `,"cache_creation_input_tokens":`...)
+		b = appendInt(b, m.cacheCreation)
+		b = append(b, `,"cache_read_input_tokens":`...)
+		b = appendInt(b, m.cacheRead)
+	}
+	b = append(b, `,"output_tokens":`...)
+	b = appendInt(b, out)
+	return append(b, '}')
+}
+
+// appendMessage appends the message object with the given content, stop
+// reason (JSON) and output tokens.
+func (m *anthropicMessage) appendMessage(b []byte, contentJSON []byte, stop string, out int64) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, m.id)
+	b = append(b, `,"type":"message","role":"assistant","model":`...)
+	b = appendString(b, m.model)
+	b = append(b, `,"content":`...)
+	b = append(b, contentJSON...)
+	b = append(b, `,"stop_reason":`...)
+	b = append(b, stop...)
+	b = append(b, `,"stop_sequence":null,"usage":`...)
+	b = m.appendUsage(b, out)
+	return append(b, '}')
+}
+
+func (m *anthropicMessage) appendJSON(b []byte) []byte {
+	content := appendString([]byte(`[{"type":"text","text":`), m.reply.text())
+	content = append(content, `}]`...)
+	return m.appendMessage(b, content, string(appendString(nil, m.stopReason())), m.output)
+}
+
+func (s *Server) streamAnthropic(c *call, m *anthropicMessage, b billed) {
+	st, ok := s.startStream(c, b)
+	if !ok {
+		return
+	}
+	buf := append([]byte(nil), `{"type":"message_start","message":`...)
+	buf = m.appendMessage(buf, []byte(`[]`), "null", min(1, m.output))
+	buf = append(buf, '}')
+	if !st.send("message_start", buf) ||
+		!st.send("content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)) ||
+		!st.send("ping", []byte(`{"type":"ping"}`)) {
+		return
+	}
+	texts, words := m.reply.chunks(s.cfg.Chunks)
+	for i, t := range texts {
+		buf = append(buf[:0], `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`...)
+		buf = appendString(buf, t)
+		buf = append(buf, `}}`...)
+		if !st.content(i, "content_block_delta", buf, words[i]) {
+			return
+		}
+	}
+	if !st.send("content_block_stop", []byte(`{"type":"content_block_stop","index":0}`)) {
+		return
+	}
+	buf = append(buf[:0], `{"type":"message_delta","delta":{"stop_reason":`...)
+	buf = appendString(buf, m.stopReason())
+	buf = append(buf, `,"stop_sequence":null},"usage":{"output_tokens":`...)
+	buf = appendInt(buf, m.output)
+	buf = append(buf, `}}`...)
+	if !st.send("message_delta", buf) {
+		return
+	}
+	st.send("message_stop", []byte(`{"type":"message_stop"}`))
+}
+
+// countTokens answers POST /v1/messages/count_tokens with the total input
+// tokens (cached prefix included); it is free and not billed.
+func (s *Server) countTokens(c *call) {
+	var req messagesRequest
+	if !c.decode(&req) {
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(c.w, c.flavor, http.StatusBadRequest, "messages: Field required")
+		return
+	}
+	p := req.prompt()
+	b := appendInt([]byte(`{"input_tokens":`), tokensOf(len(p.text)))
+	b = append(b, '}')
+	c.w.Header().Set("content-type", "application/json")
+	c.w.Header().Set("content-length", strconv.Itoa(len(b)))
+	_, _ = c.w.Write(b)
+}

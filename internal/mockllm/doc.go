@@ -1,0 +1,68 @@
+// Package mockllm is a deterministic mock of the LLM provider APIs Tollgate
+// fronts: OpenAI (chat completions, completions, embeddings, models), Azure
+// OpenAI (the same under /openai/deployments/{d}/…) and the Anthropic Messages
+// API (JSON and SSE, count_tokens). It serves tests, demos and benchmarks, and
+// keeps its own bill (GET /stats) so Tollgate's ledger can be reconciled
+// against what the "provider" actually delivered.
+//
+// # Determinism
+//
+// Everything a test needs to predict is a documented function of the request:
+//
+//   - Prompt text is the concatenation, without separators, of every text the
+//     request carries: chat message contents (a string, or the "text" of each
+//     text part), the Anthropic "system" (string or text blocks), a completions
+//     prompt (string or list of strings).
+//   - Input tokens = ceil(len(prompt text in bytes) / 4). For embeddings each
+//     input is counted on its own and summed; token-array inputs count one token
+//     per element.
+//   - Output tokens = min(max_tokens, default) where max_tokens is the
+//     request's max_tokens (or max_completion_tokens) when set, and default is
+//     x-mock-output-tokens when given, else Config.OutputTokens.
+//   - The reply is made of that many words, one word per token, joined by single
+//     spaces: word i is word (i mod n) of the last message's text split on white
+//     space (n words), or "mock" when that text has no words.
+//   - A stream carries the words in Config.Chunks content chunks (or one chunk
+//     per word when Chunks is 0 or larger than the word count); chunk i holds
+//     words [i·N/C, (i+1)·N/C), and every chunk but the first starts with a space,
+//     so the concatenated deltas equal the JSON reply text.
+//   - Anthropic prompt caching: the cacheable prefix is the prompt text up to and
+//     including the last block that has cache_control (the whole prompt when the
+//     request has a top-level cache_control). Its tokens, ceil(prefix bytes / 4),
+//     are reported as cache_creation_input_tokens the first time that prefix is
+//     seen for that API key and as cache_read_input_tokens afterwards;
+//     input_tokens is the rest (total − prefix tokens). The seen-prefix set is
+//     cleared by POST /stats/reset. There is no minimum cacheable length.
+//   - OpenAI cached tokens: x-mock-cached-tokens: N reports min(N, prompt
+//     tokens) as usage.prompt_tokens_details.cached_tokens (prompt_tokens still
+//     includes them, as OpenAI does).
+//
+// # Per-request overrides (request headers)
+//
+//   - x-mock-status: 429 — reply with that status and a provider-shaped error
+//     body (OpenAI/Azure or Anthropic, by endpoint); 429 carries retry-after: 1.
+//   - x-mock-disconnect-after: N — streams: close the connection after N SSE
+//     events (every "data:" event counts, role and usage chunks included);
+//     non-streaming replies: close the connection before any response byte.
+//   - x-mock-latency: 250ms — delay before the first response byte.
+//   - x-mock-chunk-delay: 10ms — delay before each content chunk but the first.
+//   - x-mock-output-tokens: N — the default output tokens of this request.
+//   - x-mock-cached-tokens: N — see above.
+//
+// # The bill (GET /stats, POST /stats/reset)
+//
+// Usage is recorded per API key (Authorization: Bearer, else api-key, else
+// x-api-key; "" when none) and only for what was delivered:
+//
+//   - requests counts billable replies (chat, completions, embeddings,
+//     messages) whose 2xx headers were written; errors counts injected error
+//     replies; aborted counts streams that ended early (x-mock-disconnect-after,
+//     or a client that went away). Models, count_tokens and stats are free.
+//   - input_tokens (uncached), cached_tokens (cache reads) and
+//     cache_creation_tokens are counted once the 2xx headers are written.
+//   - output_tokens counts the words of the content chunks actually written and
+//     flushed (for JSON replies: all of them once the body is written).
+//
+// The package must not import anything from Tollgate: it stands in for an
+// external provider.
+package mockllm

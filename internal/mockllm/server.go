@@ -1,0 +1,351 @@
+package mockllm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server is the mock provider: an http.Handler serving every endpoint of the
+// package documentation.
+type Server struct {
+	cfg   Config
+	mux   *http.ServeMux
+	seq   atomic.Uint64
+	stats sync.Map // api key → *counters
+	cache sync.Map // cacheKey → struct{}: prompt prefixes seen (Anthropic caching)
+	seed  maphash.Seed
+	now   func() time.Time
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// maxBody bounds a request body.
+const maxBody = 32 << 20
+
+// New returns a mock provider with cfg; zero fields of cfg that must not be
+// zero (Models, EmbeddingDimensions) take DefaultConfig's values.
+func New(cfg Config) *Server {
+	def := DefaultConfig()
+	if len(cfg.Models) == 0 {
+		cfg.Models = def.Models
+	}
+	if cfg.EmbeddingDimensions == 0 {
+		cfg.EmbeddingDimensions = def.EmbeddingDimensions
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), seed: maphash.MakeSeed(), now: time.Now}
+	s.mux.HandleFunc("POST /v1/chat/completions", s.openAI(s.chat))
+	s.mux.HandleFunc("POST /v1/completions", s.openAI(s.completions))
+	s.mux.HandleFunc("POST /v1/embeddings", s.openAI(s.embeddings))
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.azure(s.chat))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/completions", s.azure(s.completions))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/embeddings", s.azure(s.embeddings))
+	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
+	s.mux.HandleFunc("GET /stats", s.getStats)
+	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, flavorOpenAI, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Serve serves HTTP/1.1 and h2c on lis until ctx is done, then shuts down
+// gracefully: in-flight replies get up to 5 s to finish.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           s,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mockllm: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		err = errors.Join(err, srv.Close())
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// Run listens on cfg.Addr, writes "mockllm listening on <addr>" to out and
+// serves until ctx is done.
+func Run(ctx context.Context, cfg Config, out io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("mockllm: listen: %w", err)
+	}
+	if _, err := fmt.Fprintf(out, "mockllm listening on %s\n", lis.Addr()); err != nil {
+		return errors.Join(err, lis.Close())
+	}
+	return New(cfg).Serve(ctx, lis)
+}
+
+// flavor selects the error shape and the key headers of an API.
+type flavor int
+
+const (
+	flavorOpenAI flavor = iota
+	flavorAnthropic
+)
+
+// call is one parsed request with its overrides.
+type call struct {
+	w          http.ResponseWriter
+	r          *http.Request
+	flavor     flavor
+	key        string
+	deployment string // Azure: the deployment of the path
+	status     int
+	disconnect int // -1: never
+	latency    time.Duration
+	chunkDelay time.Duration
+	output     int64
+	cached     int64
+}
+
+type handler func(*call)
+
+func (s *Server) openAI(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, flavorOpenAI, "", h) }
+}
+
+func (s *Server) azure(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("api-version") == "" {
+			writeError(w, flavorOpenAI, http.StatusNotFound, "Resource not found")
+			return
+		}
+		s.serve(w, r, flavorOpenAI, r.PathValue("deployment"), h)
+	}
+}
+
+func (s *Server) anthropic(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, flavorAnthropic, "", h) }
+}
+
+// serve parses the overrides, injects the error of x-mock-status and runs h.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deployment string, h handler) {
+	c := &call{
+		w: w, r: r, flavor: f, key: apiKey(r), deployment: deployment,
+		disconnect: -1, latency: s.cfg.Latency, chunkDelay: s.cfg.ChunkDelay,
+		output: int64(s.cfg.OutputTokens),
+	}
+	if err := c.overrides(); err != nil {
+		writeError(w, f, http.StatusBadRequest, err.Error())
+		return
+	}
+	if c.status != 0 {
+		if !sleep(r.Context(), c.latency) {
+			return
+		}
+		if c.status == http.StatusTooManyRequests {
+			w.Header().Set("retry-after", "1")
+		}
+		writeError(w, f, c.status, "injected by x-mock-status")
+		s.counters(c.key).errors.Add(1)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	h(c)
+}
+
+// overrides reads the x-mock-* headers.
+func (c *call) overrides() error {
+	h := c.r.Header
+	if v := h.Get("x-mock-status"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 200 || n > 599 {
+			return fmt.Errorf("x-mock-status: bad status %q", v)
+		}
+		if n >= 300 {
+			c.status = n
+		}
+	}
+	if v := h.Get("x-mock-disconnect-after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("x-mock-disconnect-after: bad count %q", v)
+		}
+		c.disconnect = n
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"x-mock-latency", &c.latency}, {"x-mock-chunk-delay", &c.chunkDelay}} {
+		if v := h.Get(d.name); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur < 0 {
+				return fmt.Errorf("%s: bad duration %q", d.name, v)
+			}
+			*d.dst = dur
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *int64
+	}{{"x-mock-output-tokens", &c.output}, {"x-mock-cached-tokens", &c.cached}} {
+		if v := h.Get(d.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%s: bad count %q", d.name, v)
+			}
+			*d.dst = n
+		}
+	}
+	return nil
+}
+
+// decode reads the JSON body into v, answering 400 on failure.
+func (c *call) decode(v any) bool {
+	if err := json.NewDecoder(c.r.Body).Decode(v); err != nil {
+		writeError(c.w, c.flavor, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// apiKey is the caller's key: Authorization Bearer, else api-key, else x-api-key.
+func apiKey(r *http.Request) string {
+	if v := r.Header.Get("Authorization"); v != "" {
+		if k, ok := strings.CutPrefix(v, "Bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+		return v
+	}
+	if v := r.Header.Get("api-key"); v != "" {
+		return v
+	}
+	return r.Header.Get("x-api-key")
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// abort closes the connection under a reply without finishing it: the client
+// sees a truncated body (HTTP/1.1) or a stream reset (HTTP/2).
+func abort(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = conn.Close()
+		return
+	}
+	// HTTP/2 cannot be hijacked; net/http documents ErrAbortHandler as the way
+	// to reset the stream without logging.
+	panic(http.ErrAbortHandler)
+}
+
+// writeError writes a provider-shaped error reply.
+func writeError(w http.ResponseWriter, f flavor, status int, msg string) {
+	b := make([]byte, 0, 160)
+	if f == flavorAnthropic {
+		b = append(b, `{"type":"error","error":{"type":`...)
+		b = appendString(b, anthropicErrorType(status))
+		b = append(b, `,"message":`...)
+		b = appendString(b, msg)
+		b = append(b, `}}`...)
+	} else {
+		typ, code := openAIErrorType(status)
+		b = append(b, `{"error":{"message":`...)
+		b = appendString(b, msg)
+		b = append(b, `,"type":`...)
+		b = appendString(b, typ)
+		b = append(b, `,"param":null,"code":`...)
+		if code == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendString(b, code)
+		}
+		b = append(b, `}}`...)
+	}
+	h := w.Header()
+	h.Set("content-type", "application/json")
+	h.Set("content-length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func openAIErrorType(status int) (typ, code string) {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "invalid_request_error", "invalid_api_key"
+	case status == http.StatusForbidden:
+		return "permission_error", ""
+	case status == http.StatusNotFound:
+		return "invalid_request_error", "not_found"
+	case status == http.StatusTooManyRequests:
+		return "requests", "rate_limit_exceeded"
+	case status >= 500:
+		return "server_error", ""
+	default:
+		return "invalid_request_error", ""
+	}
+}
+
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	default:
+		if status >= 500 {
+			return "api_error"
+		}
+		return "invalid_request_error"
+	}
+}
+
+func hashBytes(s *Server, b []byte) uint64 { return maphash.Bytes(s.seed, b) }
