@@ -26,7 +26,7 @@ func entry(id, key, team string, cost kernel.Money, ended time.Time) store.Ledge
 
 func TestLedgerIdempotentTotals(t *testing.T) {
 	ctx := t.Context()
-	s := open(t, freshDB(t))
+	s := open(t, freshDB(t), postgres.WithWriters(1))
 	e1 := entry("r1", "k1", "t1", 100, hour0.Add(5*time.Minute+123))
 	e2 := entry("r2", "k1", "", 250, hour0.Add(70*time.Minute))
 	require.NoError(t, s.Append(ctx, e1, e2, e1)) // repeated within a batch
