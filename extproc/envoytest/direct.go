@@ -1,0 +1,222 @@
+package envoytest
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// directQueue is how many messages each side may send before the peer reads,
+// standing in for gRPC's flow-control window.
+const directQueue = 64
+
+// Direct returns an ExternalProcessorClient that runs srv.Process in-process on
+// a channel-backed stream pair: no serialisation and no network. Each Process
+// call starts srv.Process in its own goroutine, which ends when srv.Process
+// returns.
+//
+// Requests are passed by pointer: the client never touches a message after
+// sending it. Replies are cloned on Send, because over gRPC a server may reuse
+// or change a message once Send has returned.
+func Direct(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+	return directClient{srv: srv}
+}
+
+type directClient struct {
+	srv extprocv3.ExternalProcessorServer
+}
+
+var _ extprocv3.ExternalProcessorClient = directClient{}
+
+func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extprocv3.ExternalProcessor_ProcessClient, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	p := &directPipe{
+		ctx:     sctx,
+		cancel:  cancel,
+		reqs:    make(chan *extprocv3.ProcessingRequest, directQueue),
+		resps:   make(chan *extprocv3.ProcessingResponse, directQueue),
+		sendEnd: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go func() {
+		err := d.srv.Process(&directServer{p: p})
+		if err != nil {
+			if _, ok := status.FromError(err); !ok {
+				err = status.Error(codes.Unknown, err.Error())
+			}
+		}
+		p.finish(err)
+	}()
+	return &directStream{p: p}, nil
+}
+
+// directPipe is the shared state of one in-process stream.
+type directPipe struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	reqs   chan *extprocv3.ProcessingRequest
+	resps  chan *extprocv3.ProcessingResponse
+
+	closeOnce sync.Once
+	sendEnd   chan struct{} // closed by CloseSend
+
+	done      chan struct{} // closed when srv.Process returned
+	final     error         // its status, valid after done
+	finalOnce sync.Once
+}
+
+func (p *directPipe) finish(err error) {
+	p.finalOnce.Do(func() {
+		p.final = err
+		close(p.done)
+	})
+	// Like a gRPC server returning from the handler: the stream is over.
+	p.cancel()
+}
+
+// directStream is the client end.
+type directStream struct {
+	p *directPipe
+	grpc.ClientStream
+}
+
+var _ extprocv3.ExternalProcessor_ProcessClient = (*directStream)(nil)
+
+func (s *directStream) Send(m *extprocv3.ProcessingRequest) error {
+	select {
+	case <-s.p.sendEnd:
+		return status.Error(codes.Internal, "SendMsg called after CloseSend")
+	default:
+	}
+	select {
+	case s.p.reqs <- m:
+		return nil
+	case <-s.p.done:
+		return io.EOF // the status comes from Recv, as with grpc-go
+	case <-s.p.ctx.Done():
+		return io.EOF
+	}
+}
+
+func (s *directStream) Recv() (*extprocv3.ProcessingResponse, error) {
+	select {
+	case m := <-s.p.resps:
+		return m, nil
+	default:
+	}
+	select {
+	case m := <-s.p.resps:
+		return m, nil
+	case <-s.p.done:
+		return s.afterDone()
+	case <-s.p.ctx.Done():
+		select {
+		case <-s.p.done:
+			return s.afterDone()
+		default:
+		}
+		return nil, status.FromContextError(s.p.ctx.Err()).Err()
+	}
+}
+
+// afterDone delivers what the server sent before returning, then its status:
+// io.EOF for OK, like grpc-go.
+func (s *directStream) afterDone() (*extprocv3.ProcessingResponse, error) {
+	select {
+	case m := <-s.p.resps:
+		return m, nil
+	default:
+	}
+	if s.p.final == nil {
+		return nil, io.EOF
+	}
+	return nil, s.p.final
+}
+
+func (s *directStream) CloseSend() error {
+	s.p.closeOnce.Do(func() { close(s.p.sendEnd) })
+	return nil
+}
+
+func (s *directStream) Context() context.Context     { return s.p.ctx }
+func (s *directStream) Header() (metadata.MD, error) { return metadata.MD{}, nil }
+func (s *directStream) Trailer() metadata.MD         { return metadata.MD{} }
+func (s *directStream) SendMsg(m any) error          { return s.Send(m.(*extprocv3.ProcessingRequest)) }
+func (s *directStream) RecvMsg(m any) error          { return recvInto(s.Recv, m) }
+func recvInto(recv func() (*extprocv3.ProcessingResponse, error), m any) error {
+	r, err := recv()
+	if err != nil {
+		return err
+	}
+	proto.Merge(m.(*extprocv3.ProcessingResponse), r)
+	return nil
+}
+
+// directServer is the server end.
+type directServer struct {
+	p *directPipe
+	grpc.ServerStream
+}
+
+var _ extprocv3.ExternalProcessor_ProcessServer = (*directServer)(nil)
+
+func (s *directServer) Recv() (*extprocv3.ProcessingRequest, error) {
+	select {
+	case m := <-s.p.reqs:
+		return m, nil
+	default:
+	}
+	select {
+	case m := <-s.p.reqs:
+		return m, nil
+	case <-s.p.sendEnd:
+		select {
+		case m := <-s.p.reqs:
+			return m, nil
+		default:
+		}
+		return nil, io.EOF
+	case <-s.p.ctx.Done():
+		return nil, status.FromContextError(s.p.ctx.Err()).Err()
+	}
+}
+
+func (s *directServer) Send(m *extprocv3.ProcessingResponse) error {
+	c := proto.Clone(m).(*extprocv3.ProcessingResponse)
+	select {
+	case <-s.p.ctx.Done():
+		return status.FromContextError(s.p.ctx.Err()).Err()
+	default:
+	}
+	select {
+	case s.p.resps <- c:
+		return nil
+	case <-s.p.ctx.Done():
+		return status.FromContextError(s.p.ctx.Err()).Err()
+	}
+}
+
+func (s *directServer) Context() context.Context     { return s.p.ctx }
+func (s *directServer) SetHeader(metadata.MD) error  { return nil }
+func (s *directServer) SendHeader(metadata.MD) error { return nil }
+func (s *directServer) SetTrailer(metadata.MD)       {}
+func (s *directServer) SendMsg(m any) error { return s.Send(m.(*extprocv3.ProcessingResponse)) }
+
+func (s *directServer) RecvMsg(m any) error {
+	r, err := s.Recv()
+	if err != nil {
+		return err
+	}
+	proto.Merge(m.(*extprocv3.ProcessingRequest), r)
+	return nil
+}

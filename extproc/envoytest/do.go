@@ -1,0 +1,200 @@
+package envoytest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// Request is a whole HTTP request for Client.Do.
+type Request struct {
+	// Headers include the pseudo-headers :method, :path, :authority, :scheme.
+	Headers Headers
+	// Body is the body in chunks, as the codec would deliver them; nil or
+	// empty means no body (the headers end the request).
+	Body [][]byte
+	// Trailers, when non-nil, end the request after the body.
+	Trailers Headers
+}
+
+// ForwardedRequest is what Envoy sends upstream after the filter.
+type ForwardedRequest struct {
+	Headers  Headers
+	Body     []byte
+	Trailers Headers
+	// ClearRouteCache: some reply asked for the route to be re-matched (R3.2).
+	ClearRouteCache bool
+}
+
+// UpstreamResponse is what a fake upstream answers.
+type UpstreamResponse struct {
+	Status  int
+	Headers Headers // without :status
+	// Chunks of the body, delivered one ResponseBody call each.
+	Chunks [][]byte
+	// Trailers, when non-nil, end the response after the body.
+	Trailers Headers
+	// Reset: the upstream resets the stream after sending Chunks, without an
+	// end of stream; Envoy resets the downstream stream too.
+	Reset bool
+}
+
+// Upstream is a fake upstream: it receives the forwarded request.
+type Upstream func(req *ForwardedRequest) *UpstreamResponse
+
+// Response is what the downstream client received.
+type Response struct {
+	Status   int
+	Headers  Headers
+	Body     []byte   // the whole body received
+	Chunks   [][]byte // the non-empty body pieces in the order they were forwarded
+	Trailers Headers
+	// Forwarded is what went upstream; nil when the request never got there.
+	Forwarded *ForwardedRequest
+	// LocalReply is set when the filter answered (immediate response or an
+	// Envoy-generated reply); Status, Headers and Body are then the reply's.
+	LocalReply *LocalReply
+	// Reset: the downstream stream was reset (LocalReply, if set, was not sent).
+	Reset bool
+	// Failures are the processor failures reported along the way (fail-open
+	// continues, R1.9 closes, the reason of a local reply).
+	Failures []error
+}
+
+// Do runs one whole request through the processor and upstream, as Envoy
+// would: request headers, body chunks and trailers through the filter, the
+// forwarded request to upstream, then its response back through the filter.
+// A nil upstream answers 200 with no body.
+func (c *Client) Do(ctx context.Context, req *Request, upstream Upstream) (*Response, error) {
+	s := c.Start(ctx)
+	defer s.Close()
+	out := &Response{}
+	fwd := &ForwardedRequest{}
+
+	// stop reports whether r ended the exchange.
+	stop := func(r *Result) bool {
+		if r.Failure != nil {
+			out.Failures = append(out.Failures, r.Failure)
+		}
+		if r.LocalReply == nil && !r.Reset {
+			return false
+		}
+		out.LocalReply = r.LocalReply
+		out.Reset = r.Reset
+		if !r.Reset && r.LocalReply != nil {
+			out.Status = r.LocalReply.Status
+			out.Headers = r.LocalReply.Headers
+			out.Body = r.LocalReply.Body
+			out.Chunks = nil
+			out.Trailers = nil
+		}
+		return true
+	}
+	forward := func(r *Result) {
+		if r.Headers != nil {
+			fwd.Headers = r.Headers
+		}
+		fwd.Body = append(fwd.Body, r.Body...)
+		if r.Trailers != nil {
+			fwd.Trailers = r.Trailers
+		}
+		fwd.ClearRouteCache = fwd.ClearRouteCache || r.ClearRouteCache
+	}
+
+	body := req.Body
+	if len(body) == 0 && req.Trailers == nil {
+		body = nil
+	}
+	r, err := s.RequestHeaders(req.Headers, body == nil && req.Trailers == nil)
+	if err != nil {
+		return nil, err
+	}
+	if stop(r) {
+		return out, nil
+	}
+	forward(r)
+	for i, ch := range body {
+		r, err := s.RequestBody(ch, i == len(body)-1 && req.Trailers == nil)
+		if err != nil {
+			return nil, err
+		}
+		if stop(r) {
+			return out, nil
+		}
+		forward(r)
+	}
+	if req.Trailers != nil {
+		r, err := s.RequestTrailers(req.Trailers)
+		if err != nil {
+			return nil, err
+		}
+		if stop(r) {
+			return out, nil
+		}
+		forward(r)
+	}
+	if fwd.Headers == nil {
+		return nil, fmt.Errorf("envoytest: the filter never released the request headers")
+	}
+	out.Forwarded = fwd
+
+	var up *UpstreamResponse
+	if upstream != nil {
+		up = upstream(fwd)
+	}
+	if up == nil {
+		up = &UpstreamResponse{Status: 200}
+	}
+	h := append(Headers{{":status", strconv.Itoa(up.Status)}}, up.Headers.Clone()...)
+	chunks := up.Chunks
+	noBody := len(chunks) == 0 && up.Trailers == nil && !up.Reset
+	emit := func(r *Result) {
+		if r.Headers != nil {
+			out.Headers = r.Headers
+			out.Status, _ = strconv.Atoi(r.Headers.Value(":status"))
+		}
+		if len(r.Body) > 0 {
+			out.Body = append(out.Body, r.Body...)
+			out.Chunks = append(out.Chunks, r.Body)
+		}
+		if r.Trailers != nil {
+			out.Trailers = r.Trailers
+		}
+	}
+	r, err = s.ResponseHeaders(h, noBody)
+	if err != nil {
+		return nil, err
+	}
+	if stop(r) {
+		return out, nil
+	}
+	emit(r)
+	for i, ch := range chunks {
+		last := i == len(chunks)-1 && up.Trailers == nil && !up.Reset
+		r, err := s.ResponseBody(ch, last)
+		if err != nil {
+			return nil, err
+		}
+		if stop(r) {
+			return out, nil
+		}
+		emit(r)
+	}
+	if up.Reset {
+		// The upstream reset: Envoy resets downstream and closes the ext_proc
+		// stream (R1.8d).
+		out.Reset = true
+		return out, nil
+	}
+	if up.Trailers != nil {
+		r, err := s.ResponseTrailers(up.Trailers)
+		if err != nil {
+			return nil, err
+		}
+		if stop(r) {
+			return out, nil
+		}
+		emit(r)
+	}
+	return out, nil
+}

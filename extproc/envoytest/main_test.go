@@ -1,0 +1,168 @@
+package envoytest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// errCloseOK makes a fake processor return OK from Process (R1.9).
+var errCloseOK = errors.New("close the stream with OK")
+
+// handler is a fake processor's logic: the replies to one request, and
+// optionally how to end the stream (errCloseOK, or a gRPC status error).
+type handler func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error)
+
+// fakeProcessor is a hand-written ExternalProcessorServer driven by a handler;
+// it records what it received and how each stream ended.
+type fakeProcessor struct {
+	handle handler
+
+	mu   sync.Mutex
+	got  []*extprocv3.ProcessingRequest
+	ends []error // Recv error that ended each stream, or nil if the handler ended it
+	wg   sync.WaitGroup
+}
+
+func newFake(h handler) *fakeProcessor { return &fakeProcessor{handle: h} }
+
+func (f *fakeProcessor) Process(st extprocv3.ExternalProcessor_ProcessServer) error {
+	f.wg.Add(1)
+	defer f.wg.Done()
+	for {
+		req, err := st.Recv()
+		if err != nil {
+			f.mu.Lock()
+			f.ends = append(f.ends, err)
+			f.mu.Unlock()
+			return nil
+		}
+		f.mu.Lock()
+		f.got = append(f.got, proto.Clone(req).(*extprocv3.ProcessingRequest))
+		f.mu.Unlock()
+		resps, herr := f.handle(req)
+		for _, r := range resps {
+			if err := st.Send(r); err != nil {
+				return err
+			}
+		}
+		if herr != nil {
+			f.mu.Lock()
+			f.ends = append(f.ends, nil)
+			f.mu.Unlock()
+			if errors.Is(herr, errCloseOK) {
+				return nil
+			}
+			return herr
+		}
+	}
+}
+
+func (f *fakeProcessor) received() []*extprocv3.ProcessingRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*extprocv3.ProcessingRequest(nil), f.got...)
+}
+
+func (f *fakeProcessor) endings() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.ends...)
+}
+
+// kinds names the received messages in order: "request_headers", …
+func (f *fakeProcessor) kinds() []string {
+	var out []string
+	for _, r := range f.received() {
+		out = append(out, kindOf(r))
+	}
+	return out
+}
+
+func kindOf(r *extprocv3.ProcessingRequest) string {
+	switch r.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return "request_headers"
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return "request_body"
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return "request_trailers"
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return "response_headers"
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return "response_body"
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return "response_trailers"
+	}
+	return "?"
+}
+
+// transport connects a client to a processor.
+type transport struct {
+	name    string
+	connect func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient
+}
+
+var transports = []transport{
+	{"direct", func(_ *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+		return Direct(srv)
+	}},
+	{"grpc-tcp", func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		return serveGRPC(t, srv, lis, lis.Addr().String(), nil)
+	}},
+	{"grpc-bufconn", func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+		lis := bufconn.Listen(1 << 20)
+		dial := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
+		return serveGRPC(t, srv, lis, "passthrough:///bufconn", dial)
+	}},
+}
+
+func serveGRPC(t *testing.T, srv extprocv3.ExternalProcessorServer, lis net.Listener, target string, dial grpc.DialOption) extprocv3.ExternalProcessorClient {
+	t.Helper()
+	gs := grpc.NewServer()
+	extprocv3.RegisterExternalProcessorServer(gs, srv)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = gs.Serve(lis)
+	}()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if dial != nil {
+		opts = append(opts, dial)
+	}
+	cc, err := grpc.NewClient(target, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cc.Close()
+		gs.Stop()
+		<-served
+	})
+	return extprocv3.NewExternalProcessorClient(cc)
+}
+
+// forEachTransport runs fn once per transport with a fresh processor.
+func forEachTransport(t *testing.T, fn func(t *testing.T, connect func(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient)) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			fn(t, func(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+				return tr.connect(t, srv)
+			})
+		})
+	}
+}
