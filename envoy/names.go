@@ -18,3 +18,23 @@ const (
 
 // ClusterName is the cluster of a deployment.
 func ClusterName(deploymentID string) string { return ClusterPrefix + deploymentID }
+
+// Names added with the xDS server (issue 6).
+const (
+	// VirtualHostName is the only virtual host of RouteConfigName.
+	VirtualHostName = "tollgate"
+	// NotFoundRouteName is the catch-all route, last in the virtual host: it
+	// keeps ext_proc enabled and answers 404 once processing is done.
+	NotFoundRouteName = "tollgate_not_found"
+	// MetadataNamespace is the dynamic metadata namespace the ext_proc filter
+	// accepts from the processor (metadata_options.receiving_namespaces).
+	MetadataNamespace = "tollgate"
+	// StatPrefix prefixes the HTTP connection manager and ext_proc statistics.
+	StatPrefix = "tollgate"
+	// ExtProcFilter is the name of the ext_proc HTTP filter.
+	ExtProcFilter = "envoy.filters.http.ext_proc"
+	// RouterFilter is the name of the router HTTP filter, last in the chain.
+	RouterFilter = "envoy.filters.http.router"
+	// SystemCABundle is the CA bundle upstream TLS is validated against.
+	SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
+)

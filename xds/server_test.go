@@ -1,0 +1,259 @@
+package xds
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-ai/tollgate/envoy"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// propagation is how long a published snapshot may take to reach a client.
+const propagation = time.Second
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// startServer serves s on 127.0.0.1 and returns a client connection.
+func startServer(t *testing.T, s *Server) *grpc.ClientConn {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer()
+	s.Register(g)
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, conn.Close())
+		s.Stop() // ends the ADS streams so GracefulStop returns
+		g.GracefulStop()
+		require.NoError(t, <-done)
+	})
+	return conn
+}
+
+// adsClient is an Envoy-like ADS client: one stream, CDS and LDS as
+// wildcards, RDS by name, every response ACKed.
+type adsClient struct {
+	t      *testing.T
+	stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	node   *corev3.Node
+	resps  chan *discoveryv3.DiscoveryResponse
+}
+
+func newADSClient(ctx context.Context, t *testing.T, conn *grpc.ClientConn, nodeID string) *adsClient {
+	t.Helper()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	c := &adsClient{
+		t: t, stream: stream,
+		node:  &corev3.Node{Id: nodeID, Cluster: "test"},
+		resps: make(chan *discoveryv3.DiscoveryResponse, 16),
+	}
+	go func() {
+		defer close(c.resps)
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			c.resps <- resp
+		}
+	}()
+	for _, req := range []*discoveryv3.DiscoveryRequest{
+		{TypeUrl: resource.ClusterType},
+		{TypeUrl: resource.ListenerType},
+		{TypeUrl: resource.RouteType, ResourceNames: []string{envoy.RouteConfigName}},
+	} {
+		req.Node = c.node
+		require.NoError(t, stream.Send(req))
+	}
+	return c
+}
+
+// next waits for the next response and ACKs it.
+func (c *adsClient) next() *discoveryv3.DiscoveryResponse {
+	c.t.Helper()
+	select {
+	case resp, ok := <-c.resps:
+		require.True(c.t, ok, "ADS stream ended")
+		ack := &discoveryv3.DiscoveryRequest{
+			Node: c.node, TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(),
+			ResponseNonce: resp.GetNonce(),
+		}
+		if resp.GetTypeUrl() == resource.RouteType {
+			ack.ResourceNames = []string{envoy.RouteConfigName}
+		}
+		require.NoError(c.t, c.stream.Send(ack))
+		return resp
+	case <-time.After(propagation):
+		c.t.Fatal("no xDS response within", propagation)
+		return nil
+	}
+}
+
+// nextAll collects one response per resource type.
+func (c *adsClient) nextAll() map[string]*discoveryv3.DiscoveryResponse {
+	c.t.Helper()
+	got := map[string]*discoveryv3.DiscoveryResponse{}
+	for len(got) < 3 {
+		resp := c.next()
+		require.NotContains(c.t, got, resp.GetTypeUrl(), "duplicate response")
+		got[resp.GetTypeUrl()] = resp
+	}
+	return got
+}
+
+func clusterNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string {
+	t.Helper()
+	var names []string
+	for _, a := range resp.GetResources() {
+		var c clusterv3.Cluster
+		require.NoError(t, a.UnmarshalTo(&c))
+		names = append(names, c.GetName())
+	}
+	return names
+}
+
+func baseInput() *Input {
+	return &Input{
+		ExtProc: Address{Host: "127.0.0.1", Port: 9002},
+		Upstreams: []Upstream{
+			{Deployment: "openai", Scheme: "https", Host: "api.openai.com", HTTP2: true},
+		},
+	}
+}
+
+func TestServerADS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	s := NewServer(testLogger(t))
+	conn := startServer(t, s)
+	require.Empty(t, s.Version())
+
+	// A client that connects before the first Update waits for it.
+	c := newADSClient(ctx, t, conn, "envoy-1")
+	select {
+	case resp := <-c.resps:
+		t.Fatalf("response before any snapshot: %v", resp)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	in := baseInput()
+	require.NoError(t, s.Update(ctx, in))
+	v1 := s.Version()
+	require.Len(t, v1, 16)
+
+	got := c.nextAll()
+	want, err := Build(in, v1)
+	require.NoError(t, err)
+	for typeURL, resp := range got {
+		require.Equal(t, v1, resp.GetVersionInfo(), typeURL)
+		wantRes := want.GetResources(typeURL)
+		require.Len(t, resp.GetResources(), len(wantRes), typeURL)
+		for _, a := range resp.GetResources() {
+			m, err := a.UnmarshalNew()
+			require.NoError(t, err)
+			name := m.(interface{ GetName() string }).GetName()
+			require.Contains(t, wantRes, name)
+			require.True(t, proto.Equal(wantRes[name], m), "%s %s differs from Build", typeURL, name)
+		}
+	}
+	var l listenerv3.Listener
+	require.NoError(t, got[resource.ListenerType].GetResources()[0].UnmarshalTo(&l))
+	require.Equal(t, envoy.ListenerName, l.GetName())
+	var rc routev3.RouteConfiguration
+	require.NoError(t, got[resource.RouteType].GetResources()[0].UnmarshalTo(&rc))
+	require.Equal(t, envoy.RouteConfigName, rc.GetName())
+	require.ElementsMatch(t, []string{"deployment_openai", envoy.ExtProcCluster}, clusterNames(t, got[resource.ClusterType]))
+
+	// The same input again publishes nothing.
+	require.NoError(t, s.Update(ctx, baseInput()))
+	require.Equal(t, v1, s.Version())
+	select {
+	case resp := <-c.resps:
+		t.Fatalf("response for an unchanged input: %v", resp)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	// An invalid input is refused and the published snapshot stays.
+	bad := baseInput()
+	bad.Upstreams[0].Scheme = "gopher"
+	require.ErrorIs(t, s.Update(ctx, bad), ErrInvalidInput)
+	require.Equal(t, v1, s.Version())
+
+	// An admin change reaches the client within a second.
+	changed := baseInput()
+	changed.Upstreams = append(changed.Upstreams, Upstream{Deployment: "anthropic", Scheme: "https", Host: "api.anthropic.com"})
+	start := time.Now()
+	require.NoError(t, s.Update(ctx, changed))
+	v2 := s.Version()
+	require.NotEqual(t, v1, v2)
+	got = c.nextAll()
+	require.Less(t, time.Since(start), propagation)
+	for typeURL, resp := range got {
+		require.Equal(t, v2, resp.GetVersionInfo(), typeURL)
+	}
+	require.ElementsMatch(t, []string{"deployment_openai", "deployment_anthropic", envoy.ExtProcCluster},
+		clusterNames(t, got[resource.ClusterType]))
+	require.NoError(t, got[resource.RouteType].GetResources()[0].UnmarshalTo(&rc))
+	require.Len(t, rc.GetVirtualHosts()[0].GetRoutes(), 3)
+
+	// Stop ends the stream.
+	s.Stop()
+	select {
+	case _, ok := <-c.resps:
+		require.False(t, ok, "stream must end after Stop")
+	case <-time.After(propagation):
+		t.Fatal("stream still open after Stop")
+	}
+	_, err = c.stream.Recv()
+	require.Error(t, err)
+	require.NotErrorIs(t, err, io.ErrUnexpectedEOF)
+}
+
+// TestServerSameSnapshotForEveryNode: node ids do not matter.
+func TestServerSameSnapshotForEveryNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := NewServer(testLogger(t))
+	conn := startServer(t, s)
+	require.NoError(t, s.Update(ctx, baseInput()))
+
+	var versions []string
+	for _, id := range []string{"envoy-a", "envoy-b", ""} {
+		c := newADSClient(ctx, t, conn, id)
+		got := c.nextAll()
+		require.ElementsMatch(t, []string{"deployment_openai", envoy.ExtProcCluster}, clusterNames(t, got[resource.ClusterType]))
+		versions = append(versions, got[resource.ClusterType].GetVersionInfo())
+	}
+	require.Equal(t, []string{s.Version(), s.Version(), s.Version()}, versions)
+}
