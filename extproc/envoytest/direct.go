@@ -210,7 +210,7 @@ func (s *directServer) Context() context.Context     { return s.p.ctx }
 func (s *directServer) SetHeader(metadata.MD) error  { return nil }
 func (s *directServer) SendHeader(metadata.MD) error { return nil }
 func (s *directServer) SetTrailer(metadata.MD)       {}
-func (s *directServer) SendMsg(m any) error { return s.Send(m.(*extprocv3.ProcessingResponse)) }
+func (s *directServer) SendMsg(m any) error          { return s.Send(m.(*extprocv3.ProcessingResponse)) }
 
 func (s *directServer) RecvMsg(m any) error {
 	r, err := s.Recv()

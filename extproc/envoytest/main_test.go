@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,8 @@ type handler func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResp
 // it records what it received and how each stream ended.
 type fakeProcessor struct {
 	handle handler
+	// delay, when set, is how long to wait before sending reply i to req.
+	delay func(req *extprocv3.ProcessingRequest, i int) time.Duration
 
 	mu   sync.Mutex
 	got  []*extprocv3.ProcessingRequest
@@ -55,7 +58,12 @@ func (f *fakeProcessor) Process(st extprocv3.ExternalProcessor_ProcessServer) er
 		f.got = append(f.got, proto.Clone(req).(*extprocv3.ProcessingRequest))
 		f.mu.Unlock()
 		resps, herr := f.handle(req)
-		for _, r := range resps {
+		for i, r := range resps {
+			if f.delay != nil {
+				if d := f.delay(req, i); d > 0 {
+					time.Sleep(d)
+				}
+			}
 			if err := st.Send(r); err != nil {
 				return err
 			}
