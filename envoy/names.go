@@ -37,4 +37,11 @@ const (
 	RouterFilter = "envoy.filters.http.router"
 	// SystemCABundle is the CA bundle upstream TLS is validated against.
 	SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
+	// ExtProcBufferLimitBytes is the per-connection buffer limit of the
+	// ext_proc cluster: BUFFERED bodies travel to the processor in one gRPC
+	// message (extproc spec G1; Envoy AI Gateway uses the same value).
+	ExtProcBufferLimitBytes = 50 << 20
+	// DefaultCircuitBreakerMax replaces Envoy's default circuit-breaker limit
+	// of 1024 on every cluster Tollgate defines (extproc spec G3).
+	DefaultCircuitBreakerMax = 100000
 )

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/envoy"
 )
 
 // Errors returned by Build and Server.Update. Every error wraps one of them.
@@ -33,12 +35,12 @@ const (
 	DefaultPerTryIdleTimeout   = 300 * time.Second
 	DefaultConnectTimeout      = 5 * time.Second
 	DefaultNumRetries          = 2
-	DefaultCircuitBreakerMax   = 100000
+	DefaultCircuitBreakerMax   = envoy.DefaultCircuitBreakerMax
 )
 
 // ExtProcBufferLimitBytes is the per-connection buffer limit of the ext_proc
-// cluster (Envoy AI Gateway uses the same value, spec G1).
-const ExtProcBufferLimitBytes = 50 << 20
+// cluster.
+const ExtProcBufferLimitBytes = envoy.ExtProcBufferLimitBytes
 
 // Input is everything the xDS resources are built from. The gateway fills it
 // from the admin store; zero fields take the Default… values.
