@@ -1,0 +1,188 @@
+package admin
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+//go:embed prices.yaml
+var defaultPricesYAML []byte
+
+// priceDoc is a price as written in YAML: dollars per million tokens, as exact
+// decimal strings ("" means unset).
+type priceDoc struct {
+	Model       string `yaml:"model"`
+	Input       string `yaml:"input"`
+	CachedInput string `yaml:"cached_input"`
+	CacheWrite  string `yaml:"cache_write"`
+	Output      string `yaml:"output"`
+	Reasoning   string `yaml:"reasoning"`
+}
+
+// price converts a priceDoc to the stored form.
+func (d *priceDoc) price(where string) (store.ModelPrice, error) {
+	out := store.ModelPrice{ID: d.Model}
+	if !adminv1.ValidID(d.Model) {
+		return out, errorf(ErrInvalid, "%s: model: %q is not a valid model name", where, d.Model)
+	}
+	if d.Input == "" || d.Output == "" {
+		return out, errorf(ErrInvalid, "%s (%s): input and output are required", where, d.Model)
+	}
+	for _, f := range []struct {
+		name string
+		text string
+		dst  *kernel.Money
+	}{
+		{"input", d.Input, &out.Price.Input},
+		{"cached_input", d.CachedInput, &out.Price.CachedInput},
+		{"cache_write", d.CacheWrite, &out.Price.CacheWrite},
+		{"output", d.Output, &out.Price.Output},
+		{"reasoning", d.Reasoning, &out.Price.Reasoning},
+	} {
+		if f.text == "" {
+			continue
+		}
+		n, err := adminv1.ParseDollars(f.text)
+		if err != nil {
+			return out, errorf(ErrInvalid, "%s (%s): %s: %q: %v", where, d.Model, f.name, f.text, err)
+		}
+		*f.dst = kernel.Money(n)
+	}
+	return out, nil
+}
+
+// DefaultPrices returns the built-in prices of popular models (prices.yaml).
+func DefaultPrices() ([]store.ModelPrice, error) {
+	var docs []priceDoc
+	if err := yaml.Unmarshal(defaultPricesYAML, &docs); err != nil {
+		return nil, fmt.Errorf("admin: prices.yaml: %w", err)
+	}
+	out := make([]store.ModelPrice, 0, len(docs))
+	for i := range docs {
+		p, err := docs[i].price(fmt.Sprintf("prices.yaml[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func optMoney(m kernel.Money) *adminv1.Money {
+	if m == 0 {
+		return nil
+	}
+	return moneyOut(m)
+}
+
+func priceView(p *store.ModelPrice) *adminv1.Price {
+	return &adminv1.Price{
+		Model: p.ID, Input: moneyOut(p.Price.Input), Output: moneyOut(p.Price.Output),
+		CachedInput: optMoney(p.Price.CachedInput), CacheWrite: optMoney(p.Price.CacheWrite),
+		Reasoning: optMoney(p.Price.Reasoning),
+	}
+}
+
+// SetPrice creates or replaces the price of a model.
+func (s *Server) SetPrice(ctx context.Context, req *adminv1.SetPriceRequest) (*adminv1.SetPriceResponse, error) {
+	in := req.GetPrice()
+	p := store.ModelPrice{ID: in.GetModel()}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		m    *adminv1.Money
+		dst  *kernel.Money
+	}{
+		{"price.input", in.GetInput(), &p.Price.Input},
+		{"price.cached_input", in.GetCachedInput(), &p.Price.CachedInput},
+		{"price.cache_write", in.GetCacheWrite(), &p.Price.CacheWrite},
+		{"price.output", in.GetOutput(), &p.Price.Output},
+		{"price.reasoning", in.GetReasoning(), &p.Price.Reasoning},
+	} {
+		v, err := moneyIn(f.name, f.m)
+		*f.dst = v
+		errs = append(errs, err)
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		_, err = store.Put(ctx, s.st, p.ID, &p, -1)
+	}
+	if err == nil {
+		err = s.record(ctx, "price.set", store.KindPrice, p.ID, p.Price)
+	}
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &adminv1.SetPriceResponse{Price: priceView(&p)}, nil
+}
+
+// GetPrice returns the price of a model.
+func (s *Server) GetPrice(ctx context.Context, req *adminv1.GetPriceRequest) (*adminv1.GetPriceResponse, error) {
+	p, _, err := get[store.ModelPrice](ctx, s.st, req.GetModel())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &adminv1.GetPriceResponse{Price: priceView(&p)}, nil
+}
+
+// ListPrices lists prices by model name.
+func (s *Server) ListPrices(ctx context.Context, req *adminv1.ListPricesRequest) (*adminv1.ListPricesResponse, error) {
+	ps, next, err := listPage[store.ModelPrice](ctx, s.st, req.GetPageToken(), req.GetPageSize(), nil)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	out := &adminv1.ListPricesResponse{NextPageToken: next}
+	for i := range ps {
+		out.Prices = append(out.Prices, priceView(&ps[i]))
+	}
+	return out, nil
+}
+
+// DeletePrice deletes the price of a model.
+func (s *Server) DeletePrice(ctx context.Context, req *adminv1.DeletePriceRequest) (*adminv1.DeletePriceResponse, error) {
+	err := remove[store.ModelPrice](ctx, s.st, req.GetModel())
+	if err == nil {
+		err = s.record(ctx, "price.delete", store.KindPrice, req.GetModel(), nil)
+	}
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return &adminv1.DeletePriceResponse{}, nil
+}
+
+// LoadDefaultPrices stores the built-in prices; existing prices are kept
+// unless overwrite is set.
+func (s *Server) LoadDefaultPrices(ctx context.Context, req *adminv1.LoadDefaultPricesRequest) (*adminv1.LoadDefaultPricesResponse, error) {
+	defaults, err := DefaultPrices()
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	out := &adminv1.LoadDefaultPricesResponse{}
+	for i := range defaults {
+		p := &defaults[i]
+		ifVersion := int64(0)
+		if req.GetOverwrite() {
+			ifVersion = -1
+		}
+		_, err := store.Put(ctx, s.st, p.ID, p, ifVersion)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, s.toStatus(ctx, err)
+		}
+		out.Models = append(out.Models, p.ID)
+	}
+	if err := s.record(ctx, "price.defaults", store.KindPrice, "", map[string]any{"models": out.GetModels(), "overwrite": req.GetOverwrite()}); err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	return out, nil
+}
