@@ -1,0 +1,301 @@
+package extproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/*/out")
+
+type translateCase struct {
+	API      API             `json:"api"`
+	Provider ProviderType    `json:"provider"`
+	Target   Target          `json:"target"`
+	Body     json.RawMessage `json:"body"`
+	Clamp    int64           `json:"clamp"`
+}
+
+type translateGolden struct {
+	Path    string      `json:"path"`
+	Headers [][2]string `json:"headers"`
+	Remove  []string    `json:"remove"`
+	// Body is the exact upstream body; "<unchanged>" when the client's is kept.
+	Body string `json:"body"`
+}
+
+// TestTranslateRequestGolden runs every testdata/translate/in case through its
+// translator and compares the upstream request with testdata/translate/out.
+func TestTranslateRequestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/translate/in/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var tc translateCase
+			require.NoError(t, json.Unmarshal(raw, &tc))
+			_, in, err := parseRequest(tc.API, tc.Body)
+			require.NoError(t, err)
+			in.ClampMaxTokens = tc.Clamp
+			tr := newTranslator(tc.API, tc.Provider)
+			require.NotNil(t, tr)
+			out, err := tr.Request(in, &tc.Target)
+			require.NoError(t, err)
+			got := translateGolden{Path: out.Path, Headers: out.Headers, Remove: out.Remove, Body: "<unchanged>"}
+			if out.Body != nil {
+				got.Body = string(out.Body)
+				require.True(t, json.Valid(out.Body), "upstream body is not JSON: %s", out.Body)
+			}
+			enc, err := json.MarshalIndent(got, "", "  ")
+			require.NoError(t, err)
+			enc = append(enc, '\n')
+			golden := filepath.Join("testdata/translate/out", name+".json")
+			if *update {
+				require.NoError(t, os.WriteFile(golden, enc, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test -run TestTranslateRequestGolden -update")
+			require.Equal(t, string(want), string(enc))
+			require.Equal(t, string(tc.Body), string(in.Body), "client body must not be modified")
+		})
+	}
+}
+
+// TestTranslateRequestSemantics checks what the golden files must say, by
+// decoding the upstream body, so a wrong -update cannot slip through.
+func TestTranslateRequestSemantics(t *testing.T) {
+	tests := []struct {
+		name     string
+		api      API
+		provider ProviderType
+		body     string
+		clamp    int64
+		check    func(t *testing.T, m map[string]any, out *Outbound)
+	}{
+		{
+			name: "stream forces include_usage", api: APIChat, provider: ProviderOpenAI,
+			body: `{"model":"pub","stream":true,"stream_options":{"include_usage":false}}`,
+			check: func(t *testing.T, m map[string]any, _ *Outbound) {
+				require.Equal(t, map[string]any{"include_usage": true}, m["stream_options"])
+				require.Equal(t, "prov", m["model"])
+			},
+		},
+		{
+			name: "non-stream leaves stream_options alone", api: APIChat, provider: ProviderOpenAI,
+			body: `{"model":"pub"}`,
+			check: func(t *testing.T, m map[string]any, _ *Outbound) {
+				require.NotContains(t, m, "stream_options")
+			},
+		},
+		{
+			name: "clamp both bounds", api: APIChat, provider: ProviderAzure, clamp: 7,
+			body: `{"model":"pub","max_tokens":100,"max_completion_tokens":null}`,
+			check: func(t *testing.T, m map[string]any, out *Outbound) {
+				require.InDelta(t, 7, m["max_tokens"], 0)
+				require.Nil(t, m["max_completion_tokens"], "a null bound stays null when another is set")
+				require.Equal(t, "/openai/deployments/prov/chat/completions?api-version=2024-10-21", out.Path)
+				require.Equal(t, [][2]string{{"api-key", "secret-key-0001"}}, out.Headers)
+			},
+		},
+		{
+			name: "clamp null only bound", api: APICompletions, provider: ProviderOpenAI, clamp: 9,
+			body: `{"model":"pub","max_tokens":null}`,
+			check: func(t *testing.T, m map[string]any, out *Outbound) {
+				require.InDelta(t, 9, m["max_tokens"], 0)
+				require.Equal(t, "/v1/completions", out.Path)
+				require.Equal(t, [][2]string{{"authorization", "Bearer secret-key-0001"}}, out.Headers)
+			},
+		},
+		{
+			name: "embeddings ignore clamp and stream", api: APIEmbeddings, provider: ProviderOpenAI, clamp: 9,
+			body: `{"model":"pub","input":"x","stream":true}`,
+			check: func(t *testing.T, m map[string]any, _ *Outbound) {
+				require.NotContains(t, m, "max_tokens")
+				require.NotContains(t, m, "stream_options")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, in, err := parseRequest(tt.api, []byte(tt.body))
+			require.NoError(t, err)
+			in.ClampMaxTokens = tt.clamp
+			target := &Target{Model: "pub", Deployment: "d", Provider: tt.provider, BasePath: "/v1", APIKey: "secret-key-0001", ProviderModel: "prov"}
+			if tt.provider == ProviderAzure {
+				target.BasePath = ""
+			}
+			out, err := newTranslator(tt.api, tt.provider).Request(in, target)
+			require.NoError(t, err)
+			body := out.Body
+			if body == nil {
+				body = in.Body
+			}
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(body, &m))
+			tt.check(t, m, out)
+		})
+	}
+}
+
+func TestOpenAIResponseUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want kernel.Usage
+		err  bool
+	}{
+		{
+			name: "chat with cached and reasoning",
+			body: `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}],
+				"usage":{"prompt_tokens":1486,"completion_tokens":651,"total_tokens":2137,
+				"prompt_tokens_details":{"cached_tokens":1408,"audio_tokens":0},
+				"completion_tokens_details":{"reasoning_tokens":512,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}`,
+			want: kernel.Usage{Input: 78, CachedInput: 1408, Output: 139, Reasoning: 512},
+		},
+		{
+			name: "plain",
+			body: `{"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29}}`,
+			want: kernel.Usage{Input: 19, Output: 10},
+		},
+		{
+			name: "embeddings",
+			body: `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-0.2]}],"model":"text-embedding-3-small","usage":{"prompt_tokens":8,"total_tokens":8}}`,
+			want: kernel.Usage{Input: 8},
+		},
+		{
+			name: "details null",
+			body: `{"usage":{"prompt_tokens":5,"completion_tokens":3,"prompt_tokens_details":null,"completion_tokens_details":null}}`,
+			want: kernel.Usage{Input: 5, Output: 3},
+		},
+		{name: "no usage", body: `{"choices":[]}`, err: true},
+		{name: "not json", body: `<html>`, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTranslator(APIChat, ProviderOpenAI)
+			out, u, err := tr.Response([]byte(tt.body))
+			require.True(t, sameBytes(out, []byte(tt.body)) || bytes.Equal(out, []byte(tt.body)))
+			if tt.err {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, u)
+		})
+	}
+}
+
+// openAIStream is a streamed chat completion with include_usage, as OpenAI sends it.
+const openAIStream = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n" +
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello there, friend\"},\"finish_reason\":null}],\"usage\":null}\n\n" +
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n" +
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":5,\"total_tokens\":17,\"prompt_tokens_details\":{\"cached_tokens\":2},\"completion_tokens_details\":{\"reasoning_tokens\":1}}}\n\n" +
+	"data: [DONE]\n\n"
+
+func TestOpenAIStreamUsage(t *testing.T) {
+	want := kernel.Usage{Input: 10, CachedInput: 2, Output: 4, Reasoning: 1}
+	for _, size := range []int{1, 2, 3, 7, 50, 1000, len(openAIStream)} {
+		tr := newTranslator(APIChat, ProviderAzure)
+		b := []byte(openAIStream)
+		for len(b) > 0 {
+			n := min(size, len(b))
+			out, err := tr.StreamChunk(b[:n], false)
+			require.NoError(t, err)
+			require.True(t, sameBytes(out, b[:n]), "OpenAI streams pass unchanged")
+			b = b[n:]
+		}
+		_, err := tr.StreamChunk(nil, true)
+		require.NoError(t, err)
+		u, reported := tr.StreamUsage()
+		require.True(t, reported, "chunk size %d", size)
+		require.Equal(t, want, u, "chunk size %d", size)
+	}
+}
+
+func TestOpenAIStreamEstimate(t *testing.T) {
+	// Cut before the usage event: only the text is known.
+	cut := strings.Index(openAIStream, `"choices":[],"usage"`)
+	tr := newTranslator(APIChat, ProviderOpenAI)
+	_, err := tr.StreamChunk([]byte(openAIStream[:cut]), false)
+	require.NoError(t, err)
+	u, reported := tr.StreamUsage()
+	require.False(t, reported)
+	require.Equal(t, estimateTokens(int64(len("Hello there, friend"))), u.Output)
+	require.Positive(t, u.Output)
+}
+
+func TestUpstreamError(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   openAIErrorDetail
+	}{
+		{
+			name: "openai rate limit", status: 429,
+			body: `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+			want: openAIErrorDetail{Message: "Rate limit reached", Type: "requests", Code: ptr("rate_limit_exceeded")},
+		},
+		{
+			name: "openai bad key echoes the key", status: 401,
+			body: `{"error":{"message":"Incorrect API key provided: sk-proj-abc***wxyz. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			want: openAIErrorDetail{Message: "the provider rejected the gateway's credentials for this deployment", Type: "invalid_request_error", Code: ptr("upstream_auth_error")},
+		},
+		{
+			name: "azure content filter", status: 400,
+			body: `{"error":{"message":"The response was filtered","type":null,"param":"prompt","code":"content_filter","status":400}}`,
+			want: openAIErrorDetail{Message: "The response was filtered", Type: "invalid_request_error", Param: ptr("prompt"), Code: ptr("content_filter")},
+		},
+		{
+			name: "message containing the provider key", status: 400,
+			body: `{"error":{"message":"bad request for key secret-provider-key-9876"}}`,
+			want: openAIErrorDetail{Message: "bad request for key [redacted]", Type: "invalid_request_error"},
+		},
+		{
+			name: "numeric code", status: 500,
+			body: `{"error":{"message":"boom","code":500}}`,
+			want: openAIErrorDetail{Message: "boom", Type: "server_error", Code: ptr("500")},
+		},
+		{
+			name: "vllm flat", status: 400,
+			body: `{"object":"error","message":"max_tokens is too large","type":"BadRequestError","code":400}`,
+			want: openAIErrorDetail{Message: "max_tokens is too large", Type: "invalid_request_error"},
+		},
+		{
+			name: "html from a proxy", status: 502,
+			body: `<html>Bad Gateway</html>`,
+			want: openAIErrorDetail{Message: "<html>Bad Gateway</html>", Type: "server_error"},
+		},
+		{
+			name: "empty", status: 503, body: ``,
+			want: openAIErrorDetail{Message: "upstream returned HTTP 503", Type: "server_error"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTranslator(APIChat, ProviderOpenAI)
+			_, err := tr.Request(&Inbound{API: APIChat, Body: []byte(`{"model":"m"}`)},
+				&Target{ProviderModel: "m", APIKey: "secret-provider-key-9876"})
+			require.NoError(t, err)
+			out := tr.Error(tt.status, []byte(tt.body))
+			var got openAIErrorBody
+			require.NoError(t, json.Unmarshal(out, &got))
+			require.Equal(t, tt.want, got.Error)
+			require.NotContains(t, string(out), "secret-provider-key-9876")
+			require.NotContains(t, string(out), "sk-proj")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
