@@ -1,0 +1,77 @@
+-- +goose Up
+-- The store-wide revision: every config change (put or delete) bumps it in the
+-- same transaction.
+CREATE TABLE meta (
+    name  TEXT    PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (name, value) VALUES ('revision', 0);
+
+-- Configuration objects: JSON documents by kind and id.
+CREATE TABLE objects (
+    kind       TEXT    NOT NULL,
+    id         TEXT    NOT NULL,
+    doc        BLOB    NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_ns INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+
+-- The ledger: one row per settled request. Times are Unix nanoseconds.
+CREATE TABLE ledger (
+    request_id   TEXT    NOT NULL PRIMARY KEY,
+    key_id       TEXT    NOT NULL,
+    user_id      TEXT    NOT NULL,
+    team_id      TEXT    NOT NULL,
+    org_id       TEXT    NOT NULL,
+    customer_id  TEXT    NOT NULL,
+    model        TEXT    NOT NULL,
+    deployment   TEXT    NOT NULL,
+    input        INTEGER NOT NULL,
+    cached_input INTEGER NOT NULL,
+    cache_write  INTEGER NOT NULL,
+    output       INTEGER NOT NULL,
+    reasoning    INTEGER NOT NULL,
+    cost         INTEGER NOT NULL,
+    status       INTEGER NOT NULL,
+    http_status  INTEGER NOT NULL,
+    stream       INTEGER NOT NULL,
+    started_ns   INTEGER NOT NULL,
+    ended_ns     INTEGER NOT NULL
+);
+CREATE INDEX ledger_ended ON ledger (ended_ns, request_id);
+CREATE INDEX ledger_key ON ledger (key_id, ended_ns, request_id);
+CREATE INDEX ledger_user ON ledger (user_id, ended_ns, request_id) WHERE user_id <> '';
+CREATE INDEX ledger_team ON ledger (team_id, ended_ns, request_id) WHERE team_id <> '';
+CREATE INDEX ledger_org ON ledger (org_id, ended_ns, request_id) WHERE org_id <> '';
+CREATE INDEX ledger_customer ON ledger (customer_id, ended_ns, request_id) WHERE customer_id <> '';
+
+-- Spend per scope per UTC hour (hour: Unix seconds of its start), updated in
+-- the ledger's transaction for the rows actually inserted.
+CREATE TABLE spend_hourly (
+    scope_kind INTEGER NOT NULL,
+    scope_id   TEXT    NOT NULL,
+    hour       INTEGER NOT NULL,
+    cost       INTEGER NOT NULL,
+    requests   INTEGER NOT NULL,
+    tokens     INTEGER NOT NULL,
+    PRIMARY KEY (scope_kind, scope_id, hour)
+) WITHOUT ROWID;
+
+-- The admin change log.
+CREATE TABLE audit (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ns  INTEGER NOT NULL,
+    actor  TEXT    NOT NULL,
+    action TEXT    NOT NULL,
+    kind   TEXT    NOT NULL,
+    target TEXT    NOT NULL,
+    detail TEXT    NOT NULL
+);
+
+-- +goose Down
+DROP TABLE audit;
+DROP TABLE spend_hourly;
+DROP TABLE ledger;
+DROP TABLE objects;
+DROP TABLE meta;

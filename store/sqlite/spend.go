@@ -1,0 +1,149 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+// hourRange is the hour buckets [lo, hi) (Unix seconds) that overlap
+// [since, until): exact when both are on an hour; otherwise partial hours count
+// whole, the conservative side for budgets. Zero until means no upper bound.
+func hourRange(since, until time.Time) (lo, hi int64) {
+	lo = since.UTC().Truncate(time.Hour).Unix()
+	if since.IsZero() {
+		lo = math.MinInt64
+	}
+	hi = math.MaxInt64
+	if !until.IsZero() {
+		h := until.UTC().Truncate(time.Hour)
+		if !h.Equal(until) {
+			h = h.Add(time.Hour)
+		}
+		hi = h.Unix()
+	}
+	return lo, hi
+}
+
+// ScopeSpend is the cost charged to a scope for requests that ended in
+// [since, until), at hourly resolution.
+func (s *Store) ScopeSpend(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	lo, hi := hourRange(since, until)
+	var total int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost), 0) FROM spend_hourly
+		WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`,
+		int64(scope.Kind), scope.ID, lo, hi).Scan(&total)
+	return kernel.Money(total), s.wrap("scope spend", err)
+}
+
+// Series is the spend of a scope per bucket of step (a multiple of an hour)
+// over [since, until), buckets aligned to since; empty buckets are included.
+func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until time.Time, step time.Duration) ([]store.SpendPoint, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if step < time.Hour || step%time.Hour != 0 {
+		return nil, fmt.Errorf("sqlite: series: step %s is not a multiple of an hour", step)
+	}
+	if !until.After(since) {
+		return []store.SpendPoint{}, nil
+	}
+	n := int((until.Sub(since) + step - 1) / step)
+	out := make([]store.SpendPoint, n)
+	for i := range out {
+		out[i].Start = since.Add(time.Duration(i) * step).UTC()
+	}
+	lo, hi := hourRange(since, until)
+	rows, err := s.r.QueryContext(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
+		WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`, int64(scope.Kind), scope.ID, lo, hi)
+	if err != nil {
+		return nil, s.wrap("series", err)
+	}
+	defer rows.Close()
+	base, stepSec := since.Unix(), int64(step/time.Second)
+	for rows.Next() {
+		var hour, cost, requests, tokens int64
+		if err := rows.Scan(&hour, &cost, &requests, &tokens); err != nil {
+			return nil, s.wrap("series", err)
+		}
+		i := min(max((hour-base)/stepSec, 0), int64(n-1))
+		out[i].Cost += kernel.Money(cost)
+		out[i].Requests += requests
+		out[i].Tokens += tokens
+	}
+	return out, s.wrap("series", rows.Err())
+}
+
+var scopeColumn = map[kernel.ScopeKind]string{
+	kernel.ScopeOrg: "org_id", kernel.ScopeTeam: "team_id", kernel.ScopeUser: "user_id",
+	kernel.ScopeCustomer: "customer_id", kernel.ScopeKey: "key_id",
+}
+
+// Entries lists ledger rows ordered by (EndedAt, RequestID).
+func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.LedgerEntry, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
+		col, ok := scopeColumn[f.Scope.Kind]
+		if !ok {
+			return nil, fmt.Errorf("sqlite: entries: unknown scope kind %d", f.Scope.Kind)
+		}
+		if f.Scope.ID == "" {
+			return []store.LedgerEntry{}, nil // entries are charged only to named scopes
+		}
+		where, args = append(where, col+" = ?"), append(args, f.Scope.ID)
+	}
+	if f.Model != "" {
+		where, args = append(where, "model = ?"), append(args, f.Model)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "ended_ns >= ?"), append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "ended_ns < ?"), append(args, f.Until.UnixNano())
+	}
+	if f.After != "" {
+		where = append(where, "(ended_ns, request_id) > ((SELECT ended_ns FROM ledger WHERE request_id = ?), ?)")
+		args = append(args, f.After, f.After)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q := `SELECT ` + ledgerColumns + ` FROM ledger`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY ended_ns, request_id LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.wrap("entries", err)
+	}
+	defer rows.Close()
+	out := []store.LedgerEntry{}
+	for rows.Next() {
+		var e store.LedgerEntry
+		var status, stream, started, ended int64
+		if err := rows.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
+			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
+			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended); err != nil {
+			return nil, s.wrap("entries", err)
+		}
+		e.Status, e.Stream = kernel.Status(status), stream != 0
+		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
+		out = append(out, e)
+	}
+	return out, s.wrap("entries", rows.Err())
+}
