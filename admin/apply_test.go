@@ -1,0 +1,155 @@
+package admin_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tollgate-ai/tollgate/admin"
+	"github.com/tollgate-ai/tollgate/internal/secret"
+	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
+	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/memstore"
+)
+
+const ciKey = "tg-ci0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+
+func TestApplyExampleIsIdempotent(t *testing.T) {
+	doc, err := os.ReadFile("../deploy/tollgate.yaml")
+	require.NoError(t, err)
+	t.Setenv("OPENAI_API_KEY", "sk-openai")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant")
+	t.Setenv("TOLLGATE_CI_KEY", ciKey)
+	for name, open := range storeFactories(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			sealer := testSealer(t)
+			ctx := context.Background()
+
+			res, err := admin.Apply(ctx, st, sealer, doc, "ops")
+			require.NoError(t, err)
+			require.Empty(t, res.Updated)
+			require.Subset(t, res.Created, []string{
+				"provider/openai", "provider/anthropic", "deployment/openai-gpt-4o", "model/gpt-4o",
+				"price/gpt-4o-mini", "price/claude-haiku-4-5", "org/acme", "team/platform", "user/alice", "user/bob",
+				"customer/customer-42", "key/platform-ci", "global/global",
+			})
+			require.Empty(t, res.Secrets, "the key's secret came from the environment")
+
+			// Second apply: nothing changes.
+			again, err := admin.Apply(ctx, st, sealer, doc, "ops")
+			require.NoError(t, err)
+			require.Empty(t, again.Created)
+			require.Empty(t, again.Updated)
+			require.ElementsMatch(t, res.Created, again.Unchanged)
+
+			p, _, err := store.Get[store.Provider](ctx, st, "openai")
+			require.NoError(t, err)
+			plain, err := sealer.Open(p.Credential)
+			require.NoError(t, err)
+			require.Equal(t, "sk-openai", string(plain))
+
+			k, _, err := store.Get[store.Key](ctx, st, "platform-ci")
+			require.NoError(t, err)
+			require.Equal(t, []store.KeyHash{{Hash: secret.Hash(ciKey)}}, k.Hashes)
+			require.EqualValues(t, 20_000_000_000, k.Limits.Budgets[0].Limit)
+
+			bob, _, err := store.Get[store.User](ctx, st, "bob")
+			require.NoError(t, err)
+			require.Equal(t, []string{"platform"}, bob.Teams)
+			alice, _, err := store.Get[store.User](ctx, st, "alice")
+			require.NoError(t, err)
+			require.Equal(t, "alice@example.com", alice.Email)
+			require.Equal(t, []string{"platform"}, alice.Teams)
+
+			// A changed credential is an update of the provider only.
+			t.Setenv("OPENAI_API_KEY", "sk-openai-2")
+			changed := []byte(string(doc) + "\n")
+			third, err := admin.Apply(ctx, st, sealer, changed, "ops")
+			require.NoError(t, err)
+			require.Equal(t, []string{"provider/openai"}, third.Updated)
+
+			audit, err := st.ListAudit(ctx, 0, 1000)
+			require.NoError(t, err)
+			for _, a := range audit {
+				require.NotContains(t, a.Detail, "sk-openai")
+				require.NotContains(t, a.Detail, ciKey)
+			}
+			require.Equal(t, "ops", audit[len(audit)-1].Actor)
+		})
+	}
+}
+
+func TestApplyMembershipAndGeneratedSecrets(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	doc := "teams:\n  - {id: t1, members: [a, b]}\nkeys:\n  - {id: k1, team: t1, user: a}\n"
+	res, err := admin.Apply(ctx, st, nil, []byte(doc), "ops")
+	require.NoError(t, err)
+	require.Equal(t, []string{"team/t1", "key/k1", "user/a", "user/b"}, res.Created)
+	require.Regexp(t, `^tg-`, res.Secrets["k1"])
+	k, _, err := store.Get[store.Key](ctx, st, "k1")
+	require.NoError(t, err)
+	require.Equal(t, secret.Hash(res.Secrets["k1"]), k.Hashes[0].Hash)
+
+	res, err = admin.Apply(ctx, st, nil, []byte("teams:\n  - {id: t1, members: [b]}\n"), "ops")
+	require.NoError(t, err)
+	require.Equal(t, []string{"team/t1", "user/a"}, res.Updated)
+	a, _, err := store.Get[store.User](ctx, st, "a")
+	require.NoError(t, err)
+	require.Empty(t, a.Teams)
+	k2, _, err := store.Get[store.Key](ctx, st, "k1")
+	require.NoError(t, err)
+	require.Equal(t, k.Hashes, k2.Hashes, "keys not in the document are kept")
+}
+
+func TestApplyErrors(t *testing.T) {
+	t.Setenv("TG_TEST_UNSET_VAR", "")
+	require.NoError(t, os.Unsetenv("TG_TEST_UNSET_VAR"))
+	tests := []struct {
+		name string
+		doc  string
+		want string
+	}{
+		{"unknown field", "providerz: []\n", "field providerz not found"},
+		{"missing env", "providers:\n  - {id: p, type: openai, base_url: 'https://x', credential: '${TG_TEST_UNSET_VAR}'}\n", "providers[0].credential: environment variable TG_TEST_UNSET_VAR is not set"},
+		{"bad type", "providers:\n  - {id: p, type: bedrock, base_url: 'https://x'}\n", "providers[0].type"},
+		{"unknown provider", "deployments:\n  - {id: d, provider: ghost, provider_model: m}\n", `deployments[0].provider: provider "ghost"`},
+		{"unknown deployment", "models:\n  - {id: m, deployments: [ghost]}\n", "models[0].deployments[0]"},
+		{"bad budget", "teams:\n  - {id: t, limits: {budgets: [{limit: '1.5.0', period: monthly}]}}\n", "teams[0].limits.budgets[0].limit"},
+		{"bad period", "teams:\n  - {id: t, limits: {budgets: [{limit: '1', period: yearly}]}}\n", "teams[0].limits.budgets[0].period"},
+		{"duplicate id", "orgs:\n  - {id: o}\n  - {id: o}\n", "orgs[1].id"},
+		{"bad key secret", "keys:\n  - {id: k, secret: short}\n", "keys[0].secret"},
+		{"bad price", "prices:\n  - {model: m, input: '1e3', output: '1'}\n", "prices[0] (m): input"},
+		{"credential without master key", "providers:\n  - {id: p, type: openai, base_url: 'https://x', credential: sk}\n", "no master key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := memstore.New()
+			_, err := admin.Apply(context.Background(), st, nil, []byte(tt.doc), "ops")
+			require.ErrorContains(t, err, tt.want)
+			objs, err := st.List(context.Background(), store.KindOrg, "", 0)
+			require.NoError(t, err)
+			require.Empty(t, objs, "nothing written when the document is invalid")
+		})
+	}
+}
+
+func TestApplyRPC(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		c := clients(e)
+		resp, err := c.config.Apply(e.admin(t), &adminv1.ApplyRequest{Document: "orgs:\n  - {id: acme, name: Acme}\n"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"org/acme"}, resp.GetCreated())
+		resp, err = c.config.Apply(e.admin(t), &adminv1.ApplyRequest{Document: "orgs:\n  - {id: acme, name: Acme}\n"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"org/acme"}, resp.GetUnchanged())
+		_, err = c.config.Apply(e.admin(t), &adminv1.ApplyRequest{Document: "orgs: 3\n"})
+		requireCode(t, codes.InvalidArgument, err)
+		_, err = c.config.Apply(e.admin(t), &adminv1.ApplyRequest{})
+		require.ErrorContains(t, err, "invalid document")
+	})
+}
