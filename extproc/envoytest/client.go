@@ -26,8 +26,12 @@ func (c *Client) Config() Config { return c.cfg.clone() }
 // Start begins the filter for one HTTP request. The gRPC stream is opened
 // lazily, on the first message the filter has to send (R1.1). ctx is the HTTP
 // request's: cancelling it is an HTTP stream reset. The caller must call Close.
-func (c *Client) Start(ctx context.Context) *Stream {
-	return newStream(ctx, c)
+func (c *Client) Start(ctx context.Context, opts ...StartOption) *Stream {
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return newStream(ctx, c, o)
 }
 
 // Result is what Envoy's filter does after one event of the HTTP stream.

@@ -3,6 +3,7 @@ package envoytest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -35,6 +36,10 @@ type Config struct {
 	// RouteCacheAction: DEFAULT clears on clear_route_cache, CLEAR on every
 	// request reply with a header_mutation, RETAIN never (R3.2).
 	RouteCacheAction extprocfilterv3.ExternalProcessor_RouteCacheAction
+
+	// ReceivingNamespaces are metadata_options.receiving_namespaces.untyped:
+	// the dynamic_metadata namespaces kept from replies (R2.6).
+	ReceivingNamespaces []string
 
 	// Mutation rules (HeaderMutationRules) (R2.9.6).
 	DisallowIsError bool // a denied mutation is an error (500), not ignored
@@ -91,6 +96,7 @@ func DefaultConfig() Config {
 		FailureModeAllow:        false,
 		StatusOnError:           500,
 		RouteCacheAction:        extprocfilterv3.ExternalProcessor_DEFAULT,
+		ReceivingNamespaces:     []string{"ai_gateway"},
 		DisallowIsError:         true,
 		RequestBufferLimit:      1 << 20,
 		ResponseBufferLimit:     1 << 20,
@@ -169,6 +175,7 @@ func (c Config) clone() Config {
 	if c.Mode != nil {
 		out.Mode = proto.Clone(c.Mode).(*extprocfilterv3.ProcessingMode)
 	}
+	out.ReceivingNamespaces = slices.Clone(c.ReceivingNamespaces)
 	out.AllowedOverrideModes = make([]*extprocfilterv3.ProcessingMode, len(c.AllowedOverrideModes))
 	for i, m := range c.AllowedOverrideModes {
 		out.AllowedOverrideModes[i] = proto.Clone(m).(*extprocfilterv3.ProcessingMode)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -14,7 +15,9 @@ import (
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Stream is the ext_proc filter of one HTTP request: the request (decoding)
@@ -55,6 +58,7 @@ type Stream struct {
 	downstreamStarted bool
 	finished          bool // outcome returned, context ended or closed
 	closed            bool
+	metadata          map[string]*structpb.Struct
 }
 
 type recvItem struct {
@@ -111,6 +115,9 @@ type direction struct {
 	trailers     Headers
 	trailersHeld bool
 
+	attrs     *structpb.Struct // R5.3, sent once
+	attrsSent bool
+
 	// Outputs gathered for the next Result of this direction.
 	outHeaders  Headers
 	out         []byte
@@ -118,15 +125,35 @@ type direction struct {
 	clearRoute  bool
 }
 
-func newStream(ctx context.Context, c *Client) *Stream {
+func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 	cfg := c.cfg
 	sctx, cancel := context.WithCancel(ctx)
-	s := &Stream{c: c, cfg: &cfg, cfgErr: cfg.Validate(), ctx: sctx, cancel: cancel}
-	s.req = direction{s: s, request: true}
-	s.resp = direction{s: s}
-	s.req.setMode(cfg.mode())
-	s.resp.setMode(cfg.mode())
+	s := &Stream{c: c, cfg: &cfg, cfgErr: errors.Join(cfg.Validate(), o.attrsInvalid), ctx: sctx, cancel: cancel}
+	s.req = direction{s: s, request: true, attrs: o.reqAttrs}
+	s.resp = direction{s: s, attrs: o.respAttrs}
+	mode := cfg.mode()
+	if o.routeMode != nil {
+		mode = o.routeMode
+		if !supportedBodyMode(mode.GetRequestBodyMode()) || !supportedBodyMode(mode.GetResponseBodyMode()) {
+			s.cfgErr = errors.Join(s.cfgErr, fmt.Errorf("envoytest: route body mode not supported"))
+		}
+	}
+	s.req.setMode(mode)
+	s.resp.setMode(mode)
 	return s
+}
+
+// DynamicMetadata returns the dynamic metadata the processor wrote so far:
+// the namespaces of its replies' dynamic_metadata that are listed in
+// Config.ReceivingNamespaces and hold a Struct (R2.6). The map is a copy.
+func (s *Stream) DynamicMetadata() map[string]*structpb.Struct {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*structpb.Struct, len(s.metadata))
+	for k, v := range s.metadata {
+		out[k] = proto.Clone(v).(*structpb.Struct)
+	}
+	return out
 }
 
 // RequestHeaders hands the filter the request headers; endOfStream means the
@@ -418,6 +445,11 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 		return
 	}
 	m.MetadataContext = &corev3.Metadata{} // R5.4
+	if d.attrs != nil && !d.attrsSent {
+		// R5.3: attributes in the first message of the direction.
+		d.attrsSent = true
+		m.Attributes = map[string]*structpb.Struct{attributesKey: d.attrs}
+	}
 	if !s.sentFirst {
 		// R1.2: protocol_config on the first message only.
 		s.sentFirst = true
@@ -579,6 +611,9 @@ func (s *Stream) onMessage(r *extprocv3.ProcessingResponse) {
 			s.resp.setMode(eff)
 		}
 	}
+	if r.GetResponse() != nil {
+		s.setDynamicMetadata(r.GetDynamicMetadata())
+	}
 	var err error
 	lastBody := false
 	switch v := r.GetResponse().(type) {
@@ -622,6 +657,28 @@ func (s *Stream) onMessage(r *extprocv3.ProcessingResponse) {
 		return
 	}
 	s.closeIfLastResponse(r, lastBody)
+}
+
+// setDynamicMetadata keeps the receiving namespaces whose value is a Struct
+// (R2.6), merging into what earlier replies wrote.
+func (s *Stream) setDynamicMetadata(md *structpb.Struct) {
+	for ns, v := range md.GetFields() {
+		st := v.GetStructValue()
+		if st == nil || !slices.Contains(s.cfg.ReceivingNamespaces, ns) {
+			continue
+		}
+		if s.metadata == nil {
+			s.metadata = map[string]*structpb.Struct{}
+		}
+		cur := s.metadata[ns]
+		if cur == nil {
+			cur = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+			s.metadata[ns] = cur
+		}
+		for k, fv := range st.GetFields() {
+			cur.Fields[k] = proto.Clone(fv).(*structpb.Value)
+		}
+	}
 }
 
 func supportedBodyMode(m extprocfilterv3.ProcessingMode_BodySendMode) bool {

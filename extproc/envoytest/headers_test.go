@@ -1,0 +1,57 @@
+package envoytest
+
+import (
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+func TestHeaders(t *testing.T) {
+	cases := []struct {
+		name string
+		op   func(h *Headers)
+		want Headers
+	}{
+		{"set replaces the first and drops the rest", func(h *Headers) { h.Set("X-A", "z") }, Headers{{":method", "GET"}, {":path", "/"}, {"x-a", "z"}, {"x-b", "3"}}},
+		{"set adds", func(h *Headers) { h.Set("x-c", "4") }, Headers{{":method", "GET"}, {":path", "/"}, {"x-a", "1"}, {"x-a", "2"}, {"x-b", "3"}, {"x-c", "4"}}},
+		{"pseudo-headers stay first", func(h *Headers) { h.Set(":authority", "h") }, Headers{{":method", "GET"}, {":path", "/"}, {":authority", "h"}, {"x-a", "1"}, {"x-a", "2"}, {"x-b", "3"}}},
+		{"add appends an instance", func(h *Headers) { h.Add("x-b", "4") }, Headers{{":method", "GET"}, {":path", "/"}, {"x-a", "1"}, {"x-a", "2"}, {"x-b", "3"}, {"x-b", "4"}}},
+		{"del removes every instance", func(h *Headers) { h.Del("X-A") }, Headers{{":method", "GET"}, {":path", "/"}, {"x-b", "3"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Headers{{":method", "GET"}, {":path", "/"}, {"x-a", "1"}, {"x-a", "2"}, {"x-b", "3"}}
+			orig := h.Clone()
+			c := h.Clone()
+			tc.op(&c)
+			require.Equal(t, tc.want, c)
+			require.Equal(t, orig, h) // clones share nothing
+		})
+	}
+	h := Headers{{"x-a", "1"}, {"x-a", "2"}}
+	v, ok := h.Get("X-A")
+	require.True(t, ok)
+	require.Equal(t, "1", v)
+	require.Equal(t, []string{"1", "2"}, h.Values("x-a"))
+	require.False(t, h.Has("x-b"))
+	require.Empty(t, h.Value("x-b"))
+	require.Nil(t, Headers(nil).Clone())
+}
+
+func TestHeadersNormalizeAndProto(t *testing.T) {
+	h := Headers{{"Content-Type", "a"}, {":Path", "/"}, {"x-b", "b"}, {":method", "GET"}}.normalize()
+	require.Equal(t, Headers{{":path", "/"}, {":method", "GET"}, {"content-type", "a"}, {"x-b", "b"}}, h)
+	m := h.toProto()
+	require.Empty(t, cmp.Diff(&corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+		{Key: ":path", RawValue: []byte("/")},
+		{Key: ":method", RawValue: []byte("GET")},
+		{Key: "content-type", RawValue: []byte("a")},
+		{Key: "x-b", RawValue: []byte("b")},
+	}}, m, protocmp.Transform()))
+	require.Equal(t, h, HeadersFromProto(m))
+	// value is read when raw_value is empty.
+	require.Equal(t, Headers{{"x-v", "old"}}, HeadersFromProto(&corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "X-V", Value: "old"}}}))
+}
