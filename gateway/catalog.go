@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// Catalog serves extproc.Catalog from the current snapshot.
+type Catalog struct {
+	snap atomic.Pointer[Snapshot]
+	now  func() time.Time
+}
+
+var _ extproc.Catalog = (*Catalog)(nil)
+
+// NewCatalog starts with an empty snapshot; Swap installs real ones.
+func NewCatalog(now func() time.Time) *Catalog {
+	c := &Catalog{now: now}
+	c.snap.Store(&Snapshot{keys: map[string]*keyEntry{}, models: map[string]*modelEntry{}, customers: map[string]kernel.Scope{}})
+	return c
+}
+
+// Swap installs a new snapshot.
+func (c *Catalog) Swap(s *Snapshot) { c.snap.Store(s) }
+
+// Snapshot returns the current snapshot.
+func (c *Catalog) Snapshot() *Snapshot { return c.snap.Load() }
+
+// Authenticate implements extproc.Catalog.
+func (c *Catalog) Authenticate(_ context.Context, key string) (*extproc.Principal, error) {
+	e, ok := c.snap.Load().keys[secret.Hash(key)]
+	if !ok || (!e.validUntil.IsZero() && !c.now().Before(e.validUntil)) {
+		return nil, extproc.ErrUnauthorized
+	}
+	return &e.principal, nil
+}
+
+// Resolve implements extproc.Catalog: a weighted random deployment of the group.
+func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string) (*extproc.Target, error) {
+	s := c.snap.Load()
+	m, ok := s.models[model]
+	if !ok || len(m.targets) == 0 {
+		return nil, extproc.ErrModelNotFound
+	}
+	if !allowed(s, p, model) {
+		return nil, extproc.ErrModelNotAllowed
+	}
+	if len(m.targets) == 1 {
+		return m.targets[0], nil
+	}
+	n := rand.IntN(m.weights[len(m.weights)-1])
+	i := sort.SearchInts(m.weights, n+1)
+	return m.targets[i], nil
+}
+
+func allowed(s *Snapshot, p *extproc.Principal, model string) bool {
+	for _, sc := range p.Scopes {
+		if sc.Limits != nil && len(sc.Limits.Models) > 0 && !slices.Contains(sc.Limits.Models, model) {
+			return false
+		}
+	}
+	return true
+}
+
+// Models implements extproc.Catalog.
+func (c *Catalog) Models(_ context.Context, p *extproc.Principal) []extproc.ModelInfo {
+	s := c.snap.Load()
+	out := make([]extproc.ModelInfo, 0, len(s.models))
+	for name, m := range s.models {
+		if len(m.targets) > 0 && allowed(s, p, name) {
+			out = append(out, m.info)
+		}
+	}
+	slices.SortFunc(out, func(a, b extproc.ModelInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Customer implements extproc.Catalog.
+func (c *Catalog) Customer(_ context.Context, id string) (kernel.Scope, bool) {
+	sc, ok := c.snap.Load().customers[id]
+	return sc, ok
+}

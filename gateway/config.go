@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// DataPlane selects what serves the gateway's HTTP traffic.
+type DataPlane string
+
+// Data planes.
+const (
+	// DataPlaneBuiltin is the built-in Go data plane (edge/).
+	DataPlaneBuiltin DataPlane = "builtin"
+	// DataPlaneEnvoy expects an external Envoy bootstrapped from `tollgate envoy bootstrap`.
+	DataPlaneEnvoy DataPlane = "envoy"
+	// DataPlaneNone runs the control plane and the processor only.
+	DataPlaneNone DataPlane = "none"
+)
+
+// Config is everything `tollgate run` needs. Flags and environment are read in cmd/.
+type Config struct {
+	// Listen is the data plane's HTTP address (the listener programmed over xDS).
+	Listen string
+	// AdminAddr serves the gRPC admin API.
+	AdminAddr string
+	// XDSAddr serves ADS for Envoy and the built-in data plane.
+	XDSAddr string
+	// ExtProcAddr serves the ext_proc processor: host:port or unix:/path.
+	ExtProcAddr string
+	// DataPlane is builtin, envoy or none.
+	DataPlane DataPlane
+	// ProcessorOverGRPC makes the built-in data plane call the processor over
+	// gRPC instead of in-process.
+	ProcessorOverGRPC bool
+	// MasterKey is the 32-byte key that seals provider credentials.
+	MasterKey []byte
+	// AdminKey, when set, is the bootstrap admin secret (else one is generated
+	// at first start and printed once).
+	AdminKey string
+	// ApplyFiles are declarative configuration files applied at start.
+	ApplyFiles []string
+	// MaxBodyBytes bounds request bodies (413 above).
+	MaxBodyBytes int64
+	// NodeID is the xDS node id the built-in data plane uses.
+	NodeID string
+}
+
+// DefaultConfig returns the settings `tollgate run` starts with.
+func DefaultConfig() Config {
+	return Config{
+		Listen:       "127.0.0.1:8080",
+		AdminAddr:    "127.0.0.1:9090",
+		XDSAddr:      "127.0.0.1:18000",
+		ExtProcAddr:  "127.0.0.1:50051",
+		DataPlane:    DataPlaneBuiltin,
+		MaxBodyBytes: 32 << 20,
+		NodeID:       "tollgate-builtin",
+	}
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, addr := range map[string]string{"listen": c.Listen, "admin": c.AdminAddr, "xds": c.XDSAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s address %q: want host:port", name, addr))
+		}
+	}
+	if path, ok := strings.CutPrefix(c.ExtProcAddr, "unix:"); ok {
+		if path == "" {
+			errs = append(errs, errors.New("extproc address unix: needs a socket path"))
+		}
+	} else if _, _, err := net.SplitHostPort(c.ExtProcAddr); err != nil {
+		errs = append(errs, fmt.Errorf("extproc address %q: want host:port or unix:/path", c.ExtProcAddr))
+	}
+	switch c.DataPlane {
+	case DataPlaneBuiltin, DataPlaneEnvoy, DataPlaneNone:
+	default:
+		errs = append(errs, fmt.Errorf("data plane %q: want builtin, envoy or none", c.DataPlane))
+	}
+	if len(c.MasterKey) != 32 {
+		errs = append(errs, errors.New("master key must be 32 bytes"))
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("max body bytes must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+// Snapshot is an immutable view of the configuration at one store revision.
+// The request path reads only snapshots: no I/O, no locks.
+type Snapshot struct {
+	Revision  int64
+	Built     time.Time
+	keys      map[string]*keyEntry // by secret hash
+	models    map[string]*modelEntry
+	customers map[string]kernel.Scope
+	// Upstreams lists every deployment that a model group uses, for xDS.
+	Upstreams []Upstream
+	// Budgeted lists every scope with budget windows, for seeding counters.
+	Budgeted []kernel.Scope
+}
+
+// Upstream is where a deployment's requests go.
+type Upstream struct {
+	Deployment string
+	Scheme     string
+	Host       string
+	Port       uint32
+}
+
+type keyEntry struct {
+	principal  extproc.Principal
+	validUntil time.Time // zero: no limit (rotation grace or expiry)
+}
+
+type modelEntry struct {
+	info    extproc.ModelInfo
+	targets []*extproc.Target
+	weights []int // cumulative
+}
+
+// buildSnapshot reads the whole configuration from the store.
+func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer, log *slog.Logger, now time.Time) (*Snapshot, error) {
+	rev, err := cfg.Revision(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: read revision: %w", err)
+	}
+	keys, err := store.List[store.Key](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	users, err := store.List[store.User](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	teams, err := store.List[store.Team](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	orgs, err := store.List[store.Org](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	customers, err := store.List[store.Customer](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := store.List[store.Provider](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	deployments, err := store.List[store.Deployment](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := store.List[store.ModelGroup](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := store.List[store.ModelPrice](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	globals, err := store.List[store.Global](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	s := &Snapshot{
+		Revision:  rev,
+		Built:     now,
+		keys:      make(map[string]*keyEntry, len(keys)),
+		models:    make(map[string]*modelEntry, len(groups)),
+		customers: make(map[string]kernel.Scope, len(customers)),
+	}
+	budgeted := func(sc kernel.Scope) kernel.Scope {
+		if sc.Limits != nil && len(sc.Limits.Budgets) > 0 {
+			s.Budgeted = append(s.Budgeted, sc)
+		}
+		return sc
+	}
+
+	global := budgeted(kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeGlobal}})
+	for i := range globals {
+		global.Limits = &globals[i].Limits
+		global = budgeted(global)
+	}
+	userScopes := scopesByID(users, kernel.ScopeUser, func(u *store.User) (string, *kernel.Limits) { return u.ID, &u.Limits }, budgeted)
+	teamScopes := scopesByID(teams, kernel.ScopeTeam, func(t *store.Team) (string, *kernel.Limits) { return t.ID, &t.Limits }, budgeted)
+	orgScopes := scopesByID(orgs, kernel.ScopeOrg, func(o *store.Org) (string, *kernel.Limits) { return o.ID, &o.Limits }, budgeted)
+	for id, sc := range scopesByID(customers, kernel.ScopeCustomer, func(c *store.Customer) (string, *kernel.Limits) { return c.ID, &c.Limits }, budgeted) {
+		s.customers[id] = sc
+	}
+
+	for i := range keys {
+		k := &keys[i]
+		if k.Revoked {
+			continue
+		}
+		scopes := []kernel.Scope{budgeted(kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: k.ID}, Limits: &k.Limits})}
+		orgID := k.OrgID
+		if sc, ok := userScopes[k.UserID]; ok {
+			scopes = append(scopes, sc)
+		}
+		if sc, ok := teamScopes[k.TeamID]; ok {
+			scopes = append(scopes, sc)
+			if orgID == "" {
+				for j := range teams {
+					if teams[j].ID == k.TeamID {
+						orgID = teams[j].OrgID
+					}
+				}
+			}
+		}
+		if sc, ok := orgScopes[orgID]; ok {
+			scopes = append(scopes, sc)
+		}
+		scopes = append(scopes, global)
+		for _, h := range k.Hashes {
+			validUntil := h.ValidUntil
+			if !k.Limits.ExpiresAt.IsZero() && (validUntil.IsZero() || k.Limits.ExpiresAt.Before(validUntil)) {
+				validUntil = k.Limits.ExpiresAt
+			}
+			s.keys[h.Hash] = &keyEntry{
+				principal: extproc.Principal{
+					KeyID: k.ID, UserID: k.UserID, TeamID: k.TeamID, OrgID: orgID, Scopes: scopes,
+				},
+				validUntil: validUntil,
+			}
+		}
+	}
+
+	provByID := make(map[string]*store.Provider, len(providers))
+	for i := range providers {
+		provByID[providers[i].ID] = &providers[i]
+	}
+	depByID := make(map[string]*store.Deployment, len(deployments))
+	for i := range deployments {
+		depByID[deployments[i].ID] = &deployments[i]
+	}
+	priceByID := make(map[string]kernel.Price, len(prices))
+	for _, p := range prices {
+		priceByID[p.ID] = p.Price
+	}
+	used := map[string]bool{}
+	for _, g := range groups {
+		m := &modelEntry{info: extproc.ModelInfo{ID: g.ID, OwnedBy: "tollgate", Created: time.Unix(0, 0)}}
+		total := 0
+		for _, depID := range g.Deployments {
+			d, ok := depByID[depID]
+			if !ok {
+				log.Warn("model group names an unknown deployment", "model", g.ID, "deployment", depID)
+				continue
+			}
+			p, ok := provByID[d.Provider]
+			if !ok {
+				log.Warn("deployment names an unknown provider", "deployment", d.ID, "provider", d.Provider)
+				continue
+			}
+			t, up, err := target(g, d, p, sealer, priceByID)
+			if err != nil {
+				log.Warn("deployment skipped", "deployment", d.ID, "err", err)
+				continue
+			}
+			w := d.Weight
+			if w <= 0 {
+				w = 1
+			}
+			total += w
+			m.targets = append(m.targets, t)
+			m.weights = append(m.weights, total)
+			if !used[d.ID] {
+				used[d.ID] = true
+				s.Upstreams = append(s.Upstreams, up)
+			}
+		}
+		s.models[g.ID] = m
+	}
+	return s, nil
+}
+
+func scopesByID[T any](items []T, kind kernel.ScopeKind, get func(*T) (string, *kernel.Limits), note func(kernel.Scope) kernel.Scope) map[string]kernel.Scope {
+	out := make(map[string]kernel.Scope, len(items))
+	for i := range items {
+		id, lim := get(&items[i])
+		out[id] = note(kernel.Scope{Ref: kernel.ScopeRef{Kind: kind, ID: id}, Limits: lim})
+	}
+	return out
+}
+
+// target resolves one deployment of a model group.
+func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *secret.Sealer, prices map[string]kernel.Price) (*extproc.Target, Upstream, error) {
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, Upstream{}, fmt.Errorf("provider %q: base URL %q must be http(s)://host[:port][/path]", p.ID, p.BaseURL)
+	}
+	host := u.Hostname()
+	port := uint32(443)
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if ps := u.Port(); ps != "" {
+		n, err := strconv.ParseUint(ps, 10, 16)
+		if err != nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: bad port %q", p.ID, ps)
+		}
+		port = uint32(n)
+	}
+	var apiKey string
+	if len(p.Credential) > 0 {
+		if sealer == nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: credential present but no master key", p.ID)
+		}
+		b, err := sealer.Open(p.Credential)
+		if err != nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
+		}
+		apiKey = string(b)
+	}
+	price, ok := prices[g.ID]
+	if !ok {
+		price = prices[d.ProviderModel]
+	}
+	t := &extproc.Target{
+		Model:            g.ID,
+		Deployment:       d.ID,
+		Provider:         extproc.ProviderType(p.Type),
+		BasePath:         strings.TrimSuffix(u.Path, "/"),
+		Host:             u.Host,
+		APIKey:           apiKey,
+		APIVersion:       p.APIVersion,
+		ProviderModel:    d.ProviderModel,
+		Price:            price,
+		DefaultMaxTokens: g.DefaultMaxTokens,
+	}
+	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port}, nil
+}
