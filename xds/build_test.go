@@ -12,7 +12,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
@@ -133,9 +133,9 @@ func TestExtProcFilterMatchesSpec(t *testing.T) {
 	require.Equal(t, envoy.ExtProcFilter, hcm.GetHttpFilters()[0].GetName())
 	require.Equal(t, envoy.RouterFilter, hcm.GetHttpFilters()[1].GetName())
 
-	var got extprocv3.ExternalProcessor
+	var got extprocfilterv3.ExternalProcessor
 	require.NoError(t, hcm.GetHttpFilters()[0].GetTypedConfig().UnmarshalTo(&got))
-	var want extprocv3.ExternalProcessor
+	var want extprocfilterv3.ExternalProcessor
 	require.NoError(t, protojson.Unmarshal([]byte(`{
 		"grpcService": {"envoyGrpc": {"clusterName": "tollgate_extproc"}},
 		"failureModeAllow": false,
@@ -316,4 +316,37 @@ func TestVersionIsContentHash(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, a.GetVersion(resource.ListenerType), c.GetVersion(resource.ListenerType))
 	require.Len(t, c.GetVersion(resource.ListenerType), 16)
+}
+
+func TestParseAddress(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Address
+		wantErr string
+	}{
+		{in: "127.0.0.1:9002", want: Address{Host: "127.0.0.1", Port: 9002}},
+		{in: "[::1]:9002", want: Address{Host: "::1", Port: 9002}},
+		{in: "extproc.internal:9002", want: Address{Host: "extproc.internal", Port: 9002}},
+		{in: "unix:/run/tollgate/extproc.sock", want: Address{Path: "/run/tollgate/extproc.sock"}},
+		{in: "unix:///run/tollgate/extproc.sock", want: Address{Path: "/run/tollgate/extproc.sock"}},
+		{in: "unix:@tollgate", want: Address{Path: "@tollgate"}},
+		{in: "/run/x.sock", want: Address{Path: "/run/x.sock"}},
+		{in: "unix:run/x.sock", wantErr: "must be absolute"},
+		{in: "127.0.0.1", wantErr: "missing port"},
+		{in: "127.0.0.1:0", wantErr: "bad port"},
+		{in: "127.0.0.1:65536", wantErr: "bad port"},
+		{in: ":9002", wantErr: "bad host"},
+		{in: "bad host:9002", wantErr: "bad host"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseAddress(tc.in)
+			if tc.wantErr != "" {
+				require.ErrorIs(t, err, ErrInvalidInput)
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }

@@ -172,8 +172,8 @@ func TestRealEnvoyRoutesThroughExtProc(t *testing.T) {
 		if err != nil {
 			return 0, nil
 		}
-		defer resp.Body.Close()
 		out, _ := io.ReadAll(resp.Body)
+		require.NoError(t, resp.Body.Close())
 		return resp.StatusCode, out
 	}
 

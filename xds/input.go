@@ -97,6 +97,35 @@ func (a Address) hostPort() string {
 	return net.JoinHostPort(a.Host, strconv.FormatUint(uint64(a.Port), 10))
 }
 
+// ParseAddress parses the flag forms of an address: host:port, or a Unix
+// socket as unix:/path, unix:///path, unix:@abstract or /path.
+func ParseAddress(s string) (Address, error) {
+	if path, ok := strings.CutPrefix(s, "unix://"); ok {
+		s = "unix:" + path
+	}
+	if path, ok := strings.CutPrefix(s, "unix:"); ok || strings.HasPrefix(s, "/") {
+		if !ok {
+			path = s
+		}
+		if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "@") {
+			return Address{}, fmt.Errorf("%w: address %q: the socket path must be absolute", ErrInvalidInput, s)
+		}
+		return Address{Path: path}, nil
+	}
+	host, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return Address{}, fmt.Errorf("%w: address %q: %w", ErrInvalidInput, s, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return Address{}, fmt.Errorf("%w: address %q: bad port", ErrInvalidInput, s)
+	}
+	if host == "" || !validHost(host) {
+		return Address{}, fmt.Errorf("%w: address %q: bad host", ErrInvalidInput, s)
+	}
+	return Address{Host: host, Port: uint32(port)}, nil
+}
+
 // Upstream is one provider deployment.
 type Upstream struct {
 	// Deployment is the deployment id: the value of envoy.RouteHeader and the

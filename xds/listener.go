@@ -6,7 +6,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	fileaccesslogv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -105,9 +105,9 @@ func (b *builder) hcm() *hcmv3.HttpConnectionManager {
 }
 
 // extProc is the ext_proc filter exactly as spec §6.
-func (b *builder) extProc() *extprocv3.ExternalProcessor {
+func (b *builder) extProc() *extprocfilterv3.ExternalProcessor {
 	in := b.in
-	return &extprocv3.ExternalProcessor{
+	return &extprocfilterv3.ExternalProcessor{
 		GrpcService: &corev3.GrpcService{
 			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{
 				ClusterName: envoy.ExtProcCluster,
@@ -115,24 +115,24 @@ func (b *builder) extProc() *extprocv3.ExternalProcessor {
 		},
 		// Translation and accounting must never fail open.
 		FailureModeAllow: false,
-		ProcessingMode: &extprocv3.ProcessingMode{
+		ProcessingMode: &extprocfilterv3.ProcessingMode{
 			// SEND holds the headers until the body reply, so the processor
 			// can route on the body (R3.3).
-			RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
-			RequestBodyMode:     extprocv3.ProcessingMode_BUFFERED,
-			RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
-			ResponseHeaderMode:  extprocv3.ProcessingMode_SEND,
-			ResponseBodyMode:    extprocv3.ProcessingMode_BUFFERED, // STREAMED by mode_override for SSE
-			ResponseTrailerMode: extprocv3.ProcessingMode_SEND,
+			RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
+			RequestBodyMode:     extprocfilterv3.ProcessingMode_BUFFERED,
+			RequestTrailerMode:  extprocfilterv3.ProcessingMode_SKIP,
+			ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SEND,
+			ResponseBodyMode:    extprocfilterv3.ProcessingMode_BUFFERED, // STREAMED by mode_override for SSE
+			ResponseTrailerMode: extprocfilterv3.ProcessingMode_SEND,
 		},
 		AllowModeOverride: true,
 		MessageTimeout:    durationpb.New(in.MessageTimeout),
 		MaxMessageTimeout: durationpb.New(in.MaxMessageTimeout),
 		// The processor sets clear_route_cache with the routing header.
-		RouteCacheAction: extprocv3.ExternalProcessor_DEFAULT,
+		RouteCacheAction: extprocfilterv3.ExternalProcessor_DEFAULT,
 		MutationRules:    &mutationrulesv3.HeaderMutationRules{DisallowIsError: wrapperspb.Bool(true)},
-		MetadataOptions: &extprocv3.MetadataOptions{
-			ReceivingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{
+		MetadataOptions: &extprocfilterv3.MetadataOptions{
+			ReceivingNamespaces: &extprocfilterv3.MetadataOptions_MetadataNamespaces{
 				Untyped: []string{envoy.MetadataNamespace},
 			},
 		},
