@@ -1,0 +1,530 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// Errors of this package.
+var (
+	// ErrUnavailable: Redis (or, for seeding, the ledger) cannot be reached and
+	// the failure policy is FailClosed. The gateway answers 503.
+	ErrUnavailable = errors.New("redis: counters unavailable")
+)
+
+// SeedFunc reads what the durable ledger charged to scope for requests that
+// ended in [since, until) (zero until: no upper bound); store.Spend.ScopeSpend.
+type SeedFunc func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error)
+
+// FailurePolicy says what Admit does when Redis cannot be reached.
+type FailurePolicy uint8
+
+// Failure policies.
+const (
+	// FailClosed refuses admission with ErrUnavailable.
+	FailClosed FailurePolicy = iota
+	// LocalFallback admits against an in-process kernel.State, seeded from the
+	// ledger: limits then hold per replica only (N replicas admit up to N× a
+	// rate limit; budgets see the ledger plus this replica's own spend).
+	LocalFallback
+)
+
+// Option configures Counters.
+type Option func(*options)
+
+type options struct {
+	prefix   string
+	policy   FailurePolicy
+	logger   *slog.Logger
+	scopeTTL time.Duration
+}
+
+// WithPrefix sets the key prefix (default "tg"). Every key is in the hash slot
+// of "{prefix}", so the scripts work on Redis Cluster too.
+func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// WithFailurePolicy sets what happens when Redis is unreachable (default FailClosed).
+func WithFailurePolicy(p FailurePolicy) Option { return func(o *options) { o.policy = p } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Counters are the admission counters shared by every replica through Redis:
+// in-flight requests, requests and tokens of the current minute per scope, and
+// spent and reserved money per budget window, with open reservations and
+// their leases. Safe for concurrent use.
+type Counters struct {
+	rdb  goredis.UniversalClient
+	seed SeedFunc
+	opts options
+	tag  string // "{prefix}:"
+
+	mu    sync.Mutex
+	cache map[string]*record // reservations admitted by this replica, for Settle
+
+	local       *kernel.State
+	localSeeded map[windowID]bool
+	localMu     sync.Mutex
+}
+
+type windowID struct {
+	scope  kernel.ScopeRef
+	period string
+	start  int64
+}
+
+// New returns Counters over client; seed rebuilds budget windows from the ledger.
+func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counters {
+	o := options{prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Counters{
+		rdb: client, seed: seed, opts: o, tag: "{" + o.prefix + "}:",
+		cache: make(map[string]*record), local: kernel.NewState(), localSeeded: make(map[windowID]bool),
+	}
+}
+
+// record is a reservation as stored in Redis (field "d" of its hash, JSON).
+type record struct {
+	ID         string            `json:"-"`
+	Model      string            `json:"m"`
+	Price      kernel.Price      `json:"p"`
+	Scopes     []kernel.ScopeRef `json:"s"`
+	Periods    [][]kernel.Period `json:"b,omitempty"` // per scope: the periods of its budgets
+	Windows    []string          `json:"w,omitempty"` // window keys the reservation holds
+	AdmittedAt int64             `json:"a"`
+	Deadline   int64             `json:"dl"`
+	Minute     int64             `json:"mn"`
+	Reserved   kernel.Money      `json:"-"`
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func (c *Counters) scopeKey(ref kernel.ScopeRef) string {
+	return c.tag + "s:" + strconv.Itoa(int(ref.Kind)) + ":" + ref.ID
+}
+
+func (c *Counters) windowKey(ref kernel.ScopeRef, p kernel.Period, start int64) string {
+	return c.tag + "w:" + strconv.Itoa(int(ref.Kind)) + ":" + strconv.Itoa(len(ref.ID)) + ":" + ref.ID + ":" +
+		p.String() + ":" + strconv.FormatInt(start, 10)
+}
+
+func (c *Counters) recordKey(id string) string { return c.tag + "r:" + id }
+func (c *Counters) leasesKey() string          { return c.tag + "leases" }
+
+// span is one budget window: its bounds and TTL.
+type span struct {
+	key        string
+	scope      kernel.ScopeRef
+	start, end time.Time
+	startN     int64
+	ttl        int64 // seconds; 0 for the total window
+}
+
+func windowAt(ref kernel.ScopeRef, p kernel.Period, now time.Time, c *Counters) span {
+	start, end := p.Window(now)
+	sp := span{scope: ref, start: start, end: end, startN: math.MinInt64}
+	if !start.IsZero() {
+		sp.startN = start.UnixNano()
+	}
+	sp.key = c.windowKey(ref, p, sp.startN)
+	if !end.Equal(kernel.EndOfTime) {
+		sp.ttl = int64(end.Sub(now)/time.Second) + 86400
+	}
+	return sp
+}
+
+const outputDefault = 4096
+
+// Admit decides on req at now with the rules of kernel.State.Admit, atomically
+// over all scopes of the request and all replicas.
+func (c *Counters) Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	d, err := c.admitRedis(ctx, now, req)
+	if err == nil || !errors.Is(err, ErrUnavailable) || c.opts.policy != LocalFallback {
+		return d, err
+	}
+	c.opts.logger.Warn("redis: unreachable; admitting from local counters", "err", err)
+	return c.admitLocal(ctx, now, req)
+}
+
+func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	nowN := now.UnixNano()
+	minute := floorDiv(nowN, int64(time.Minute))
+	minuteLeft := time.Duration((minute+1)*int64(time.Minute) - nowN)
+
+	mode, shortfall := kernel.Strict, kernel.Clamp
+	if len(req.Scopes) > 0 && req.Scopes[0].Limits != nil {
+		mode, shortfall = req.Scopes[0].Limits.Mode, req.Scopes[0].Limits.Shortfall
+	}
+	inBound := max(req.PromptBytes, 0)
+	outBound := req.MaxTokens
+	if outBound <= 0 {
+		outBound = req.DefaultMaxTokens
+	}
+	if outBound <= 0 {
+		outBound = outputDefault
+	}
+	// Split the input cost and the output price so that Lua's doubles stay exact:
+	// input cost = qi·1e6 + ri (in nano-USD·1e-6), output price = qo·1e6 + ro.
+	inPrice, outPrice := bounds(req.Price)
+	hi, lo := mul64(uint64(inBound), uint64(inPrice))
+	qi, ri := divmod1e6(hi, lo)
+	qo, ro := int64(outPrice)/1_000_000, int64(outPrice)%1_000_000
+	estTokens := inBound/4 + min(inBound%4, 1)
+
+	lease := req.Lease
+	if lease <= 0 {
+		lease = kernel.DefaultLease
+	}
+	rec := &record{
+		ID: req.ID, Model: req.Model, Price: req.Price, AdmittedAt: nowN, Minute: minute,
+		Deadline: satAdd(nowN, int64(lease)),
+		Scopes:   make([]kernel.ScopeRef, len(req.Scopes)),
+	}
+	keys := make([]string, 0, 2+2*len(req.Scopes))
+	keys = append(keys, c.recordKey(req.ID), c.leasesKey())
+	for i := range req.Scopes {
+		rec.Scopes[i] = req.Scopes[i].Ref
+		keys = append(keys, c.scopeKey(req.Scopes[i].Ref))
+	}
+	var spans []span
+	windowIndex := map[string]int{}
+	budgetArgs := make([]any, 0, 8)
+	scopeArgs := make([]any, 0, 7*len(req.Scopes))
+	for i := range req.Scopes {
+		lim := req.Scopes[i].Limits
+		if lim == nil {
+			scopeArgs = append(scopeArgs, 0, 0, 0, 0, 0, 0, 0)
+			continue
+		}
+		expired := !lim.ExpiresAt.IsZero() && !now.Before(lim.ExpiresAt)
+		denied := len(lim.Models) > 0 && !slices.Contains(lim.Models, req.Model)
+		scopeArgs = append(scopeArgs, 1, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, len(lim.Budgets))
+		var periods []kernel.Period
+		for _, b := range lim.Budgets {
+			sp := windowAt(req.Scopes[i].Ref, b.Period, now, c)
+			wi, ok := windowIndex[sp.key]
+			if !ok {
+				spans = append(spans, sp)
+				wi = len(spans)
+				windowIndex[sp.key] = wi
+				periods = append(periods, b.Period)
+			}
+			budgetArgs = append(budgetArgs, wi, int64(b.Limit))
+		}
+		if len(periods) > 0 {
+			if rec.Periods == nil {
+				rec.Periods = make([][]kernel.Period, len(req.Scopes))
+			}
+			rec.Periods[i] = periods
+		}
+	}
+	for _, sp := range spans {
+		keys = append(keys, sp.key)
+		rec.Windows = append(rec.Windows, sp.key)
+	}
+	doc, err := json.Marshal(rec)
+	if err != nil {
+		return kernel.Decision{}, fmt.Errorf("redis: encode reservation: %w", err)
+	}
+	args := make([]any, 0, 17+len(scopeArgs)+len(budgetArgs))
+	args = append(args, len(req.Scopes), len(spans), minute, int(mode), int(shortfall), inBound, outBound,
+		qi, ri, qo, ro, leaseScore(rec.Deadline), doc, estTokens, int64(c.opts.scopeTTL/time.Second),
+		int64((lease+24*time.Hour)/time.Millisecond), req.ID)
+	args = append(args, scopeArgs...)
+	args = append(args, budgetArgs...)
+
+	for attempt := 0; ; attempt++ {
+		res, err := admitLua.Run(ctx, c.rdb, keys, args...).Slice()
+		if err != nil {
+			return kernel.Decision{}, unavailable("admit", err)
+		}
+		switch code := toInt(res[0]); code {
+		case replyDuplicate:
+			d := kernel.Decision{Reason: kernel.ReasonDuplicate}
+			if len(req.Scopes) > 0 {
+				d.Scope = req.Scopes[0].Ref
+			}
+			return d, nil
+		case replyNeedSeed:
+			if attempt > 3 {
+				return kernel.Decision{}, fmt.Errorf("%w: budget windows not seeded after %d attempts", ErrUnavailable, attempt)
+			}
+			idx, _ := res[1].([]any)
+			if err := c.seedWindows(ctx, spans, idx); err != nil {
+				return kernel.Decision{}, err
+			}
+			continue
+		case replyRejected:
+			reason := reasonOf(toInt(res[1]))
+			i := int(toInt(res[2])) - 1
+			d := kernel.Decision{Reason: reason, Scope: req.Scopes[i].Ref}
+			switch reason {
+			case kernel.ReasonParallelLimit:
+				d.RetryAfter = time.Second
+			case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit:
+				d.RetryAfter = minuteLeft
+			}
+			d.RateLimit = rateInfo(req.Scopes, toInts(res[3]), toInts(res[4]), minuteLeft)
+			return d, nil
+		case replyAdmitted:
+			n, reserved := toInt(res[1]), kernel.Money(toInt(res[3]))
+			rec.Reserved = reserved
+			c.mu.Lock()
+			c.cache[req.ID] = rec
+			c.mu.Unlock()
+			return kernel.Decision{
+				Admitted: true, Reason: kernel.ReasonOK, MaxTokens: n, Clamped: n < outBound, Reserved: reserved,
+				RateLimit: rateInfo(req.Scopes, toInts(res[5]), toInts(res[6]), minuteLeft),
+			}, nil
+		default:
+			return kernel.Decision{}, fmt.Errorf("redis: admit: unexpected reply %v", res)
+		}
+	}
+}
+
+// seedWindows reads the ledger's spend of the windows Redis has not seen since
+// it started (or since they began) and marks them seeded.
+func (c *Counters) seedWindows(ctx context.Context, spans []span, idx []any) error {
+	keys := make([]string, 0, len(idx))
+	args := make([]any, 0, 2*len(idx))
+	for _, x := range idx {
+		sp := spans[toInt(x)-1]
+		var until time.Time
+		if !sp.end.Equal(kernel.EndOfTime) {
+			until = sp.end
+		}
+		spent, err := c.seed(ctx, sp.scope, sp.start, until)
+		if err != nil {
+			return fmt.Errorf("%w: seed %v from the ledger: %w", ErrUnavailable, sp.scope, err)
+		}
+		keys = append(keys, sp.key)
+		args = append(args, int64(spent), sp.ttl)
+	}
+	if err := seedLua.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
+		return unavailable("seed", err)
+	}
+	return nil
+}
+
+// Settle charges the exact cost of u to reservation id at now (kernel.State.Settle).
+// ok is false when id is not open (unknown, already settled or expired).
+func (c *Counters) Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error) {
+	if s, ok := c.settleLocal(now, id, u, st); ok {
+		return s, true, nil
+	}
+	c.mu.Lock()
+	rec := c.cache[id]
+	c.mu.Unlock()
+	if rec == nil {
+		var err error
+		rec, err = c.load(ctx, id)
+		if err != nil {
+			return kernel.Settlement{}, false, err
+		}
+		if rec == nil {
+			return kernel.Settlement{}, false, nil
+		}
+	}
+	cost := kernel.Cost(rec.Price, u)
+	ok, cost, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
+	if err != nil {
+		return kernel.Settlement{}, false, err
+	}
+	c.mu.Lock()
+	delete(c.cache, id)
+	c.mu.Unlock()
+	if !ok {
+		return kernel.Settlement{}, false, nil
+	}
+	return settlement(rec, now, u, cost, reserved, st), true, nil
+}
+
+func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kernel.Money, st kernel.Status) kernel.Settlement {
+	return kernel.Settlement{
+		ID: rec.ID, Scopes: slices.Clone(rec.Scopes), Model: rec.Model, Usage: u, Cost: cost, Reserved: reserved,
+		Status: st, AdmittedAt: time.Unix(0, rec.AdmittedAt), SettledAt: now,
+	}
+}
+
+// load reads a reservation record from Redis; nil when there is none.
+func (c *Counters) load(ctx context.Context, id string) (*record, error) {
+	v, err := c.rdb.HMGet(ctx, c.recordKey(id), "d", "rs").Result()
+	if err != nil {
+		return nil, unavailable("settle", err)
+	}
+	s, _ := v[0].(string)
+	if s == "" {
+		return nil, nil
+	}
+	rec := &record{ID: id}
+	if err := json.Unmarshal([]byte(s), rec); err != nil {
+		return nil, fmt.Errorf("redis: decode reservation %q: %w", id, err)
+	}
+	if rs, _ := v[1].(string); rs != "" {
+		n, _ := strconv.ParseInt(rs, 10, 64)
+		rec.Reserved = kernel.Money(n)
+	}
+	return rec, nil
+}
+
+// close runs settleLua for rec; cost < 0 charges the worst cost (expiry).
+func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost int64, fix bool, actual int64) (bool, kernel.Money, kernel.Money, error) {
+	nowN := now.UnixNano()
+	keys := make([]string, 0, 2+len(rec.Scopes)+2*len(rec.Windows))
+	keys = append(keys, c.recordKey(rec.ID), c.leasesKey())
+	for _, ref := range rec.Scopes {
+		keys = append(keys, c.scopeKey(ref))
+	}
+	keys = append(keys, rec.Windows...)
+	var ttls []any
+	for i, periods := range rec.Periods {
+		for _, p := range periods {
+			sp := windowAt(rec.Scopes[i], p, now, c)
+			keys = append(keys, sp.key)
+			ttls = append(ttls, sp.ttl)
+		}
+	}
+	args := make([]any, 0, 8+len(ttls))
+	args = append(args, rec.ID, len(rec.Scopes), len(rec.Windows), len(ttls), cost, b2i(fix), actual,
+		floorDiv(nowN, int64(time.Minute)))
+	args = append(args, ttls...)
+	res, err := settleLua.Run(ctx, c.rdb, keys, args...).Result()
+	if err != nil {
+		return false, 0, 0, unavailable("settle", err)
+	}
+	arr, ok := res.([]any)
+	if !ok {
+		return false, 0, 0, nil
+	}
+	return true, kernel.Money(toInt(arr[1])), kernel.Money(toInt(arr[2])), nil
+}
+
+// Expire settles every reservation whose lease ended by now with StatusExpired
+// and its worst-case cost (kernel.State.Expire), oldest deadline first.
+func (c *Counters) Expire(ctx context.Context, now time.Time) ([]kernel.Settlement, error) {
+	out := c.expireLocal(now)
+	nowN := now.UnixNano()
+	ids, err := c.rdb.ZRangeByScore(ctx, c.leasesKey(), &goredis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(leaseScore(nowN), 10), Count: 10000,
+	}).Result()
+	if err != nil {
+		return out, unavailable("expire", err)
+	}
+	recs := make([]*record, 0, len(ids))
+	for _, id := range ids {
+		rec, err := c.load(ctx, id)
+		if err != nil {
+			return out, err
+		}
+		if rec == nil {
+			_ = c.rdb.ZRem(ctx, c.leasesKey(), id).Err() // the record's safety TTL ended
+			continue
+		}
+		rec.ID = id
+		if rec.Deadline <= nowN {
+			recs = append(recs, rec)
+		}
+	}
+	slices.SortFunc(recs, func(a, b *record) int {
+		if a.Deadline != b.Deadline {
+			return cmpInt(a.Deadline, b.Deadline)
+		}
+		return cmpString(a.ID, b.ID)
+	})
+	for _, rec := range recs {
+		ok, cost, reserved, err := c.close(ctx, now, rec, -1, false, 0)
+		if err != nil {
+			return out, err
+		}
+		c.mu.Lock()
+		delete(c.cache, rec.ID)
+		c.mu.Unlock()
+		if ok {
+			out = append(out, settlement(rec, now, kernel.Usage{}, cost, reserved, kernel.StatusExpired))
+		}
+	}
+	// Forget cached reservations another replica ended.
+	c.mu.Lock()
+	for id, rec := range c.cache {
+		if rec.Deadline <= nowN-int64(time.Minute) {
+			delete(c.cache, id)
+		}
+	}
+	c.mu.Unlock()
+	return out, nil
+}
+
+// leaseScore is a deadline in microseconds: exact in a ZSET's double score.
+func leaseScore(deadlineN int64) int64 { return floorDiv(deadlineN, 1000) }
+
+func unavailable(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("redis: %s: %w", op, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+func reasonOf(code int64) kernel.Reason {
+	switch code {
+	case codeExpired:
+		return kernel.ReasonKeyExpired
+	case codeModel:
+		return kernel.ReasonModelNotAllowed
+	case codeParallel:
+		return kernel.ReasonParallelLimit
+	case codeRPM:
+		return kernel.ReasonRequestLimit
+	case codeTPM:
+		return kernel.ReasonTokenLimit
+	default:
+		return kernel.ReasonBudgetExceeded
+	}
+}
+
+// rateInfo picks, for requests and for tokens, the scope with a limit that has
+// the fewest remaining, from the counts after the decision (as kernel.State does).
+func rateInfo(scopes []kernel.Scope, reqs, toks []int64, left time.Duration) kernel.RateLimitInfo {
+	var ri kernel.RateLimitInfo
+	haveReq, haveTok := false, false
+	for i := range scopes {
+		lim := scopes[i].Limits
+		if lim == nil || i >= len(reqs) || i >= len(toks) {
+			continue
+		}
+		if lim.RPM > 0 {
+			rem := max(lim.RPM-reqs[i], 0)
+			if !haveReq || rem < ri.RemainingRequests {
+				haveReq = true
+				ri.LimitRequests, ri.RemainingRequests, ri.ResetRequests = lim.RPM, rem, left
+			}
+		}
+		if lim.TPM > 0 {
+			rem := max(satAdd(lim.TPM, -toks[i]), 0)
+			if !haveTok || rem < ri.RemainingTokens {
+				haveTok = true
+				ri.LimitTokens, ri.RemainingTokens, ri.ResetTokens = lim.TPM, rem, left
+			}
+		}
+	}
+	return ri
+}
