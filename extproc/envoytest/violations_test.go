@@ -351,6 +351,21 @@ func violationCases() []violationCase {
 			},
 		},
 		{
+			name: "immediate response to response_headers is a local reply, not a reset",
+			handle: func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+				if isResponseHeaders(req) {
+					return one(immediate(typev3.StatusCode_BadGateway, `{"error":"upstream"}`, "upstream error", nil)), nil
+				}
+				return continuer(req)
+			},
+			check: func(t *testing.T, resp *Response, f *fakeProcessor) {
+				wantLocal(502, "upstream_error", nil)(t, resp, f)
+				require.NotNil(t, resp.Forwarded)
+				require.Equal(t, `{"error":"upstream"}`, string(resp.Body))
+				require.Equal(t, "text/plain", resp.Headers.Value("content-type"))
+			},
+		},
+		{
 			name:   "gRPC error: status_on_error",
 			handle: failOnRequestBody(status.Error(codes.Unavailable, "store down")),
 			check:  wantLocal(500, "ext_proc_error_gRPC_error_14{store_down}", ErrGRPC),

@@ -1,0 +1,139 @@
+package envoytest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// serverFunc adapts a function to ExternalProcessorServer.
+type serverFunc func(extprocv3.ExternalProcessor_ProcessServer) error
+
+func (f serverFunc) Process(st extprocv3.ExternalProcessor_ProcessServer) error { return f(st) }
+
+// TestDirectSemantics: Direct behaves like a gRPC stream.
+func TestDirectSemantics(t *testing.T) {
+	t.Run("replies are copied on Send", func(t *testing.T) {
+		shared := reply(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{}}, &extprocv3.CommonResponse{BodyMutation: bodyMut("a")})
+		cc := Direct(serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
+			if _, err := st.Recv(); err != nil {
+				return err
+			}
+			if err := st.Send(shared); err != nil {
+				return err
+			}
+			// Over gRPC the server may reuse a message once Send returned.
+			shared.GetRequestHeaders().GetResponse().GetBodyMutation().Mutation = nil
+			return nil
+		}))
+		st, err := cc.Process(testCtx(t))
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&extprocv3.ProcessingRequest{}))
+		got, err := st.Recv()
+		require.NoError(t, err)
+		require.Equal(t, "a", string(got.GetRequestHeaders().GetResponse().GetBodyMutation().GetBody()))
+		_, err = st.Recv()
+		require.ErrorIs(t, err, io.EOF) // OK status
+	})
+	t.Run("CloseSend is io.EOF on the server; its status reaches Recv", func(t *testing.T) {
+		cc := Direct(serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
+			_, err := st.Recv()
+			if errors.Is(err, io.EOF) {
+				return status.Error(codes.DataLoss, "half-closed")
+			}
+			return err
+		}))
+		st, err := cc.Process(testCtx(t))
+		require.NoError(t, err)
+		require.NoError(t, st.CloseSend())
+		require.Error(t, st.Send(&extprocv3.ProcessingRequest{}))
+		_, err = st.Recv()
+		require.Equal(t, codes.DataLoss, status.Code(err))
+	})
+	t.Run("cancel is codes.Canceled on the server", func(t *testing.T) {
+		seen := make(chan error, 1)
+		cc := Direct(serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
+			_, err := st.Recv()
+			seen <- err
+			return err
+		}))
+		ctx, cancel := context.WithCancel(testCtx(t))
+		st, err := cc.Process(ctx)
+		require.NoError(t, err)
+		cancel()
+		require.Equal(t, codes.Canceled, status.Code(<-seen))
+		_, err = st.Recv()
+		require.Error(t, err)
+	})
+	t.Run("plain errors become codes.Unknown", func(t *testing.T) {
+		cc := Direct(serverFunc(func(extprocv3.ExternalProcessor_ProcessServer) error { return errors.New("boom") }))
+		st, err := cc.Process(testCtx(t))
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.Equal(t, codes.Unknown, status.Code(err))
+		require.ErrorIs(t, st.Send(&extprocv3.ProcessingRequest{}), io.EOF)
+	})
+	t.Run("cancelled context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := Direct(newFake(continuer)).Process(ctx)
+		require.Equal(t, codes.Canceled, status.Code(err))
+	})
+}
+
+// TestGracefulClose: with the graceful toggle Envoy half-closes and waits for
+// the server's status before the reset (R1.8), so the server sees io.EOF.
+func TestGracefulClose(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+		fake := newFake(continuer)
+		cfg := testConfig()
+		cfg.GracefulClose = true
+		cfg.StreamCloseOptimization = false
+		s := NewClient(connect(fake), cfg).Start(testCtx(t))
+		_, err := s.RequestHeaders(getRequest().Headers, true)
+		require.NoError(t, err)
+		start := time.Now()
+		s.Close()
+		require.Less(t, time.Since(start), cfg.RemoteCloseTimeout)
+		require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
+		require.ErrorIs(t, fake.endings()[0], io.EOF)
+	})
+}
+
+// TestGracefulCloseTimeout: a server that never ends gets the reset after
+// RemoteCloseTimeout.
+func TestGracefulCloseTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
+		req, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		if err := st.Send(reply(req, nil)); err != nil {
+			return err
+		}
+		select { // ignores the half-close
+		case <-st.Context().Done():
+		case <-release:
+		}
+		return nil
+	})
+	defer close(release)
+	cfg := testConfig()
+	cfg.GracefulClose = true
+	cfg.RemoteCloseTimeout = 50 * time.Millisecond
+	cfg.StreamCloseOptimization = false
+	s := NewClient(Direct(srv), cfg).Start(testCtx(t))
+	_, err := s.RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	start := time.Now()
+	s.Close()
+	require.GreaterOrEqual(t, time.Since(start), cfg.RemoteCloseTimeout)
+}
