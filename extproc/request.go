@@ -40,9 +40,13 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 	}
 	f.open = skipSpace(body, 0)
 	members := 0
+	var dup error // reported after the whole body is known to be valid JSON
 	set := func(dst *span, name string, v span) error {
 		if dst.ok() {
-			return &fieldError{name, "appears more than once"}
+			if dup == nil {
+				dup = &fieldError{name, "appears more than once"}
+			}
+			return nil
 		}
 		*dst = v
 		return nil
@@ -69,6 +73,9 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if dup != nil {
+		return nil, nil, dup
 	}
 	f.empty = members == 0
 	in := &Inbound{API: api, Body: body, fields: f}

@@ -1,0 +1,278 @@
+package extproc
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+func without(h envoytest.Headers, key string) envoytest.Headers {
+	var out envoytest.Headers
+	for _, e := range h {
+		if e.Key != key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestRateLimited(t *testing.T) {
+	e := newTestEnv(t)
+	e.acct.decide = func(*kernel.AdmitRequest) *kernel.Decision {
+		return &kernel.Decision{
+			Reason: kernel.ReasonRequestLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k1"},
+			RetryAfter: 1500 * time.Millisecond,
+			RateLimit: kernel.RateLimitInfo{
+				LimitRequests: 60, RemainingRequests: 0, ResetRequests: 1500 * time.Millisecond,
+				LimitTokens: 10000, RemainingTokens: 420, ResetTokens: 6 * time.Minute,
+			},
+		}
+	}
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), nil)
+	requireOpenAIError(t, resp, wantError{429, "requests", "rate_limit_exceeded", "", "Rate limit reached for the key"})
+	for k, v := range map[string]string{
+		"retry-after":                    "2",
+		"retry-after-ms":                 "1500",
+		"x-ratelimit-limit-requests":     "60",
+		"x-ratelimit-remaining-requests": "0",
+		"x-ratelimit-reset-requests":     "1.5s",
+		"x-ratelimit-limit-tokens":       "10000",
+		"x-ratelimit-remaining-tokens":   "420",
+		"x-ratelimit-reset-tokens":       "6m0s",
+	} {
+		require.Equal(t, v, resp.Headers.Value(k), k)
+	}
+}
+
+func TestBudgetExceededWithKernel(t *testing.T) {
+	// A strict key budget of half a cent, reject on shortfall: the kernel
+	// refuses once the reservations cannot fit.
+	e := newTestEnv(t)
+	p := e.cat.keys[clientKey]
+	p.Scopes[0].Limits = &kernel.Limits{
+		Budgets:   []kernel.BudgetWindow{{Limit: kernel.Cent / 2, Period: kernel.Period{Kind: kernel.PeriodTotal}}},
+		Shortfall: kernel.Reject,
+	}
+	body := `{"model":"gpt-4o","max_tokens":100,"messages":[]}`
+	up := &recorder{resp: jsonResponse(200, chatResponse)}
+	var last *envoytest.Response
+	for i := 0; i < 50; i++ {
+		last = e.do(t, post("/v1/chat/completions", clientKey, body), up.upstream)
+		if last.LocalReply != nil {
+			break
+		}
+		require.Equal(t, 200, last.Status)
+	}
+	requireOpenAIError(t, last, wantError{400, "budget_exceeded", "budget_exceeded", "", "Budget exceeded for the key"})
+	require.NotEmpty(t, up.got, "the first requests fit the budget")
+	var spent kernel.Money
+	for _, r := range e.acct.Records() {
+		spent += kernel.Cost(testPrice, r.Usage)
+	}
+	require.LessOrEqual(t, spent, kernel.Cent/2, "strict budget never overspent")
+}
+
+func TestClampMaxTokens(t *testing.T) {
+	e := newTestEnv(t)
+	p := e.cat.keys[clientKey]
+	// Budget affords a few output tokens only: the kernel clamps max_tokens.
+	p.Scopes[0].Limits = &kernel.Limits{
+		Budgets: []kernel.BudgetWindow{{Limit: 300_000 * kernel.NanoUSD, Period: kernel.Period{Kind: kernel.PeriodTotal}}},
+	}
+	up := &recorder{resp: jsonResponse(200, chatResponse)}
+	resp := e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt-4o","max_completion_tokens":5000}`), up.upstream)
+	require.Equal(t, 200, resp.Status)
+	var sent map[string]any
+	require.NoError(t, json.Unmarshal(up.last(t).Body, &sent))
+	n, ok := sent["max_completion_tokens"].(float64)
+	require.True(t, ok)
+	require.Less(t, n, 5000.0)
+	require.GreaterOrEqual(t, n, 1.0)
+}
+
+func TestUpstreamErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   wantError
+	}{
+		{
+			name: "provider rate limit", status: 429,
+			body: `{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+			want: wantError{429, "requests", "rate_limit_exceeded", "", "Rate limit reached for gpt-4o"},
+		},
+		{
+			name: "provider rejects the gateway key", status: 401,
+			body: `{"error":{"message":"Incorrect API key provided: ` + openAIKey + `.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			want: wantError{401, "invalid_request_error", "upstream_auth_error", "", "rejected the gateway's credentials"},
+		},
+		{
+			name: "provider 500 html", status: 500, body: `<h1>oops</h1>`,
+			want: wantError{500, "server_error", "", "", "<h1>oops</h1>"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			r := jsonResponse(tt.status, tt.body)
+			resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: r}).upstream)
+			// Not a local reply: the upstream's response, rewritten.
+			resp.LocalReply = &envoytest.LocalReply{}
+			requireOpenAIError(t, resp, tt.want)
+			require.Equal(t, strconv.Itoa(len(resp.Body)), resp.Headers.Value("content-length"))
+			recs := e.acct.Records()
+			require.Len(t, recs, 1)
+			require.Equal(t, kernel.StatusFailed, recs[0].Status)
+			require.Equal(t, tt.status, recs[0].HTTPStatus)
+			require.Equal(t, kernel.Usage{}, recs[0].Usage)
+			require.Equal(t, formatUSD(0), resp.Headers.Value(hdrCost))
+		})
+	}
+}
+
+func TestUpstreamErrorOnStreamRequest(t *testing.T) {
+	// stream:true but the provider answers a JSON 400: stays BUFFERED, translated.
+	e := newTestEnv(t)
+	r := jsonResponse(400, `{"error":{"message":"bad messages","type":"invalid_request_error","param":"messages","code":null}}`)
+	resp := e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt-4o","stream":true}`), (&recorder{resp: r}).upstream)
+	resp.LocalReply = &envoytest.LocalReply{}
+	requireOpenAIError(t, resp, wantError{400, "invalid_request_error", "", "messages", "bad messages"})
+	require.Equal(t, kernel.StatusFailed, e.acct.Records()[0].Status)
+}
+
+func TestModels(t *testing.T) {
+	e := newTestEnv(t)
+	up := &recorder{}
+	resp := e.do(t, get("/v1/models", otherKey), up.upstream)
+	require.NotNil(t, resp.LocalReply)
+	require.Equal(t, 200, resp.Status)
+	require.Equal(t, "application/json", resp.Headers.Value("content-type"))
+	require.JSONEq(t, `{"object":"list","data":[{"id":"gpt-4o","object":"model","created":1700000000,"owned_by":"acme"}]}`, string(resp.Body))
+	require.Empty(t, up.got)
+
+	resp = e.do(t, get("/v1/models", clientKey), nil)
+	var list modelList
+	require.NoError(t, json.Unmarshal(resp.Body, &list))
+	require.Len(t, list.Data, len(e.cat.targets))
+
+	resp = e.do(t, get("/v1/models", "tg-bad"), nil)
+	requireOpenAIError(t, resp, wantError{401, "invalid_request_error", "invalid_api_key", "", "Invalid API key"})
+	require.Empty(t, e.acct.Admits())
+}
+
+func TestContentLength(t *testing.T) {
+	t.Run("set to the new length", func(t *testing.T) {
+		e := newTestEnv(t)
+		up := &recorder{resp: jsonResponse(200, chatResponse)}
+		e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), up.upstream)
+		fwd := up.last(t)
+		require.NotEqual(t, len(testPromptBody), len(fwd.Body))
+		require.Equal(t, strconv.Itoa(len(fwd.Body)), fwd.Headers.Value("content-length"))
+	})
+	t.Run("absent stays absent (chunked)", func(t *testing.T) {
+		e := newTestEnv(t)
+		up := &recorder{resp: jsonResponse(200, chatResponse)}
+		req := post("/v1/chat/completions", clientKey, testPromptBody)
+		req.Headers = without(req.Headers, "content-length")
+		req.Body = [][]byte{[]byte(testPromptBody[:10]), []byte(testPromptBody[10:])}
+		e.do(t, req, up.upstream)
+		require.False(t, up.last(t).Headers.Has("content-length"))
+	})
+	t.Run("unchanged body keeps it", func(t *testing.T) {
+		e := newTestEnv(t)
+		e.cat.targets["gpt-4o"].ProviderModel = "gpt-4o"
+		up := &recorder{resp: jsonResponse(200, chatResponse)}
+		e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), up.upstream)
+		require.Equal(t, testPromptBody, string(up.last(t).Body))
+		require.Equal(t, strconv.Itoa(len(testPromptBody)), up.last(t).Headers.Value("content-length"))
+	})
+}
+
+func TestCustomerScope(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		hdr   string
+		scope bool
+	}{
+		{name: "user field", body: `{"model":"gpt-4o","user":"cust-1"}`, scope: true},
+		{name: "header wins", body: `{"model":"gpt-4o","user":"someone-else"}`, hdr: "cust-1", scope: true},
+		{name: "unknown customer", body: `{"model":"gpt-4o","user":"stranger"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			// Spare capacity would let a careless append write into the
+			// principal's shared slice.
+			p := e.cat.keys[clientKey]
+			p.Scopes = append(make([]kernel.Scope, 0, 8), p.Scopes...)
+			before := len(p.Scopes)
+			var extra []envoytest.Header
+			if tt.hdr != "" {
+				extra = append(extra, envoytest.Header{Key: hdrCustomer, Value: tt.hdr})
+			}
+			up := &recorder{resp: jsonResponse(200, chatResponse)}
+			e.do(t, post("/v1/chat/completions", clientKey, tt.body, extra...), up.upstream)
+			require.False(t, up.last(t).Headers.Has(hdrCustomer), "internal header not sent upstream")
+			admits := e.acct.Admits()
+			require.Len(t, admits, 1)
+			last := admits[0].Scopes[len(admits[0].Scopes)-1]
+			if tt.scope {
+				require.Len(t, admits[0].Scopes, before+1)
+				require.Equal(t, kernel.ScopeRef{Kind: kernel.ScopeCustomer, ID: "cust-1"}, last.Ref)
+				require.Equal(t, "cust-1", e.acct.Records()[0].CustomerID)
+			} else {
+				require.Len(t, admits[0].Scopes, before)
+			}
+			require.Len(t, p.Scopes, before)
+			require.Equal(t, kernel.Scope{}, p.Scopes[:before+1][before], "principal's backing array untouched")
+		})
+	}
+}
+
+func TestUnixSocket(t *testing.T) {
+	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t)}
+	e.proc = New(e.cat, e.acct)
+	lis, err := net.Listen("unix", filepath.Join(t.TempDir(), "extproc.sock"))
+	require.NoError(t, err)
+	e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), envoytest.DefaultConfig())
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+	require.Equal(t, 200, resp.Status)
+	require.Len(t, e.acct.Records(), 1)
+}
+
+func TestInProcessDirect(t *testing.T) {
+	// The built-in data plane calls the processor in-process.
+	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t)}
+	e.proc = New(e.cat, e.acct, WithRequestIDs(func() string { return "fixed-id" }))
+	e.client = envoytest.NewClient(envoytest.Direct(e.proc), envoytest.DefaultConfig())
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+	require.Equal(t, "fixed-id", resp.Headers.Value(hdrRequestID))
+	require.Equal(t, "fixed-id", e.acct.Records()[0].RequestID)
+}
+
+func TestServeGracefulStop(t *testing.T) {
+	p := New(newCatalog(), newStateAccountant(t), WithShutdownTimeout(time.Second))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, lis) }()
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}
