@@ -1,0 +1,681 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+)
+
+// readSize is the size of one read from a body; each read becomes one chunk.
+const readSize = 32 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, readSize); return &b }}
+
+// Causes of an upstream cancellation.
+var (
+	errIdleTimeout  = errors.New("edge: stream idle timeout")
+	errRouteTimeout = errors.New("edge: upstream request timeout")
+	errPerTry       = errors.New("edge: per-try timeout")
+	errAborted      = errors.New("edge: downstream request ended")
+)
+
+// Envoy's local reply bodies.
+const (
+	bodyConnectFailure = "upstream connect error or disconnect/reset before headers. reset reason: "
+	bodyTimeout        = "upstream request timeout"
+	bodyIdleTimeout    = "stream timeout"
+)
+
+// exchange is one HTTP request through the filter and the router.
+type exchange struct {
+	e   *Edge
+	st  *state
+	w   http.ResponseWriter
+	r   *http.Request
+	ctx context.Context // the downstream request's
+	f   filter
+
+	first      *route
+	fwd        envoytest.Headers // request headers released by the filter
+	body       []byte            // request body released before routing
+	clearRoute bool
+
+	// Streamed request bodies: the upstream request runs while the body is
+	// still being filtered.
+	pipe      *io.PipeWriter
+	async     chan *http.Response
+	asyncDone bool
+
+	upCtx         context.Context
+	upCancel      context.CancelCauseFunc
+	attemptCancel context.CancelCauseFunc
+	idle          time.Duration
+	idleT         *time.Timer
+	timeoutT      *time.Timer
+	release       func()
+
+	sentHeaders bool // response headers went downstream
+	rc          *http.ResponseController
+}
+
+func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
+	x.upCtx, x.upCancel = context.WithCancelCause(x.ctx)
+	defer x.finish()
+	x.run()
+}
+
+func (x *exchange) finish() {
+	if x.idleT != nil {
+		x.idleT.Stop()
+	}
+	if x.timeoutT != nil {
+		x.timeoutT.Stop()
+	}
+	x.upCancel(nil)
+	if x.async != nil && !x.asyncDone {
+		// The request ended while its upstream request was still running:
+		// wait for it (it sees the cancellation) before touching its state.
+		_ = x.pipe.CloseWithError(errAborted)
+		if resp := <-x.async; resp != nil {
+			_ = resp.Body.Close()
+		}
+	}
+	if x.attemptCancel != nil {
+		x.attemptCancel(nil)
+	}
+	if x.f != nil {
+		x.f.Close()
+	}
+	if x.release != nil {
+		x.release()
+	}
+}
+
+func (x *exchange) run() {
+	h := downstreamHeaders(x.r)
+	noBody := x.r.Body == nil || x.r.Body == http.NoBody || x.r.ContentLength == 0
+	x.first = x.st.routes.match(h)
+	if x.first != nil && x.first.filter != nil {
+		x.f = x.first.filter.Start(x.ctx)
+	} else {
+		x.f = passthrough{}
+	}
+	res, err := x.f.RequestHeaders(h, noBody)
+	if !x.onRequest(res, err, noBody) {
+		return
+	}
+	if !noBody && !x.requestBody() {
+		return
+	}
+	var resp *http.Response
+	if x.async != nil {
+		_ = x.pipe.Close()
+		resp = <-x.async
+		x.asyncDone = true
+	} else {
+		if x.fwd == nil {
+			// The filter ended the request without releasing the headers:
+			// only a caller bug can get here.
+			x.writeLocal(http.StatusInternalServerError, nil, nil)
+			return
+		}
+		resp = x.roundTrip(x.route(), x.body, true)
+	}
+	if resp == nil {
+		return
+	}
+	x.respond(resp)
+}
+
+// requestBody feeds the downstream body to the filter, one read per chunk.
+func (x *exchange) requestBody() bool {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	remaining := x.r.ContentLength
+	for {
+		n, err := x.r.Body.Read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false // the client went away or sent a broken body
+		}
+		if remaining > 0 {
+			remaining -= int64(n)
+		}
+		eof := err != nil || remaining == 0
+		chunk := bytes.Clone(buf[:n])
+		if eof {
+			if tr := trailers(x.r.Trailer); tr != nil {
+				if n > 0 {
+					res, err := x.f.RequestBody(chunk, false)
+					if !x.onRequest(res, err, false) {
+						return false
+					}
+				}
+				res, err := x.f.RequestTrailers(tr)
+				return x.onRequest(res, err, true)
+			}
+			res, err := x.f.RequestBody(chunk, true)
+			return x.onRequest(res, err, true)
+		}
+		if n == 0 {
+			continue
+		}
+		res, err := x.f.RequestBody(chunk, false)
+		if !x.onRequest(res, err, false) {
+			return false
+		}
+	}
+}
+
+// onRequest applies a request-direction result; false ends the exchange.
+func (x *exchange) onRequest(res *envoytest.Result, err error, last bool) bool {
+	if err != nil {
+		x.e.logger.Error("edge: ext_proc client", "error", err)
+		x.writeLocal(http.StatusInternalServerError, nil, nil)
+		return false
+	}
+	if res.Reset {
+		abort(x.w)
+		return false
+	}
+	if res.LocalReply != nil {
+		x.writeLocal(res.LocalReply.Status, res.LocalReply.Headers, res.LocalReply.Body)
+		return false
+	}
+	if res.ClearRouteCache {
+		x.clearRoute = true
+	}
+	if res.Headers != nil {
+		x.fwd = res.Headers
+		if !last && x.async == nil {
+			x.startAsync()
+		}
+	}
+	if len(res.Body) > 0 {
+		if x.pipe != nil {
+			// A failed write means the upstream request is over; the rest of
+			// the body is dropped.
+			_, _ = x.pipe.Write(res.Body)
+		} else {
+			x.body = append(x.body, res.Body...)
+		}
+	}
+	return true
+}
+
+// startAsync starts the upstream request with a streamed body.
+func (x *exchange) startAsync() {
+	pr, pw := io.Pipe()
+	x.pipe = pw
+	x.async = make(chan *http.Response, 1)
+	rt := x.route()
+	go func() { x.async <- x.roundTripStream(rt, pr) }()
+}
+
+// route is the route of the released headers: the first match, or a new
+// match when the filter cleared the route cache (R3.1).
+func (x *exchange) route() *route {
+	if x.clearRoute {
+		return x.st.routes.match(x.fwd)
+	}
+	return x.first
+}
+
+func (x *exchange) roundTripStream(rt *route, body *io.PipeReader) *http.Response {
+	resp := x.roundTrip(rt, body, false)
+	if resp != nil && resp.Request == nil {
+		// A local reply: nobody reads the body.
+		_ = body.CloseWithError(errors.New("edge: request not forwarded"))
+	}
+	return resp
+}
+
+// roundTrip routes and forwards the request. It returns the upstream
+// response or a local reply of the router (a response with no Request), or
+// nil when the client went away.
+func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response {
+	if rt == nil {
+		return localResponse(http.StatusNotFound, nil, nil)
+	}
+	if rt.direct != nil {
+		return localResponse(rt.direct.status, rt.direct.headers, rt.direct.body)
+	}
+	cl := x.st.clusters[rt.cluster]
+	if cl == nil {
+		return localResponse(http.StatusServiceUnavailable, nil, nil)
+	}
+	if !cl.acquire() {
+		return localResponse(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+"overflow"))
+	}
+	x.release = cl.release
+	x.startTimers(rt)
+	req, err := x.upstreamRequest(rt, cl, body, buffered)
+	if err != nil {
+		return localResponse(http.StatusBadRequest, nil, nil)
+	}
+	attempts := 1
+	if rt.retryOnConn && buffered {
+		attempts += rt.retries
+	}
+	for attempt := 0; ; attempt++ {
+		actx, acancel := context.WithCancelCause(x.upCtx)
+		var perTry *time.Timer
+		if d := firstPositive(rt.perTry, rt.perTryIdle); d > 0 {
+			perTry = time.AfterFunc(d, func() { acancel(errPerTry) })
+		}
+		resp, err := cl.transport.RoundTrip(req.WithContext(actx))
+		if perTry != nil {
+			perTry.Stop()
+		}
+		if err == nil {
+			x.attemptCancel = acancel
+			x.touch()
+			return resp
+		}
+		cause := context.Cause(actx)
+		acancel(nil)
+		switch {
+		case x.ctx.Err() != nil:
+			return nil
+		case errors.Is(cause, errPerTry), errors.Is(cause, errRouteTimeout):
+			return localResponse(http.StatusGatewayTimeout, nil, []byte(bodyTimeout))
+		case errors.Is(cause, errIdleTimeout):
+			return localResponse(http.StatusRequestTimeout, nil, []byte(bodyIdleTimeout))
+		}
+		reason := "connection termination"
+		if isConnectFailure(err) {
+			reason = "remote connection failure"
+			if attempt+1 < attempts {
+				if !sleepCtx(x.upCtx, 25*time.Millisecond<<attempt) {
+					return nil
+				}
+				req, _ = x.upstreamRequest(rt, cl, body, buffered)
+				continue
+			}
+		}
+		x.e.logger.Debug("edge: upstream request failed", "cluster", cl.name, "error", err)
+		return localResponse(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+reason))
+	}
+}
+
+func firstPositive(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+func isConnectFailure(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// startTimers arms the route timeout and the stream idle timeout.
+func (x *exchange) startTimers(rt *route) {
+	if rt.timeout > 0 && x.timeoutT == nil {
+		x.timeoutT = time.AfterFunc(rt.timeout, func() { x.upCancel(errRouteTimeout) })
+	}
+	x.idle = rt.idle
+	if x.idle < 0 {
+		x.idle = x.st.listener.streamIdle
+	}
+	if x.idle > 0 && x.idleT == nil {
+		x.idleT = time.AfterFunc(x.idle, func() { x.upCancel(errIdleTimeout) })
+	}
+}
+
+// touch records stream activity for the idle timeout.
+func (x *exchange) touch() {
+	if x.idleT != nil {
+		x.idleT.Reset(x.idle)
+	}
+}
+
+// upstreamRequest builds the request sent to cl from the released headers.
+func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bool) (*http.Request, error) {
+	u, err := url.ParseRequestURI(x.fwd.Value(":path"))
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme, u.Host = cl.scheme, cl.urlHost
+	host := rt.hostRewrite
+	if host == "" {
+		host = x.fwd.Value(":authority")
+	}
+	req := &http.Request{
+		Method: x.fwd.Value(":method"),
+		URL:    u,
+		Header: make(http.Header, len(x.fwd)),
+		Host:   host,
+	}
+	for _, kv := range x.fwd {
+		if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) || kv.Key == "host" || kv.Key == "content-length" {
+			continue
+		}
+		k := http.CanonicalHeaderKey(kv.Key)
+		req.Header[k] = append(req.Header[k], kv.Value)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // Go would add its own
+	}
+	if buffered {
+		b := body.([]byte)
+		req.ContentLength = int64(len(b))
+		if len(b) == 0 {
+			req.Body = http.NoBody
+		} else {
+			req.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		return req, nil
+	}
+	req.Body = body.(*io.PipeReader)
+	req.ContentLength = -1
+	if v, ok := x.fwd.Get("content-length"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			req.ContentLength = n
+		}
+	}
+	return req, nil
+}
+
+// respond passes the response through the filter and downstream.
+func (x *exchange) respond(resp *http.Response) {
+	defer resp.Body.Close()
+	h := make(envoytest.Headers, 0, len(resp.Header)+1)
+	h = append(h, envoytest.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
+	for k, vs := range resp.Header {
+		lk := strings.ToLower(k)
+		if hopByHop(lk) {
+			continue
+		}
+		for _, v := range vs {
+			h = append(h, envoytest.Header{Key: lk, Value: v})
+		}
+	}
+	if resp.ContentLength >= 0 && resp.Header.Get("Content-Length") == "" && resp.Request != nil {
+		h = append(h, envoytest.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
+	}
+	noBody := resp.Body == http.NoBody || resp.ContentLength == 0 || x.fwd.Value(":method") == http.MethodHead
+	res, err := x.f.ResponseHeaders(h, noBody)
+	if !x.onResponse(res, err, !noBody) || noBody {
+		return
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	remaining := resp.ContentLength
+	for {
+		n, rerr := resp.Body.Read(buf)
+		x.touch()
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			x.upstreamFailed()
+			return
+		}
+		if remaining > 0 {
+			remaining -= int64(n)
+		}
+		eof := rerr != nil || remaining == 0
+		chunk := bytes.Clone(buf[:n])
+		if eof {
+			if tr := trailers(resp.Trailer); tr != nil {
+				if n > 0 {
+					res, err := x.f.ResponseBody(chunk, false)
+					if !x.onResponse(res, err, true) {
+						return
+					}
+				}
+				res, err := x.f.ResponseTrailers(tr)
+				x.onResponse(res, err, false)
+				return
+			}
+			res, err := x.f.ResponseBody(chunk, true)
+			x.onResponse(res, err, false)
+			return
+		}
+		if n == 0 {
+			continue
+		}
+		res, err := x.f.ResponseBody(chunk, false)
+		if !x.onResponse(res, err, true) {
+			return
+		}
+	}
+}
+
+// upstreamFailed ends an exchange whose upstream body broke off.
+func (x *exchange) upstreamFailed() {
+	if x.ctx.Err() != nil {
+		return // the client went away
+	}
+	if x.sentHeaders {
+		abort(x.w)
+		return
+	}
+	switch cause := context.Cause(x.upCtx); {
+	case errors.Is(cause, errIdleTimeout):
+		x.writeLocal(http.StatusRequestTimeout, nil, []byte(bodyIdleTimeout))
+	case errors.Is(cause, errRouteTimeout):
+		x.writeLocal(http.StatusGatewayTimeout, nil, []byte(bodyTimeout))
+	default:
+		x.writeLocal(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+"connection termination"))
+	}
+}
+
+// onResponse applies a response-direction result; more means the response
+// continues (so what was written is flushed now). False ends the exchange.
+func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool {
+	if err != nil {
+		x.e.logger.Error("edge: ext_proc client", "error", err)
+		if x.sentHeaders {
+			abort(x.w)
+		} else {
+			x.writeLocal(http.StatusInternalServerError, nil, nil)
+		}
+		return false
+	}
+	if res.Reset || (res.LocalReply != nil && x.sentHeaders) {
+		abort(x.w)
+		return false
+	}
+	if res.LocalReply != nil {
+		x.writeLocal(res.LocalReply.Status, res.LocalReply.Headers, res.LocalReply.Body)
+		return false
+	}
+	wrote := false
+	if res.Headers != nil {
+		x.writeHeaders(res.Headers)
+		wrote = true
+	}
+	if len(res.Body) > 0 {
+		if _, err := x.w.Write(res.Body); err != nil {
+			x.upCancel(err)
+			return false
+		}
+		wrote = true
+	}
+	if res.Trailers != nil {
+		for _, kv := range res.Trailers {
+			x.w.Header().Add(http.TrailerPrefix+kv.Key, kv.Value)
+		}
+	}
+	if wrote && more {
+		if err := x.rc.Flush(); err != nil {
+			x.upCancel(err)
+			return false
+		}
+		x.touch()
+	}
+	return true
+}
+
+func (x *exchange) writeHeaders(h envoytest.Headers) {
+	status := http.StatusOK
+	dst := x.w.Header()
+	for _, kv := range h {
+		if kv.Key == ":status" {
+			if n, err := strconv.Atoi(kv.Value); err == nil {
+				status = n
+			}
+			continue
+		}
+		if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) {
+			continue
+		}
+		k := http.CanonicalHeaderKey(kv.Key)
+		dst[k] = append(dst[k], kv.Value)
+	}
+	x.w.WriteHeader(status)
+	x.sentHeaders = true
+}
+
+// writeLocal sends a local reply. h may carry :status and headers.
+func (x *exchange) writeLocal(status int, h envoytest.Headers, body []byte) {
+	if x.sentHeaders {
+		abort(x.w)
+		return
+	}
+	dst := x.w.Header()
+	for _, kv := range h {
+		if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) || kv.Key == "content-length" {
+			continue
+		}
+		k := http.CanonicalHeaderKey(kv.Key)
+		dst[k] = append(dst[k], kv.Value)
+	}
+	if len(body) > 0 && dst.Get("Content-Type") == "" {
+		dst.Set("Content-Type", "text/plain")
+	}
+	dst.Set("Content-Length", strconv.Itoa(len(body)))
+	x.w.WriteHeader(status)
+	x.sentHeaders = true
+	_, _ = x.w.Write(body)
+}
+
+// localResponse is a router local reply, passed through the response
+// direction of the filter like an upstream response.
+func localResponse(status int, headers []headerOp, body []byte) *http.Response {
+	h := http.Header{}
+	for _, op := range headers {
+		k := http.CanonicalHeaderKey(op.key)
+		if op.add {
+			h.Add(k, op.value)
+		} else {
+			h.Set(k, op.value)
+		}
+	}
+	if len(body) > 0 && h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "text/plain")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	var rb io.ReadCloser = http.NoBody
+	if len(body) > 0 {
+		rb = io.NopCloser(bytes.NewReader(body))
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: rb, ContentLength: int64(len(body))}
+}
+
+// downstreamHeaders is the request as Envoy's HCM hands it to the filters.
+func downstreamHeaders(r *http.Request) envoytest.Headers {
+	h := make(envoytest.Headers, 0, len(r.Header)+6)
+	h = append(h,
+		envoytest.Header{Key: ":authority", Value: r.Host},
+		envoytest.Header{Key: ":path", Value: r.RequestURI},
+		envoytest.Header{Key: ":method", Value: r.Method},
+		envoytest.Header{Key: ":scheme", Value: "http"},
+	)
+	hasID := false
+	for k, vs := range r.Header {
+		lk := strings.ToLower(k)
+		switch {
+		case hopByHop(lk), lk == "host", lk == "x-forwarded-proto":
+			continue
+		case lk == "x-request-id":
+			hasID = true
+		}
+		for _, v := range vs {
+			h = append(h, envoytest.Header{Key: lk, Value: v})
+		}
+	}
+	h = append(h, envoytest.Header{Key: "x-forwarded-proto", Value: "http"})
+	if !hasID {
+		h = append(h, envoytest.Header{Key: "x-request-id", Value: requestID()})
+	}
+	return h
+}
+
+// requestID is a random UUID (version 4), like Envoy's x-request-id.
+func requestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}
+
+// trailers converts Go trailers with values; nil when there are none.
+func trailers(t http.Header) envoytest.Headers {
+	var out envoytest.Headers
+	for k, vs := range t {
+		for _, v := range vs {
+			out = append(out, envoytest.Header{Key: strings.ToLower(k), Value: v})
+		}
+	}
+	return out
+}
+
+func hopByHop(k string) bool {
+	switch k {
+	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer":
+		return true
+	}
+	return false
+}
+
+// abort ends the downstream stream without finishing it: the client sees a
+// truncated body (HTTP/1.1) or a stream reset (HTTP/2), as after an Envoy
+// stream reset.
+func abort(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = conn.Close()
+		return
+	}
+	// HTTP/2 cannot be hijacked; net/http documents ErrAbortHandler as the way
+	// to reset the stream without logging.
+	panic(http.ErrAbortHandler)
+}
