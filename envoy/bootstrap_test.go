@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,4 +168,30 @@ func TestBootstrapQuotesStrings(t *testing.T) {
 	b := parseBootstrap(t, data)
 	require.Equal(t, id, b.GetNode().GetId())
 	require.Equal(t, "a\nb", b.GetNode().GetCluster())
+}
+
+// TestDeployBootstrapIsCurrent keeps deploy/envoy/envoy.yaml equal to what
+// `tollgate envoy bootstrap --xds tollgate:18000 --extproc tollgate:50051
+// --node-id envoy-compose` prints.
+func TestDeployBootstrapIsCurrent(t *testing.T) {
+	got, err := Bootstrap(BootstrapOptions{NodeID: "envoy-compose", XDS: "tollgate:18000", ExtProc: "tollgate:50051"})
+	require.NoError(t, err)
+	parseBootstrap(t, got)
+	path := filepath.Join("..", "deploy", "envoy", "envoy.yaml")
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./envoy -run TestDeployBootstrapIsCurrent -update")
+	require.Equal(t, string(want), string(got))
+}
+
+func ExampleBootstrap() {
+	out, err := Bootstrap(BootstrapOptions{XDS: "127.0.0.1:18000"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(strings.Contains(string(out), `cluster_name: "tollgate_xds"`))
+	// Output: true
 }
