@@ -99,6 +99,11 @@ func (s *directStream) Send(m *extprocv3.ProcessingRequest) error {
 	default:
 	}
 	select {
+	case <-s.p.done:
+		return io.EOF
+	default:
+	}
+	select {
 	case s.p.reqs <- m:
 		return nil
 	case <-s.p.done:

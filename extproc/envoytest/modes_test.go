@@ -415,3 +415,70 @@ func TestConfigValidate(t *testing.T) {
 		require.Error(t, err, "case %d", i)
 	}
 }
+
+// TestBufferedPartial (R1.5d): the body up to the limit goes in one message
+// (end_of_stream=false when the limit was hit), the headers are held until
+// its reply, the rest flows unprocessed.
+func TestBufferedPartial(t *testing.T) {
+	cases := []struct {
+		name   string
+		chunks []string
+		sent   string
+		eos    bool
+		want   string
+	}{
+		{"limit hit", []string{"ab", "cd", "ef"}, "abcd", false, "<abcd>ef"},
+		{"end before the limit", []string{"a", "b"}, "ab", true, "<ab>"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+				if isRequestBody(req) {
+					return one(reply(req, &extprocv3.CommonResponse{
+						HeaderMutation: setHeaders(rawSet("x-seen", "1")),
+						BodyMutation:   bodyMut("<" + string(req.GetRequestBody().GetBody()) + ">"),
+					})), nil
+				}
+				return continuer(req)
+			})
+			cfg := testConfig()
+			cfg.Mode = &extprocfilterv3.ProcessingMode{RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL}
+			cfg.RequestBufferLimit = 4
+			resp := do(t, Direct(fake), cfg, postRequest(tc.chunks...), okUpstream)
+			require.Nil(t, resp.LocalReply)
+			require.Equal(t, tc.want, string(resp.Forwarded.Body))
+			require.Equal(t, "1", resp.Forwarded.Headers.Value("x-seen")) // headers were held
+			require.False(t, resp.Forwarded.Headers.Has("content-length"))
+			got := fake.received()
+			require.Equal(t, []string{"request_headers", "request_body", "response_headers"}, fake.kinds())
+			require.Equal(t, tc.sent, string(got[1].GetRequestBody().GetBody()))
+			require.Equal(t, tc.eos, got[1].GetRequestBody().GetEndOfStream())
+		})
+	}
+}
+
+// TestStreamedTimeoutWhileIdle: an expired timer of an outstanding chunk is
+// noticed on the next body call even when it does not need to wait.
+func TestStreamedTimeoutWhileIdle(t *testing.T) {
+	fake := newFake(streamingOverride(func(*extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		return nil, nil
+	}))
+	cfg := testConfig()
+	cfg.MessageTimeout = 30 * time.Millisecond
+	cfg.MaxOutstandingChunks = 8
+	s := NewClient(Direct(fake), cfg).Start(testCtx(t))
+	defer s.Close()
+	_, err := s.RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	r, err := s.ResponseHeaders(Headers{{":status", "200"}}, false)
+	require.NoError(t, err)
+	require.True(t, r.Continue)
+	r, err = s.ResponseBody([]byte("a"), false)
+	require.NoError(t, err)
+	require.Nil(t, r.LocalReply)
+	time.Sleep(60 * time.Millisecond)
+	r, err = s.ResponseBody([]byte("b"), false)
+	require.NoError(t, err)
+	require.True(t, r.Reset)
+	require.ErrorIs(t, r.Failure, ErrMessageTimeout)
+}

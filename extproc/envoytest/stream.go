@@ -235,6 +235,9 @@ func (s *Stream) onHeaders(d *direction, h Headers, eos bool) (*Result, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
+	if s.catchUp() {
+		return s.result(d)
+	}
 	if d.started {
 		return nil, fmt.Errorf("%w: %s headers twice", ErrOutOfOrder, d.name())
 	}
@@ -269,6 +272,9 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return nil, err
+	}
+	if s.catchUp() {
+		return s.result(d)
 	}
 	if !d.started || d.bodyEnded {
 		return nil, fmt.Errorf("%w: %s body without headers or after its end", ErrOutOfOrder, d.name())
@@ -321,6 +327,9 @@ func (s *Stream) onTrailers(d *direction, h Headers) (*Result, error) {
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return nil, err
+	}
+	if s.catchUp() {
+		return s.result(d)
 	}
 	if !d.started || d.bodyEnded {
 		return nil, fmt.Errorf("%w: %s trailers without headers or after the end of stream", ErrOutOfOrder, d.name())
@@ -385,15 +394,28 @@ func (s *Stream) waitFor(done func() bool) {
 	}
 }
 
-// drain processes the replies that already arrived, without waiting.
+// catchUp handles what happened while the caller was away (replies, an
+// expired timer), as Envoy's event loop would have; it reports whether that
+// ended the request.
+func (s *Stream) catchUp() bool {
+	s.drain()
+	return s.outcome != nil
+}
+
+// drain processes the replies that already arrived, without waiting, then
+// fires a message timer that expired meanwhile.
 func (s *Stream) drain() {
 	for !s.complete {
 		select {
 		case it := <-s.recv:
 			s.onRecv(it)
+			continue
 		default:
-			return
 		}
+		break
+	}
+	if !s.complete {
+		s.onTimer()
 	}
 }
 
