@@ -255,7 +255,7 @@ func TestBuildRejectsInvalidInput(t *testing.T) {
 		{"no ext_proc", func(in *Input) { in.ExtProc = Address{} }, "ext_proc address is missing"},
 		{"ext_proc path and host", func(in *Input) { in.ExtProc.Path = "/x.sock" }, "either path or host"},
 		{"ext_proc relative path", func(in *Input) { in.ExtProc = Address{Path: "x.sock"} }, "must be absolute"},
-		{"listener hostname", func(in *Input) { in.Listener.Host = "localhost" }, "must be an IP address"},
+		{"listener hostname", func(in *Input) { in.Listener.Host = "gateway.internal" }, "must be an IP address"},
 		{"listener unix", func(in *Input) { in.Listener.Path = "/x.sock" }, "Unix sockets"},
 		{"body limit too big", func(in *Input) { in.MaxRequestBodyBytes = 1 << 32 }, "max_request_body_bytes"},
 		{"negative timeout", func(in *Input) { in.RouteIdleTimeout = -time.Second }, "route_idle_timeout"},
@@ -298,6 +298,28 @@ func TestBuildDoesNotModifyInput(t *testing.T) {
 	_, err := Build(in, "")
 	require.NoError(t, err)
 	require.Equal(t, before, *in)
+}
+
+func TestBuildNormalizesAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		listener, extProc   Address
+		wantListen, wantExt string
+	}{
+		{"localhost listener", Address{Host: "localhost", Port: 8080}, Address{Host: "127.0.0.1", Port: 1}, "127.0.0.1", "127.0.0.1"},
+		{"unspecified v4 ext_proc", Address{}, Address{Host: "0.0.0.0", Port: 1}, "0.0.0.0", "127.0.0.1"},
+		{"unspecified v6 ext_proc", Address{}, Address{Host: "::", Port: 1}, "0.0.0.0", "::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := BuildResources(&Input{Listener: tc.listener, ExtProc: tc.extProc})
+			require.NoError(t, err)
+			l := res.Listeners[0].(*listenerv3.Listener)
+			require.Equal(t, tc.wantListen, l.GetAddress().GetSocketAddress().GetAddress())
+			ep := res.Clusters[len(res.Clusters)-1].(*clusterv3.Cluster)
+			require.Equal(t, tc.wantExt,
+				ep.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress().GetAddress())
+		})
+	}
 }
 
 func TestVersionIsContentHash(t *testing.T) {

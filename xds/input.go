@@ -45,9 +45,12 @@ const ExtProcBufferLimitBytes = envoy.ExtProcBufferLimitBytes
 // Input is everything the xDS resources are built from. The gateway fills it
 // from the admin store; zero fields take the Default… values.
 type Input struct {
-	// Listener is where Envoy (or the built-in data plane) accepts clients.
+	// Listener is where Envoy (or the built-in data plane) accepts clients:
+	// an IP address ("localhost" is taken as 127.0.0.1), default 0.0.0.0:8080.
 	Listener Address `yaml:"listener"`
 	// ExtProc is the ext_proc processor: a TCP host:port or a Unix socket Path.
+	// An unspecified IP (0.0.0.0, ::), as in a listen address, becomes
+	// loopback.
 	ExtProc Address `yaml:"ext_proc"`
 	// MaxRequestBodyBytes caps request bodies (413 above): the listener's
 	// per_connection_buffer_limit_bytes and every route's
@@ -158,8 +161,11 @@ func normalize(in *Input) (*Input, error) {
 	if out.Listener.Path != "" {
 		return nil, fmt.Errorf("%w: listener: Unix sockets are not supported", ErrInvalidInput)
 	}
-	if out.Listener.Host == "" {
+	switch out.Listener.Host {
+	case "":
 		out.Listener.Host = DefaultListenerHost
+	case "localhost":
+		out.Listener.Host = "127.0.0.1"
 	}
 	if out.Listener.Port == 0 {
 		out.Listener.Port = DefaultListenerPort
@@ -169,6 +175,13 @@ func normalize(in *Input) (*Input, error) {
 	}
 	if err := checkExtProc(out.ExtProc); err != nil {
 		return nil, err
+	}
+	// A listen-style address (0.0.0.0, ::) means "this host": dial loopback.
+	if ip, err := netip.ParseAddr(out.ExtProc.Host); err == nil && ip.IsUnspecified() {
+		out.ExtProc.Host = "127.0.0.1"
+		if ip.Is6() {
+			out.ExtProc.Host = "::1"
+		}
 	}
 	if out.MaxRequestBodyBytes == 0 {
 		out.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes

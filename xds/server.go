@@ -50,8 +50,11 @@ func WithCallbacks(cb serverv3.Callbacks) Option {
 }
 
 // NewServer returns a Server with an empty cache: clients that connect
-// before the first Update wait for it.
+// before the first Update wait for it. A nil logger discards.
 func NewServer(logger *slog.Logger, opts ...Option) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{logger: logger}
 	for _, o := range opts {
 		o(s)
