@@ -1,0 +1,511 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
+)
+
+func init() {
+	register(
+		&command{noun: "provider", verb: "create", args: "ID", help: "add a provider (--type, --base-url, --credential-env)", setup: providerCreate},
+		&command{noun: "provider", verb: "list", help: "list providers (credentials are never shown)", setup: providerList},
+		&command{noun: "provider", verb: "get", args: "ID", help: "show a provider", setup: providerGet},
+		&command{noun: "provider", verb: "update", args: "ID", help: "change a provider's URL, version or credential", setup: providerUpdate},
+		&command{noun: "provider", verb: "delete", args: "ID", help: "delete a provider without deployments", setup: providerDelete},
+
+		&command{noun: "deployment", verb: "create", args: "ID", help: "add a deployment (--provider, --model)", setup: deploymentCreate},
+		&command{noun: "deployment", verb: "list", help: "list deployments (--provider)", setup: deploymentList},
+		&command{noun: "deployment", verb: "get", args: "ID", help: "show a deployment", setup: deploymentGet},
+		&command{noun: "deployment", verb: "update", args: "ID", help: "change a deployment", setup: deploymentUpdate},
+		&command{noun: "deployment", verb: "delete", args: "ID", help: "delete a deployment no model uses", setup: deploymentDelete},
+
+		&command{noun: "model", verb: "create", args: "NAME", help: "publish a model name served by --deployments", setup: modelCreate},
+		&command{noun: "model", verb: "list", help: "list model names and their deployments", setup: modelList},
+		&command{noun: "model", verb: "get", args: "NAME", help: "show a model", setup: modelGet},
+		&command{noun: "model", verb: "update", args: "NAME", help: "change a model's deployments or default max tokens", setup: modelUpdate},
+		&command{noun: "model", verb: "delete", args: "NAME", help: "unpublish a model name", setup: modelDelete},
+
+		&command{noun: "price", verb: "set", args: "MODEL", help: "set a model's price in dollars per million tokens", setup: priceSet},
+		&command{noun: "price", verb: "list", help: "list prices", setup: priceList},
+		&command{noun: "price", verb: "get", args: "MODEL", help: "show a model's price", setup: priceGet},
+		&command{noun: "price", verb: "delete", args: "MODEL", help: "delete a model's price", setup: priceDelete},
+		&command{noun: "price", verb: "defaults", help: "store the built-in prices of popular models (--overwrite)", setup: priceDefaults},
+	)
+}
+
+var providerTypes = map[string]adminv1.ProviderType{
+	"openai": adminv1.ProviderType_PROVIDER_TYPE_OPENAI, "azure": adminv1.ProviderType_PROVIDER_TYPE_AZURE,
+	"anthropic": adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC,
+}
+
+func providerTypeName(t adminv1.ProviderType) string {
+	for k, v := range providerTypes {
+		if v == t {
+			return k
+		}
+	}
+	return "-"
+}
+
+func providerFields(p *adminv1.Provider) [][2]string {
+	cred := "none"
+	if p.GetHasCredential() {
+		cred = "set (write-only)"
+	}
+	return [][2]string{
+		{"ID", p.GetId()},
+		{"TYPE", providerTypeName(p.GetType())},
+		{"BASE URL", p.GetBaseUrl()},
+		{"API VERSION", orDash(p.GetApiVersion())},
+		{"CREDENTIAL", cred},
+	}
+}
+
+// credentialFlags read a provider credential from the environment, a file or
+// stdin, never from the command line (where `ps` would show it).
+type credentialFlags struct{ env, file string }
+
+func (c *credentialFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.env, "credential-env", "", "read the provider API key from this environment variable")
+	fs.StringVar(&c.file, "credential-file", "", "read the provider API key from this file (- for stdin)")
+}
+
+func (c *credentialFlags) read(stdin io.Reader) (string, bool, error) {
+	switch {
+	case c.env != "" && c.file != "":
+		return "", false, fmt.Errorf("%w: give --credential-env or --credential-file, not both", ErrUsage)
+	case c.env != "":
+		v, ok := os.LookupEnv(c.env)
+		if !ok || v == "" {
+			return "", false, fmt.Errorf("%w: --credential-env: environment variable %s is not set", ErrUsage, c.env)
+		}
+		return v, true, nil
+	case c.file != "":
+		var b []byte
+		var err error
+		if c.file == "-" {
+			b, err = io.ReadAll(io.LimitReader(stdin, 64<<10))
+		} else {
+			b, err = os.ReadFile(c.file)
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("--credential-file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), true, nil
+	}
+	return "", false, nil
+}
+
+func parseProviderType(s string) (adminv1.ProviderType, error) {
+	t, ok := providerTypes[s]
+	if !ok {
+		return 0, fmt.Errorf("%w: --type %q: use openai, azure or anthropic", ErrUsage, s)
+	}
+	return t, nil
+}
+
+func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
+	var cf credentialFlags
+	typ := fs.String("type", "", "openai, azure or anthropic (required)")
+	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required)")
+	version := fs.String("api-version", "", "Azure api-version or anthropic-version")
+	cf.register(fs)
+	return func(r *runner, pos []string) error {
+		t, err := parseProviderType(*typ)
+		if err != nil {
+			return err
+		}
+		cred, _, err := cf.read(os.Stdin)
+		if err != nil {
+			return err
+		}
+		resp, err := adminv1.NewProviderServiceClient(r.conn).CreateProvider(r.ctx, &adminv1.CreateProviderRequest{
+			Provider: &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version}, Credential: cred,
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.fields(providerFields(resp.GetProvider())) })
+	}
+}
+
+func providerList(fs *flag.FlagSet) func(*runner, []string) error {
+	var pf pageFlags
+	pf.register(fs)
+	return func(r *runner, _ []string) error {
+		all := &adminv1.ListProvidersResponse{}
+		err := pf.each(r, func(token string, size int32) (string, error) {
+			resp, err := adminv1.NewProviderServiceClient(r.conn).ListProviders(r.ctx, &adminv1.ListProvidersRequest{PageSize: size, PageToken: token})
+			all.Providers = append(all.Providers, resp.GetProviders()...)
+			return resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(all, func() {
+			var rows [][]string
+			for _, p := range all.GetProviders() {
+				f := providerFields(p)
+				rows = append(rows, []string{f[0][1], f[1][1], f[2][1], f[3][1], f[4][1]})
+			}
+			r.table([]string{"ID", "TYPE", "BASE URL", "API VERSION", "CREDENTIAL"}, rows)
+		})
+	}
+}
+
+func providerGet(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		resp, err := adminv1.NewProviderServiceClient(r.conn).GetProvider(r.ctx, &adminv1.GetProviderRequest{Id: pos[0]})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.fields(providerFields(resp.GetProvider())) })
+	}
+}
+
+func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
+	var cf credentialFlags
+	typ := fs.String("type", "", "openai, azure or anthropic")
+	baseURL := fs.String("base-url", "", "new API base URL")
+	version := fs.String("api-version", "", "new Azure api-version or anthropic-version")
+	clearCred := fs.Bool("clear-credential", false, "remove the stored credential")
+	cf.register(fs)
+	return func(r *runner, pos []string) error {
+		p := &adminv1.Provider{Id: pos[0], BaseUrl: *baseURL, ApiVersion: *version}
+		if r.set["type"] {
+			t, err := parseProviderType(*typ)
+			if err != nil {
+				return err
+			}
+			p.Type = t
+		}
+		cred, given, err := cf.read(os.Stdin)
+		if err != nil {
+			return err
+		}
+		mask, err := updateMask(r.set, map[string]string{"type": "type", "base-url": "base_url", "api-version": "api_version"}, nil)
+		if err != nil && !given && !*clearCred {
+			return err
+		}
+		if mask == nil {
+			mask = &fieldmaskpb.FieldMask{}
+		}
+		if given || *clearCred {
+			mask.Paths = append(mask.Paths, "credential")
+		}
+		resp, err := adminv1.NewProviderServiceClient(r.conn).UpdateProvider(r.ctx, &adminv1.UpdateProviderRequest{Provider: p, Credential: cred, UpdateMask: mask})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.fields(providerFields(resp.GetProvider())) })
+	}
+}
+
+func providerDelete(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		_, err := adminv1.NewProviderServiceClient(r.conn).DeleteProvider(r.ctx, &adminv1.DeleteProviderRequest{Id: pos[0]})
+		return deleted(r, "provider", pos[0], err)
+	}
+}
+
+func deploymentRow(d *adminv1.Deployment) []string {
+	return []string{d.GetId(), d.GetProvider(), d.GetProviderModel(), num(int64(d.GetWeight())), num(d.GetRpm()), num(d.GetTpm())}
+}
+
+var deploymentHeader = []string{"ID", "PROVIDER", "PROVIDER MODEL", "WEIGHT", "RPM", "TPM"}
+
+func (r *runner) deployment(d *adminv1.Deployment) {
+	row := deploymentRow(d)
+	pairs := make([][2]string, len(row))
+	for i := range row {
+		pairs[i] = [2]string{deploymentHeader[i], row[i]}
+	}
+	r.fields(pairs)
+}
+
+type deploymentFlags struct {
+	provider, model string
+	weight          int
+	rpm, tpm        int64
+}
+
+func (f *deploymentFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.provider, "provider", "", "provider id")
+	fs.StringVar(&f.model, "model", "", "model name at the provider (Azure: the deployment name)")
+	fs.IntVar(&f.weight, "weight", 0, "routing weight among the model's deployments (0 means 1)")
+	fs.Int64Var(&f.rpm, "rpm", 0, "requests per minute this deployment takes (0: no limit)")
+	fs.Int64Var(&f.tpm, "tpm", 0, "tokens per minute this deployment takes (0: no limit)")
+}
+
+func (f *deploymentFlags) message(id string) *adminv1.Deployment {
+	return &adminv1.Deployment{Id: id, Provider: f.provider, ProviderModel: f.model, Weight: int32(f.weight), Rpm: f.rpm, Tpm: f.tpm}
+}
+
+func deploymentCreate(fs *flag.FlagSet) func(*runner, []string) error {
+	var df deploymentFlags
+	df.register(fs)
+	return func(r *runner, pos []string) error {
+		resp, err := adminv1.NewDeploymentServiceClient(r.conn).CreateDeployment(r.ctx, &adminv1.CreateDeploymentRequest{Deployment: df.message(pos[0])})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.deployment(resp.GetDeployment()) })
+	}
+}
+
+func deploymentList(fs *flag.FlagSet) func(*runner, []string) error {
+	var pf pageFlags
+	provider := fs.String("provider", "", "only deployments of this provider")
+	pf.register(fs)
+	return func(r *runner, _ []string) error {
+		all := &adminv1.ListDeploymentsResponse{}
+		err := pf.each(r, func(token string, size int32) (string, error) {
+			resp, err := adminv1.NewDeploymentServiceClient(r.conn).ListDeployments(r.ctx, &adminv1.ListDeploymentsRequest{Provider: *provider, PageSize: size, PageToken: token})
+			all.Deployments = append(all.Deployments, resp.GetDeployments()...)
+			return resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(all, func() {
+			var rows [][]string
+			for _, d := range all.GetDeployments() {
+				rows = append(rows, deploymentRow(d))
+			}
+			r.table(deploymentHeader, rows)
+		})
+	}
+}
+
+func deploymentGet(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		resp, err := adminv1.NewDeploymentServiceClient(r.conn).GetDeployment(r.ctx, &adminv1.GetDeploymentRequest{Id: pos[0]})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.deployment(resp.GetDeployment()) })
+	}
+}
+
+func deploymentUpdate(fs *flag.FlagSet) func(*runner, []string) error {
+	var df deploymentFlags
+	df.register(fs)
+	return func(r *runner, pos []string) error {
+		mask, err := updateMask(r.set, map[string]string{"provider": "provider", "model": "provider_model", "weight": "weight", "rpm": "rpm", "tpm": "tpm"}, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := adminv1.NewDeploymentServiceClient(r.conn).UpdateDeployment(r.ctx, &adminv1.UpdateDeploymentRequest{Deployment: df.message(pos[0]), UpdateMask: mask})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.deployment(resp.GetDeployment()) })
+	}
+}
+
+func deploymentDelete(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		_, err := adminv1.NewDeploymentServiceClient(r.conn).DeleteDeployment(r.ctx, &adminv1.DeleteDeploymentRequest{Id: pos[0]})
+		return deleted(r, "deployment", pos[0], err)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (r *runner) model(m *adminv1.Model) {
+	r.fields([][2]string{
+		{"NAME", m.GetId()},
+		{"DEPLOYMENTS", orDash(strings.Join(m.GetDeployments(), ", "))},
+		{"DEFAULT MAX TOKENS", num(m.GetDefaultMaxTokens())},
+	})
+}
+
+func modelCreate(fs *flag.FlagSet) func(*runner, []string) error {
+	deps := fs.String("deployments", "", "deployment ids, comma-separated")
+	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
+	return func(r *runner, pos []string) error {
+		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{
+			Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens,
+		}})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.model(resp.GetModel()) })
+	}
+}
+
+func modelList(fs *flag.FlagSet) func(*runner, []string) error {
+	var pf pageFlags
+	pf.register(fs)
+	return func(r *runner, _ []string) error {
+		all := &adminv1.ListModelsResponse{}
+		err := pf.each(r, func(token string, size int32) (string, error) {
+			resp, err := adminv1.NewModelServiceClient(r.conn).ListModels(r.ctx, &adminv1.ListModelsRequest{PageSize: size, PageToken: token})
+			all.Models = append(all.Models, resp.GetModels()...)
+			return resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(all, func() {
+			var rows [][]string
+			for _, m := range all.GetModels() {
+				rows = append(rows, []string{m.GetId(), orDash(strings.Join(m.GetDeployments(), ",")), num(m.GetDefaultMaxTokens())})
+			}
+			r.table([]string{"NAME", "DEPLOYMENTS", "DEFAULT MAX TOKENS"}, rows)
+		})
+	}
+}
+
+func modelGet(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		resp, err := adminv1.NewModelServiceClient(r.conn).GetModel(r.ctx, &adminv1.GetModelRequest{Id: pos[0]})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.model(resp.GetModel()) })
+	}
+}
+
+func modelUpdate(fs *flag.FlagSet) func(*runner, []string) error {
+	deps := fs.String("deployments", "", "deployment ids, comma-separated (replaces the list)")
+	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
+	return func(r *runner, pos []string) error {
+		mask, err := updateMask(r.set, map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens"}, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := adminv1.NewModelServiceClient(r.conn).UpdateModel(r.ctx, &adminv1.UpdateModelRequest{
+			Model: &adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens}, UpdateMask: mask,
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.model(resp.GetModel()) })
+	}
+}
+
+func modelDelete(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		_, err := adminv1.NewModelServiceClient(r.conn).DeleteModel(r.ctx, &adminv1.DeleteModelRequest{Id: pos[0]})
+		return deleted(r, "model", pos[0], err)
+	}
+}
+
+func priceRow(p *adminv1.Price) []string {
+	opt := func(m *adminv1.Money) string {
+		if m == nil {
+			return "-"
+		}
+		return usd(m)
+	}
+	return []string{p.GetModel(), usd(p.GetInput()), opt(p.GetCachedInput()), opt(p.GetCacheWrite()), usd(p.GetOutput()), opt(p.GetReasoning())}
+}
+
+var priceHeader = []string{"MODEL", "INPUT/1M", "CACHED INPUT/1M", "CACHE WRITE/1M", "OUTPUT/1M", "REASONING/1M"}
+
+func priceSet(fs *flag.FlagSet) func(*runner, []string) error {
+	input := fs.String("input", "", "dollars per million input tokens (required)")
+	output := fs.String("output", "", "dollars per million output tokens (required)")
+	cached := fs.String("cached-input", "", "dollars per million cached input tokens (default: input)")
+	write := fs.String("cache-write", "", "dollars per million cache-write tokens (default: input)")
+	reasoning := fs.String("reasoning", "", "dollars per million reasoning tokens (default: output)")
+	return func(r *runner, pos []string) error {
+		if *input == "" || *output == "" {
+			return fmt.Errorf("%w: --input and --output are required (dollars per million tokens)", ErrUsage)
+		}
+		p := &adminv1.Price{Model: pos[0]}
+		for _, f := range []struct {
+			name, v string
+			dst     **adminv1.Money
+		}{
+			{"input", *input, &p.Input},
+			{"output", *output, &p.Output},
+			{"cached-input", *cached, &p.CachedInput},
+			{"cache-write", *write, &p.CacheWrite},
+			{"reasoning", *reasoning, &p.Reasoning},
+		} {
+			if f.v == "" {
+				continue
+			}
+			m, err := dollars(f.name, f.v)
+			if err != nil {
+				return err
+			}
+			*f.dst = m
+		}
+		resp, err := adminv1.NewPriceServiceClient(r.conn).SetPrice(r.ctx, &adminv1.SetPriceRequest{Price: p})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.table(priceHeader, [][]string{priceRow(resp.GetPrice())}) })
+	}
+}
+
+func priceList(fs *flag.FlagSet) func(*runner, []string) error {
+	var pf pageFlags
+	pf.register(fs)
+	return func(r *runner, _ []string) error {
+		all := &adminv1.ListPricesResponse{}
+		err := pf.each(r, func(token string, size int32) (string, error) {
+			resp, err := adminv1.NewPriceServiceClient(r.conn).ListPrices(r.ctx, &adminv1.ListPricesRequest{PageSize: size, PageToken: token})
+			all.Prices = append(all.Prices, resp.GetPrices()...)
+			return resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(all, func() {
+			var rows [][]string
+			for _, p := range all.GetPrices() {
+				rows = append(rows, priceRow(p))
+			}
+			r.table(priceHeader, rows)
+		})
+	}
+}
+
+func priceGet(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		resp, err := adminv1.NewPriceServiceClient(r.conn).GetPrice(r.ctx, &adminv1.GetPriceRequest{Model: pos[0]})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.table(priceHeader, [][]string{priceRow(resp.GetPrice())}) })
+	}
+}
+
+func priceDelete(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		_, err := adminv1.NewPriceServiceClient(r.conn).DeletePrice(r.ctx, &adminv1.DeletePriceRequest{Model: pos[0]})
+		return deleted(r, "price of", pos[0], err)
+	}
+}
+
+func priceDefaults(fs *flag.FlagSet) func(*runner, []string) error {
+	overwrite := fs.Bool("overwrite", false, "replace prices already set")
+	return func(r *runner, _ []string) error {
+		resp, err := adminv1.NewPriceServiceClient(r.conn).LoadDefaultPrices(r.ctx, &adminv1.LoadDefaultPricesRequest{Overwrite: *overwrite})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			fmt.Fprintf(r.out, "%d default prices stored: %s\n", len(resp.GetModels()), strings.Join(resp.GetModels(), ", "))
+		})
+	}
+}

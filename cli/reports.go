@@ -1,0 +1,377 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"gopkg.in/yaml.v3"
+
+	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
+)
+
+func init() {
+	register(
+		&command{noun: "spend", verb: "total", help: "total spend of a scope (--key/--user/--team/--org/--customer, --model)", setup: spendTotal},
+		&command{noun: "spend", verb: "daily", help: "spend per day (or --step) of a scope", setup: spendDaily},
+		&command{noun: "spend", verb: "logs", help: "per-request ledger rows of a scope", setup: spendLogs},
+		&command{noun: "audit", verb: "list", help: "admin changes: who did what, when", setup: auditList},
+		&command{noun: "admin-key", verb: "create", help: "create an admin credential (--role admin|team-admin|viewer)", setup: adminKeyCreate},
+		&command{noun: "admin-key", verb: "list", help: "list admin credentials", setup: adminKeyList},
+		&command{noun: "admin-key", verb: "delete", args: "ID", help: "delete an admin credential", setup: adminKeyDelete},
+		&command{noun: "admin-key", verb: "whoami", help: "show the admin credential in use", setup: adminKeyWhoami},
+		&command{noun: "apply", verb: "-f", args: "FILE", help: "apply a declarative YAML configuration (idempotent)", setup: applyFile},
+	)
+}
+
+// scopeFlags select the scope of a spend report; none means global.
+type scopeFlags struct {
+	key, user, team, org, customer string
+	model, since, until            string
+}
+
+func (s *scopeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.key, "key", "", "spend of this key")
+	fs.StringVar(&s.user, "user", "", "spend of this user")
+	fs.StringVar(&s.team, "team", "", "spend of this team")
+	fs.StringVar(&s.org, "org", "", "spend of this organization")
+	fs.StringVar(&s.customer, "customer", "", "spend of this end customer")
+	fs.StringVar(&s.model, "model", "", "only this public model name")
+	fs.StringVar(&s.since, "since", "", "start: a date, an RFC 3339 time or a duration ago (7d); default 30 days ago")
+	fs.StringVar(&s.until, "until", "", "end (exclusive), same forms; default now")
+}
+
+func (s *scopeFlags) scope() (*adminv1.Scope, string, error) {
+	var out *adminv1.Scope
+	label := "global"
+	for _, c := range []struct {
+		id   string
+		kind adminv1.ScopeKind
+		name string
+	}{
+		{s.key, adminv1.ScopeKind_SCOPE_KIND_KEY, "key"},
+		{s.user, adminv1.ScopeKind_SCOPE_KIND_USER, "user"},
+		{s.team, adminv1.ScopeKind_SCOPE_KIND_TEAM, "team"},
+		{s.org, adminv1.ScopeKind_SCOPE_KIND_ORG, "org"},
+		{s.customer, adminv1.ScopeKind_SCOPE_KIND_CUSTOMER, "customer"},
+	} {
+		if c.id == "" {
+			continue
+		}
+		if out != nil {
+			return nil, "", fmt.Errorf("%w: give one of --key, --user, --team, --org, --customer", ErrUsage)
+		}
+		out, label = &adminv1.Scope{Kind: c.kind, Id: c.id}, c.name+" "+c.id
+	}
+	return out, label, nil
+}
+
+// window is the request's model and time range (since, until) as a GetSpendRequest.
+func (s *scopeFlags) window(r *runner) (*adminv1.GetSpendRequest, error) {
+	req := &adminv1.GetSpendRequest{Model: s.model}
+	var err error
+	if s.since != "" {
+		if req.Since, err = parseWhen("since", s.since, r.now(), true); err != nil {
+			return nil, err
+		}
+	}
+	if s.until != "" {
+		if req.Until, err = parseWhen("until", s.until, r.now(), true); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+func spendTotal(fs *flag.FlagSet) func(*runner, []string) error {
+	var sf scopeFlags
+	sf.register(fs)
+	return func(r *runner, _ []string) error {
+		scope, label, err := sf.scope()
+		if err != nil {
+			return err
+		}
+		req, err := sf.window(r)
+		if err != nil {
+			return err
+		}
+		req.Scope = scope
+		resp, err := adminv1.NewSpendServiceClient(r.conn).GetSpend(r.ctx, req)
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			since := "30 days ago"
+			if req.GetSince() != nil {
+				since = when(req.GetSince())
+			}
+			until := "now"
+			if req.GetUntil() != nil {
+				until = when(req.GetUntil())
+			}
+			r.table([]string{"SCOPE", "MODEL", "SINCE", "UNTIL", "SPEND", "REQUESTS", "TOKENS"}, [][]string{{
+				label, orDash(sf.model), since, until, usd(resp.GetTotal()), fmt.Sprint(resp.GetRequests()), fmt.Sprint(resp.GetTokens()),
+			}})
+		})
+	}
+}
+
+func spendDaily(fs *flag.FlagSet) func(*runner, []string) error {
+	var sf scopeFlags
+	sf.register(fs)
+	step := fs.String("step", "24h", "bucket length, whole hours (e.g. 1h, 24h, 7d)")
+	return func(r *runner, _ []string) error {
+		scope, _, err := sf.scope()
+		if err != nil {
+			return err
+		}
+		w, err := sf.window(r)
+		if err != nil {
+			return err
+		}
+		d, err := parseDuration(*step)
+		if err != nil {
+			return fmt.Errorf("%w: --step: %w", ErrUsage, err)
+		}
+		resp, err := adminv1.NewSpendServiceClient(r.conn).GetSpendSeries(r.ctx, &adminv1.GetSpendSeriesRequest{
+			Scope: scope, Model: sf.model, Since: w.GetSince(), Until: w.GetUntil(), Step: durationpb.New(d),
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			layout := time.DateOnly
+			if d%(24*time.Hour) != 0 {
+				layout = "2006-01-02 15:04"
+			}
+			var rows [][]string
+			for _, p := range resp.GetPoints() {
+				rows = append(rows, []string{p.GetStart().AsTime().UTC().Format(layout), usd(p.GetCost()), fmt.Sprint(p.GetRequests()), fmt.Sprint(p.GetTokens())})
+			}
+			r.table([]string{"START", "SPEND", "REQUESTS", "TOKENS"}, rows)
+		})
+	}
+}
+
+var statusNames = map[adminv1.RequestStatus]string{
+	adminv1.RequestStatus_REQUEST_STATUS_COMPLETED: "completed", adminv1.RequestStatus_REQUEST_STATUS_ABORTED: "aborted",
+	adminv1.RequestStatus_REQUEST_STATUS_FAILED: "failed", adminv1.RequestStatus_REQUEST_STATUS_EXPIRED: "expired",
+}
+
+func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {
+	var sf scopeFlags
+	var pf pageFlags
+	sf.register(fs)
+	pf.register(fs)
+	return func(r *runner, _ []string) error {
+		scope, _, err := sf.scope()
+		if err != nil {
+			return err
+		}
+		w, err := sf.window(r)
+		if err != nil {
+			return err
+		}
+		all := &adminv1.ListSpendEntriesResponse{}
+		err = pf.each(r, func(token string, size int32) (string, error) {
+			resp, err := adminv1.NewSpendServiceClient(r.conn).ListSpendEntries(r.ctx, &adminv1.ListSpendEntriesRequest{
+				Scope: scope, Model: sf.model, Since: w.GetSince(), Until: w.GetUntil(), PageSize: size, PageToken: token,
+			})
+			all.Entries = append(all.Entries, resp.GetEntries()...)
+			return resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(all, func() {
+			var rows [][]string
+			for _, e := range all.GetEntries() {
+				u := e.GetUsage()
+				rows = append(rows, []string{
+					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), e.GetModel(), orDash(e.GetDeployment()),
+					fmt.Sprint(u.GetInput() + u.GetCachedInput() + u.GetCacheWrite()), fmt.Sprint(u.GetOutput() + u.GetReasoning()),
+					usd(e.GetCost()), statusNames[e.GetStatus()], fmt.Sprint(e.GetHttpStatus()),
+				})
+			}
+			r.table([]string{"ENDED", "REQUEST", "KEY", "MODEL", "DEPLOYMENT", "IN", "OUT", "COST", "STATUS", "HTTP"}, rows)
+		})
+	}
+}
+
+func auditList(fs *flag.FlagSet) func(*runner, []string) error {
+	var pf pageFlags
+	pf.register(fs)
+	return func(r *runner, _ []string) error {
+		all := &adminv1.ListAuditResponse{}
+		err := pf.each(r, func(token string, size int32) (string, error) {
+			resp, err := adminv1.NewAuditServiceClient(r.conn).ListAudit(r.ctx, &adminv1.ListAuditRequest{PageSize: size, PageToken: token})
+			all.Entries = append(all.Entries, resp.GetEntries()...)
+			return resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(all, func() {
+			var rows [][]string
+			for _, e := range all.GetEntries() {
+				rows = append(rows, []string{fmt.Sprint(e.GetId()), when(e.GetAt()), e.GetActor(), e.GetAction(), orDash(e.GetKind() + "/" + e.GetTarget()), orDash(e.GetDetail())})
+			}
+			r.table([]string{"ID", "AT", "ACTOR", "ACTION", "TARGET", "DETAIL"}, rows)
+		})
+	}
+}
+
+var roleNames = map[string]adminv1.AdminRole{
+	"admin": adminv1.AdminRole_ADMIN_ROLE_ADMIN, "team-admin": adminv1.AdminRole_ADMIN_ROLE_TEAM_ADMIN,
+	"viewer": adminv1.AdminRole_ADMIN_ROLE_VIEWER,
+}
+
+func roleName(r adminv1.AdminRole) string {
+	for k, v := range roleNames {
+		if v == r {
+			return k
+		}
+	}
+	return "-"
+}
+
+func credRow(c *adminv1.AdminCredential) []string {
+	return []string{c.GetId(), roleName(c.GetRole()), orDash(c.GetTeamId()), when(c.GetCreatedAt())}
+}
+
+var credHeader = []string{"ID", "ROLE", "TEAM", "CREATED"}
+
+func adminKeyCreate(fs *flag.FlagSet) func(*runner, []string) error {
+	role := fs.String("role", "", "admin, team-admin or viewer (required)")
+	team := fs.String("team", "", "the team of a team-admin")
+	return func(r *runner, _ []string) error {
+		rl, ok := roleNames[*role]
+		if !ok {
+			return fmt.Errorf("%w: --role %q: use admin, team-admin or viewer", ErrUsage, *role)
+		}
+		resp, err := adminv1.NewAdminCredentialServiceClient(r.conn).CreateAdminCredential(r.ctx, &adminv1.CreateAdminCredentialRequest{Role: rl, TeamId: *team})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			row := credRow(resp.GetCredential())
+			r.fields([][2]string{{"SECRET", resp.GetSecret()}, {"ID", row[0]}, {"ROLE", row[1]}, {"TEAM", row[2]}, {"CREATED", row[3]}})
+			fmt.Fprintln(r.errOut, "The secret is shown only now: store it safely.")
+		})
+	}
+}
+
+func adminKeyList(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, _ []string) error {
+		resp, err := adminv1.NewAdminCredentialServiceClient(r.conn).ListAdminCredentials(r.ctx, &adminv1.ListAdminCredentialsRequest{})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			var rows [][]string
+			for _, c := range resp.GetCredentials() {
+				rows = append(rows, credRow(c))
+			}
+			r.table(credHeader, rows)
+		})
+	}
+}
+
+func adminKeyDelete(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		_, err := adminv1.NewAdminCredentialServiceClient(r.conn).DeleteAdminCredential(r.ctx, &adminv1.DeleteAdminCredentialRequest{Id: pos[0]})
+		return deleted(r, "admin credential", pos[0], err)
+	}
+}
+
+func adminKeyWhoami(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, _ []string) error {
+		resp, err := adminv1.NewAdminCredentialServiceClient(r.conn).WhoAmI(r.ctx, &adminv1.WhoAmIRequest{})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() { r.table(credHeader, [][]string{credRow(resp.GetCredential())}) })
+	}
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandDocument replaces ${NAME} references in the document's values with
+// this process's environment; references to unset variables are left for the
+// server to resolve (it fails when it cannot).
+func expandDocument(doc []byte) ([]byte, error) {
+	if !envRef.Match(doc) {
+		return doc, nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return nil, fmt.Errorf("%w: the file is not valid YAML: %w", ErrUsage, err)
+	}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && envRef.MatchString(n.Value) {
+			n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+				if v, ok := os.LookupEnv(m[2 : len(m)-1]); ok {
+					return v
+				}
+				return m
+			})
+			n.Style = yaml.DoubleQuotedStyle
+			n.Tag = "!!str"
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&root)
+	out, err := yaml.Marshal(&root)
+	if err != nil {
+		return nil, fmt.Errorf("re-encode the document: %w", err)
+	}
+	return out, nil
+}
+
+// applyFile is `tollgate apply -f FILE`: the verb slot holds "-f".
+func applyFile(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, pos []string) error {
+		var doc []byte
+		var err error
+		if pos[0] == "-" {
+			doc, err = io.ReadAll(io.LimitReader(os.Stdin, 8<<20))
+		} else {
+			doc, err = os.ReadFile(pos[0])
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read %s: %w", pos[0], err)
+		}
+		if doc, err = expandDocument(doc); err != nil {
+			return err
+		}
+		resp, err := adminv1.NewConfigServiceClient(r.conn).Apply(r.ctx, &adminv1.ApplyRequest{Document: string(doc)})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			var rows [][]string
+			for _, s := range []struct {
+				what  string
+				names []string
+			}{{"created", resp.GetCreated()}, {"updated", resp.GetUpdated()}, {"unchanged", resp.GetUnchanged()}} {
+				for _, n := range s.names {
+					rows = append(rows, []string{s.what, n})
+				}
+			}
+			r.table([]string{"CHANGE", "OBJECT"}, rows)
+			fmt.Fprintf(r.out, "%d created, %d updated, %d unchanged\n", len(resp.GetCreated()), len(resp.GetUpdated()), len(resp.GetUnchanged()))
+			for _, id := range slices.Sorted(maps.Keys(resp.GetSecrets())) {
+				fmt.Fprintf(r.out, "secret of key %s (shown only now): %s\n", id, resp.GetSecrets()[id])
+			}
+		})
+	}
+}
