@@ -1,10 +1,13 @@
 package xds
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +17,10 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -256,4 +261,68 @@ func TestServerSameSnapshotForEveryNode(t *testing.T) {
 		versions = append(versions, got[resource.ClusterType].GetVersionInfo())
 	}
 	require.Equal(t, []string{s.Version(), s.Version(), s.Version()}, versions)
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestServerLogsNACK: a client rejecting resources is logged as a warning
+// with its error, and custom callbacks see every request.
+func TestServerLogsNACK(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var logs syncBuffer
+	s := NewServer(slog.New(slog.NewTextHandler(&logs, nil)))
+	conn := startServer(t, s)
+	require.NoError(t, s.Update(ctx, baseInput()))
+
+	c := newADSClient(ctx, t, conn, "envoy-nack")
+	resp := <-c.resps
+	require.NotNil(t, resp)
+	require.NoError(t, c.stream.Send(&discoveryv3.DiscoveryRequest{
+		Node: c.node, TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(),
+		ErrorDetail: &status.Status{Code: 3, Message: "cluster rejected: test"},
+	}))
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "xds client rejected resources") &&
+			strings.Contains(logs.String(), "cluster rejected: test")
+	}, propagation, 10*time.Millisecond, logs.String())
+}
+
+func TestServerWithCallbacks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var nodes []string
+	s := NewServer(nil, WithCallbacks(serverv3.CallbackFuncs{
+		StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, req.GetNode().GetId())
+			return nil
+		},
+	}))
+	conn := startServer(t, s)
+	require.NoError(t, s.Update(ctx, baseInput()))
+	c := newADSClient(ctx, t, conn, "envoy-cb")
+	c.nextAll()
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, nodes)
+	require.Equal(t, "envoy-cb", nodes[0])
 }
