@@ -117,7 +117,7 @@ func (e *Edge) adsStream(ctx context.Context, conn *grpc.ClientConn, nodeID stri
 			names = []string{res.rdsName}
 		}
 		oldRDS := res.rdsName
-		if aerr := e.accept(res, resp); aerr != nil {
+		if aerr := e.accept(ctx, res, resp); aerr != nil {
 			e.logger.Warn("edge rejected xDS update", "type", typeURL, "version", resp.GetVersionInfo(), "error", aerr)
 			if errors.Is(aerr, ErrClosed) {
 				return aerr
@@ -141,7 +141,7 @@ func (e *Edge) adsStream(ctx context.Context, conn *grpc.ClientConn, nodeID stri
 
 // accept decodes and compiles one response and publishes the resulting state
 // when it is complete; on error nothing changes.
-func (e *Edge) accept(res *resources, resp *discoveryv3.DiscoveryResponse) error {
+func (e *Edge) accept(ctx context.Context, res *resources, resp *discoveryv3.DiscoveryResponse) error {
 	next := *res
 	switch resp.GetTypeUrl() {
 	case resource.ClusterType:
@@ -179,7 +179,7 @@ func (e *Edge) accept(res *resources, resp *discoveryv3.DiscoveryResponse) error
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
-		if err := e.bind(lc); err != nil {
+		if err := e.bind(ctx, lc); err != nil {
 			return err
 		}
 		next.listener, next.lconf, next.rdsName = chosen, lc, lc.rdsName

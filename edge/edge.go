@@ -123,7 +123,7 @@ func (e *Edge) Shutdown(ctx context.Context) error {
 }
 
 // bind opens the listener of lc unless it is open already.
-func (e *Edge) bind(lc *listenerConf) error {
+func (e *Edge) bind(ctx context.Context, lc *listenerConf) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -136,7 +136,7 @@ func (e *Edge) bind(lc *listenerConf) error {
 	if e.listenOverride != "" {
 		addr = e.listenOverride
 	}
-	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("edge: listen %s: %w", addr, err)
 	}

@@ -25,7 +25,7 @@ func named(name string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("content-type", "application/json")
-		fmt.Fprintf(w, `{"upstream":%q,"host":%q,"path":%q,"route":%q,"body":%q}`, name, r.Host, r.URL.RequestURI(), r.Header.Get("x-tollgate-route"), body)
+		_, _ = fmt.Fprintf(w, `{"upstream":%q,"host":%q,"path":%q,"route":%q,"body":%q}`, name, r.Host, r.URL.RequestURI(), r.Header.Get("x-tollgate-route"), body)
 	})
 }
 
@@ -134,11 +134,11 @@ func TestStreamsChunkByChunk(t *testing.T) {
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("content-type", "text/event-stream")
 		for i := range events {
-			fmt.Fprintf(w, "data: {\"n\":%d}\n\n", i)
+			_, _ = fmt.Fprintf(w, "data: {\"n\":%d}\n\n", i)
 			w.(http.Flusher).Flush()
 			<-gate // the client must have seen event i before i+1 is written
 		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
+		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
@@ -150,7 +150,7 @@ func TestStreamsChunkByChunk(t *testing.T) {
 	req.Header.Set("x-pick", "a")
 	resp, err := client(t).Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Empty(t, resp.Header.Get("content-length"))
 	rd := bufio.NewReader(resp.Body)
@@ -177,7 +177,7 @@ func TestClientDisconnect(t *testing.T) {
 	cancelled := make(chan struct{})
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "text/event-stream")
-		fmt.Fprint(w, "data: first\n\n")
+		_, _ = fmt.Fprint(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		close(cancelled)
@@ -193,7 +193,7 @@ func TestClientDisconnect(t *testing.T) {
 	req.Header.Set("x-pick", "a")
 	resp, err := client(t).Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "data: first\n", line)
@@ -221,7 +221,7 @@ func TestGRPCProcessor(t *testing.T) {
 	defer g.Stop()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 
 	a := upstream(t, named("a"))
 	x := startXDS(t)

@@ -74,7 +74,7 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
 	x.upCtx, x.upCancel = context.WithCancelCause(x.ctx)
 	defer x.finish()
-	x.run()
+	x.run() //nolint:contextcheck // the exchange carries the request context
 }
 
 func (x *exchange) finish() {
@@ -132,7 +132,7 @@ func (x *exchange) run() {
 			x.writeLocal(http.StatusInternalServerError, nil, nil)
 			return
 		}
-		resp = x.roundTrip(x.route(), x.body, true)
+		resp = x.roundTrip(x.route(), x.body, true) //nolint:bodyclose // respond closes it
 	}
 	if resp == nil {
 		return
@@ -222,7 +222,7 @@ func (x *exchange) startAsync() {
 	x.pipe = pw
 	x.async = make(chan *http.Response, 1)
 	rt := x.route()
-	go func() { x.async <- x.roundTripStream(rt, pr) }()
+	go func() { x.async <- x.roundTripStream(rt, pr) }() //nolint:bodyclose // run or finish closes it
 }
 
 // route is the route of the released headers: the first match, or a new
@@ -406,7 +406,7 @@ func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bo
 
 // respond passes the response through the filter and downstream.
 func (x *exchange) respond(resp *http.Response) {
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	h := make(envoytest.Headers, 0, len(resp.Header)+1)
 	h = append(h, envoytest.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
 	for k, vs := range resp.Header {

@@ -256,18 +256,13 @@ func compileHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
 	return hm, nil
 }
 
-// headerOption reads a HeaderValueOption (append_action, or the deprecated
-// append flag).
+// headerOption reads a HeaderValueOption (append_action).
 func headerOption(h *corev3.HeaderValueOption) headerOp {
 	op := headerOp{key: strings.ToLower(h.GetHeader().GetKey()), value: h.GetHeader().GetValue()}
 	if len(h.GetHeader().GetRawValue()) > 0 {
 		op.value = string(h.GetHeader().GetRawValue())
 	}
-	if h.GetAppend() != nil {
-		op.add = h.GetAppend().GetValue()
-	} else {
-		op.add = h.GetAppendAction() == corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
-	}
+	op.add = h.GetAppendAction() == corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 	return op
 }
 

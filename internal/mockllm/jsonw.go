@@ -53,10 +53,3 @@ func appendString(b []byte, s string) []byte {
 }
 
 func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
-
-// appendKV appends `"key":` to b.
-func appendKey(b []byte, key string) []byte {
-	b = append(b, '"')
-	b = append(b, key...)
-	return append(b, '"', ':')
-}

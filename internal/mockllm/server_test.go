@@ -114,7 +114,7 @@ func TestClientAbortCountsDelivered(t *testing.T) {
 	req.Header.Set("x-mock-chunk-delay", "40ms")
 	resp, err := h.client.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	rd := bufio.NewReader(resp.Body)
 	for range 4 { // role chunk, first content chunk (each "data: …" + blank line)
 		_, err := rd.ReadString('\n')
@@ -159,7 +159,7 @@ func TestH2C(t *testing.T) {
 	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	resp, err := c.Post(h.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, 2, resp.ProtoMajor)
 	evs, err := readEvents(resp.Body)
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestH2C(t *testing.T) {
 	req.Header.Set("x-mock-disconnect-after", "2")
 	resp2, err := c.Do(req)
 	require.NoError(t, err)
-	defer resp2.Body.Close()
+	defer func() { _ = resp2.Body.Close() }()
 	evs, err = readEvents(resp2.Body)
 	require.Error(t, err)
 	require.Len(t, evs, 2)
@@ -187,7 +187,7 @@ func TestManyConcurrentConnections(t *testing.T) {
 	h := start(t, cfg)
 	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	c := &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	t0 := time.Now()
@@ -214,8 +214,9 @@ func TestManyConcurrentConnections(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	// All held open at once: far less than n × latency.
-	require.Less(t, time.Since(t0), 10*time.Second)
+	// All held open at once: far less than n × latency (2,500 s), even on a
+	// loaded machine.
+	require.Less(t, time.Since(t0), 60*time.Second)
 	require.Equal(t, int64(n), h.srv.Stats().Total.Requests)
 	require.Equal(t, int64(2*n), h.srv.Stats().Total.OutputTokens)
 }
