@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
@@ -156,6 +157,14 @@ func serveGRPC(t *testing.T, srv extprocv3.ExternalProcessorServer, lis net.List
 	}
 	cc, err := grpc.NewClient(target, opts...)
 	require.NoError(t, err)
+	// Connect now, so that connection setup does not count against the short
+	// message timeouts some tests use.
+	cc.Connect()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for st := cc.GetState(); st != connectivity.Ready; st = cc.GetState() {
+		require.True(t, cc.WaitForStateChange(ctx, st), "gRPC connection not ready")
+	}
 	t.Cleanup(func() {
 		_ = cc.Close()
 		gs.Stop()

@@ -464,7 +464,7 @@ func TestStreamedTimeoutWhileIdle(t *testing.T) {
 		return nil, nil
 	}))
 	cfg := testConfig()
-	cfg.MessageTimeout = 30 * time.Millisecond
+	cfg.MessageTimeout = 100 * time.Millisecond
 	cfg.MaxOutstandingChunks = 8
 	s := NewClient(Direct(fake), cfg).Start(testCtx(t))
 	defer s.Close()
@@ -476,7 +476,7 @@ func TestStreamedTimeoutWhileIdle(t *testing.T) {
 	r, err = s.ResponseBody([]byte("a"), false)
 	require.NoError(t, err)
 	require.Nil(t, r.LocalReply)
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	r, err = s.ResponseBody([]byte("b"), false)
 	require.NoError(t, err)
 	require.True(t, r.Reset)

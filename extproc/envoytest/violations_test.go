@@ -266,7 +266,7 @@ func violationCases() []violationCase {
 		},
 		{
 			name: "override_message_timeout extends the timer once",
-			cfg:  func(c *Config) { c.MessageTimeout = 100 * time.Millisecond },
+			cfg:  func(c *Config) { c.MessageTimeout = 200 * time.Millisecond },
 			handle: onRequestBody(func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 				return []*extprocv3.ProcessingResponse{
 					{OverrideMessageTimeout: durationpb.New(2 * time.Second)},
@@ -278,7 +278,7 @@ func violationCases() []violationCase {
 			}),
 			delay: func(req *extprocv3.ProcessingRequest, i int) time.Duration {
 				if isRequestBody(req) && i == 2 {
-					return 300 * time.Millisecond
+					return 500 * time.Millisecond
 				}
 				return 0
 			},
@@ -543,7 +543,7 @@ func TestStreamedWindowOfOne(t *testing.T) {
 		return one(reply(req, nil)), nil
 	}))
 	cfg := testConfig()
-	cfg.MessageTimeout = 50 * time.Millisecond
+	cfg.MessageTimeout = 150 * time.Millisecond
 	resp := do(t, Direct(fake), cfg, postRequest("{}"), sseUpstream("a", "b", "c"))
 	require.True(t, resp.Reset) // the response had started downstream
 	require.ErrorIs(t, resp.Failures[0], ErrMessageTimeout)
