@@ -153,7 +153,7 @@ func TestRealEnvoyRoutesThroughExtProc(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "envoy.yaml")
 	require.NoError(t, os.WriteFile(cfg, bootstrap, 0o600))
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cmd := exec.CommandContext(ctx, bin, "-c", cfg, "--use-dynamic-base-id", "-l", "info")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
@@ -203,6 +203,19 @@ func TestRealEnvoyRoutesThroughExtProc(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, string(body))
 
 	proc.mu.Lock()
-	defer proc.mu.Unlock()
 	require.Positive(t, proc.streams)
+	proc.mu.Unlock()
+
+	// The JSON access log names the route and the cluster.
+	require.Eventually(t, func() bool {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var entry map[string]any
+			if json.Unmarshal([]byte(line), &entry) == nil &&
+				entry["upstream_cluster"] == "deployment_mock" && entry["route_name"] == "deployment_mock" &&
+				entry["request_id"] != nil && entry["status"] != nil {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 100*time.Millisecond, "no access log line for the routed request")
 }

@@ -87,6 +87,13 @@ func (b *builder) hcm() *hcmv3.HttpConnectionManager {
 		// The route idle_timeout overrides this per route; it also covers
 		// requests that match no route.
 		StreamIdleTimeout: durationpb.New(in.RouteIdleTimeout),
+		// Edge-proxy settings: the client address is the peer's, and no
+		// client is "internal" by its headers, so x-envoy-* request headers
+		// from clients are not trusted. Paths are normalized before the
+		// processor and the routes see them.
+		UseRemoteAddress: wrapperspb.Bool(true),
+		NormalizePath:    wrapperspb.Bool(true),
+		MergeSlashes:     true,
 		AccessLog: []*accesslogv3.AccessLog{{
 			Name:       fileAccessLog,
 			ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: b.any(accessLog)},
