@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -132,7 +133,7 @@ func newEnv(t *testing.T, st store.Store) *env {
 	require.True(t, created)
 	e.adminKey = sec
 
-	srv := admin.New(st, e.sealer, admin.WithClock(e.clock.Now))
+	srv := admin.New(st, e.sealer, admin.WithClock(e.clock.Now), admin.WithLogger(slog.New(slog.DiscardHandler)))
 	g := grpc.NewServer(admin.ServerOptions(srv)...)
 	srv.Register(g)
 	lis := bufconn.Listen(1 << 20)
