@@ -3,10 +3,12 @@ package envoytest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
@@ -481,4 +483,110 @@ func TestStreamedTimeoutWhileIdle(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Reset)
 	require.ErrorIs(t, r.Failure, ErrMessageTimeout)
+}
+
+// TestStreamedBodyMutations: per-chunk body mutations (R2.5) — clear_body and
+// body "" drop the chunk, clear_body=false and no mutation keep it — and
+// header_mutation ignored in STREAMED body replies (R2.4).
+func TestStreamedBodyMutations(t *testing.T) {
+	muts := []*extprocv3.CommonResponse{
+		{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}},
+		{BodyMutation: bodyMut("")},
+		{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: false}}},
+		{HeaderMutation: setHeaders(rawSet("x-late", "1"))},
+		{BodyMutation: bodyMut("E")},
+	}
+	n := 0
+	fake := newFake(streamingOverride(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		cr := muts[n]
+		n++
+		return one(reply(req, cr)), nil
+	}))
+	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	defer s.Close()
+	_, err := s.RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	r, err := s.ResponseHeaders(Headers{{":status", "200"}}, false)
+	require.NoError(t, err)
+	require.False(t, r.Headers.Has("x-late"))
+	var got []string
+	for i, c := range []string{"a", "b", "c", "d", "e"} {
+		r, err := s.ResponseBody([]byte(c), i == 4)
+		require.NoError(t, err)
+		require.True(t, r.Continue)
+		require.Nil(t, r.Headers) // the headers went earlier; x-late is never applied
+		got = append(got, string(r.Body))
+	}
+	require.Equal(t, []string{"", "", "c", "d", "E"}, got)
+}
+
+// TestRequestTrailersSent: with request_trailer_mode SEND the trailers go to
+// the processor after the body reply and its mutation applies to them (R1.6).
+func TestRequestTrailersSent(t *testing.T) {
+	fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		if req.GetRequestTrailers() != nil {
+			return one(reply(req, &extprocv3.CommonResponse{HeaderMutation: &extprocv3.HeaderMutation{
+				SetHeaders: []*corev3.HeaderValueOption{rawSet("x-checksum", "ok")}, RemoveHeaders: []string{"x-drop"},
+			}})), nil
+		}
+		return continuer(req)
+	})
+	cfg := testConfig()
+	cfg.Mode.RequestTrailerMode = extprocfilterv3.ProcessingMode_SEND
+	req := postRequest("a", "b")
+	req.Trailers = Headers{{"x-drop", "1"}}
+	resp := do(t, Direct(fake), cfg, req, okUpstream)
+	require.Nil(t, resp.LocalReply)
+	require.Equal(t, Headers{{"x-checksum", "ok"}}, resp.Forwarded.Trailers)
+	require.Equal(t, "ab", string(resp.Forwarded.Body))
+	require.Equal(t, []string{"request_headers", "request_body", "request_trailers", "response_headers", "response_body"}, fake.kinds())
+
+	// A trailers reply where none is expected is spurious.
+	fake = newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		if isRequestBody(req) {
+			return one(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}), nil
+		}
+		return continuer(req)
+	})
+	resp = do(t, Direct(fake), cfg, req, okUpstream)
+	wantLocal(500, "spurious_message", ErrSpurious)(t, resp, fake)
+}
+
+// TestConcurrentStreams: one Client serves many requests at once, each on its
+// own gRPC stream (R1.1).
+func TestConcurrentStreams(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+		fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+			if isRequestBody(req) {
+				b := req.GetRequestBody().GetBody()
+				return one(reply(req, &extprocv3.CommonResponse{
+					HeaderMutation: setHeaders(rawSet("x-tollgate-route", string(b))),
+				})), nil
+			}
+			return continuer(req)
+		})
+		c := NewClient(connect(fake), testConfig())
+		const n = 32
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				body := "req-" + itoa(i)
+				resp, err := c.Do(testCtx(t), postRequest(body), func(f *ForwardedRequest) *UpstreamResponse {
+					return &UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte(f.Headers.Value("x-tollgate-route"))}}
+				})
+				switch {
+				case err != nil:
+					errs <- err
+				case string(resp.Body) != body:
+					errs <- fmt.Errorf("request %d got %q", i, resp.Body)
+				default:
+					errs <- nil
+				}
+			}()
+		}
+		for range n {
+			require.NoError(t, <-errs)
+		}
+		require.Len(t, fake.received(), 4*n)
+	})
 }
