@@ -160,16 +160,17 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 // second either way.
 func (s *Store) Watch(ctx context.Context) <-chan int64 {
 	ch := make(chan int64, 1)
-	go s.watch(ctx, ch)
-	return ch
-}
-
-func (s *Store) watch(ctx context.Context, ch chan int64) {
-	defer close(ch)
+	// The baseline is the revision when Watch is called: any later change is sent.
 	last, err := s.Revision(ctx)
 	if err != nil {
 		last = -1 // unknown: the first successful read is reported
 	}
+	go s.watch(ctx, ch, last)
+	return ch
+}
+
+func (s *Store) watch(ctx context.Context, ch chan int64, last int64) {
+	defer close(ch)
 	send := func(rev int64) {
 		if rev == last || rev < 0 {
 			return
