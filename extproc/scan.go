@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // maxJSONDepth bounds nesting, as encoding/json does.
@@ -198,39 +199,46 @@ func isHex(c byte) bool {
 }
 
 // skipString validates the string at b[i] == '"' and returns the offset after
-// the closing quote.
+// the closing quote. Linear: each byte is searched once (vectorised), however
+// many escapes the string holds.
 func skipString(b []byte, i int) (int, error) {
 	i++
+	q := -1 // absolute offset of the next '"' at or after i (len(b) if none)
 	for {
-		// Fast path: find the next quote or backslash.
-		j := bytes.IndexAny(b[i:], "\"\\")
-		if j < 0 {
-			if k := firstControl(b[i:]); k >= 0 {
-				return i + k, syntaxErr(b, i+k, "invalid control character in string")
+		if q < i {
+			if k := bytes.IndexByte(b[i:], '"'); k >= 0 {
+				q = i + k
+			} else {
+				q = len(b)
 			}
-			return len(b), syntaxErr(b, len(b), "unexpected end of input in string")
 		}
-		if k := firstControl(b[i : i+j]); k >= 0 {
+		j := q
+		if k := bytes.IndexByte(b[i:q], '\\'); k >= 0 {
+			j = i + k
+		}
+		if k := firstControl(b[i:j]); k >= 0 {
 			return i + k, syntaxErr(b, i+k, "invalid control character in string")
 		}
-		i += j
-		if b[i] == '"' {
-			return i + 1, nil
+		if j >= len(b) {
+			return len(b), syntaxErr(b, len(b), "unexpected end of input in string")
 		}
-		// escape
-		if i+1 >= len(b) {
+		if b[j] == '"' {
+			return j + 1, nil
+		}
+		// escape at j
+		if j+1 >= len(b) {
 			return len(b), syntaxErr(b, len(b), "unexpected end of input in string escape")
 		}
-		switch b[i+1] {
+		switch b[j+1] {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
+			i = j + 2
 		case 'u':
-			if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-				return i, syntaxErr(b, i, "invalid \\u escape in string")
+			if len(b)-j < 6 || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
+				return j, syntaxErr(b, j, "invalid \\u escape in string")
 			}
-			i += 6
+			i = j + 6
 		default:
-			return i, syntaxErr(b, i, "invalid escape in string")
+			return j, syntaxErr(b, j, "invalid escape in string")
 		}
 	}
 }
@@ -298,9 +306,10 @@ func keyIs(raw []byte, want string) bool {
 
 // decodeString decodes the raw contents of a JSON string (between the quotes).
 func decodeString(raw []byte) (string, bool) {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw), true
 	}
+	// Escapes or invalid UTF-8 (replaced by U+FFFD, as encoding/json does).
 	q := make([]byte, 0, len(raw)+2)
 	q = append(q, '"')
 	q = append(q, raw...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -28,7 +29,16 @@ const (
 // limit, large flow-control windows, keepalive enforcement compatible with
 // Envoy's HTTP/2 connection keepalive. opts are appended (they win).
 func NewGRPCServer(p *Processor, opts ...grpc.ServerOption) *grpc.Server {
-	base := []grpc.ServerOption{
+	s := grpc.NewServer(append(serverOptions(p), opts...)...)
+	extprocv3.RegisterExternalProcessorServer(s, p)
+	healthpb.RegisterHealthServer(s, p.health)
+	p.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return s
+}
+
+// serverOptions are the gRPC settings of NewGRPCServer.
+func serverOptions(p *Processor) []grpc.ServerOption {
+	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(max(p.maxBody+recvSlack, minRecv)),
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(connWindow),
@@ -42,12 +52,9 @@ func NewGRPCServer(p *Processor, opts ...grpc.ServerOption) *grpc.Server {
 		}),
 		// One ext_proc stream per in-flight HTTP request: allow many.
 		grpc.MaxConcurrentStreams(1 << 16),
+		// Reuse goroutines for new streams (one stream per HTTP request).
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
-	s := grpc.NewServer(append(base, opts...)...)
-	extprocv3.RegisterExternalProcessorServer(s, p)
-	healthpb.RegisterHealthServer(s, p.health)
-	p.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	return s
 }
 
 // Serve serves p on lis (TCP or Unix socket) until ctx ends, then stops

@@ -39,7 +39,7 @@ func (p *sseParser) Feed(chunk []byte, fn func(ev sseEvent)) error {
 		p.skipLF = false
 	}
 	for len(chunk) > 0 {
-		i := bytes.IndexAny(chunk, "\r\n")
+		i := lineEnd(chunk)
 		if i < 0 {
 			if len(p.line)+len(chunk) > maxSSEEvent {
 				return ErrSSETooLarge
@@ -71,6 +71,20 @@ func (p *sseParser) Feed(chunk []byte, fn func(ev sseEvent)) error {
 		p.line = p.line[:0]
 	}
 	return nil
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1 (two vectorised
+// byte searches: bytes.IndexAny builds a set on every call).
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	limit := b
+	if i >= 0 {
+		limit = b[:i]
+	}
+	if j := bytes.IndexByte(limit, '\r'); j >= 0 {
+		return j
+	}
+	return i
 }
 
 // Flush ends the stream: an event whose closing blank line never came is

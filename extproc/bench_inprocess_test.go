@@ -1,0 +1,79 @@
+package extproc
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+)
+
+type extprocv3ProcessingRequest = extprocv3.ProcessingRequest
+
+func bodyMsg(b []byte) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{
+		RequestBody: &extprocv3.HttpBody{Body: b, EndOfStream: true},
+	}}
+}
+
+// BenchmarkHandleNonStream is the processor's own work for one non-streamed
+// request, without gRPC: the four phases called directly.
+func BenchmarkHandleNonStream(b *testing.B) {
+	p := New(newCatalog(), benchAccountant{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	start := selfCPU(b)
+	for b.Loop() {
+		s := &stream{p: p}
+		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
+			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
+				b.Fatalf("unexpected reply %v", r)
+			}
+		}
+		s.finish(ctx)
+	}
+	b.ReportMetric(float64((selfCPU(b)-start).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
+}
+
+// BenchmarkHandleStreamChunk is the processor's own work for one SSE chunk.
+func BenchmarkHandleStreamChunk(b *testing.B) {
+	p := New(newCatalog(), benchAccountant{})
+	ctx := context.Background()
+	s := &stream{p: p}
+	body := []byte(`{"model":"gpt-4o","stream":true}`)
+	for _, m := range []*extprocv3ProcessingRequest{reqHeadersMsg(len(body), true), bodyMsg(body), benchSSEHdrs} {
+		if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
+			b.Fatalf("unexpected reply %v", r)
+		}
+	}
+	b.ReportAllocs()
+	start := selfCPU(b)
+	for b.Loop() {
+		s.handle(ctx, benchChunk)
+	}
+	b.ReportMetric(float64((selfCPU(b)-start).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
+}
+
+// BenchmarkParseRequestLarge scans a 1 MiB chat body with many escapes.
+func BenchmarkParseRequestLarge(b *testing.B) {
+	content := strings.Repeat(`line with \"quotes\" and \n escapes \u00e9 `, 1<<20/48)
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + content + `"}],"stream":true}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, _, err := parseRequest(APIChat, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// selfCPU is this process's user+system CPU time (the benchmark's wall time
+// is inflated on a shared machine; CPU time is what the processor costs).
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Skipf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
