@@ -372,3 +372,31 @@ func TestParseAddress(t *testing.T) {
 		})
 	}
 }
+
+func TestUpstreamTLSNames(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		u        Upstream
+		wantSNI  string
+		wantSAN  string
+		wantType tlsv3.SubjectAltNameMatcher_SanType
+	}{
+		{"hostname", Upstream{Host: "api.example.com"}, "api.example.com", "api.example.com", tlsv3.SubjectAltNameMatcher_DNS},
+		{"hostname with sni", Upstream{Host: "gw.example.com", SNI: "api.example.com"}, "api.example.com", "api.example.com", tlsv3.SubjectAltNameMatcher_DNS},
+		{"ip", Upstream{Host: "10.1.2.3"}, "", "10.1.2.3", tlsv3.SubjectAltNameMatcher_IP_ADDRESS},
+		{"ip with sni", Upstream{Host: "10.1.2.3", SNI: "llm.internal"}, "llm.internal", "llm.internal", tlsv3.SubjectAltNameMatcher_DNS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.u.Deployment, tc.u.Scheme = "d", "https"
+			res, err := BuildResources(&Input{ExtProc: Address{Host: "127.0.0.1", Port: 1}, Upstreams: []Upstream{tc.u}})
+			require.NoError(t, err)
+			var tlsCtx tlsv3.UpstreamTlsContext
+			require.NoError(t, res.Clusters[0].(*clusterv3.Cluster).GetTransportSocket().GetTypedConfig().UnmarshalTo(&tlsCtx))
+			require.Equal(t, tc.wantSNI, tlsCtx.GetSni())
+			sans := tlsCtx.GetCommonTlsContext().GetValidationContext().GetMatchTypedSubjectAltNames()
+			require.Len(t, sans, 1)
+			require.Equal(t, tc.wantType, sans[0].GetSanType())
+			require.Equal(t, tc.wantSAN, sans[0].GetMatcher().GetExact())
+		})
+	}
+}

@@ -94,14 +94,16 @@ func h2Keepalive() *corev3.KeepaliveSettings {
 }
 
 // upstreamTLS validates the provider against the system CA bundle and its
-// name (DNS SAN, or IP SAN for an IP host), with an explicit SNI.
+// name, with an explicit SNI. The name is the SNI as a DNS SAN (the SNI
+// defaults to the host); an IP host without an SNI is checked as an IP SAN.
 func upstreamTLS(u Upstream) *tlsv3.UpstreamTlsContext {
 	san := &tlsv3.SubjectAltNameMatcher{
 		SanType: tlsv3.SubjectAltNameMatcher_DNS,
-		Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: u.Host}},
+		Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: u.SNI}},
 	}
-	if isIP(u.Host) {
+	if u.SNI == "" {
 		san.SanType = tlsv3.SubjectAltNameMatcher_IP_ADDRESS
+		san.Matcher = &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: u.Host}}
 	}
 	return &tlsv3.UpstreamTlsContext{
 		Sni: u.SNI,

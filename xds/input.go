@@ -139,7 +139,9 @@ type Upstream struct {
 	Host   string `yaml:"host"`
 	// Port defaults to 443 for https and 80 for http.
 	Port uint32 `yaml:"port"`
-	// SNI is the TLS server name; it defaults to Host for https.
+	// SNI is the TLS server name, and the DNS name the certificate must
+	// carry; it defaults to Host for https. An IP Host without SNI is
+	// checked against the certificate's IP SANs.
 	SNI string `yaml:"sni"`
 	// HTTP2 says the provider offers HTTP/2: ALPN (auto_config) for https,
 	// prior knowledge (h2c) for http.
