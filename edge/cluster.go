@@ -18,6 +18,8 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-ai/tollgate/envoy"
 )
 
 const httpOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
@@ -223,14 +225,22 @@ func tlsConfig(up *tlsv3.UpstreamTlsContext, h2 bool) (*tls.Config, error) {
 		return cfg, nil
 	}
 	var roots *x509.CertPool
-	if vc.GetTrustedCa() != nil {
-		pem, err := dataSource(vc.GetTrustedCa())
-		if err != nil {
+	if ca := vc.GetTrustedCa(); ca != nil {
+		pem, err := dataSource(ca)
+		switch {
+		case err != nil && ca.GetFilename() == envoy.SystemCABundle:
+			// The Debian bundle path Tollgate's xDS names is missing on this
+			// machine (macOS, other distributions): use the system roots.
+			if roots, err = x509.SystemCertPool(); err != nil {
+				return nil, fmt.Errorf("trusted_ca: %w", err)
+			}
+		case err != nil:
 			return nil, fmt.Errorf("trusted_ca: %w", err)
-		}
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, errors.New("trusted_ca: no certificates")
+		default:
+			roots = x509.NewCertPool()
+			if !roots.AppendCertsFromPEM(pem) {
+				return nil, errors.New("trusted_ca: no certificates")
+			}
 		}
 	}
 	sans := vc.GetMatchTypedSubjectAltNames()

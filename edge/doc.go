@@ -40,7 +40,9 @@
 //     connect_timeout, TCP keepalive, circuit breaker max_requests (503 on
 //     overflow) and max_connections, the TLS transport socket (sni, trusted_ca
 //     and match_typed_subject_alt_names; without a validation context the
-//     certificate is not checked, as in Envoy), and HttpProtocolOptions:
+//     certificate is not checked, as in Envoy; when the trusted_ca file is
+//     envoy.SystemCABundle and missing, the system roots are used), and
+//     HttpProtocolOptions:
 //     explicit HTTP/1.1, explicit HTTP/2 (h2c on plain TCP) or auto_config
 //     (ALPN over TLS), with HTTP/2 keepalive PINGs.
 //

@@ -176,6 +176,7 @@ func TestStreamsChunkByChunk(t *testing.T) {
 func TestClientDisconnect(t *testing.T) {
 	cancelled := make(chan struct{})
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("content-type", "text/event-stream")
 		_, _ = fmt.Fprint(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
