@@ -1,0 +1,32 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/tollgate-ai/tollgate/envoy"
+)
+
+// runEnvoy implements `tollgate envoy bootstrap`.
+func runEnvoy(args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "bootstrap" {
+		return errors.New("usage: tollgate envoy bootstrap --xds HOST:PORT [--extproc ADDR] [--node-id ID] [--admin 127.0.0.1:9901]")
+	}
+	var o envoy.BootstrapOptions
+	fs := flag.NewFlagSet("tollgate envoy bootstrap", flag.ContinueOnError)
+	fs.StringVar(&o.XDS, "xds", "127.0.0.1:18000", "xDS (ADS) server: host:port or unix:/path")
+	fs.StringVar(&o.ExtProc, "extproc", "", "this Envoy's own ext_proc sidecar (host:port or unix:/path); empty: the address the xDS server sends")
+	fs.StringVar(&o.NodeID, "node-id", envoy.DefaultNodeID, "node id")
+	fs.StringVar(&o.NodeCluster, "node-cluster", envoy.DefaultNodeCluster, "node cluster")
+	fs.StringVar(&o.Admin, "admin", envoy.DefaultAdmin, "Envoy admin interface (loopback only)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	b, err := envoy.Bootstrap(o)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(b)
+	return err
+}

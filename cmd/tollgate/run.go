@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/gateway"
+	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/postgres"
+	"github.com/tollgate-ai/tollgate/store/sqlite"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := gateway.DefaultConfig()
+	fs := flag.NewFlagSet("tollgate run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Listen, "listen", envOr("TOLLGATE_LISTEN", cfg.Listen), "data plane HTTP address")
+	fs.StringVar(&cfg.AdminAddr, "admin-addr", envOr("TOLLGATE_ADMIN_LISTEN", cfg.AdminAddr), "gRPC admin API address")
+	fs.StringVar(&cfg.XDSAddr, "xds-addr", cfg.XDSAddr, "xDS (ADS) address for Envoy and the built-in data plane")
+	fs.StringVar(&cfg.ExtProcAddr, "extproc-addr", cfg.ExtProcAddr, "ext_proc address: host:port or unix:/path")
+	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (external Envoy uses the xDS and ext_proc addresses), none, or auto (builtin)")
+	fs.BoolVar(&cfg.ProcessorOverGRPC, "processor-grpc", false, "built-in data plane calls the processor over gRPC instead of in-process")
+	db := fs.String("db", envOr("TOLLGATE_DB", "tollgate.db"), "embedded store file (SQLite), or a postgres:// URL")
+	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
+	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
+	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch *dp {
+	case "auto":
+		cfg.DataPlane = gateway.DataPlaneBuiltin
+	default:
+		cfg.DataPlane = gateway.DataPlane(*dp)
+	}
+	cfg.AdminKey = os.Getenv("TOLLGATE_ADMIN_KEY")
+
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+
+	key, err := masterKey(*db, *masterFile)
+	if err != nil {
+		return err
+	}
+	cfg.MasterKey = key
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	st, err := openStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := st.Close(cctx); err != nil {
+			log.Error("closing the store", "err", err)
+		}
+	}()
+
+	var hooks []gateway.StartHook
+	if *demo != "" {
+		hooks = append(hooks, func(ctx context.Context, g *gateway.Gateway) error {
+			return demoSetup(ctx, g, *demo, filepath.Join(filepath.Dir(*db), ".tollgate-demo-key"), stdout)
+		})
+	}
+	return gateway.Run(ctx, cfg, st, gateway.Options{Log: log, Stdout: stdout, OnStart: hooks})
+}
+
+func openStore(ctx context.Context, db string) (store.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		st, err := postgres.Open(ctx, db)
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite store %s: %w", db, err)
+	}
+	return st, nil
+}
+
+func masterKey(db, file string) ([]byte, error) {
+	if v := os.Getenv("TOLLGATE_MASTER_KEY"); v != "" {
+		k, err := secret.ParseMasterKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_MASTER_KEY: %w", err)
+		}
+		return k, nil
+	}
+	if file == "" {
+		if strings.Contains(db, "://") {
+			return nil, errors.New("with a PostgreSQL store, set TOLLGATE_MASTER_KEY or --master-key-file so every replica shares the master key")
+		}
+		file = db + ".key"
+	}
+	return secret.LoadOrCreateMasterKey(file)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
