@@ -108,17 +108,18 @@ type Writer struct {
 	cfg   config
 
 	mu       sync.Mutex
-	pending  []store.LedgerEntry // appended, not yet taken
-	spare    []store.LedgerEntry // a written batch's array, reused for pending
-	space    chan struct{}       // closed (and replaced) when pending shrinks
-	inflight int                 // entries of the batch being written
-	appended uint64              // entries ever accepted
-	durable  uint64              // entries ever written: always a prefix of appended
-	waiters  []waiter            // Flush calls, by ascending seq
+	queue    [][]store.LedgerEntry // appended, not yet taken: batches of ≤ maxBatch, oldest first
+	queued   int                   // entries in queue
+	free     [][]store.LedgerEntry // written batches' arrays, reused for queue
+	space    chan struct{}         // closed (and replaced) when queue shrinks
+	inflight int                   // entries of the batch being written
+	appended uint64                // entries ever accepted
+	durable  uint64                // entries ever written: always a prefix of appended
+	waiters  []waiter              // Flush calls, by ascending seq
 	closed   bool
 	lastErr  error
 
-	wake   chan struct{} // cap 1: pending became non-empty
+	wake   chan struct{} // cap 1: queue became non-empty
 	urgent chan struct{} // cap 1: write without waiting for the window
 	stop   chan struct{} // closed by Close once it no longer needs the loop
 	done   chan struct{} // closed when the loop returns
@@ -183,8 +184,8 @@ func (w *Writer) Append(ctx context.Context, entries ...store.LedgerEntry) error
 		if len(entries) == 0 {
 			break
 		}
-		free := w.cfg.queueSize - len(w.pending)
-		if free <= 0 {
+		room := w.cfg.queueSize - w.queued
+		if room <= 0 {
 			space := w.space
 			w.mu.Unlock()
 			select {
@@ -195,12 +196,20 @@ func (w *Writer) Append(ctx context.Context, entries ...store.LedgerEntry) error
 			w.mu.Lock()
 			continue
 		}
-		n := min(free, len(entries))
-		w.pending = append(w.pending, entries[:n]...)
-		w.appended += uint64(n)
-		entries = entries[n:]
+		for n := min(room, len(entries)); n > 0; {
+			last := len(w.queue) - 1
+			if last < 0 || len(w.queue[last]) == w.cfg.maxBatch {
+				w.queue = append(w.queue, w.chunk())
+				last++
+			}
+			k := min(n, w.cfg.maxBatch-len(w.queue[last]))
+			w.queue[last] = append(w.queue[last], entries[:k]...)
+			entries, n = entries[k:], n-k
+			w.queued += k
+			w.appended += uint64(k)
+		}
 		signal(w.wake)
-		if len(w.pending) >= w.cfg.maxBatch {
+		if w.queued >= w.cfg.maxBatch {
 			signal(w.urgent)
 		}
 	}
@@ -285,7 +294,7 @@ func (w *Writer) Close(ctx context.Context) error {
 // Stats returns the writer's counters.
 func (w *Writer) Stats() Stats {
 	w.mu.Lock()
-	depth := len(w.pending) + w.inflight
+	depth := w.queued + w.inflight
 	w.mu.Unlock()
 	return Stats{
 		Batches:     w.batches.Load(),
@@ -334,24 +343,32 @@ func (w *Writer) run() {
 func (w *Writer) hurry() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.pending) >= w.cfg.maxBatch || len(w.waiters) > 0 || w.closed
+	return w.queued >= w.cfg.maxBatch || len(w.waiters) > 0 || w.closed
 }
 
-// take removes up to maxBatch entries from the queue, without blocking.
+// chunk returns an empty array for up to maxBatch entries; w.mu is held.
+func (w *Writer) chunk() []store.LedgerEntry {
+	if n := len(w.free); n > 0 {
+		c := w.free[n-1]
+		w.free = w.free[:n-1]
+		return c
+	}
+	return make([]store.LedgerEntry, 0, min(w.cfg.maxBatch, w.cfg.queueSize))
+}
+
+// take removes the oldest batch (up to maxBatch entries) from the queue,
+// without blocking.
 func (w *Writer) take() []store.LedgerEntry {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := min(len(w.pending), w.cfg.maxBatch)
-	if n == 0 {
+	if len(w.queue) == 0 {
 		return nil
 	}
-	var batch []store.LedgerEntry
-	if n == len(w.pending) {
-		batch, w.pending, w.spare = w.pending, w.spare[:0], nil
-	} else {
-		batch, w.pending = w.pending[:n:n], w.pending[n:]
-	}
-	w.inflight = n
+	batch := w.queue[0]
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	w.queued -= len(batch)
+	w.inflight = len(batch)
 	close(w.space)
 	w.space = make(chan struct{})
 	return batch
@@ -396,8 +413,8 @@ func (w *Writer) write(batch []store.LedgerEntry) bool {
 	}
 	w.waiters = append(w.waiters[:0], w.waiters[i:]...)
 	clear(batch)
-	if w.spare == nil && cap(batch) <= 4*w.cfg.maxBatch {
-		w.spare = batch[:0]
+	if len(w.free) < 2 {
+		w.free = append(w.free, batch[:0])
 	}
 	w.mu.Unlock()
 	return true

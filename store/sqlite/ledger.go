@@ -15,9 +15,6 @@ const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id
 
 const ledgerArity = 19
 
-// totalsChunk is how many total rows one upsert statement writes.
-const totalsChunk = 256
-
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
 	return s.ledger.Append(ctx, entries...)
@@ -36,13 +33,49 @@ func values(rows, arity int) string {
 
 func insertLedgerSQL(rows int) string {
 	return `INSERT INTO ledger (` + ledgerColumns + `) VALUES ` + values(rows, ledgerArity) +
-		` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`
+		` ON CONFLICT (request_id) DO NOTHING`
 }
 
-func upsertTotalsSQL(rows int) string {
-	return `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens) VALUES ` + values(rows, 6) +
-		` ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = cost + excluded.cost,
-		requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
+const upsertTotalSQL = `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = cost + excluded.cost,
+	requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
+
+// statements are the writer connection's prepared statements.
+type statements struct {
+	insertOne   *sql.Stmt // one ledger row
+	insertChunk *sql.Stmt // insertRows ledger rows
+	upsertTotal *sql.Stmt
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.w.PrepareContext(ctx, q)
+		return st
+	}
+	s.stmts.insertOne = prep(insertLedgerSQL(1))
+	if s.cfg.insertRows > 1 {
+		s.stmts.insertChunk = prep(insertLedgerSQL(s.cfg.insertRows))
+	}
+	s.stmts.upsertTotal = prep(upsertTotalSQL)
+	if err != nil {
+		return s.wrap("prepare", err)
+	}
+	return nil
+}
+
+func (st *statements) close() error {
+	var errs []error
+	for _, p := range []*sql.Stmt{st.insertOne, st.insertChunk, st.upsertTotal} {
+		if p != nil {
+			errs = append(errs, p.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func b2i(b bool) int64 {
@@ -50,6 +83,12 @@ func b2i(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+func appendArgs(args []any, e *store.LedgerEntry) []any {
+	return append(args, e.RequestID, e.KeyID, e.UserID, e.TeamID, e.OrgID, e.CustomerID, e.Model, e.Deployment,
+		e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite, e.Usage.Output, e.Usage.Reasoning,
+		int64(e.Cost), int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream), e.StartedAt.UnixNano(), e.EndedAt.UnixNano())
 }
 
 // writeBatch is the group-commit FlushFunc: one transaction inserts the rows
@@ -67,68 +106,81 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 }
 
 func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, batch []store.LedgerEntry) error {
-	chunk := s.cfg.insertChunk
-	inserted := make(map[string]struct{}, len(batch))
-	args := make([]any, 0, min(chunk, len(batch))*ledgerArity)
-	for off := 0; off < len(batch); off += chunk {
-		part := batch[off:min(off+chunk, len(batch))]
-		args = args[:0]
-		for i := range part {
-			e := &part[i]
-			args = append(args, e.RequestID, e.KeyID, e.UserID, e.TeamID, e.OrgID, e.CustomerID, e.Model, e.Deployment,
-				e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite, e.Usage.Output, e.Usage.Reasoning,
-				int64(e.Cost), int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream), e.StartedAt.UnixNano(), e.EndedAt.UnixNano())
-		}
-		rows, err := tx.QueryContext(ctx, s.sqlFor(len(part)), args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			inserted[id] = struct{}{}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return err
-		}
+	fresh, err := s.insertRows(ctx, tx, batch)
+	if err != nil {
+		return err
 	}
-	if len(inserted) == 0 {
-		return nil
-	}
-	// The rows inserted now: for a request id repeated in the batch, the first
-	// occurrence is the one INSERT kept.
-	fresh := batch
-	if len(inserted) < len(batch) {
-		fresh = make([]store.LedgerEntry, 0, len(inserted))
-		for i := range batch {
-			if _, ok := inserted[batch[i].RequestID]; ok {
-				fresh = append(fresh, batch[i])
-				delete(inserted, batch[i].RequestID)
-			}
-		}
-	}
-	totals := groupcommit.Totals(fresh)
-	for off := 0; off < len(totals); off += totalsChunk {
-		part := totals[off:min(off+totalsChunk, len(totals))]
-		args = args[:0]
-		for _, t := range part {
-			args = append(args, int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix(), int64(t.Cost), t.Requests, t.Tokens)
-		}
-		if _, err := tx.ExecContext(ctx, upsertTotalsSQL(len(part)), args...); err != nil {
+	upsert := tx.StmtContext(ctx, s.stmts.upsertTotal)
+	for _, t := range groupcommit.Totals(fresh) {
+		if _, err := upsert.ExecContext(ctx, int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix(), int64(t.Cost), t.Requests, t.Tokens); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// sqlFor returns the ledger INSERT for n rows; the full-chunk text is built once.
-func (s *Store) sqlFor(n int) string {
-	if n == s.cfg.insertChunk {
-		s.fullInsertOnce.Do(func() { s.fullInsert = insertLedgerSQL(n) })
-		return s.fullInsert
+// insertRows inserts the batch's rows and returns the entries actually
+// inserted: not those already recorded, and for a request id repeated in the
+// batch only its first occurrence. The ledger is a rowid table, so the rows
+// this transaction inserts are exactly those with a rowid above the largest
+// one before it: when an INSERT skipped rows, they tell which were new.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, batch []store.LedgerEntry) ([]store.LedgerEntry, error) {
+	var before int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(rowid), 0) FROM ledger`).Scan(&before); err != nil {
+		return nil, err
 	}
-	return insertLedgerSQL(n)
+	one := tx.StmtContext(ctx, s.stmts.insertOne)
+	var chunk *sql.Stmt
+	n := s.cfg.insertRows
+	if s.stmts.insertChunk != nil {
+		chunk = tx.StmtContext(ctx, s.stmts.insertChunk)
+	}
+	args := make([]any, 0, max(n, 1)*ledgerArity)
+	var added int64
+	for off := 0; off < len(batch); {
+		stmt, part := one, batch[off:off+1]
+		if chunk != nil && len(batch)-off >= n {
+			stmt, part = chunk, batch[off:off+n]
+		}
+		off += len(part)
+		args = args[:0]
+		for i := range part {
+			args = appendArgs(args, &part[i])
+		}
+		res, err := stmt.ExecContext(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		added += k
+	}
+	if added == int64(len(batch)) {
+		return batch, nil // every row was new
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT request_id FROM ledger WHERE rowid > ?`, before)
+	if err != nil {
+		return nil, err
+	}
+	inserted := make(map[string]bool, added)
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, errors.Join(err, rows.Close())
+		}
+		inserted[id] = true
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	fresh := make([]store.LedgerEntry, 0, added)
+	for i := range batch {
+		if inserted[batch[i].RequestID] {
+			fresh = append(fresh, batch[i])
+			delete(inserted, batch[i].RequestID) // later repeats were not inserted
+		}
+	}
+	return fresh, nil
 }

@@ -36,6 +36,15 @@ func TestConformance(t *testing.T) {
 	)
 }
 
+// TestConformanceMultiRowInserts runs the suite with 3-row INSERT statements,
+// so that small batches also take the multi-row path (repeats within a
+// statement, remainders row by row).
+func TestConformanceMultiRowInserts(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openAt(t, filepath.Join(t.TempDir(), "tollgate.db"), sqlite.WithInsertRows(3))
+	})
+}
+
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Store { return openAt(b, filepath.Join(b.TempDir(), "tollgate.db")) })
 }

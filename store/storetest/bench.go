@@ -14,8 +14,8 @@ import (
 // store; Bench closes it.
 //
 //   - LedgerSettle: settlements appended by many concurrent appenders (16 per
-//     GOMAXPROCS), timed until they are durable (a final Flush); reports
-//     settlements/s.
+//     GOMAXPROCS), ending in about the order they are appended, as real ones
+//     do, timed until they are durable (a final Flush); reports settlements/s.
 //   - ConfigGet: concurrent Get of 1,000 objects.
 //   - ConfigPut: sequential unconditional Put.
 func Bench(b *testing.B, open func(b *testing.B) store.Store) {
@@ -33,6 +33,9 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 				n := seq.Add(1)
 				e := tmpl[n%int64(len(tmpl))]
 				e.RequestID = fmt.Sprint("b-", n)
+				// Settlements end in about the order they are appended.
+				e.EndedAt = base.Add(time.Duration(n) * time.Microsecond)
+				e.StartedAt = e.EndedAt.Add(-time.Second)
 				if err := st.Append(b.Context(), e); err != nil {
 					b.Error(err)
 					return

@@ -18,26 +18,29 @@ CREATE TABLE objects (
 ) WITHOUT ROWID;
 
 -- The ledger: one row per settled request. Times are Unix nanoseconds.
+-- The ledger and the totals have no NOT NULL constraints on purpose: a
+-- multi-row statement that may abort half-way needs a statement journal, which
+-- costs more than the rows themselves; the writer always sets every column.
 CREATE TABLE ledger (
-    request_id   TEXT    NOT NULL PRIMARY KEY,
-    key_id       TEXT    NOT NULL,
-    user_id      TEXT    NOT NULL,
-    team_id      TEXT    NOT NULL,
-    org_id       TEXT    NOT NULL,
-    customer_id  TEXT    NOT NULL,
-    model        TEXT    NOT NULL,
-    deployment   TEXT    NOT NULL,
-    input        INTEGER NOT NULL,
-    cached_input INTEGER NOT NULL,
-    cache_write  INTEGER NOT NULL,
-    output       INTEGER NOT NULL,
-    reasoning    INTEGER NOT NULL,
-    cost         INTEGER NOT NULL,
-    status       INTEGER NOT NULL,
-    http_status  INTEGER NOT NULL,
-    stream       INTEGER NOT NULL,
-    started_ns   INTEGER NOT NULL,
-    ended_ns     INTEGER NOT NULL
+    request_id   TEXT    PRIMARY KEY,
+    key_id       TEXT   ,
+    user_id      TEXT   ,
+    team_id      TEXT   ,
+    org_id       TEXT   ,
+    customer_id  TEXT   ,
+    model        TEXT   ,
+    deployment   TEXT   ,
+    input        INTEGER,
+    cached_input INTEGER,
+    cache_write  INTEGER,
+    output       INTEGER,
+    reasoning    INTEGER,
+    cost         INTEGER,
+    status       INTEGER,
+    http_status  INTEGER,
+    stream       INTEGER,
+    started_ns   INTEGER,
+    ended_ns     INTEGER
 );
 CREATE INDEX ledger_ended ON ledger (ended_ns, request_id);
 CREATE INDEX ledger_key ON ledger (key_id, ended_ns, request_id);
@@ -49,14 +52,14 @@ CREATE INDEX ledger_customer ON ledger (customer_id, ended_ns, request_id) WHERE
 -- Spend per scope per UTC hour (hour: Unix seconds of its start), updated in
 -- the ledger's transaction for the rows actually inserted.
 CREATE TABLE spend_hourly (
-    scope_kind INTEGER NOT NULL,
-    scope_id   TEXT    NOT NULL,
-    hour       INTEGER NOT NULL,
-    cost       INTEGER NOT NULL,
-    requests   INTEGER NOT NULL,
-    tokens     INTEGER NOT NULL,
+    scope_kind INTEGER,
+    scope_id   TEXT   ,
+    hour       INTEGER,
+    cost       INTEGER,
+    requests   INTEGER,
+    tokens     INTEGER,
     PRIMARY KEY (scope_kind, scope_id, hour)
-) WITHOUT ROWID;
+);
 
 -- The admin change log.
 CREATE TABLE audit (
