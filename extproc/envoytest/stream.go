@@ -42,8 +42,12 @@ type Stream struct {
 	streamClosed bool
 	recv         chan recvItem
 	readerDone   chan struct{}
-	bg           sync.WaitGroup
-	sentFirst    bool
+	// direct is the in-process pipe of a Direct stream, read without a reader
+	// goroutine; directEnded once its final status was handled.
+	direct      *directPipe
+	directEnded bool
+	bg          sync.WaitGroup
+	sentFirst   bool
 
 	req, resp direction
 
@@ -380,9 +384,14 @@ func (s *Stream) waitFor(done func() bool) {
 			}
 			timerC = timer.C
 		}
+		dresps, ddone := s.directChans()
 		select {
 		case it := <-s.recv:
 			s.onRecv(it)
+		case r := <-dresps:
+			s.onRecv(recvItem{resp: r})
+		case <-ddone:
+			s.onRecv(s.directFinal())
 		case <-timerC:
 			s.onTimer()
 		case <-s.ctx.Done():
@@ -406,9 +415,16 @@ func (s *Stream) catchUp() bool {
 // fires a message timer that expired meanwhile.
 func (s *Stream) drain() {
 	for !s.complete {
+		dresps, ddone := s.directChans()
 		select {
 		case it := <-s.recv:
 			s.onRecv(it)
+			continue
+		case r := <-dresps:
+			s.onRecv(recvItem{resp: r})
+			continue
+		case <-ddone:
+			s.onRecv(s.directFinal())
 			continue
 		default:
 		}
@@ -499,10 +515,42 @@ func (s *Stream) open() bool {
 		return false
 	}
 	s.grpc, s.streamCancel = st, cancel
+	if ds, ok := st.(*directStream); ok {
+		// In-process: select on the pipe itself, one goroutine hop less.
+		s.direct = ds.p
+		return true
+	}
 	s.recv = make(chan recvItem, 16)
 	s.readerDone = make(chan struct{})
 	go read(sctx, st, s.recv, s.readerDone)
 	return true
+}
+
+// directChans are the channels to select on for a Direct stream (nil
+// otherwise, which never fires).
+func (s *Stream) directChans() (<-chan *extprocv3.ProcessingResponse, <-chan struct{}) {
+	if s.direct == nil {
+		return nil, nil
+	}
+	if s.directEnded {
+		return s.direct.resps, nil
+	}
+	return s.direct.resps, s.direct.done
+}
+
+// directFinal is the next item once the server returned: the replies it sent
+// first, then its status (io.EOF for OK), once.
+func (s *Stream) directFinal() recvItem {
+	select {
+	case r := <-s.direct.resps:
+		return recvItem{resp: r}
+	default:
+	}
+	s.directEnded = true
+	if s.direct.final == nil {
+		return recvItem{err: io.EOF}
+	}
+	return recvItem{err: s.direct.final}
 }
 
 func read(ctx context.Context, st extprocv3.ExternalProcessor_ProcessClient, out chan<- recvItem, done chan<- struct{}) {
@@ -537,6 +585,9 @@ func (s *Stream) closeStream() {
 		return
 	}
 	done, cancel, wait := s.readerDone, s.streamCancel, s.cfg.RemoteCloseTimeout
+	if s.direct != nil {
+		done = s.direct.done
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
