@@ -574,8 +574,9 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			} else {
 				w.CreatedAt = a.now
 			}
+			current := found && len(cur.Hashes) > 0 && cur.Hashes[0].Hash == secret.Hash(sec)
 			switch {
-			case sec != "" && !(found && len(cur.Hashes) > 0 && cur.Hashes[0].Hash == secret.Hash(sec)):
+			case sec != "" && !current:
 				w.Hashes, w.Prefix = []store.KeyHash{{Hash: secret.Hash(sec)}}, sec[:len(KeySecretPrefix)+4]
 			case sec == "" && !found:
 				gen, h, prefix := newKeySecret()

@@ -505,7 +505,7 @@ func priceDefaults(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		return r.emit(resp, func() {
-			fmt.Fprintf(r.out, "%d default prices stored: %s\n", len(resp.GetModels()), strings.Join(resp.GetModels(), ", "))
+			_, _ = fmt.Fprintf(r.out, "%d default prices stored: %s\n", len(resp.GetModels()), strings.Join(resp.GetModels(), ", "))
 		})
 	}
 }

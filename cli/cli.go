@@ -69,7 +69,7 @@ func Usage(w io.Writer) {
 		width = max(width, len(lines[i]))
 	}
 	for i, c := range sorted {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, lines[i], c.help)
+		_, _ = fmt.Fprintf(&b, "  %-*s  %s\n", width, lines[i], c.help)
 	}
 	b.WriteString(`
   Flags of every command: --addr HOST:PORT (or TOLLGATE_ADDR, default 127.0.0.1:9090),
@@ -138,7 +138,7 @@ func runCommand(ctx context.Context, cmd *command, args []string, stdout, stderr
 	output := fs.String("o", "table", "output format: table or json")
 	run := cmd.setup(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: tollgate %s %s\n  %s\n\nflags:\n", cmd.name(), cmd.args, cmd.help)
+		_, _ = fmt.Fprintf(stderr, "usage: tollgate %s %s\n  %s\n\nflags:\n", cmd.name(), cmd.args, cmd.help)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)

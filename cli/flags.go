@@ -255,7 +255,7 @@ func (p *pageFlags) each(r *runner, fetch func(token string, size int32) (string
 			return nil
 		}
 		if one {
-			fmt.Fprintf(r.errOut, "more: --page-token %s\n", next)
+			_, _ = fmt.Fprintf(r.errOut, "more: --page-token %s\n", next)
 			return nil
 		}
 		token = next

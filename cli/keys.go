@@ -63,7 +63,7 @@ func (r *runner) showSecret(m interface {
 ) error {
 	return r.emit(resp, func() {
 		r.fields(append([][2]string{{"SECRET", m.GetSecret()}}, keyFields(m.GetKey())...))
-		fmt.Fprintln(r.errOut, "The secret is shown only now: store it safely.")
+		_, _ = fmt.Fprintln(r.errOut, "The secret is shown only now: store it safely.")
 	})
 }
 
@@ -187,7 +187,7 @@ func keyRevoke(*flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.emit(resp, func() { fmt.Fprintf(r.out, "key %s revoked\n", resp.GetKey().GetId()) })
+		return r.emit(resp, func() { _, _ = fmt.Fprintf(r.out, "key %s revoked\n", resp.GetKey().GetId()) })
 	}
 }
 

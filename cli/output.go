@@ -31,9 +31,9 @@ func (r *runner) emit(m proto.Message, table func()) error {
 // table prints aligned columns.
 func (r *runner) table(header []string, rows [][]string) {
 	w := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, strings.Join(header, "\t"))
+	_, _ = fmt.Fprintln(w, strings.Join(header, "\t"))
 	for _, row := range rows {
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		_, _ = fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
 	_ = w.Flush()
 }
@@ -42,7 +42,7 @@ func (r *runner) table(header []string, rows [][]string) {
 func (r *runner) fields(pairs [][2]string) {
 	w := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', 0)
 	for _, p := range pairs {
-		fmt.Fprintf(w, "%s\t%s\n", p[0], p[1])
+		_, _ = fmt.Fprintf(w, "%s\t%s\n", p[0], p[1])
 	}
 	_ = w.Flush()
 }

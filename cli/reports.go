@@ -262,7 +262,7 @@ func adminKeyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		return r.emit(resp, func() {
 			row := credRow(resp.GetCredential())
 			r.fields([][2]string{{"SECRET", resp.GetSecret()}, {"ID", row[0]}, {"ROLE", row[1]}, {"TEAM", row[2]}, {"CREATED", row[3]}})
-			fmt.Fprintln(r.errOut, "The secret is shown only now: store it safely.")
+			_, _ = fmt.Fprintln(r.errOut, "The secret is shown only now: store it safely.")
 		})
 	}
 }
@@ -368,9 +368,9 @@ func applyFile(*flag.FlagSet) func(*runner, []string) error {
 				}
 			}
 			r.table([]string{"CHANGE", "OBJECT"}, rows)
-			fmt.Fprintf(r.out, "%d created, %d updated, %d unchanged\n", len(resp.GetCreated()), len(resp.GetUpdated()), len(resp.GetUnchanged()))
+			_, _ = fmt.Fprintf(r.out, "%d created, %d updated, %d unchanged\n", len(resp.GetCreated()), len(resp.GetUpdated()), len(resp.GetUnchanged()))
 			for _, id := range slices.Sorted(maps.Keys(resp.GetSecrets())) {
-				fmt.Fprintf(r.out, "secret of key %s (shown only now): %s\n", id, resp.GetSecrets()[id])
+				_, _ = fmt.Fprintf(r.out, "secret of key %s (shown only now): %s\n", id, resp.GetSecrets()[id])
 			}
 		})
 	}
