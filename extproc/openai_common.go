@@ -37,7 +37,27 @@ type openAIFormat struct {
 	reported bool
 	text     int64 // generated text bytes seen in the stream
 	onEvent  func(ev sseEvent)
+
+	// strip: the gateway added include_usage, so the usage-only event the
+	// client never asked for is removed from the stream (clients that read
+	// choices[0] of every chunk would break on it). The bytes of an event are
+	// held until the event is complete.
+	strip   bool
+	held    []byte // raw bytes of the incomplete event, from earlier chunks
+	chunk   []byte // the chunk being fed
+	last    int    // offset in chunk where the current event's bytes start
+	out     []byte
+	dropped bool // an event of the current chunk was removed
+	// pendLF: the last chunk ended with the CR of an event's closing CRLF;
+	// a leading LF in the next chunk belongs to that event (kept or dropped).
+	pendLF int8
 }
+
+const (
+	lfNone int8 = iota
+	lfKeep
+	lfDrop
+)
 
 // rewrite edits the client's body for the provider: the model renamed,
 // stream_options.include_usage forced on streams, max tokens clamped.
@@ -69,6 +89,7 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 		}
 	}
 	if op.streamUsage && in.Stream {
+		o.strip = !in.IncludeUsage
 		so := f.streamOptions
 		switch {
 		case !so.ok():
@@ -162,21 +183,55 @@ func (o *openAIFormat) Response(body []byte) ([]byte, kernel.Usage, error) {
 	return body, u.kernel(), nil
 }
 
-// StreamChunk reads usage and text from OpenAI's SSE events; the bytes pass
-// unchanged.
+// StreamChunk reads usage and text from OpenAI's SSE events. The bytes pass
+// unchanged, except for the usage event when the client did not ask for it.
 func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	if o.onEvent == nil {
 		o.onEvent = o.event
 	}
-	if err := o.sse.Feed(chunk, o.onEvent); err != nil {
+	o.chunk, o.last, o.dropped = chunk, 0, false
+	heldBefore := len(o.held)
+	o.out = o.out[:0]
+	if o.pendLF != lfNone && len(chunk) > 0 {
+		if chunk[0] == '\n' {
+			if o.pendLF == lfKeep {
+				o.out = append(o.out, '\n')
+			} else {
+				o.dropped = true
+			}
+			o.last = 1
+		}
+		o.pendLF = lfNone
+	}
+	err := o.sse.Feed(chunk, o.onEvent)
+	if err == nil && eos {
+		err = o.sse.Flush(o.onEvent)
+	}
+	if !o.strip || err != nil {
+		// Passthrough (or a stream we can no longer parse: stop holding).
+		if o.strip && len(o.held) > 0 {
+			out := append(o.held, chunk...)
+			o.held, o.strip = nil, false
+			return out, err
+		}
+		o.strip = false
 		return chunk, err
 	}
+	rest := chunk[o.last:]
 	if eos {
-		if err := o.sse.Flush(o.onEvent); err != nil {
-			return chunk, err
+		if o.dropped && o.last == len(chunk) && o.sse.pos == -1 {
+			rest = nil
 		}
+		o.out = append(o.out, o.held...)
+		o.out = append(o.out, rest...)
+		o.held = o.held[:0]
+	} else {
+		o.held = append(o.held, rest...)
 	}
-	return chunk, nil
+	if !o.dropped && heldBefore == 0 && len(o.held) == 0 {
+		return chunk, nil // whole events, none removed: unchanged
+	}
+	return bytes.Clone(o.out), nil
 }
 
 var (
@@ -185,20 +240,67 @@ var (
 )
 
 func (o *openAIFormat) event(ev sseEvent) {
-	if bytes.Equal(ev.Data, doneData) {
+	drop := o.read(ev)
+	if !o.strip {
 		return
+	}
+	if o.sse.pos < 0 { // dispatched by Flush: the event's bytes are all held
+		if drop {
+			o.held = o.held[:0]
+			o.dropped = true
+		}
+		return
+	}
+	raw := o.chunk[o.last:o.sse.pos]
+	if drop {
+		o.dropped = true
+	} else {
+		o.out = append(o.out, o.held...)
+		o.out = append(o.out, raw...)
+	}
+	o.held = o.held[:0]
+	o.last = o.sse.pos
+	if o.last == len(o.chunk) && o.last > 0 && o.chunk[o.last-1] == '\r' {
+		o.pendLF = lfKeep
+		if drop {
+			o.pendLF = lfDrop
+		}
+	}
+}
+
+// read takes usage and text from one event; it reports whether the event is
+// the usage-only one (empty choices, usage set).
+func (o *openAIFormat) read(ev sseEvent) bool {
+	if bytes.Equal(ev.Data, doneData) {
+		return false
 	}
 	o.text += textBytes(ev.Data)
 	if !bytes.Contains(ev.Data, usageKey) {
-		return
+		return false
 	}
-	v, err := topLevelMember(ev.Data, "usage")
+	usage, choices := absent, absent
+	_, err := scanObject(ev.Data, 0, true, func(key []byte, v span) error {
+		switch {
+		case keyIs(key, "usage"):
+			usage = v
+		case keyIs(key, "choices"):
+			choices = v
+		}
+		return nil
+	})
 	if err != nil {
-		return
+		return false
 	}
-	if u, ok := parseOpenAIUsage(ev.Data, v); ok {
-		o.usage, o.reported = u.kernel(), true
+	u, ok := parseOpenAIUsage(ev.Data, usage)
+	if !ok {
+		return false
 	}
+	o.usage, o.reported = u.kernel(), true
+	return choices.ok() && isEmptyArray(ev.Data, choices)
+}
+
+func isEmptyArray(b []byte, v span) bool {
+	return b[v.start] == '[' && b[skipSpace(b, v.start+1)] == ']'
 }
 
 // StreamUsage is the usage reported by the stream, or an estimate of the output

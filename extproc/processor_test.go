@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,31 +88,42 @@ func streamBody(withUsage bool) string {
 
 func TestChatStream(t *testing.T) {
 	body := streamBody(true)
-	for _, size := range []int{3, 17, 64, 4096} {
-		t.Run("chunks of "+strconv.Itoa(size), func(t *testing.T) {
-			e := newTestEnv(t)
-			up := &recorder{resp: sseResponse(body, size)}
-			req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-			resp := e.do(t, post("/v1/chat/completions", clientKey, req), up.upstream)
+	usageEvent := "data: " + streamUsageEvent + "\n\n"
+	for _, asked := range []bool{false, true} {
+		for _, size := range []int{3, 17, 64, 4096} {
+			t.Run(fmt.Sprintf("include_usage=%v/chunks of %d", asked, size), func(t *testing.T) {
+				e := newTestEnv(t)
+				up := &recorder{resp: sseResponse(body, size)}
+				req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+				if asked {
+					req = `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true}}`
+				}
+				resp := e.do(t, post("/v1/chat/completions", clientKey, req), up.upstream)
 
-			var sent map[string]any
-			require.NoError(t, json.Unmarshal(up.last(t).Body, &sent))
-			require.Equal(t, map[string]any{"include_usage": true}, sent["stream_options"])
+				var sent map[string]any
+				require.NoError(t, json.Unmarshal(up.last(t).Body, &sent))
+				require.Equal(t, map[string]any{"include_usage": true}, sent["stream_options"])
 
-			require.Equal(t, 200, resp.Status)
-			require.Equal(t, body, string(resp.Body), "SSE passes unchanged")
-			require.False(t, resp.Headers.Has("content-length"), "content-length removed on STREAMED")
-			require.NotEmpty(t, resp.Headers.Value(hdrRequestID))
-			require.False(t, resp.Headers.Has(hdrCost), "headers are gone before the cost is known")
-			if size < len(body) {
-				require.Greater(t, len(resp.Chunks), 1, "mode_override switched the response to STREAMED")
-			}
-			recs := e.acct.Records()
-			require.Len(t, recs, 1)
-			require.Equal(t, kernel.Usage{Input: 10, CachedInput: 2, Output: 4, Reasoning: 1}, recs[0].Usage)
-			require.Equal(t, kernel.StatusCompleted, recs[0].Status)
-			require.True(t, recs[0].Stream)
-		})
+				require.Equal(t, 200, resp.Status)
+				if asked {
+					require.Equal(t, body, string(resp.Body), "SSE passes unchanged")
+				} else {
+					require.Equal(t, strings.Replace(body, usageEvent, "", 1), string(resp.Body),
+						"the usage event the client did not ask for is removed, nothing else")
+				}
+				require.False(t, resp.Headers.Has("content-length"), "content-length removed on STREAMED")
+				require.NotEmpty(t, resp.Headers.Value(hdrRequestID))
+				require.False(t, resp.Headers.Has(hdrCost), "headers are gone before the cost is known")
+				if size < len(body) {
+					require.Greater(t, len(resp.Chunks), 1, "mode_override switched the response to STREAMED")
+				}
+				recs := e.acct.Records()
+				require.Len(t, recs, 1)
+				require.Equal(t, kernel.Usage{Input: 10, CachedInput: 2, Output: 4, Reasoning: 1}, recs[0].Usage)
+				require.Equal(t, kernel.StatusCompleted, recs[0].Status)
+				require.True(t, recs[0].Stream)
+			})
+		}
 	}
 }
 

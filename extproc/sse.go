@@ -28,10 +28,14 @@ type sseParser struct {
 	event   []byte
 	hasData bool
 	skipLF  bool // the previous chunk ended with CR: a leading LF belongs to it
+	// pos is, during a callback from Feed, the offset in the fed chunk just
+	// past the blank line that dispatched the event (-1 from Flush).
+	pos int
 }
 
 // Feed parses chunk and calls fn for every event it completes.
 func (p *sseParser) Feed(chunk []byte, fn func(ev sseEvent)) error {
+	total := len(chunk)
 	if p.skipLF && len(chunk) > 0 {
 		if chunk[0] == '\n' {
 			chunk = chunk[1:]
@@ -65,6 +69,7 @@ func (p *sseParser) Feed(chunk []byte, fn func(ev sseEvent)) error {
 			}
 		}
 		chunk = chunk[i+1:]
+		p.pos = total - len(chunk)
 		if err := p.processLine(line, fn); err != nil {
 			return err
 		}
@@ -90,6 +95,7 @@ func lineEnd(b []byte) int {
 // Flush ends the stream: an event whose closing blank line never came is
 // dispatched anyway (providers sometimes omit it after the last event).
 func (p *sseParser) Flush(fn func(ev sseEvent)) error {
+	p.pos = -1
 	if len(p.line) > 0 {
 		if err := p.processLine(p.line, fn); err != nil {
 			return err

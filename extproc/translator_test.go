@@ -299,3 +299,35 @@ func TestUpstreamError(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestStripUsageEvent: whatever the chunking, the output is the input without
+// the usage-only event, and usage is still read.
+func TestStripUsageEvent(t *testing.T) {
+	usageEvent := "data: " + streamUsageEvent + "\r\n\r\n"
+	stream := strings.ReplaceAll(openAIStream, "\n", "\r\n")
+	cut := strings.Index(stream, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[],")
+	require.Positive(t, cut)
+	want := stream[:cut] + stream[cut+len(usageEvent):]
+	for i := 0; i <= len(stream); i += 7 {
+		for _, j := range []int{i, min(i+1, len(stream)), min(i+150, len(stream)), len(stream)} {
+			_, in, err := parseRequest(APIChat, []byte(`{"model":"m","stream":true}`))
+			require.NoError(t, err)
+			tr := newTranslator(APIChat, ProviderOpenAI)
+			_, err = tr.Request(in, &Target{ProviderModel: "m"})
+			require.NoError(t, err)
+			var got []byte
+			for _, c := range []string{stream[:i], stream[i:j], stream[j:]} {
+				out, err := tr.StreamChunk([]byte(c), false)
+				require.NoError(t, err)
+				got = append(got, out...)
+			}
+			out, err := tr.StreamChunk(nil, true)
+			require.NoError(t, err)
+			got = append(got, out...)
+			require.Equal(t, want, string(got), "split at %d, %d", i, j)
+			u, reported := tr.StreamUsage()
+			require.True(t, reported)
+			require.Equal(t, int64(10), u.Input)
+		}
+	}
+}
