@@ -22,6 +22,7 @@ var (
 	// ErrUnavailable: Redis (or, for seeding, the ledger) cannot be reached and
 	// the failure policy is FailClosed. The gateway answers 503.
 	ErrUnavailable = errors.New("redis: counters unavailable")
+	errClosed      = errors.New("redis: counters closed")
 )
 
 // SeedFunc reads what the durable ledger charged to scope for requests that
@@ -49,6 +50,9 @@ type options struct {
 	policy   FailurePolicy
 	logger   *slog.Logger
 	scopeTTL time.Duration
+	workers  int
+	batch    int
+	timeout  time.Duration
 }
 
 // WithPrefix sets the key prefix (default "tg"). Every key is in the hash slot
@@ -57,6 +61,17 @@ func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // WithFailurePolicy sets what happens when Redis is unreachable (default FailClosed).
 func WithFailurePolicy(p FailurePolicy) Option { return func(o *options) { o.policy = p } }
+
+// WithPipeline sets how many pipelines may be in flight (workers, default 4)
+// and how many script calls one pipeline carries at most (default 128).
+func WithPipeline(workers, maxBatch int) Option {
+	return func(o *options) { o.workers, o.batch = max(workers, 1), max(maxBatch, 1) }
+}
+
+// WithTimeout bounds one round trip to Redis (default 2s).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = max(d, time.Millisecond) }
+}
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -70,6 +85,7 @@ type Counters struct {
 	seed SeedFunc
 	opts options
 	tag  string // "{prefix}:"
+	pipe *pipeliner
 
 	mu    sync.Mutex
 	cache map[string]*record // reservations admitted by this replica, for Settle
@@ -87,15 +103,22 @@ type windowID struct {
 
 // New returns Counters over client; seed rebuilds budget windows from the ledger.
 func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counters {
-	o := options{prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour}
+	o := options{
+		prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour,
+		workers: 4, batch: 128, timeout: 2 * time.Second,
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	return &Counters{
 		rdb: client, seed: seed, opts: o, tag: "{" + o.prefix + "}:",
+		pipe:  newPipeliner(client, o.workers, o.batch, o.timeout),
 		cache: make(map[string]*record), local: kernel.NewState(), localSeeded: make(map[windowID]bool),
 	}
 }
+
+// Close stops the pipeline goroutines. It does not close the Redis client.
+func (c *Counters) Close() { c.pipe.close() }
 
 // record is a reservation as stored in Redis (field "d" of its hash, JSON).
 type record struct {
@@ -254,9 +277,13 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	args = append(args, budgetArgs...)
 
 	for attempt := 0; ; attempt++ {
-		res, err := admitLua.Run(ctx, c.rdb, keys, args...).Slice()
+		v, err := c.pipe.do(ctx, admitLua, keys, args...)
 		if err != nil {
 			return kernel.Decision{}, unavailable("admit", err)
+		}
+		res, ok := v.([]any)
+		if !ok || len(res) == 0 {
+			return kernel.Decision{}, fmt.Errorf("redis: admit: unexpected reply %v", v)
 		}
 		switch code := toInt(res[0]); code {
 		case replyDuplicate:
@@ -408,7 +435,7 @@ func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost i
 	args = append(args, rec.ID, len(rec.Scopes), len(rec.Windows), len(ttls), cost, b2i(fix), actual,
 		floorDiv(nowN, int64(time.Minute)))
 	args = append(args, ttls...)
-	res, err := settleLua.Run(ctx, c.rdb, keys, args...).Result()
+	res, err := c.pipe.do(ctx, settleLua, keys, args...)
 	if err != nil {
 		return false, 0, 0, unavailable("settle", err)
 	}

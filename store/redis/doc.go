@@ -43,6 +43,13 @@
 // (kernel.Cost) from the price saved with the reservation; the admitting
 // replica keeps the reservation in memory so Settle is one round trip.
 //
+// # Pipelining
+
+// Script calls of concurrent callers are sent in pipelines (WithPipeline: a few
+// goroutines each take what is queued, up to a bound, without waiting), so Redis
+// answers many admissions per system call; a lone caller pays no extra delay.
+// Close stops these goroutines.
+
 // # Redis holds no truth the ledger cannot rebuild
 //
 // A budget window is usable only once seeded: when admission meets a window

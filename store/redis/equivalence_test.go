@@ -23,6 +23,7 @@ func TestSameAsKernel(t *testing.T) {
 		p := prefix(t, rdb)
 		k := kernel.NewState()
 		c := tgredis.New(rdb, zeroSeed, tgredis.WithPrefix(p))
+		defer c.Close()
 
 		daily := kernel.Period{Kind: kernel.PeriodDaily}
 		total := kernel.Period{Kind: kernel.PeriodTotal}

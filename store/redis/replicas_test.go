@@ -50,6 +50,7 @@ func newReplica(t testing.TB, redisURL, pgURL, pfx string, opts ...tgredis.Optio
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		r.counters.Close()
 		_ = st.Close(ctx)
 		_ = rdb.Close()
 	})

@@ -65,7 +65,7 @@ local function affordable(avail, n)
   return lo
 end
 
-local f, m, r, k = {}, {}, {}, {}
+local f, m, r, k, rolled = {}, {}, {}, {}, {}
 local lim = {}
 local a = 18
 for i = 1, nS do
@@ -74,7 +74,8 @@ for i = 1, nS do
   m[i] = tonumber(v[2] or '-1')
   r[i] = tonumber(v[3] or '0')
   k[i] = tonumber(v[4] or '0')
-  if minute > m[i] then m[i], r[i], k[i] = minute, 0, 0 end
+  rolled[i] = minute > m[i]
+  if rolled[i] then m[i], r[i], k[i] = minute, 0, 0 end
   lim[i] = {tonumber(ARGV[a]), tonumber(ARGV[a+1]), tonumber(ARGV[a+2]), tonumber(ARGV[a+3]),
     tonumber(ARGV[a+4]), tonumber(ARGV[a+5]), tonumber(ARGV[a+6])}
   a = a + 7
@@ -123,7 +124,7 @@ local ttl = tonumber(ARGV[15])
 for i = 1, nS do
   redis.call('HSET', KEYS[2+i], 'f', I(f[i] + 1), 'm', I(m[i]), 'r', I(r[i] + 1), 'k', I(k[i] + tokens))
   r[i], k[i] = r[i] + 1, k[i] + tokens
-  redis.call('EXPIRE', KEYS[2+i], ttl)
+  if rolled[i] then redis.call('EXPIRE', KEYS[2+i], ttl) end -- refreshed once a minute
 end
 if reserved > 0 then
   for w = 1, nW do redis.call('HINCRBY', KEYS[2+nS+w], 'rs', I(reserved)) end
