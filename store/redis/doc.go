@@ -44,12 +44,12 @@
 // replica keeps the reservation in memory so Settle is one round trip.
 //
 // # Pipelining
-
+//
 // Script calls of concurrent callers are sent in pipelines (WithPipeline: a few
 // goroutines each take what is queued, up to a bound, without waiting), so Redis
 // answers many admissions per system call; a lone caller pays no extra delay.
 // Close stops these goroutines.
-
+//
 // # Redis holds no truth the ledger cannot rebuild
 //
 // A budget window is usable only once seeded: when admission meets a window
@@ -62,7 +62,11 @@
 // gone: their in-flight slots and reservations are freed and their settlements
 // reach the ledger only (the counters learn them at the next seeding), and
 // settlements still queued in the ledger writer at the moment of seeding are
-// not counted until the window is seeded again.
+// not counted until the window is seeded again. A SeedFunc should therefore
+// Flush the replica's ledger before reading it (the tests do); entries still
+// queued by other replicas while PostgreSQL was down are the remaining gap,
+// bounded by their queues, and only matter when Redis and PostgreSQL fail
+// together.
 //
 // # Failure policy
 //
