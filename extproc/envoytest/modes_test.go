@@ -590,3 +590,17 @@ func TestConcurrentStreams(t *testing.T) {
 		require.Len(t, fake.received(), 4*n)
 	})
 }
+
+// TestCloseWhileWaiting: Close from another goroutine resets a call that
+// waits for a processor that never answers.
+func TestCloseWhileWaiting(t *testing.T) {
+	fake := newFake(func(*extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) { return nil, nil })
+	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	time.AfterFunc(20*time.Millisecond, s.Close)
+	start := time.Now()
+	_, err := s.RequestHeaders(getRequest().Headers, true)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), time.Second)
+	s.Close()
+	require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
+}

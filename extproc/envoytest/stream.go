@@ -25,8 +25,10 @@ import (
 //
 // Calls follow the HTTP message: RequestHeaders, then RequestBody chunks and
 // RequestTrailers unless the headers ended the request, then the same for the
-// response. Each call returns what Envoy does next. Calls must not overlap;
-// a Stream is not for concurrent use. Close ends it (R1.8d).
+// response. Each call returns what Envoy does next. Calls must not overlap
+// (they are serialised); Close may come from any goroutine and ends the
+// stream (R1.8d). Cancelling the context given to Start resets the HTTP
+// stream: a waiting call returns the context's error.
 type Stream struct {
 	c      *Client
 	cfg    *Config
@@ -199,10 +201,15 @@ func (s *Stream) ResponseTrailers(h Headers) (*Result, error) {
 
 // Close ends the filter: the HTTP stream ended or was reset (R1.8d). It
 // half-closes and cancels the gRPC stream (waiting up to RemoteCloseTimeout
-// for the server first with GracefulClose) and frees everything. It is safe to
-// call more than once.
+// for the server first with GracefulClose) and frees everything. It may be
+// called from another goroutine while a call waits for the processor: that is
+// an HTTP stream reset, the waiting call returns context.Canceled. It is safe
+// to call more than once.
 func (s *Stream) Close() {
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		s.cancel() // a call is waiting: reset, so that it returns
+		s.mu.Lock()
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return
