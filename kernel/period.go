@@ -40,16 +40,18 @@ func (p Period) Window(now time.Time) (start, end time.Time) {
 		anchor := p.anchor()
 		for {
 			d := now.Sub(anchor)
+			if d == maxDuration || d == minDuration {
+				// now.Sub saturates more than ~292 years away: step closer, by
+				// whole periods, and retry.
+				anchor = anchor.Add(d / p.Every * p.Every)
+				continue
+			}
 			k := d / p.Every
 			if d%p.Every < 0 {
 				k--
 			}
 			start = anchor.Add(k * p.Every)
-			// now.Sub saturates more than ~292 years away: step closer and retry.
-			if d != maxDuration && d != minDuration || start.Equal(anchor) {
-				return start, start.Add(p.Every)
-			}
-			anchor = start
+			return start, start.Add(p.Every)
 		}
 	default:
 		return time.Time{}, EndOfTime
@@ -260,6 +262,9 @@ func (p Period) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes. It also accepts the kind as a
 // number and every as nanoseconds. A rolling period needs a positive every.
 func (p *Period) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil // like the standard decoders: null leaves the value alone
+	}
 	var in periodJSON
 	if err := json.Unmarshal(data, &in); err != nil {
 		return &parseError{err: ErrBadPeriod, text: err.Error()}
