@@ -58,8 +58,8 @@ Try it:
   curl %[1]s/v1/chat/completions -H "Authorization: Bearer %[4]s" \
     -H "Content-Type: application/json" -d '{"model":"demo","messages":[{"role":"user","content":"Hello"}]}'
 
-  OPENAI_BASE_URL=%[1]s/v1 OPENAI_API_KEY=%[4]s node -e \
-    'const O=require("openai");new O().chat.completions.create({model:"demo",messages:[{role:"user",content:"Hi"}]}).then(r=>console.log(r.choices[0].message.content))'
+  Any OpenAI SDK: OPENAI_BASE_URL=%[1]s/v1 OPENAI_API_KEY=%[4]s
+  Anthropic SDK / Claude Code: ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=%[4]s
 
 Press Ctrl-C to stop.
 `, url, g.AdminAddr, upstream, keySecret)
