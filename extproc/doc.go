@@ -1,17 +1,59 @@
 // Package extproc is Tollgate's Envoy ext_proc server: the gateway logic of one
 // HTTP request, driven over one gRPC stream per request.
 //
-// It owns the request lifecycle of DESIGN.md: authenticate the virtual key at
-// request headers, parse the few fields it needs from the buffered request body,
-// resolve the model to a deployment, admit the request (rate limits, budgets),
-// rewrite the request for the provider (routing header, credentials, path, body),
-// switch SSE responses to STREAMED, read usage from JSON bodies and SSE events,
-// and settle exactly once per admitted request — also when the request ends
-// abnormally.
+// It owns the request lifecycle of DESIGN.md:
 //
-// Endpoints are small specs registered by path (endpoints.go); providers are
-// Translators, one file per client-API × provider pair (chat_openai.go,
-// chat_azure.go, ...), registered by API and provider type.
+//   - request headers: the endpoint is looked up by exact path (endpoints.go;
+//     unknown path or method → 404), the virtual key is read from
+//     "Authorization: Bearer", x-api-key or api-key and authenticated (401);
+//     GET /v1/models is answered at once; otherwise CONTINUE, the headers stay
+//     held because the request body is BUFFERED.
+//   - request body: one scan of the JSON (no decode) finds model, stream,
+//     max_tokens/max_completion_tokens, user, stream_options; malformed JSON is
+//     a 400 naming line, column and byte; a duplicated model/stream/max_tokens/
+//     user field is refused (parsers disagree on which copy wins). The model is
+//     resolved (404/403), the request admitted on every scope of the key plus
+//     the end customer (x-tollgate-customer header, else the user field), and
+//     the reply rewrites the request for the provider: x-tollgate-route always
+//     overwritten, the client's credentials removed and the provider's set,
+//     :path, the body edited in place (model renamed, include_usage forced on
+//     streams, max tokens clamped), content-length set or removed,
+//     clear_route_cache=true.
+//   - response headers: a 2xx text/event-stream switches the response body to
+//     STREAMED (mode_override) and drops content-length; x-tollgate-request-id
+//     and the x-ratelimit-* of the key are added.
+//   - response body: JSON bodies give usage and the cost is settled while the
+//     headers are still held (x-tollgate-cost, in dollars); SSE chunks, split
+//     anywhere, are parsed incrementally and usage taken from the final events;
+//     the usage event the gateway asked for is removed when the client did not.
+//     Upstream errors are rewritten into OpenAI's error shape with the upstream
+//     status, with anything key-like redacted.
+//
+// Settlement happens exactly once per admitted request, on every path: at the
+// end of the body or at the trailers, or — when the stream ends early (client
+// disconnect, upstream reset, stream cancelled) — from what was observed, as
+// StatusAborted: reported usage if it arrived, otherwise the input estimated
+// from the prompt bytes (4 bytes a token) and the output from the streamed
+// text. A request that produced tokens is never settled at $0. Upstream errors
+// settle as StatusFailed with zero usage.
+//
+// Client errors use OpenAI's shape {"error":{"message","type","param","code"}}:
+//
+//	400 invalid_request_error (code invalid_json for malformed bodies)
+//	401 invalid_api_key        missing, unknown, expired or revoked key
+//	403 model_not_allowed
+//	404 model_not_found, unknown_url
+//	413 request_too_large      body above WithMaxBodyBytes
+//	429 rate_limit_exceeded    with retry-after, retry-after-ms, x-ratelimit-*
+//	400 budget_exceeded        type and code budget_exceeded, as LiteLLM: a
+//	                           budget does not refill by retrying, so not a 429
+//	503 service_unavailable    Catalog or Accountant failing
+//
+// Endpoints are small specs registered by path; providers are Translators, one
+// file per client-API × provider pair (chat_openai.go, chat_azure.go, ...),
+// registered by API and provider type. Everything a request needs lives in its
+// stream; the Processor holds only immutable configuration, so there is no
+// lock on the request path.
 //
 // Imports: kernel, Envoy's protos, grpc. It never imports store/, admin/, xds/
 // or edge/: configuration and accounting reach it only through the Catalog and

@@ -287,7 +287,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(decisionError(d, in.Model))
 	}
 	s.admitted, s.decision = true, d
-	if d.Clamped && d.MaxTokens > 0 && !s.ep.NoOutput {
+	if !s.ep.NoOutput && d.MaxTokens > 0 && (d.Clamped || in.MaxTokens == 0 && strictBudget(scopes)) {
+		// The reservation covers d.MaxTokens output tokens: send that bound when
+		// the kernel lowered it, and when the client gave none while a strict
+		// budget applies (else the provider's own default could exceed it).
 		in.ClampMaxTokens = d.MaxTokens
 	}
 	out, err := tr.Request(in, target)
@@ -319,6 +322,20 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
 		RequestBody: &extprocv3.BodyResponse{Response: common},
 	}}
+}
+
+// strictBudget reports whether the request is under a strict budget: the key's
+// mode is Strict and some scope has a budget window.
+func strictBudget(scopes []kernel.Scope) bool {
+	if len(scopes) == 0 || scopes[0].Limits != nil && scopes[0].Limits.Mode != kernel.Strict {
+		return false
+	}
+	for _, sc := range scopes {
+		if sc.Limits != nil && len(sc.Limits.Budgets) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // customerID is the end customer of the request: the x-tollgate-customer header,

@@ -99,6 +99,40 @@ func TestClampMaxTokens(t *testing.T) {
 	require.GreaterOrEqual(t, n, 1.0)
 }
 
+func TestStrictBudgetBoundsOutput(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits *kernel.Limits
+		want   any // max_completion_tokens sent upstream; nil when absent
+	}{
+		{name: "no budget", limits: &kernel.Limits{}, want: nil},
+		{
+			name:   "strict budget",
+			limits: &kernel.Limits{Budgets: []kernel.BudgetWindow{{Limit: 100 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodDaily}}}},
+			want:   4096.0,
+		},
+		{
+			name: "estimate budget",
+			limits: &kernel.Limits{
+				Mode:    kernel.Estimate,
+				Budgets: []kernel.BudgetWindow{{Limit: 100 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodDaily}}},
+			},
+			want: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			e.cat.keys[clientKey].Scopes[0].Limits = tt.limits
+			up := &recorder{resp: jsonResponse(200, chatResponse)}
+			e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt-4o","messages":[]}`), up.upstream)
+			var sent map[string]any
+			require.NoError(t, json.Unmarshal(up.last(t).Body, &sent))
+			require.Equal(t, tt.want, sent["max_completion_tokens"])
+		})
+	}
+}
+
 func TestUpstreamErrors(t *testing.T) {
 	tests := []struct {
 		name   string
