@@ -37,6 +37,8 @@ type Config struct {
 	// request reply with a header_mutation, RETAIN never (R3.2).
 	RouteCacheAction extprocfilterv3.ExternalProcessor_RouteCacheAction
 
+	// DisableImmediateResponse makes an immediate_response spurious (R2.1).
+	DisableImmediateResponse bool
 	// ReceivingNamespaces are metadata_options.receiving_namespaces.untyped:
 	// the dynamic_metadata namespaces kept from replies (R2.6).
 	ReceivingNamespaces []string

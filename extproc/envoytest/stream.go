@@ -712,6 +712,10 @@ func (s *Stream) onMessage(r *extprocv3.ProcessingResponse) {
 	case *extprocv3.ProcessingResponse_ResponseTrailers:
 		err = s.resp.onTrailersResponse(v.ResponseTrailers)
 	case *extprocv3.ProcessingResponse_ImmediateResponse:
+		if s.cfg.DisableImmediateResponse {
+			err = failuref(ErrSpurious, "unhandled immediate response due to config disabled it") // R2.1
+			break
+		}
 		s.onImmediateResponse(v.ImmediateResponse)
 		return
 	default:

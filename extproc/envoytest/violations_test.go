@@ -366,6 +366,14 @@ func violationCases() []violationCase {
 			},
 		},
 		{
+			name: "immediate response with disable_immediate_response is spurious",
+			cfg:  func(c *Config) { c.DisableImmediateResponse = true },
+			handle: onRequestHeaders(func(*extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
+				return one(immediate(typev3.StatusCode_Forbidden, "no", "", nil))
+			}),
+			check: wantLocal(500, "unhandled_immediate_response_due_to_config_disabled_it", ErrSpurious),
+		},
+		{
 			name:   "gRPC error: status_on_error",
 			handle: failOnRequestBody(status.Error(codes.Unavailable, "store down")),
 			check:  wantLocal(500, "ext_proc_error_gRPC_error_14{store_down}", ErrGRPC),
