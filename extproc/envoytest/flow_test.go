@@ -3,6 +3,7 @@ package envoytest
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -161,4 +162,36 @@ func TestStreamedResponseOverride(t *testing.T) {
 		require.True(t, got[6].GetResponseBody().GetEndOfStream())
 		require.Empty(t, got[6].GetResponseBody().GetBody())
 	})
+}
+
+// TestUpstreamReset: the upstream resets mid-body; Envoy resets downstream
+// and closes the ext_proc stream (R1.8d), which the processor sees.
+func TestUpstreamReset(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+		fake := newFake(overrideOn(isResponseHeaders, streamedResponseOverride()))
+		resp := do(t, connect(fake), testConfig(), postRequest("{}"), func(*ForwardedRequest) *UpstreamResponse {
+			return &UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte("data: a\n\n")}, Reset: true}
+		})
+		require.True(t, resp.Reset)
+		require.Nil(t, resp.LocalReply)
+		require.Equal(t, "data: a\n\n", string(resp.Body))
+		require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
+		require.Equal(t, []string{"request_headers", "request_body", "response_headers", "response_body"}, fake.kinds())
+		require.False(t, fake.received()[3].GetResponseBody().GetEndOfStream())
+	})
+}
+
+// TestReplaceAddsBody: CONTINUE_AND_REPLACE with a body mutation gives a
+// headers-only request a body (R2.3).
+func TestReplaceAddsBody(t *testing.T) {
+	fake := newFake(onRequestHeaders(func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
+		return one(reply(req, &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE_AND_REPLACE, BodyMutation: bodyMut("added")}))
+	}))
+	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	defer s.Close()
+	r, err := s.RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	require.True(t, r.Continue)
+	require.Equal(t, "added", string(r.Body))
+	require.Equal(t, "/v1/models", r.Headers.Value(":path"))
 }
