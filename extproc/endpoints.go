@@ -92,3 +92,12 @@ func modelsReply(ctx context.Context, s *stream) *apiReply {
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
 }
+
+// Adding an endpoint (e.g. Anthropic's Messages API, in its own file):
+//
+//	func init() {
+//		registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/messages",
+//			API: APIMessages, ErrorBody: anthropicErrorBody})
+//	}
+//
+// and a translator per provider with registerTranslator(APIMessages, ...).

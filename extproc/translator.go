@@ -53,22 +53,33 @@ type Outbound struct {
 // Translator turns one client API into one provider's API, for one request.
 // There is one implementation per client-API × provider pair, each in its own
 // file (e.g. chat_openai.go, chat_anthropic.go, messages_anthropic.go).
-// A Translator is created per request and may keep state between calls.
+// A Translator is created per request and may keep state between calls; the
+// processor calls it from one goroutine.
+//
+// Passing bytes unchanged: Response and StreamChunk may return their input
+// slice itself (same backing array and length); the processor then sends no
+// body mutation. Any other slice replaces the body or chunk (an empty one
+// clears it).
 type Translator interface {
-	// Request builds the upstream request.
+	// Request builds the upstream request. in.Body is the client's body and must
+	// not be modified (Outbound.Body nil keeps it).
 	Request(in *Inbound, t *Target) (*Outbound, error)
 	// Response converts a complete (non-streamed) 2xx provider body into the
-	// client's format and extracts the usage.
+	// client's format and extracts the usage. An error means no usage could be
+	// read: the processor then passes out (or the body) and estimates usage.
 	Response(body []byte) (out []byte, u kernel.Usage, err error)
 	// StreamChunk converts provider SSE bytes, split anywhere, into client SSE
 	// bytes to send now; eos marks the end of the provider's stream (flush any
-	// tail events). It never blocks.
+	// tail events; chunk may then be empty, or nil when the stream ended with
+	// trailers and nothing more can be sent). It never blocks.
 	StreamChunk(chunk []byte, eos bool) (out []byte, err error)
 	// StreamUsage is the usage seen in the stream so far, and whether the provider
-	// reported it (false: only an estimate from the streamed text, for aborts).
+	// reported it (false: only an estimate from the streamed text, for aborts;
+	// the processor adds the input estimate from the prompt).
 	StreamUsage() (u kernel.Usage, reported bool)
 	// Error converts a provider error response body into the client's error
-	// format (status is the upstream HTTP status).
+	// format (status is the upstream HTTP status). It must not echo provider
+	// credentials (see redactSecrets).
 	Error(status int, body []byte) []byte
 }
 

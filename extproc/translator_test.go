@@ -331,3 +331,42 @@ func TestStripUsageEvent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStreamChunks: the client receives the same bytes however the provider's
+// stream is split, and exactly the input when no usage-only event is removed.
+func FuzzStreamChunks(f *testing.F) {
+	f.Add([]byte(openAIStream), uint8(5), uint8(90), false)
+	f.Add([]byte(strings.ReplaceAll(openAIStream, "\n", "\r")), uint8(1), uint8(200), false)
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\r\n\r\n: c\n\ndata: x"), uint8(31), uint8(2), true)
+	run := func(t *testing.T, asked bool, parts ...[]byte) ([]byte, kernel.Usage, bool) {
+		body := `{"model":"m","stream":true}`
+		if asked {
+			body = `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`
+		}
+		_, in, err := parseRequest(APIChat, []byte(body))
+		require.NoError(t, err)
+		tr := newTranslator(APIChat, ProviderOpenAI)
+		_, err = tr.Request(in, &Target{ProviderModel: "m"})
+		require.NoError(t, err)
+		var got []byte
+		for i, p := range parts {
+			out, _ := tr.StreamChunk(p, i == len(parts)-1)
+			got = append(got, out...)
+		}
+		u, rep := tr.StreamUsage()
+		return got, u, rep
+	}
+	f.Fuzz(func(t *testing.T, b []byte, s1, s2 uint8, asked bool) {
+		i := min(int(s1), len(b))
+		j := min(i+int(s2), len(b))
+		whole, u1, r1 := run(t, asked, b, nil)
+		split, u2, r2 := run(t, asked, b[:i], b[i:j], b[j:], nil)
+		require.Equal(t, string(whole), string(split))
+		require.Equal(t, u1, u2)
+		require.Equal(t, r1, r2)
+		if asked {
+			require.Equal(t, string(b), string(whole), "nothing removed when the client asked for usage")
+		}
+		require.LessOrEqual(t, len(whole), len(b))
+	})
+}
