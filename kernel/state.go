@@ -47,8 +47,11 @@ type scopeState struct {
 	requests int64
 	tokens   int64
 	// windows are the budget windows tracked for the scope; windows[0] is the
-	// PeriodTotal window every scope has.
-	windows []*window
+	// PeriodTotal window every scope has. They start in inline, next to the
+	// counters, so that admission touches little memory. A *window is only
+	// held while no window is added to the scope.
+	windows []window
+	inline  [3]window
 }
 
 // window is the spent and reserved money of one period's current window.
@@ -91,23 +94,24 @@ func (s *State) scope(ref ScopeRef) *scopeState {
 		return st
 	}
 	s.epoch++
-	st := &scopeState{ref: ref, windows: make([]*window, 1, 2)}
-	st.windows[0] = &window{period: Period{Kind: PeriodTotal}, start: math.MinInt64, end: math.MaxInt64, since: s.epoch}
+	st := &scopeState{ref: ref}
+	st.inline[0] = window{period: Period{Kind: PeriodTotal}, start: math.MinInt64, end: math.MaxInt64, since: s.epoch}
+	st.windows = st.inline[:1]
 	s.scopes[ref] = st
 	return st
 }
 
 // window returns the scope's window for p, created if missing, current at now.
 func (s *State) window(st *scopeState, p Period, now time.Time, nowN int64) *window {
-	for _, w := range st.windows {
-		if w.period.Equal(p) {
+	for i := range st.windows {
+		if w := &st.windows[i]; w.period.Equal(p) {
 			s.roll(w, now, nowN)
 			return w
 		}
 	}
-	w := &window{period: p}
+	st.windows = append(st.windows, window{period: p})
+	w := &st.windows[len(st.windows)-1]
 	s.reset(w, now)
-	st.windows = append(st.windows, w)
 	return w
 }
 
@@ -264,7 +268,8 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		st.inFlight++
 		st.requests++
 		st.tokens = satAdd(st.tokens, tokens)
-		for _, w := range st.windows {
+		for j := range st.windows {
+			w := &st.windows[j]
 			s.roll(w, now, nowN)
 			w.reserved = satAdd(w.reserved, reserved)
 		}
@@ -421,7 +426,8 @@ func (s *State) close(res *reservation, now time.Time, nowN int64, cost Money, f
 		if fixTokens && st.minute == res.minute && nowMinute <= res.minute {
 			st.tokens = max(satAdd(st.tokens, actual-res.tokens), 0)
 		}
-		for _, w := range st.windows {
+		for j := range st.windows {
+			w := &st.windows[j]
 			s.roll(w, now, nowN)
 			if w.since <= res.epoch {
 				w.reserved -= res.reserved
@@ -453,15 +459,15 @@ func (s *State) Seed(ref ScopeRef, p Period, windowStart time.Time, spent Money)
 	defer s.mu.Unlock()
 	st := s.scope(ref)
 	var w *window
-	for _, x := range st.windows {
-		if x.period.Equal(p) {
-			w = x
+	for i := range st.windows {
+		if st.windows[i].period.Equal(p) {
+			w = &st.windows[i]
 			break
 		}
 	}
 	if w == nil {
-		w = &window{period: p, start: startN, end: endN}
-		st.windows = append(st.windows, w)
+		st.windows = append(st.windows, window{period: p, start: startN, end: endN})
+		w = &st.windows[len(st.windows)-1]
 	}
 	switch {
 	case w.start == startN && w.since != 0:
@@ -484,8 +490,8 @@ func (s *State) Usage(ref ScopeRef, p Period, now time.Time) (spent, reserved Mo
 	if !ok {
 		return 0, 0
 	}
-	for _, w := range st.windows {
-		if w.period.Equal(p) {
+	for i := range st.windows {
+		if w := &st.windows[i]; w.period.Equal(p) {
 			s.roll(w, now, nowN)
 			return w.spent, w.reserved
 		}

@@ -481,7 +481,8 @@ func snapshot(s *State, now time.Time) stateSnapshot {
 		if st.minute >= floorDiv(nowN, nanosPerMinute) {
 			ss.Requests, ss.Tokens = st.requests, st.tokens
 		}
-		for _, w := range st.windows {
+		for i := range st.windows {
+			w := &st.windows[i]
 			s.roll(w, now, nowN)
 			if w.spent != 0 || w.reserved != 0 {
 				ss.Windows[w.period.String()] = [2]Money{w.spent, w.reserved}
