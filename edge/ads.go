@@ -35,6 +35,7 @@ type resources struct {
 	versions map[string]string // type URL → last accepted version
 	nonces   map[string]string // type URL → last nonce seen
 	rdsName  string            // route configuration subscribed to
+	cdsSeen  bool              // a cluster update was accepted (Envoy's CDS init)
 }
 
 // RunADS subscribes to clusters, listeners and the listener's route
@@ -145,6 +146,7 @@ func (e *Edge) accept(ctx context.Context, res *resources, resp *discoveryv3.Dis
 	next := *res
 	switch resp.GetTypeUrl() {
 	case resource.ClusterType:
+		next.cdsSeen = true
 		next.clusters = map[string]*cluster{}
 		for _, a := range resp.GetResources() {
 			var c clusterv3.Cluster
@@ -212,9 +214,9 @@ func (e *Edge) accept(ctx context.Context, res *resources, resp *discoveryv3.Dis
 }
 
 // build compiles the complete state of res; nil (no error) while the
-// listener or its routes are missing.
+// clusters, the listener or its routes are missing.
 func (e *Edge) build(res *resources) (*state, error) {
-	if res.lconf == nil {
+	if res.lconf == nil || !res.cdsSeen {
 		return nil, nil
 	}
 	lc := res.lconf

@@ -260,3 +260,26 @@ func TestADSUpdateSwitchesRouting(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Empty(t, x.nackList())
 }
+
+// TestWithoutExtProc: a listener whose chain is only the router forwards
+// requests untouched, routed on the client's own headers.
+func TestWithoutExtProc(t *testing.T) {
+	a := upstream(t, named("a"))
+	x := startXDS(t)
+	x.set(t, listener(t, 1<<20, nil), routes(deployment{id: "a", host: "plain"}), upstreamCluster(t, "a", a, clusterOpts{}))
+	proc := newFakeProc()
+	e := startEdge(t, envoytest.Direct(proc), x)
+	req, err := http.NewRequest(http.MethodPost, "http://"+e.Addr().String()+"/v1/x", strings.NewReader(strings.Repeat("y", 3<<20)))
+	require.NoError(t, err)
+	req.Header.Set("x-tollgate-route", "a")
+	resp, err := client(t).Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, "no ext_proc, no body limit")
+	require.Contains(t, string(body), `"host":"plain"`)
+	proc.mu.Lock()
+	defer proc.mu.Unlock()
+	require.Zero(t, proc.streams)
+}

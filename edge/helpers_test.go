@@ -65,6 +65,12 @@ type xdsServer struct {
 
 func startXDS(t *testing.T) *xdsServer {
 	t.Helper()
+	return startXDSBench(t)
+}
+
+// startXDSBench is startXDS for tests and benchmarks.
+func startXDSBench(t testing.TB) *xdsServer {
+	t.Helper()
 	x := &xdsServer{cache: cache.NewSnapshotCache(true, cache.IDHash{}, nil)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cb := serverv3.CallbackFuncs{StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
@@ -99,7 +105,7 @@ func (x *xdsServer) nackList() []string {
 }
 
 // set publishes a snapshot for the edge's node.
-func (x *xdsServer) set(t *testing.T, l *listenerv3.Listener, rc *routev3.RouteConfiguration, clusters ...*clusterv3.Cluster) {
+func (x *xdsServer) set(t testing.TB, l *listenerv3.Listener, rc *routev3.RouteConfiguration, clusters ...*clusterv3.Cluster) {
 	t.Helper()
 	x.version++
 	cl := make([]types.Resource, len(clusters))
@@ -119,7 +125,7 @@ const nodeID = "edge-test"
 
 // --- resources shaped like Tollgate's xDS output ---
 
-func mustAny(t *testing.T, m proto.Message) *anypb.Any {
+func mustAny(t testing.TB, m proto.Message) *anypb.Any {
 	t.Helper()
 	a, err := anypb.New(m)
 	require.NoError(t, err)
@@ -147,7 +153,7 @@ func extProcFilter() *extprocfilterv3.ExternalProcessor {
 	}
 }
 
-func listener(t *testing.T, bufferLimit uint32, ep *extprocfilterv3.ExternalProcessor) *listenerv3.Listener {
+func listener(t testing.TB, bufferLimit uint32, ep *extprocfilterv3.ExternalProcessor) *listenerv3.Listener {
 	t.Helper()
 	var filters []*hcmv3.HttpFilter
 	if ep != nil {
@@ -250,7 +256,7 @@ type clusterOpts struct {
 	san       string
 }
 
-func upstreamCluster(t *testing.T, id, addr string, o clusterOpts) *clusterv3.Cluster {
+func upstreamCluster(t testing.TB, id, addr string, o clusterOpts) *clusterv3.Cluster {
 	t.Helper()
 	host, portStr, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
@@ -318,6 +324,15 @@ type fakeProc struct {
 
 func newFakeProc() *fakeProc { return &fakeProc{ended: make(chan error, 1024)} }
 
+// end reports the end of a Process call (dropped when nobody listens, as in
+// benchmarks).
+func (p *fakeProc) end(err error) {
+	select {
+	case p.ended <- err:
+	default:
+	}
+}
+
 func setRoute(v string) *extprocv3.HeaderMutation {
 	return &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{{
 		Header: &corev3.HeaderValue{Key: envoy.RouteHeader, RawValue: []byte(v)},
@@ -335,7 +350,7 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 	for {
 		req, err := stream.Recv()
 		if err != nil {
-			p.ended <- err
+			p.end(err)
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -376,7 +391,9 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 			}
 		case *extprocv3.ProcessingRequest_ResponseBody:
 			p.mu.Lock()
-			p.chunks = append(p.chunks, r.ResponseBody.GetBody())
+			if len(p.chunks) < 1024 {
+				p.chunks = append(p.chunks, r.ResponseBody.GetBody())
+			}
 			p.mu.Unlock()
 			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
 		case *extprocv3.ProcessingRequest_ResponseTrailers:
@@ -385,7 +402,7 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 			continue
 		}
 		if err := stream.Send(resp); err != nil {
-			p.ended <- err
+			p.end(err)
 			return err
 		}
 	}

@@ -78,12 +78,6 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (x *exchange) finish() {
-	if x.idleT != nil {
-		x.idleT.Stop()
-	}
-	if x.timeoutT != nil {
-		x.timeoutT.Stop()
-	}
 	x.upCancel(nil)
 	if x.async != nil && !x.asyncDone {
 		// The request ended while its upstream request was still running:
@@ -92,6 +86,12 @@ func (x *exchange) finish() {
 		if resp := <-x.async; resp != nil {
 			_ = resp.Body.Close()
 		}
+	}
+	if x.idleT != nil {
+		x.idleT.Stop()
+	}
+	if x.timeoutT != nil {
+		x.timeoutT.Stop()
 	}
 	if x.attemptCancel != nil {
 		x.attemptCancel(nil)
@@ -375,8 +375,9 @@ func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bo
 		Host:   host,
 	}
 	for _, kv := range x.fwd {
-		if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) || kv.Key == "host" || kv.Key == "content-length" {
-			continue
+		switch {
+		case strings.HasPrefix(kv.Key, ":"), hopByHop(kv.Key), kv.Key == "host", kv.Key == "content-length", kv.Key == "expect":
+			continue // the transport writes these; Expect was answered downstream
 		}
 		k := http.CanonicalHeaderKey(kv.Key)
 		req.Header[k] = append(req.Header[k], kv.Value)
