@@ -1,20 +1,9 @@
 package kernel
 
 import (
-	"errors"
 	"math"
 	"math/bits"
 	"strconv"
-)
-
-// Errors of the kernel's parsers.
-var (
-	// ErrBadAmount: the text is not a non-negative dollar amount with at most 9 decimals.
-	ErrBadAmount = errors.New("kernel: invalid dollar amount")
-	// ErrBadPeriod: the text or JSON is not a period.
-	ErrBadPeriod = errors.New("kernel: invalid period")
-	// ErrBadEnum: the text is not one of the names of an enumeration.
-	ErrBadEnum = errors.New("kernel: invalid name")
 )
 
 // nanoDigits is the number of decimals of a dollar that Money holds.
