@@ -195,3 +195,17 @@ func TestReplaceAddsBody(t *testing.T) {
 	require.Equal(t, "added", string(r.Body))
 	require.Equal(t, "/v1/models", r.Headers.Value(":path"))
 }
+
+// TestLargeBodyOverGRPC: a buffered body travels as one gRPC message; above
+// the server's MaxRecvMsgSize (grpc-go: 4 MiB) the stream fails with
+// RESOURCE_EXHAUSTED, which Envoy turns into a 500 (R5.5, G2).
+func TestLargeBodyOverGRPC(t *testing.T) {
+	fake := newFake(continuer)
+	cc := transports[1].connect(t, fake) // grpc-tcp, default server limits
+	cfg := testConfig()
+	cfg.RequestBufferLimit = 8 << 20
+	body := bytes.Repeat([]byte("a"), 5<<20)
+	resp := do(t, cc, cfg, &Request{Headers: postRequest().Headers, Body: [][]byte{body}}, okUpstream)
+	// 8 is RESOURCE_EXHAUSTED.
+	wantLocal(500, "ext_proc_error_gRPC_error_8{grpc:_received_message_larger_than_max_(5242894_vs._4194304)}", ErrGRPC)(t, resp, fake)
+}
