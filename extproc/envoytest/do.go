@@ -15,6 +15,10 @@ type Request struct {
 	Body [][]byte
 	// Trailers, when non-nil, end the request after the body.
 	Trailers Headers
+	// AbortAfterChunks, when > 0, makes the downstream client go away after
+	// that many response body calls: the HTTP stream is reset and Envoy closes
+	// the ext_proc stream (R1.8d).
+	AbortAfterChunks int
 }
 
 // ForwardedRequest is what Envoy sends upstream after the filter.
@@ -56,6 +60,8 @@ type Response struct {
 	LocalReply *LocalReply
 	// Reset: the downstream stream was reset (LocalReply, if set, was not sent).
 	Reset bool
+	// Aborted: the downstream client went away (Request.AbortAfterChunks).
+	Aborted bool
 	// Failures are the processor failures reported along the way (fail-open
 	// continues, R1.9 closes, the reason of a local reply).
 	Failures []error
@@ -170,6 +176,10 @@ func (c *Client) Do(ctx context.Context, req *Request, upstream Upstream) (*Resp
 	}
 	emit(r)
 	for i, ch := range chunks {
+		if req.AbortAfterChunks > 0 && i == req.AbortAfterChunks {
+			out.Aborted = true
+			return out, nil // the deferred Close is the reset
+		}
 		last := i == len(chunks)-1 && up.Trailers == nil && !up.Reset
 		r, err := s.ResponseBody(ch, last)
 		if err != nil {

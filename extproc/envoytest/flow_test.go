@@ -209,3 +209,16 @@ func TestLargeBodyOverGRPC(t *testing.T) {
 	// 8 is RESOURCE_EXHAUSTED.
 	wantLocal(500, "ext_proc_error_gRPC_error_8{grpc:_received_message_larger_than_max_(5242894_vs._4194304)}", ErrGRPC)(t, resp, fake)
 }
+
+// TestDownstreamAbort: the client goes away mid-stream; the processor sees
+// its stream end without an end_of_stream chunk.
+func TestDownstreamAbort(t *testing.T) {
+	fake := newFake(overrideOn(isResponseHeaders, streamedResponseOverride()))
+	req := postRequest("{}")
+	req.AbortAfterChunks = 2
+	resp := do(t, Direct(fake), testConfig(), req, sseUpstream("a", "b", "c", "d"))
+	require.True(t, resp.Aborted)
+	require.Equal(t, "ab", string(resp.Body))
+	require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, []string{"request_headers", "request_body", "response_headers", "response_body", "response_body"}, fake.kinds())
+}
