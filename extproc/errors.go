@@ -11,8 +11,9 @@ import (
 
 // Errors of the processor itself (those a Catalog returns are in deps.go).
 var (
-	// ErrNoTranslator: no translator for the endpoint's API and the provider.
-	ErrNoTranslator = errors.New("extproc: provider does not support this endpoint")
+	// ErrSSETooLarge: an SSE line or event exceeds maxSSEEvent bytes; the rest
+	// of the stream passes untranslated and its usage is estimated.
+	ErrSSETooLarge = errors.New("extproc: SSE event too large")
 	// errNoUsage: a response body carries no usage object.
 	errNoUsage = errors.New("extproc: response has no usage")
 )

@@ -410,9 +410,14 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			return pr
 		}
 		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
-		if err != nil && !s.loggedErr {
-			s.loggedErr = true
-			s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
+		if err != nil {
+			if out == nil {
+				out = body // untranslatable: pass the bytes rather than drop them
+			}
+			if !s.loggedErr {
+				s.loggedErr = true
+				s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
+			}
 		}
 		if !sameBytes(out, body) {
 			reply.Response = &extprocv3.CommonResponse{BodyMutation: bodyMutation(out)}
@@ -442,6 +447,9 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if err != nil {
 			if s.p.debug {
 				s.p.log.Debug("no usage in response", "request_id", s.id, "err", err)
+			}
+			if out == nil {
+				out = body
 			}
 			u = kernel.Usage{Output: estimateTokens(textBytes(body))}
 		}

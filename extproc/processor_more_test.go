@@ -310,3 +310,27 @@ func TestServeGracefulStop(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 }
+
+func TestResponseWithoutUsage(t *testing.T) {
+	e := newTestEnv(t)
+	body := `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"sixteen bytes.."}}]}`
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, body)}).upstream)
+	require.Equal(t, 200, resp.Status)
+	require.Equal(t, body, string(resp.Body))
+	recs := e.acct.Records()
+	require.Len(t, recs, 1)
+	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
+	require.Equal(t, kernel.Usage{Input: estimateTokens(int64(len(testPromptBody))), Output: 4}, recs[0].Usage)
+	require.NotEqual(t, formatUSD(0), resp.Headers.Value(hdrCost))
+}
+
+func TestRateLimitHeadersOnSuccess(t *testing.T) {
+	e := newTestEnv(t)
+	e.cat.keys[clientKey].Scopes[0].Limits = &kernel.Limits{RPM: 100, TPM: 100000}
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+	require.Equal(t, 200, resp.Status)
+	require.Equal(t, "100", resp.Headers.Value("x-ratelimit-limit-requests"))
+	require.Equal(t, "99", resp.Headers.Value("x-ratelimit-remaining-requests"))
+	require.Equal(t, "100000", resp.Headers.Value("x-ratelimit-limit-tokens"))
+	require.NotEmpty(t, resp.Headers.Value("x-ratelimit-reset-tokens"))
+}

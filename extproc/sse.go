@@ -2,14 +2,10 @@ package extproc
 
 import (
 	"bytes"
-	"errors"
 )
 
 // maxSSEEvent bounds the bytes of one SSE line or event the parser holds.
 const maxSSEEvent = 8 << 20
-
-// ErrSSETooLarge: an SSE line or event exceeds maxSSEEvent bytes.
-var ErrSSETooLarge = errors.New("extproc: SSE event too large")
 
 // sseEvent is one dispatched server-sent event. Its slices are valid only
 // during the callback.
