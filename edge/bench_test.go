@@ -34,7 +34,7 @@ func benchmarkThroughEdge(b *testing.B, body string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- mock.Serve(ctx, mlis) }()
-	defer func() { cancel(); <-served }()
+	defer func() { cancel(); require.NoError(b, <-served) }()
 	x := startXDSBench(b)
 	x.set(b, listener(b, 1<<20, extProcFilter()), routes(deployment{id: "m", host: "mock"}),
 		upstreamCluster(b, "m", mlis.Addr().String(), clusterOpts{}))
@@ -42,7 +42,7 @@ func benchmarkThroughEdge(b *testing.B, body string) {
 	actx, acancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.RunADS(actx, x.conn, nodeID) }()
-	defer func() { acancel(); <-done; _ = e.Shutdown(context.Background()) }()
+	defer func() { acancel(); require.NoError(b, <-done); require.NoError(b, e.Shutdown(context.Background())) }()
 	<-e.Ready()
 	url := "http://" + e.Addr().String() + "/v1/chat/completions"
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
@@ -77,7 +77,7 @@ func BenchmarkDirectMock(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- mock.Serve(ctx, mlis) }()
-	defer func() { cancel(); <-served }()
+	defer func() { cancel(); require.NoError(b, <-served) }()
 	url := "http://" + mlis.Addr().String() + "/v1/chat/completions"
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	defer tr.CloseIdleConnections()
