@@ -10,13 +10,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store/postgres"
 )
 
 // BenchmarkDurableSettlements appends ledger entries from concurrent callers
 // (GOMAXPROCS×16 goroutines) and flushes: durable settlements per second, and
 // the ledger transactions (and PostgreSQL commits) per second it took.
+// The sub-benchmarks sweep the number of writers and the batch size.
 func BenchmarkDurableSettlements(b *testing.B) {
-	s := open(b, freshDB(b))
+	for _, writers := range []int{1, 4, 8} {
+		for _, batch := range []int{512, 1024, 4096} {
+			b.Run(fmt.Sprintf("writers=%d/batch=%d", writers, batch), func(b *testing.B) {
+				benchSettlements(b, postgres.WithWriters(writers), postgres.WithBatchSize(batch))
+			})
+		}
+	}
+}
+
+func benchSettlements(b *testing.B, opts ...postgres.Option) {
+	s := open(b, freshDB(b), opts...)
 	ctx := b.Context()
 	var seq atomic.Int64
 	var xact0 int64
