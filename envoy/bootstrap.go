@@ -2,14 +2,15 @@ package envoy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 )
 
 // ErrInvalidBootstrap is wrapped by every error Bootstrap returns.
@@ -121,6 +122,10 @@ func parseEndpoint(what, name, s string) (endpoint, error) {
 		if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "@") {
 			return endpoint{}, fmt.Errorf("%w: %s %q: the socket path must be absolute", ErrInvalidBootstrap, what, s)
 		}
+		// sun_path holds 108 bytes with the terminating NUL.
+		if !utf8.ValidString(path) || strings.ContainsRune(path, 0) || len(path) > 107 {
+			return endpoint{}, fmt.Errorf("%w: %s %q: not a usable socket path", ErrInvalidBootstrap, what, s)
+		}
 		return endpoint{Name: name, Pipe: path}, nil
 	}
 	host, portStr, err := net.SplitHostPort(s)
@@ -135,11 +140,14 @@ func parseEndpoint(what, name, s string) (endpoint, error) {
 		return endpoint{}, fmt.Errorf("%w: %s %q: the host is missing", ErrInvalidBootstrap, what, s)
 	}
 	_, ipErr := netip.ParseAddr(host)
-	if ipErr != nil && strings.ContainsAny(host, " \t\n\"'{}[],:#") {
+	if ipErr != nil && (len(host) > 253 || !hostnameRe.MatchString(host)) {
 		return endpoint{}, fmt.Errorf("%w: %s %q: bad host", ErrInvalidBootstrap, what, s)
 	}
 	return endpoint{Name: name, Host: host, Port: port, DNS: ipErr != nil}, nil
 }
+
+// hostnameRe is a DNS name: labels of letters, digits and hyphens.
+var hostnameRe = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
 
 func orDefault(s, def string) string {
 	if s == "" {
@@ -148,11 +156,27 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// quote renders a string as a YAML double-quoted scalar (JSON strings are
-// valid YAML), so no option can inject YAML.
-func quote(s string) (string, error) {
-	b, err := json.Marshal(s)
-	return string(b), err
+// quote renders s as a YAML double-quoted scalar, so no option can inject
+// YAML: printable ASCII stays, everything else is a \u or \U escape
+// (invalid UTF-8 becomes U+FFFD).
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 var bootstrapTemplate = template.Must(template.New("bootstrap").Funcs(template.FuncMap{"q": quote}).Parse(

@@ -267,6 +267,10 @@ func TestBuildRejectsInvalidInput(t *testing.T) {
 		{"bad scheme", func(in *Input) { in.Upstreams[0].Scheme = "ftp" }, "not http or https"},
 		{"bad host", func(in *Input) { in.Upstreams[0].Host = "api example.com" }, "not a hostname"},
 		{"bad port", func(in *Input) { in.Upstreams[0].Port = 70000 }, "out of range"},
+		{"sni is an ip", func(in *Input) { in.Upstreams[0].SNI = "10.0.0.1" }, "not a DNS name"},
+		{"sni not utf-8", func(in *Input) { in.Upstreams[0].SNI = "\xf7" }, "not a DNS name"},
+		{"ext_proc path not utf-8", func(in *Input) { in.ExtProc = Address{Path: "/\xf7"} }, "not a usable socket path"},
+		{"ext_proc path too long", func(in *Input) { in.ExtProc = Address{Path: "/" + strings.Repeat("x", 107)} }, "not a usable socket path"},
 		{"sni on http", func(in *Input) { in.Upstreams[0].Scheme = "http"; in.Upstreams[0].SNI = "x" }, "sni set on an http"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

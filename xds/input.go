@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-ai/tollgate/envoy"
 )
@@ -265,6 +266,9 @@ func normalizeUpstream(u *Upstream) error {
 	if !validHost(u.Host) {
 		return fmt.Errorf("%w: deployment %q: host %q is not a hostname or IP address", ErrInvalidInput, u.Deployment, u.Host)
 	}
+	if u.SNI != "" && (isIP(u.SNI) || !validHost(u.SNI)) {
+		return fmt.Errorf("%w: deployment %q: sni %q is not a DNS name", ErrInvalidInput, u.Deployment, u.SNI)
+	}
 	if u.Port > 65535 {
 		return fmt.Errorf("%w: deployment %q: port %d out of range", ErrInvalidInput, u.Deployment, u.Port)
 	}
@@ -288,6 +292,10 @@ func checkExtProc(a Address) error {
 	case a.Path != "":
 		if !strings.HasPrefix(a.Path, "/") && !strings.HasPrefix(a.Path, "@") {
 			return fmt.Errorf("%w: ext_proc path %q must be absolute (or @abstract)", ErrInvalidInput, a.Path)
+		}
+		// sun_path holds 108 bytes with the terminating NUL.
+		if !utf8.ValidString(a.Path) || strings.ContainsRune(a.Path, 0) || len(a.Path) > 107 {
+			return fmt.Errorf("%w: ext_proc path %q is not a usable socket path", ErrInvalidInput, a.Path)
 		}
 		return nil
 	case a.Host == "":
