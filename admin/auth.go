@@ -211,19 +211,17 @@ func denyOtherTeam(ctx context.Context, team string) error {
 // Bootstrap creates the first admin credential when no admin credential
 // exists. The secret is fromEnv when not empty (e.g. TOLLGATE_ADMIN_KEY), else
 // a generated one, returned so the caller can print it once. When a credential
-// already exists it returns ("", false, nil) — except that a fromEnv secret
-// not yet known is added as an admin credential, so setting the variable is
-// always enough to get in.
+// already exists it does nothing and returns ("", false, nil).
 func Bootstrap(ctx context.Context, st store.Store, fromEnv string) (string, bool, error) {
 	existing, err := st.List(ctx, store.KindAdmin, "", 1)
 	if err != nil {
 		return "", false, fmt.Errorf("admin: bootstrap: %w", err)
 	}
+	if len(existing) > 0 {
+		return "", false, nil
+	}
 	sec := fromEnv
 	if sec == "" {
-		if len(existing) > 0 {
-			return "", false, nil
-		}
 		sec = secret.New(AdminSecretPrefix)
 	}
 	h := secret.Hash(sec)
