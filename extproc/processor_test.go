@@ -67,6 +67,11 @@ func TestChatNonStream(t *testing.T) {
 	require.Equal(t, int64(4096), admits[0].DefaultMaxTokens)
 	require.Equal(t, "gpt-4o", admits[0].Model)
 	require.Len(t, admits[0].Scopes, 3)
+
+	logs := e.logs.String()
+	require.Contains(t, logs, `"authorization: [redacted]"`, "debug logs show headers, secrets redacted")
+	require.Contains(t, logs, `"x-api-key: [redacted]"`)
+	require.Contains(t, logs, `"msg":"settled"`)
 }
 
 // openAIStreamBody is a streamed chat completion with include_usage.
