@@ -29,15 +29,14 @@ type scopeModel struct {
 }
 
 type openModel struct {
-	id          string
-	key         int
-	req         AdmitRequest
-	dec         Decision
-	admittedAt  time.Time
-	deadline    time.Time
-	minute      int64
-	tokens      int64 // counted for tpm
-	minuteFixed bool
+	id         string
+	key        int
+	req        AdmitRequest
+	dec        Decision
+	admittedAt time.Time
+	deadline   time.Time
+	minute     int64
+	tokens     int64 // counted for tpm
 }
 
 type winKey struct {

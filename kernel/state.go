@@ -221,7 +221,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 	if budgetFail >= 0 {
 		n = outBound
 	}
-	var worstAcc u128 = inCost
+	worstAcc := inCost
 	worstAcc.addMul(n, outPrice)
 	worst := worstAcc.ceilPerMillion()
 	var tokens int64
