@@ -326,3 +326,27 @@ func TestServerWithCallbacks(t *testing.T) {
 	require.NotEmpty(t, nodes)
 	require.Equal(t, "envoy-cb", nodes[0])
 }
+
+// TestServerUpdateReachesEveryNode: one Update reaches every connected node.
+func TestServerUpdateReachesEveryNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := NewServer(nil)
+	conn := startServer(t, s)
+	require.NoError(t, s.Update(ctx, baseInput()))
+	clients := make([]*adsClient, 0, 3)
+	for _, id := range []string{"envoy-a", "envoy-b", "edge-1"} {
+		c := newADSClient(ctx, t, conn, id)
+		c.nextAll()
+		clients = append(clients, c)
+	}
+	changed := baseInput()
+	changed.Upstreams[0].Host = "api2.openai.com"
+	start := time.Now()
+	require.NoError(t, s.Update(ctx, changed))
+	for _, c := range clients {
+		got := c.nextAll()
+		require.Equal(t, s.Version(), got[resource.ClusterType].GetVersionInfo(), c.node.GetId())
+	}
+	require.Less(t, time.Since(start), propagation)
+}
