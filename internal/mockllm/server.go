@@ -26,6 +26,8 @@ type Server struct {
 	cache sync.Map // cacheKey → struct{}: prompt prefixes seen (Anthropic caching)
 	seed  maphash.Seed
 	now   func() time.Time
+	// active counts requests being served (tests wait on it).
+	active atomic.Int64
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -62,7 +64,13 @@ func New(cfg Config) *Server {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) inflight() int64 { return s.active.Load() }
 
 // Serve serves HTTP/1.1 and h2c on lis until ctx is done, then shuts down
 // gracefully: in-flight replies get up to 5 s to finish.
@@ -75,7 +83,6 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()

@@ -220,3 +220,38 @@ func TestManyConcurrentConnections(t *testing.T) {
 	require.Equal(t, int64(n), h.srv.Stats().Total.Requests)
 	require.Equal(t, int64(2*n), h.srv.Stats().Total.OutputTokens)
 }
+
+func TestServeDrainsOnCancel(t *testing.T) {
+	srv := New(testConfig())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	type result struct {
+		events int
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+lis.Addr().String()+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+		req.Header.Set("x-mock-latency", "200ms")
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		evs, err := readEvents(resp.Body)
+		got <- result{len(evs), err}
+	}()
+	require.Eventually(t, func() bool { return srv.inflight() > 0 }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	r := <-got
+	require.NoError(t, r.err)
+	require.Equal(t, 1+16+1+1, r.events, "the in-flight stream finished")
+	require.NoError(t, <-done)
+}
