@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,10 +125,21 @@ func TestReplicasStrictBudget(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, int64(100), admitted.Load())
 
+	// Half the requests are settled by another replica than the one that admitted
+	// them (it reads the reservation from Redis).
+	i := 0
 	ids.Range(func(k, v any) bool {
-		require.NoError(t, v.(*replica).settle(ctx, now, k.(string), key, kernel.Usage{Output: 10}, price))
+		r := v.(*replica)
+		if i%2 == 1 {
+			r = reps[(slices.Index(reps, r)+1)%3]
+		}
+		i++
+		require.NoError(t, r.settle(ctx, now, k.(string), key, kernel.Usage{Output: 10}, price))
 		return true
 	})
+	inFlight, err := reps[0].counters.InFlight(ctx, key)
+	require.NoError(t, err)
+	require.Zero(t, inFlight)
 	for _, r := range reps {
 		require.NoError(t, r.store.Flush(ctx))
 	}
