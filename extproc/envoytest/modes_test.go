@@ -604,3 +604,48 @@ func TestCloseWhileWaiting(t *testing.T) {
 	s.Close()
 	require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
 }
+
+// TestDirectionsInterleave: the two directions share the stream; a reply is
+// matched to its direction by type, so response_headers can be processed
+// while a STREAMED request chunk is still outstanding (R1.3).
+func TestDirectionsInterleave(t *testing.T) {
+	var held *extprocv3.ProcessingRequest
+	fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		switch {
+		case isRequestBody(req) && held == nil:
+			held = req // answered after the response headers
+			return nil, nil
+		case isResponseHeaders(req):
+			return []*extprocv3.ProcessingResponse{
+				reply(req, &extprocv3.CommonResponse{HeaderMutation: setHeaders(rawSet("x-r", "1"))}),
+				reply(held, &extprocv3.CommonResponse{BodyMutation: bodyMut("A")}),
+			}, nil
+		}
+		return continuer(req)
+	})
+	cfg := testConfig()
+	cfg.MaxOutstandingChunks = 4
+	// Envoy's close optimization looks at the response direction only on a
+	// response_headers reply, and with no response body processing it would
+	// close the stream under the outstanding request chunk.
+	cfg.StreamCloseOptimization = false
+	s := NewClient(Direct(fake), cfg).Start(testCtx(t), WithRouteMode(&extprocfilterv3.ProcessingMode{
+		RequestBodyMode:  extprocfilterv3.ProcessingMode_STREAMED,
+		ResponseBodyMode: extprocfilterv3.ProcessingMode_NONE,
+	}))
+	defer s.Close()
+	_, err := s.RequestHeaders(postRequest().Headers, false)
+	require.NoError(t, err)
+	r, err := s.RequestBody([]byte("a"), false)
+	require.NoError(t, err)
+	require.Empty(t, r.Body) // outstanding
+	r, err = s.ResponseHeaders(Headers{{":status", "200"}}, false)
+	require.NoError(t, err)
+	require.Equal(t, "1", r.Headers.Value("x-r"))
+	r, err = s.RequestBody([]byte("b"), true)
+	require.NoError(t, err)
+	require.Equal(t, "Ab", string(r.Body))
+	r, err = s.ResponseBody([]byte("ok"), true)
+	require.NoError(t, err)
+	require.Equal(t, "ok", string(r.Body))
+}
