@@ -29,7 +29,7 @@ func cpuTime() time.Duration {
 func BenchmarkSettleSweep(b *testing.B) {
 	for _, sync := range []sqlite.Sync{sqlite.SyncFull, sqlite.SyncNormal} {
 		for _, maxBatch := range []int{1024, 4096} {
-			for _, rows := range []int{16, 64, 256} {
+			for _, rows := range []int{64, 256, 1024} {
 				window := 2 * time.Millisecond
 				name := fmt.Sprintf("sync=%s/batch=%d/rows=%d", sync, maxBatch, rows)
 				b.Run(name, func(b *testing.B) {

@@ -43,8 +43,24 @@ const upsertTotalSQL = `INSERT INTO spend_hourly (scope_kind, scope_id, hour, co
 // statements are the writer connection's prepared statements.
 type statements struct {
 	insertOne   *sql.Stmt // one ledger row
-	insertChunk *sql.Stmt // insertRows ledger rows
+	chunks      []chunkStmt
 	upsertTotal *sql.Stmt
+}
+
+// chunkStmt inserts rows ledger rows at once.
+type chunkStmt struct {
+	rows int
+	stmt *sql.Stmt
+}
+
+// chunkSizes are the multi-row INSERTs prepared for up to n rows: n, n/4,
+// n/16, … down to 4, so a batch of any size takes few statements.
+func chunkSizes(n int) []int {
+	var out []int
+	for ; n >= 4; n /= 4 {
+		out = append(out, n)
+	}
+	return out
 }
 
 func (s *Store) prepare(ctx context.Context) error {
@@ -58,8 +74,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		return st
 	}
 	s.stmts.insertOne = prep(insertLedgerSQL(1))
-	if s.cfg.insertRows > 1 {
-		s.stmts.insertChunk = prep(insertLedgerSQL(s.cfg.insertRows))
+	for _, n := range chunkSizes(s.cfg.insertRows) {
+		s.stmts.chunks = append(s.stmts.chunks, chunkStmt{rows: n, stmt: prep(insertLedgerSQL(n))})
 	}
 	s.stmts.upsertTotal = prep(upsertTotalSQL)
 	if err != nil {
@@ -69,8 +85,12 @@ func (s *Store) prepare(ctx context.Context) error {
 }
 
 func (st *statements) close() error {
+	all := []*sql.Stmt{st.insertOne, st.upsertTotal}
+	for _, c := range st.chunks {
+		all = append(all, c.stmt)
+	}
 	var errs []error
-	for _, p := range []*sql.Stmt{st.insertOne, st.insertChunk, st.upsertTotal} {
+	for _, p := range all {
 		if p != nil {
 			errs = append(errs, p.Close())
 		}
@@ -130,17 +150,19 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, batch []store.Ledger
 		return nil, err
 	}
 	one := tx.StmtContext(ctx, s.stmts.insertOne)
-	var chunk *sql.Stmt
-	n := s.cfg.insertRows
-	if s.stmts.insertChunk != nil {
-		chunk = tx.StmtContext(ctx, s.stmts.insertChunk)
+	chunks := make([]chunkStmt, len(s.stmts.chunks))
+	for i, c := range s.stmts.chunks {
+		chunks[i] = chunkStmt{rows: c.rows, stmt: tx.StmtContext(ctx, c.stmt)}
 	}
-	args := make([]any, 0, max(n, 1)*ledgerArity)
+	args := make([]any, 0, max(s.cfg.insertRows, 1)*ledgerArity)
 	var added int64
 	for off := 0; off < len(batch); {
 		stmt, part := one, batch[off:off+1]
-		if chunk != nil && len(batch)-off >= n {
-			stmt, part = chunk, batch[off:off+n]
+		for _, c := range chunks { // the largest statement that fits
+			if len(batch)-off >= c.rows {
+				stmt, part = c.stmt, batch[off:off+c.rows]
+				break
+			}
 		}
 		off += len(part)
 		args = args[:0]

@@ -103,9 +103,10 @@ func WithLedger(opts ...groupcommit.Option) Option {
 	return func(c *config) { c.ledgerOpts = append(c.ledgerOpts, opts...) }
 }
 
-// WithInsertRows sets how many ledger rows one prepared INSERT statement
-// writes (default 64, chosen with BenchmarkSettleSweep); the rest of a batch
-// goes row by row.
+// WithInsertRows sets how many ledger rows the largest prepared INSERT
+// statement writes (default 256, chosen with BenchmarkSettleSweep); smaller
+// ones (n/4, n/16, … down to 4 rows) and a single-row one take the rest of a
+// batch.
 func WithInsertRows(n int) Option {
 	return func(c *config) {
 		if n > 0 {
@@ -174,7 +175,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		busyTimeout: 5 * time.Second,
 		sync:        SyncFull,
 		now:         time.Now,
-		insertRows:  64,
+		insertRows:  256,
 	}
 	for _, o := range opts {
 		o(&cfg)

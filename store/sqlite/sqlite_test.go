@@ -36,12 +36,12 @@ func TestConformance(t *testing.T) {
 	)
 }
 
-// TestConformanceMultiRowInserts runs the suite with 3-row INSERT statements,
-// so that small batches also take the multi-row path (repeats within a
-// statement, remainders row by row).
-func TestConformanceMultiRowInserts(t *testing.T) {
+// TestConformanceSmallInserts runs the suite with 16- and 4-row INSERT
+// statements, so that the small batches of the suite also take the multi-row
+// path (repeats within one statement, remainders row by row).
+func TestConformanceSmallInserts(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return openAt(t, filepath.Join(t.TempDir(), "tollgate.db"), sqlite.WithInsertRows(3))
+		return openAt(t, filepath.Join(t.TempDir(), "tollgate.db"), sqlite.WithInsertRows(16))
 	})
 }
 
