@@ -43,8 +43,9 @@ func (c *Client) Start(ctx context.Context, opts ...StartOption) *Stream {
 // With Continue false the filter is holding the message (BUFFERED) and the
 // caller keeps feeding it.
 type Result struct {
-	// Continue: the headers are released (now or before) and the filter is not
-	// holding anything back for this event.
+	// Continue: the headers are released (now or before) and the filter holds
+	// no body data back. False while BUFFERED accumulates, even when the
+	// headers already went on (header SKIP).
 	Continue bool
 	// Headers are the mutated headers, set on the event that released them:
 	// request headers go upstream (with :path and routing headers), response

@@ -649,3 +649,29 @@ func TestDirectionsInterleave(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", string(r.Body))
 }
+
+// TestContinueWhileBuffering: with header SKIP and a BUFFERED body the headers
+// go on at once (R1.7) but the body is held until its reply.
+func TestContinueWhileBuffering(t *testing.T) {
+	fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		return one(reply(req, &extprocv3.CommonResponse{BodyMutation: bodyMut("B")})), nil
+	})
+	cfg := testConfig()
+	cfg.Mode = &extprocfilterv3.ProcessingMode{RequestHeaderMode: extprocfilterv3.ProcessingMode_SKIP, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED}
+	s := NewClient(Direct(fake), cfg).Start(testCtx(t))
+	defer s.Close()
+	r, err := s.RequestHeaders(postRequest("ab").Headers, false)
+	require.NoError(t, err)
+	require.True(t, r.Continue)
+	require.False(t, r.Headers.Has("content-length")) // R2.10
+	r, err = s.RequestBody([]byte("a"), false)
+	require.NoError(t, err)
+	require.False(t, r.Continue)
+	require.Empty(t, r.Body)
+	r, err = s.RequestBody([]byte("b"), true)
+	require.NoError(t, err)
+	require.True(t, r.Continue)
+	require.Nil(t, r.Headers)
+	require.Equal(t, "B", string(r.Body))
+	require.Equal(t, []string{"request_body"}, fake.kinds())
+}

@@ -113,6 +113,7 @@ type direction struct {
 	held         Headers // headers_ while holding
 	holding      bool
 	buf          []byte // BUFFERED / BUFFERED_PARTIAL data not yet released
+	buffering    bool   // buf holds body data back
 	bodySent     bool   // the buffered body message went out
 	dataSeen     bool   // at least one body call
 	partialDone  bool   // BUFFERED_PARTIAL reply processed: the rest flows
@@ -303,6 +304,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		d.out = append(d.out, data...)
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED:
 		d.buf = append(d.buf, data...)
+		d.buffering = true
 		if len(d.buf) > d.limit() {
 			s.tooLarge(d)
 			break
@@ -314,6 +316,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL:
 		// R1.5d: send at end of stream or when the limit is reached.
 		d.buf = append(d.buf, data...)
+		d.buffering = true
 		if eos || len(d.buf) >= d.limit() {
 			d.sendBuffered(cbPartialBody, eos)
 			s.waitFor(func() bool { return d.cb == cbIdle })
@@ -465,7 +468,7 @@ func (s *Stream) result(d *direction) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{
-		Continue:        !d.holding,
+		Continue:        !d.holding && !d.buffering,
 		Headers:         d.outHeaders,
 		Body:            d.out,
 		Trailers:        d.outTrailers,
@@ -976,6 +979,7 @@ func (d *direction) continueProcessing() {
 		d.out = append(d.out, d.buf...)
 	}
 	d.buf = nil
+	d.buffering = false
 	if d.trailersHeld && d.cb == cbIdle {
 		d.outTrailers = d.trailers
 		d.trailers = nil
