@@ -216,7 +216,7 @@ func (s *Store) watch(ctx context.Context, ch chan int64, last int64) {
 			}
 			break // connection lost: reconnect
 		}
-		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_ = conn.Close(closeCtx)
 		cancel()
 	}
@@ -230,7 +230,7 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 		return nil, err
 	}
 	if _, err := conn.Exec(cctx, "LISTEN "+notifyChannel); err != nil {
-		_ = conn.Close(context.Background())
+		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return conn, nil

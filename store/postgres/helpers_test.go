@@ -41,7 +41,7 @@ func createDB(t testing.TB, base string) string {
 		if err != nil {
 			return
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }()
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
 	u, err := url.Parse(base)

@@ -142,7 +142,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("postgres: migration lock: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
 		goose.WithSessionLocker(locker), goose.WithTableName("tollgate_schema_version"))
 	if err != nil {
