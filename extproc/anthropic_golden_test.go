@@ -1,0 +1,137 @@
+package extproc
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// anthropicCase is one golden case of testdata/anthropic/in: a client request
+// through one translator, and optionally a provider response (JSON or a
+// recorded SSE byte stream) back through it.
+type anthropicCase struct {
+	API      API             `json:"api"`
+	Provider ProviderType    `json:"provider"`
+	Target   Target          `json:"target"`
+	Clamp    int64           `json:"clamp"`
+	Request  json.RawMessage `json:"request"`
+	// Status and Response: a complete provider response (status 0 = 200).
+	Status   int             `json:"status"`
+	Response json.RawMessage `json:"response"`
+	// Stream: a provider SSE byte stream, verbatim.
+	Stream string `json:"stream"`
+}
+
+// anthropicGolden is what testdata/anthropic/out holds for a case.
+type anthropicGolden struct {
+	Path    string      `json:"path"`
+	Headers [][2]string `json:"headers"`
+	// Body is the exact upstream body, indented when JSON; "<unchanged>" when
+	// the client's is kept.
+	Body     json.RawMessage `json:"body"`
+	Client   json.RawMessage `json:"client,omitempty"`    // client body of a JSON response or error
+	ClientSSE string         `json:"client_sse,omitempty"` // client bytes of a stream
+	Usage    *kernel.Usage   `json:"usage,omitempty"`
+	Reported *bool           `json:"reported,omitempty"`
+}
+
+// runAnthropicCase runs one case and returns its golden record.
+func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
+	t.Helper()
+	_, in, err := parseRequest(tc.API, tc.Request)
+	require.NoError(t, err)
+	in.ClampMaxTokens = tc.Clamp
+	tr := newTranslator(tc.API, tc.Provider)
+	require.NotNil(t, tr, "no translator for %s × %s", tc.API, tc.Provider)
+	out, err := tr.Request(in, &tc.Target)
+	require.NoError(t, err)
+	require.Equal(t, string(tc.Request), string(in.Body), "client body must not be modified")
+	g := anthropicGolden{Path: out.Path, Headers: out.Headers, Body: json.RawMessage(`"<unchanged>"`)}
+	if out.Body != nil {
+		require.True(t, json.Valid(out.Body), "upstream body is not JSON: %s", out.Body)
+		g.Body = out.Body
+	}
+	switch {
+	case tc.Status >= 400:
+		g.Client = tr.Error(tc.Status, tc.Response)
+		require.True(t, json.Valid(g.Client), "error body is not JSON: %s", g.Client)
+	case len(tc.Response) > 0:
+		body, u, err := tr.Response(tc.Response)
+		require.NoError(t, err)
+		require.True(t, json.Valid(body), "client body is not JSON: %s", body)
+		g.Client, g.Usage = body, &u
+	case tc.Stream != "":
+		whole := feedStream(t, tr, []byte(tc.Stream), -1)
+		u, rep := tr.StreamUsage()
+		g.ClientSSE, g.Usage, g.Reported = string(whole), &u, &rep
+		// Every split of the provider's bytes gives the same client bytes and usage.
+		for i := 0; i <= len(tc.Stream); i++ {
+			tr2 := newTranslator(tc.API, tc.Provider)
+			_, in2, err := parseRequest(tc.API, tc.Request)
+			require.NoError(t, err)
+			in2.ClampMaxTokens = tc.Clamp
+			_, err = tr2.Request(in2, &tc.Target)
+			require.NoError(t, err)
+			got := feedStream(t, tr2, []byte(tc.Stream), i)
+			require.Equal(t, string(whole), string(got), "split at byte %d", i)
+			u2, rep2 := tr2.StreamUsage()
+			require.Equal(t, u, u2, "split at byte %d", i)
+			require.Equal(t, rep, rep2, "split at byte %d", i)
+		}
+	}
+	return g
+}
+
+// feedStream feeds b to tr in two chunks split at offset at (whole when at<0),
+// then the end of stream, and returns the concatenated output.
+func feedStream(t *testing.T, tr Translator, b []byte, at int) []byte {
+	t.Helper()
+	parts := [][]byte{b}
+	if at >= 0 {
+		parts = [][]byte{b[:at:at], b[at:]}
+	}
+	var got []byte
+	for _, p := range parts {
+		out, err := tr.StreamChunk(p, false)
+		require.NoError(t, err)
+		got = append(got, out...)
+	}
+	out, err := tr.StreamChunk(nil, true)
+	require.NoError(t, err)
+	return append(got, out...)
+}
+
+// TestAnthropicGolden runs every testdata/anthropic/in case and compares with
+// testdata/anthropic/out (go test -run TestAnthropicGolden -update rewrites).
+func TestAnthropicGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/anthropic/in/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var tc anthropicCase
+			require.NoError(t, json.Unmarshal(raw, &tc))
+			g := runAnthropicCase(t, &tc)
+			enc, err := json.MarshalIndent(g, "", "  ")
+			require.NoError(t, err)
+			enc = append(enc, '\n')
+			golden := filepath.Join("testdata/anthropic/out", name+".json")
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+				require.NoError(t, os.WriteFile(golden, enc, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test -run TestAnthropicGolden -update")
+			require.Equal(t, string(want), string(enc))
+		})
+	}
+}

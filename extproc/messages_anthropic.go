@@ -1,0 +1,145 @@
+package extproc
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// Anthropic's Messages API is served at POST /v1/messages and POST
+// /v1/messages/count_tokens, with errors in Anthropic's shape. The key may come
+// in x-api-key (Anthropic's SDKs, Claude Code with ANTHROPIC_API_KEY) or
+// Authorization: Bearer (ANTHROPIC_AUTH_TOKEN): the processor reads both.
+func init() {
+	registerEndpoint(&endpoint{
+		Method: http.MethodPost, Path: "/v1/messages",
+		API: APIMessages, ErrorBody: anthropicErrorBody,
+	})
+	registerEndpoint(&endpoint{
+		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
+		API: APIMessagesCount, NoOutput: true, ErrorBody: anthropicErrorBody,
+	})
+	registerTranslator(APIMessages, ProviderAnthropic, func() Translator { return new(messagesAnthropic) })
+	registerTranslator(APIMessagesCount, ProviderAnthropic, func() Translator { return &messagesAnthropic{count: true} })
+}
+
+// messagesAnthropic serves the Messages API from an Anthropic deployment with
+// no translation: the model is renamed, max_tokens set (clamped or defaulted),
+// the credentials replaced, and usage read from the response or from the
+// stream's message_start and message_delta events. With count=true it serves
+// count_tokens, which is free: it settles at zero usage.
+type messagesAnthropic struct {
+	count  bool
+	apiKey string
+	sse    sseParser
+	usage  anthropicStreamUsage
+}
+
+var _ Translator = (*messagesAnthropic)(nil)
+
+// Request renames the model and sets max_tokens (messages only); the path is
+// the base path + /messages (or /messages/count_tokens).
+func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
+	t.apiKey = target.APIKey
+	path := "/messages"
+	if t.count {
+		path = "/messages/count_tokens"
+	}
+	body, err := t.rewrite(in, target)
+	if err != nil {
+		return nil, err
+	}
+	return &Outbound{
+		Path:    joinPath(target.BasePath, path),
+		Headers: anthropicHeaders(target),
+		Body:    body,
+	}, nil
+}
+
+// rewrite edits the client's body: model renamed; max_tokens replaced by the
+// clamp, or added when absent or null (Anthropic requires it). It returns nil
+// when nothing changes.
+func (t *messagesAnthropic) rewrite(in *Inbound, target *Target) ([]byte, error) {
+	b, f := in.Body, in.fields
+	if f == nil {
+		var err error
+		if f, _, err = parseRequest(in.API, b); err != nil {
+			return nil, err
+		}
+	}
+	var edits []edit
+	var inserts []byte
+	if m := target.ProviderModel; m != "" {
+		q := appendJSONString(nil, m)
+		switch {
+		case !f.model.ok():
+			inserts = append(append(append(inserts, `"model":`...), q...), ',')
+		case !bytes.Equal(f.model.bytes(b), q):
+			edits = append(edits, edit{f.model.start, f.model.end, q})
+		}
+	}
+	if !t.count {
+		n := strconv.AppendInt(nil, anthropicMaxTokens(in, target), 10)
+		switch {
+		case !f.maxTokens.ok():
+			inserts = append(append(append(inserts, `"max_tokens":`...), n...), ',')
+		case in.ClampMaxTokens > 0 || f.maxTokens.isNull(b):
+			if !bytes.Equal(f.maxTokens.bytes(b), n) {
+				edits = append(edits, edit{f.maxTokens.start, f.maxTokens.end, n})
+			}
+		}
+	}
+	if len(inserts) > 0 {
+		if f.empty {
+			inserts = inserts[:len(inserts)-1]
+		}
+		edits = append(edits, edit{f.open + 1, f.open + 1, inserts})
+	}
+	if len(edits) == 0 {
+		return nil, nil
+	}
+	sortEdits(edits)
+	return applyEdits(b, edits), nil
+}
+
+// Response reads the usage of a message (count_tokens: zero usage, reported,
+// so the request settles at no cost). The body passes unchanged.
+func (t *messagesAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
+	if t.count {
+		return body, kernel.Usage{}, nil
+	}
+	v, err := topLevelMember(body, "usage")
+	if err != nil {
+		return body, kernel.Usage{}, err
+	}
+	u, _, ok := parseAnthropicUsage(body, v)
+	if !ok {
+		return body, kernel.Usage{}, errNoUsage
+	}
+	return body, u.kernel(), nil
+}
+
+// StreamChunk reads the usage from the events; the bytes pass unchanged.
+func (t *messagesAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
+	fn := func(ev sseEvent) { t.usage.observe(ev.Data) }
+	err := t.sse.Feed(chunk, fn)
+	if err == nil && eos {
+		err = t.sse.Flush(fn)
+	}
+	return chunk, err
+}
+
+// StreamUsage is the usage of message_start and the last message_delta.
+func (t *messagesAnthropic) StreamUsage() (kernel.Usage, bool) {
+	if t.count {
+		return kernel.Usage{}, true
+	}
+	return t.usage.result()
+}
+
+// Error passes Anthropic's error in Anthropic's shape, secrets redacted.
+func (t *messagesAnthropic) Error(status int, body []byte) []byte {
+	return anthropicErrorBody(upstreamAnthropicError(status, body, t.apiKey))
+}
