@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -34,11 +35,11 @@ type anthropicGolden struct {
 	Headers [][2]string `json:"headers"`
 	// Body is the exact upstream body, indented when JSON; "<unchanged>" when
 	// the client's is kept.
-	Body     json.RawMessage `json:"body"`
-	Client   json.RawMessage `json:"client,omitempty"`    // client body of a JSON response or error
-	ClientSSE string         `json:"client_sse,omitempty"` // client bytes of a stream
-	Usage    *kernel.Usage   `json:"usage,omitempty"`
-	Reported *bool           `json:"reported,omitempty"`
+	Body      json.RawMessage `json:"body"`
+	Client    json.RawMessage `json:"client,omitempty"`     // client body of a JSON response or error
+	ClientSSE string          `json:"client_sse,omitempty"` // client bytes of a stream
+	Usage     *kernel.Usage   `json:"usage,omitempty"`
+	Reported  *bool           `json:"reported,omitempty"`
 }
 
 // runAnthropicCase runs one case and returns its golden record.
@@ -113,6 +114,9 @@ func TestAnthropicGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/anthropic/in/*.json")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
+	now := anthropicNow
+	anthropicNow = func() time.Time { return time.Unix(1_750_000_000, 0) }
+	t.Cleanup(func() { anthropicNow = now })
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		t.Run(name, func(t *testing.T) {

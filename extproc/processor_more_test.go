@@ -6,9 +6,11 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
@@ -333,4 +335,51 @@ func TestRateLimitHeadersOnSuccess(t *testing.T) {
 	require.Equal(t, "99", resp.Headers.Value("x-ratelimit-remaining-requests"))
 	require.Equal(t, "100000", resp.Headers.Value("x-ratelimit-limit-tokens"))
 	require.NotEmpty(t, resp.Headers.Value("x-ratelimit-reset-tokens"))
+}
+
+// TestConcurrentRequests runs streamed and non-streamed requests in parallel
+// through one processor (run with -race): each is settled once, with its own
+// usage, and ids never collide.
+func TestConcurrentRequests(t *testing.T) {
+	e := newTestEnv(t)
+	const n = 64
+	var wg sync.WaitGroup
+	ids := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var resp *envoytest.Response
+			var err error
+			if i%2 == 0 {
+				resp, err = e.client.Do(ctx, post("/v1/chat/completions", clientKey, testPromptBody),
+					(&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+			} else {
+				resp, err = e.client.Do(ctx, post("/v1/chat/completions", clientKey, `{"model":"azure-gpt","stream":true}`),
+					(&recorder{resp: sseResponse(streamBody(true), 10+i)}).upstream)
+			}
+			if !assert.NoError(t, err) || !assert.Equal(t, 200, resp.Status) {
+				return
+			}
+			ids[i] = resp.Headers.Value(hdrRequestID)
+		}()
+	}
+	wg.Wait()
+	recs := e.acct.Records()
+	require.Len(t, recs, n)
+	seen := map[string]bool{}
+	for _, r := range recs {
+		require.False(t, seen[r.RequestID])
+		seen[r.RequestID] = true
+		if r.Stream {
+			require.Equal(t, int64(10), r.Usage.Input)
+		} else {
+			require.Equal(t, chatUsage, r.Usage)
+		}
+	}
+	for _, id := range ids {
+		require.True(t, seen[id], id)
+	}
 }
