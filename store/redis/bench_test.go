@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -15,6 +16,12 @@ import (
 // callers (b.SetParallelism × GOMAXPROCS), each request on a key, a team and
 // the global scope, with rpm, tpm, parallel and a daily budget on the key.
 func BenchmarkAdmitSettle(b *testing.B) {
+	for _, callers := range []int{64, 8} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { benchAdmitSettle(b, callers) })
+	}
+}
+
+func benchAdmitSettle(b *testing.B, callers int) {
 	rdb := client(b)
 	pfx := prefix(b, rdb)
 	c := tgredis.New(rdb, zeroSeed, tgredis.WithPrefix(pfx))
@@ -28,7 +35,7 @@ func BenchmarkAdmitSettle(b *testing.B) {
 	global := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeGlobal}}
 	price := kernel.Price{Input: 2_500_000_000, Output: 10_000_000_000}
 	var seq atomic.Int64
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 callers
+	b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {

@@ -36,9 +36,10 @@ var admitLua = goredis.NewScript(`
 local function I(x) return string.format('%.0f', x) end
 local nS, nW = tonumber(ARGV[1]), tonumber(ARGV[2])
 if redis.call('EXISTS', KEYS[1]) == 1 then return {3} end
-local need = {}
+local need, win = {}, {}
 for w = 1, nW do
-  if redis.call('HEXISTS', KEYS[2+nS+w], 'sd') == 0 then need[#need+1] = w end
+  win[w] = redis.call('HMGET', KEYS[2+nS+w], 'sd', 'sp', 'rs')
+  if not win[w][1] then need[#need+1] = w end
 end
 if #need > 0 then return {2, need} end
 
@@ -87,8 +88,8 @@ for i = 1, nS do
     local wi, limit = tonumber(ARGV[a]), tonumber(ARGV[a+1])
     a = a + 2
     if fail < 0 then
-      local v = redis.call('HMGET', KEYS[2+nS+wi], 'sp', 'rs')
-      local sp, rs = tonumber(v[1] or '0'), tonumber(v[2] or '0')
+      local v = win[wi]
+      local sp, rs = tonumber(v[2] or '0'), tonumber(v[3] or '0')
       if mode == 1 then
         if sp >= limit then fail = i end
       else
@@ -189,9 +190,10 @@ if rs > 0 then
 end
 for w = 1, nC do
   local key = KEYS[2+nS+nR+w]
-  redis.call('HINCRBY', key, 'sp', I(cost))
   local ttl = tonumber(ARGV[8+w])
-  if ttl > 0 and redis.call('TTL', key) < 0 then redis.call('EXPIRE', key, ttl) end
+  if redis.call('HINCRBY', key, 'sp', I(cost)) == cost and ttl > 0 then
+    redis.call('EXPIRE', key, ttl) -- a new window (or one with nothing spent yet)
+  end
 end
 return {1, cost, rs}
 `)
