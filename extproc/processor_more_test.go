@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -382,4 +383,59 @@ func TestConcurrentRequests(t *testing.T) {
 	for _, id := range ids {
 		require.True(t, seen[id], id)
 	}
+}
+
+func TestDecisionErrors(t *testing.T) {
+	tests := []struct {
+		d      kernel.Decision
+		status int
+		code   string
+		msg    string
+	}{
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeOrg}}, 400, "budget_exceeded", "organization"},
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeCustomer}}, 400, "budget_exceeded", "customer"},
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeGlobal}}, 400, "budget_exceeded", "gateway"},
+		{kernel.Decision{Reason: kernel.ReasonTokenLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeUser}}, 429, "rate_limit_exceeded", "user: tokens per minute"},
+		{kernel.Decision{Reason: kernel.ReasonParallelLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeTeam}}, 429, "rate_limit_exceeded", "team: parallel requests"},
+		{kernel.Decision{Reason: kernel.ReasonDuplicate}, 500, "admission_error", "could not admit"},
+	}
+	for _, tt := range tests {
+		e := decisionError(tt.d, "m")
+		require.Equal(t, tt.status, e.Status)
+		require.Equal(t, tt.code, e.Code)
+		require.Contains(t, e.Message, tt.msg)
+	}
+}
+
+func TestResolveUnavailable(t *testing.T) {
+	e := newTestEnv(t)
+	cat := &failingResolve{fakeCatalog: e.cat}
+	p := New(cat, e.acct)
+	client := envoytest.NewClient(envoytest.Direct(p), envoytest.DefaultConfig())
+	resp, err := client.Do(context.Background(), post("/v1/chat/completions", clientKey, testPromptBody), nil)
+	require.NoError(t, err)
+	requireOpenAIError(t, resp, wantError{503, "server_error", "service_unavailable", "", "No deployment of the model `gpt-4o`"})
+}
+
+type failingResolve struct{ *fakeCatalog }
+
+func (f *failingResolve) Resolve(context.Context, *Principal, string) (*Target, error) {
+	return nil, errors.New("all deployments cooling down")
+}
+
+func TestClockAndSettleTimeout(t *testing.T) {
+	start := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := start
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+	e := newTestEnv(t, WithClock(clock), WithSettleTimeout(time.Second))
+	e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+	r := e.acct.Records()[0]
+	require.Equal(t, start.Add(time.Second), r.StartedAt)
+	require.Equal(t, start.Add(2*time.Second), r.EndedAt)
 }
