@@ -1,0 +1,572 @@
+package extproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+func init() {
+	registerTranslator(APIMessages, ProviderOpenAI, func() Translator { return new(messagesOpenAI) })
+	registerTranslator(APIMessages, ProviderAzure, func() Translator { return &messagesOpenAI{azure: true} })
+}
+
+// messagesOpenAI serves Anthropic's Messages API from an OpenAI-compatible (or
+// Azure OpenAI) deployment, so Anthropic clients such as Claude Code can use
+// any model group: the request becomes a chat completions request (system →
+// a system message, tool_use blocks → tool_calls, tool_result blocks → tool
+// messages, images → image_url parts), the response and the SSE stream become
+// Messages again. The stream always asks for usage; Anthropic clients get it
+// in message_delta.
+type messagesOpenAI struct {
+	azure  bool
+	apiKey string
+	model  string // the client's model name, echoed in responses
+
+	sse      sseParser
+	out      []byte
+	usage    kernel.Usage
+	ou       openAIUsage
+	reported bool
+	text     int64
+	// stream state
+	started  bool
+	id       string
+	block    int    // index of the open content block, -1 when none
+	blockTyp string // "text" or "tool_use"
+	next     int    // index of the next block
+	tools    map[int]int
+	finish   string
+	ended    bool // message_stop written
+}
+
+var _ Translator = (*messagesOpenAI)(nil)
+
+// --- request ------------------------------------------------------------------
+
+type anInRequest struct {
+	System        json.RawMessage `json:"system"`
+	Messages      []anInMessage   `json:"messages"`
+	StopSequences []string        `json:"stop_sequences"`
+	Temperature   *float64        `json:"temperature"`
+	TopP          *float64        `json:"top_p"`
+	Tools         []anTool        `json:"tools"`
+	ToolChoice    *struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	} `json:"tool_choice"`
+}
+
+type anInMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type oaOutMessage struct {
+	Role       string           `json:"role"`
+	Content    any              `json:"content"`
+	ToolCalls  []oaRespToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
+}
+
+type oaOutPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url,omitempty"`
+}
+
+type oaOutRequest struct {
+	Model               string         `json:"model"`
+	Messages            []oaOutMessage `json:"messages"`
+	MaxCompletionTokens int64          `json:"max_completion_tokens"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	TopP                *float64       `json:"top_p,omitempty"`
+	Stop                []string       `json:"stop,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options,omitempty"`
+	Tools             []oaTool `json:"tools,omitempty"`
+	ToolChoice        any      `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty"`
+	User              string   `json:"user,omitempty"`
+}
+
+// Request builds the chat completions request.
+func (t *messagesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
+	t.apiKey, t.model, t.block = target.APIKey, in.Model, -1
+	var req anInRequest
+	if err := json.Unmarshal(in.Body, &req); err != nil {
+		return nil, fmt.Errorf("invalid messages request: %w", err)
+	}
+	out := oaOutRequest{
+		Model:               target.ProviderModel,
+		MaxCompletionTokens: anthropicMaxTokens(in, target),
+		Temperature:         req.Temperature,
+		TopP:                req.TopP,
+		Stop:                req.StopSequences,
+		Stream:              in.Stream,
+		User:                in.User,
+	}
+	if out.Model == "" {
+		out.Model = in.Model
+	}
+	if in.Stream {
+		out.StreamOptions = &struct {
+			IncludeUsage bool `json:"include_usage"`
+		}{true}
+	}
+	if sys, err := systemText(req.System); err != nil {
+		return nil, err
+	} else if sys != "" {
+		out.Messages = append(out.Messages, oaOutMessage{Role: "system", Content: sys})
+	}
+	for i, m := range req.Messages {
+		msgs, err := chatMessages(m)
+		if err != nil {
+			return nil, fmt.Errorf("messages.%d: %w", i, err)
+		}
+		out.Messages = append(out.Messages, msgs...)
+	}
+	for _, tool := range req.Tools {
+		var ot oaTool
+		ot.Type = "function"
+		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = tool.Name, tool.Description, tool.InputSchema
+		out.Tools = append(out.Tools, ot)
+	}
+	if c := req.ToolChoice; c != nil && len(out.Tools) > 0 {
+		switch c.Type {
+		case "any":
+			out.ToolChoice = "required"
+		case "none":
+			out.ToolChoice = "none"
+		case "tool":
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}
+		default:
+			out.ToolChoice = "auto"
+		}
+		if c.DisableParallelToolUse {
+			f := false
+			out.ParallelToolCalls = &f
+		}
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	o := &Outbound{Body: body, Remove: []string{hdrAnthropicVersion, hdrAnthropicBeta}}
+	if t.azure {
+		o.Path = azurePath(target, opChat)
+		if target.APIKey != "" {
+			o.Headers = [][2]string{{hdrAPIKey, target.APIKey}}
+		}
+	} else {
+		o.Path = joinPath(target.BasePath, opChat.path)
+		if target.APIKey != "" {
+			o.Headers = [][2]string{{hdrAuthorization, "Bearer " + target.APIKey}}
+		}
+	}
+	return o, nil
+}
+
+// anInBlock is a content block of a client's Messages request.
+type anInBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Source    *anSource       `json:"source"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// blocksOf reads a content: a string is one text block.
+func blocksOf(raw json.RawMessage) ([]anInBlock, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []anInBlock{{Type: "text", Text: s}}, nil
+	}
+	var blocks []anInBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, errors.New("content must be a string or an array of content blocks")
+	}
+	return blocks, nil
+}
+
+// systemText joins the system prompt (a string or text blocks).
+func systemText(raw json.RawMessage) (string, error) {
+	blocks, err := blocksOf(raw)
+	if err != nil {
+		return "", errors.New("system must be a string or an array of text blocks")
+	}
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// chatMessages converts one Messages turn into chat messages: a user turn's
+// tool results become tool messages (first, as OpenAI requires them right
+// after the assistant's tool calls), an assistant's tool_use blocks its
+// tool_calls. Thinking blocks are dropped.
+func chatMessages(m anInMessage) ([]oaOutMessage, error) {
+	blocks, err := blocksOf(m.Content)
+	if err != nil {
+		return nil, err
+	}
+	var out []oaOutMessage
+	var parts []oaOutPart
+	var calls []oaRespToolCall
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, oaOutPart{Type: "text", Text: b.Text})
+		case "image":
+			if b.Source == nil {
+				return nil, errors.New("image block without source")
+			}
+			u := b.Source.URL
+			if b.Source.Type == "base64" {
+				u = "data:" + b.Source.MediaType + ";base64," + b.Source.Data
+			}
+			parts = append(parts, oaOutPart{Type: "image_url", ImageURL: &struct {
+				URL string `json:"url"`
+			}{u}})
+		case "tool_use":
+			c := oaRespToolCall{ID: b.ID, Type: "function"}
+			c.Function.Name = b.Name
+			var args bytes.Buffer
+			if len(b.Input) == 0 || json.Compact(&args, b.Input) != nil {
+				args.Reset()
+				args.WriteString("{}")
+			}
+			c.Function.Arguments = args.String()
+			calls = append(calls, c)
+		case "tool_result":
+			text, err := systemText(b.Content)
+			if err != nil {
+				return nil, errors.New("tool_result content must be a string or text blocks")
+			}
+			if b.IsError && text == "" {
+				text = "error"
+			}
+			out = append(out, oaOutMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
+		case "thinking", "redacted_thinking":
+		default:
+			return nil, fmt.Errorf("content block type %q is not supported by this model", b.Type)
+		}
+	}
+	switch m.Role {
+	case "user":
+		if len(parts) > 0 {
+			out = append(out, oaOutMessage{Role: "user", Content: flatten(parts)})
+		}
+	case "assistant":
+		msg := oaOutMessage{Role: "assistant", ToolCalls: calls}
+		if len(parts) > 0 {
+			msg.Content = flatten(parts)
+		}
+		if len(parts) > 0 || len(calls) > 0 {
+			out = append(out, msg)
+		}
+	default:
+		return nil, fmt.Errorf("role %q is not supported", m.Role)
+	}
+	return out, nil
+}
+
+// flatten sends text-only content as a plain string (every OpenAI-compatible
+// server accepts it), else the parts.
+func flatten(parts []oaOutPart) any {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return parts
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// --- response -----------------------------------------------------------------
+
+type oaInCompletion struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   *string          `json:"content"`
+			ToolCalls []oaRespToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+type anOutBlock struct {
+	Type  string          `json:"type"`
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+type anOutUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+}
+
+type anOutMessage struct {
+	ID           string       `json:"id"`
+	Type         string       `json:"type"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Content      []anOutBlock `json:"content"`
+	StopReason   *string      `json:"stop_reason"`
+	StopSequence *string      `json:"stop_sequence"`
+	Usage        anOutUsage   `json:"usage"`
+}
+
+// stopReason maps OpenAI's finish_reason to Anthropic's stop_reason.
+func stopReason(f string) string {
+	switch f {
+	case "length":
+		return "max_tokens"
+	case "tool_calls", "function_call":
+		return "tool_use"
+	case "content_filter":
+		return "refusal"
+	default:
+		return "end_turn"
+	}
+}
+
+// anthropicUsageOf reports OpenAI's usage the Anthropic way: input_tokens
+// exclude the cached tokens, reported as cache reads.
+func anthropicUsageOf(u openAIUsage) anOutUsage {
+	cached := min(u.cached, u.prompt)
+	return anOutUsage{InputTokens: u.prompt - cached, CacheReadInputTokens: cached, OutputTokens: u.completion}
+}
+
+// Response converts a chat completion into a message.
+func (t *messagesOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
+	var r oaInCompletion
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, kernel.Usage{}, err
+	}
+	v, err := topLevelMember(body, "usage")
+	if err != nil {
+		return nil, kernel.Usage{}, err
+	}
+	u, ok := parseOpenAIUsage(body, v)
+	msg := anOutMessage{ID: r.ID, Type: "message", Role: "assistant", Model: t.model, Content: []anOutBlock{}, Usage: anthropicUsageOf(u)}
+	stop := "end_turn"
+	if len(r.Choices) > 0 {
+		c := r.Choices[0]
+		if c.Message.Content != nil && *c.Message.Content != "" {
+			msg.Content = append(msg.Content, anOutBlock{Type: "text", Text: c.Message.Content})
+		}
+		for _, tc := range c.Message.ToolCalls {
+			input := json.RawMessage(tc.Function.Arguments)
+			if !json.Valid(input) {
+				input = json.RawMessage(`{}`)
+			}
+			msg.Content = append(msg.Content, anOutBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+		}
+		stop = stopReason(c.FinishReason)
+	}
+	msg.StopReason = &stop
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return nil, kernel.Usage{}, err
+	}
+	if !ok {
+		return out, kernel.Usage{}, errNoUsage
+	}
+	return out, u.kernel(), nil
+}
+
+// --- stream -------------------------------------------------------------------
+
+type oaChunk struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Error json.RawMessage `json:"error"`
+}
+
+// StreamChunk converts chat.completion.chunk events into Messages events:
+// message_start, content_block_start/delta/stop for text and each tool call,
+// message_delta (stop_reason and the usage) and message_stop at data: [DONE]
+// (or at the end of the stream when [DONE] never came but a finish_reason did).
+func (t *messagesOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
+	t.out = t.out[:0]
+	err := t.sse.Feed(chunk, t.event)
+	if err == nil && eos {
+		err = t.sse.Flush(t.event)
+		if err == nil && t.finish != "" && !t.ended {
+			t.end()
+		}
+	}
+	return append([]byte{}, t.out...), err
+}
+
+func (t *messagesOpenAI) emit(name string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	t.out = append(t.out, "event: "...)
+	t.out = append(t.out, name...)
+	t.out = append(t.out, "\ndata: "...)
+	t.out = append(t.out, b...)
+	t.out = append(t.out, "\n\n"...)
+}
+
+func (t *messagesOpenAI) start() {
+	if t.started {
+		return
+	}
+	t.started = true
+	t.emit("message_start", map[string]any{"type": "message_start", "message": anOutMessage{
+		ID: t.id, Type: "message", Role: "assistant", Model: t.model, Content: []anOutBlock{},
+	}})
+}
+
+func (t *messagesOpenAI) closeBlock() {
+	if t.block >= 0 {
+		t.emit("content_block_stop", map[string]any{"type": "content_block_stop", "index": t.block})
+		t.block = -1
+	}
+}
+
+func (t *messagesOpenAI) openBlock(typ string, block anOutBlock) {
+	t.closeBlock()
+	t.block, t.blockTyp = t.next, typ
+	t.next++
+	t.emit("content_block_start", map[string]any{"type": "content_block_start", "index": t.block, "content_block": block})
+}
+
+func (t *messagesOpenAI) end() {
+	t.start()
+	t.closeBlock()
+	stop := stopReason(t.finish)
+	t.emit("message_delta", map[string]any{
+		"type":  "message_delta",
+		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": t.deltaUsage(),
+	})
+	t.emit("message_stop", map[string]any{"type": "message_stop"})
+	t.ended = true
+}
+
+// deltaUsage is the usage message_delta reports: the provider's, else the
+// output estimated from the streamed text.
+func (t *messagesOpenAI) deltaUsage() anOutUsage {
+	if t.reported {
+		return anthropicUsageOf(t.ou)
+	}
+	return anOutUsage{OutputTokens: estimateTokens(t.text)}
+}
+
+func (t *messagesOpenAI) event(ev sseEvent) {
+	if t.ended {
+		return
+	}
+	if bytes.Equal(ev.Data, doneData) {
+		t.end()
+		return
+	}
+	t.text += textBytes(ev.Data)
+	if bytes.Contains(ev.Data, usageKey) {
+		if v, err := topLevelMember(ev.Data, "usage"); err == nil {
+			if u, ok := parseOpenAIUsage(ev.Data, v); ok {
+				t.ou, t.usage, t.reported = u, u.kernel(), true
+			}
+		}
+	}
+	var c oaChunk
+	if json.Unmarshal(ev.Data, &c) != nil {
+		return
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		e := upstreamOpenAIError(500, ev.Data, t.apiKey)
+		t.emit("error", map[string]any{"type": "error", "error": anthropicErrorDetail{Type: anthropicAPIError, Message: e.Message}})
+		return
+	}
+	if t.id == "" {
+		t.id = c.ID
+	}
+	t.start()
+	for _, ch := range c.Choices {
+		d := ch.Delta
+		if d.Content != nil && *d.Content != "" {
+			if t.block < 0 || t.blockTyp != "text" {
+				empty := ""
+				t.openBlock("text", anOutBlock{Type: "text", Text: &empty})
+			}
+			t.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": t.block,
+				"delta": map[string]string{"type": "text_delta", "text": *d.Content}})
+		}
+		for _, tc := range d.ToolCalls {
+			if t.tools == nil {
+				t.tools = map[int]int{}
+			}
+			bi, ok := t.tools[tc.Index]
+			if !ok {
+				t.openBlock("tool_use", anOutBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(`{}`)})
+				bi = t.block
+				t.tools[tc.Index] = bi
+			}
+			if tc.Function.Arguments != "" && bi == t.block {
+				t.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": bi,
+					"delta": map[string]string{"type": "input_json_delta", "partial_json": tc.Function.Arguments}})
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			t.finish = *ch.FinishReason
+			t.closeBlock()
+		}
+	}
+}
+
+// StreamUsage is the usage of the stream's usage chunk, or an estimate.
+func (t *messagesOpenAI) StreamUsage() (kernel.Usage, bool) {
+	if t.reported {
+		return t.usage, true
+	}
+	return kernel.Usage{Output: estimateTokens(t.text)}, false
+}
+
+// Error converts an OpenAI or Azure error into Anthropic's shape.
+func (t *messagesOpenAI) Error(status int, body []byte) []byte {
+	return anthropicErrorBody(upstreamOpenAIError(status, body, t.apiKey))
+}
