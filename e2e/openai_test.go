@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"testing"
@@ -175,7 +174,7 @@ func TestOpenAIGoSDK(t *testing.T) {
 	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model: "missing", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")},
 	})
-	require.True(t, errors.As(err, &apiErr))
+	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusNotFound, apiErr.StatusCode)
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,10 +124,10 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 		return err
 	}
 	g.Config.Listen = cfg.Listen
-	g.xds = xds.NewServer(log)
+	g.xds = xds.NewServer(log) //nolint:contextcheck // its streams live until Stop
 
 	// Processor.
-	proc := extproc.New(g.Catalog, g.Accountant,
+	proc := extproc.New(g.Catalog, g.Accountant, //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)))
 	procLis, err := listen(cfg.ExtProcAddr)
 	if err != nil {
@@ -275,6 +276,8 @@ func (g *Gateway) xdsInput(s *Snapshot) *xds.Input {
 	for _, u := range s.Upstreams {
 		in.Upstreams = append(in.Upstreams, xds.Upstream{
 			Deployment: u.Deployment, Scheme: u.Scheme, Host: u.Host, Port: u.Port,
+			// https providers negotiate HTTP/2 by ALPN when they offer it.
+			HTTP2: u.Scheme == "https",
 		})
 	}
 	return in
@@ -285,9 +288,11 @@ func hostPort(addr string) xds.Address {
 	if err != nil {
 		return xds.Address{Host: addr}
 	}
-	var port uint32
-	fmt.Sscan(p, &port)
-	return xds.Address{Host: h, Port: port}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return xds.Address{Host: addr}
+	}
+	return xds.Address{Host: h, Port: uint32(port)}
 }
 
 func resolvePort(addr string) (string, error) {

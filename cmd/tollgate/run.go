@@ -41,6 +41,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +58,12 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+
+	if *debugAddr != "" {
+		if err := serveDebug(ctx, *debugAddr, log); err != nil {
+			return err
+		}
+	}
 
 	key, err := masterKey(*db, *masterFile)
 	if err != nil {

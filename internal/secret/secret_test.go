@@ -20,7 +20,7 @@ func TestNewIsBase62AndUnique(t *testing.T) {
 }
 
 func TestHashIsStable(t *testing.T) {
-	require.Equal(t, Hash("tg-x"), Hash("tg-x"))
+	require.Equal(t, "82148296d7410612bf13e01b7ba0d39f1ea4031ffcf197b89cc7105186c1de2e", Hash("tg-x"), "hex SHA-256")
 	require.NotEqual(t, Hash("tg-x"), Hash("tg-y"))
 	require.Len(t, Hash("tg-x"), 64)
 }
