@@ -18,10 +18,46 @@ import (
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
-// readSize is the size of one read from a body; each read becomes one chunk.
-const readSize = 32 << 10
+// Body reads start with a small buffer, so that thousands of idle streams
+// (SSE between events) hold little memory, and switch to a large one once a
+// read fills the small one; each read becomes one chunk.
+const (
+	smallRead = 4 << 10
+	largeRead = 32 << 10
+)
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, readSize); return &b }}
+var (
+	smallBufs = sync.Pool{New: func() any { b := make([]byte, smallRead); return &b }}
+	largeBufs = sync.Pool{New: func() any { b := make([]byte, largeRead); return &b }}
+)
+
+// reader reads a body into pooled buffers.
+type reader struct {
+	buf   *[]byte
+	large bool
+}
+
+func newReader() *reader { return &reader{buf: smallBufs.Get().(*[]byte)} }
+
+// read reads once and returns a copy of what was read (the filter may keep
+// it).
+func (rd *reader) read(r io.Reader) ([]byte, error) {
+	n, err := r.Read(*rd.buf)
+	chunk := bytes.Clone((*rd.buf)[:n])
+	if n == len(*rd.buf) && !rd.large {
+		smallBufs.Put(rd.buf)
+		rd.buf, rd.large = largeBufs.Get().(*[]byte), true
+	}
+	return chunk, err
+}
+
+func (rd *reader) close() {
+	if rd.large {
+		largeBufs.Put(rd.buf)
+	} else {
+		smallBufs.Put(rd.buf)
+	}
+}
 
 // Causes of an upstream cancellation.
 var (
@@ -142,12 +178,12 @@ func (x *exchange) run() {
 
 // requestBody feeds the downstream body to the filter, one read per chunk.
 func (x *exchange) requestBody() bool {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
+	rd := newReader()
+	defer rd.close()
 	remaining := x.r.ContentLength
 	for {
-		n, err := x.r.Body.Read(buf)
+		chunk, err := rd.read(x.r.Body)
+		n := len(chunk)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return false // the client went away or sent a broken body
 		}
@@ -155,7 +191,6 @@ func (x *exchange) requestBody() bool {
 			remaining -= int64(n)
 		}
 		eof := err != nil || remaining == 0
-		chunk := bytes.Clone(buf[:n])
 		if eof {
 			if tr := trailers(x.r.Trailer); tr != nil {
 				if n > 0 {
@@ -427,12 +462,12 @@ func (x *exchange) respond(resp *http.Response) {
 	if !x.onResponse(res, err, !noBody) || noBody {
 		return
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
+	rd := newReader()
+	defer rd.close()
 	remaining := resp.ContentLength
 	for {
-		n, rerr := resp.Body.Read(buf)
+		chunk, rerr := rd.read(resp.Body)
+		n := len(chunk)
 		x.touch()
 		if rerr != nil && !errors.Is(rerr, io.EOF) {
 			x.upstreamFailed()
@@ -442,7 +477,6 @@ func (x *exchange) respond(resp *http.Response) {
 			remaining -= int64(n)
 		}
 		eof := rerr != nil || remaining == 0
-		chunk := bytes.Clone(buf[:n])
 		if eof {
 			if tr := trailers(resp.Trailer); tr != nil {
 				if n > 0 {

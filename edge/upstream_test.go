@@ -238,3 +238,22 @@ func TestRejectsUnsupportedConfig(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, body, `"upstream":"a"`)
 }
+
+// TestLargeBodies: bodies bigger than the read buffers cross intact both
+// ways (BUFFERED request and response).
+func TestLargeBodies(t *testing.T) {
+	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("content-type", "application/octet-stream")
+		for range 3 {
+			_, _ = w.Write(b)
+		}
+	}))
+	x := startXDS(t)
+	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "h"}), upstreamCluster(t, "a", a, clusterOpts{}))
+	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	in := strings.Repeat("0123456789abcdef", 200<<10/16)
+	resp, body := post(t, client(t), "http://"+e.Addr().String()+"/v1/x", "a", in)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, strings.Repeat(in, 3), body)
+}
