@@ -53,10 +53,23 @@
 // ext_proc filter itself (413, status_on_error, message timeouts, immediate
 // responses) go straight to the client.
 //
+// Per request, Envoy's HCM additions are made before the filter sees the
+// headers: :authority, :path, :method, :scheme, x-forwarded-proto and a
+// generated x-request-id (kept when the client sent one); hop-by-hop headers
+// are dropped. Bodies are read with a 4 KiB buffer that grows to 32 KiB once a
+// read fills it, each read becoming one chunk, so idle streams hold little
+// memory.
+//
+// Lifecycle: New, then RunADS (one call; it returns when its context ends,
+// while the listener keeps serving), Ready/Addr once serving, Shutdown to
+// drain. Ready never closes if no complete configuration arrives, so wait on
+// it together with a context.
+//
 // Not modelled: listener address changes after the first bind (they need a
-// restart), EDS, access logs, tracing, stats, and the ext_proc grpc_service:
-// the processor is the ExternalProcessorClient given to New, in-process
-// (envoytest.Direct) or over gRPC.
+// restart), EDS, request trailers upstream, upgrades (WebSocket), access
+// logs, tracing, stats, and the ext_proc grpc_service: the processor is the
+// ExternalProcessorClient given to New, in-process (envoytest.Direct) or over
+// gRPC.
 //
 // The edge holds no gateway logic. It must not import extproc (the
 // processor), kernel, store, admin or gateway; only the Envoy protos, gRPC,
