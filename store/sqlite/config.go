@@ -28,8 +28,7 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, id string) (store.Obje
 	obj := store.Object{Kind: kind, ID: id}
 	var doc []byte
 	var updated int64
-	err := s.r.QueryRowContext(ctx, `SELECT doc, version, updated_ns FROM objects WHERE kind = ? AND id = ?`,
-		string(kind), id).Scan(&doc, &obj.Version, &updated)
+	err := s.stmts.get.QueryRowContext(ctx, string(kind), id).Scan(&doc, &obj.Version, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Object{}, store.ErrNotFound
 	}

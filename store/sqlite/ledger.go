@@ -45,6 +45,7 @@ type statements struct {
 	insertOne   *sql.Stmt // one ledger row
 	chunks      []chunkStmt
 	upsertTotal *sql.Stmt
+	get         *sql.Stmt // on the read pool: one config object
 }
 
 // chunkStmt inserts rows ledger rows at once.
@@ -78,6 +79,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		s.stmts.chunks = append(s.stmts.chunks, chunkStmt{rows: n, stmt: prep(insertLedgerSQL(n))})
 	}
 	s.stmts.upsertTotal = prep(upsertTotalSQL)
+	if err == nil {
+		s.stmts.get, err = s.r.PrepareContext(ctx, `SELECT doc, version, updated_ns FROM objects WHERE kind = ? AND id = ?`)
+	}
 	if err != nil {
 		return s.wrap("prepare", err)
 	}
@@ -85,7 +89,7 @@ func (s *Store) prepare(ctx context.Context) error {
 }
 
 func (st *statements) close() error {
-	all := []*sql.Stmt{st.insertOne, st.upsertTotal}
+	all := []*sql.Stmt{st.insertOne, st.upsertTotal, st.get}
 	for _, c := range st.chunks {
 		all = append(all, c.stmt)
 	}
