@@ -218,6 +218,9 @@ func (x *exchange) requestBody() bool {
 // onRequest applies a request-direction result; false ends the exchange.
 func (x *exchange) onRequest(res *envoytest.Result, err error, last bool) bool {
 	if err != nil {
+		if x.ctx.Err() != nil {
+			return false // the client went away
+		}
 		x.e.logger.Error("edge: ext_proc client", "error", err)
 		x.writeLocal(http.StatusInternalServerError, nil, nil)
 		return false
@@ -526,6 +529,9 @@ func (x *exchange) upstreamFailed() {
 // continues (so what was written is flushed now). False ends the exchange.
 func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool {
 	if err != nil {
+		if x.ctx.Err() != nil {
+			return false // the client went away
+		}
 		x.e.logger.Error("edge: ext_proc client", "error", err)
 		if x.sentHeaders {
 			abort(x.w)
