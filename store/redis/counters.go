@@ -68,7 +68,7 @@ func WithPipeline(workers, maxBatch int) Option {
 	return func(o *options) { o.workers, o.batch = max(workers, 1), max(maxBatch, 1) }
 }
 
-// WithTimeout bounds one round trip to Redis (default 2s).
+// WithTimeout bounds one pipeline round trip to Redis (default 3s).
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = max(d, time.Millisecond) }
 }
@@ -105,7 +105,7 @@ type windowID struct {
 func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counters {
 	o := options{
 		prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour,
-		workers: 4, batch: 128, timeout: 2 * time.Second,
+		workers: 4, batch: 128, timeout: 3 * time.Second,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -32,7 +32,8 @@ func newReplica(t testing.TB, redisURL, pgURL, pfx string, opts ...tgredis.Optio
 	opt, err := goredis.ParseURL(redisURL)
 	require.NoError(t, err)
 	opt.PoolSize = 64
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
+	// Generous timeouts: the machine running the tests may be loaded (race detector, parallel packages).
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, 10*time.Second, 10*time.Second
 	opt.MaxRetries = -1
 	rdb := goredis.NewClient(opt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -47,7 +48,7 @@ func newReplica(t testing.TB, redisURL, pgURL, pfx string, opts ...tgredis.Optio
 		}
 		return st.ScopeSpend(ctx, scope, since, until)
 	}
-	r.counters = tgredis.New(rdb, seed, append([]tgredis.Option{tgredis.WithPrefix(pfx)}, opts...)...)
+	r.counters = tgredis.New(rdb, seed, append([]tgredis.Option{tgredis.WithPrefix(pfx), tgredis.WithTimeout(10 * time.Second)}, opts...)...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
