@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -438,4 +439,22 @@ func TestClockAndSettleTimeout(t *testing.T) {
 	r := e.acct.Records()[0]
 	require.Equal(t, start.Add(time.Second), r.StartedAt)
 	require.Equal(t, start.Add(2*time.Second), r.EndedAt)
+}
+
+// TestLargeBodyOverGRPC: a BUFFERED body travels as one gRPC message; bodies
+// above grpc-go's 4 MiB default must still reach the processor (spec R5.5).
+func TestLargeBodyOverGRPC(t *testing.T) {
+	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t)}
+	e.proc = New(e.cat, e.acct, WithMaxBodyBytes(8<<20))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := envoytest.DefaultConfig()
+	cfg.RequestBufferLimit = 16 << 20
+	e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), cfg)
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("a", 6<<20) + `"}]}`
+	up := &recorder{resp: jsonResponse(200, chatResponse)}
+	resp := e.do(t, post("/v1/chat/completions", clientKey, body), up.upstream)
+	require.Equal(t, 200, resp.Status)
+	require.Len(t, up.last(t).Body, len(body)+len(`-2024-08-06`))
+	require.Equal(t, int64(len(body)), e.acct.Admits()[0].PromptBytes)
 }
