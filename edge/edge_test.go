@@ -172,62 +172,77 @@ func TestStreamsChunkByChunk(t *testing.T) {
 }
 
 // TestClientDisconnect: the upstream request is cancelled and the ext_proc
-// stream ends, so the processor can settle.
+// stream ends, so the processor can settle; with the processor in-process and
+// over gRPC.
 func TestClientDisconnect(t *testing.T) {
-	cancelled := make(chan struct{})
-	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("content-type", "text/event-stream")
-		_, _ = fmt.Fprint(w, "data: first\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-		close(cancelled)
-	}))
-	x := startXDS(t)
-	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	proc := newFakeProc()
-	e := startEdge(t, envoytest.Direct(proc), x)
+	for _, overGRPC := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "grpc"}[overGRPC], func(t *testing.T) {
+			cancelled := make(chan struct{})
+			a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("content-type", "text/event-stream")
+				_, _ = fmt.Fprint(w, "data: first\n\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				close(cancelled)
+			}))
+			x := startXDS(t)
+			x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
+			proc := newFakeProc()
+			client := envoytest.Direct(proc)
+			if overGRPC {
+				client = grpcProcessor(t, proc)
+			}
+			e := startEdge(t, client, x)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.Addr().String()+"/v1/chat/completions", strings.NewReader(`{"stream":true}`))
-	require.NoError(t, err)
-	req.Header.Set("x-pick", "a")
-	resp, err := client(t).Do(req)
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "data: first\n", line)
-	cancel()
-	select {
-	case <-cancelled:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the upstream request was not cancelled")
-	}
-	select {
-	case err := <-proc.ended:
-		require.Error(t, err, "Envoy resets the ext_proc stream on a downstream reset")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the ext_proc stream did not end")
+			ctx, cancel := context.WithCancel(context.Background())
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.Addr().String()+"/v1/chat/completions", strings.NewReader(`{"stream":true}`))
+			require.NoError(t, err)
+			req.Header.Set("x-pick", "a")
+			resp, err := (&http.Client{}).Do(req)
+			require.NoError(t, err)
+			defer func() { _ = resp.Body.Close() }()
+			line, err := bufio.NewReader(resp.Body).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "data: first\n", line)
+			cancel()
+			select {
+			case <-cancelled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not cancelled")
+			}
+			select {
+			case err := <-proc.ended:
+				require.Error(t, err, "Envoy resets the ext_proc stream on a downstream reset")
+			case <-time.After(5 * time.Second):
+				t.Fatal("the ext_proc stream did not end")
+			}
+		})
 	}
 }
 
-func TestGRPCProcessor(t *testing.T) {
-	proc := newFakeProc()
+// grpcProcessor serves p over gRPC on loopback and returns a client of it.
+func grpcProcessor(t *testing.T, p extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+	t.Helper()
 	g := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(g, proc)
+	extprocv3.RegisterExternalProcessorServer(g, p)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = g.Serve(lis) }()
-	defer g.Stop()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
-	defer func() { _ = conn.Close() }()
+	t.Cleanup(func() {
+		_ = conn.Close()
+		g.Stop()
+	})
+	return extprocv3.NewExternalProcessorClient(conn)
+}
 
+func TestGRPCProcessor(t *testing.T) {
 	a := upstream(t, named("a"))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "grpc.example"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, extprocv3.NewExternalProcessorClient(conn), x)
+	e := startEdge(t, grpcProcessor(t, newFakeProc()), x)
 	resp, body := post(t, client(t), "http://"+e.Addr().String()+"/v1/chat/completions", "a", `{"over":"grpc"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, `"host":"grpc.example"`)
