@@ -1,0 +1,123 @@
+// Scenarios run with the official Anthropic Node SDK against a running Tollgate.
+// Usage: node anthropic.mjs <scenario>; env TOLLGATE_URL, TOLLGATE_KEY,
+// TOLLGATE_MODEL (the model group), TOLLGATE_AUTH ("bearer" sends the key as
+// Authorization: Bearer, as Claude Code does with ANTHROPIC_AUTH_TOKEN).
+// Prints one JSON object with what the scenario observed; the Go test asserts on it.
+import Anthropic from "@anthropic-ai/sdk";
+
+const model = () => process.env.TOLLGATE_MODEL ?? "demo";
+
+const client = (key = process.env.TOLLGATE_KEY, opts = {}) =>
+  new Anthropic({
+    baseURL: process.env.TOLLGATE_URL,
+    ...(process.env.TOLLGATE_AUTH === "bearer" ? { authToken: key, apiKey: null } : { apiKey: key }),
+    maxRetries: 0,
+    timeout: 20000,
+    ...opts,
+  });
+
+function errorInfo(e) {
+  return {
+    class: e?.constructor?.name,
+    status: e?.status,
+    type: e?.error?.error?.type ?? e?.type,
+    message: e?.message,
+    retryAfter: e?.headers?.get?.("retry-after") ?? null,
+  };
+}
+
+// A system prompt long enough to be worth caching, marked for the cache.
+const system = [{ type: "text", text: "You are a careful assistant. ".repeat(20), cache_control: { type: "ephemeral" } }];
+
+const scenarios = {
+  async messages() {
+    const r = await client().messages.create({
+      model: model(),
+      max_tokens: 8,
+      system,
+      messages: [{ role: "user", content: "Hello from the Anthropic SDK" }],
+    });
+    return { type: r.type, text: r.content.map((b) => b.text ?? "").join(""), stop: r.stop_reason, usage: r.usage };
+  },
+  async stream() {
+    const s = await client().messages.create({
+      model: model(),
+      max_tokens: 8,
+      system,
+      stream: true,
+      messages: [{ role: "user", content: "Stream to me please" }],
+    });
+    let text = "";
+    let start = null;
+    let delta = null;
+    let stop = null;
+    const events = [];
+    for await (const ev of s) {
+      events.push(ev.type);
+      if (ev.type === "message_start") start = ev.message.usage;
+      if (ev.type === "content_block_delta" && ev.delta.type === "text_delta") text += ev.delta.text;
+      if (ev.type === "message_delta") {
+        delta = ev.usage;
+        stop = ev.delta.stop_reason;
+      }
+    }
+    return { text, start, delta, stop, events };
+  },
+  async tools() {
+    const r = await client().messages.create({
+      model: model(),
+      max_tokens: 8,
+      tools: [
+        {
+          name: "get_weather",
+          description: "Current weather in a city",
+          input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+        },
+      ],
+      tool_choice: { type: "auto" },
+      messages: [
+        { role: "user", content: "Weather in Paris?" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_01", name: "get_weather", input: { city: "Paris" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_01", content: "18C and sunny" }] },
+      ],
+    });
+    return { type: r.type, blocks: r.content.map((b) => b.type), stop: r.stop_reason, usage: r.usage };
+  },
+  async count() {
+    const r = await client().messages.countTokens({
+      model: model(),
+      system,
+      messages: [{ role: "user", content: "Count me" }],
+    });
+    return { inputTokens: r.input_tokens };
+  },
+  async badkey() {
+    try {
+      await client("tg-not-a-real-key").messages.create({ model: model(), max_tokens: 4, messages: [{ role: "user", content: "x" }] });
+      return { error: null };
+    } catch (e) {
+      return { error: errorInfo(e), isAuth: e instanceof Anthropic.AuthenticationError };
+    }
+  },
+  // The provider answers 429 (mockllm's x-mock-status): the SDK raises a
+  // RateLimitError carrying retry-after.
+  async ratelimit() {
+    try {
+      await client(undefined, { defaultHeaders: { "x-mock-status": "429" } }).messages.create({
+        model: model(),
+        max_tokens: 4,
+        messages: [{ role: "user", content: "x" }],
+      });
+      return { error: null };
+    } catch (e) {
+      return { error: errorInfo(e), isRateLimit: e instanceof Anthropic.RateLimitError };
+    }
+  },
+};
+
+const name = process.argv[2];
+if (!scenarios[name]) {
+  console.error(`unknown scenario ${name}; one of ${Object.keys(scenarios).join(", ")}`);
+  process.exit(2);
+}
+console.log(JSON.stringify(await scenarios[name]()));
