@@ -13,15 +13,47 @@ import (
 	"github.com/tollgate-ai/tollgate/store"
 )
 
-// LocalAccountant admits and settles in this process: kernel.State holds the
-// counters, the store's ledger the truth. It suits one replica (the embedded
-// store); replicas sharing PostgreSQL use Redis counters instead.
-type LocalAccountant struct {
-	state  *kernel.State
-	ledger store.Ledger
-	spend  store.Spend
-	now    func() time.Time
-	log    *slog.Logger
+// Counters are the admission counters an Accountant admits against: the
+// kernel's State in this process (LocalCounters), or counters shared by
+// replicas (store/redis).
+type Counters interface {
+	Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error)
+	Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error)
+	Expire(ctx context.Context, now time.Time) ([]kernel.Settlement, error)
+}
+
+// LocalCounters are counters of one process, over kernel.State.
+type LocalCounters struct{ State *kernel.State }
+
+var _ Counters = LocalCounters{}
+
+// Admit implements Counters.
+func (c LocalCounters) Admit(_ context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	return c.State.Admit(now, req), nil
+}
+
+// Settle implements Counters.
+func (c LocalCounters) Settle(_ context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error) {
+	s, ok := c.State.Settle(now, id, u, st)
+	return s, ok, nil
+}
+
+// Expire implements Counters.
+func (c LocalCounters) Expire(_ context.Context, now time.Time) ([]kernel.Settlement, error) {
+	return c.State.Expire(now), nil
+}
+
+// Accountant admits against Counters and records every settlement in the
+// store's ledger, which is the truth. With LocalCounters it suits one replica
+// (the embedded store) and seeds the counters from the ledger itself; shared
+// counters (Redis) seed themselves.
+type Accountant struct {
+	counters Counters
+	local    *kernel.State // nil for shared counters
+	ledger   store.Ledger
+	spend    store.Spend
+	now      func() time.Time
+	log      *slog.Logger
 
 	mu     sync.Mutex
 	seeded map[seedKey]time.Time // window start seeded from the ledger
@@ -32,19 +64,47 @@ type seedKey struct {
 	period string
 }
 
-var _ extproc.Accountant = (*LocalAccountant)(nil)
+var _ extproc.Accountant = (*Accountant)(nil)
 
-// NewLocalAccountant returns an accountant over the given ledger and spend reader.
-func NewLocalAccountant(ledger store.Ledger, spend store.Spend, now func() time.Time, log *slog.Logger) *LocalAccountant {
-	return &LocalAccountant{state: kernel.NewState(), ledger: ledger, spend: spend, now: now, log: log, seeded: map[seedKey]time.Time{}}
+// LedgerSeed returns the function shared counters rebuild a budget window
+// with: this replica's queued settlements are flushed first, so the ledger holds
+// everything it charged.
+func LedgerSeed(st interface {
+	store.Ledger
+	store.Spend
+},
+) func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
+	return func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
+		if err := st.Flush(ctx); err != nil {
+			return 0, fmt.Errorf("gateway: flush before seeding: %w", err)
+		}
+		return st.ScopeSpend(ctx, scope, since, until)
+	}
 }
 
-// State exposes the counters (tests, metrics).
-func (a *LocalAccountant) State() *kernel.State { return a.state }
+// NewAccountant returns an accountant over shared counters.
+func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *slog.Logger) *Accountant {
+	return &Accountant{counters: c, ledger: ledger, now: now, log: log, seeded: map[seedKey]time.Time{}}
+}
+
+// NewLocalAccountant returns an accountant over counters in this process,
+// seeded from spend.
+func NewLocalAccountant(ledger store.Ledger, spend store.Spend, now func() time.Time, log *slog.Logger) *Accountant {
+	st := kernel.NewState()
+	a := NewAccountant(LocalCounters{State: st}, ledger, now, log)
+	a.local, a.spend = st, spend
+	return a
+}
+
+// State exposes the local counters (nil with shared counters).
+func (a *Accountant) State() *kernel.State { return a.local }
 
 // Seed loads, from the ledger, the spend of every current budget window that
 // has not been seeded yet. Called for every new snapshot before it serves.
-func (a *LocalAccountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
+func (a *Accountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
+	if a.local == nil {
+		return nil // shared counters seed themselves from the ledger
+	}
 	now := a.now()
 	var errs []error
 	for _, sc := range scopes {
@@ -65,7 +125,7 @@ func (a *LocalAccountant) Seed(ctx context.Context, scopes []kernel.Scope) error
 				errs = append(errs, fmt.Errorf("seed %v: %w", sc.Ref, err))
 				continue
 			}
-			a.state.Seed(sc.Ref, w.Period, start, spent)
+			a.local.Seed(sc.Ref, w.Period, start, spent)
 			a.mu.Lock()
 			a.seeded[k] = start
 			a.mu.Unlock()
@@ -83,13 +143,16 @@ func periodKey(p kernel.Period) string {
 }
 
 // Admit implements extproc.Accountant.
-func (a *LocalAccountant) Admit(_ context.Context, req *kernel.AdmitRequest) (kernel.Decision, error) {
-	return a.state.Admit(a.now(), req), nil
+func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	return a.counters.Admit(ctx, a.now(), req)
 }
 
 // Settle implements extproc.Accountant.
-func (a *LocalAccountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Money, error) {
-	s, ok := a.state.Settle(a.now(), rec.RequestID, rec.Usage, rec.Status)
+func (a *Accountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Money, error) {
+	s, ok, err := a.counters.Settle(ctx, a.now(), rec.RequestID, rec.Usage, rec.Status)
+	if err != nil {
+		return 0, fmt.Errorf("gateway: settle %s: %w", rec.RequestID, err)
+	}
 	if !ok {
 		return 0, nil // already settled (or expired): exactly once
 	}
@@ -108,7 +171,7 @@ func (a *LocalAccountant) Settle(ctx context.Context, rec *extproc.Record) (kern
 
 // ExpireLoop settles reservations whose lease ran out, every interval, until
 // ctx ends.
-func (a *LocalAccountant) ExpireLoop(ctx context.Context, every time.Duration) {
+func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -116,7 +179,11 @@ func (a *LocalAccountant) ExpireLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for _, s := range a.state.Expire(a.now()) {
+			expired, err := a.counters.Expire(ctx, a.now())
+			if err != nil {
+				a.log.Warn("expiring reservations failed; retrying at the next tick", "err", err)
+			}
+			for _, s := range expired {
 				e := expiredEntry(s)
 				if err := a.ledger.Append(ctx, e); err != nil {
 					a.log.Error("ledger append of an expired reservation failed", "request_id", s.ID, "err", err)

@@ -35,6 +35,9 @@ type Options struct {
 	Stdout  io.Writer // where the bootstrap admin secret and start banner go
 	Now     func() time.Time
 	OnStart []StartHook
+	// Counters, when set, are admission counters shared by replicas (Redis);
+	// otherwise counters live in this process, seeded from the ledger.
+	Counters Counters
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -43,7 +46,7 @@ type Gateway struct {
 	Store      store.Store
 	Sealer     *secret.Sealer
 	Catalog    *Catalog
-	Accountant *LocalAccountant
+	Accountant *Accountant
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
@@ -79,8 +82,12 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	}
 	g := &Gateway{
 		Config: cfg, Store: st, Sealer: sealer, log: log,
-		Catalog:    NewCatalog(now),
-		Accountant: NewLocalAccountant(st, st, now, log),
+		Catalog: NewCatalog(now),
+	}
+	if opts.Counters != nil {
+		g.Accountant = NewAccountant(opts.Counters, st, now, log)
+	} else {
+		g.Accountant = NewLocalAccountant(st, st, now, log)
 	}
 
 	for _, f := range cfg.ApplyFiles {

@@ -34,6 +34,11 @@ type running struct {
 
 func start(t *testing.T, overGRPC bool) *running {
 	t.Helper()
+	return startWith(t, overGRPC, memstore.New(), nil)
+}
+
+func startWith(t *testing.T, overGRPC bool, st store.Store, counters gateway.Counters) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 
 	mock := mockllm.New(mockllm.DefaultConfig())
@@ -41,7 +46,6 @@ func start(t *testing.T, overGRPC bool) *running {
 	require.NoError(t, err)
 	go func() { _ = mock.Serve(ctx, ml) }()
 
-	st := memstore.New()
 	cfg := gateway.DefaultConfig()
 	cfg.Listen, cfg.AdminAddr, cfg.XDSAddr, cfg.ExtProcAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.MasterKey = make([]byte, 32)
@@ -53,7 +57,8 @@ func start(t *testing.T, overGRPC bool) *running {
 	r := &running{st: st, mock: mock, done: make(chan error, 1)}
 	go func() {
 		r.done <- gateway.Run(ctx, cfg, st, gateway.Options{
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Counters: counters,
 			OnStart: []gateway.StartHook{func(_ context.Context, g *gateway.Gateway) error {
 				started <- g
 				return nil

@@ -12,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
+	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 	"github.com/tollgate-ai/tollgate/store/sqlite"
 )
 
@@ -40,6 +43,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
+	redisURL := fs.String("redis", os.Getenv("TOLLGATE_REDIS"), "redis://… URL: admission counters shared by every replica (with a PostgreSQL store)")
+	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
 	if err := fs.Parse(args); err != nil {
@@ -86,13 +91,24 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}()
 
+	opts := gateway.Options{Log: log, Stdout: stdout}
+	if *redisURL != "" {
+		counters, closeRedis, err := openRedis(*redisURL, *redisPolicy, st, log)
+		if err != nil {
+			return err
+		}
+		defer closeRedis()
+		opts.Counters = counters
+	}
+
 	var hooks []gateway.StartHook
 	if *demo != "" {
 		hooks = append(hooks, func(ctx context.Context, g *gateway.Gateway) error {
 			return demoSetup(ctx, g, *demo, filepath.Join(filepath.Dir(*db), ".tollgate-demo-key"), stdout)
 		})
 	}
-	return gateway.Run(ctx, cfg, st, gateway.Options{Log: log, Stdout: stdout, OnStart: hooks})
+	opts.OnStart = hooks
+	return gateway.Run(ctx, cfg, st, opts)
 }
 
 func openStore(ctx context.Context, db string) (store.Store, error) {
@@ -108,6 +124,25 @@ func openStore(ctx context.Context, db string) (store.Store, error) {
 		return nil, fmt.Errorf("open SQLite store %s: %w", db, err)
 	}
 	return st, nil
+}
+
+func openRedis(url, policy string, st store.Store, log *slog.Logger) (gateway.Counters, func(), error) {
+	ro, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--redis: %w", err)
+	}
+	var p tgredis.FailurePolicy
+	switch policy {
+	case "closed":
+		p = tgredis.FailClosed
+	case "local":
+		p = tgredis.LocalFallback
+	default:
+		return nil, nil, fmt.Errorf("--redis-failure %q: want closed or local", policy)
+	}
+	client := goredis.NewClient(ro)
+	c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithFailurePolicy(p), tgredis.WithLogger(log))
+	return c, func() { c.Close(); _ = client.Close() }, nil
 }
 
 func masterKey(db, file string) ([]byte, error) {
