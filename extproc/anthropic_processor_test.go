@@ -125,6 +125,23 @@ func TestAnthropicCountTokensIsFree(t *testing.T) {
 	require.Equal(t, "0.000000000", got.Headers.Value(hdrCost))
 }
 
+// TestCountTokensEstimateOnOpenAI: count_tokens on an OpenAI model group is
+// answered by the gateway with an estimate, never goes upstream and is free.
+func TestCountTokensEstimateOnOpenAI(t *testing.T) {
+	e := anthropicEnv(t)
+	body := `{"model":"gpt-4o","system":"0123456789abcdef","messages":[{"role":"user","content":"0123456789abcdef"}],"tools":[{"name":"t","input_schema":{}}]}`
+	up := &recorder{resp: jsonResponse(200, `{}`)}
+	got := e.do(t, post("/v1/messages/count_tokens", clientKey, body), up.upstream)
+	require.Equal(t, 200, got.Status)
+	tools := `[{"name":"t","input_schema":{}}]`
+	require.JSONEq(t, `{"input_tokens":`+strconv.Itoa((16+16+len(tools)+3)/4)+`}`, string(got.Body))
+	require.Empty(t, up.got, "answered by the gateway")
+	recs := e.acct.Records()
+	require.Len(t, recs, 1)
+	require.Equal(t, kernel.Usage{}, recs[0].Usage)
+	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
+}
+
 // TestChatToAnthropicStreamSettles: chat completions → Anthropic streamed;
 // the client gets OpenAI chunks and [DONE] and the cache tokens settle.
 func TestChatToAnthropicStreamSettles(t *testing.T) {
@@ -189,7 +206,7 @@ func TestAnthropicErrorShapes(t *testing.T) {
 		{name: "unknown model", req: post("/v1/messages", clientKey, `{"model":"nope","max_tokens":1,"messages":[]}`), status: 404, typ: "not_found_error", message: "does not exist"},
 		{name: "not allowed", req: post("/v1/messages", otherKey, body), status: 403, typ: "permission_error", message: "not allowed"},
 		{name: "bad json", req: post("/v1/messages", clientKey, `{"model":`), status: 400, typ: "invalid_request_error", message: "parse"},
-		{name: "count tokens on openai", req: post("/v1/messages/count_tokens", clientKey, `{"model":"gpt-4o","messages":[]}`), status: 400, typ: "invalid_request_error", message: "does not support"},
+		{name: "count tokens on an unsupported provider", req: post("/v1/messages/count_tokens", clientKey, `{"model":"claude","messages":[]}`), status: 400, typ: "invalid_request_error", message: "does not support"},
 		{
 			name: "budget", req: post("/v1/messages", clientKey, body), status: 400, typ: "invalid_request_error", message: "Budget exceeded for the team",
 			setup: func(e *testEnv) {

@@ -570,3 +570,53 @@ func (t *messagesOpenAI) StreamUsage() (kernel.Usage, bool) {
 func (t *messagesOpenAI) Error(status int, body []byte) []byte {
 	return anthropicErrorBody(upstreamOpenAIError(status, body, t.apiKey))
 }
+
+// countTokensEstimate answers count_tokens for OpenAI-compatible and Azure
+// deployments, which have no such endpoint, without going upstream: the
+// estimate is the gateway's usual one, a token per 4 bytes of the text in the
+// request (system, message text and tool results, see textBytes) plus the
+// tool definitions' JSON. It is free, like Anthropic's count_tokens.
+type countTokensEstimate struct{}
+
+var _ Translator = countTokensEstimate{}
+
+func init() {
+	registerTranslator(APIMessagesCount, ProviderOpenAI, func() Translator { return countTokensEstimate{} })
+	registerTranslator(APIMessagesCount, ProviderAzure, func() Translator { return countTokensEstimate{} })
+}
+
+// Request answers {"input_tokens":N} at once (Outbound.Reply).
+func (countTokensEstimate) Request(in *Inbound, _ *Target) (*Outbound, error) {
+	n := textBytes(in.Body) // message contents and text blocks (system's too)
+	if v, err := topLevelMember(in.Body, "system"); err == nil {
+		if sys, ok := stringValue(in.Body, v); ok {
+			n += int64(len(sys))
+		}
+	}
+	if v, err := topLevelMember(in.Body, "tools"); err == nil && v.ok() {
+		n += int64(v.end - v.start)
+	}
+	b, err := json.Marshal(struct {
+		InputTokens int64 `json:"input_tokens"`
+	}{estimateTokens(n)})
+	if err != nil {
+		return nil, err
+	}
+	return &Outbound{Reply: b}, nil
+}
+
+// Response is never called: the request does not go upstream.
+func (countTokensEstimate) Response(body []byte) ([]byte, kernel.Usage, error) {
+	return body, kernel.Usage{}, nil
+}
+
+// StreamChunk is never called: the request does not go upstream.
+func (countTokensEstimate) StreamChunk(chunk []byte, _ bool) ([]byte, error) { return chunk, nil }
+
+// StreamUsage is zero: counting tokens is free.
+func (countTokensEstimate) StreamUsage() (kernel.Usage, bool) { return kernel.Usage{}, true }
+
+// Error renders an upstream error in Anthropic's shape (not reached).
+func (countTokensEstimate) Error(status int, body []byte) []byte {
+	return anthropicErrorBody(upstreamOpenAIError(status, body, ""))
+}

@@ -298,6 +298,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
 		return s.reject(errInvalidRequest(err.Error(), ""))
 	}
+	if out.Reply != nil { // answered by the gateway itself: free
+		s.settle(ctx, kernel.StatusCompleted, http.StatusOK, kernel.Usage{}, true)
+		return s.immediate(http.StatusOK, out.Reply, nil)
+	}
 
 	hm := &extprocv3.HeaderMutation{
 		SetHeaders:    make([]*corev3.HeaderValueOption, 0, 4+len(out.Headers)),

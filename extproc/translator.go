@@ -48,6 +48,10 @@ type Outbound struct {
 	Remove []string
 	// Body replaces the request body; nil keeps the client's body unchanged.
 	Body []byte
+	// Reply, when non-nil, is answered to the client at once (200, JSON)
+	// instead of going upstream, e.g. a count_tokens estimate; the request
+	// settles at zero usage.
+	Reply []byte
 }
 
 // Translator turns one client API into one provider's API, for one request.
