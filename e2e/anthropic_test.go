@@ -143,6 +143,9 @@ func TestAnthropicNodeSDK(t *testing.T) {
 		require.Equal(t, "max_tokens", st.Stop)
 		require.Equal(t, int64(8), st.Delta.Output)
 		require.Equal(t, "message_stop", st.Events[len(st.Events)-1])
+		var count struct{ InputTokens int64 }
+		s.node("anthropic.mjs", "count", s.demoKey, &count)
+		require.Positive(t, count.InputTokens, "estimated by the gateway")
 	})
 
 	t.Run("ledger reconciles with the provider's bill", func(t *testing.T) {
