@@ -126,6 +126,23 @@ func (r *running) post(t *testing.T, key, path, body string) (*http.Response, []
 	return resp, b
 }
 
+// status posts a chat request from any goroutine: it reports transport
+// failures as status 0 instead of failing the test.
+func (r *running) status(key, body string) int {
+	req, err := http.NewRequest(http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
 func TestGatewayServesChatAndSettlesIntoTheLedger(t *testing.T) {
 	for _, overGRPC := range []bool{false, true} {
 		name := "in-process"

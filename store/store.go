@@ -101,8 +101,11 @@ func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
 		kind kernel.ScopeKind
 		id   string
 	}{
-		{kernel.ScopeOrg, e.OrgID}, {kernel.ScopeTeam, e.TeamID}, {kernel.ScopeUser, e.UserID},
-		{kernel.ScopeCustomer, e.CustomerID}, {kernel.ScopeKey, e.KeyID},
+		{kernel.ScopeOrg, e.OrgID},
+		{kernel.ScopeTeam, e.TeamID},
+		{kernel.ScopeUser, e.UserID},
+		{kernel.ScopeCustomer, e.CustomerID},
+		{kernel.ScopeKey, e.KeyID},
 	} {
 		if s.id != "" {
 			refs = append(refs, kernel.ScopeRef{Kind: s.kind, ID: s.id})

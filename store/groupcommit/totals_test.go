@@ -65,7 +65,7 @@ func TestTotals(t *testing.T) {
 			for _, e := range tc.batch {
 				seq = merge(seq, groupcommit.Totals([]store.LedgerEntry{e}))
 			}
-			require.Equal(t, len(tc.want), len(seq))
+			require.Len(t, seq, len(tc.want))
 			for _, w := range tc.want {
 				require.Contains(t, seq, w)
 			}
