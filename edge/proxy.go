@@ -103,6 +103,7 @@ type exchange struct {
 	release       func()
 
 	sentHeaders bool // response headers went downstream
+	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
 	rc          *http.ResponseController
 }
 
@@ -461,6 +462,10 @@ func (x *exchange) respond(resp *http.Response) {
 		h = append(h, envoytest.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
 	}
 	noBody := resp.Body == http.NoBody || resp.ContentLength == 0 || x.fwd.Value(":method") == http.MethodHead
+	// A body of known length that is not an event stream goes out when the
+	// exchange ends (or whenever net/http's buffer fills): flushing the
+	// headers and each read on their own would cost a write per piece.
+	x.flushEach = resp.ContentLength < 0 || isEventStream(resp.Header.Get("Content-Type"))
 	res, err := x.f.ResponseHeaders(h, noBody)
 	if !x.onResponse(res, err, !noBody) || noBody {
 		return
@@ -504,6 +509,12 @@ func (x *exchange) respond(resp *http.Response) {
 			return
 		}
 	}
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(ct string) bool {
+	const sse = "text/event-stream"
+	return len(ct) >= len(sse) && strings.EqualFold(ct[:len(sse)], sse)
 }
 
 // upstreamFailed ends an exchange whose upstream body broke off.
@@ -565,7 +576,7 @@ func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool 
 			x.w.Header().Add(http.TrailerPrefix+kv.Key, kv.Value)
 		}
 	}
-	if wrote && more {
+	if wrote && more && x.flushEach {
 		if err := x.rc.Flush(); err != nil {
 			x.upCancel(err)
 			return false

@@ -208,7 +208,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	// Batches of 4096 rather than groupcommit's 1024: measured ~20% more
 	// settlements per CPU-second on SQLite (BenchmarkSettleSweep).
-	ledgerOpts := append([]groupcommit.Option{groupcommit.WithLogger(cfg.log), groupcommit.WithMaxBatch(4096)}, cfg.ledgerOpts...)
+	// A 10 ms window rather than 2 ms: each commit costs far more than a row
+	// (WAL frames, page writes), so at a few thousand settlements/s 2 ms
+	// batches of a handful of rows spent ~50 µs of CPU per settlement; Flush
+	// and full batches still write at once.
+	ledgerOpts := append([]groupcommit.Option{
+		groupcommit.WithLogger(cfg.log), groupcommit.WithMaxBatch(4096),
+		groupcommit.WithWindow(10 * time.Millisecond),
+	}, cfg.ledgerOpts...)
 	s.ledger = groupcommit.New(s.writeBatch, ledgerOpts...)
 	s.spawn(s.poll)
 	return s, nil
