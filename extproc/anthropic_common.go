@@ -110,11 +110,15 @@ func upstreamAnthropicError(status int, body []byte, key string) *apiError {
 	return e
 }
 
-// anthropicHeaders are the credentials and version of an Anthropic deployment.
-// The client's anthropic-version is replaced by the deployment's (Anthropic
-// has published one version, 2023-06-01); anthropic-beta passes unchanged.
-func anthropicHeaders(t *Target) [][2]string {
-	v := t.APIVersion
+// anthropicHeaders are the credentials and version of an Anthropic request:
+// the client's anthropic-version passes through (clientVersion, "" for none),
+// else the deployment's APIVersion, else 2023-06-01. anthropic-beta is never
+// touched, so the client's passes unchanged.
+func anthropicHeaders(t *Target, clientVersion string) [][2]string {
+	v := clientVersion
+	if v == "" {
+		v = t.APIVersion
+	}
 	if v == "" {
 		v = defaultAnthropicVersion
 	}

@@ -17,11 +17,13 @@ import (
 // through one translator, and optionally a provider response (JSON or a
 // recorded SSE byte stream) back through it.
 type anthropicCase struct {
-	API      API             `json:"api"`
-	Provider ProviderType    `json:"provider"`
-	Target   Target          `json:"target"`
-	Clamp    int64           `json:"clamp"`
-	Request  json.RawMessage `json:"request"`
+	API      API          `json:"api"`
+	Provider ProviderType `json:"provider"`
+	Target   Target       `json:"target"`
+	Clamp    int64        `json:"clamp"`
+	// AnthropicVersion is the client's anthropic-version header.
+	AnthropicVersion string          `json:"anthropic_version"`
+	Request          json.RawMessage `json:"request"`
 	// Status and Response: a complete provider response (status 0 = 200).
 	Status   int             `json:"status"`
 	Response json.RawMessage `json:"response"`
@@ -47,7 +49,7 @@ func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
 	t.Helper()
 	_, in, err := parseRequest(tc.API, tc.Request)
 	require.NoError(t, err)
-	in.ClampMaxTokens = tc.Clamp
+	in.ClampMaxTokens, in.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
 	tr := newTranslator(tc.API, tc.Provider)
 	require.NotNil(t, tr, "no translator for %s × %s", tc.API, tc.Provider)
 	out, err := tr.Request(in, &tc.Target)
@@ -76,7 +78,7 @@ func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
 			tr2 := newTranslator(tc.API, tc.Provider)
 			_, in2, err := parseRequest(tc.API, tc.Request)
 			require.NoError(t, err)
-			in2.ClampMaxTokens = tc.Clamp
+			in2.ClampMaxTokens, in2.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
 			_, err = tr2.Request(in2, &tc.Target)
 			require.NoError(t, err)
 			got := feedStream(t, tr2, []byte(tc.Stream), i)

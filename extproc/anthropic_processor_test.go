@@ -70,14 +70,14 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 		up := &recorder{resp: jsonResponse(200, resp)}
 		got := e.do(t, post("/v1/messages", "", body,
 			envoytest.Header{Key: "x-api-key", Value: clientKey},
-			envoytest.Header{Key: "anthropic-version", Value: "2023-06-01"},
+			envoytest.Header{Key: "anthropic-version", Value: "2023-01-01"},
 			envoytest.Header{Key: "anthropic-beta", Value: "prompt-caching-2024-07-31"}), up.upstream)
 		require.Equal(t, 200, got.Status)
 		require.JSONEq(t, resp, string(got.Body), "native responses pass unchanged")
 		fwd := up.last(t)
 		require.Equal(t, "/v1/messages", fwd.Headers.Value(":path"))
 		require.Equal(t, anthropicKey, fwd.Headers.Value("x-api-key"), "the client's key never goes upstream")
-		require.Equal(t, "2023-06-01", fwd.Headers.Value("anthropic-version"))
+		require.Equal(t, []string{"2023-01-01"}, fwd.Headers.Values("anthropic-version"), "the client's version passes through")
 		require.Equal(t, "prompt-caching-2024-07-31", fwd.Headers.Value("anthropic-beta"), "anthropic-beta passes through")
 		require.False(t, fwd.Headers.Has("authorization"))
 		var sent map[string]any

@@ -194,7 +194,7 @@ func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Outbound{Path: joinPath(target.BasePath, "/messages"), Headers: anthropicHeaders(target), Body: body}, nil
+	return &Outbound{Path: joinPath(target.BasePath, "/messages"), Headers: anthropicHeaders(target, ""), Body: body}, nil
 }
 
 // stopSequences reads OpenAI's stop (a string, an array of strings or null).

@@ -53,7 +53,7 @@ func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, err
 	}
 	return &Outbound{
 		Path:    joinPath(target.BasePath, path),
-		Headers: anthropicHeaders(target),
+		Headers: anthropicHeaders(target, in.AnthropicVersion),
 		Body:    body,
 	}, nil
 }

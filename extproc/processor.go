@@ -120,6 +120,9 @@ type stream struct {
 	status      int
 	sse         bool
 	loggedErr   bool
+
+	// anthropicVersion is the client's anthropic-version header (Inbound).
+	anthropicVersion string
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -163,6 +166,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			apiKey = headerValue(hv)
 		case hdrCustomer:
 			s.customerHdr = headerValue(hv)
+		case hdrAnthropicVersion:
+			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
 			contentLength = headerValue(hv)
 			s.hadCL = true
@@ -243,6 +248,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
 	}
 	s.in = in
+	in.AnthropicVersion = s.anthropicVersion
 	s.promptBytes = int64(len(body))
 	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
 	if err != nil || target == nil {

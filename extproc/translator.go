@@ -31,6 +31,9 @@ type Inbound struct {
 	// IncludeUsage reports whether the client itself asked for the stream's usage
 	// event (stream_options.include_usage=true); the gateway always asks for it.
 	IncludeUsage bool
+	// AnthropicVersion is the client's anthropic-version header ("" when
+	// absent): Anthropic translators pass it upstream.
+	AnthropicVersion string
 
 	// fields locates the members above (and stream_options, metadata) in Body,
 	// so translators rewrite only what changes without decoding the body.
