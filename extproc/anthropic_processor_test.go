@@ -271,3 +271,24 @@ func TestAnthropicUpstreamError(t *testing.T) {
 		require.Equal(t, kernel.StatusFailed, recs[0].Status)
 	}
 }
+
+// TestAnthropicStreamAbortedByUpstreamReset: the provider resets a native
+// stream before message_delta: input and cache tokens from message_start are
+// charged as reported, the output is estimated from the streamed text.
+func TestAnthropicStreamAbortedByUpstreamReset(t *testing.T) {
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		t.Run(path, func(t *testing.T) {
+			e := anthropicEnv(t)
+			cut := strings.Index(nativeStream, "event: content_block_stop")
+			r := sseResponse(nativeStream[:cut], 11)
+			r.Reset = true
+			req := `{"model":"claude-sonnet","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`
+			resp := e.do(t, post(path, clientKey, req), (&recorder{resp: r}).upstream)
+			require.True(t, resp.Reset)
+			recs := e.acct.waitRecords(t, 1)
+			require.Equal(t, kernel.StatusAborted, recs[0].Status)
+			require.Equal(t, kernel.Usage{Input: 21, CacheWrite: 1000, Output: 2}, recs[0].Usage,
+				"message_start's input and cache writes; output: max(1 reported, ceil(5 bytes / 4))")
+		})
+	}
+}
