@@ -24,7 +24,8 @@ func init() {
 // deployment: the request becomes a Messages request (system and developer
 // messages → system, image parts → image blocks, tools → tools with
 // input_schema, tool calls → tool_use blocks, tool messages → tool_result
-// blocks), the response and the SSE stream become chat completions again.
+// blocks), the response and the SSE stream become chat completions again
+// (thinking blocks become reasoning_content, as DeepSeek and vLLM name it).
 //
 // max_tokens, which Anthropic requires, is the kernel's clamp, else the
 // client's max_completion_tokens or max_tokens, else the deployment's
@@ -100,6 +101,7 @@ type anMessage struct {
 type anBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
 	Source    *anSource       `json:"source,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
@@ -429,9 +431,12 @@ type oaRespToolCall struct {
 }
 
 type oaRespMessage struct {
-	Role      string           `json:"role"`
-	Content   *string          `json:"content"`
-	ToolCalls []oaRespToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// ReasoningContent carries Anthropic's thinking blocks, as DeepSeek and
+	// vLLM name reasoning in chat completions.
+	ReasoningContent string           `json:"reasoning_content,omitempty"`
+	ToolCalls        []oaRespToolCall `json:"tool_calls,omitempty"`
 }
 
 type oaChoice struct {
@@ -463,6 +468,8 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 		case "text":
 			text.WriteString(b.Text)
 			hasText = true
+		case "thinking":
+			msg.ReasoningContent += b.Thinking
 		case "tool_use":
 			tc := oaRespToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name = b.Name
@@ -517,6 +524,7 @@ type streamEvent struct {
 type streamDelta struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
 	PartialJSON string `json:"partial_json"`
 	StopReason  string `json:"stop_reason"`
 }
@@ -554,6 +562,11 @@ func (t *chatAnthropic) event(ev sseEvent) {
 		case "text_delta":
 			s, _ := json.Marshal(d.Text)
 			t.chunk(`{"content":`+string(s)+`}`, "")
+		case "thinking_delta":
+			if d.Thinking != "" {
+				s, _ := json.Marshal(d.Thinking)
+				t.chunk(`{"reasoning_content":`+string(s)+`}`, "")
+			}
 		case "input_json_delta":
 			k, ok := t.tools[e.Index]
 			if !ok || d.PartialJSON == "" {
