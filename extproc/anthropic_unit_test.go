@@ -67,6 +67,7 @@ func TestChatAnthropicRequestErrors(t *testing.T) {
 		{"bad arguments", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{nope"}}]}]}`, "not JSON"},
 		{"bad stop", `{"model":"m","stop":5,"messages":[]}`, "stop must be"},
 		{"bad tool choice", `{"model":"m","tool_choice":{"type":"function"},"messages":[]}`, "tool_choice"},
+		{"several choices", `{"model":"m","n":2,"messages":[]}`, "only one choice"},
 		{"non-function tool", `{"model":"m","tools":[{"type":"web_search"}],"messages":[]}`, "web_search"},
 	}
 	for _, tt := range tests {

@@ -56,6 +56,7 @@ type oaChatRequest struct {
 	Tools             []oaTool        `json:"tools"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	N                 *int            `json:"n"`
 }
 
 type oaMessage struct {
@@ -147,6 +148,9 @@ func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) 
 	var req oaChatRequest
 	if err := json.Unmarshal(in.Body, &req); err != nil {
 		return nil, fmt.Errorf("invalid chat completions request: %w", err)
+	}
+	if req.N != nil && *req.N > 1 {
+		return nil, errors.New("n: only one choice is supported by this model")
 	}
 	out := anRequest{
 		Model:       target.ProviderModel,
