@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
@@ -48,7 +50,7 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 		sendEnd: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	go func() {
+	directWorkers.run(func() {
 		err := d.srv.Process(&directServer{p: p})
 		if err != nil {
 			if _, ok := status.FromError(err); !ok {
@@ -56,8 +58,59 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 			}
 		}
 		p.finish(err)
-	}()
+	})
 	return &directStream{p: p}, nil
+}
+
+// Idle workers: at most maxIdleWorkers wait for the next stream, each for
+// at most workerIdle.
+const (
+	maxIdleWorkers = 256
+	workerIdle     = 50 * time.Millisecond // well inside goleak's ~0.4 s of retries
+)
+
+// directWorkers runs the servers' Process calls. A goroutine that finished
+// one waits a while for the next instead of exiting: a new goroutine per
+// stream starts on a small stack and grows it (copying) on every request.
+var directWorkers = workers{work: make(chan func())}
+
+// workers is a pool of goroutines: run hands f to an idle one or starts a
+// new one.
+type workers struct {
+	work chan func() // unbuffered: a send succeeds only if a worker waits
+	idle atomic.Int32
+}
+
+func (w *workers) run(f func()) {
+	select {
+	case w.work <- f:
+	default:
+		go w.loop(f)
+	}
+}
+
+func (w *workers) loop(f func()) {
+	var t *time.Timer
+	for {
+		f()
+		if w.idle.Add(1) > maxIdleWorkers {
+			w.idle.Add(-1)
+			return
+		}
+		if t == nil {
+			t = time.NewTimer(workerIdle)
+		} else {
+			t.Reset(workerIdle)
+		}
+		select {
+		case f = <-w.work:
+			w.idle.Add(-1)
+			t.Stop()
+		case <-t.C:
+			w.idle.Add(-1)
+			return
+		}
+	}
 }
 
 // directPipe is the shared state of one in-process stream.

@@ -48,8 +48,12 @@ type Stream struct {
 	// goroutine; directEnded once its final status was handled.
 	direct      *directPipe
 	directEnded bool
-	bg          sync.WaitGroup
-	sentFirst   bool
+
+	// timer is waitFor's, kept stopped between calls: one per stream
+	// rather than one per message.
+	timer     *time.Timer
+	bg        sync.WaitGroup
+	sentFirst bool
 
 	req, resp direction
 
@@ -375,10 +379,10 @@ func (s *Stream) onTrailers(d *direction, h Headers) (*Result, error) {
 // waitFor processes replies, timers and the request context until done holds,
 // processing is complete, or nothing is outstanding.
 func (s *Stream) waitFor(done func() bool) {
-	var timer *time.Timer
+	armed := false
 	defer func() {
-		if timer != nil {
-			timer.Stop()
+		if armed {
+			s.timer.Stop()
 		}
 	}()
 	for !s.complete && !done() {
@@ -387,12 +391,12 @@ func (s *Stream) waitFor(done func() bool) {
 		}
 		var timerC <-chan time.Time
 		if dl, ok := s.nextDeadline(); ok {
-			if timer == nil {
-				timer = time.NewTimer(time.Until(dl))
+			if s.timer == nil {
+				s.timer = time.NewTimer(time.Until(dl))
 			} else {
-				timer.Reset(time.Until(dl))
+				s.timer.Reset(time.Until(dl))
 			}
-			timerC = timer.C
+			armed, timerC = true, s.timer.C
 		}
 		dresps, ddone := s.directChans()
 		select {
