@@ -85,6 +85,8 @@ type BudgetDoc struct {
 	Period string    `yaml:"period"` // total | daily | weekly | monthly | rolling
 	Every  string    `yaml:"every"`  // rolling only, a Go duration such as 72h
 	Anchor time.Time `yaml:"anchor"` // rolling only
+	// TimeZone is the IANA zone of daily/weekly/monthly periods; empty is UTC.
+	TimeZone string `yaml:"time_zone"`
 }
 
 // LimitsHolder carries only limits (the global scope).
@@ -226,6 +228,16 @@ func periodFromDoc(f string, b BudgetDoc) (kernel.Period, error) {
 		return kernel.Period{}, errorf(ErrInvalid, "%s.period: %q is not total, daily, weekly, monthly or rolling", f, b.Period)
 	}
 	p := kernel.Period{Kind: kind}
+	if b.TimeZone != "" {
+		if kind == kernel.PeriodTotal || kind == kernel.PeriodRolling {
+			return p, errorf(ErrInvalid, "%s.time_zone: a time zone applies to daily, weekly and monthly periods only", f)
+		}
+		loc, err := time.LoadLocation(b.TimeZone)
+		if err != nil {
+			return p, errorf(ErrInvalid, "%s.time_zone: %q is not an IANA time zone (e.g. Europe/Paris)", f, b.TimeZone)
+		}
+		p.Location = loc
+	}
 	if kind != kernel.PeriodRolling {
 		if b.Every != "" || !b.Anchor.IsZero() {
 			return p, errorf(ErrInvalid, "%s.every: every and anchor apply to rolling periods only", f)

@@ -72,6 +72,13 @@ func limitsIn(field string, l *adminv1.Limits) (kernel.Limits, error) {
 			return out, err
 		}
 		p := kernel.Period{Kind: periodsIn[b.GetPeriod()]}
+		if tz := b.GetTimeZone(); tz != "" {
+			loc, err := time.LoadLocation(tz)
+			if err != nil {
+				return out, errorf(ErrInvalid, "%s.budgets[%d].time_zone: %q is not an IANA time zone", field, i, tz)
+			}
+			p.Location = loc
+		}
 		if p.Kind == kernel.PeriodRolling {
 			p.Every = b.GetEvery().AsDuration()
 			p.Anchor = tsIn(b.GetAnchor())
@@ -104,6 +111,9 @@ func limitsOut(l kernel.Limits) *adminv1.Limits {
 	}
 	for _, b := range l.Budgets {
 		w := &adminv1.BudgetWindow{Limit: moneyOut(b.Limit), Period: periodsOut[b.Period.Kind]}
+		if loc := b.Period.Location; loc != nil && loc != time.UTC && loc.String() != "UTC" {
+			w.TimeZone = loc.String()
+		}
 		if b.Period.Kind == kernel.PeriodRolling {
 			w.Every = durationpb.New(b.Period.Every)
 			w.Anchor = tsOut(b.Period.Anchor)

@@ -165,6 +165,31 @@ func TestListKeysFiltersAndPages(t *testing.T) {
 	})
 }
 
+// A calendar budget keeps its time zone through the API and the store, and
+// its window starts at that zone's midnight.
+func TestBudgetTimeZone(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		keys := adminv1.NewKeyServiceClient(e.conn)
+		ctx := e.admin(t)
+		w := &adminv1.BudgetWindow{Limit: &adminv1.Money{Dollars: "5"}, Period: adminv1.PeriodKind_PERIOD_KIND_DAILY, TimeZone: "Asia/Tokyo"}
+		created, err := keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Id: "tz", Limits: &adminv1.Limits{Budgets: []*adminv1.BudgetWindow{w}}})
+		require.NoError(t, err)
+		require.Equal(t, "Asia/Tokyo", created.GetKey().GetLimits().GetBudgets()[0].GetTimeZone())
+
+		k, _, err := store.Get[store.Key](ctx, e.st, "tz")
+		require.NoError(t, err)
+		p := k.Limits.Budgets[0].Period
+		require.NotNil(t, p.Location)
+		require.Equal(t, "Asia/Tokyo", p.Location.String())
+		start, _ := p.Window(time.Date(2026, 3, 1, 16, 0, 0, 0, time.UTC)) // 01:00 on March 2 in Tokyo
+		require.Equal(t, time.Date(2026, 3, 1, 15, 0, 0, 0, time.UTC), start.UTC())
+
+		got, err := keys.GetKey(ctx, &adminv1.GetKeyRequest{Id: "tz"})
+		require.NoError(t, err)
+		require.Equal(t, "Asia/Tokyo", got.GetKey().GetLimits().GetBudgets()[0].GetTimeZone())
+	})
+}
+
 func TestKeyValidation(t *testing.T) {
 	forEachStore(t, func(t *testing.T, e *env) {
 		keys := adminv1.NewKeyServiceClient(e.conn)
@@ -196,6 +221,18 @@ func TestKeyValidation(t *testing.T) {
 				}}})
 				return err
 			}, "invalid limits.budgets[0].every"},
+			{"unknown time zone", func() error {
+				_, err := keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Limits: &adminv1.Limits{Budgets: []*adminv1.BudgetWindow{
+					{Limit: &adminv1.Money{Dollars: "1"}, Period: adminv1.PeriodKind_PERIOD_KIND_DAILY, TimeZone: "Mars/Olympus"},
+				}}})
+				return err
+			}, "invalid limits.budgets[0].time_zone"},
+			{"time zone on a total budget", func() error {
+				_, err := keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Limits: &adminv1.Limits{Budgets: []*adminv1.BudgetWindow{
+					{Limit: &adminv1.Money{Dollars: "1"}, Period: adminv1.PeriodKind_PERIOD_KIND_TOTAL, TimeZone: "Europe/Paris"},
+				}}})
+				return err
+			}, "invalid limits.budgets[0].time_zone"},
 			{"update without mask", func() error {
 				_, err := keys.UpdateKey(ctx, &adminv1.UpdateKeyRequest{Id: "k"})
 				return err

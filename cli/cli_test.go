@@ -400,7 +400,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{"no admin key", []string{"key", "list", "--addr", s.addr}, map[string]string{cli.EnvAdminKey: ""}, "no admin key: set --admin-key or TOLLGATE_ADMIN_KEY"},
 		{"env address and key", []string{"key", "get", "nope"}, map[string]string{cli.EnvAddr: s.addr, cli.EnvAdminKey: s.key}, `not found: key "nope" not found`},
 		{"bad dollars", []string{"key", "create", "--budget", "1.2.3", "--addr", s.addr}, nil, `--budget "1.2.3"`},
-		{"bad period", []string{"key", "create", "--budget", "1", "--budget-period", "yearly", "--addr", s.addr}, nil, "use total, daily, weekly, monthly or rolling"},
+		{"bad period", []string{"key", "create", "--budget", "1", "--budget-period", "yearly", "--addr", s.addr}, nil, "use total, daily, weekly, monthly (optionally @TIME/ZONE"},
 		{"too many decimals", []string{"price", "set", "m", "--input", "0.0000000001", "--output", "1"}, nil, "at most 9 decimals"},
 		{"unknown command", []string{"frobnicate"}, nil, "unknown command"},
 		{"missing verb", []string{"key"}, nil, "tollgate key needs one of: create, list, get, update, revoke, rotate"},

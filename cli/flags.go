@@ -72,14 +72,16 @@ var periods = map[string]adminv1.PeriodKind{
 	"rolling": adminv1.PeriodKind_PERIOD_KIND_ROLLING,
 }
 
-// parsePeriod reads total|daily|weekly|monthly|rolling:DURATION.
+// parsePeriod reads total|daily|weekly|monthly|rolling:DURATION, where the
+// calendar periods may name a time zone: daily@Europe/Paris.
 func parsePeriod(s string) (*adminv1.BudgetWindow, error) {
+	s, tz, _ := strings.Cut(s, "@")
 	name, every, hasEvery := strings.Cut(s, ":")
 	kind, ok := periods[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: --budget-period %q: use total, daily, weekly, monthly or rolling:DURATION (e.g. rolling:7d)", ErrUsage, s)
+		return nil, fmt.Errorf("%w: --budget-period %q: use total, daily, weekly, monthly (optionally @TIME/ZONE, e.g. monthly@Europe/Paris) or rolling:DURATION (e.g. rolling:7d)", ErrUsage, s)
 	}
-	w := &adminv1.BudgetWindow{Period: kind}
+	w := &adminv1.BudgetWindow{Period: kind, TimeZone: tz}
 	if kind == adminv1.PeriodKind_PERIOD_KIND_ROLLING {
 		d, err := parseDuration(every)
 		if !hasEvery || err != nil {

@@ -104,6 +104,9 @@ func budgets(l *adminv1.Limits) string {
 		if b.GetPeriod() == adminv1.PeriodKind_PERIOD_KIND_ROLLING {
 			p += ":" + b.GetEvery().AsDuration().String()
 		}
+		if tz := b.GetTimeZone(); tz != "" {
+			p += "@" + tz
+		}
 		parts = append(parts, usd(b.GetLimit())+"/"+p)
 	}
 	if len(parts) == 0 {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // budget periods in any time zone, also where the OS has no zoneinfo
 
 	"github.com/tollgate-ai/tollgate/cli"
 )

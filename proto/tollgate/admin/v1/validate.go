@@ -168,6 +168,16 @@ func (l *Limits) validate(prefix string) error {
 		if rolling && b.GetEvery().AsDuration() < time.Minute {
 			return bad(f+".every", "a rolling period must last at least one minute")
 		}
+		if tz := b.GetTimeZone(); tz != "" {
+			switch b.GetPeriod() {
+			case PeriodKind_PERIOD_KIND_DAILY, PeriodKind_PERIOD_KIND_WEEKLY, PeriodKind_PERIOD_KIND_MONTHLY:
+			default:
+				return bad(f+".time_zone", "a time zone applies to daily, weekly and monthly periods only")
+			}
+			if _, err := time.LoadLocation(tz); err != nil {
+				return bad(f+".time_zone", "%q is not an IANA time zone (e.g. Europe/Paris)", tz)
+			}
+		}
 		if !rolling && (b.GetEvery() != nil || b.GetAnchor() != nil) {
 			return bad(f+".every", "every and anchor apply to rolling periods only")
 		}
