@@ -533,8 +533,10 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 				empty := ""
 				t.openBlock("text", anOutBlock{Type: "text", Text: &empty})
 			}
-			t.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": t.block,
-				"delta": map[string]string{"type": "text_delta", "text": *d.Content}})
+			t.emit("content_block_delta", map[string]any{
+				"type": "content_block_delta", "index": t.block,
+				"delta": map[string]string{"type": "text_delta", "text": *d.Content},
+			})
 		}
 		for _, tc := range d.ToolCalls {
 			if t.tools == nil {
@@ -547,8 +549,10 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 				t.tools[tc.Index] = bi
 			}
 			if tc.Function.Arguments != "" && bi == t.block {
-				t.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": bi,
-					"delta": map[string]string{"type": "input_json_delta", "partial_json": tc.Function.Arguments}})
+				t.emit("content_block_delta", map[string]any{
+					"type": "content_block_delta", "index": bi,
+					"delta": map[string]string{"type": "input_json_delta", "partial_json": tc.Function.Arguments},
+				})
 			}
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
