@@ -132,6 +132,8 @@ type record struct {
 	Deadline   int64             `json:"dl"`
 	Minute     int64             `json:"mn"`
 	Reserved   kernel.Money      `json:"-"`
+	Worst      kernel.Money      `json:"-"` // charged on expiry
+	Tokens     int64             `json:"-"` // counted towards tpm in Minute
 }
 
 func floorDiv(a, b int64) int64 {
@@ -277,7 +279,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	args = append(args, budgetArgs...)
 
 	for attempt := 0; ; attempt++ {
-		v, err := c.pipe.do(ctx, admitLua, keys, args...)
+		v, err := c.pipe.do(ctx, opAdmit, keys, args)
 		if err != nil {
 			return kernel.Decision{}, unavailable("admit", err)
 		}
@@ -315,7 +317,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 			return d, nil
 		case replyAdmitted:
 			n, reserved := toInt(res[1]), kernel.Money(toInt(res[3]))
-			rec.Reserved = reserved
+			rec.Reserved, rec.Worst, rec.Tokens = reserved, kernel.Money(toInt(res[2])), toInt(res[4])
 			c.mu.Lock()
 			c.cache[req.ID] = rec
 			c.mu.Unlock()
@@ -395,7 +397,7 @@ func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kerne
 
 // load reads a reservation record from Redis; nil when there is none.
 func (c *Counters) load(ctx context.Context, id string) (*record, error) {
-	v, err := c.rdb.HMGet(ctx, c.recordKey(id), "d", "rs").Result()
+	v, err := c.rdb.HMGet(ctx, c.recordKey(id), "d", "rs", "w", "t", "mn").Result()
 	if err != nil {
 		return nil, unavailable("settle", err)
 	}
@@ -407,10 +409,8 @@ func (c *Counters) load(ctx context.Context, id string) (*record, error) {
 	if err := json.Unmarshal([]byte(s), rec); err != nil {
 		return nil, fmt.Errorf("redis: decode reservation %q: %w", id, err)
 	}
-	if rs, _ := v[1].(string); rs != "" {
-		n, _ := strconv.ParseInt(rs, 10, 64)
-		rec.Reserved = kernel.Money(n)
-	}
+	rec.Reserved, rec.Worst = kernel.Money(parseInt(v[1])), kernel.Money(parseInt(v[2]))
+	rec.Tokens, rec.Minute = parseInt(v[3]), parseInt(v[4])
 	return rec, nil
 }
 
@@ -431,11 +431,11 @@ func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost i
 			ttls = append(ttls, sp.ttl)
 		}
 	}
-	args := make([]any, 0, 8+len(ttls))
+	args := make([]any, 0, 12+len(ttls))
 	args = append(args, rec.ID, len(rec.Scopes), len(rec.Windows), len(ttls), cost, b2i(fix), actual,
-		floorDiv(nowN, int64(time.Minute)))
+		floorDiv(nowN, int64(time.Minute)), int64(rec.Reserved), rec.Tokens, rec.Minute, int64(rec.Worst))
 	args = append(args, ttls...)
-	res, err := c.pipe.do(ctx, settleLua, keys, args...)
+	res, err := c.pipe.do(ctx, opSettle, keys, args)
 	if err != nil {
 		return false, 0, 0, unavailable("settle", err)
 	}

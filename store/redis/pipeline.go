@@ -2,19 +2,19 @@ package redis
 
 import (
 	"context"
-	"strings"
+	"fmt"
 	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// call is one script invocation waiting for a pipeline.
+// call is one operation (opAdmit, opSettle) waiting for a batch.
 type call struct {
-	script *goredis.Script
-	keys   []string
-	args   []any
-	done   chan callResult
+	kind int
+	keys []string
+	args []any
+	done chan callResult
 }
 
 type callResult struct {
@@ -22,10 +22,10 @@ type callResult struct {
 	err error
 }
 
-// pipeliner runs the script calls of concurrent callers in pipelines: each of
-// a few goroutines takes what is queued (up to max calls, without waiting) and
-// sends it as one pipeline of EVALSHAs, so Redis reads and answers many calls
-// per system call. A lone caller pays no extra delay.
+// pipeliner runs the operations of concurrent callers in batches: each of a
+// few goroutines takes what is queued (up to max operations, without waiting)
+// and sends it as one EVALSHA of batchLua, so Redis runs many operations per
+// script call and per system call. A lone caller pays no extra delay.
 type pipeliner struct {
 	rdb     goredis.UniversalClient
 	queue   chan *call
@@ -51,9 +51,9 @@ func (p *pipeliner) close() {
 	p.wg.Wait()
 }
 
-// do runs script through the pipeline and waits for its reply.
-func (p *pipeliner) do(ctx context.Context, script *goredis.Script, keys []string, args ...any) (any, error) {
-	c := &call{script: script, keys: keys, args: args, done: make(chan callResult, 1)}
+// do runs one operation in a batch and waits for its reply.
+func (p *pipeliner) do(ctx context.Context, kind int, keys []string, args []any) (any, error) {
+	c := &call{kind: kind, keys: keys, args: args, done: make(chan callResult, 1)}
 	select {
 	case p.queue <- c:
 	case <-ctx.Done():
@@ -95,23 +95,32 @@ func (p *pipeliner) run() {
 func (p *pipeliner) exec(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
-	if len(batch) == 1 {
-		c := batch[0]
-		v, err := c.script.Run(ctx, p.rdb, c.keys, c.args...).Result()
-		c.done <- callResult{v, err}
-		return
+	nk, na := 0, 1
+	for _, c := range batch {
+		nk += len(c.keys)
+		na += 3 + len(c.args)
 	}
-	cmds, _ := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		for _, c := range batch {
-			pipe.EvalSha(ctx, c.script.Hash(), c.keys, c.args...)
+	keys := make([]string, 0, nk)
+	args := make([]any, 0, na)
+	args = append(args, len(batch))
+	for _, c := range batch {
+		keys = append(keys, c.keys...)
+		args = append(args, c.kind, len(c.keys), len(c.args))
+		args = append(args, c.args...)
+	}
+	v, err := batchLua.Run(ctx, p.rdb, keys, args...).Result()
+	var replies []any
+	if err == nil {
+		var ok bool
+		if replies, ok = v.([]any); !ok || len(replies) != len(batch) {
+			err = fmt.Errorf("redis: batch: unexpected reply %v", v)
 		}
-		return nil
-	})
+	}
 	for i, c := range batch {
-		v, err := cmds[i].(*goredis.Cmd).Result()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			v, err = c.script.Run(ctx, p.rdb, c.keys, c.args...).Result() // loads the script
+		if err != nil {
+			c.done <- callResult{nil, err}
+			continue
 		}
-		c.done <- callResult{v, err}
+		c.done <- callResult{replies[i], nil}
 	}
 }

@@ -32,21 +32,21 @@ const (
 // [14] estimate tokens [15] scope TTL (s) [16] record TTL (ms) [17] id, then per
 // scope 7 values: has limits, expired, model denied, max parallel, rpm, tpm,
 // number of budgets; then per budget, in scope order: window index, limit.
-var admitLua = goredis.NewScript(`
-local function I(x) return string.format('%.0f', x) end
-local nS, nW = tonumber(ARGV[1]), tonumber(ARGV[2])
-if redis.call('EXISTS', KEYS[1]) == 1 then return {3} end
+const admitLua = `
+local function admit(K, A)
+local nS, nW = tonumber(A[1]), tonumber(A[2])
+if redis.call('EXISTS', K[1]) == 1 then return {3} end
 local need, win = {}, {}
 for w = 1, nW do
-  win[w] = redis.call('HMGET', KEYS[2+nS+w], 'sd', 'sp', 'rs')
+  win[w] = redis.call('HMGET', K[2+nS+w], 'sd', 'sp', 'rs')
   if not win[w][1] then need[#need+1] = w end
 end
 if #need > 0 then return {2, need} end
 
-local minute = tonumber(ARGV[3])
-local mode, short = tonumber(ARGV[4]), tonumber(ARGV[5])
-local inB, outB = tonumber(ARGV[6]), tonumber(ARGV[7])
-local qi, ri, qo, ro = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local minute = tonumber(A[3])
+local mode, short = tonumber(A[4]), tonumber(A[5])
+local inB, outB = tonumber(A[6]), tonumber(A[7])
+local qi, ri, qo, ro = tonumber(A[8]), tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
 
 local function worstOf(m)
   local low = ri + m * ro
@@ -70,22 +70,22 @@ local f, m, r, k, rolled = {}, {}, {}, {}, {}
 local lim = {}
 local a = 18
 for i = 1, nS do
-  local v = redis.call('HMGET', KEYS[2+i], 'f', 'm', 'r', 'k')
+  local v = redis.call('HMGET', K[2+i], 'f', 'm', 'r', 'k')
   f[i] = tonumber(v[1] or '0')
   m[i] = tonumber(v[2] or '-1')
   r[i] = tonumber(v[3] or '0')
   k[i] = tonumber(v[4] or '0')
   rolled[i] = minute > m[i]
   if rolled[i] then m[i], r[i], k[i] = minute, 0, 0 end
-  lim[i] = {tonumber(ARGV[a]), tonumber(ARGV[a+1]), tonumber(ARGV[a+2]), tonumber(ARGV[a+3]),
-    tonumber(ARGV[a+4]), tonumber(ARGV[a+5]), tonumber(ARGV[a+6])}
+  lim[i] = {tonumber(A[a]), tonumber(A[a+1]), tonumber(A[a+2]), tonumber(A[a+3]),
+    tonumber(A[a+4]), tonumber(A[a+5]), tonumber(A[a+6])}
   a = a + 7
 end
 
 local n, fail = outB, -1
 for i = 1, nS do
   for j = 1, lim[i][7] do
-    local wi, limit = tonumber(ARGV[a]), tonumber(ARGV[a+1])
+    local wi, limit = tonumber(A[a]), tonumber(A[a+1])
     a = a + 2
     if fail < 0 then
       local v = win[wi]
@@ -102,7 +102,7 @@ end
 if fail >= 0 then n = outB end
 local worst = worstOf(n)
 local tokens = inB + n
-if mode == 1 then tokens = tonumber(ARGV[14]) end
+if mode == 1 then tokens = tonumber(A[14]) end
 
 for i = 1, nS do
   local l = lim[i]
@@ -121,20 +121,21 @@ end
 
 local reserved = worst
 if mode == 1 then reserved = 0 end
-local ttl = tonumber(ARGV[15])
+local ttl = tonumber(A[15])
 for i = 1, nS do
-  redis.call('HSET', KEYS[2+i], 'f', I(f[i] + 1), 'm', I(m[i]), 'r', I(r[i] + 1), 'k', I(k[i] + tokens))
+  redis.call('HSET', K[2+i], 'f', I(f[i] + 1), 'm', I(m[i]), 'r', I(r[i] + 1), 'k', I(k[i] + tokens))
   r[i], k[i] = r[i] + 1, k[i] + tokens
-  if rolled[i] then redis.call('EXPIRE', KEYS[2+i], ttl) end -- refreshed once a minute
+  if rolled[i] then redis.call('EXPIRE', K[2+i], ttl) end -- refreshed once a minute
 end
 if reserved > 0 then
-  for w = 1, nW do redis.call('HINCRBY', KEYS[2+nS+w], 'rs', I(reserved)) end
+  for w = 1, nW do redis.call('HINCRBY', K[2+nS+w], 'rs', I(reserved)) end
 end
-redis.call('HSET', KEYS[1], 'd', ARGV[13], 'w', I(worst), 'rs', I(reserved), 't', I(tokens), 'mn', I(minute))
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[16]))
-redis.call('ZADD', KEYS[2], tonumber(ARGV[12]), ARGV[17])
+redis.call('HSET', K[1], 'd', A[13], 'w', I(worst), 'rs', I(reserved), 't', I(tokens), 'mn', I(minute))
+redis.call('PEXPIRE', K[1], tonumber(A[16]))
+redis.call('ZADD', K[2], tonumber(A[12]), A[17])
 return {0, n, worst, reserved, tokens, r, k}
-`)
+end
+`
 
 // seedLua marks budget windows seeded, adding the ledger's spend to what was
 // charged to them meanwhile (at most once per window).
@@ -152,48 +153,83 @@ return 1
 `)
 
 // settleLua ends one reservation atomically: idempotent by the record's
-// existence, it releases the reservation from the windows it was made in, adds
-// the cost to the windows current now, frees the parallel slots and corrects
-// the tpm count (kernel.State.Settle / Expire).
+// existence (the first to delete it wins), it releases the reservation from
+// the windows it was made in, adds the cost to the windows current now, frees
+// the parallel slots and corrects the tpm count (kernel.State.Settle / Expire).
+// What the reservation holds is passed in by Go (from its cache or the record).
 //
-// KEYS: [1] record [2] lease zset [3 .. 2+nS] scope counters, then nR reserved
-// windows, then nC current windows. ARGV: [1] id [2] nS [3] nR [4] nC [5] cost
-// (-1: the record's worst cost) [6] fix tokens (0/1) [7] actual tokens [8] now
-// minute, then per current window its TTL in seconds (0: none).
+// K: [1] record [2] lease zset [3 .. 2+nS] scope counters, then nR reserved
+// windows, then nC current windows. A: [1] id [2] nS [3] nR [4] nC [5] cost
+// (-1: the worst cost) [6] fix tokens (0/1) [7] actual tokens [8] now minute
+// [9] reserved [10] tokens counted [11] admission minute [12] worst cost, then
+// per current window its TTL in seconds (0: none).
 // Reply: 0 when not open, else {1, cost, reserved}.
-var settleLua = goredis.NewScript(`
+const settleLua = `
+local function settle(K, A)
+  if redis.call('DEL', K[1]) == 0 then return 0 end
+  redis.call('ZREM', K[2], A[1])
+  local nS, nR, nC = tonumber(A[2]), tonumber(A[3]), tonumber(A[4])
+  local cost = tonumber(A[5])
+  if cost < 0 then cost = tonumber(A[12]) end
+  local fix, actual, now = A[6] == '1', tonumber(A[7]), tonumber(A[8])
+  local rs, t, mn = tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
+  for i = 1, nS do
+    local key = K[2+i]
+    local s = redis.call('HMGET', key, 'f', 'm', 'k')
+    local f = tonumber(s[1] or '0')
+    if fix and s[2] and tonumber(s[2]) == mn and now <= mn then
+      local nk = tonumber(s[3] or '0') + actual - t
+      if nk < 0 then nk = 0 end
+      if f > 0 then redis.call('HSET', key, 'f', I(f - 1), 'k', I(nk))
+      else redis.call('HSET', key, 'k', I(nk)) end
+    elseif f > 0 then
+      redis.call('HSET', key, 'f', I(f - 1))
+    end
+  end
+  if rs > 0 then
+    local d = I(-rs)
+    for w = 1, nR do
+      local key = K[2+nS+w]
+      if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'rs', d) end
+    end
+  end
+  local c = I(cost)
+  for w = 1, nC do
+    local ttl = tonumber(A[12+w])
+    if redis.call('HINCRBY', K[2+nS+nR+w], 'sp', c) == cost and ttl > 0 then
+      redis.call('EXPIRE', K[2+nS+nR+w], ttl) -- a new window (or one with nothing spent yet)
+    end
+  end
+  return {1, cost, rs}
+end
+`
+
+// Kinds of operations in a batch.
+const (
+	opAdmit  = 1
+	opSettle = 2
+)
+
+// batchLua runs the operations of one pipeline batch in order, each on its own
+// keys and arguments and all or nothing on its own, and replies with their
+// replies in order: one EVALSHA (and one round trip) for many admissions and
+// settlements of concurrent callers.
+//
+// ARGV: [1] number of operations, then per operation: kind, number of keys,
+// number of arguments, its arguments. KEYS: the keys of each operation in turn.
+var batchLua = goredis.NewScript(`
 local function I(x) return string.format('%.0f', x) end
-local v = redis.call('HMGET', KEYS[1], 'rs', 't', 'mn', 'w')
-if not v[1] then return 0 end
-local rs, t, mn = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
-local nS, nR, nC = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local cost = tonumber(ARGV[5])
-if cost < 0 then cost = tonumber(v[4]) end
-local fix, actual, now = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 1, nS do
-  local key = KEYS[2+i]
-  local s = redis.call('HMGET', key, 'f', 'm', 'k')
-  if s[1] and tonumber(s[1]) > 0 then redis.call('HINCRBY', key, 'f', -1) end
-  if fix == 1 and s[2] and tonumber(s[2]) == mn and now <= mn then
-    local nk = tonumber(s[3] or '0') + actual - t
-    if nk < 0 then nk = 0 end
-    redis.call('HSET', key, 'k', I(nk))
-  end
+` + admitLua + settleLua + `
+local unpack = unpack or table.unpack
+local out = {}
+local ko, ao = 0, 1
+for i = 1, tonumber(ARGV[1]) do
+  local kind, nk, na = ARGV[ao+1], tonumber(ARGV[ao+2]), tonumber(ARGV[ao+3])
+  ao = ao + 3
+  local K = {unpack(KEYS, ko+1, ko+nk)}
+  local A = {unpack(ARGV, ao+1, ao+na)}
+  ko, ao = ko + nk, ao + na
+  if kind == '1' then out[i] = admit(K, A) else out[i] = settle(K, A) end
 end
-if rs > 0 then
-  for w = 1, nR do
-    local key = KEYS[2+nS+w]
-    if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'rs', I(-rs)) end
-  end
-end
-for w = 1, nC do
-  local key = KEYS[2+nS+nR+w]
-  local ttl = tonumber(ARGV[8+w])
-  if redis.call('HINCRBY', key, 'sp', I(cost)) == cost and ttl > 0 then
-    redis.call('EXPIRE', key, ttl) -- a new window (or one with nothing spent yet)
-  end
-end
-return {1, cost, rs}
+return out
 `)
