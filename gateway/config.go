@@ -14,9 +14,11 @@ type DataPlane string
 const (
 	// DataPlaneBuiltin is the built-in Go data plane (edge/).
 	DataPlaneBuiltin DataPlane = "builtin"
-	// DataPlaneEnvoy expects an external Envoy bootstrapped from `tollgate envoy bootstrap`.
+	// DataPlaneEnvoy runs Envoy (Config.EnvoyPath) as a child process,
+	// bootstrapped to this process's xDS server.
 	DataPlaneEnvoy DataPlane = "envoy"
-	// DataPlaneNone runs the control plane and the processor only.
+	// DataPlaneNone runs the control plane and the processor only (for an
+	// Envoy started elsewhere from `tollgate envoy bootstrap`).
 	DataPlaneNone DataPlane = "none"
 )
 
@@ -46,6 +48,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// NodeID is the xDS node id the built-in data plane uses.
 	NodeID string
+	// EnvoyPath is the envoy binary of DataPlaneEnvoy.
+	EnvoyPath string
+	// EnvoyAdmin is the admin address of a child Envoy (loopback).
+	EnvoyAdmin string
 }
 
 // DefaultConfig returns the settings `tollgate run` starts with.
@@ -58,6 +64,8 @@ func DefaultConfig() Config {
 		DataPlane:    DataPlaneBuiltin,
 		MaxBodyBytes: 32 << 20,
 		NodeID:       "tollgate-builtin",
+		EnvoyPath:    "envoy",
+		EnvoyAdmin:   "127.0.0.1:9901",
 	}
 }
 

@@ -35,6 +35,8 @@ type Options struct {
 	Stdout  io.Writer // where the bootstrap admin secret and start banner go
 	Now     func() time.Time
 	OnStart []StartHook
+	// EnvoyOutput receives a child Envoy's logs (DataPlaneEnvoy).
+	EnvoyOutput io.Writer
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters Counters
@@ -206,6 +208,31 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 		}
 	}
 
+	var child *childEnvoy
+	if cfg.DataPlane == DataPlaneEnvoy {
+		child, err = startEnvoy(cfg, g.XDSAddr, opts.EnvoyOutput)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		g.ListenAddr = cfg.Listen
+		goServe("envoy", func() error {
+			select {
+			case <-child.Exited():
+				if ctx.Err() == nil {
+					err := child.Err()
+					if err == nil {
+						err = errors.New("status 0")
+					}
+					return fmt.Errorf("exited unexpectedly: %w", err)
+				}
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}
+
 	for _, h := range opts.OnStart {
 		if err := h(ctx, g); err != nil {
 			cancel()
@@ -227,6 +254,9 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	var errs []error
 	if dp != nil {
 		errs = append(errs, dp.Shutdown(sctx))
+	}
+	if child != nil {
+		errs = append(errs, child.Stop(sctx))
 	}
 	procSrv.GracefulStop()
 	adminSrv.GracefulStop()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,7 +37,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", envOr("TOLLGATE_ADMIN_LISTEN", cfg.AdminAddr), "gRPC admin API address")
 	fs.StringVar(&cfg.XDSAddr, "xds-addr", cfg.XDSAddr, "xDS (ADS) address for Envoy and the built-in data plane")
 	fs.StringVar(&cfg.ExtProcAddr, "extproc-addr", cfg.ExtProcAddr, "ext_proc address: host:port or unix:/path")
-	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (external Envoy uses the xDS and ext_proc addresses), none, or auto (builtin)")
+	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (runs --envoy as a child), none (an Envoy started elsewhere), or auto (envoy when on PATH, else builtin)")
+	fs.StringVar(&cfg.EnvoyPath, "envoy", cfg.EnvoyPath, "envoy binary for --dataplane envoy")
 	fs.BoolVar(&cfg.ProcessorOverGRPC, "processor-grpc", false, "built-in data plane calls the processor over gRPC instead of in-process")
 	db := fs.String("db", envOr("TOLLGATE_DB", "tollgate.db"), "embedded store file (SQLite), or a postgres:// URL")
 	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
@@ -53,6 +55,9 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch *dp {
 	case "auto":
 		cfg.DataPlane = gateway.DataPlaneBuiltin
+		if p, err := exec.LookPath(cfg.EnvoyPath); err == nil {
+			cfg.DataPlane, cfg.EnvoyPath = gateway.DataPlaneEnvoy, p
+		}
 	default:
 		cfg.DataPlane = gateway.DataPlane(*dp)
 	}
@@ -91,7 +96,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}()
 
-	opts := gateway.Options{Log: log, Stdout: stdout}
+	opts := gateway.Options{Log: log, Stdout: stdout, EnvoyOutput: stderr}
+	log.Info("data plane", "kind", cfg.DataPlane)
 	if *redisURL != "" {
 		counters, closeRedis, err := openRedis(*redisURL, *redisPolicy, st, log)
 		if err != nil {
