@@ -250,7 +250,7 @@ func (s *directServer) Recv() (*extprocv3.ProcessingRequest, error) {
 }
 
 func (s *directServer) Send(m *extprocv3.ProcessingResponse) error {
-	c := proto.Clone(m).(*extprocv3.ProcessingResponse)
+	c := cloneResponse(m)
 	select {
 	case <-s.p.ctx.Done():
 		return status.FromContextError(s.p.ctx.Err()).Err()
