@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -395,22 +396,26 @@ func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kerne
 	}
 }
 
-// load reads a reservation record from Redis; nil when there is none.
+// load reads a reservation record from Redis; nil when there is none. The
+// record is "<reserved> <worst> <tokens> <minute> <JSON>".
 func (c *Counters) load(ctx context.Context, id string) (*record, error) {
-	v, err := c.rdb.HMGet(ctx, c.recordKey(id), "d", "rs", "w", "t", "mn").Result()
+	v, err := c.rdb.Get(ctx, c.recordKey(id)).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, unavailable("settle", err)
 	}
-	s, _ := v[0].(string)
-	if s == "" {
-		return nil, nil
+	f := strings.SplitN(v, " ", 5)
+	if len(f) != 5 {
+		return nil, fmt.Errorf("redis: decode reservation %q: %d fields", id, len(f))
 	}
 	rec := &record{ID: id}
-	if err := json.Unmarshal([]byte(s), rec); err != nil {
+	if err := json.Unmarshal([]byte(f[4]), rec); err != nil {
 		return nil, fmt.Errorf("redis: decode reservation %q: %w", id, err)
 	}
-	rec.Reserved, rec.Worst = kernel.Money(parseInt(v[1])), kernel.Money(parseInt(v[2]))
-	rec.Tokens, rec.Minute = parseInt(v[3]), parseInt(v[4])
+	rec.Reserved, rec.Worst = kernel.Money(parseInt(f[0])), kernel.Money(parseInt(f[1]))
+	rec.Tokens, rec.Minute = parseInt(f[2]), parseInt(f[3])
 	return rec, nil
 }
 

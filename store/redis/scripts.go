@@ -38,8 +38,8 @@ local nS, nW = tonumber(A[1]), tonumber(A[2])
 if redis.call('EXISTS', K[1]) == 1 then return {3} end
 local need, win = {}, {}
 for w = 1, nW do
-  win[w] = redis.call('HMGET', K[2+nS+w], 'sd', 'sp', 'rs')
-  if not win[w][1] then need[#need+1] = w end
+  win[w] = W(K[2+nS+w])
+  if not win[w].v.sd then need[#need+1] = w end
 end
 if #need > 0 then return {2, need} end
 
@@ -67,14 +67,12 @@ local function affordable(avail, n)
 end
 
 local f, m, r, k, rolled = {}, {}, {}, {}, {}
-local lim = {}
+local lim, sc = {}, {}
 local a = 18
 for i = 1, nS do
-  local v = redis.call('HMGET', K[2+i], 'f', 'm', 'r', 'k')
-  f[i] = tonumber(v[1] or '0')
-  m[i] = tonumber(v[2] or '-1')
-  r[i] = tonumber(v[3] or '0')
-  k[i] = tonumber(v[4] or '0')
+  local e = S(K[2+i])
+  sc[i] = e
+  f[i], m[i], r[i], k[i] = e.v.f or 0, e.v.m or -1, e.v.r or 0, e.v.k or 0
   rolled[i] = minute > m[i]
   if rolled[i] then m[i], r[i], k[i] = minute, 0, 0 end
   lim[i] = {tonumber(A[a]), tonumber(A[a+1]), tonumber(A[a+2]), tonumber(A[a+3]),
@@ -88,8 +86,8 @@ for i = 1, nS do
     local wi, limit = tonumber(A[a]), tonumber(A[a+1])
     a = a + 2
     if fail < 0 then
-      local v = win[wi]
-      local sp, rs = tonumber(v[2] or '0'), tonumber(v[3] or '0')
+      local v = win[wi].v
+      local sp, rs = v.sp or 0, v.rs or 0
       if mode == 1 then
         if sp >= limit then fail = i end
       else
@@ -123,16 +121,20 @@ local reserved = worst
 if mode == 1 then reserved = 0 end
 local ttl = tonumber(A[15])
 for i = 1, nS do
-  redis.call('HSET', K[2+i], 'f', I(f[i] + 1), 'm', I(m[i]), 'r', I(r[i] + 1), 'k', I(k[i] + tokens))
+  local e = sc[i]
+  set(e, 'f', f[i] + 1)
+  set(e, 'm', m[i])
+  set(e, 'r', r[i] + 1)
+  set(e, 'k', k[i] + tokens)
   r[i], k[i] = r[i] + 1, k[i] + tokens
-  if rolled[i] then redis.call('EXPIRE', K[2+i], ttl) end -- refreshed once a minute
+  if rolled[i] then e.x = ttl end -- refreshed once a minute
 end
 if reserved > 0 then
-  for w = 1, nW do redis.call('HINCRBY', K[2+nS+w], 'rs', I(reserved)) end
+  for w = 1, nW do set(win[w], 'rs', (win[w].v.rs or 0) + reserved) end
 end
-redis.call('HSET', K[1], 'd', A[13], 'w', I(worst), 'rs', I(reserved), 't', I(tokens), 'mn', I(minute))
-redis.call('PEXPIRE', K[1], tonumber(A[16]))
-redis.call('ZADD', K[2], tonumber(A[12]), A[17])
+redis.call('SET', K[1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. A[3] .. ' ' .. A[13], 'PX', A[16])
+LK = K[2]
+Z[A[17]] = A[12]
 return {0, n, worst, reserved, tokens, r, k}
 end
 `
@@ -167,38 +169,36 @@ return 1
 const settleLua = `
 local function settle(K, A)
   if redis.call('DEL', K[1]) == 0 then return 0 end
-  redis.call('ZREM', K[2], A[1])
+  LK = K[2]
+  Z[A[1]] = false
   local nS, nR, nC = tonumber(A[2]), tonumber(A[3]), tonumber(A[4])
   local cost = tonumber(A[5])
   if cost < 0 then cost = tonumber(A[12]) end
   local fix, actual, now = A[6] == '1', tonumber(A[7]), tonumber(A[8])
   local rs, t, mn = tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
   for i = 1, nS do
-    local key = K[2+i]
-    local s = redis.call('HMGET', key, 'f', 'm', 'k')
-    local f = tonumber(s[1] or '0')
-    if fix and s[2] and tonumber(s[2]) == mn and now <= mn then
-      local nk = tonumber(s[3] or '0') + actual - t
+    local e = S(K[2+i])
+    local v = e.v
+    if fix and v.m and v.m == mn and now <= mn then
+      local nk = (v.k or 0) + actual - t
       if nk < 0 then nk = 0 end
-      if f > 0 then redis.call('HSET', key, 'f', I(f - 1), 'k', I(nk))
-      else redis.call('HSET', key, 'k', I(nk)) end
-    elseif f > 0 then
-      redis.call('HSET', key, 'f', I(f - 1))
+      set(e, 'k', nk)
     end
+    if v.f and v.f > 0 then set(e, 'f', v.f - 1) end
   end
   if rs > 0 then
-    local d = I(-rs)
     for w = 1, nR do
-      local key = K[2+nS+w]
-      if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'rs', d) end
+      local e = W(K[2+nS+w])
+      local v = e.v
+      if v.sd or v.sp or v.rs then set(e, 'rs', (v.rs or 0) - rs) end -- the window still exists
     end
   end
-  local c = I(cost)
   for w = 1, nC do
+    local e = W(K[2+nS+nR+w])
+    local old = e.v.sp or 0
+    set(e, 'sp', old + cost)
     local ttl = tonumber(A[12+w])
-    if redis.call('HINCRBY', K[2+nS+nR+w], 'sp', c) == cost and ttl > 0 then
-      redis.call('EXPIRE', K[2+nS+nR+w], ttl) -- a new window (or one with nothing spent yet)
-    end
+    if old == 0 and ttl > 0 then e.x = ttl end -- a new window (or one with nothing spent yet)
   end
   return {1, cost, rs}
 end
@@ -219,8 +219,30 @@ const (
 // number of arguments, its arguments. KEYS: the keys of each operation in turn.
 var batchLua = goredis.NewScript(`
 local function I(x) return string.format('%.0f', x) end
-` + admitLua + settleLua + `
 local unpack = unpack or table.unpack
+-- Hashes read and written in this batch (key -> {v = fields, d = dirty, l =
+-- dirty list, x = TTL to set}), written back once at the end.
+local C, order = {}, {}
+local function load(key, a, b, c, d)
+  local e = C[key]
+  if e then return e end
+  local v
+  if d then v = redis.call('HMGET', key, a, b, c, d) else v = redis.call('HMGET', key, a, b, c) end
+  e = {v = {[a] = tonumber(v[1]), [b] = tonumber(v[2]), [c] = tonumber(v[3])}, d = {}, l = {}}
+  if d then e.v[d] = tonumber(v[4]) end
+  C[key] = e
+  order[#order+1] = key
+  return e
+end
+local function S(key) return load(key, 'f', 'm', 'r', 'k') end
+local function W(key) return load(key, 'sd', 'sp', 'rs') end
+local function set(e, f, x)
+  if not e.d[f] then e.d[f] = true; e.l[#e.l+1] = f end
+  e.v[f] = x
+end
+-- Lease changes of this batch (id -> score, or false to remove), in LK.
+local Z, LK = {}, nil
+` + admitLua + settleLua + `
 local out = {}
 local ko, ao = 0, 1
 for i = 1, tonumber(ARGV[1]) do
@@ -230,6 +252,23 @@ for i = 1, tonumber(ARGV[1]) do
   local A = {unpack(ARGV, ao+1, ao+na)}
   ko, ao = ko + nk, ao + na
   if kind == '1' then out[i] = admit(K, A) else out[i] = settle(K, A) end
+end
+for _, key in ipairs(order) do
+  local e = C[key]
+  if #e.l > 0 then
+    local hv = {}
+    for _, f in ipairs(e.l) do hv[#hv+1] = f; hv[#hv+1] = I(e.v[f]) end
+    redis.call('HSET', key, unpack(hv))
+  end
+  if e.x then redis.call('EXPIRE', key, e.x) end
+end
+if LK then
+  local add, rem = {}, {}
+  for id, score in pairs(Z) do
+    if score then add[#add+1] = score; add[#add+1] = id else rem[#rem+1] = id end
+  end
+  if #add > 0 then redis.call('ZADD', LK, unpack(add)) end
+  if #rem > 0 then redis.call('ZREM', LK, unpack(rem)) end
 end
 return out
 `)
