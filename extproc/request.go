@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -18,11 +17,6 @@ type requestFields struct {
 	streamOptions       span
 	metadata            span // Anthropic's metadata (user_id)
 }
-
-// errDuplicateField: a field the gateway reads appears twice. JSON parsers
-// disagree on which copy wins, so a duplicate could route and bill one model
-// while the provider serves another: refuse it.
-var errDuplicateField = errors.New("duplicate field")
 
 type fieldError struct {
 	Field string
