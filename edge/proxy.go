@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
@@ -99,6 +101,8 @@ type exchange struct {
 	attemptCancel context.CancelCauseFunc
 	idle          time.Duration
 	idleT         *time.Timer
+	idleTimer     atomic.Pointer[time.Timer] // idleT, for idleCheck's goroutine
+	lastActive    atomic.Int64               // monoNow at the last stream activity
 	timeoutT      *time.Timer
 	release       func()
 
@@ -309,11 +313,15 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 	if rt.retryOnConn && buffered {
 		attempts += rt.retries
 	}
+	perTryD := firstPositive(rt.perTry, rt.perTryIdle)
 	for attempt := 0; ; attempt++ {
-		actx, acancel := context.WithCancelCause(x.upCtx)
+		// An attempt needs its own context only to be cancelled on its own
+		// (per-try timeout, or a retry after it): otherwise the request's
+		// will do, one context and its cancellation less per request.
+		actx, acancel := x.attemptContext(perTryD > 0 || attempts > 1)
 		var perTry *time.Timer
-		if d := firstPositive(rt.perTry, rt.perTryIdle); d > 0 {
-			perTry = time.AfterFunc(d, func() { acancel(errPerTry) })
+		if perTryD > 0 {
+			perTry = time.AfterFunc(perTryD, func() { acancel(errPerTry) })
 		}
 		resp, err := cl.transport.RoundTrip(req.WithContext(actx))
 		if perTry != nil {
@@ -325,7 +333,9 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 			return resp
 		}
 		cause := context.Cause(actx)
-		acancel(nil)
+		if actx != x.upCtx {
+			acancel(nil)
+		}
 		switch {
 		case x.ctx.Err() != nil:
 			return nil
@@ -348,6 +358,15 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 		x.e.logger.Debug("edge: upstream request failed", "cluster", cl.name, "error", err)
 		return localResponse(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+reason))
 	}
+}
+
+// attemptContext is an upstream attempt's context: its own when own, else
+// the request's.
+func (x *exchange) attemptContext(own bool) (context.Context, context.CancelCauseFunc) {
+	if own {
+		return context.WithCancelCause(x.upCtx)
+	}
+	return x.upCtx, x.upCancel
 }
 
 func firstPositive(ds ...time.Duration) time.Duration {
@@ -385,16 +404,37 @@ func (x *exchange) startTimers(rt *route) {
 		x.idle = x.st.listener.streamIdle
 	}
 	if x.idle > 0 && x.idleT == nil {
-		x.idleT = time.AfterFunc(x.idle, func() { x.upCancel(errIdleTimeout) })
+		x.lastActive.Store(monoNow())
+		x.idleT = time.AfterFunc(time.Duration(math.MaxInt64), x.idleCheck)
+		x.idleTimer.Store(x.idleT) // before the timer can fire
+		x.idleT.Reset(x.idle)
 	}
 }
 
 // touch records stream activity for the idle timeout.
+// Activity is a timestamp, not a timer reset per chunk: the timer, when it
+// fires, re-arms itself for what is left of the idle time.
 func (x *exchange) touch() {
 	if x.idleT != nil {
-		x.idleT.Reset(x.idle)
+		x.lastActive.Store(monoNow())
 	}
 }
+
+// idleCheck runs when the idle timer fires.
+func (x *exchange) idleCheck() {
+	left := x.idle - time.Duration(monoNow()-x.lastActive.Load())
+	if left > 0 {
+		x.idleTimer.Load().Reset(left)
+		return
+	}
+	x.upCancel(errIdleTimeout)
+}
+
+// monoStart anchors monoNow.
+var monoStart = time.Now()
+
+// monoNow is monotonic nanoseconds since the process started.
+func monoNow() int64 { return int64(time.Since(monoStart)) }
 
 // upstreamRequest builds the request sent to cl from the released headers.
 func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bool) (*http.Request, error) {
