@@ -39,10 +39,18 @@ func headerValue(h *corev3.HeaderValue) string {
 
 // setHeader overwrites a header (raw_value only, append=false: R2.9).
 func setHeader(k, v string) *corev3.HeaderValueOption {
-	return &corev3.HeaderValueOption{
-		Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
-		Append: wrapperspb.Bool(false),
-	}
+	// The option, its value and its append flag in one allocation.
+	hs := &headerSet{}
+	hs.val.Key, hs.val.RawValue = k, []byte(v)
+	hs.opt.Header, hs.opt.Append = &hs.val, &hs.app
+	return &hs.opt
+}
+
+// headerSet holds the messages of one setHeader.
+type headerSet struct {
+	opt corev3.HeaderValueOption
+	val corev3.HeaderValue
+	app wrapperspb.BoolValue // false
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" value.
