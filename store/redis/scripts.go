@@ -35,13 +35,15 @@ const (
 const admitLua = `
 local function admit(K, A)
 local nS, nW = tonumber(A[1]), tonumber(A[2])
-if redis.call('EXISTS', K[1]) == 1 then return {3} end
 local need, win = {}, {}
 for w = 1, nW do
   win[w] = W(K[2+nS+w])
   if not win[w].v.sd then need[#need+1] = w end
 end
-if #need > 0 then return {2, need} end
+if #need > 0 then
+  if redis.call('EXISTS', K[1]) == 1 then return {3} end -- an open id refuses first
+  return {2, need}
+end
 
 local minute = tonumber(A[3])
 local mode, short = tonumber(A[4]), tonumber(A[5])
@@ -113,12 +115,20 @@ for i = 1, nS do
     elseif l[6] > 0 and k[i] + tokens > l[6] then code = 5
     elseif i == fail then code = 6
     end
-    if code > 0 then return {1, code, i, r, k, tokens} end
+    if code > 0 then
+      if redis.call('EXISTS', K[1]) == 1 then return {3} end
+      return {1, code, i, r, k, tokens}
+    end
   end
 end
 
 local reserved = worst
 if mode == 1 then reserved = 0 end
+-- The record is written first: SET NX fails when the id is open (duplicate).
+if not redis.call('SET', K[1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. A[3] .. ' ' .. A[13],
+    'PX', A[16], 'NX') then
+  return {3}
+end
 local ttl = tonumber(A[15])
 for i = 1, nS do
   local e = sc[i]
@@ -132,7 +142,6 @@ end
 if reserved > 0 then
   for w = 1, nW do set(win[w], 'rs', (win[w].v.rs or 0) + reserved) end
 end
-redis.call('SET', K[1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. A[3] .. ' ' .. A[13], 'PX', A[16])
 LK = K[2]
 Z[A[17]] = A[12]
 return {0, n, worst, reserved, tokens, r, k}
