@@ -128,7 +128,6 @@ type record struct {
 	Price      kernel.Price      `json:"p"`
 	Scopes     []kernel.ScopeRef `json:"s"`
 	Periods    [][]kernel.Period `json:"b,omitempty"` // per scope: the periods of its budgets
-	Windows    []string          `json:"w,omitempty"` // window keys the reservation holds
 	AdmittedAt int64             `json:"a"`
 	Deadline   int64             `json:"dl"`
 	Minute     int64             `json:"mn"`
@@ -149,33 +148,30 @@ func (c *Counters) scopeKey(ref kernel.ScopeRef) string {
 	return c.tag + "s:" + strconv.Itoa(int(ref.Kind)) + ":" + ref.ID
 }
 
-func (c *Counters) windowKey(ref kernel.ScopeRef, p kernel.Period, start int64) string {
-	return c.tag + "w:" + strconv.Itoa(int(ref.Kind)) + ":" + strconv.Itoa(len(ref.ID)) + ":" + ref.ID + ":" +
-		p.String() + ":" + strconv.FormatInt(start, 10)
-}
-
 func (c *Counters) recordKey(id string) string { return c.tag + "r:" + id }
 func (c *Counters) leasesKey() string          { return c.tag + "leases" }
 
-// span is one budget window: its bounds and TTL.
+// span is one budget window: fields "<period>:<start>:sd|sp|rs" of its
+// scope's hash (seeded marker, spent, reserved).
 type span struct {
-	key        string
+	key        string // the scope's hash
+	period     string
+	startS     string // start in unix nanos
+	field      string // "<period>:<start>:"
 	scope      kernel.ScopeRef
+	scopeIdx   int // 1-based index of the scope in the request
 	start, end time.Time
 	startN     int64
-	ttl        int64 // seconds; 0 for the total window
 }
 
 func windowAt(ref kernel.ScopeRef, p kernel.Period, now time.Time, c *Counters) span {
 	start, end := p.Window(now)
-	sp := span{scope: ref, start: start, end: end, startN: math.MinInt64}
+	sp := span{scope: ref, start: start, end: end, startN: math.MinInt64, key: c.scopeKey(ref), period: p.String()}
 	if !start.IsZero() {
 		sp.startN = start.UnixNano()
 	}
-	sp.key = c.windowKey(ref, p, sp.startN)
-	if !end.Equal(kernel.EndOfTime) {
-		sp.ttl = int64(end.Sub(now)/time.Second) + 86400
-	}
+	sp.startS = strconv.FormatInt(sp.startN, 10)
+	sp.field = sp.period + ":" + sp.startS + ":"
 	return sp
 }
 
@@ -248,11 +244,12 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 		var periods []kernel.Period
 		for _, b := range lim.Budgets {
 			sp := windowAt(req.Scopes[i].Ref, b.Period, now, c)
-			wi, ok := windowIndex[sp.key]
+			sp.scopeIdx = i + 1
+			wi, ok := windowIndex[sp.key+"\x00"+sp.field]
 			if !ok {
 				spans = append(spans, sp)
 				wi = len(spans)
-				windowIndex[sp.key] = wi
+				windowIndex[sp.key+"\x00"+sp.field] = wi
 				periods = append(periods, b.Period)
 			}
 			budgetArgs = append(budgetArgs, wi, int64(b.Limit))
@@ -264,19 +261,20 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 			rec.Periods[i] = periods
 		}
 	}
+	windowArgs := make([]any, 0, 2*len(spans))
 	for _, sp := range spans {
-		keys = append(keys, sp.key)
-		rec.Windows = append(rec.Windows, sp.key)
+		windowArgs = append(windowArgs, sp.scopeIdx, sp.field)
 	}
 	doc, err := json.Marshal(rec)
 	if err != nil {
 		return kernel.Decision{}, fmt.Errorf("redis: encode reservation: %w", err)
 	}
-	args := make([]any, 0, 17+len(scopeArgs)+len(budgetArgs))
+	args := make([]any, 0, 17+len(scopeArgs)+len(windowArgs)+len(budgetArgs))
 	args = append(args, len(req.Scopes), len(spans), minute, int(mode), int(shortfall), inBound, outBound,
 		qi, ri, qo, ro, leaseScore(rec.Deadline), doc, estTokens, int64(c.opts.scopeTTL/time.Second),
 		int64((lease+24*time.Hour)/time.Millisecond), req.ID)
 	args = append(args, scopeArgs...)
+	args = append(args, windowArgs...)
 	args = append(args, budgetArgs...)
 
 	for attempt := 0; ; attempt++ {
@@ -336,7 +334,8 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 // it started (or since they began) and marks them seeded.
 func (c *Counters) seedWindows(ctx context.Context, spans []span, idx []any) error {
 	keys := make([]string, 0, len(idx))
-	args := make([]any, 0, 2*len(idx))
+	args := make([]any, 0, 1+3*len(idx))
+	args = append(args, int64(c.opts.scopeTTL/time.Second))
 	for _, x := range idx {
 		sp := spans[toInt(x)-1]
 		var until time.Time
@@ -348,7 +347,7 @@ func (c *Counters) seedWindows(ctx context.Context, spans []span, idx []any) err
 			return fmt.Errorf("%w: seed %v from the ledger: %w", ErrUnavailable, sp.scope, err)
 		}
 		keys = append(keys, sp.key)
-		args = append(args, int64(spent), sp.ttl)
+		args = append(args, sp.period, sp.startS, int64(spent))
 	}
 	if err := seedLua.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
 		return unavailable("seed", err)
@@ -419,27 +418,27 @@ func (c *Counters) load(ctx context.Context, id string) (*record, error) {
 	return rec, nil
 }
 
-// close runs settleLua for rec; cost < 0 charges the worst cost (expiry).
+// close runs settleLua for rec; cost < 0 charges the worst cost (expiry). The
+// windows a scope reserved in are those of its budget periods at admission.
 func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost int64, fix bool, actual int64) (bool, kernel.Money, kernel.Money, error) {
 	nowN := now.UnixNano()
-	keys := make([]string, 0, 2+len(rec.Scopes)+2*len(rec.Windows))
+	keys := make([]string, 0, 2+len(rec.Scopes))
 	keys = append(keys, c.recordKey(rec.ID), c.leasesKey())
-	for _, ref := range rec.Scopes {
+	args := make([]any, 0, 11+3*len(rec.Scopes))
+	args = append(args, rec.ID, len(rec.Scopes), cost, b2i(fix), actual, floorDiv(nowN, int64(time.Minute)),
+		int64(rec.Reserved), rec.Tokens, rec.Minute, int64(rec.Worst), int64(c.opts.scopeTTL/time.Second))
+	admitted := time.Unix(0, rec.AdmittedAt)
+	for i, ref := range rec.Scopes {
 		keys = append(keys, c.scopeKey(ref))
-	}
-	keys = append(keys, rec.Windows...)
-	var ttls []any
-	for i, periods := range rec.Periods {
+		var periods []kernel.Period
+		if i < len(rec.Periods) {
+			periods = rec.Periods[i]
+		}
+		args = append(args, len(periods))
 		for _, p := range periods {
-			sp := windowAt(rec.Scopes[i], p, now, c)
-			keys = append(keys, sp.key)
-			ttls = append(ttls, sp.ttl)
+			args = append(args, windowAt(ref, p, admitted, c).field, windowAt(ref, p, now, c).field)
 		}
 	}
-	args := make([]any, 0, 12+len(ttls))
-	args = append(args, rec.ID, len(rec.Scopes), len(rec.Windows), len(ttls), cost, b2i(fix), actual,
-		floorDiv(nowN, int64(time.Minute)), int64(rec.Reserved), rec.Tokens, rec.Minute, int64(rec.Worst))
-	args = append(args, ttls...)
 	res, err := c.pipe.do(ctx, opSettle, keys, args)
 	if err != nil {
 		return false, 0, 0, unavailable("settle", err)

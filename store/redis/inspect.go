@@ -15,7 +15,7 @@ import (
 // as Redis holds them (zero when the window was never touched).
 func (c *Counters) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (spent, reserved kernel.Money, err error) {
 	sp := windowAt(ref, p, now, c)
-	v, err := c.rdb.HMGet(ctx, sp.key, "sp", "rs").Result()
+	v, err := c.rdb.HMGet(ctx, sp.key, sp.field+"sp", sp.field+"rs").Result()
 	if err != nil {
 		return 0, 0, unavailable("usage", err)
 	}

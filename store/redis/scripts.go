@@ -23,22 +23,35 @@ const (
 // admitLua is the whole admission of one request, over all its scopes, in one
 // atomic script: the same rules, in the same order, as kernel.State.Admit.
 //
-// KEYS: [1] reservation record, [2] lease zset, [3 .. 2+nS] scope counters,
-// [3+nS .. 2+nS+nW] budget windows (unique).
-// ARGV: [1] nS [2] nW [3] minute [4] mode (0 strict, 1 estimate) [5] shortfall
+// K: [1] reservation record, [2] lease zset, [3 .. 2+nS] scope hashes (rate
+// counters and budget windows). A: [1] nS [2] nW (unique budget windows) [3] minute [4] mode (0 strict, 1 estimate) [5] shortfall
 // (0 clamp, 1 reject) [6] input bound [7] output bound [8] qi [9] ri [10] qo
 // [11] ro (input cost = qi·1e6+ri, output price = qo·1e6+ro, so that every
 // product stays an exact integer in a double) [12] lease score [13] record JSON
 // [14] estimate tokens [15] scope TTL (s) [16] record TTL (ms) [17] id, then per
 // scope 7 values: has limits, expired, model denied, max parallel, rpm, tpm,
-// number of budgets; then per budget, in scope order: window index, limit.
+// number of budgets; then per window: its scope's index, its field prefix;
+// then per budget, in scope order: window index, limit.
 const admitLua = `
 local function admit(K, A)
 local nS, nW = tonumber(A[1]), tonumber(A[2])
-local need, win = {}, {}
+local ws, wp, wf = {}, {}, {}
+local a = 18 + 7 * nS
 for w = 1, nW do
-  win[w] = W(K[2+nS+w])
-  if not win[w].v.sd then need[#need+1] = w end
+  local i, p = tonumber(A[a]), A[a+1]
+  a = a + 2
+  ws[w], wp[w] = i, p
+  local fl = wf[i] or {}
+  wf[i] = fl
+  fl[#fl+1] = p .. 'sd'
+  fl[#fl+1] = p .. 'sp'
+  fl[#fl+1] = p .. 'rs'
+end
+local sc = {}
+for i = 1, nS do sc[i] = S(K[2+i], wf[i]) end
+local need = {}
+for w = 1, nW do
+  if not sc[ws[w]].v[wp[w] .. 'sd'] then need[#need+1] = w end
 end
 if #need > 0 then
   if redis.call('EXISTS', K[1]) == 1 then return {3} end -- an open id refuses first
@@ -69,11 +82,11 @@ local function affordable(avail, n)
 end
 
 local f, m, r, k, rolled = {}, {}, {}, {}, {}
-local lim, sc = {}, {}
-local a = 18
+local lim = {}
+local ba = a
+a = 18
 for i = 1, nS do
-  local e = S(K[2+i])
-  sc[i] = e
+  local e = sc[i]
   f[i], m[i], r[i], k[i] = e.v.f or 0, e.v.m or -1, e.v.r or 0, e.v.k or 0
   rolled[i] = minute > m[i]
   if rolled[i] then m[i], r[i], k[i] = minute, 0, 0 end
@@ -83,13 +96,14 @@ for i = 1, nS do
 end
 
 local n, fail = outB, -1
+a = ba
 for i = 1, nS do
   for j = 1, lim[i][7] do
     local wi, limit = tonumber(A[a]), tonumber(A[a+1])
     a = a + 2
     if fail < 0 then
-      local v = win[wi].v
-      local sp, rs = v.sp or 0, v.rs or 0
+      local v, p = sc[ws[wi]].v, wp[wi]
+      local sp, rs = v[p .. 'sp'] or 0, v[p .. 'rs'] or 0
       if mode == 1 then
         if sp >= limit then fail = i end
       else
@@ -140,7 +154,10 @@ for i = 1, nS do
   if rolled[i] then e.x = ttl end -- refreshed once a minute
 end
 if reserved > 0 then
-  for w = 1, nW do set(win[w], 'rs', (win[w].v.rs or 0) + reserved) end
+  for w = 1, nW do
+    local e, f = sc[ws[w]], wp[w] .. 'rs'
+    set(e, f, (e.v[f] or 0) + reserved)
+  end
 end
 LK = K[2]
 Z[A[17]] = A[12]
@@ -149,15 +166,27 @@ end
 `
 
 // seedLua marks budget windows seeded, adding the ledger's spend to what was
-// charged to them meanwhile (at most once per window).
+// charged to them meanwhile (at most once per window), and drops the fields of
+// the window of the same period it replaces.
 //
-// KEYS: windows. ARGV: per window: spent, TTL in seconds (0: none).
+// KEYS: the scope hash of each window. ARGV: [1] scope TTL (s), then per
+// window: period, window start, spent (field prefix "<period>:<start>:").
 var seedLua = goredis.NewScript(`
+local ttl = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  if redis.call('HSETNX', KEYS[i], 'sd', 1) == 1 then
-    redis.call('HINCRBY', KEYS[i], 'sp', ARGV[2*i-1])
-    local ttl = tonumber(ARGV[2*i])
-    if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  local key, per, st = KEYS[i], ARGV[3*i-1], ARGV[3*i]
+  local p = per .. ':' .. st .. ':'
+  if redis.call('HSETNX', key, p .. 'sd', 1) == 1 then
+    redis.call('HINCRBY', key, p .. 'sp', ARGV[3*i+1])
+    local cur = redis.call('HGET', key, 'c:' .. per)
+    if not cur or tonumber(cur) < tonumber(st) then
+      if cur then
+        local q = per .. ':' .. cur .. ':'
+        redis.call('HDEL', key, q .. 'sd', q .. 'sp', q .. 'rs')
+      end
+      redis.call('HSET', key, 'c:' .. per, st)
+    end
+    if redis.call('TTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
   end
 end
 return 1
@@ -165,28 +194,39 @@ return 1
 
 // settleLua ends one reservation atomically: idempotent by the record's
 // existence (the first to delete it wins), it releases the reservation from
-// the windows it was made in, adds the cost to the windows current now, frees
-// the parallel slots and corrects the tpm count (kernel.State.Settle / Expire).
-// What the reservation holds is passed in by Go (from its cache or the record).
+// the windows it was made in (if they still exist), adds the cost to the
+// windows current now, frees the parallel slots and corrects the tpm count
+// (kernel.State.Settle / Expire). What the reservation holds is passed in by
+// Go (from its cache or the record).
 //
-// K: [1] record [2] lease zset [3 .. 2+nS] scope counters, then nR reserved
-// windows, then nC current windows. A: [1] id [2] nS [3] nR [4] nC [5] cost
-// (-1: the worst cost) [6] fix tokens (0/1) [7] actual tokens [8] now minute
-// [9] reserved [10] tokens counted [11] admission minute [12] worst cost, then
-// per current window its TTL in seconds (0: none).
+// K: [1] record [2] lease zset [3 .. 2+nS] scope hashes. A: [1] id [2] nS
+// [3] cost (-1: the worst cost) [4] fix tokens (0/1) [5] actual tokens [6] now
+// minute [7] reserved [8] tokens counted [9] admission minute [10] worst cost
+// [11] scope TTL (s), then per scope: number of windows, then per window the
+// field prefix of the window reserved in and of the window current now.
 // Reply: 0 when not open, else {1, cost, reserved}.
 const settleLua = `
 local function settle(K, A)
   if redis.call('DEL', K[1]) == 0 then return 0 end
   LK = K[2]
   Z[A[1]] = false
-  local nS, nR, nC = tonumber(A[2]), tonumber(A[3]), tonumber(A[4])
-  local cost = tonumber(A[5])
-  if cost < 0 then cost = tonumber(A[12]) end
-  local fix, actual, now = A[6] == '1', tonumber(A[7]), tonumber(A[8])
-  local rs, t, mn = tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
+  local nS = tonumber(A[2])
+  local cost = tonumber(A[3])
+  if cost < 0 then cost = tonumber(A[10]) end
+  local fix, actual, now = A[4] == '1', tonumber(A[5]), tonumber(A[6])
+  local rs, t, mn, ttl = tonumber(A[7]), tonumber(A[8]), tonumber(A[9]), tonumber(A[11])
+  local a = 12
   for i = 1, nS do
-    local e = S(K[2+i])
+    local nw = tonumber(A[a])
+    local fl = {}
+    for j = 1, nw do
+      local p, q = A[a+2*j-1], A[a+2*j]
+      fl[#fl+1] = p .. 'sd'
+      fl[#fl+1] = p .. 'sp'
+      fl[#fl+1] = p .. 'rs'
+      fl[#fl+1] = q .. 'sp'
+    end
+    local e = S(K[2+i], fl)
     local v = e.v
     if fix and v.m and v.m == mn and now <= mn then
       local nk = (v.k or 0) + actual - t
@@ -194,20 +234,20 @@ local function settle(K, A)
       set(e, 'k', nk)
     end
     if v.f and v.f > 0 then set(e, 'f', v.f - 1) end
-  end
-  if rs > 0 then
-    for w = 1, nR do
-      local e = W(K[2+nS+w])
-      local v = e.v
-      if v.sd or v.sp or v.rs then set(e, 'rs', (v.rs or 0) - rs) end -- the window still exists
+    if rs > 0 then
+      for j = 1, nw do
+        local p = A[a+2*j-1]
+        if v[p .. 'sd'] or v[p .. 'sp'] or v[p .. 'rs'] then -- the window still exists
+          set(e, p .. 'rs', (v[p .. 'rs'] or 0) - rs)
+        end
+      end
     end
-  end
-  for w = 1, nC do
-    local e = W(K[2+nS+nR+w])
-    local old = e.v.sp or 0
-    set(e, 'sp', old + cost)
-    local ttl = tonumber(A[12+w])
-    if old == 0 and ttl > 0 then e.x = ttl end -- a new window (or one with nothing spent yet)
+    for j = 1, nw do
+      local f = A[a+2*j] .. 'sp'
+      set(e, f, (v[f] or 0) + cost)
+    end
+    if nw > 0 and not v.m then e.x = ttl end -- a hash admission did not make (after a flush)
+    a = a + 1 + 2 * nw
   end
   return {1, cost, rs}
 end
@@ -232,22 +272,31 @@ local unpack = unpack or table.unpack
 -- Hashes read and written in this batch (key -> {v = fields, d = dirty, l =
 -- dirty list, x = TTL to set}), written back once at the end.
 local C, order = {}, {}
-local function load(key, a, b, c, d)
-  local e = C[key]
-  if e then return e end
-  local v
-  if d then v = redis.call('HMGET', key, a, b, c, d) else v = redis.call('HMGET', key, a, b, c) end
-  e = {v = {[a] = tonumber(v[1]), [b] = tonumber(v[2]), [c] = tonumber(v[3])}, d = {}, l = {}}
-  if d then e.v[d] = tonumber(v[4]) end
-  C[key] = e
-  order[#order+1] = key
-  return e
-end
-local function S(key) return load(key, 'f', 'm', 'r', 'k') end
-local function W(key) return load(key, 'sd', 'sp', 'rs') end
 local function set(e, f, x)
   if not e.d[f] then e.d[f] = true; e.l[#e.l+1] = f end
-  e.v[f] = x
+  e.v[f], e.h[f] = x, true
+end
+-- S loads the scope hash key: its rate counters and the fields in extra (a
+-- list), each read at most once per batch.
+local function S(key, extra)
+  local e = C[key]
+  local want = {}
+  if not e then
+    e = {v = {}, h = {}, d = {}, l = {}}
+    C[key] = e
+    order[#order+1] = key
+    want = {'f', 'm', 'r', 'k'}
+  end
+  if extra then
+    for _, f in ipairs(extra) do
+      if not e.h[f] then want[#want+1] = f; e.h[f] = true end
+    end
+  end
+  if #want > 0 then
+    local v = redis.call('HMGET', key, unpack(want))
+    for j, f in ipairs(want) do e.v[f] = tonumber(v[j]) end
+  end
+  return e
 end
 -- Lease changes of this batch (id -> score, or false to remove), in LK.
 local Z, LK = {}, nil
