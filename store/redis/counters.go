@@ -63,13 +63,14 @@ func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // WithFailurePolicy sets what happens when Redis is unreachable (default FailClosed).
 func WithFailurePolicy(p FailurePolicy) Option { return func(o *options) { o.policy = p } }
 
-// WithPipeline sets how many pipelines may be in flight (workers, default 4)
-// and how many script calls one pipeline carries at most (default 128).
+// WithPipeline sets how many batches may be in flight (workers, default 4)
+// and how many admissions and settlements one batch (one EVALSHA) carries at
+// most (default 128).
 func WithPipeline(workers, maxBatch int) Option {
 	return func(o *options) { o.workers, o.batch = max(workers, 1), max(maxBatch, 1) }
 }
 
-// WithTimeout bounds one pipeline round trip to Redis (default 3s).
+// WithTimeout bounds one batch's round trip to Redis (default 3s).
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = max(d, time.Millisecond) }
 }

@@ -6,54 +6,72 @@
 // All keys share the hash tag "{prefix}" (WithPrefix, default "tg"), so every
 // script's keys are in one slot (Redis Cluster works, on one shard).
 //
-//   - {tg}:s:<kind>:<id> — per scope: in-flight requests (f), the current UTC
-//     minute (m) and its requests (r) and tokens (k). A later minute resets r
-//     and k; an earlier one counts in the stored minute (never back).
-//   - {tg}:w:<kind>:<len>:<id>:<period>:<start> — per budget window (keyed by
-//     the window start from kernel.Period.Window, so it resets exactly at the
-//     boundary; TTL one day past its end, none for PeriodTotal): spent (sp),
-//     reserved (rs) and the seeded marker (sd).
-//   - {tg}:r:<id> — an open reservation: what Settle needs (JSON), its worst
-//     cost, reserved amount, tpm tokens and admission minute.
+//   - {tg}:s:<kind>:<id> — one hash per scope: in-flight requests (f), the
+//     current UTC minute (m) and its requests (r) and tokens (k) — a later
+//     minute resets r and k, an earlier one counts in the stored minute (never
+//     back) — and its budget windows as fields "<period>:<start>:" + sd (seeded
+//     marker), sp (spent), rs (reserved), keyed by the window start from
+//     kernel.Period.Window so that a window resets exactly at its boundary.
+//     "c:<period>" is the start of the latest seeded window of the period:
+//     seeding a newer window deletes the fields of the one it replaces. The
+//     hash expires about a day (the scope TTL) after its last admission; its
+//     windows are then re-seeded from the ledger like after a flush.
+//   - {tg}:r:<id> — an open reservation, one string (SET ... PX lease + 1 day):
+//     "<reserved> <worst cost> <tpm tokens> <admission minute> <JSON>" where
+//     the JSON holds what another replica needs to settle or expire it (model,
+//     price, scopes, the periods of each scope's budgets, admission time and
+//     deadline).
 //   - {tg}:leases — a sorted set of open reservations by lease deadline (µs).
 //
-// # Scripts
+// # Scripts and batches
 //
-// Admit is one Lua script over every scope of the request (all or nothing),
-// run with EVALSHA (loaded on first NOSCRIPT). It applies kernel.State.Admit's
-// rules in its order: duplicate open id → ReasonDuplicate; budgets of every
-// scope first (strict: spent+reserved+worst ≤ limit in every window, Clamp
-// lowering the output bound to the largest n ≥ 1 that fits; estimate: refuse
-// when spent ≥ limit); then per scope, in request order, first failure decides:
-// expired key, model not allowed, max parallel, rpm, tpm (strict: input bound +
-// the possibly clamped output bound; estimate: ceil(prompt bytes/4)), budget.
-// Nothing is reserved unless everything passes; then every scope counts one
-// request, its tokens and one in-flight request, and every budget window of the
-// request holds the worst cost (0 in estimate mode). Expiry and model checks
-// and all window bounds are computed in Go and passed in; money is passed as
-// integers split so that Lua's doubles stay exact (values below 2^53 nano-USD,
-// about $9M; larger limits lose exactness).
+// Admissions and settlements are operations of one Lua script, batchLua. The
+// pipeliner (WithPipeline: a few goroutines, each taking what is queued, up to
+// a bound, without waiting) sends the operations of concurrent callers as one
+// EVALSHA (loaded on first NOSCRIPT) that runs them in order, each on its own
+// keys and arguments, and answers with their replies in order: one round trip
+// and one script call for many admissions and settlements, while a lone caller
+// pays no extra delay. Within a batch every hash is read once (HMGET of the
+// fields the batch needs) and written back once at the end (one HSET of the
+// fields it changed, EXPIRE where due); the lease changes of the batch are one
+// ZADD and one ZREM. Operations still run one after another on a consistent
+// view, so the result is the same as running them one script each, and each is
+// all or nothing on its own.
 //
-// Settle and Expire are one script per reservation: idempotent on the
-// reservation record (the first to delete it wins), they release the
-// reservation from the windows it was made in, add the cost to the windows
-// current at now, free the in-flight slots and, on Settle, correct the tpm
-// count to Usage.Total() while the admission minute is still current. Expire
-// charges the full worst cost with StatusExpired. The cost is computed in Go
-// (kernel.Cost) from the price saved with the reservation; the admitting
-// replica keeps the reservation in memory so Settle is one round trip.
+// An admission applies kernel.State.Admit's rules in its order: duplicate open
+// id → ReasonDuplicate; budgets of every scope first (strict:
+// spent+reserved+worst ≤ limit in every window, Clamp lowering the output
+// bound to the largest n ≥ 1 that fits; estimate: refuse when spent ≥ limit);
+// then per scope, in request order, first failure decides: expired key, model
+// not allowed, max parallel, rpm, tpm (strict: input bound + the possibly
+// clamped output bound; estimate: ceil(prompt bytes/4)), budget. Nothing is
+// written unless everything passes; then the record is written with SET NX
+// (which is also the duplicate check: on refusals an EXISTS decides between
+// duplicate and the refusal), every scope counts one request, its tokens and
+// one in-flight request, and every budget window of the request holds the
+// worst cost (0 in estimate mode). Expiry and model checks, window starts, the
+// input cost and the tpm estimate are computed in Go and passed in; money is
+// passed as integers split so that Lua's doubles stay exact (values below 2^53
+// nano-USD, about $9M; larger limits lose exactness).
 //
-// # Pipelining
-//
-// Script calls of concurrent callers are sent in pipelines (WithPipeline: a few
-// goroutines each take what is queued, up to a bound, without waiting), so Redis
-// answers many admissions per system call; a lone caller pays no extra delay.
-// Close stops these goroutines.
+// A settlement is idempotent on the reservation record (the first to delete
+// it wins). Go passes what the reservation holds (reserved, worst cost, tpm
+// tokens, admission minute; from the admitting replica's memory, or read from
+// the record when another replica admitted it) and, per scope, the window
+// fields it reserved in (its budget periods at the admission time) and those
+// current at now. The script releases the reservation from the windows it was
+// made in (unless they have been reset since: their fields are gone), adds the
+// cost to the windows current at now, frees the in-flight slots and, on
+// Settle, corrects the tpm count to Usage.Total() while the admission minute
+// is still current. Expire reads the due reservations' records and settles
+// them the same way with StatusExpired and their worst cost. The cost is
+// computed in Go (kernel.Cost) from the price saved with the reservation.
 //
 // # Redis holds no truth the ledger cannot rebuild
 //
 // A budget window is usable only once seeded: when admission meets a window
-// without the seeded marker (first use, or after a Redis restart or flush), it
+// without the seeded marker (first use, a new window, after a Redis restart or
+// flush, or after its scope's hash expired), it
 // calls the SeedFunc (store.Spend.ScopeSpend over the window) and adds that to
 // whatever was charged to the window meanwhile, then retries. Until a window is
 // seeded no admission passes against it; a SeedFunc error is ErrUnavailable.
