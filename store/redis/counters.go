@@ -400,8 +400,8 @@ func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kerne
 // record is "<reserved> <worst> <tokens> <minute> <JSON>".
 func (c *Counters) load(ctx context.Context, id string) (*record, error) {
 	v, err := c.rdb.Get(ctx, c.recordKey(id)).Result()
-	if errors.Is(err, goredis.Nil) {
-		return nil, nil
+	if errors.Is(err, goredis.Nil) || err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return nil, nil // none, or a record of an older layout (a hash): treated as gone
 	}
 	if err != nil {
 		return nil, unavailable("settle", err)

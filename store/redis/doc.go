@@ -23,6 +23,11 @@
 //     deadline).
 //   - {tg}:leases — a sorted set of open reservations by lease deadline (µs).
 //
+// Replicas sharing a prefix must use the same layout; when it changes (budget
+// windows were separate keys, records hashes, before the batched scripts),
+// start on a new prefix or flush Redis (windows are then re-seeded from the
+// ledger). A record of an older layout reads as gone.
+//
 // # Scripts and batches
 //
 // Admissions and settlements are operations of one Lua script, batchLua. The
