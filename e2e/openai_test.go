@@ -90,6 +90,7 @@ func TestOpenAINodeSDK(t *testing.T) {
 	t.Run("rpm limit is a RateLimitError with retry-after", func(t *testing.T) {
 		_, key := s.createKey("--alias", "rpm3", "--rpm", "3")
 		s.waitKey(key)
+		sameMinute(t, 15*time.Second)
 		var out struct {
 			Passed      int
 			Error       *errInfo
@@ -120,6 +121,17 @@ func TestOpenAINodeSDK(t *testing.T) {
 		require.Less(t, out.Passed, 50)
 		require.Equal(t, "budget_exceeded", out.Error.Code, "%+v", out.Error)
 	})
+}
+
+// sameMinute waits, when less than need is left of the current UTC minute, for
+// the next one: rpm limits count in fixed one-minute windows.
+func sameMinute(t *testing.T, need time.Duration) {
+	t.Helper()
+	now := time.Now().UTC()
+	if left := now.Truncate(time.Minute).Add(time.Minute).Sub(now); left < need {
+		t.Logf("waiting %v for a fresh rpm window", left.Round(time.Millisecond))
+		time.Sleep(left + 50*time.Millisecond)
+	}
 }
 
 func TestOpenAIGoSDK(t *testing.T) {
