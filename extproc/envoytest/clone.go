@@ -135,6 +135,7 @@ func cloneHeaderMutation(m *extprocv3.HeaderMutation) (*extprocv3.HeaderMutation
 			n += len(o.GetHeader().GetRawValue())
 		}
 		raw := make([]byte, 0, n) // every raw value, in one array
+		var bools []wrapperspb.BoolValue
 		for i, o := range m.SetHeaders {
 			if o == nil {
 				continue
@@ -148,7 +149,11 @@ func cloneHeaderMutation(m *extprocv3.HeaderMutation) (*extprocv3.HeaderMutation
 				if unknown(o.Append) {
 					return nil, false
 				}
-				d.Append = wrapperspb.Bool(o.Append.Value)
+				if bools == nil {
+					bools = make([]wrapperspb.BoolValue, len(m.SetHeaders))
+				}
+				bools[i].Value = o.Append.Value
+				d.Append = &bools[i]
 			}
 			if h := o.Header; h != nil {
 				if unknown(h) {

@@ -108,10 +108,10 @@ func BenchmarkCloneResponse(b *testing.B) {
 	m := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
 		Response: &extprocv3.CommonResponse{
 			HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
-				{Header: &corev3.HeaderValue{Key: "x-tollgate-route", RawValue: []byte("dep-1")}},
-				{Header: &corev3.HeaderValue{Key: ":path", RawValue: []byte("/v1/chat/completions")}},
-				{Header: &corev3.HeaderValue{Key: "authorization", RawValue: []byte("Bearer sk-provider-key")}},
-				{Header: &corev3.HeaderValue{Key: "content-length", RawValue: []byte("92")}},
+				{Header: &corev3.HeaderValue{Key: "x-tollgate-route", RawValue: []byte("dep-1")}, Append: wrapperspb.Bool(false)},
+				{Header: &corev3.HeaderValue{Key: ":path", RawValue: []byte("/v1/chat/completions")}, Append: wrapperspb.Bool(false)},
+				{Header: &corev3.HeaderValue{Key: "authorization", RawValue: []byte("Bearer sk-provider-key")}, Append: wrapperspb.Bool(false)},
+				{Header: &corev3.HeaderValue{Key: "content-length", RawValue: []byte("92")}, Append: wrapperspb.Bool(false)},
 			}, RemoveHeaders: []string{"x-api-key"}},
 			BodyMutation:    &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: make([]byte, 92)}},
 			ClearRouteCache: true,
