@@ -453,13 +453,13 @@ func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bo
 		Header: make(http.Header, len(x.fwd)),
 		Host:   host,
 	}
-	for _, kv := range x.fwd {
+	vals := make([]string, len(x.fwd)) // backing for the one-value lists
+	for i, kv := range x.fwd {
 		switch {
 		case strings.HasPrefix(kv.Key, ":"), hopByHop(kv.Key), kv.Key == "host", kv.Key == "content-length", kv.Key == "expect":
 			continue // the transport writes these; Expect was answered downstream
 		}
-		k := http.CanonicalHeaderKey(kv.Key)
-		req.Header[k] = append(req.Header[k], kv.Value)
+		addHeader(req.Header, http.CanonicalHeaderKey(kv.Key), kv.Value, vals[i:i+1:i+1])
 	}
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""} // Go would add its own
@@ -629,7 +629,8 @@ func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool 
 func (x *exchange) writeHeaders(h envoytest.Headers) {
 	status := http.StatusOK
 	dst := x.w.Header()
-	for _, kv := range h {
+	vals := make([]string, len(h)) // backing for the one-value lists
+	for i, kv := range h {
 		if kv.Key == ":status" {
 			if n, err := strconv.Atoi(kv.Value); err == nil {
 				status = n
@@ -639,11 +640,22 @@ func (x *exchange) writeHeaders(h envoytest.Headers) {
 		if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) {
 			continue
 		}
-		k := http.CanonicalHeaderKey(kv.Key)
-		dst[k] = append(dst[k], kv.Value)
+		addHeader(dst, http.CanonicalHeaderKey(kv.Key), kv.Value, vals[i:i+1:i+1])
 	}
 	x.w.WriteHeader(status)
 	x.sentHeaders = true
+}
+
+// addHeader adds v under the canonical key k; one is a one-element slice
+// (capacity 1) to hold v when k is new, so a header costs no allocation of
+// its own.
+func addHeader(h http.Header, k, v string, one []string) {
+	if old, ok := h[k]; ok {
+		h[k] = append(old, v)
+		return
+	}
+	one[0] = v
+	h[k] = one
 }
 
 // writeLocal sends a local reply. h may carry :status and headers.
