@@ -33,12 +33,12 @@ const (
 // number of budgets; then per window: its scope's index, its field prefix;
 // then per budget, in scope order: window index, limit.
 const admitLua = `
-local function admit(K, A)
-local nS, nW = tonumber(A[1]), tonumber(A[2])
+local function admit(ko, ao)
+local nS, nW = tonumber(ARGV[ao+1]), tonumber(ARGV[ao+2])
 local ws, wp, wf = {}, {}, {}
 local a = 18 + 7 * nS
 for w = 1, nW do
-  local i, p = tonumber(A[a]), A[a+1]
+  local i, p = tonumber(ARGV[ao+a]), ARGV[ao+a+1]
   a = a + 2
   ws[w], wp[w] = i, p
   local fl = wf[i] or {}
@@ -48,58 +48,34 @@ for w = 1, nW do
   fl[#fl+1] = p .. 'rs'
 end
 local sc = {}
-for i = 1, nS do sc[i] = S(K[2+i], wf[i]) end
+for i = 1, nS do sc[i] = S(KEYS[ko+2+i], wf[i]) end
 local need = {}
 for w = 1, nW do
   if not sc[ws[w]].v[wp[w] .. 'sd'] then need[#need+1] = w end
 end
 if #need > 0 then
-  if redis.call('EXISTS', K[1]) == 1 then return {3} end -- an open id refuses first
+  if redis.call('EXISTS', KEYS[ko+1]) == 1 then return {3} end -- an open id refuses first
   return {2, need}
 end
 
-local minute = tonumber(A[3])
-local mode, short = tonumber(A[4]), tonumber(A[5])
-local inB, outB = tonumber(A[6]), tonumber(A[7])
-local qi, ri, qo, ro = tonumber(A[8]), tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
+local minute = tonumber(ARGV[ao+3])
+local mode, short = tonumber(ARGV[ao+4]), tonumber(ARGV[ao+5])
+local inB, outB = tonumber(ARGV[ao+6]), tonumber(ARGV[ao+7])
+local qi, ri, qo, ro = tonumber(ARGV[ao+8]), tonumber(ARGV[ao+9]), tonumber(ARGV[ao+10]), tonumber(ARGV[ao+11])
 
-local function worstOf(m)
-  local low = ri + m * ro
-  local c = qi + m * qo + math.floor(low / 1000000)
-  if low % 1000000 ~= 0 then c = c + 1 end
-  return c
-end
-local function affordable(avail, n)
-  if avail < 0 or worstOf(0) > avail then return -1 end
-  if qo == 0 and ro == 0 then return n end
-  if worstOf(n) <= avail then return n end
-  local lo, hi = 0, n
-  while hi - lo > 1 do
-    local mid = math.floor((lo + hi) / 2)
-    if worstOf(mid) <= avail then lo = mid else hi = mid end
-  end
-  return lo
-end
 
 local f, m, r, k, rolled = {}, {}, {}, {}, {}
-local lim = {}
-local ba = a
-a = 18
 for i = 1, nS do
-  local e = sc[i]
-  f[i], m[i], r[i], k[i] = e.v.f or 0, e.v.m or -1, e.v.r or 0, e.v.k or 0
+  local v = sc[i].v
+  f[i], m[i], r[i], k[i] = v.f or 0, v.m or -1, v.r or 0, v.k or 0
   rolled[i] = minute > m[i]
   if rolled[i] then m[i], r[i], k[i] = minute, 0, 0 end
-  lim[i] = {tonumber(A[a]), tonumber(A[a+1]), tonumber(A[a+2]), tonumber(A[a+3]),
-    tonumber(A[a+4]), tonumber(A[a+5]), tonumber(A[a+6])}
-  a = a + 7
 end
 
 local n, fail = outB, -1
-a = ba
 for i = 1, nS do
-  for j = 1, lim[i][7] do
-    local wi, limit = tonumber(A[a]), tonumber(A[a+1])
+  for j = 1, tonumber(ARGV[ao+18 + 7*i - 1]) do
+    local wi, limit = tonumber(ARGV[ao+a]), tonumber(ARGV[ao+a+1])
     a = a + 2
     if fail < 0 then
       local v, p = sc[ws[wi]].v, wp[wi]
@@ -107,30 +83,31 @@ for i = 1, nS do
       if mode == 1 then
         if sp >= limit then fail = i end
       else
-        local fit = affordable(limit - sp - rs, n)
+        local fit = affordable(limit - sp - rs, n, qi, ri, qo, ro)
         if (short == 1 and fit < n) or fit < 1 then fail = i else n = fit end
       end
     end
   end
 end
 if fail >= 0 then n = outB end
-local worst = worstOf(n)
+local worst = worstOf(n, qi, ri, qo, ro)
 local tokens = inB + n
-if mode == 1 then tokens = tonumber(A[14]) end
+if mode == 1 then tokens = tonumber(ARGV[ao+14]) end
 
 for i = 1, nS do
-  local l = lim[i]
-  if l[1] == 1 then
+  local b = 18 + 7 * (i - 1)
+  if ARGV[ao+b] == '1' then
     local code = 0
-    if l[2] == 1 then code = 1
-    elseif l[3] == 1 then code = 2
-    elseif l[4] > 0 and f[i] >= l[4] then code = 3
-    elseif l[5] > 0 and r[i] >= l[5] then code = 4
-    elseif l[6] > 0 and k[i] + tokens > l[6] then code = 5
+    local par, rpm, tpm = tonumber(ARGV[ao+b+3]), tonumber(ARGV[ao+b+4]), tonumber(ARGV[ao+b+5])
+    if ARGV[ao+b+1] == '1' then code = 1
+    elseif ARGV[ao+b+2] == '1' then code = 2
+    elseif par > 0 and f[i] >= par then code = 3
+    elseif rpm > 0 and r[i] >= rpm then code = 4
+    elseif tpm > 0 and k[i] + tokens > tpm then code = 5
     elseif i == fail then code = 6
     end
     if code > 0 then
-      if redis.call('EXISTS', K[1]) == 1 then return {3} end
+      if redis.call('EXISTS', KEYS[ko+1]) == 1 then return {3} end
       return {1, code, i, r, k, tokens}
     end
   end
@@ -139,11 +116,11 @@ end
 local reserved = worst
 if mode == 1 then reserved = 0 end
 -- The record is written first: SET NX fails when the id is open (duplicate).
-if not redis.call('SET', K[1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. A[3] .. ' ' .. A[13],
-    'PX', A[16], 'NX') then
+if not redis.call('SET', KEYS[ko+1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. ARGV[ao+3] .. ' ' .. ARGV[ao+13],
+    'PX', ARGV[ao+16], 'NX') then
   return {3}
 end
-local ttl = tonumber(A[15])
+local ttl = tonumber(ARGV[ao+15])
 for i = 1, nS do
   local e = sc[i]
   set(e, 'f', f[i] + 1)
@@ -159,8 +136,8 @@ if reserved > 0 then
     set(e, f, (e.v[f] or 0) + reserved)
   end
 end
-LK = K[2]
-Z[A[17]] = A[12]
+LK = KEYS[ko+2]
+Z[ARGV[ao+17]] = ARGV[ao+12]
 return {0, n, worst, reserved, tokens, r, k}
 end
 `
@@ -206,27 +183,27 @@ return 1
 // field prefix of the window reserved in and of the window current now.
 // Reply: 0 when not open, else {1, cost, reserved}.
 const settleLua = `
-local function settle(K, A)
-  if redis.call('DEL', K[1]) == 0 then return 0 end
-  LK = K[2]
-  Z[A[1]] = false
-  local nS = tonumber(A[2])
-  local cost = tonumber(A[3])
-  if cost < 0 then cost = tonumber(A[10]) end
-  local fix, actual, now = A[4] == '1', tonumber(A[5]), tonumber(A[6])
-  local rs, t, mn, ttl = tonumber(A[7]), tonumber(A[8]), tonumber(A[9]), tonumber(A[11])
+local function settle(ko, ao)
+  if redis.call('DEL', KEYS[ko+1]) == 0 then return 0 end
+  LK = KEYS[ko+2]
+  Z[ARGV[ao+1]] = false
+  local nS = tonumber(ARGV[ao+2])
+  local cost = tonumber(ARGV[ao+3])
+  if cost < 0 then cost = tonumber(ARGV[ao+10]) end
+  local fix, actual, now = ARGV[ao+4] == '1', tonumber(ARGV[ao+5]), tonumber(ARGV[ao+6])
+  local rs, t, mn, ttl = tonumber(ARGV[ao+7]), tonumber(ARGV[ao+8]), tonumber(ARGV[ao+9]), tonumber(ARGV[ao+11])
   local a = 12
   for i = 1, nS do
-    local nw = tonumber(A[a])
+    local nw = tonumber(ARGV[ao+a])
     local fl = {}
     for j = 1, nw do
-      local p, q = A[a+2*j-1], A[a+2*j]
+      local p, q = ARGV[ao+a+2*j-1], ARGV[ao+a+2*j]
       fl[#fl+1] = p .. 'sd'
       fl[#fl+1] = p .. 'sp'
       fl[#fl+1] = p .. 'rs'
       fl[#fl+1] = q .. 'sp'
     end
-    local e = S(K[2+i], fl)
+    local e = S(KEYS[ko+2+i], fl)
     local v = e.v
     if fix and v.m and v.m == mn and now <= mn then
       local nk = (v.k or 0) + actual - t
@@ -236,14 +213,14 @@ local function settle(K, A)
     if v.f and v.f > 0 then set(e, 'f', v.f - 1) end
     if rs > 0 then
       for j = 1, nw do
-        local p = A[a+2*j-1]
+        local p = ARGV[ao+a+2*j-1]
         if v[p .. 'sd'] or v[p .. 'sp'] or v[p .. 'rs'] then -- the window still exists
           set(e, p .. 'rs', (v[p .. 'rs'] or 0) - rs)
         end
       end
     end
     for j = 1, nw do
-      local f = A[a+2*j] .. 'sp'
+      local f = ARGV[ao+a+2*j] .. 'sp'
       set(e, f, (v[f] or 0) + cost)
     end
     if nw > 0 and not v.m then e.x = ttl end -- a hash admission did not make (after a flush)
@@ -269,32 +246,57 @@ const (
 var batchLua = goredis.NewScript(`
 local function I(x) return string.format('%.0f', x) end
 local unpack = unpack or table.unpack
--- Hashes read and written in this batch (key -> {v = fields, d = dirty, l =
--- dirty list, x = TTL to set}), written back once at the end.
+-- worstOf is the worst cost with m output tokens: ceil((input cost + m·output
+-- price)/1e6), with input cost = qi·1e6+ri and output price = qo·1e6+ro.
+local function worstOf(m, qi, ri, qo, ro)
+  local low = ri + m * ro
+  local c = qi + m * qo + math.floor(low / 1000000)
+  if low % 1000000 ~= 0 then c = c + 1 end
+  return c
+end
+-- affordable is the largest m ≤ n whose worst cost fits avail, -1 when none.
+local function affordable(avail, n, qi, ri, qo, ro)
+  if avail < 0 or worstOf(0, qi, ri, qo, ro) > avail then return -1 end
+  if qo == 0 and ro == 0 then return n end
+  if worstOf(n, qi, ri, qo, ro) <= avail then return n end
+  local lo, hi = 0, n
+  while hi - lo > 1 do
+    local mid = math.floor((lo + hi) / 2)
+    if worstOf(mid, qi, ri, qo, ro) <= avail then lo = mid else hi = mid end
+  end
+  return lo
+end
+-- Hashes read and written in this batch: key -> {v = fields read or set
+-- (false: read and absent), d = dirty set, l = dirty list, x = TTL to set}.
 local C, order = {}, {}
 local function set(e, f, x)
   if not e.d[f] then e.d[f] = true; e.l[#e.l+1] = f end
-  e.v[f], e.h[f] = x, true
+  e.v[f] = x
 end
 -- S loads the scope hash key: its rate counters and the fields in extra (a
 -- list), each read at most once per batch.
 local function S(key, extra)
   local e = C[key]
-  local want = {}
+  local want
   if not e then
-    e = {v = {}, h = {}, d = {}, l = {}}
+    e = {v = {}, d = {}, l = {}}
     C[key] = e
     order[#order+1] = key
     want = {'f', 'm', 'r', 'k'}
   end
   if extra then
+    local v = e.v
     for _, f in ipairs(extra) do
-      if not e.h[f] then want[#want+1] = f; e.h[f] = true end
+      if v[f] == nil then
+        v[f] = false
+        if want then want[#want+1] = f else want = {f} end
+      end
     end
   end
-  if #want > 0 then
-    local v = redis.call('HMGET', key, unpack(want))
-    for j, f in ipairs(want) do e.v[f] = tonumber(v[j]) end
+  if want then
+    local r = redis.call('HMGET', key, unpack(want))
+    local v = e.v
+    for j, f in ipairs(want) do v[f] = tonumber(r[j]) or false end
   end
   return e
 end
@@ -306,10 +308,8 @@ local ko, ao = 0, 1
 for i = 1, tonumber(ARGV[1]) do
   local kind, nk, na = ARGV[ao+1], tonumber(ARGV[ao+2]), tonumber(ARGV[ao+3])
   ao = ao + 3
-  local K = {unpack(KEYS, ko+1, ko+nk)}
-  local A = {unpack(ARGV, ao+1, ao+na)}
+  if kind == '1' then out[i] = admit(ko, ao) else out[i] = settle(ko, ao) end
   ko, ao = ko + nk, ao + na
-  if kind == '1' then out[i] = admit(K, A) else out[i] = settle(K, A) end
 end
 for _, key in ipairs(order) do
   local e = C[key]
