@@ -41,7 +41,11 @@
 // fields it changed, EXPIRE where due); the lease changes of the batch are one
 // ZADD and one ZREM. Operations still run one after another on a consistent
 // view, so the result is the same as running them one script each, and each is
-// all or nothing on its own.
+// all or nothing on its own. A batch that fails (Redis unreachable, a timeout)
+// fails every operation in it with the error; records are written and deleted
+// as each operation runs and counters at the end of the batch, so a script
+// that stopped midway (Redis refusing its first write stops it before any)
+// would leave records without their counts.
 //
 // An admission applies kernel.State.Admit's rules in its order: duplicate open
 // id → ReasonDuplicate; budgets of every scope first (strict:
