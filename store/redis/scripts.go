@@ -244,7 +244,7 @@ const (
 // ARGV: [1] number of operations, then per operation: kind, number of keys,
 // number of arguments, its arguments. KEYS: the keys of each operation in turn.
 var batchLua = goredis.NewScript(`
-local function I(x) return string.format('%.0f', x) end
+local function I(x) return string.format('%d', x) end -- x is an integer below 2^53
 local unpack = unpack or table.unpack
 -- worstOf is the worst cost with m output tokens: ceil((input cost + m·output
 -- price)/1e6), with input cost = qi·1e6+ri and output price = qo·1e6+ro.
