@@ -65,3 +65,12 @@ func details(msg string) string {
 		return r
 	}, msg)
 }
+
+// failureMsg is the message of a failure made by failuref.
+func failureMsg(err error) string {
+	var f *failure
+	if errors.As(err, &f) {
+		return f.msg
+	}
+	return ""
+}

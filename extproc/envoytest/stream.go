@@ -650,7 +650,7 @@ func (s *Stream) onGrpcError(err error) {
 		s.clearAsyncState()
 		return
 	}
-	s.localReply(s.cfg.statusOnError(), nil, nil, f.(*failure).msg, f)
+	s.localReply(s.cfg.statusOnError(), nil, nil, failureMsg(f), f)
 }
 
 // onTimer fires the message timer that expired (§4, N4.1).
@@ -674,7 +674,7 @@ func (s *Stream) onMessageTimeout() {
 		s.clearAsyncState()
 		return
 	}
-	s.localReply(504, nil, nil, f.(*failure).msg, f)
+	s.localReply(504, nil, nil, failureMsg(f), f)
 }
 
 // onMessage is Envoy's onReceiveMessage.
