@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
@@ -149,11 +150,11 @@ func TestAudit(t *testing.T) {
 // TestBackpressure: with PostgreSQL unreachable the queue fills and Append
 // waits until its context ends (ErrQueueFull); nothing is dropped.
 func TestBackpressure(t *testing.T) {
-	pg := startPrivatePostgres(t)
+	pg := testenv.StartPostgres(t)
 	ctx := t.Context()
-	s := open(t, pg.url, postgres.WithQueueSize(100), postgres.WithBatchSize(10),
+	s := open(t, pg.URL, postgres.WithQueueSize(100), postgres.WithBatchSize(10),
 		postgres.WithRetryBackoff(20*time.Millisecond))
-	pg.stop(t)
+	pg.Stop(t)
 	var err error
 	for i := range 200 {
 		actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -164,7 +165,7 @@ func TestBackpressure(t *testing.T) {
 		}
 	}
 	require.ErrorIs(t, err, store.ErrQueueFull)
-	pg.start(t)
+	pg.Start(t)
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, s.Flush(fctx))
