@@ -277,6 +277,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	args = append(args, scopeArgs...)
 	args = append(args, windowArgs...)
 	args = append(args, budgetArgs...)
+	args = packArgs(args)
 
 	for attempt := 0; ; attempt++ {
 		v, err := c.pipe.do(ctx, opAdmit, keys, args)
@@ -440,7 +441,7 @@ func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost i
 			args = append(args, windowAt(ref, p, admitted, c).field, windowAt(ref, p, now, c).field)
 		}
 	}
-	res, err := c.pipe.do(ctx, opSettle, keys, args)
+	res, err := c.pipe.do(ctx, opSettle, keys, packArgs(args))
 	if err != nil {
 		return false, 0, 0, unavailable("settle", err)
 	}

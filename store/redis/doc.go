@@ -36,7 +36,9 @@
 // EVALSHA (loaded on first NOSCRIPT) that runs them in order, each on its own
 // keys and arguments, and answers with their replies in order: one round trip
 // and one script call for many admissions and settlements, while a lone caller
-// pays no extra delay. Within a batch every hash is read once (HMGET of the
+// pays no extra delay. An operation's integer arguments travel as one
+// MessagePack array (decoded by cmsgpack into Lua numbers), its strings (id,
+// record JSON, window fields) as arguments of their own. Within a batch every hash is read once (HMGET of the
 // fields the batch needs) and written back once at the end (one HSET of the
 // fields it changed, EXPIRE where due); the lease changes of the batch are one
 // ZADD and one ZREM. Operations still run one after another on a consistent

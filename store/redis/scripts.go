@@ -24,21 +24,23 @@ const (
 // atomic script: the same rules, in the same order, as kernel.State.Admit.
 //
 // K: [1] reservation record, [2] lease zset, [3 .. 2+nS] scope hashes (rate
-// counters and budget windows). A: [1] nS [2] nW (unique budget windows) [3] minute [4] mode (0 strict, 1 estimate) [5] shortfall
+// counters and budget windows). The integers A come packed in the operation's
+// first argument (packArgs); its string arguments follow it: [2] the record
+// JSON, [3] the id, then the field prefix of each window; (x) in A is a 0 in place of string x. A: [1] nS [2] nW (unique budget windows) [3] minute [4] mode (0 strict, 1 estimate) [5] shortfall
 // (0 clamp, 1 reject) [6] input bound [7] output bound [8] qi [9] ri [10] qo
 // [11] ro (input cost = qi·1e6+ri, output price = qo·1e6+ro, so that every
-// product stays an exact integer in a double) [12] lease score [13] record JSON
-// [14] estimate tokens [15] scope TTL (s) [16] record TTL (ms) [17] id, then per
+// product stays an exact integer in a double) [12] lease score [13] (JSON)
+// [14] estimate tokens [15] scope TTL (s) [16] record TTL (ms) [17] (id), then per
 // scope 7 values: has limits, expired, model denied, max parallel, rpm, tpm,
-// number of budgets; then per window: its scope's index, its field prefix;
+// number of budgets; then per window: its scope's index, (its field prefix);
 // then per budget, in scope order: window index, limit.
 const admitLua = `
-local function admit(ko, ao)
-local nS, nW = tonumber(ARGV[ao+1]), tonumber(ARGV[ao+2])
+local function admit(ko, ao, A)
+local nS, nW = tonumber(A[1]), tonumber(A[2])
 local ws, wp, wf = {}, {}, {}
 local a = 18 + 7 * nS
 for w = 1, nW do
-  local i, p = tonumber(ARGV[ao+a]), ARGV[ao+a+1]
+  local i, p = tonumber(A[a]), ARGV[ao+3+w]
   a = a + 2
   ws[w], wp[w] = i, p
   local fl = wf[i] or {}
@@ -58,10 +60,10 @@ if #need > 0 then
   return {2, need}
 end
 
-local minute = tonumber(ARGV[ao+3])
-local mode, short = tonumber(ARGV[ao+4]), tonumber(ARGV[ao+5])
-local inB, outB = tonumber(ARGV[ao+6]), tonumber(ARGV[ao+7])
-local qi, ri, qo, ro = tonumber(ARGV[ao+8]), tonumber(ARGV[ao+9]), tonumber(ARGV[ao+10]), tonumber(ARGV[ao+11])
+local minute = tonumber(A[3])
+local mode, short = tonumber(A[4]), tonumber(A[5])
+local inB, outB = tonumber(A[6]), tonumber(A[7])
+local qi, ri, qo, ro = tonumber(A[8]), tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
 
 
 local f, m, r, k, rolled = {}, {}, {}, {}, {}
@@ -74,8 +76,8 @@ end
 
 local n, fail = outB, -1
 for i = 1, nS do
-  for j = 1, tonumber(ARGV[ao+18 + 7*i - 1]) do
-    local wi, limit = tonumber(ARGV[ao+a]), tonumber(ARGV[ao+a+1])
+  for j = 1, tonumber(A[18 + 7*i - 1]) do
+    local wi, limit = tonumber(A[a]), tonumber(A[a+1])
     a = a + 2
     if fail < 0 then
       local v, p = sc[ws[wi]].v, wp[wi]
@@ -92,15 +94,15 @@ end
 if fail >= 0 then n = outB end
 local worst = worstOf(n, qi, ri, qo, ro)
 local tokens = inB + n
-if mode == 1 then tokens = tonumber(ARGV[ao+14]) end
+if mode == 1 then tokens = tonumber(A[14]) end
 
 for i = 1, nS do
   local b = 18 + 7 * (i - 1)
-  if ARGV[ao+b] == '1' then
+  if A[b] == 1 then
     local code = 0
-    local par, rpm, tpm = tonumber(ARGV[ao+b+3]), tonumber(ARGV[ao+b+4]), tonumber(ARGV[ao+b+5])
-    if ARGV[ao+b+1] == '1' then code = 1
-    elseif ARGV[ao+b+2] == '1' then code = 2
+    local par, rpm, tpm = tonumber(A[b+3]), tonumber(A[b+4]), tonumber(A[b+5])
+    if A[b+1] == 1 then code = 1
+    elseif A[b+2] == 1 then code = 2
     elseif par > 0 and f[i] >= par then code = 3
     elseif rpm > 0 and r[i] >= rpm then code = 4
     elseif tpm > 0 and k[i] + tokens > tpm then code = 5
@@ -116,11 +118,11 @@ end
 local reserved = worst
 if mode == 1 then reserved = 0 end
 -- The record is written first: SET NX fails when the id is open (duplicate).
-if not redis.call('SET', KEYS[ko+1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. ARGV[ao+3] .. ' ' .. ARGV[ao+13],
-    'PX', ARGV[ao+16], 'NX') then
+if not redis.call('SET', KEYS[ko+1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. I(A[3]) .. ' ' .. ARGV[ao+2],
+    'PX', I(A[16]), 'NX') then
   return {3}
 end
-local ttl = tonumber(ARGV[ao+15])
+local ttl = tonumber(A[15])
 for i = 1, nS do
   local e = sc[i]
   set(e, 'f', f[i] + 1)
@@ -137,7 +139,7 @@ if reserved > 0 then
   end
 end
 LK = KEYS[ko+2]
-Z[ARGV[ao+17]] = ARGV[ao+12]
+Z[ARGV[ao+3]] = I(A[12])
 return {0, n, worst, reserved, tokens, r, k}
 end
 `
@@ -176,28 +178,30 @@ return 1
 // (kernel.State.Settle / Expire). What the reservation holds is passed in by
 // Go (from its cache or the record).
 //
-// K: [1] record [2] lease zset [3 .. 2+nS] scope hashes. A: [1] id [2] nS
+// K: [1] record [2] lease zset [3 .. 2+nS] scope hashes. The integers A come
+// packed in the operation's first argument (packArgs); its string arguments
+// follow it: [2] the id, then the window field prefixes. A: [1] (id) [2] nS
 // [3] cost (-1: the worst cost) [4] fix tokens (0/1) [5] actual tokens [6] now
 // minute [7] reserved [8] tokens counted [9] admission minute [10] worst cost
 // [11] scope TTL (s), then per scope: number of windows, then per window the
-// field prefix of the window reserved in and of the window current now.
+// (field prefix) of the window reserved in and of the window current now.
 // Reply: 0 when not open, else {1, cost, reserved}.
 const settleLua = `
-local function settle(ko, ao)
+local function settle(ko, ao, A)
   if redis.call('DEL', KEYS[ko+1]) == 0 then return 0 end
   LK = KEYS[ko+2]
-  Z[ARGV[ao+1]] = false
-  local nS = tonumber(ARGV[ao+2])
-  local cost = tonumber(ARGV[ao+3])
-  if cost < 0 then cost = tonumber(ARGV[ao+10]) end
-  local fix, actual, now = ARGV[ao+4] == '1', tonumber(ARGV[ao+5]), tonumber(ARGV[ao+6])
-  local rs, t, mn, ttl = tonumber(ARGV[ao+7]), tonumber(ARGV[ao+8]), tonumber(ARGV[ao+9]), tonumber(ARGV[ao+11])
-  local a = 12
+  Z[ARGV[ao+2]] = false
+  local nS = tonumber(A[2])
+  local cost = tonumber(A[3])
+  if cost < 0 then cost = tonumber(A[10]) end
+  local fix, actual, now = A[4] == 1, tonumber(A[5]), tonumber(A[6])
+  local rs, t, mn, ttl = tonumber(A[7]), tonumber(A[8]), tonumber(A[9]), tonumber(A[11])
+  local a, fo = 12, ao + 2
   for i = 1, nS do
-    local nw = tonumber(ARGV[ao+a])
+    local nw = tonumber(A[a])
     local fl = {}
     for j = 1, nw do
-      local p, q = ARGV[ao+a+2*j-1], ARGV[ao+a+2*j]
+      local p, q = ARGV[fo+2*j-1], ARGV[fo+2*j]
       fl[#fl+1] = p .. 'sd'
       fl[#fl+1] = p .. 'sp'
       fl[#fl+1] = p .. 'rs'
@@ -213,18 +217,18 @@ local function settle(ko, ao)
     if v.f and v.f > 0 then set(e, 'f', v.f - 1) end
     if rs > 0 then
       for j = 1, nw do
-        local p = ARGV[ao+a+2*j-1]
+        local p = ARGV[fo+2*j-1]
         if v[p .. 'sd'] or v[p .. 'sp'] or v[p .. 'rs'] then -- the window still exists
           set(e, p .. 'rs', (v[p .. 'rs'] or 0) - rs)
         end
       end
     end
     for j = 1, nw do
-      local f = ARGV[ao+a+2*j] .. 'sp'
+      local f = ARGV[fo+2*j] .. 'sp'
       set(e, f, (v[f] or 0) + cost)
     end
     if nw > 0 and not v.m then e.x = ttl end -- a hash admission did not make (after a flush)
-    a = a + 1 + 2 * nw
+    a, fo = a + 1 + 2 * nw, fo + 2 * nw
   end
   return {1, cost, rs}
 end
@@ -242,7 +246,9 @@ const (
 // settlements of concurrent callers.
 //
 // ARGV: [1] number of operations, then per operation: kind, number of keys,
-// number of arguments, its arguments. KEYS: the keys of each operation in turn.
+// number of arguments, its arguments: a MessagePack array of its integers
+// (cmsgpack.unpack, no string parsing in Lua), then its strings. KEYS: the
+// keys of each operation in turn.
 var batchLua = goredis.NewScript(`
 local function I(x) return string.format('%d', x) end -- x is an integer below 2^53
 local unpack = unpack or table.unpack
@@ -308,7 +314,8 @@ local ko, ao = 0, 1
 for i = 1, tonumber(ARGV[1]) do
   local kind, nk, na = ARGV[ao+1], tonumber(ARGV[ao+2]), tonumber(ARGV[ao+3])
   ao = ao + 3
-  if kind == '1' then out[i] = admit(ko, ao) else out[i] = settle(ko, ao) end
+  local A = cmsgpack.unpack(ARGV[ao+1])
+  if kind == '1' then out[i] = admit(ko, ao, A) else out[i] = settle(ko, ao, A) end
   ko, ao = ko + nk, ao + na
 end
 for _, key in ipairs(order) do

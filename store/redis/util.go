@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 
@@ -94,4 +96,45 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// packArgs packs an operation's arguments for batchLua: the integers in one
+// MessagePack array (cmsgpack.unpack gives Lua numbers without parsing
+// strings; a string argument leaves 0 in its place), then the strings, in
+// order, as arguments of their own.
+func packArgs(args []any) []any {
+	buf := make([]byte, 0, 3+5*len(args))
+	switch n := len(args); {
+	case n < 16:
+		buf = append(buf, 0x90|byte(n))
+	case n < 1<<16:
+		buf = append(buf, 0xdc, byte(n>>8), byte(n))
+	default:
+		buf = append(buf, 0xdd)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	}
+	out := []any{nil}
+	for _, a := range args {
+		var x int64
+		switch v := a.(type) {
+		case int:
+			x = int64(v)
+		case int64:
+			x = v
+		case string:
+			out = append(out, v)
+		case []byte:
+			out = append(out, v)
+		default:
+			panic(fmt.Sprintf("redis: packArgs: %T", a))
+		}
+		if x >= 0 && x < 128 {
+			buf = append(buf, byte(x))
+		} else {
+			buf = append(buf, 0xd3)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(x))
+		}
+	}
+	out[0] = string(buf)
+	return out
 }
