@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 	tgredis "github.com/tollgate-ai/tollgate/store/redis"
@@ -27,9 +28,9 @@ func TestOutages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts private servers")
 	}
-	pg := startPrivatePostgres(t)
-	rs := startPrivateRedis(t)
-	r := newReplica(t, rs.url, pg.url, "out")
+	pg := testenv.StartPostgres(t)
+	rs := testenv.StartRedis(t)
+	r := newReplica(t, rs.URL, pg.URL, "out")
 	ctx := t.Context()
 
 	const perRequest, affordable = 10, 1500
@@ -101,12 +102,12 @@ func TestOutages(t *testing.T) {
 		phase.Store(p)
 		t.Logf("phase %d: %s (admitted so far %d, unavailable %d)", p, what, total(&admitted), unavail.Load())
 	}
-	step(1, "PostgreSQL stopped", func() { pg.stop(t) })
-	step(2, "Redis stopped", rs.stop)
+	step(1, "PostgreSQL stopped", func() { pg.Stop(t) })
+	step(2, "Redis stopped", rs.Stop)
 	time.Sleep(100 * time.Millisecond) // requests in flight at the stop end
 	phase.Store(3)
-	step(4, "Redis started empty", func() { rs.start(t) })
-	step(5, "PostgreSQL started", func() { pg.start(t) })
+	step(4, "Redis started empty", func() { rs.Start(t) })
+	step(5, "PostgreSQL started", func() { pg.Start(t) })
 	deadline := time.Now().Add(30 * time.Second)
 	for !exhausted.Load() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
@@ -18,7 +19,7 @@ import (
 func deadClient(t *testing.T) *goredis.Client {
 	t.Helper()
 	c := goredis.NewClient(&goredis.Options{
-		Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), DialTimeout: 200 * time.Millisecond, MaxRetries: -1,
+		Addr: fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), DialTimeout: 200 * time.Millisecond, MaxRetries: -1,
 	})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
