@@ -268,6 +268,11 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	return errors.Join(append([]error{runErr}, errs...)...)
 }
 
+// Refresh rebuilds the configuration snapshot from the store now, instead of
+// when the store's watch fires: a caller that just wrote configuration (the
+// demo setup) can rely on it being served when Refresh returns.
+func (g *Gateway) Refresh(ctx context.Context) error { return g.refresh(ctx) }
+
 // refresh builds a snapshot from the store, seeds counters, and publishes it.
 func (g *Gateway) refresh(ctx context.Context) error {
 	g.builtMu.Lock()

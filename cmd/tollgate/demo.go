@@ -46,6 +46,9 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 	if err != nil {
 		return err
 	}
+	if err := g.Refresh(ctx); err != nil { // serve the demo before printing how to call it
+		return err
+	}
 	url := "http://" + g.ListenAddr
 	fmt.Fprintf(stdout, `
 Tollgate is running.

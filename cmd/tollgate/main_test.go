@@ -82,14 +82,30 @@ func TestRunServesTheDemo(t *testing.T) {
 	require.Contains(t, out.String(), "Bootstrap admin key")
 	require.Contains(t, out.String(), key)
 
-	req, err := http.NewRequest(http.MethodPost, "http://"+listen+"/v1/chat/completions",
-		strings.NewReader(`{"model":"demo","messages":[{"role":"user","content":"hi"}]}`))
+	// The key is served as soon as the banner prints.
+	mreq, err := http.NewRequest(http.MethodGet, "http://"+listen+"/v1/models", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	mreq.Header.Set("Authorization", "Bearer "+key)
+	mresp, err := http.DefaultClient.Do(mreq)
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	mresp.Body.Close()
+	require.Equal(t, http.StatusOK, mresp.StatusCode)
+
+	// The route reaches the data plane over xDS within milliseconds.
+	require.Eventually(t, func() bool {
+		req, err := http.NewRequest(http.MethodPost, "http://"+listen+"/v1/chat/completions",
+			strings.NewReader(`{"model":"demo","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 20*time.Millisecond)
 
 	cancel()
 	select {
