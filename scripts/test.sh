@@ -18,10 +18,10 @@ else
     (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
   fi
   go test -count=1 -timeout 25m -skip '^TestRush$' ${TESTFLAGS:-} ./...
-  # The rush (5,000 connections at once) runs alone: next to other packages'
-  # tests a 2-core machine is too starved to say anything about the gateway.
-  go test -count=1 -timeout 5m -run '^TestRush$' -v ${TESTFLAGS:-} ./e2e/
   if ! command -v envoy >/dev/null 2>&1; then
     echo "note: xds TestRealEnvoyRoutesThroughExtProc was SKIPPED, NOT PASSED: no envoy binary on PATH (see deploy/envoy/README.md)"
   fi
+  # The rush (5,000 connections at once) runs alone: next to other packages'
+  # tests a 2-core machine is too starved to say anything about the gateway.
+  go test -count=1 -timeout 5m -run '^TestRush$' -v ${TESTFLAGS:-} ./e2e/
 fi
