@@ -29,6 +29,15 @@ function errorInfo(e) {
 // A system prompt long enough to be worth caching, marked for the cache.
 const system = [{ type: "text", text: "You are a careful assistant. ".repeat(20), cache_control: { type: "ephemeral" } }];
 
+const weatherTools = [
+  {
+    name: "get_weather",
+    description: "Current weather in a city",
+    input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+];
+const toolMessages = [{ role: "user", content: "What is the weather in Paris" }];
+
 const scenarios = {
   async messages() {
     const r = await client().messages.create({
@@ -82,6 +91,49 @@ const scenarios = {
       ],
     });
     return { type: r.type, blocks: r.content.map((b) => b.type), stop: r.stop_reason, usage: r.usage };
+  },
+  // mockllm answers with one get_weather call (x-mock-tool-call).
+  async toolcall() {
+    const r = await client().messages.create(
+      { model: model(), max_tokens: 64, tools: weatherTools, messages: toolMessages },
+      { headers: { "x-mock-tool-call": "get_weather" } },
+    );
+    const uses = r.content.filter((b) => b.type === "tool_use");
+    return {
+      blocks: r.content.map((b) => b.type),
+      name: uses[0]?.name,
+      id: uses[0]?.id,
+      input: uses[0]?.input,
+      stop: r.stop_reason,
+      usage: r.usage,
+    };
+  },
+  async toolstream() {
+    const s = await client().messages.create(
+      { model: model(), max_tokens: 64, tools: weatherTools, messages: toolMessages, stream: true },
+      { headers: { "x-mock-tool-call": "get_weather" } },
+    );
+    const blocks = [];
+    let partial = "";
+    let stop = null;
+    let delta = null;
+    for await (const ev of s) {
+      if (ev.type === "content_block_start") blocks.push(ev.content_block);
+      if (ev.type === "content_block_delta" && ev.delta.type === "input_json_delta") partial += ev.delta.partial_json;
+      if (ev.type === "message_delta") {
+        stop = ev.delta.stop_reason;
+        delta = ev.usage;
+      }
+    }
+    const use = blocks.find((b) => b.type === "tool_use");
+    return {
+      blocks: blocks.map((b) => b.type),
+      name: use?.name,
+      id: use?.id,
+      input: partial ? JSON.parse(partial) : null,
+      stop,
+      delta,
+    };
   },
   async count() {
     const r = await client().messages.countTokens({

@@ -18,6 +18,18 @@ function errorInfo(e) {
   };
 }
 
+const weatherTools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "Current weather in a city",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+    },
+  },
+];
+const toolMessages = [{ role: "user", content: "What is the weather in Paris" }];
+
 const scenarios = {
   async models() {
     const page = await client().models.list();
@@ -48,6 +60,57 @@ const scenarios = {
       if (c.usage) usage = c.usage;
     }
     return { text, usage, chunks };
+  },
+  // mockllm answers with one get_weather call (x-mock-tool-call).
+  async toolcall() {
+    const r = await client().chat.completions.create(
+      { model: process.env.TOLLGATE_MODEL ?? "demo", messages: toolMessages, tools: weatherTools, max_tokens: 64 },
+      { headers: { "x-mock-tool-call": "get_weather" } },
+    );
+    const tc = r.choices[0].message.tool_calls?.[0];
+    return {
+      name: tc?.function?.name,
+      id: tc?.id,
+      args: tc ? JSON.parse(tc.function.arguments) : null,
+      calls: r.choices[0].message.tool_calls?.length ?? 0,
+      finish: r.choices[0].finish_reason,
+      usage: r.usage,
+    };
+  },
+  async toolstream() {
+    const s = await client().chat.completions.create(
+      {
+        model: process.env.TOLLGATE_MODEL ?? "demo",
+        messages: toolMessages,
+        tools: weatherTools,
+        max_tokens: 64,
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      { headers: { "x-mock-tool-call": "get_weather" } },
+    );
+    const calls = {};
+    let finish = null;
+    let usage = null;
+    for await (const c of s) {
+      for (const d of c.choices?.[0]?.delta?.tool_calls ?? []) {
+        const t = (calls[d.index] ??= { name: "", arguments: "" });
+        if (d.id) t.id = d.id;
+        if (d.function?.name) t.name += d.function.name;
+        if (d.function?.arguments) t.arguments += d.function.arguments;
+      }
+      if (c.choices?.[0]?.finish_reason) finish = c.choices[0].finish_reason;
+      if (c.usage) usage = c.usage;
+    }
+    const tc = calls[0];
+    return {
+      name: tc?.name,
+      id: tc?.id,
+      args: tc ? JSON.parse(tc.arguments) : null,
+      calls: Object.keys(calls).length,
+      finish,
+      usage,
+    };
   },
   async embeddings() {
     const r = await client().embeddings.create({ model: process.env.TOLLGATE_MODEL ?? "demo", input: "embed me" });

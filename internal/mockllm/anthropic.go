@@ -13,8 +13,12 @@ type messagesRequest struct {
 	Stream    bool    `json:"stream"`
 	System    content `json:"system"`
 	Messages  []struct {
+		Role    string  `json:"role"`
 		Content content `json:"content"`
 	} `json:"messages"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
@@ -22,6 +26,7 @@ type messagesRequest struct {
 type prompt struct {
 	text     []byte
 	last     string
+	lastUser string
 	prefix   int  // bytes of text that form the cacheable prefix
 	cacheReq bool // the request asked for caching
 }
@@ -45,6 +50,9 @@ func (req *messagesRequest) prompt() prompt {
 		n := len(p.text)
 		add(&req.Messages[i].Content)
 		p.last = string(p.text[n:])
+		if req.Messages[i].Role == "user" {
+			p.lastUser = p.last
+		}
 	}
 	if len(req.CacheControl) > 0 && string(req.CacheControl) != "null" {
 		p.prefix = len(p.text)
@@ -69,6 +77,7 @@ type anthropicMessage struct {
 	output        int64
 	capped        bool
 	reply         reply
+	tool          *toolCall // x-mock-tool-call: the reply is this tool_use
 }
 
 func (s *Server) messages(c *call) {
@@ -107,6 +116,15 @@ func (s *Server) messages(c *call) {
 	}
 	m.output, m.capped = outputTokens(req.MaxTokens, c.output)
 	m.reply = newReply(p.last, m.output)
+	if c.toolCall != "" {
+		names := make([]string, len(req.Tools))
+		for i := range req.Tools {
+			names[i] = req.Tools[i].Name
+		}
+		if m.tool = newToolCall(c.toolCall, names, p.lastUser); m.tool != nil {
+			m.output, m.capped = m.tool.output, false
+		}
+	}
 	b := billed{input: m.input, cached: m.cacheRead, creation: m.cacheCreation}
 	if req.Stream {
 		s.streamAnthropic(c, m, b)
@@ -116,6 +134,9 @@ func (s *Server) messages(c *call) {
 }
 
 func (m *anthropicMessage) stopReason() string {
+	if m.tool != nil {
+		return "tool_use"
+	}
 	if m.capped {
 		return "max_tokens"
 	}
@@ -154,8 +175,16 @@ func (m *anthropicMessage) appendMessage(b []byte, contentJSON []byte, stop stri
 }
 
 func (m *anthropicMessage) appendJSON(b []byte) []byte {
-	content := appendString([]byte(`[{"type":"text","text":`), m.reply.text())
-	content = append(content, `}]`...)
+	var content []byte
+	if m.tool != nil {
+		content = appendString([]byte(`[{"type":"tool_use","id":"toolu_mock_1","name":`), m.tool.name)
+		content = append(content, `,"input":`...)
+		content = append(content, m.tool.args...)
+		content = append(content, `}]`...)
+	} else {
+		content = appendString([]byte(`[{"type":"text","text":`), m.reply.text())
+		content = append(content, `}]`...)
+	}
 	return m.appendMessage(b, content, string(appendString(nil, m.stopReason())), m.output)
 }
 
@@ -167,8 +196,14 @@ func (s *Server) streamAnthropic(c *call, m *anthropicMessage, b billed) {
 	buf := append([]byte(nil), `{"type":"message_start","message":`...)
 	buf = m.appendMessage(buf, []byte(`[]`), "null", min(1, m.output))
 	buf = append(buf, '}')
-	if !st.send("message_start", buf) ||
-		!st.send("content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)) ||
+	if !st.send("message_start", buf) {
+		return
+	}
+	if m.tool != nil {
+		streamToolUse(st, m, buf[:0])
+		return
+	}
+	if !st.send("content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)) ||
 		!st.send("ping", []byte(`{"type":"ping"}`)) {
 		return
 	}
@@ -181,6 +216,32 @@ func (s *Server) streamAnthropic(c *call, m *anthropicMessage, b billed) {
 			return
 		}
 	}
+	m.streamEnd(st, buf[:0])
+}
+
+// streamToolUse streams the tool_use block of an x-mock-tool-call reply and
+// the end of the message.
+func streamToolUse(st *stream, m *anthropicMessage, buf []byte) {
+	tc := m.tool
+	buf = appendString(append(buf, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_mock_1","name":`...), tc.name)
+	buf = append(buf, `,"input":{}}}`...)
+	if !st.send("content_block_start", buf) {
+		return
+	}
+	texts, tokens := tc.pieces()
+	for i, t := range texts {
+		buf = append(buf[:0], `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":`...)
+		buf = appendString(buf, t)
+		buf = append(buf, `}}`...)
+		if !st.content(i, "content_block_delta", buf, tokens[i]) {
+			return
+		}
+	}
+	m.streamEnd(st, buf[:0])
+}
+
+// streamEnd sends content_block_stop, message_delta and message_stop.
+func (m *anthropicMessage) streamEnd(st *stream, buf []byte) {
 	if !st.send("content_block_stop", []byte(`{"type":"content_block_stop","index":0}`)) {
 		return
 	}

@@ -48,6 +48,23 @@
 //   - x-mock-chunk-delay: 10ms — delay before each content chunk but the first.
 //   - x-mock-output-tokens: N — the default output tokens of this request.
 //   - x-mock-cached-tokens: N — see above.
+//   - x-mock-tool-call: NAME — chat completions and Messages: when the request
+//     defines a tool of that name (tools[].function.name, Anthropic
+//     tools[].name), reply with ONE call to it instead of text, whose
+//     arguments (OpenAI, a JSON string) or input (Anthropic) are
+//     {"city":"<w>"}, w being the last white-space separated word of the last
+//     user message's text ("mock" when it has none). OpenAI: message content
+//     null, tool_calls [{id "call_mock_1", type "function", function {name,
+//     arguments}}], finish_reason "tool_calls"; streamed as the role chunk, a
+//     tool_calls delta with index 0, id, type, name and arguments "", then the
+//     arguments in two pieces (first len/2 bytes, then the rest), then the
+//     finish chunk. Anthropic: one tool_use block with id "toolu_mock_1",
+//     stop_reason "tool_use"; streamed as content_block_start (input {}), two
+//     input_json_delta pieces (split as above), content_block_stop. Output
+//     tokens = ceil(len(arguments JSON in bytes) / 4), max_tokens ignored;
+//     streamed, the first piece carries half of them (rounded down) and the
+//     second the rest, as delivered output in /stats. Without such a tool the
+//     header is ignored.
 //
 // # The bill (GET /stats, POST /stats/reset)
 //

@@ -15,8 +15,14 @@ import (
 type openAIRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
+		Role    string  `json:"role"`
 		Content content `json:"content"`
 	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
 	Prompt        stringOrList `json:"prompt"`
 	Stream        bool         `json:"stream"`
 	StreamOptions *struct {
@@ -37,6 +43,7 @@ type generation struct {
 	output       int64
 	capped       bool
 	reply        reply
+	tool         *toolCall // x-mock-tool-call: the reply is this tool call
 	includeUsage bool
 }
 
@@ -54,7 +61,7 @@ func (s *Server) generate(c *call, chat bool) {
 		return
 	}
 	var text []byte
-	var last string
+	var last, lastUser string
 	if chat {
 		if len(req.Messages) == 0 {
 			writeError(c.w, c.flavor, http.StatusBadRequest, "'messages' must contain at least one message")
@@ -64,6 +71,9 @@ func (s *Server) generate(c *call, chat bool) {
 			n := len(text)
 			text = req.Messages[i].Content.appendText(text)
 			last = string(text[n:])
+			if req.Messages[i].Role == "user" {
+				lastUser = last
+			}
 		}
 	} else {
 		for _, p := range req.Prompt {
@@ -85,6 +95,15 @@ func (s *Server) generate(c *call, chat bool) {
 	}
 	g.output, g.capped = outputTokens(maxTokens, c.output)
 	g.reply = newReply(last, g.output)
+	if chat && c.toolCall != "" {
+		names := make([]string, len(req.Tools))
+		for i := range req.Tools {
+			names[i] = req.Tools[i].Function.Name
+		}
+		if g.tool = newToolCall(c.toolCall, names, lastUser); g.tool != nil {
+			g.output, g.capped = g.tool.output, false
+		}
+	}
 	seq := strconv.FormatUint(s.seq.Add(1), 10)
 	if chat {
 		g.id = "chatcmpl-mock-" + seq
@@ -100,6 +119,9 @@ func (s *Server) generate(c *call, chat bool) {
 }
 
 func (g *generation) finishReason() string {
+	if g.tool != nil {
+		return "tool_calls"
+	}
 	if g.capped {
 		return "length"
 	}
@@ -139,7 +161,15 @@ func (g *generation) appendJSON(b []byte) []byte {
 	if g.chat {
 		b = g.appendHead(b, "chat.completion")
 		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-		b = appendString(b, g.reply.text())
+		if g.tool != nil {
+			b = append(b, `null,"tool_calls":[{"id":"call_mock_1","type":"function","function":{"name":`...)
+			b = appendString(b, g.tool.name)
+			b = append(b, `,"arguments":`...)
+			b = appendString(b, g.tool.args)
+			b = append(b, `}}]`...)
+		} else {
+			b = appendString(b, g.reply.text())
+		}
 		b = append(b, `,"refusal":null},"logprobs":null,"finish_reason":`...)
 	} else {
 		b = g.appendHead(b, "text_completion")
@@ -150,6 +180,27 @@ func (g *generation) appendJSON(b []byte) []byte {
 	b = appendString(b, g.finishReason())
 	b = append(b, `}],"usage":`...)
 	b = g.appendUsage(b)
+	return append(b, '}')
+}
+
+// appendToolChunk appends a streamed tool_calls delta: the first (with id,
+// type and name, empty arguments) when first, else an arguments piece.
+func (g *generation) appendToolChunk(b []byte, first bool, args string) []byte {
+	b = g.appendHead(b, "chat.completion.chunk")
+	b = append(b, `"system_fingerprint":null,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,`...)
+	if first {
+		b = append(b, `"id":"call_mock_1","type":"function","function":{"name":`...)
+		b = appendString(b, g.tool.name)
+		b = append(b, `,"arguments":""}`...)
+	} else {
+		b = append(b, `"function":{"arguments":`...)
+		b = appendString(b, args)
+		b = append(b, '}')
+	}
+	b = append(b, `}]},"logprobs":null,"finish_reason":null}]`...)
+	if g.includeUsage {
+		b = append(b, `,"usage":null`...)
+	}
 	return append(b, '}')
 }
 
@@ -194,11 +245,24 @@ func (s *Server) streamOpenAI(c *call, g *generation, b billed) {
 	if g.chat && !st.send("", g.appendChunk(buf[:0], true, "", false)) {
 		return
 	}
-	texts, words := g.reply.chunks(s.cfg.Chunks)
-	for i, t := range texts {
-		buf = g.appendChunk(buf[:0], false, t, false)
-		if !st.content(i, "", buf, words[i]) {
+	if g.tool != nil {
+		if !st.send("", g.appendToolChunk(buf[:0], true, "")) {
 			return
+		}
+		texts, tokens := g.tool.pieces()
+		for i, t := range texts {
+			buf = g.appendToolChunk(buf[:0], false, t)
+			if !st.content(i+1, "", buf, tokens[i]) {
+				return
+			}
+		}
+	} else {
+		texts, words := g.reply.chunks(s.cfg.Chunks)
+		for i, t := range texts {
+			buf = g.appendChunk(buf[:0], false, t, false)
+			if !st.content(i, "", buf, words[i]) {
+				return
+			}
 		}
 	}
 	if !st.send("", g.appendChunk(buf[:0], false, "", true)) {

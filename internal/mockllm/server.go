@@ -140,6 +140,7 @@ type call struct {
 	chunkDelay time.Duration
 	output     int64
 	cached     int64
+	toolCall   string // x-mock-tool-call
 }
 
 type handler func(*call)
@@ -191,6 +192,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deploym
 // overrides reads the x-mock-* headers.
 func (c *call) overrides() error {
 	h := c.r.Header
+	c.toolCall = h.Get("x-mock-tool-call")
 	if v := h.Get("x-mock-status"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 200 || n > 599 {
