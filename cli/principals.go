@@ -60,6 +60,22 @@ func named(id, name string, l *adminv1.Limits) [][2]string {
 	return append([][2]string{{"ID", id}, {"NAME", orDash(name)}}, limitsFields(l)...)
 }
 
+// namedLimits is an org or a customer: an id, a name and limits.
+type namedLimits interface {
+	GetId() string
+	GetName() string
+	GetLimits() *adminv1.Limits
+}
+
+// namedTable prints orgs or customers as one table.
+func namedTable[T namedLimits](r *runner, items []T) {
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, append([]string{it.GetId(), orDash(it.GetName())}, limitsRow(it.GetLimits())...))
+	}
+	r.table(append([]string{"ID", "NAME"}, limitsHeader...), rows)
+}
+
 func limitsRow(l *adminv1.Limits) []string {
 	return []string{budgets(l), num(l.GetRpm()), num(l.GetTpm()), models(l)}
 }
@@ -289,13 +305,7 @@ func orgList(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.emit(all, func() {
-			var rows [][]string
-			for _, o := range all.GetOrgs() {
-				rows = append(rows, append([]string{o.GetId(), orDash(o.GetName())}, limitsRow(o.GetLimits())...))
-			}
-			r.table(append([]string{"ID", "NAME"}, limitsHeader...), rows)
-		})
+		return r.emit(all, func() { namedTable(r, all.GetOrgs()) })
 	}
 }
 
@@ -368,13 +378,7 @@ func customerList(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.emit(all, func() {
-			var rows [][]string
-			for _, c := range all.GetCustomers() {
-				rows = append(rows, append([]string{c.GetId(), orDash(c.GetName())}, limitsRow(c.GetLimits())...))
-			}
-			r.table(append([]string{"ID", "NAME"}, limitsHeader...), rows)
-		})
+		return r.emit(all, func() { namedTable(r, all.GetCustomers()) })
 	}
 }
 
