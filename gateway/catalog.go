@@ -51,7 +51,7 @@ func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string)
 	if !ok || len(m.targets) == 0 {
 		return nil, extproc.ErrModelNotFound
 	}
-	if !allowed(s, p, model) {
+	if !allowed(p, model) {
 		return nil, extproc.ErrModelNotAllowed
 	}
 	if len(m.targets) == 1 {
@@ -62,7 +62,7 @@ func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string)
 	return m.targets[i], nil
 }
 
-func allowed(s *Snapshot, p *extproc.Principal, model string) bool {
+func allowed(p *extproc.Principal, model string) bool {
 	for _, sc := range p.Scopes {
 		if sc.Limits != nil && len(sc.Limits.Models) > 0 && !slices.Contains(sc.Limits.Models, model) {
 			return false
@@ -76,7 +76,7 @@ func (c *Catalog) Models(_ context.Context, p *extproc.Principal) []extproc.Mode
 	s := c.snap.Load()
 	out := make([]extproc.ModelInfo, 0, len(s.models))
 	for name, m := range s.models {
-		if len(m.targets) > 0 && allowed(s, p, name) {
+		if len(m.targets) > 0 && allowed(p, name) {
 			out = append(out, m.info)
 		}
 	}

@@ -121,6 +121,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 		s.customers[id] = sc
 	}
 
+	teamOrg := make(map[string]string, len(teams))
+	for i := range teams {
+		teamOrg[teams[i].ID] = teams[i].OrgID
+	}
 	for i := range keys {
 		k := &keys[i]
 		if k.Revoked {
@@ -134,11 +138,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 		if sc, ok := teamScopes[k.TeamID]; ok {
 			scopes = append(scopes, sc)
 			if orgID == "" {
-				for j := range teams {
-					if teams[j].ID == k.TeamID {
-						orgID = teams[j].OrgID
-					}
-				}
+				orgID = teamOrg[k.TeamID]
 			}
 		}
 		if sc, ok := orgScopes[orgID]; ok {
