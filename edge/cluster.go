@@ -40,6 +40,7 @@ type cluster struct {
 	endpoints []endpoint
 	next      atomic.Uint64
 	transport *http.Transport
+	h1        *h1Client // the plain-text HTTP/1.1 fast path; nil for TLS and HTTP/2
 	maxReqs   int64
 	inflight  atomic.Int64
 }
@@ -106,11 +107,12 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 			Count:    int(ka.GetKeepaliveProbes().GetValue()),
 		}
 	}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		ep := cl.endpoints[cl.next.Add(1)%uint64(len(cl.endpoints))]
+		return dialer.DialContext(ctx, ep.network, ep.addr)
+	}
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			ep := cl.endpoints[cl.next.Add(1)%uint64(len(cl.endpoints))]
-			return dialer.DialContext(ctx, ep.network, ep.addr)
-		},
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: maxIdlePerHost,
 		MaxConnsPerHost:     maxConns,
@@ -134,6 +136,8 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 		}
 		tr.TLSClientConfig = cfg
 		cl.scheme = "https"
+	} else if !h2 {
+		cl.h1 = newH1Client(dial, maxConns)
 	}
 	cl.transport = tr
 	return cl, nil
@@ -318,4 +322,19 @@ func (cl *cluster) acquire() bool {
 
 func (cl *cluster) release() { cl.inflight.Add(-1) }
 
-func (cl *cluster) close() { cl.transport.CloseIdleConnections() }
+// roundTrip forwards req: a buffered request (its body released whole by the
+// filter) over plain HTTP/1.1 through the fast path, anything else (a
+// streamed body, TLS, HTTP/2) through http.Transport.
+func (cl *cluster) roundTrip(req *http.Request, buffered bool) (*http.Response, error) {
+	if buffered && cl.h1 != nil && cl.h1.takes(req) {
+		return cl.h1.RoundTrip(req)
+	}
+	return cl.transport.RoundTrip(req)
+}
+
+func (cl *cluster) close() {
+	cl.transport.CloseIdleConnections()
+	if cl.h1 != nil {
+		cl.h1.CloseIdleConnections()
+	}
+}

@@ -323,7 +323,7 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 		if perTryD > 0 {
 			perTry = time.AfterFunc(perTryD, func() { acancel(errPerTry) })
 		}
-		resp, err := cl.transport.RoundTrip(req.WithContext(actx))
+		resp, err := cl.roundTrip(req.WithContext(actx), buffered)
 		if perTry != nil {
 			perTry.Stop()
 		}

@@ -1,0 +1,291 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// h1Client forwards the common request of a plain-text HTTP/1.1 cluster: a
+// body of known length that the filter released whole. It runs in the
+// caller's goroutine: the request is serialised into one buffer and written
+// with one write, and the response is parsed from the connection by the
+// caller, with no reader or writer goroutine and no channel in between (Go's
+// http.Transport has both, and on a small machine they cost more than the
+// rest of the exchange). The wire format is net/http's own
+// (Request.Write, ReadResponse). Streamed request bodies, TLS and HTTP/2 go
+// through the cluster's http.Transport.
+type h1Client struct {
+	dial    func(ctx context.Context) (net.Conn, error)
+	maxIdle int
+	idleFor time.Duration
+	// slots bounds the open connections (max_connections); nil: no bound.
+	slots chan struct{}
+
+	mu     sync.Mutex
+	idle   []*h1Conn // most recently used last
+	closed bool
+}
+
+// h1Conn is one upstream connection.
+type h1Conn struct {
+	net.Conn
+	br       *bufio.Reader
+	nread    int64 // bytes read from the connection so far
+	lastUsed time.Time
+	cl       *h1Client
+}
+
+func (c *h1Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.nread += int64(n)
+	return n, err
+}
+
+// aLongTimeAgo is a deadline in the past: it makes a blocked read or write
+// return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// maxSerialised bounds the requests h1Client takes: larger bodies are
+// streamed by http.Transport rather than copied into one buffer.
+const maxSerialised = 1 << 20
+
+var reqBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func newH1Client(dial func(ctx context.Context) (net.Conn, error), maxConns int) *h1Client {
+	c := &h1Client{dial: dial, maxIdle: maxIdlePerHost, idleFor: 90 * time.Second}
+	if maxConns > 0 {
+		c.slots = make(chan struct{}, maxConns)
+	}
+	return c
+}
+
+// takes reports whether req is for h1Client: a body of known, bounded length.
+func (t *h1Client) takes(req *http.Request) bool {
+	return req.ContentLength >= 0 && req.ContentLength <= maxSerialised
+}
+
+// RoundTrip sends req and returns its response. The response body must be
+// read to the end or closed; the connection goes back to the pool at its end.
+// A cancelled request context makes a blocked write or read return.
+func (t *h1Client) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	buf := reqBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			reqBufs.Put(buf)
+		}
+	}()
+	if err := req.Write(buf); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		c, reused, err := t.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.exchange(ctx, c, req, buf.Bytes())
+		if err == nil {
+			return resp, nil
+		}
+		// A pooled connection the server closed while it was idle fails
+		// before any byte of a response arrives: the request was not
+		// processed, so it goes again once on a new connection (as
+		// http.Transport does for a rewindable body).
+		if reused && attempt == 0 && ctx.Err() == nil && staleConn(err) {
+			continue
+		}
+		return nil, err
+	}
+}
+
+// exchange writes the serialised request on c and reads the response
+// headers. On error c is closed.
+func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wire []byte) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
+	before := c.nread
+	if _, err := c.Write(wire); err != nil {
+		stop()
+		t.discard(c)
+		return nil, staleIf(err, c.nread == before)
+	}
+	resp, err := http.ReadResponse(c.br, req)
+	if err != nil {
+		stop()
+		t.discard(c)
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, staleIf(err, c.nread == before)
+	}
+	resp.Body = &h1Body{rc: resp.Body, c: c, stop: stop, keep: !resp.Close}
+	return resp, nil
+}
+
+// errStale marks a failure on a reused connection before any response byte.
+type errStale struct{ error }
+
+func (e errStale) Unwrap() error { return e.error }
+
+func staleIf(err error, nothingRead bool) error {
+	if nothingRead && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		return errStale{err}
+	}
+	return err
+}
+
+func staleConn(err error) bool {
+	var s errStale
+	return errors.As(err, &s)
+}
+
+// get returns an idle connection (reused) or a new one.
+func (t *h1Client) get(ctx context.Context) (*h1Conn, bool, error) {
+	now := time.Now()
+	t.mu.Lock()
+	for len(t.idle) > 0 {
+		c := t.idle[len(t.idle)-1]
+		t.idle = t.idle[:len(t.idle)-1]
+		if now.Sub(c.lastUsed) > t.idleFor {
+			t.mu.Unlock()
+			t.discard(c)
+			t.mu.Lock()
+			continue
+		}
+		t.mu.Unlock()
+		return c, true, nil
+	}
+	t.mu.Unlock()
+	if t.slots != nil {
+		if c, err := t.waitSlot(ctx); c != nil || err != nil {
+			return c, c != nil, err
+		}
+	}
+	conn, err := t.dial(ctx)
+	if err != nil {
+		t.freeSlot()
+		return nil, false, err
+	}
+	c := &h1Conn{Conn: conn, cl: t}
+	c.br = bufio.NewReaderSize(c, 4<<10)
+	return c, false, nil
+}
+
+// waitSlot takes a connection slot (max_connections), or an idle connection
+// that came back to the pool while it waited.
+func (t *h1Client) waitSlot(ctx context.Context) (*h1Conn, error) {
+	for {
+		select {
+		case t.slots <- struct{}{}:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		default:
+		}
+		if c, ok := t.popIdle(); ok {
+			return c, nil
+		}
+		select {
+		case t.slots <- struct{}{}:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (t *h1Client) popIdle() (*h1Conn, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.idle); n > 0 {
+		c := t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		return c, true
+	}
+	return nil, false
+}
+
+// put returns a connection whose last response was read to its end.
+func (t *h1Client) put(c *h1Conn) {
+	c.lastUsed = time.Now()
+	t.mu.Lock()
+	if !t.closed && len(t.idle) < t.maxIdle {
+		t.idle = append(t.idle, c)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	t.discard(c)
+}
+
+func (t *h1Client) discard(c *h1Conn) {
+	_ = c.Close()
+	t.freeSlot()
+}
+
+func (t *h1Client) freeSlot() {
+	if t.slots != nil {
+		<-t.slots
+	}
+}
+
+// CloseIdleConnections closes the pooled connections; later responses close
+// theirs at their end.
+func (t *h1Client) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle, t.closed = nil, true
+	t.mu.Unlock()
+	for _, c := range idle {
+		t.discard(c)
+	}
+}
+
+// h1Body is a response body; its end gives the connection back.
+type h1Body struct {
+	rc   io.ReadCloser
+	c    *h1Conn
+	stop func() bool
+	keep bool // the connection may carry another request
+	done bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err != nil {
+		b.end(errors.Is(err, io.EOF))
+	}
+	return n, err
+}
+
+// Close ends the body; a body not read to its end costs the connection.
+func (b *h1Body) Close() error {
+	if !b.done {
+		b.end(false)
+	}
+	return nil
+}
+
+func (b *h1Body) end(complete bool) {
+	b.done = true
+	// stop is false when the context's cancellation already set a
+	// deadline in the past on the connection: it cannot be reused.
+	if b.stop() && complete && b.keep && b.c.br.Buffered() == 0 {
+		b.c.cl.put(b.c)
+		return
+	}
+	b.c.cl.discard(b.c)
+}

@@ -1,0 +1,233 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rawUpstream serves each connection with serve; it counts connections.
+type rawUpstream struct {
+	lis   net.Listener
+	conns atomic.Int64
+	wg    sync.WaitGroup
+}
+
+func startRaw(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) *rawUpstream {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	u := &rawUpstream{lis: lis}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			u.conns.Add(1)
+			u.wg.Add(1)
+			go func() {
+				defer u.wg.Done()
+				defer func() { _ = c.Close() }()
+				serve(c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	t.Cleanup(func() { _ = lis.Close(); u.wg.Wait() })
+	return u
+}
+
+func (u *rawUpstream) client(maxConns int) *h1Client {
+	d := &net.Dialer{}
+	addr := u.lis.Addr().String()
+	return newH1Client(func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }, maxConns)
+}
+
+// reply answers every request on the connection with body, n times, then
+// closes the connection.
+func reply(body string, n int) func(net.Conn, *bufio.Reader) {
+	return func(c net.Conn, br *bufio.Reader) {
+		for range n {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			resp := &http.Response{
+				StatusCode: 200, ProtoMajor: 1, ProtoMinor: 1, ContentLength: int64(len(body)),
+				Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{},
+			}
+			if err := resp.Write(c); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func h1Post(t *testing.T, ctx context.Context, c *h1Client, body string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader(body))
+	require.NoError(t, err)
+	return c.RoundTrip(req)
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return string(b)
+}
+
+func TestH1ClientReusesConnections(t *testing.T) {
+	u := startRaw(t, reply("pong", 100))
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	for range 10 {
+		resp, err := h1Post(t, context.Background(), c, `{"a":1}`)
+		require.NoError(t, err)
+		require.Equal(t, "pong", readAll(t, resp))
+	}
+	require.EqualValues(t, 1, u.conns.Load())
+}
+
+// A body closed before its end costs its connection, never the next
+// request's response.
+func TestH1ClientUnreadBodyDropsConnection(t *testing.T) {
+	u := startRaw(t, reply(strings.Repeat("x", 10000), 100))
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	resp, err := h1Post(t, context.Background(), c, "a")
+	require.NoError(t, err)
+	buf := make([]byte, 10)
+	_, err = io.ReadFull(resp.Body, buf)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	resp, err = h1Post(t, context.Background(), c, "b")
+	require.NoError(t, err)
+	require.Len(t, readAll(t, resp), 10000)
+	require.EqualValues(t, 2, u.conns.Load())
+}
+
+// The server closes each connection after one response: the pooled
+// connection is stale, and the request goes again on a new one.
+func TestH1ClientRetriesStaleConnection(t *testing.T) {
+	u := startRaw(t, reply("ok", 1))
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	for range 5 {
+		resp, err := h1Post(t, context.Background(), c, "hello")
+		require.NoError(t, err)
+		require.Equal(t, "ok", readAll(t, resp))
+		time.Sleep(5 * time.Millisecond) // let the close arrive
+	}
+	require.EqualValues(t, 5, u.conns.Load())
+}
+
+// A response that breaks off after its first byte is an error, not a retry.
+func TestH1ClientNoRetryAfterResponseStarted(t *testing.T) {
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Le")
+		}
+	})
+	c := u.client(0)
+	_, err := h1Post(t, context.Background(), c, "x")
+	require.Error(t, err)
+	require.EqualValues(t, 1, u.conns.Load())
+}
+
+// Cancelling the request context unblocks a request waiting for its
+// response, with the cancellation's cause.
+func TestH1ClientCancel(t *testing.T) {
+	release := make(chan struct{})
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		_, _ = http.ReadRequest(br)
+		<-release
+	})
+	defer close(release)
+	c := u.client(0)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("timeout of the route")
+	time.AfterFunc(20*time.Millisecond, func() { cancel(cause) })
+	_, err := h1Post(t, ctx, c, "x")
+	require.ErrorIs(t, err, cause)
+}
+
+// max_connections bounds the open connections; waiting requests take the
+// connections that come back.
+func TestH1ClientMaxConnections(t *testing.T) {
+	var open, peak atomic.Int64
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		n := open.Add(1)
+		defer open.Add(-1)
+		for {
+			if p := peak.Load(); n > p {
+				peak.CompareAndSwap(p, n)
+			}
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			time.Sleep(2 * time.Millisecond)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
+		}
+	})
+	c := u.client(2)
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			resp, err := h1Post(t, context.Background(), c, "x")
+			if !assertNoErr(t, err) {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, u.conns.Load(), int64(2))
+	require.LessOrEqual(t, peak.Load(), int64(2))
+}
+
+func assertNoErr(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// Chunked responses and their trailers come through.
+func TestH1ClientChunkedTrailers(t *testing.T) {
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Cost\r\n\r\n"+
+				"5\r\nhello\r\n6\r\n world\r\n0\r\nX-Cost: 42\r\n\r\n")
+		}
+	})
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	resp, err := h1Post(t, context.Background(), c, "x")
+	require.NoError(t, err)
+	require.EqualValues(t, -1, resp.ContentLength)
+	require.Equal(t, "hello world", readAll(t, resp))
+	require.Equal(t, "42", resp.Trailer.Get("X-Cost"))
+}
