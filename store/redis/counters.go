@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,11 +113,12 @@ func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counter
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Counters{
+	c := &Counters{
 		rdb: client, seed: seed, opts: o, tag: "{" + o.prefix + "}:",
-		pipe:  newPipeliner(client, o.workers, o.batch, o.timeout),
 		cache: make(map[string]*record), local: kernel.NewState(), localSeeded: make(map[windowID]bool),
 	}
+	c.pipe = newPipeliner(client, c.leasesKey(), o.workers, o.batch, o.timeout)
+	return c
 }
 
 // Close stops the pipeline goroutines. It does not close the Redis client.
@@ -223,37 +225,37 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 		Deadline: satAdd(nowN, int64(lease)),
 		Scopes:   make([]kernel.ScopeRef, len(req.Scopes)),
 	}
-	keys := make([]string, 0, 2+2*len(req.Scopes))
-	keys = append(keys, c.recordKey(req.ID), c.leasesKey())
 	for i := range req.Scopes {
 		rec.Scopes[i] = req.Scopes[i].Ref
-		keys = append(keys, c.scopeKey(req.Scopes[i].Ref))
 	}
 	var spans []span
-	windowIndex := map[string]int{}
-	budgetArgs := make([]any, 0, 8)
-	scopeArgs := make([]any, 0, 7*len(req.Scopes))
+	budgets := make([]int64, 0, 4)
+	o := newOp(opAdmit, 1+len(req.Scopes), 15+7*len(req.Scopes)+4, 5)
+	o.keys = append(o.keys, c.recordKey(req.ID))
+	o.num(int64(len(req.Scopes)), 0, minute, int64(mode), int64(shortfall), inBound, outBound,
+		qi, ri, qo, ro, leaseScore(rec.Deadline), estTokens, int64(c.opts.scopeTTL/time.Second),
+		int64((lease+24*time.Hour)/time.Millisecond))
 	for i := range req.Scopes {
+		o.keys = append(o.keys, c.scopeKey(req.Scopes[i].Ref))
 		lim := req.Scopes[i].Limits
 		if lim == nil {
-			scopeArgs = append(scopeArgs, 0, 0, 0, 0, 0, 0, 0)
+			o.num(0, 0, 0, 0, 0, 0, 0)
 			continue
 		}
 		expired := !lim.ExpiresAt.IsZero() && !now.Before(lim.ExpiresAt)
 		denied := len(lim.Models) > 0 && !slices.Contains(lim.Models, req.Model)
-		scopeArgs = append(scopeArgs, 1, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, len(lim.Budgets))
+		o.num(1, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, int64(len(lim.Budgets)))
 		var periods []kernel.Period
 		for _, b := range lim.Budgets {
 			sp := windowAt(req.Scopes[i].Ref, b.Period, now, c)
 			sp.scopeIdx = i + 1
-			wi, ok := windowIndex[sp.key+"\x00"+sp.field]
-			if !ok {
+			wi := slices.IndexFunc(spans, func(x span) bool { return x.key == sp.key && x.field == sp.field }) + 1
+			if wi == 0 {
 				spans = append(spans, sp)
 				wi = len(spans)
-				windowIndex[sp.key+"\x00"+sp.field] = wi
 				periods = append(periods, b.Period)
 			}
-			budgetArgs = append(budgetArgs, wi, int64(b.Limit))
+			budgets = append(budgets, int64(wi), int64(b.Limit))
 		}
 		if len(periods) > 0 {
 			if rec.Periods == nil {
@@ -262,25 +264,20 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 			rec.Periods[i] = periods
 		}
 	}
-	windowArgs := make([]any, 0, 2*len(spans))
-	for _, sp := range spans {
-		windowArgs = append(windowArgs, sp.scopeIdx, sp.field)
-	}
+	binary.LittleEndian.PutUint64(o.nums[8*4:], math.Float64bits(float64(len(spans)))) // nW, A[5]
 	doc, err := json.Marshal(rec)
 	if err != nil {
 		return kernel.Decision{}, fmt.Errorf("redis: encode reservation: %w", err)
 	}
-	args := make([]any, 0, 17+len(scopeArgs)+len(windowArgs)+len(budgetArgs))
-	args = append(args, len(req.Scopes), len(spans), minute, int(mode), int(shortfall), inBound, outBound,
-		qi, ri, qo, ro, leaseScore(rec.Deadline), doc, estTokens, int64(c.opts.scopeTTL/time.Second),
-		int64((lease+24*time.Hour)/time.Millisecond), req.ID)
-	args = append(args, scopeArgs...)
-	args = append(args, windowArgs...)
-	args = append(args, budgetArgs...)
-	args = packArgs(args)
+	o.strs = append(o.strs, string(doc), req.ID)
+	for _, sp := range spans {
+		o.num(int64(sp.scopeIdx))
+		o.strs = append(o.strs, sp.field+"sd", sp.field+"sp", sp.field+"rs")
+	}
+	o.num(budgets...)
 
 	for attempt := 0; ; attempt++ {
-		v, err := c.pipe.do(ctx, opAdmit, keys, args)
+		v, err := c.pipe.do(ctx, o)
 		if err != nil {
 			return kernel.Decision{}, unavailable("admit", err)
 		}
@@ -314,7 +311,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 			case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit:
 				d.RetryAfter = minuteLeft
 			}
-			d.RateLimit = rateInfo(req.Scopes, toInts(res[3]), toInts(res[4]), minuteLeft)
+			d.RateLimit = rateInfo(req.Scopes, res[3:], minuteLeft)
 			return d, nil
 		case replyAdmitted:
 			n, reserved := toInt(res[1]), kernel.Money(toInt(res[3]))
@@ -324,7 +321,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 			c.mu.Unlock()
 			return kernel.Decision{
 				Admitted: true, Reason: kernel.ReasonOK, MaxTokens: n, Clamped: n < outBound, Reserved: reserved,
-				RateLimit: rateInfo(req.Scopes, toInts(res[5]), toInts(res[6]), minuteLeft),
+				RateLimit: rateInfo(req.Scopes, res[5:], minuteLeft),
 			}, nil
 		default:
 			return kernel.Decision{}, fmt.Errorf("redis: admit: unexpected reply %v", res)
@@ -424,24 +421,25 @@ func (c *Counters) load(ctx context.Context, id string) (*record, error) {
 // windows a scope reserved in are those of its budget periods at admission.
 func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost int64, fix bool, actual int64) (bool, kernel.Money, kernel.Money, error) {
 	nowN := now.UnixNano()
-	keys := make([]string, 0, 2+len(rec.Scopes))
-	keys = append(keys, c.recordKey(rec.ID), c.leasesKey())
-	args := make([]any, 0, 11+3*len(rec.Scopes))
-	args = append(args, rec.ID, len(rec.Scopes), cost, b2i(fix), actual, floorDiv(nowN, int64(time.Minute)),
+	o := newOp(opSettle, 1+len(rec.Scopes), 10+len(rec.Scopes), 5)
+	o.keys = append(o.keys, c.recordKey(rec.ID))
+	o.num(int64(len(rec.Scopes)), cost, b2i(fix), actual, floorDiv(nowN, int64(time.Minute)),
 		int64(rec.Reserved), rec.Tokens, rec.Minute, int64(rec.Worst), int64(c.opts.scopeTTL/time.Second))
+	o.strs = append(o.strs, rec.ID)
 	admitted := time.Unix(0, rec.AdmittedAt)
 	for i, ref := range rec.Scopes {
-		keys = append(keys, c.scopeKey(ref))
+		o.keys = append(o.keys, c.scopeKey(ref))
 		var periods []kernel.Period
 		if i < len(rec.Periods) {
 			periods = rec.Periods[i]
 		}
-		args = append(args, len(periods))
+		o.num(int64(len(periods)))
 		for _, p := range periods {
-			args = append(args, windowAt(ref, p, admitted, c).field, windowAt(ref, p, now, c).field)
+			from := windowAt(ref, p, admitted, c).field
+			o.strs = append(o.strs, from+"sd", from+"sp", from+"rs", windowAt(ref, p, now, c).field+"sp")
 		}
 	}
-	res, err := c.pipe.do(ctx, opSettle, keys, packArgs(args))
+	res, err := c.pipe.do(ctx, o)
 	if err != nil {
 		return false, 0, 0, unavailable("settle", err)
 	}
@@ -535,24 +533,26 @@ func reasonOf(code int64) kernel.Reason {
 }
 
 // rateInfo picks, for requests and for tokens, the scope with a limit that has
-// the fewest remaining, from the counts after the decision (as kernel.State does).
-func rateInfo(scopes []kernel.Scope, reqs, toks []int64, left time.Duration) kernel.RateLimitInfo {
+// the fewest remaining, from the counts after the decision (as kernel.State
+// does): counts holds the requests of every scope, then their tokens.
+func rateInfo(scopes []kernel.Scope, counts []any, left time.Duration) kernel.RateLimitInfo {
 	var ri kernel.RateLimitInfo
 	haveReq, haveTok := false, false
+	n := len(scopes)
 	for i := range scopes {
 		lim := scopes[i].Limits
-		if lim == nil || i >= len(reqs) || i >= len(toks) {
+		if lim == nil || n+i >= len(counts) {
 			continue
 		}
 		if lim.RPM > 0 {
-			rem := max(lim.RPM-reqs[i], 0)
+			rem := max(lim.RPM-toInt(counts[i]), 0)
 			if !haveReq || rem < ri.RemainingRequests {
 				haveReq = true
 				ri.LimitRequests, ri.RemainingRequests, ri.ResetRequests = lim.RPM, rem, left
 			}
 		}
 		if lim.TPM > 0 {
-			rem := max(satAdd(lim.TPM, -toks[i]), 0)
+			rem := max(satAdd(lim.TPM, -toInt(counts[n+i])), 0)
 			if !haveTok || rem < ri.RemainingTokens {
 				haveTok = true
 				ri.LimitTokens, ri.RemainingTokens, ri.ResetTokens = lim.TPM, rem, left

@@ -36,12 +36,13 @@
 // EVALSHA (loaded on first NOSCRIPT) that runs them in order, each on its own
 // keys and arguments, and answers with their replies in order: one round trip
 // and one script call for many admissions and settlements, while a lone caller
-// pays no extra delay. An operation's integer arguments travel as one
-// MessagePack array (decoded by cmsgpack into Lua numbers), its strings (id,
-// record JSON, window fields) as arguments of their own. Within a batch every hash is read once (HMGET of the
-// fields the batch needs) and written back once at the end (one HSET of the
-// fields it changed, EXPIRE where due); the lease changes of the batch are one
-// ZADD and one ZREM. Operations still run one after another on a consistent
+// pays no extra delay. An operation's integer arguments travel as one string
+// of little-endian doubles (one struct.unpack in Lua, no parsing), its strings
+// (id, record JSON, window field names) as arguments of their own. Within a
+// batch every hash is read once into one Lua table (HMGET of the fields the
+// batch needs) and written back once at the end (one HSET of the fields it
+// holds when any changed, EXPIRE where due); the lease changes of the batch
+// are one ZADD and one ZREM. Operations still run one after another on a consistent
 // view, so the result is the same as running them one script each, and each is
 // all or nothing on its own. A batch that fails (Redis unreachable, a timeout)
 // fails every operation in it with the error; records are written and deleted

@@ -9,11 +9,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// call is one operation (opAdmit, opSettle) waiting for a batch.
+// call is one operation waiting for a batch.
 type call struct {
-	kind int
-	keys []string
-	args []any
+	op   *op
 	done chan callResult
 }
 
@@ -28,6 +26,7 @@ type callResult struct {
 // script call and per system call. A lone caller pays no extra delay.
 type pipeliner struct {
 	rdb     goredis.UniversalClient
+	leases  string // the lease zset, KEYS[1] of every batch
 	queue   chan *call
 	max     int
 	stop    chan struct{}
@@ -35,9 +34,9 @@ type pipeliner struct {
 	timeout time.Duration
 }
 
-func newPipeliner(rdb goredis.UniversalClient, workers, maxBatch int, timeout time.Duration) *pipeliner {
+func newPipeliner(rdb goredis.UniversalClient, leases string, workers, maxBatch int, timeout time.Duration) *pipeliner {
 	p := &pipeliner{
-		rdb: rdb, queue: make(chan *call, 4*maxBatch*workers), max: maxBatch,
+		rdb: rdb, leases: leases, queue: make(chan *call, 4*maxBatch*workers), max: maxBatch,
 		stop: make(chan struct{}), timeout: timeout,
 	}
 	for range workers {
@@ -52,8 +51,9 @@ func (p *pipeliner) close() {
 }
 
 // do runs one operation in a batch and waits for its reply.
-func (p *pipeliner) do(ctx context.Context, kind int, keys []string, args []any) (any, error) {
-	c := &call{kind: kind, keys: keys, args: args, done: make(chan callResult, 1)}
+func (p *pipeliner) do(ctx context.Context, o *op) (any, error) {
+	o.done()
+	c := &call{op: o, done: make(chan callResult, 1)}
 	select {
 	case p.queue <- c:
 	case <-ctx.Done():
@@ -95,18 +95,21 @@ func (p *pipeliner) run() {
 func (p *pipeliner) exec(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
-	nk, na := 0, 1
+	nk, na := 1, 1
 	for _, c := range batch {
-		nk += len(c.keys)
-		na += 3 + len(c.args)
+		nk += len(c.op.keys)
+		na += 1 + len(c.op.strs)
 	}
 	keys := make([]string, 0, nk)
+	keys = append(keys, p.leases)
 	args := make([]any, 0, na)
 	args = append(args, len(batch))
 	for _, c := range batch {
-		keys = append(keys, c.keys...)
-		args = append(args, c.kind, len(c.keys), len(c.args))
-		args = append(args, c.args...)
+		keys = append(keys, c.op.keys...)
+		args = append(args, c.op.nums)
+		for _, s := range c.op.strs {
+			args = append(args, s)
+		}
 	}
 	v, err := batchLua.Run(ctx, p.rdb, keys, args...).Result()
 	var replies []any

@@ -21,67 +21,68 @@ const (
 )
 
 // admitLua is the whole admission of one request, over all its scopes, in one
-// atomic script: the same rules, in the same order, as kernel.State.Admit.
+// atomic step: the same rules, in the same order, as kernel.State.Admit.
 //
-// K: [1] reservation record, [2] lease zset, [3 .. 2+nS] scope hashes (rate
-// counters and budget windows). The integers A come packed in the operation's
-// first argument (packArgs); its string arguments follow it: [2] the record
-// JSON, [3] the id, then the field prefix of each window; (x) in A is a 0 in place of string x. A: [1] nS [2] nW (unique budget windows) [3] minute [4] mode (0 strict, 1 estimate) [5] shortfall
-// (0 clamp, 1 reject) [6] input bound [7] output bound [8] qi [9] ri [10] qo
-// [11] ro (input cost = qi·1e6+ri, output price = qo·1e6+ro, so that every
-// product stays an exact integer in a double) [12] lease score [13] (JSON)
-// [14] estimate tokens [15] scope TTL (s) [16] record TTL (ms) [17] (id), then per
-// scope 7 values: has limits, expired, model denied, max parallel, rpm, tpm,
-// number of budgets; then per window: its scope's index, (its field prefix);
-// then per budget, in scope order: window index, limit.
+// A (the operation's integers, see batchLua): [1] kind [2] number of keys [3]
+// number of strings [4] nS [5] nW (unique budget windows) [6] minute [7] mode
+// (0 strict, 1 estimate) [8] shortfall (0 clamp, 1 reject) [9] input bound
+// [10] output bound [11] qi [12] ri [13] qo [14] ro (input cost = qi·1e6+ri,
+// output price = qo·1e6+ro, so that every product stays an exact integer in a
+// double) [15] lease score [16] estimate tokens [17] scope TTL (s) [18] record
+// TTL (ms), then per scope 7 values: has limits, expired, model denied, max
+// parallel, rpm, tpm, number of budgets; then per window the index of its
+// scope; then per budget, in scope order: window index, limit. Strings: [1]
+// the record JSON, [2] the id, then per window its fields "<prefix>sd",
+// "<prefix>sp", "<prefix>rs". Keys: [1] the reservation record, then the scope
+// hashes.
+//
+// Reply: {0, n, worst, reserved, tokens, requests and tokens of each scope
+// after the admission}, {1, code, scope, requests and tokens of each scope},
+// {2, windows to seed} or {3} (duplicate).
 const admitLua = `
 local function admit(ko, ao, A)
-local nS, nW = tonumber(A[1]), tonumber(A[2])
-local ws, wp, wf = {}, {}, {}
-local a = 18 + 7 * nS
-for w = 1, nW do
-  local i, p = tonumber(A[a]), ARGV[ao+3+w]
-  a = a + 2
-  ws[w], wp[w] = i, p
-  local fl = wf[i] or {}
-  wf[i] = fl
-  fl[#fl+1] = p .. 'sd'
-  fl[#fl+1] = p .. 'sp'
-  fl[#fl+1] = p .. 'rs'
+local nS, nW = A[4], A[5]
+local wb = 18 + 7 * nS -- A[wb+w]: the scope of window w (windows come in scope order)
+local w = 1
+for i = 1, nS do
+  local w0 = w
+  while w <= nW and A[wb+w] == i do w = w + 1 end
+  E[i] = S(KEYS[ko+1+i], ao + 3*w0, ao + 3*w - 1)
 end
-local sc = {}
-for i = 1, nS do sc[i] = S(KEYS[ko+2+i], wf[i]) end
-local need = {}
+local need
 for w = 1, nW do
-  if not sc[ws[w]].v[wp[w] .. 'sd'] then need[#need+1] = w end
+  if not E[A[wb+w]][ARGV[ao+3*w]] then
+    need = need or {}
+    need[#need+1] = w
+  end
 end
-if #need > 0 then
+if need then
   if redis.call('EXISTS', KEYS[ko+1]) == 1 then return {3} end -- an open id refuses first
   return {2, need}
 end
 
-local minute = tonumber(A[3])
-local mode, short = tonumber(A[4]), tonumber(A[5])
-local inB, outB = tonumber(A[6]), tonumber(A[7])
-local qi, ri, qo, ro = tonumber(A[8]), tonumber(A[9]), tonumber(A[10]), tonumber(A[11])
-
-
-local f, m, r, k, rolled = {}, {}, {}, {}, {}
+local minute = A[6]
 for i = 1, nS do
-  local v = sc[i].v
-  f[i], m[i], r[i], k[i] = v.f or 0, v.m or -1, v.r or 0, v.k or 0
-  rolled[i] = minute > m[i]
-  if rolled[i] then m[i], r[i], k[i] = minute, 0, 0 end
+  local e = E[i]
+  local m = e.m or -1
+  if minute > m then
+    SF[i], SM[i], SR[i], SK[i], SX[i] = e.f or 0, minute, 0, 0, true
+  else
+    SF[i], SM[i], SR[i], SK[i], SX[i] = e.f or 0, m, e.r or 0, e.k or 0, false
+  end
 end
 
+local mode, short, inB, outB = A[7], A[8], A[9], A[10]
+local qi, ri, qo, ro = A[11], A[12], A[13], A[14]
 local n, fail = outB, -1
+local a = wb + nW + 1
 for i = 1, nS do
-  for j = 1, tonumber(A[18 + 7*i - 1]) do
-    local wi, limit = tonumber(A[a]), tonumber(A[a+1])
+  for _ = 1, A[18 + 7*i] do
+    local wi, limit = A[a], A[a+1]
     a = a + 2
     if fail < 0 then
-      local v, p = sc[ws[wi]].v, wp[wi]
-      local sp, rs = v[p .. 'sp'] or 0, v[p .. 'rs'] or 0
+      local e, f = E[A[wb+wi]], ao + 3*wi
+      local sp, rs = e[ARGV[f+1]] or 0, e[ARGV[f+2]] or 0
       if mode == 1 then
         if sp >= limit then fail = i end
       else
@@ -94,23 +95,24 @@ end
 if fail >= 0 then n = outB end
 local worst = worstOf(n, qi, ri, qo, ro)
 local tokens = inB + n
-if mode == 1 then tokens = tonumber(A[14]) end
+if mode == 1 then tokens = A[16] end
 
 for i = 1, nS do
-  local b = 18 + 7 * (i - 1)
+  local b = 19 + 7 * (i - 1)
   if A[b] == 1 then
     local code = 0
-    local par, rpm, tpm = tonumber(A[b+3]), tonumber(A[b+4]), tonumber(A[b+5])
+    local par, rpm, tpm = A[b+3], A[b+4], A[b+5]
     if A[b+1] == 1 then code = 1
     elseif A[b+2] == 1 then code = 2
-    elseif par > 0 and f[i] >= par then code = 3
-    elseif rpm > 0 and r[i] >= rpm then code = 4
-    elseif tpm > 0 and k[i] + tokens > tpm then code = 5
+    elseif par > 0 and SF[i] >= par then code = 3
+    elseif rpm > 0 and SR[i] >= rpm then code = 4
+    elseif tpm > 0 and SK[i] + tokens > tpm then code = 5
     elseif i == fail then code = 6
     end
     if code > 0 then
       if redis.call('EXISTS', KEYS[ko+1]) == 1 then return {3} end
-      return {1, code, i, r, k, tokens}
+      for j = 1, nS do T[j], T[nS+j] = SR[j], SK[j] end
+      return {1, code, i, unpack(T, 1, 2*nS)}
     end
   end
 end
@@ -118,29 +120,26 @@ end
 local reserved = worst
 if mode == 1 then reserved = 0 end
 -- The record is written first: SET NX fails when the id is open (duplicate).
-if not redis.call('SET', KEYS[ko+1], I(reserved) .. ' ' .. I(worst) .. ' ' .. I(tokens) .. ' ' .. I(A[3]) .. ' ' .. ARGV[ao+2],
-    'PX', I(A[16]), 'NX') then
+if not redis.call('SET', KEYS[ko+1], string.format('%d %d %d %d %s', reserved, worst, tokens, minute, ARGV[ao+1]),
+    'PX', I(A[18]), 'NX') then
   return {3}
 end
-local ttl = tonumber(A[15])
+local ttl = A[17]
 for i = 1, nS do
-  local e = sc[i]
-  set(e, 'f', f[i] + 1)
-  set(e, 'm', m[i])
-  set(e, 'r', r[i] + 1)
-  set(e, 'k', k[i] + tokens)
-  r[i], k[i] = r[i] + 1, k[i] + tokens
-  if rolled[i] then e.x = ttl end -- refreshed once a minute
+  local e = E[i]
+  local r, k = SR[i] + 1, SK[i] + tokens
+  e.f, e.m, e.r, e.k, e[1] = SF[i] + 1, SM[i], r, k, true
+  T[i], T[nS+i] = r, k
+  if SX[i] then e[2] = ttl end -- refreshed once a minute
 end
 if reserved > 0 then
   for w = 1, nW do
-    local e, f = sc[ws[w]], wp[w] .. 'rs'
-    set(e, f, (e.v[f] or 0) + reserved)
+    local e, f = E[A[wb+w]], ARGV[ao+3*w+2]
+    e[f], e[1] = (e[f] or 0) + reserved, true
   end
 end
-LK = KEYS[ko+2]
-Z[ARGV[ao+3]] = I(A[12])
-return {0, n, worst, reserved, tokens, r, k}
+Z[ARGV[ao+2]] = A[15]
+return {0, n, worst, reserved, tokens, unpack(T, 1, 2*nS)}
 end
 `
 
@@ -178,57 +177,45 @@ return 1
 // (kernel.State.Settle / Expire). What the reservation holds is passed in by
 // Go (from its cache or the record).
 //
-// K: [1] record [2] lease zset [3 .. 2+nS] scope hashes. The integers A come
-// packed in the operation's first argument (packArgs); its string arguments
-// follow it: [2] the id, then the window field prefixes. A: [1] (id) [2] nS
-// [3] cost (-1: the worst cost) [4] fix tokens (0/1) [5] actual tokens [6] now
-// minute [7] reserved [8] tokens counted [9] admission minute [10] worst cost
-// [11] scope TTL (s), then per scope: number of windows, then per window the
-// (field prefix) of the window reserved in and of the window current now.
-// Reply: 0 when not open, else {1, cost, reserved}.
+// A: [1] kind [2] number of keys [3] number of strings [4] nS [5] cost (-1:
+// the worst cost) [6] fix tokens (0/1) [7] actual tokens [8] now minute [9]
+// reserved [10] tokens counted [11] admission minute [12] worst cost [13]
+// scope TTL (s), then per scope its number of windows. Strings: [1] the id,
+// then per scope and window the fields sd, sp and rs of the window reserved in
+// and sp of the window current now. Keys: [1] the record, then the scope
+// hashes. Reply: 0 when not open, else {1, cost, reserved}.
 const settleLua = `
 local function settle(ko, ao, A)
   if redis.call('DEL', KEYS[ko+1]) == 0 then return 0 end
-  LK = KEYS[ko+2]
-  Z[ARGV[ao+2]] = false
-  local nS = tonumber(A[2])
-  local cost = tonumber(A[3])
-  if cost < 0 then cost = tonumber(A[10]) end
-  local fix, actual, now = A[4] == 1, tonumber(A[5]), tonumber(A[6])
-  local rs, t, mn, ttl = tonumber(A[7]), tonumber(A[8]), tonumber(A[9]), tonumber(A[11])
-  local a, fo = 12, ao + 2
-  for i = 1, nS do
-    local nw = tonumber(A[a])
-    local fl = {}
-    for j = 1, nw do
-      local p, q = ARGV[fo+2*j-1], ARGV[fo+2*j]
-      fl[#fl+1] = p .. 'sd'
-      fl[#fl+1] = p .. 'sp'
-      fl[#fl+1] = p .. 'rs'
-      fl[#fl+1] = q .. 'sp'
-    end
-    local e = S(KEYS[ko+2+i], fl)
-    local v = e.v
-    if fix and v.m and v.m == mn and now <= mn then
-      local nk = (v.k or 0) + actual - t
+  Z[ARGV[ao+1]] = false
+  local cost = A[5]
+  if cost < 0 then cost = A[12] end
+  local fix, actual, now = A[6] == 1, A[7], A[8]
+  local rs, t, mn, ttl = A[9], A[10], A[11], A[13]
+  local fo = ao + 1 -- ARGV[fo+4j-3 .. fo+4j]: the fields of window j of the scope
+  for i = 1, A[4] do
+    local nw = A[13+i]
+    local e = S(KEYS[ko+1+i], fo + 1, fo + 4*nw)
+    if fix and e.m and e.m == mn and now <= mn then
+      local nk = (e.k or 0) + actual - t
       if nk < 0 then nk = 0 end
-      set(e, 'k', nk)
+      e.k, e[1] = nk, true
     end
-    if v.f and v.f > 0 then set(e, 'f', v.f - 1) end
+    if e.f and e.f > 0 then e.f, e[1] = e.f - 1, true end
     if rs > 0 then
       for j = 1, nw do
-        local p = ARGV[fo+2*j-1]
-        if v[p .. 'sd'] or v[p .. 'sp'] or v[p .. 'rs'] then -- the window still exists
-          set(e, p .. 'rs', (v[p .. 'rs'] or 0) - rs)
+        local f = ARGV[fo+4*j-1]
+        if e[ARGV[fo+4*j-3]] or e[ARGV[fo+4*j-2]] or e[f] then -- the window still exists
+          e[f], e[1] = (e[f] or 0) - rs, true
         end
       end
     end
     for j = 1, nw do
-      local f = ARGV[fo+2*j] .. 'sp'
-      set(e, f, (v[f] or 0) + cost)
+      local f = ARGV[fo+4*j]
+      e[f], e[1] = (e[f] or 0) + cost, true
     end
-    if nw > 0 and not v.m then e.x = ttl end -- a hash admission did not make (after a flush)
-    a, fo = a + 1 + 2 * nw, fo + 2 * nw
+    if nw > 0 and not e.m then e[2] = ttl end -- a hash admission did not make (after a flush)
+    fo = fo + 4 * nw
   end
   return {1, cost, rs}
 end
@@ -245,10 +232,16 @@ const (
 // replies in order: one EVALSHA (and one round trip) for many admissions and
 // settlements of concurrent callers.
 //
-// ARGV: [1] number of operations, then per operation: kind, number of keys,
-// number of arguments, its arguments: a MessagePack array of its integers
-// (cmsgpack.unpack, no string parsing in Lua), then its strings. KEYS: the
-// keys of each operation in turn.
+// KEYS: [1] the lease zset, then the keys of each operation in turn. ARGV: [1]
+// number of operations, then per operation its integers as one string of
+// little-endian doubles (struct.unpack: one C call, no parsing; [1] kind, [2]
+// number of keys, [3] number of strings) followed by its strings.
+//
+// Each hash is read once per batch (one HMGET of the fields the batch needs,
+// more only for fields a later operation adds) into one table that the
+// operations change, and written back once at the end (one HSET of the fields
+// it holds, when any changed). Scratch tables (E, T and the per-scope
+// snapshots) are reused by every operation of the batch.
 var batchLua = goredis.NewScript(`
 local function I(x) return string.format('%d', x) end -- x is an integer below 2^53
 local unpack = unpack or table.unpack
@@ -272,68 +265,84 @@ local function affordable(avail, n, qi, ri, qo, ro)
   end
   return lo
 end
--- Hashes read and written in this batch: key -> {v = fields read or set
--- (false: read and absent), d = dirty set, l = dirty list, x = TTL to set}.
+-- Hashes read and written in this batch: key -> entry, the hash's fields
+-- read or set (false: read and absent), [1] true once one changed, [2] the
+-- TTL to set.
 local C, order = {}, {}
-local function set(e, f, x)
-  if not e.d[f] then e.d[f] = true; e.l[#e.l+1] = f end
-  e.v[f] = x
-end
--- S loads the scope hash key: its rate counters and the fields in extra (a
--- list), each read at most once per batch.
-local function S(key, extra)
+-- Scratch: H an HMGET's or HSET's arguments, E the entries of an admission's
+-- scopes, SF..SX their counters, T a reply's counts.
+local H, E, SF, SM, SR, SK, SX, T = {}, {}, {}, {}, {}, {}, {}, {}
+-- S returns the entry of hash key with its rate counters and the fields
+-- ARGV[from..to] loaded: each field is read at most once per batch.
+local function S(key, from, to)
   local e = C[key]
-  local want
+  local h = 0
   if not e then
-    e = {v = {}, d = {}, l = {}}
+    -- Eight slots at once (the nil fields only size the table): the counters
+    -- and the fields of a window or two, without rehashing.
+    e = {false, false, f = false, m = false, r = false, k = false, s1 = nil, s2 = nil, s3 = nil, s4 = nil}
     C[key] = e
     order[#order+1] = key
-    want = {'f', 'm', 'r', 'k'}
+    H[1], H[2], H[3], H[4] = 'f', 'm', 'r', 'k'
+    h = 4
   end
-  if extra then
-    local v = e.v
-    for _, f in ipairs(extra) do
-      if v[f] == nil then
-        v[f] = false
-        if want then want[#want+1] = f else want = {f} end
-      end
+  for j = from, to do
+    local f = ARGV[j]
+    if e[f] == nil then
+      e[f] = false
+      h = h + 1
+      H[h] = f
     end
   end
-  if want then
-    local r = redis.call('HMGET', key, unpack(want))
-    local v = e.v
-    for j, f in ipairs(want) do v[f] = tonumber(r[j]) or false end
+  if h > 0 then
+    local r = redis.call('HMGET', key, unpack(H, 1, h))
+    for j = 1, h do e[H[j]] = tonumber(r[j]) or false end
   end
   return e
 end
--- Lease changes of this batch (id -> score, or false to remove), in LK.
-local Z, LK = {}, nil
+-- Lease changes of this batch: id -> score, or false to remove.
+local Z = {}
 ` + admitLua + settleLua + `
-local out = {}
-local ko, ao = 0, 1
+local out, F = {}, {}
+local ko, ao = 1, 2
 for i = 1, tonumber(ARGV[1]) do
-  local kind, nk, na = ARGV[ao+1], tonumber(ARGV[ao+2]), tonumber(ARGV[ao+3])
-  ao = ao + 3
-  local A = cmsgpack.unpack(ARGV[ao+1])
-  if kind == '1' then out[i] = admit(ko, ao, A) else out[i] = settle(ko, ao, A) end
-  ko, ao = ko + nk, ao + na
+  local s = ARGV[ao]
+  local nv = #s / 8
+  local fm = F[nv]
+  if not fm then
+    fm = '<' .. string.rep('d', nv)
+    F[nv] = fm
+  end
+  local A = {struct.unpack(fm, s)}
+  if A[1] == 1 then out[i] = admit(ko, ao, A) else out[i] = settle(ko, ao, A) end
+  ko, ao = ko + A[2], ao + 1 + A[3]
 end
 for _, key in ipairs(order) do
   local e = C[key]
-  if #e.l > 0 then
-    local hv = {}
-    for _, f in ipairs(e.l) do hv[#hv+1] = f; hv[#hv+1] = I(e.v[f]) end
-    redis.call('HSET', key, unpack(hv))
+  if e[1] then
+    local h = 0
+    for f, x in pairs(e) do
+      if x and type(f) == 'string' then
+        -- Below 1e7 every Redis version writes a number as plain digits.
+        if x >= 1e7 or x <= -1e7 then x = I(x) end
+        H[h+1], H[h+2] = f, x
+        h = h + 2
+      end
+    end
+    redis.call('HSET', key, unpack(H, 1, h))
   end
-  if e.x then redis.call('EXPIRE', key, e.x) end
+  if e[2] then redis.call('EXPIRE', key, e[2]) end
 end
-if LK then
-  local add, rem = {}, {}
-  for id, score in pairs(Z) do
-    if score then add[#add+1] = score; add[#add+1] = id else rem[#rem+1] = id end
+local add, rem = {}, {}
+for id, score in pairs(Z) do
+  if score then
+    add[#add+1] = I(score)
+    add[#add+1] = id
+  else
+    rem[#rem+1] = id
   end
-  if #add > 0 then redis.call('ZADD', LK, unpack(add)) end
-  if #rem > 0 then redis.call('ZREM', LK, unpack(rem)) end
 end
+if #add > 0 then redis.call('ZADD', KEYS[1], unpack(add)) end
+if #rem > 0 then redis.call('ZREM', KEYS[1], unpack(rem)) end
 return out
 `)

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/bits"
 
@@ -51,7 +50,7 @@ func satAdd(a, b int64) int64 {
 	return s
 }
 
-func b2i(b bool) int {
+func b2i(b bool) int64 {
 	if b {
 		return 1
 	}
@@ -67,15 +66,6 @@ func toInt(v any) int64 {
 	default:
 		return 0
 	}
-}
-
-func toInts(v any) []int64 {
-	arr, _ := v.([]any)
-	out := make([]int64, len(arr))
-	for i, x := range arr {
-		out[i] = toInt(x)
-	}
-	return out
 }
 
 func cmpInt(a, b int64) int {
@@ -98,43 +88,31 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// packArgs packs an operation's arguments for batchLua: the integers in one
-// MessagePack array (cmsgpack.unpack gives Lua numbers without parsing
-// strings; a string argument leaves 0 in its place), then the strings, in
-// order, as arguments of their own.
-func packArgs(args []any) []any {
-	buf := make([]byte, 0, 3+5*len(args))
-	switch n := len(args); {
-	case n < 16:
-		buf = append(buf, 0x90|byte(n))
-	case n < 1<<16:
-		buf = append(buf, 0xdc, byte(n>>8), byte(n))
-	default:
-		buf = append(buf, 0xdd)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+// op is one operation of a batch (opAdmit, opSettle) with its arguments for
+// batchLua: its integers as little-endian doubles in one string (struct.unpack
+// in Lua: one C call, no parsing), the first three its kind, number of keys
+// and number of strings; then its strings as arguments of their own.
+type op struct {
+	keys []string
+	nums []byte
+	strs []string
+}
+
+func newOp(kind int, nKeys, nNums, nStrs int) *op {
+	o := &op{keys: make([]string, 0, nKeys), nums: make([]byte, 0, 8*(3+nNums)), strs: make([]string, 0, nStrs)}
+	o.num(int64(kind), 0, 0) // keys and strings counted in done
+	return o
+}
+
+// num appends integers (exact in a double below 2^53).
+func (o *op) num(xs ...int64) {
+	for _, x := range xs {
+		o.nums = binary.LittleEndian.AppendUint64(o.nums, math.Float64bits(float64(x)))
 	}
-	out := []any{nil}
-	for _, a := range args {
-		var x int64
-		switch v := a.(type) {
-		case int:
-			x = int64(v)
-		case int64:
-			x = v
-		case string:
-			out = append(out, v)
-		case []byte:
-			out = append(out, v)
-		default:
-			panic(fmt.Sprintf("redis: packArgs: %T", a))
-		}
-		if x >= 0 && x < 128 {
-			buf = append(buf, byte(x))
-		} else {
-			buf = append(buf, 0xd3)
-			buf = binary.BigEndian.AppendUint64(buf, uint64(x))
-		}
-	}
-	out[0] = string(buf)
-	return out
+}
+
+// done fills in the numbers of keys and strings.
+func (o *op) done() {
+	binary.LittleEndian.PutUint64(o.nums[8:], math.Float64bits(float64(len(o.keys))))
+	binary.LittleEndian.PutUint64(o.nums[16:], math.Float64bits(float64(len(o.strs))))
 }
