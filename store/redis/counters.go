@@ -154,8 +154,8 @@ func (c *Counters) scopeKey(ref kernel.ScopeRef) string {
 func (c *Counters) recordKey(id string) string { return c.tag + "r:" + id }
 func (c *Counters) leasesKey() string          { return c.tag + "leases" }
 
-// span is one budget window: fields "<period>:<start>:sd|sp|rs" of its
-// scope's hash (seeded marker, spent, reserved).
+// span is one budget window: field "<period>:<start>:" of its scope's hash
+// (seeded marker, spent, reserved; packed, see batchLua).
 type span struct {
 	key        string // the scope's hash
 	period     string
@@ -272,7 +272,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	o.strs = append(o.strs, string(doc), req.ID)
 	for _, sp := range spans {
 		o.num(int64(sp.scopeIdx))
-		o.strs = append(o.strs, sp.field+"sd", sp.field+"sp", sp.field+"rs")
+		o.strs = append(o.strs, sp.field)
 	}
 	o.num(budgets...)
 
@@ -435,8 +435,7 @@ func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost i
 		}
 		o.num(int64(len(periods)))
 		for _, p := range periods {
-			from := windowAt(ref, p, admitted, c).field
-			o.strs = append(o.strs, from+"sd", from+"sp", from+"rs", windowAt(ref, p, now, c).field+"sp")
+			o.strs = append(o.strs, windowAt(ref, p, admitted, c).field, windowAt(ref, p, now, c).field)
 		}
 	}
 	res, err := c.pipe.do(ctx, o)

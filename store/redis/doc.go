@@ -6,16 +6,21 @@
 // All keys share the hash tag "{prefix}" (WithPrefix, default "tg"), so every
 // script's keys are in one slot (Redis Cluster works, on one shard).
 //
-//   - {tg}:s:<kind>:<id> — one hash per scope: in-flight requests (f), the
-//     current UTC minute (m) and its requests (r) and tokens (k) — a later
-//     minute resets r and k, an earlier one counts in the stored minute (never
-//     back) — and its budget windows as fields "<period>:<start>:" + sd (seeded
-//     marker), sp (spent), rs (reserved), keyed by the window start from
-//     kernel.Period.Window so that a window resets exactly at its boundary.
-//     "c:<period>" is the start of the latest seeded window of the period:
-//     seeding a newer window deletes the fields of the one it replaces. The
-//     hash expires about a day (the scope TTL) after its last admission; its
-//     windows are then re-seeded from the ledger like after a flush.
+//   - {tg}:s:<kind>:<id> — one hash per scope. Field "n" holds its rate
+//     counters: in-flight requests (f), the current UTC minute (m) and its
+//     requests (r) and tokens (k) — a later minute resets r and k, an earlier
+//     one counts in the stored minute (never back). Field "<period>:<start>:"
+//     holds a budget window: seeded marker (sd, 1 once seeded), spent (sp) and
+//     reserved (rs), keyed by the window start from kernel.Period.Window so
+//     that a window resets exactly at its boundary. Both are packed as
+//     little-endian doubles (f, m, r, k and sd, sp, rs; exact below 2^53):
+//     the scripts read and write a scope's counters as one field each, with
+//     struct.unpack and struct.pack instead of a decimal number per counter.
+//     "c:<period>" (decimal) is the start of the latest seeded window of the
+//     period: seeding a newer window deletes the field of the one it
+//     replaces. The hash expires about a day (the scope TTL) after its last
+//     admission; its windows are then re-seeded from the ledger like after a
+//     flush.
 //   - {tg}:r:<id> — an open reservation, one string (SET ... PX lease + 1 day):
 //     "<reserved> <worst cost> <tpm tokens> <admission minute> <JSON>" where
 //     the JSON holds what another replica needs to settle or expire it (model,
@@ -24,9 +29,12 @@
 //   - {tg}:leases — a sorted set of open reservations by lease deadline (µs).
 //
 // Replicas sharing a prefix must use the same layout; when it changes (budget
-// windows were separate keys, records hashes, before the batched scripts),
-// start on a new prefix or flush Redis (windows are then re-seeded from the
-// ledger). A record of an older layout reads as gone.
+// windows were separate keys, records hashes, before the batched scripts;
+// counters and windows were one decimal field each — f, m, r, k and
+// "<period>:<start>:sd|sp|rs" — before they were packed), start on a new
+// prefix or flush Redis (windows are then re-seeded from the ledger). A record
+// of an older layout reads as gone; fields of an older layout are ignored
+// (their scope starts from zero counters and unseeded windows).
 //
 // # Scripts and batches
 //
@@ -38,11 +46,11 @@
 // and one script call for many admissions and settlements, while a lone caller
 // pays no extra delay. An operation's integer arguments travel as one string
 // of little-endian doubles (one struct.unpack in Lua, no parsing), its strings
-// (id, record JSON, window field names) as arguments of their own. Within a
-// batch every hash is read once into one Lua table (HMGET of the fields the
-// batch needs) and written back once at the end (one HSET of the fields it
-// holds when any changed, EXPIRE where due); the lease changes of the batch
-// are one ZADD and one ZREM. Operations still run one after another on a consistent
+// (id, record JSON, window fields) as arguments of their own. Within a batch
+// every hash is read once into one Lua table (HMGET of the fields the batch
+// needs) and written back once at the end (one HSET of the fields that
+// changed, EXPIRE where due); the lease changes of the batch are one ZADD and
+// one ZREM. Operations still run one after another on a consistent
 // view, so the result is the same as running them one script each, and each is
 // all or nothing on its own. A batch that fails (Redis unreachable, a timeout)
 // fails every operation in it with the error; records are written and deleted

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -15,23 +17,37 @@ import (
 // as Redis holds them (zero when the window was never touched).
 func (c *Counters) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (spent, reserved kernel.Money, err error) {
 	sp := windowAt(ref, p, now, c)
-	v, err := c.rdb.HMGet(ctx, sp.key, sp.field+"sp", sp.field+"rs").Result()
+	v, err := c.rdb.HGet(ctx, sp.key, sp.field).Result()
+	if errors.Is(err, goredis.Nil) {
+		return 0, 0, nil
+	}
 	if err != nil {
 		return 0, 0, unavailable("usage", err)
 	}
-	return kernel.Money(parseInt(v[0])), kernel.Money(parseInt(v[1])), nil
+	w := unpackFields(v) // seeded, spent, reserved
+	return kernel.Money(w[1]), kernel.Money(w[2]), nil
 }
 
 // InFlight is the number of open reservations charged to ref.
 func (c *Counters) InFlight(ctx context.Context, ref kernel.ScopeRef) (int64, error) {
-	v, err := c.rdb.HGet(ctx, c.scopeKey(ref), "f").Result()
+	v, err := c.rdb.HGet(ctx, c.scopeKey(ref), "n").Result()
 	if errors.Is(err, goredis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, unavailable("in flight", err)
 	}
-	return parseInt(v), nil
+	return unpackFields(v)[0], nil // f, m, r, k
+}
+
+// unpackFields decodes a packed hash field of batchLua (little-endian
+// doubles); a field of another layout reads as zeros.
+func unpackFields(v string) [4]int64 {
+	var out [4]int64
+	for i := 0; i < len(out) && 8*i+8 <= len(v); i++ {
+		out[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i : 8*i+8]))))
+	}
+	return out
 }
 
 func parseInt(v any) int64 {

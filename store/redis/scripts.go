@@ -32,9 +32,8 @@ const (
 // TTL (ms), then per scope 7 values: has limits, expired, model denied, max
 // parallel, rpm, tpm, number of budgets; then per window the index of its
 // scope; then per budget, in scope order: window index, limit. Strings: [1]
-// the record JSON, [2] the id, then per window its fields "<prefix>sd",
-// "<prefix>sp", "<prefix>rs". Keys: [1] the reservation record, then the scope
-// hashes.
+// the record JSON, [2] the id, then the field of each window. Keys: [1] the
+// reservation record, then the scope hashes.
 //
 // Reply: {0, n, worst, reserved, tokens, requests and tokens of each scope
 // after the admission}, {1, code, scope, requests and tokens of each scope},
@@ -47,28 +46,28 @@ local w = 1
 for i = 1, nS do
   local w0 = w
   while w <= nW and A[wb+w] == i do w = w + 1 end
-  E[i] = S(KEYS[ko+1+i], ao + 3*w0, ao + 3*w - 1)
+  E[i] = S(KEYS[ko+1+i], ao + 2 + w0, ao + 1 + w)
 end
 local need
 for w = 1, nW do
-  if not E[A[wb+w]][ARGV[ao+3*w]] then
+  local t = E[A[wb+w]][ARGV[ao+2+w]]
+  if not t or t[1] ~= 1 then
     need = need or {}
     need[#need+1] = w
   end
 end
 if need then
-  if redis.call('EXISTS', KEYS[ko+1]) == 1 then return {3} end -- an open id refuses first
+  if rcall('EXISTS', KEYS[ko+1]) == 1 then return {3} end -- an open id refuses first
   return {2, need}
 end
 
 local minute = A[6]
 for i = 1, nS do
   local e = E[i]
-  local m = e.m or -1
-  if minute > m then
-    SF[i], SM[i], SR[i], SK[i], SX[i] = e.f or 0, minute, 0, 0, true
+  if e.n and minute <= e.m then
+    SF[i], SM[i], SR[i], SK[i], SX[i] = e.f, e.m, e.r, e.k, false
   else
-    SF[i], SM[i], SR[i], SK[i], SX[i] = e.f or 0, m, e.r or 0, e.k or 0, false
+    SF[i], SM[i], SR[i], SK[i], SX[i] = e.f or 0, minute, 0, 0, true
   end
 end
 
@@ -81,8 +80,8 @@ for i = 1, nS do
     local wi, limit = A[a], A[a+1]
     a = a + 2
     if fail < 0 then
-      local e, f = E[A[wb+wi]], ao + 3*wi
-      local sp, rs = e[ARGV[f+1]] or 0, e[ARGV[f+2]] or 0
+      local t = E[A[wb+wi]][ARGV[ao+2+wi]]
+      local sp, rs = t[2], t[3]
       if mode == 1 then
         if sp >= limit then fail = i end
       else
@@ -110,7 +109,7 @@ for i = 1, nS do
     elseif i == fail then code = 6
     end
     if code > 0 then
-      if redis.call('EXISTS', KEYS[ko+1]) == 1 then return {3} end
+      if rcall('EXISTS', KEYS[ko+1]) == 1 then return {3} end
       for j = 1, nS do T[j], T[nS+j] = SR[j], SK[j] end
       return {1, code, i, unpack(T, 1, 2*nS)}
     end
@@ -120,7 +119,7 @@ end
 local reserved = worst
 if mode == 1 then reserved = 0 end
 -- The record is written first: SET NX fails when the id is open (duplicate).
-if not redis.call('SET', KEYS[ko+1], string.format('%d %d %d %d %s', reserved, worst, tokens, minute, ARGV[ao+1]),
+if not rcall('SET', KEYS[ko+1], format('%d %d %d %d %s', reserved, worst, tokens, minute, ARGV[ao+1]),
     'PX', I(A[18]), 'NX') then
   return {3}
 end
@@ -128,14 +127,15 @@ local ttl = A[17]
 for i = 1, nS do
   local e = E[i]
   local r, k = SR[i] + 1, SK[i] + tokens
-  e.f, e.m, e.r, e.k, e[1] = SF[i] + 1, SM[i], r, k, true
+  e.n, e.f, e.m, e.r, e.k, e[1] = true, SF[i] + 1, SM[i], r, k, true
   T[i], T[nS+i] = r, k
   if SX[i] then e[2] = ttl end -- refreshed once a minute
 end
 if reserved > 0 then
   for w = 1, nW do
-    local e, f = E[A[wb+w]], ARGV[ao+3*w+2]
-    e[f], e[1] = (e[f] or 0) + reserved, true
+    local e = E[A[wb+w]]
+    local t = e[ARGV[ao+2+w]]
+    t[3], t[4], e[3] = t[3] + reserved, true, true
   end
 end
 Z[ARGV[ao+2]] = A[15]
@@ -144,24 +144,25 @@ end
 `
 
 // seedLua marks budget windows seeded, adding the ledger's spend to what was
-// charged to them meanwhile (at most once per window), and drops the fields of
+// charged to them meanwhile (at most once per window), and drops the field of
 // the window of the same period it replaces.
 //
 // KEYS: the scope hash of each window. ARGV: [1] scope TTL (s), then per
-// window: period, window start, spent (field prefix "<period>:<start>:").
+// window: period, window start, spent (field "<period>:<start>:", packed as
+// in batchLua).
 var seedLua = goredis.NewScript(`
 local ttl = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local key, per, st = KEYS[i], ARGV[3*i-1], ARGV[3*i]
   local p = per .. ':' .. st .. ':'
-  if redis.call('HSETNX', key, p .. 'sd', 1) == 1 then
-    redis.call('HINCRBY', key, p .. 'sp', ARGV[3*i+1])
+  local v = redis.call('HGET', key, p)
+  local sd, sp, rs = 0, 0, 0
+  if v then sd, sp, rs = struct.unpack('<ddd', v) end
+  if sd ~= 1 then
+    redis.call('HSET', key, p, struct.pack('<ddd', 1, sp + tonumber(ARGV[3*i+1]), rs))
     local cur = redis.call('HGET', key, 'c:' .. per)
     if not cur or tonumber(cur) < tonumber(st) then
-      if cur then
-        local q = per .. ':' .. cur .. ':'
-        redis.call('HDEL', key, q .. 'sd', q .. 'sp', q .. 'rs')
-      end
+      if cur then redis.call('HDEL', key, per .. ':' .. cur .. ':') end
       redis.call('HSET', key, 'c:' .. per, st)
     end
     if redis.call('TTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
@@ -181,41 +182,46 @@ return 1
 // the worst cost) [6] fix tokens (0/1) [7] actual tokens [8] now minute [9]
 // reserved [10] tokens counted [11] admission minute [12] worst cost [13]
 // scope TTL (s), then per scope its number of windows. Strings: [1] the id,
-// then per scope and window the fields sd, sp and rs of the window reserved in
-// and sp of the window current now. Keys: [1] the record, then the scope
-// hashes. Reply: 0 when not open, else {1, cost, reserved}.
+// then per scope and window the field of the window reserved in and of the
+// window current now. Keys: [1] the record, then the scope hashes. Reply: 0
+// when not open, else {1, cost, reserved}.
 const settleLua = `
 local function settle(ko, ao, A)
-  if redis.call('DEL', KEYS[ko+1]) == 0 then return 0 end
+  if rcall('DEL', KEYS[ko+1]) == 0 then return 0 end
   Z[ARGV[ao+1]] = false
   local cost = A[5]
   if cost < 0 then cost = A[12] end
   local fix, actual, now = A[6] == 1, A[7], A[8]
   local rs, t, mn, ttl = A[9], A[10], A[11], A[13]
-  local fo = ao + 1 -- ARGV[fo+4j-3 .. fo+4j]: the fields of window j of the scope
+  local fo = ao + 1 -- ARGV[fo+2j-1], ARGV[fo+2j]: window j of the scope, reserved in and now
   for i = 1, A[4] do
     local nw = A[13+i]
-    local e = S(KEYS[ko+1+i], fo + 1, fo + 4*nw)
-    if fix and e.m and e.m == mn and now <= mn then
-      local nk = (e.k or 0) + actual - t
-      if nk < 0 then nk = 0 end
-      e.k, e[1] = nk, true
+    local e = S(KEYS[ko+1+i], fo + 1, fo + 2*nw)
+    if e.n then
+      if fix and e.m == mn and now <= mn then
+        local nk = e.k + actual - t
+        if nk < 0 then nk = 0 end
+        e.k, e[1] = nk, true
+      end
+      if e.f > 0 then e.f, e[1] = e.f - 1, true end
     end
-    if e.f and e.f > 0 then e.f, e[1] = e.f - 1, true end
     if rs > 0 then
       for j = 1, nw do
-        local f = ARGV[fo+4*j-1]
-        if e[ARGV[fo+4*j-3]] or e[ARGV[fo+4*j-2]] or e[f] then -- the window still exists
-          e[f], e[1] = (e[f] or 0) - rs, true
-        end
+        local w = e[ARGV[fo+2*j-1]]
+        if w then w[3], w[4], e[3] = w[3] - rs, true, true end -- the window still exists
       end
     end
     for j = 1, nw do
-      local f = ARGV[fo+4*j]
-      e[f], e[1] = (e[f] or 0) + cost, true
+      local f = ARGV[fo+2*j]
+      local w = e[f]
+      if not w then
+        w = {0, 0, 0}
+        e[f] = w
+      end
+      w[2], w[4], e[3] = w[2] + cost, true, true
     end
-    if nw > 0 and not e.m then e[2] = ttl end -- a hash admission did not make (after a flush)
-    fo = fo + 4 * nw
+    if nw > 0 and not e.n then e[2] = ttl end -- a hash admission did not make (after a flush)
+    fo = fo + 2 * nw
   end
   return {1, cost, rs}
 end
@@ -237,19 +243,24 @@ const (
 // little-endian doubles (struct.unpack: one C call, no parsing; [1] kind, [2]
 // number of keys, [3] number of strings) followed by its strings.
 //
-// Each hash is read once per batch (one HMGET of the fields the batch needs,
-// more only for fields a later operation adds) into one table that the
-// operations change, and written back once at the end (one HSET of the fields
-// it holds, when any changed). Scratch tables (E, T and the per-scope
-// snapshots) are reused by every operation of the batch.
+// A scope hash holds its rate counters in field "n" and each budget window in
+// field "<period>:<start>:", packed as little-endian doubles (f, m, r, k and
+// sd, sp, rs): one field and one struct.unpack instead of a number to parse
+// per counter. Each hash is read once per batch (one HMGET of the fields the
+// batch needs, more only for fields a later operation adds) into one table
+// that the operations change, and written back once at the end (one HSET of
+// the parts changed). Scratch tables (E, T and the per-scope snapshots) are
+// reused by every operation of the batch.
 var batchLua = goredis.NewScript(`
-local function I(x) return string.format('%d', x) end -- x is an integer below 2^53
+local ARGV, KEYS, tonumber, pairs, ipairs = ARGV, KEYS, tonumber, pairs, ipairs
+local rcall, format, floor, pack, sunpack = redis.call, string.format, math.floor, struct.pack, struct.unpack
+local function I(x) return format('%d', x) end -- x is an integer below 2^53
 local unpack = unpack or table.unpack
 -- worstOf is the worst cost with m output tokens: ceil((input cost + m·output
 -- price)/1e6), with input cost = qi·1e6+ri and output price = qo·1e6+ro.
 local function worstOf(m, qi, ri, qo, ro)
   local low = ri + m * ro
-  local c = qi + m * qo + math.floor(low / 1000000)
+  local c = qi + m * qo + floor(low / 1000000)
   if low % 1000000 ~= 0 then c = c + 1 end
   return c
 end
@@ -260,31 +271,30 @@ local function affordable(avail, n, qi, ri, qo, ro)
   if worstOf(n, qi, ri, qo, ro) <= avail then return n end
   local lo, hi = 0, n
   while hi - lo > 1 do
-    local mid = math.floor((lo + hi) / 2)
+    local mid = floor((lo + hi) / 2)
     if worstOf(mid, qi, ri, qo, ro) <= avail then lo = mid else hi = mid end
   end
   return lo
 end
--- Hashes read and written in this batch: key -> entry, the hash's fields
--- read or set (false: read and absent), [1] true once one changed, [2] the
--- TTL to set.
+-- Hashes read and written in this batch: key -> entry: n (the rate counters
+-- are present) with f, m, r, k; per window field read, {sd, sp, rs, changed}
+-- or false when absent; [1] true once a counter changed, [3] once a window
+-- did, [2] the TTL to set.
 local C, order = {}, {}
 -- Scratch: H an HMGET's or HSET's arguments, E the entries of an admission's
 -- scopes, SF..SX their counters, T a reply's counts.
 local H, E, SF, SM, SR, SK, SX, T = {}, {}, {}, {}, {}, {}, {}, {}
--- S returns the entry of hash key with its rate counters and the fields
+-- S returns the entry of hash key with its rate counters and the windows
 -- ARGV[from..to] loaded: each field is read at most once per batch.
 local function S(key, from, to)
   local e = C[key]
   local h = 0
   if not e then
-    -- Eight slots at once (the nil fields only size the table): the counters
-    -- and the fields of a window or two, without rehashing.
-    e = {false, false, f = false, m = false, r = false, k = false, s1 = nil, s2 = nil, s3 = nil, s4 = nil}
+    e = {false, false, false, n = false, f = false, m = false, r = false, k = false}
     C[key] = e
     order[#order+1] = key
-    H[1], H[2], H[3], H[4] = 'f', 'm', 'r', 'k'
-    h = 4
+    H[1] = 'n'
+    h = 1
   end
   for j = from, to do
     local f = ARGV[j]
@@ -295,8 +305,19 @@ local function S(key, from, to)
     end
   end
   if h > 0 then
-    local r = redis.call('HMGET', key, unpack(H, 1, h))
-    for j = 1, h do e[H[j]] = tonumber(r[j]) or false end
+    local r = rcall('HMGET', key, unpack(H, 1, h))
+    local j0 = 1
+    if H[1] == 'n' then
+      if r[1] then e.n, e.f, e.m, e.r, e.k = true, sunpack('<dddd', r[1]) end
+      j0 = 2
+    end
+    for j = j0, h do
+      local v = r[j]
+      if v then
+        local sd, sp, rs = sunpack('<ddd', v)
+        e[H[j]] = {sd, sp, rs, false}
+      end
+    end
   end
   return e
 end
@@ -313,25 +334,27 @@ for i = 1, tonumber(ARGV[1]) do
     fm = '<' .. string.rep('d', nv)
     F[nv] = fm
   end
-  local A = {struct.unpack(fm, s)}
+  local A = {sunpack(fm, s)}
   if A[1] == 1 then out[i] = admit(ko, ao, A) else out[i] = settle(ko, ao, A) end
   ko, ao = ko + A[2], ao + 1 + A[3]
 end
 for _, key in ipairs(order) do
   local e = C[key]
+  local h = 0
   if e[1] then
-    local h = 0
-    for f, x in pairs(e) do
-      if x and type(f) == 'string' then
-        -- Below 1e7 every Redis version writes a number as plain digits.
-        if x >= 1e7 or x <= -1e7 then x = I(x) end
-        H[h+1], H[h+2] = f, x
+    H[1], H[2] = 'n', pack('<dddd', e.f, e.m, e.r, e.k)
+    h = 2
+  end
+  if e[3] then
+    for f, w in pairs(e) do
+      if w and type(w) == 'table' and w[4] then
+        H[h+1], H[h+2] = f, pack('<ddd', w[1], w[2], w[3])
         h = h + 2
       end
     end
-    redis.call('HSET', key, unpack(H, 1, h))
   end
-  if e[2] then redis.call('EXPIRE', key, e[2]) end
+  if h > 0 then rcall('HSET', key, unpack(H, 1, h)) end
+  if e[2] then rcall('EXPIRE', key, e[2]) end
 end
 local add, rem = {}, {}
 for id, score in pairs(Z) do
@@ -342,7 +365,7 @@ for id, score in pairs(Z) do
     rem[#rem+1] = id
   end
 end
-if #add > 0 then redis.call('ZADD', KEYS[1], unpack(add)) end
-if #rem > 0 then redis.call('ZREM', KEYS[1], unpack(rem)) end
+if #add > 0 then rcall('ZADD', KEYS[1], unpack(add)) end
+if #rem > 0 then rcall('ZREM', KEYS[1], unpack(rem)) end
 return out
 `)
