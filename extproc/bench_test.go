@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,23 +27,28 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // The benchmarks run the processor in a child process (this test binary,
 // re-executed with TOLLGATE_BENCH_SERVE set) so the server's CPU time can be
-// read from /proc apart from the client's. Run them with, e.g.:
+// read from /proc apart from the client's, and drive it as Envoy does. Run
+// them with, e.g.:
 //
-//	go test ./extproc/ -run '^$' -bench . -benchtime 20000x
+//	go test ./extproc/ -run '^$' -bench 'NonStreamRequest|GRPCBaseline|StreamChunk$' -benchtime 20000x
 //
 // Metrics: server-µs/op is the server process's user+system CPU per request
-// (or per streamed chunk); rtt-p50/p99-µs are client-observed round trips of
-// one ext_proc message.
+// (or per streamed chunk), client-µs/op the same for the benchmark process (the
+// Envoy client); rtt-p50/p99-µs are client-observed round trips of one ext_proc
+// message. TOLLGATE_BENCH_CPUPROFILE=file makes the server write its CPU
+// profile there (go tool pprof file).
 
 const (
 	benchServeEnv = "TOLLGATE_BENCH_SERVE" // "tcp" or "unix:<path>"
 	benchEchoEnv  = "TOLLGATE_BENCH_ECHO"  // serve echoProcessor instead
 	benchLatEnv   = "TOLLGATE_BENCH_LAT"   // write the per-message histogram here
+	benchProfEnv  = "TOLLGATE_BENCH_CPUPROFILE"
 )
 
 // latencyHistogram counts per-message processing times in 1 µs buckets up to
@@ -153,9 +161,18 @@ func TestBenchServe(t *testing.T) {
 		p.observe = hist.add
 		defer func() { require.NoError(t, os.WriteFile(f, hist.encode(), 0o600)) }()
 	}
+	if f := os.Getenv(benchProfEnv); f != "" {
+		out, err := os.Create(f)
+		require.NoError(t, err)
+		require.NoError(t, pprof.StartCPUProfile(out))
+		defer func() { pprof.StopCPUProfile(); require.NoError(t, out.Close()) }()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { // the parent closes our stdin to stop us
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	go func() { // the parent asks for stats on stdin, and closes it to stop us
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			printStats()
+		}
 		cancel()
 	}()
 	fmt.Printf("ready %s\n", lis.Addr())
@@ -172,10 +189,12 @@ func TestBenchServe(t *testing.T) {
 
 // benchServer is a processor in a child process.
 type benchServer struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	cc    *grpc.ClientConn
-	cli   extprocv3.ExternalProcessorClient
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	target string
+	cc     *grpc.ClientConn
+	cli    extprocv3.ExternalProcessorClient
 }
 
 func startBenchServer(b *testing.B, network string, extraEnv ...string) *benchServer {
@@ -192,38 +211,73 @@ func startBenchServer(b *testing.B, network string, extraEnv ...string) *benchSe
 	require.NoError(b, err)
 	cmd.Stderr = os.Stderr
 	require.NoError(b, cmd.Start())
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	require.NoError(b, err)
 	addr := strings.TrimSpace(strings.TrimPrefix(line, "ready "))
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	target := addr
+	s := &benchServer{cmd: cmd, stdin: stdin, stdout: out, target: addr}
 	if network == "unix" {
-		target = "unix://" + addr
+		s.target = "unix://" + addr
 	}
-	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow))
-	require.NoError(b, err)
-	s := &benchServer{cmd: cmd, stdin: stdin, cc: cc, cli: extprocv3.NewExternalProcessorClient(cc)}
 	b.Cleanup(func() {
-		_ = cc.Close()
 		_ = stdin.Close()
 		_ = cmd.Wait()
 	})
+	s.cc = s.dial(b)
+	s.cli = extprocv3.NewExternalProcessorClient(s.cc)
 	return s
 }
 
-// cpu returns the child's user+system CPU time so far.
-func (s *benchServer) cpu(b *testing.B) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		b.Skipf("no /proc: %v", err)
+// dial opens a new HTTP/2 connection to the server, with Envoy's large
+// flow-control windows; it is closed when b ends (before the server stops).
+func (s *benchServer) dial(b *testing.B) *grpc.ClientConn {
+	b.Helper()
+	cc, err := grpc.NewClient(s.target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+// envoyClients returns n Envoy filter clients with the production filter
+// configuration (spec §6), each on its own connection: Envoy's workers.
+func (s *benchServer) envoyClients(b *testing.B, n int) []*envoytest.Client {
+	b.Helper()
+	out := make([]*envoytest.Client, n)
+	for i := range out {
+		out[i] = envoytest.NewClient(extprocv3.NewExternalProcessorClient(s.dial(b)), envoytest.DefaultConfig())
 	}
-	// Fields after the command name: state is field 3; utime 14, stime 15.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	st, _ := strconv.ParseInt(fields[12], 10, 64)
-	const clkTck = 100 // USER_HZ on Linux
-	return time.Duration(ut+st) * time.Second / clkTck
+	return out
+}
+
+// serverStats are the child's totals so far.
+type serverStats struct {
+	cpu           time.Duration // user+system
+	allocs, bytes uint64        // heap allocations
+}
+
+// printStats answers the parent's "stats" line with the process's totals.
+func printStats() {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	ms := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(ms)
+	fmt.Printf("stats %d %d %d\n", ru.Utime.Nano()+ru.Stime.Nano(), ms[0].Value.Uint64(), ms[1].Value.Uint64())
+}
+
+// stats asks the child for its totals.
+func (s *benchServer) stats(b *testing.B) serverStats {
+	b.Helper()
+	_, err := io.WriteString(s.stdin, "stats\n")
+	require.NoError(b, err)
+	line, err := s.stdout.ReadString('\n')
+	require.NoError(b, err)
+	var st serverStats
+	var ns int64
+	_, err = fmt.Sscanf(line, "stats %d %d %d", &ns, &st.allocs, &st.bytes)
+	require.NoError(b, err, line)
+	st.cpu = time.Duration(ns)
+	return st
 }
 
 func hdrs(kv ...string) *corev3.HeaderMap {
@@ -281,80 +335,235 @@ func roundTrip(st extprocv3.ExternalProcessor_ProcessClient, m *extprocv3.Proces
 	return nil
 }
 
-// oneRequest runs the four phases of a non-streamed request on a new stream.
-func oneRequest(ctx context.Context, cli extprocv3.ExternalProcessorClient) error {
-	st, err := cli.Process(ctx)
-	if err != nil {
+// BenchmarkNonStreamRequest: one whole non-streamed chat request per op,
+// driven the way Envoy drives the processor (envoytest, production filter
+// config): request headers (authenticate), body (parse, resolve, admit,
+// rewrite), response headers, body (usage, settle), then Envoy's half-close and
+// reset. benchStreams requests are in flight at once over benchConns HTTP/2
+// connections; streams=1 is an idle gateway, one request at a time.
+func BenchmarkNonStreamRequest(b *testing.B) {
+	benchNonStream(b, checkProcessed)
+}
+
+// BenchmarkGRPCBaseline is BenchmarkNonStreamRequest against echoProcessor:
+// what the same four messages cost in gRPC alone, the floor under the
+// processor's cost.
+func BenchmarkGRPCBaseline(b *testing.B) {
+	benchNonStream(b, func(_, _ envoytest.Headers) error { return nil }, benchEchoEnv+"=1")
+}
+
+const (
+	// benchStreams is how many Process streams are in flight at once: Envoy
+	// multiplexes every in-flight HTTP request of a worker on its connection.
+	benchStreams = 64
+	// benchConns is how many HTTP/2 connections carry them: Envoy opens one
+	// per worker thread, and a 2-core sidecar runs 2 workers.
+	benchConns = 2
+)
+
+// benchChatRequest is a chat request as a client sends it to Envoy.
+var benchChatRequest = &envoytest.Request{
+	Headers: envoytest.Headers{
+		{Key: ":authority", Value: "gateway.local"},
+		{Key: ":path", Value: "/v1/chat/completions"},
+		{Key: ":method", Value: "POST"},
+		{Key: ":scheme", Value: "https"},
+		{Key: "content-type", Value: "application/json"},
+		{Key: "content-length", Value: strconv.Itoa(len(benchReqBody))},
+		{Key: "authorization", Value: "Bearer " + clientKey},
+		{Key: "user-agent", Value: "OpenAI/Python 1.99.0"},
+		{Key: "x-request-id", Value: "5a0c6a5e-1f7e-4c1e-9d8e-000000000000"},
+		{Key: "x-forwarded-proto", Value: "https"},
+	},
+	Body: [][]byte{benchReqBody},
+}
+
+// benchUpstream answers every request with chatResponse.
+func benchUpstream(*envoytest.ForwardedRequest) *envoytest.UpstreamResponse {
+	return &envoytest.UpstreamResponse{
+		Status: 200,
+		Headers: envoytest.Headers{
+			{Key: "content-type", Value: "application/json"},
+			{Key: "content-length", Value: strconv.Itoa(len(chatResponse))},
+			{Key: "date", Value: "Mon, 30 Nov 2026 04:00:00 GMT"},
+			{Key: "x-request-id", Value: "abc"},
+		},
+		Chunks: [][]byte{[]byte(chatResponse)},
+	}
+}
+
+// benchAttrs are the request_attributes of the production filter config
+// (spec §6), sent with the first message.
+var benchAttrs = map[string]any{"xds.route_name": "ai-chat"}
+
+// benchDo runs benchChatRequest through c as Envoy would, answered by
+// chatResponse, and returns the request headers sent upstream and the response
+// headers sent downstream.
+func benchDo(ctx context.Context, c *envoytest.Client) (up, down envoytest.Headers, err error) {
+	st := c.Start(ctx, envoytest.WithRequestAttributes(benchAttrs))
+	defer st.Close()
+	resp := benchUpstream(nil)
+	return envoyExchange(st, benchChatRequest.Headers, benchReqBody,
+		append(envoytest.Headers{{Key: ":status", Value: "200"}}, resp.Headers...), resp.Chunks[0])
+}
+
+// envoyExchange hands st the request headers and its whole body, the response
+// headers, then respBody as the whole response body (nil: none yet, the
+// response streams). It returns the request headers sent upstream and the
+// response headers sent downstream.
+func envoyExchange(st *envoytest.Stream, reqH envoytest.Headers, reqBody []byte, respH envoytest.Headers, respBody []byte) (up, down envoytest.Headers, err error) {
+	r, err := st.RequestHeaders(reqH, false)
+	if err = refused(r, err); err != nil {
+		return nil, nil, err
+	}
+	r, err = st.RequestBody(reqBody, true)
+	if err = refused(r, err); err != nil {
+		return nil, nil, err
+	}
+	up = r.Headers
+	r, err = st.ResponseHeaders(respH, false)
+	if err = refused(r, err); err != nil {
+		return nil, nil, err
+	}
+	if respBody == nil {
+		return up, r.Headers, nil
+	}
+	r, err = st.ResponseBody(respBody, true)
+	if err = refused(r, err); err != nil {
+		return nil, nil, err
+	}
+	return up, r.Headers, nil
+}
+
+// refused turns a call's error, or a result that is not a plain continue,
+// into an error.
+func refused(r *envoytest.Result, err error) error {
+	switch {
+	case err != nil:
 		return err
-	}
-	for _, m := range []*extprocv3.ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
-		if err := roundTrip(st, m); err != nil {
-			return err
-		}
-	}
-	if err := st.CloseSend(); err != nil {
-		return err
-	}
-	if _, err := st.Recv(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("stream end: %w", err)
+	case r.LocalReply != nil:
+		return errors.Join(fmt.Errorf("local reply %d: %s", r.LocalReply.Status, r.LocalReply.Body), r.Failure)
+	case r.Failure != nil || r.Reset:
+		return errors.Join(errors.New("refused"), r.Failure)
 	}
 	return nil
 }
 
-// BenchmarkNonStreamRequest: one whole non-streamed chat request (request
-// headers, body, response headers, body; admit and settle) per op, over real
-// gRPC, sequential and with parallel clients.
-func BenchmarkNonStreamRequest(b *testing.B) {
-	benchNonStream(b)
+// checkProcessed fails unless the processor really routed, admitted and
+// settled the request: the benchmark must measure the whole path.
+func checkProcessed(up, down envoytest.Headers) error {
+	switch {
+	case up.Value(RouteHeader) != "openai-gpt4o":
+		return errors.New("request not routed")
+	case down.Value(hdrCost) == "":
+		return errors.New("request not settled")
+	}
+	return nil
 }
 
-// BenchmarkGRPCBaseline is BenchmarkNonStreamRequest against echoProcessor:
-// what the same four messages cost in gRPC alone.
-func BenchmarkGRPCBaseline(b *testing.B) {
-	benchNonStream(b, benchEchoEnv+"=1")
-}
-
-func benchNonStream(b *testing.B, env ...string) {
+func benchNonStream(b *testing.B, check func(up, down envoytest.Headers) error, env ...string) {
 	for _, network := range []string{"tcp", "unix"} {
-		for _, par := range []int{1, 16} {
-			b.Run(fmt.Sprintf("%s/clients=%d", network, par), func(b *testing.B) {
+		for _, streams := range []int{1, benchStreams} {
+			b.Run(fmt.Sprintf("%s/streams=%d", network, streams), func(b *testing.B) {
 				s := startBenchServer(b, network, env...)
+				clients := s.envoyClients(b, min(streams, benchConns))
 				ctx := context.Background()
-				require.NoError(b, oneRequest(ctx, s.cli)) // warm up
-				start := s.cpu(b)
-				b.ResetTimer()
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				var firstErr error
-				per := (b.N + par - 1) / par
-				for w := 0; w < par; w++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := 0; i < per; i++ {
-							if err := oneRequest(ctx, s.cli); err != nil {
-								mu.Lock()
-								firstErr = cmpErr(firstErr, err)
-								mu.Unlock()
-								return
-							}
-						}
-					}()
+				for _, c := range clients { // warm up: connect, first stream
+					up, down, err := benchDo(ctx, c)
+					require.NoError(b, err)
+					require.NoError(b, check(up, down))
 				}
-				wg.Wait()
-				b.StopTimer()
-				require.NoError(b, firstErr)
-				b.ReportMetric(float64((s.cpu(b)-start).Microseconds())/float64(per*par), "server-µs/op")
+				var next atomic.Int64
+				s.measure(b, streams, func(w int) error {
+					c := clients[w%len(clients)]
+					for next.Add(1) <= int64(b.N) {
+						up, down, err := benchDo(ctx, c)
+						if err == nil {
+							err = check(up, down)
+						}
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
 			})
 		}
 	}
 }
 
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
+// BenchmarkStreamChunk: one SSE chunk (one event) per op, through benchStreams
+// open streamed chat responses (STREAMED after the processor's mode_override)
+// sending at once, driven like Envoy (envoytest).
+func BenchmarkStreamChunk(b *testing.B) {
+	for _, network := range []string{"tcp", "unix"} {
+		b.Run(fmt.Sprintf("%s/streams=%d", network, benchStreams), func(b *testing.B) {
+			s := startBenchServer(b, network)
+			clients := s.envoyClients(b, benchConns)
+			ctx := context.Background()
+			sts := make([]*envoytest.Stream, benchStreams)
+			for i := range sts {
+				st, err := openEnvoyStream(ctx, clients[i%len(clients)])
+				require.NoError(b, err)
+				sts[i] = st
+				defer st.Close()
+			}
+			chunk := benchChunk.GetResponseBody().GetBody()
+			var next atomic.Int64
+			s.measure(b, benchStreams, func(w int) error {
+				for next.Add(1) <= int64(b.N) {
+					if err := refused(sts[w].ResponseBody(chunk, false)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			for _, st := range sts { // end the responses: settle
+				_, err := st.ResponseBody(nil, true)
+				require.NoError(b, err)
+			}
+		})
 	}
-	return b
+}
+
+// openEnvoyStream runs a streamed chat request up to its streamed response
+// body.
+func openEnvoyStream(ctx context.Context, c *envoytest.Client) (*envoytest.Stream, error) {
+	body := []byte(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"count to a million"}]}`)
+	h := slices.Clone(benchChatRequest.Headers)
+	h[5].Value = strconv.Itoa(len(body))
+	st := c.Start(ctx, envoytest.WithRequestAttributes(benchAttrs))
+	if _, _, err := envoyExchange(st, h, body,
+		envoytest.Headers{{Key: ":status", Value: "200"}, {Key: "content-type", Value: "text/event-stream"}}, nil); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// measure runs work on workers goroutines (each given its index) as the timed
+// part of b, and reports the server's and this process's CPU per op.
+func (s *benchServer) measure(b *testing.B, workers int, work func(w int) error) {
+	b.Helper()
+	srv0, cli0 := s.stats(b), selfCPU(b)
+	b.ResetTimer()
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { errs <- work(w) })
+	}
+	wg.Wait()
+	b.StopTimer()
+	srv, cli := s.stats(b), selfCPU(b)-cli0
+	close(errs)
+	for err := range errs {
+		require.NoError(b, err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64((srv.cpu-srv0.cpu).Nanoseconds())/1e3/n, "server-µs/op")
+	b.ReportMetric(float64(srv.allocs-srv0.allocs)/n, "server-allocs/op")
+	b.ReportMetric(float64(srv.bytes-srv0.bytes)/n, "server-B/op")
+	b.ReportMetric(float64(cli.Nanoseconds())/1e3/n, "client-µs/op")
 }
 
 // openStream starts a streamed chat request and leaves it in STREAMED mode.
@@ -374,28 +583,6 @@ func openStream(ctx context.Context, cli extprocv3.ExternalProcessorClient) (ext
 		}
 	}
 	return st, nil
-}
-
-// BenchmarkStreamChunk: one SSE chunk (one event) through an open stream per op.
-func BenchmarkStreamChunk(b *testing.B) {
-	for _, network := range []string{"tcp", "unix"} {
-		b.Run(network, func(b *testing.B) {
-			s := startBenchServer(b, network)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st, err := openStream(ctx, s.cli)
-			require.NoError(b, err)
-			start := s.cpu(b)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := roundTrip(st, benchChunk); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64((s.cpu(b)-start).Microseconds())/float64(b.N), "server-µs/op")
-		})
-	}
 }
 
 // BenchmarkConcurrentStreams: 1,000 open SSE streams sending chunks. "burst"
@@ -432,7 +619,7 @@ func benchConcurrent(b *testing.B, network string, streams int, pace time.Durati
 	}
 	per := max(b.N/streams, 1)
 	lat := make([][]time.Duration, streams)
-	start := s.cpu(b)
+	start := s.stats(b).cpu
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	errs := make(chan error, streams)
@@ -464,7 +651,7 @@ func benchConcurrent(b *testing.B, network string, streams int, pace time.Durati
 	b.StopTimer()
 	close(errs)
 	require.NoError(b, <-errs)
-	cpu := s.cpu(b) - start
+	cpu := s.stats(b).cpu - start
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) }
