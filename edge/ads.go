@@ -208,7 +208,7 @@ func (e *Edge) accept(ctx context.Context, res *resources, resp *discoveryv3.Dis
 	}
 	*res = next
 	if st != nil {
-		e.publish(st)
+		e.publish(st) //nolint:contextcheck // the listener outlives the ADS stream's context
 	}
 	return nil
 }

@@ -60,6 +60,21 @@
 // read fills it, each read becoming one chunk, so idle streams hold little
 // memory.
 //
+// The HTTP layer is lean on purpose, because on a small machine it is most
+// of a request's cost. HTTP/1.x downstream connections are served by the
+// edge's own loop (h1server.go): net/http's parser reads each request and
+// the handler runs in the connection's goroutine; a response the handler
+// completes is written with its Content-Length in one write, a flushed one
+// is chunked. A request still running after 20 ms, its body read, has its
+// connection watched so that a client going away cancels it (net/http
+// spends a goroutine and a read on every request for this). Connections
+// opening with the HTTP/2 preface are handed to a net/http server (h2c).
+// Upstream, a request whose body the filter released whole goes to a
+// plain-text HTTP/1.1 cluster through h1client.go: serialised into one
+// buffer, one write, the response parsed in the caller's goroutine, stale
+// pooled connections retried once; streamed bodies, TLS and HTTP/2 go
+// through http.Transport.
+//
 // Lifecycle: New, then RunADS (one call; it returns when its context ends,
 // while the listener keeps serving), Ready/Addr once serving, Shutdown to
 // drain. Ready never closes if no complete configuration arrives, so wait on

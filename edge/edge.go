@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
@@ -38,7 +37,7 @@ type Edge struct {
 
 	mu      sync.Mutex
 	lis     net.Listener
-	srv     *http.Server
+	srv     *h1Server
 	serving bool
 	closed  bool
 	ready   chan struct{}
@@ -107,9 +106,7 @@ func (e *Edge) Shutdown(ctx context.Context) error {
 	var err error
 	switch {
 	case serving:
-		if err = srv.Shutdown(ctx); err != nil {
-			err = errors.Join(err, srv.Close())
-		}
+		err = srv.Shutdown(ctx)
 		<-e.served
 	case lis != nil:
 		err = lis.Close()
@@ -160,18 +157,7 @@ func (e *Edge) publish(st *state) {
 	if e.serving || e.closed || e.lis == nil {
 		return
 	}
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
-	e.srv = &http.Server{
-		Handler:           http.HandlerFunc(e.serveHTTP),
-		Protocols:         &protocols,
-		MaxHeaderBytes:    st.listener.maxHeadersKB << 10,
-		ReadHeaderTimeout: time.Minute,
-		IdleTimeout:       time.Hour, // Envoy's downstream idle_timeout
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1 << 16},
-		ErrorLog:          slog.NewLogLogger(e.logger.Handler(), slog.LevelDebug),
-	}
+	e.srv = newH1Server(e.serveHTTP, st.listener.maxHeadersKB<<10, e.logger)
 	e.serving = true
 	srv, lis := e.srv, e.lis
 	go func() {

@@ -1,0 +1,840 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// h1Server serves the gateway listener. HTTP/1.x connections are served
+// here: one goroutine per connection reads a request with net/http's parser
+// (ReadRequest), runs the handler in the same goroutine, and writes the
+// response with one write when the handler ends (a flush writes at once);
+// nothing else runs per request. net/http's own server spends a goroutine
+// and a read per request watching for the client to go away, plus buffers
+// and state for features the edge does not use. Connections that open with
+// the HTTP/2 preface (h2c with prior knowledge) go to h2, a net/http server.
+type h1Server struct {
+	handler        http.HandlerFunc
+	maxHeaderBytes int
+	logger         *slog.Logger
+	h2             *http.Server
+	h2conns        *connListener
+
+	mu       sync.Mutex
+	lis      net.Listener
+	conns    map[*serverConn]struct{}
+	shutdown atomic.Bool
+	wg       sync.WaitGroup
+}
+
+// Server timeouts: the time to send request headers once a request has
+// begun, and the time an idle keep-alive connection is kept.
+const (
+	headerTimeout = time.Minute
+	idleTimeout   = time.Hour // Envoy's downstream idle_timeout
+	// watchAfter: a request still running after this long has its connection
+	// watched, so that a client going away cancels the request's context.
+	watchAfter = 20 * time.Millisecond
+	// maxDrain is how much of a request body the handler left unread is
+	// read to keep the connection; beyond it the connection is closed.
+	maxDrain = 256 << 10
+	// maxHeld is how much of a response body is held before the headers go
+	// out: a response the handler completes within it is written at once
+	// with its Content-Length.
+	maxHeld = 16 << 10
+)
+
+var errClientGone = errors.New("edge: client closed the connection")
+
+func newH1Server(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logger) *h1Server {
+	s := &h1Server{handler: handler, maxHeaderBytes: maxHeaderBytes, logger: logger, conns: map[*serverConn]struct{}{}}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	s.h2 = &http.Server{
+		Handler:           handler,
+		Protocols:         &protocols,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       idleTimeout,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1 << 16},
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	return s
+}
+
+// Serve accepts connections on lis until it is closed.
+func (s *h1Server) Serve(lis net.Listener) error {
+	s.mu.Lock()
+	s.lis = lis
+	s.h2conns = newConnListener(lis.Addr())
+	s.mu.Unlock()
+	if s.shutdown.Load() { // Shutdown ran before s.lis was set
+		_ = lis.Close()
+		return http.ErrServerClosed
+	}
+	h2done := make(chan struct{})
+	go func() {
+		defer close(h2done)
+		_ = s.h2.Serve(s.h2conns)
+	}()
+	defer func() { <-h2done }()
+	defer func() { _ = s.h2conns.Close() }()
+	var delay time.Duration
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			if s.shutdown.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		sc := &serverConn{s: s, c: c}
+		s.mu.Lock()
+		if s.shutdown.Load() {
+			s.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		s.conns[sc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go sc.serve()
+	}
+}
+
+// Shutdown stops accepting, closes idle connections, lets requests in
+// flight finish (their connections close after them) and waits for them or
+// for ctx; then it closes what is left and returns ctx's error.
+func (s *h1Server) Shutdown(ctx context.Context) error {
+	s.shutdown.Store(true)
+	s.mu.Lock()
+	if s.lis != nil {
+		_ = s.lis.Close()
+	}
+	for sc := range s.conns {
+		sc.closeIfIdle()
+	}
+	s.mu.Unlock()
+	h2err := s.h2.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return h2err
+	case <-ctx.Done():
+		s.mu.Lock()
+		for sc := range s.conns {
+			_ = sc.c.Close()
+		}
+		s.mu.Unlock()
+		_ = s.h2.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// serverConn is one downstream connection.
+type serverConn struct {
+	s  *h1Server
+	c  net.Conn
+	lr limitReader
+	br *bufio.Reader
+	bw *bufio.Writer
+
+	mu     sync.Mutex
+	active bool // a request is being served
+	closed bool
+
+	// The watch of the current request: started once the request has run
+	// for watchAfter and its body has been read, it waits for the next byte
+	// or the end of the connection.
+	watchT     *time.Timer
+	cancel     context.CancelCauseFunc
+	wantWatch  bool
+	bodyDone   bool
+	watching   bool
+	stopping   bool
+	watchEnded chan struct{}
+}
+
+// headerLimit bounds what is read for a request's headers (with net/http's
+// slack over MaxHeaderBytes).
+func (sc *serverConn) headerLimit() int64 { return int64(sc.s.maxHeaderBytes) + 4096 }
+
+// limitReader reads from c, at most n bytes while n >= 0: it bounds the
+// request headers.
+type limitReader struct {
+	c net.Conn
+	n int64 // < 0: no limit
+}
+
+var errHeadersTooLarge = errors.New("edge: request headers too large")
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n == 0 {
+		return 0, errHeadersTooLarge
+	}
+	if l.n > 0 && int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.c.Read(p)
+	if l.n > 0 {
+		l.n -= int64(n)
+	}
+	return n, err
+}
+
+// h2Preface begins every HTTP/2 connection with prior knowledge.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+func (sc *serverConn) serve() {
+	s := sc.s
+	hijacked := false
+	defer func() {
+		if p := recover(); p != nil && p != http.ErrAbortHandler { //nolint:errorlint // the sentinel is compared as net/http does
+			s.logger.Error("edge: handler panic", "panic", p)
+		}
+		if !hijacked {
+			_ = sc.c.Close()
+		}
+		if sc.watchT != nil {
+			sc.watchT.Stop()
+		}
+		s.mu.Lock()
+		delete(s.conns, sc)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	sc.lr = limitReader{c: sc.c, n: sc.headerLimit()}
+	sc.br = bufio.NewReaderSize(&sc.lr, 4<<10)
+	sc.bw = bufio.NewWriterSize(sc.c, 4<<10)
+	if !sc.idle() {
+		return
+	}
+	_ = sc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+	if sc.closing() { // closeIfIdle's deadline was overwritten
+		return
+	}
+	if p, err := sc.br.Peek(3); err == nil && string(p) == "PRI" {
+		if p, err := sc.br.Peek(len(h2Preface)); err == nil && string(p) == h2Preface {
+			_ = sc.c.SetReadDeadline(time.Time{})
+			if s.h2conns.deliver(&bufferedConn{Conn: sc.c, r: sc.br}) {
+				hijacked = true
+			}
+			return
+		}
+	}
+	for {
+		if hijacked = sc.serveOne(); hijacked {
+			return
+		}
+		if sc.closing() || !sc.idle() {
+			return
+		}
+		sc.lr.n = sc.headerLimit()
+		_ = sc.c.SetReadDeadline(time.Now().Add(idleTimeout))
+		if sc.closing() {
+			return
+		}
+		if _, err := sc.br.Peek(1); err != nil {
+			return
+		}
+		_ = sc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+	}
+}
+
+// idle marks the connection idle (between requests); false: it is closing.
+func (sc *serverConn) idle() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.active = false
+	return !sc.closed && !sc.s.shutdown.Load()
+}
+
+func (sc *serverConn) closeIfIdle() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.closed = true
+	if !sc.active {
+		_ = sc.c.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+func (sc *serverConn) closing() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.closed
+}
+
+// serveOne reads and serves one request; it reports whether the handler
+// took the connection (Hijack). The connection is closing when it returns
+// with sc.closed set.
+func (sc *serverConn) serveOne() (hijacked bool) {
+	req, err := http.ReadRequest(sc.br)
+	sc.lr.n = -1
+	if err != nil {
+		switch {
+		case errors.Is(err, errHeadersTooLarge):
+			sc.fail(http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large")
+		case errors.Is(err, io.EOF), isNetError(err):
+		default:
+			sc.fail(http.StatusBadRequest, "400 Bad Request")
+		}
+		sc.markClosed()
+		return false
+	}
+	_ = sc.c.SetReadDeadline(time.Time{})
+	sc.mu.Lock()
+	if sc.closed {
+		sc.mu.Unlock()
+		return false
+	}
+	sc.active = true
+	sc.mu.Unlock()
+
+	if msg := checkRequest(req); msg != "" {
+		sc.fail(http.StatusBadRequest, "400 Bad Request: "+msg)
+		sc.markClosed()
+		return false
+	}
+	if req.ProtoAtLeast(1, 1) {
+		if e, ok := req.Header["Expect"]; ok {
+			if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") {
+				sc.fail(http.StatusExpectationFailed, "417 Expectation Failed")
+				sc.markClosed()
+				return false
+			}
+			delete(req.Header, "Expect")
+			if req.ContentLength != 0 {
+				req.Body = &continueReader{ReadCloser: req.Body, sc: sc}
+			}
+		}
+	}
+	delete(req.Header, "Host")
+	req.RemoteAddr = sc.c.RemoteAddr().String()
+	// The request's context ends with the request or the client: it has no
+	// parent but the connection, which is not a context.
+	ctx, cancel := context.WithCancelCause(context.Background()) //nolint:contextcheck // see above
+	req = req.WithContext(ctx)
+	sc.startWatch(cancel, req.ContentLength == 0)
+	var wb *watchedBody
+	if req.ContentLength != 0 {
+		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
+		req.Body = wb
+	}
+	w := &response{sc: sc, req: req, header: make(http.Header, 8), contentLength: -1}
+	sc.s.handler(w, req)
+	if w.hijacked {
+		sc.stopWatch()
+		cancel(nil)
+		return true
+	}
+	if err := w.finish(); err != nil {
+		sc.markClosed()
+	}
+	sc.stopWatch()
+	cancel(nil)
+	if w.closeAfter || req.Close {
+		sc.markClosed()
+	} else if wb != nil && !wb.done && !sc.drain(wb.ReadCloser) {
+		sc.markClosed() // the unread body is too large to skip, or broken
+	}
+	return false
+}
+
+// drain reads what the handler left of a request body, so that the
+// connection can carry the next request; false when it could not.
+func (sc *serverConn) drain(body io.Reader) bool {
+	_ = sc.c.SetReadDeadline(time.Now().Add(time.Second))
+	defer func() { _ = sc.c.SetReadDeadline(time.Time{}) }()
+	n, err := io.CopyN(io.Discard, body, maxDrain+1)
+	return n <= maxDrain && errors.Is(err, io.EOF)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func (sc *serverConn) markClosed() {
+	sc.mu.Lock()
+	sc.closed = true
+	sc.mu.Unlock()
+}
+
+// checkRequest applies the checks net/http's server adds to ReadRequest's
+// (which already refused several Host headers).
+func checkRequest(req *http.Request) string {
+	switch {
+	case req.ProtoMajor != 1 || req.ProtoMinor > 1:
+		return "unsupported protocol version"
+	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.URL.Host == "":
+		return "missing required Host header"
+	case req.Method == http.MethodConnect:
+		return "unsupported method"
+	case !httpguts.ValidHostHeader(req.Host):
+		return "malformed Host header"
+	}
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return "invalid header name"
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return "invalid header value"
+			}
+		}
+	}
+	return ""
+}
+
+// fail writes a bare error response on a connection that will close, then
+// half-closes it and reads what the client still sends for a moment, so
+// that unread request bytes do not turn the close into a reset that
+// destroys the response before the client reads it.
+func (sc *serverConn) fail(status int, text string) {
+	_ = sc.c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), text)
+	if cw, ok := sc.c.(interface{ CloseWrite() error }); ok && err == nil {
+		_ = cw.CloseWrite()
+		_ = sc.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, _ = io.CopyN(io.Discard, sc.c, maxDrain)
+	}
+}
+
+// startWatch arms the watch of a new request.
+func (sc *serverConn) startWatch(cancel context.CancelCauseFunc, noBody bool) {
+	sc.mu.Lock()
+	sc.cancel, sc.wantWatch, sc.bodyDone, sc.watching, sc.stopping = cancel, false, noBody, false, false
+	sc.mu.Unlock()
+	if sc.watchT == nil {
+		sc.watchT = time.AfterFunc(watchAfter, sc.watchDue)
+	} else {
+		sc.watchT.Reset(watchAfter)
+	}
+}
+
+// watchDue runs when a request has run for watchAfter.
+func (sc *serverConn) watchDue() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !sc.active || sc.stopping {
+		return
+	}
+	sc.wantWatch = true
+	if sc.bodyDone {
+		sc.watchLocked()
+	}
+}
+
+// bodyRead runs when the handler has read the request body to its end.
+func (sc *serverConn) bodyRead() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.bodyDone = true
+	if sc.wantWatch && !sc.stopping {
+		sc.watchLocked()
+	}
+}
+
+// watchLocked starts the goroutine that waits for the connection to end
+// (or the next request's first byte, which stays buffered).
+func (sc *serverConn) watchLocked() {
+	if sc.watching {
+		return
+	}
+	sc.watching = true
+	sc.watchEnded = make(chan struct{})
+	cancel := sc.cancel
+	go func() {
+		defer close(sc.watchEnded)
+		_, err := sc.br.Peek(1)
+		sc.mu.Lock()
+		stopping := sc.stopping
+		sc.mu.Unlock()
+		if err != nil && !stopping {
+			cancel(errClientGone)
+		}
+	}()
+}
+
+// stopWatch ends the watch of the request that just ended.
+func (sc *serverConn) stopWatch() {
+	sc.watchT.Stop()
+	sc.mu.Lock()
+	sc.stopping = true
+	watching := sc.watching
+	sc.mu.Unlock()
+	if watching {
+		_ = sc.c.SetReadDeadline(aLongTimeAgo)
+		<-sc.watchEnded
+		_ = sc.c.SetReadDeadline(time.Time{})
+	}
+}
+
+// watchedBody tells the watch when the request body has been read.
+type watchedBody struct {
+	io.ReadCloser
+	sc   *serverConn
+	done bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		b.sc.bodyRead()
+	}
+	return n, err
+}
+
+// continueReader answers "Expect: 100-continue" when the handler first
+// reads the body.
+type continueReader struct {
+	io.ReadCloser
+	sc   *serverConn
+	sent bool
+}
+
+func (r *continueReader) Read(p []byte) (int, error) {
+	if !r.sent {
+		r.sent = true
+		if _, err := r.sc.c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n")); err != nil {
+			return 0, err
+		}
+	}
+	return r.ReadCloser.Read(p)
+}
+
+// response is the http.ResponseWriter of one request.
+type response struct {
+	sc     *serverConn
+	req    *http.Request
+	header http.Header
+
+	status        int
+	wroteHeader   bool
+	headerSent    bool
+	held          []byte // body written before the headers went out
+	chunked       bool
+	bodyAllowed   bool
+	head          bool  // a HEAD request: body writes are dropped
+	contentLength int64 // declared, -1 when unknown
+	written       int64
+	closeAfter    bool
+	hijacked      bool
+	err           error
+}
+
+var (
+	_ http.ResponseWriter = (*response)(nil)
+	_ http.Flusher        = (*response)(nil)
+	_ http.Hijacker       = (*response)(nil)
+)
+
+func (w *response) Header() http.Header { return w.header }
+
+func (w *response) WriteHeader(code int) {
+	if w.wroteHeader || w.hijacked {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if code < 200 {
+		return // informational responses are not forwarded
+	}
+	w.wroteHeader, w.status = true, code
+	w.head = w.req.Method == http.MethodHead
+	w.bodyAllowed = code != http.StatusNoContent && code != http.StatusNotModified && !w.head
+	if v := w.header.Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			w.contentLength = n
+		} else {
+			w.header.Del("Content-Length")
+		}
+	}
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.head {
+		return len(p), nil
+	}
+	if !w.bodyAllowed {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if !w.headerSent {
+		if len(w.held)+len(p) <= maxHeld {
+			w.held = append(w.held, p...)
+			return len(p), nil
+		}
+		w.sendHeader(false)
+	}
+	w.writeBody(p)
+	if w.err != nil {
+		return 0, w.err
+	}
+	return len(p), nil
+}
+
+// writeBody writes p with the response's framing.
+func (w *response) writeBody(p []byte) {
+	if len(p) == 0 || w.err != nil {
+		return
+	}
+	bw := w.sc.bw
+	if w.chunked {
+		var b [20]byte
+		_, _ = bw.Write(strconv.AppendInt(b[:0], int64(len(p)), 16))
+		_, _ = bw.WriteString("\r\n")
+		_, _ = bw.Write(p)
+		_, err := bw.WriteString("\r\n")
+		w.err = err
+		return
+	}
+	_, w.err = bw.Write(p)
+}
+
+// Flush sends the headers and what is held, and flushes.
+func (w *response) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush with its error (http.ResponseController uses it).
+func (w *response) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.headerSent {
+		w.sendHeader(false)
+	}
+	if w.err == nil {
+		w.err = w.sc.bw.Flush()
+	}
+	return w.err
+}
+
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	w.hijacked = true
+	return w.sc.c, bufio.NewReadWriter(w.sc.br, w.sc.bw), nil
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() error {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.headerSent {
+		w.sendHeader(true)
+	}
+	if w.chunked && w.err == nil {
+		bw := w.sc.bw
+		_, _ = bw.WriteString("0\r\n")
+		for k, vs := range w.header {
+			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+			if !ok {
+				continue
+			}
+			for _, v := range vs {
+				writeField(bw, http.CanonicalHeaderKey(name), v)
+			}
+		}
+		_, w.err = bw.WriteString("\r\n")
+	}
+	if w.err == nil {
+		w.err = w.sc.bw.Flush()
+	}
+	if w.err == nil && w.contentLength >= 0 && w.bodyAllowed && w.written != w.contentLength {
+		// The body fell short of its Content-Length: the client must not
+		// wait for the rest on a connection that goes on.
+		w.closeAfter = true
+	}
+	return w.err
+}
+
+// sendHeader writes the status line and headers into the buffer; final
+// means the handler has returned, so a held body is the whole body.
+func (w *response) sendHeader(final bool) {
+	w.headerSent = true
+	h := w.header
+	switch {
+	case !w.bodyAllowed:
+		if w.status == http.StatusNoContent || w.status == http.StatusNotModified {
+			h.Del("Content-Length")
+		}
+	case w.contentLength >= 0:
+	case final:
+		w.contentLength = int64(len(w.held))
+		h["Content-Length"] = []string{strconv.Itoa(len(w.held))}
+	case w.req.ProtoAtLeast(1, 1):
+		w.chunked = true
+		h["Transfer-Encoding"] = []string{"chunked"}
+	default:
+		w.closeAfter = true // an HTTP/1.0 body of unknown length ends with the connection
+	}
+	if w.req.Close || w.sc.s.shutdown.Load() || w.sc.closing() || w.closeAfter {
+		w.closeAfter = true
+		h["Connection"] = []string{"close"}
+	} else if !w.req.ProtoAtLeast(1, 1) {
+		h["Connection"] = []string{"keep-alive"}
+	}
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = []string{httpDate()}
+	}
+	bw := w.sc.bw
+	_, _ = bw.WriteString(statusLine(w.status))
+	for k, vs := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !validFieldName(k) {
+			continue
+		}
+		for _, v := range vs {
+			writeField(bw, k, v)
+		}
+	}
+	_, _ = bw.WriteString("\r\n")
+	held := w.held
+	w.held = nil
+	w.writeBody(held)
+}
+
+// writeField writes "k: v\r\n" with any CR or LF in v turned into a space.
+func writeField(bw *bufio.Writer, k, v string) {
+	_, _ = bw.WriteString(k)
+	_, _ = bw.WriteString(": ")
+	if strings.ContainsAny(v, "\r\n") {
+		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
+	}
+	_, _ = bw.WriteString(v)
+	_, _ = bw.WriteString("\r\n")
+}
+
+func validFieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || c == ':' {
+			return false
+		}
+	}
+	return true
+}
+
+var statusLines sync.Map // int → string
+
+func statusLine(code int) string {
+	if s, ok := statusLines.Load(code); ok {
+		return s.(string)
+	}
+	text := http.StatusText(code)
+	if text == "" {
+		text = "status code " + strconv.Itoa(code)
+	}
+	s := "HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n"
+	statusLines.Store(code, s)
+	return s
+}
+
+// httpDate is the Date header value, formatted once per second.
+func httpDate() string {
+	now := time.Now().Unix()
+	if d := cachedDate.Load(); d != nil && d.unix == now {
+		return d.text
+	}
+	d := &dateText{unix: now, text: time.Unix(now, 0).UTC().Format(http.TimeFormat)}
+	cachedDate.Store(d)
+	return d.text
+}
+
+type dateText struct {
+	unix int64
+	text string
+}
+
+var cachedDate atomic.Pointer[dateText]
+
+// bufferedConn is a connection whose first bytes were read into r.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// connListener hands connections to an http.Server.
+type connListener struct {
+	addr   net.Addr
+	conns  chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newConnListener(addr net.Addr) *connListener {
+	return &connListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// deliver hands c over; false when the listener is closed.
+func (l *connListener) deliver(c net.Conn) bool {
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return l.addr }

@@ -1,0 +1,234 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// startH1 serves h on a loopback listener; the server is shut down at the
+// end of the test.
+func startH1(t *testing.T, h http.HandlerFunc) (*h1Server, string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := newH1Server(h, 1<<10, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(lis) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, s.Shutdown(ctx))
+		require.ErrorIs(t, <-done, http.ErrServerClosed)
+	})
+	return s, lis.Addr().String()
+}
+
+// rawConn is a client connection that writes raw requests and reads
+// responses.
+type rawConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	return &rawConn{Conn: c, br: bufio.NewReader(c)}
+}
+
+func (c *rawConn) send(t *testing.T, s string) {
+	t.Helper()
+	_, err := io.WriteString(c, s)
+	require.NoError(t, err)
+}
+
+func (c *rawConn) response(t *testing.T, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func echo(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("X-Method", r.Method)
+	w.Header().Set("X-Host", r.Host)
+	_, _ = w.Write([]byte(r.RequestURI + " " + string(b)))
+}
+
+// Keep-alive, pipelining and both request body framings.
+func TestH1ServerPipelinedRequests(t *testing.T) {
+	_, addr := startH1(t, echo)
+	c := dialRaw(t, addr)
+	c.send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"+
+		"POST /b HTTP/1.1\r\nHost: y\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"+
+		"GET /c HTTP/1.1\r\nHost: z\r\n\r\n")
+	resp, body := c.response(t, "POST")
+	require.Equal(t, "/a hello", body)
+	require.Equal(t, "x", resp.Header.Get("X-Host"))
+	require.EqualValues(t, len(body), resp.ContentLength)
+	require.NotEmpty(t, resp.Header.Get("Date"))
+	_, body = c.response(t, "POST")
+	require.Equal(t, "/b abcde", body)
+	resp, body = c.response(t, "GET")
+	require.Equal(t, "/c ", body)
+	require.False(t, resp.Close)
+}
+
+// Flushed responses are chunked and carry trailers; HTTP/1.0 gets a
+// close-delimited body instead.
+func TestH1ServerStreamedResponse(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, s := range []string{"data: 1\n\n", "data: 2\n\n"} {
+			_, _ = w.Write([]byte(s))
+			w.(http.Flusher).Flush()
+		}
+		w.Header().Set(http.TrailerPrefix+"X-Cost", "7")
+	})
+	c := dialRaw(t, addr)
+	c.send(t, "GET /s HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, body := c.response(t, "GET")
+	require.Equal(t, []string{"chunked"}, resp.TransferEncoding)
+	require.Equal(t, "data: 1\n\ndata: 2\n\n", body)
+	require.Equal(t, "7", resp.Trailer.Get("X-Cost"))
+
+	c = dialRaw(t, addr)
+	c.send(t, "GET /s HTTP/1.0\r\n\r\n")
+	resp, body = c.response(t, "GET")
+	require.Equal(t, "data: 1\n\ndata: 2\n\n", body)
+	require.True(t, resp.Close)
+}
+
+func TestH1ServerBadRequests(t *testing.T) {
+	_, addr := startH1(t, echo)
+	for name, tc := range map[string]struct {
+		req    string
+		status int
+	}{
+		"no host":          {"GET / HTTP/1.1\r\n\r\n", 400},
+		"two hosts":        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+		"garbage":          {"HELLO\r\n\r\n", 400},
+		"headers too big":  {"GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("x", 8<<10) + "\r\n\r\n", 431},
+		"bad expectation":  {"POST / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", 417},
+		"bad header value": {"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n", 400},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialRaw(t, addr)
+			c.send(t, tc.req)
+			resp, _ := c.response(t, "GET")
+			require.Equal(t, tc.status, resp.StatusCode)
+			require.True(t, resp.Close)
+		})
+	}
+}
+
+// "Expect: 100-continue" is answered when the handler reads the body, and
+// the header is not passed on.
+func TestH1ServerExpectContinue(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Expect", r.Header.Get("Expect"))
+		echo(w, r)
+	})
+	c := dialRaw(t, addr)
+	c.send(t, "POST /e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+	line, err := c.br.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+	line, err = c.br.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "\r\n", line)
+	c.send(t, "hi")
+	resp, body := c.response(t, "POST")
+	require.Equal(t, "/e hi", body)
+	require.Empty(t, resp.Header.Get("X-Expect"))
+}
+
+// HEAD answers carry the headers only; an unread body is skipped so the
+// connection carries the next request.
+func TestH1ServerHeadAndUnreadBody(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "3")
+		_, _ = w.Write([]byte("abc"))
+	})
+	c := dialRaw(t, addr)
+	c.send(t, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nskip"+
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := c.response(t, "HEAD")
+	require.Empty(t, body)
+	require.EqualValues(t, 3, resp.ContentLength)
+	_, body = c.response(t, "POST")
+	require.Equal(t, "abc", body)
+	_, body = c.response(t, "GET")
+	require.Equal(t, "abc", body)
+}
+
+// A client that goes away ends the request's context.
+func TestH1ServerClientGoneCancelsContext(t *testing.T) {
+	cause := make(chan error, 1)
+	_, addr := startH1(t, func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+			cause <- context.Cause(r.Context())
+		case <-time.After(5 * time.Second):
+			cause <- errors.New("not cancelled")
+		}
+	})
+	c := dialRaw(t, addr)
+	c.send(t, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
+	time.Sleep(2 * watchAfter)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, <-cause, errClientGone)
+}
+
+// Shutdown closes idle connections at once and lets a request in flight
+// finish, with Connection: close.
+func TestH1ServerShutdown(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	started, release := make(chan struct{}), make(chan struct{})
+	s := newH1Server(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(started)
+			<-release
+		}
+		_, _ = w.Write([]byte("done"))
+	}, 1<<10, slog.New(slog.DiscardHandler))
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(lis) }()
+
+	idle := dialRaw(t, lis.Addr().String())
+	idle.send(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	_, body := idle.response(t, "GET")
+	require.Equal(t, "done", body)
+	busy := dialRaw(t, lis.Addr().String())
+	busy.send(t, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-started
+
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	_, err = idle.br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the idle connection is closed")
+	close(release)
+	resp, body := busy.response(t, "GET")
+	require.Equal(t, "done", body)
+	require.True(t, resp.Close)
+	require.NoError(t, <-shut)
+	require.ErrorIs(t, <-served, http.ErrServerClosed)
+}
