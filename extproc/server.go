@@ -54,6 +54,9 @@ func serverOptions(p *Processor) []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(1 << 16),
 		// Reuse goroutines for new streams (one stream per HTTP request).
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		// Envoy's messages decoded without protobuf's reflection (codec.go).
+		// ForceServerCodecV2 is marked experimental in grpc-go 1.x.
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 }
 
