@@ -230,11 +230,24 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	}
 	var spans []span
 	budgets := make([]int64, 0, 4)
-	o := newOp(opAdmit, 1+len(req.Scopes), 15+7*len(req.Scopes)+4, 5)
+	// The record as the script writes it when the output bound stays as it is
+	// (the common case): "<reserved> <worst> <tokens> <minute> " + JSON.
+	var head []byte
+	worst, ok := worstOf(outBound, qi, ri, qo, ro)
+	tokens, reserved := inBound+outBound, worst
+	if mode == kernel.Estimate {
+		tokens, reserved = estTokens, 0
+	}
+	if ok && tokens >= 0 && tokens < maxExact {
+		head = fmt.Appendf(make([]byte, 0, 64), "%d %d %d %d ", reserved, worst, tokens, minute)
+	} else {
+		worst = -1 // the script formats the record itself
+	}
+	o := newOp(opAdmit, 1+len(req.Scopes), 17+7*len(req.Scopes)+4, 5)
 	o.keys = append(o.keys, c.recordKey(req.ID))
 	o.num(int64(len(req.Scopes)), 0, minute, int64(mode), int64(shortfall), inBound, outBound,
 		qi, ri, qo, ro, leaseScore(rec.Deadline), estTokens, int64(c.opts.scopeTTL/time.Second),
-		int64((lease+24*time.Hour)/time.Millisecond))
+		int64((lease+24*time.Hour)/time.Millisecond), worst, int64(len(head)))
 	for i := range req.Scopes {
 		o.keys = append(o.keys, c.scopeKey(req.Scopes[i].Ref))
 		lim := req.Scopes[i].Limits
@@ -269,7 +282,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	if err != nil {
 		return kernel.Decision{}, fmt.Errorf("redis: encode reservation: %w", err)
 	}
-	o.strs = append(o.strs, string(doc), req.ID)
+	o.strs = append(o.strs, string(append(head, doc...)), req.ID)
 	for _, sp := range spans {
 		o.num(int64(sp.scopeIdx))
 		o.strs = append(o.strs, sp.field)

@@ -29,11 +29,14 @@ const (
 // [10] output bound [11] qi [12] ri [13] qo [14] ro (input cost = qi·1e6+ri,
 // output price = qo·1e6+ro, so that every product stays an exact integer in a
 // double) [15] lease score [16] estimate tokens [17] scope TTL (s) [18] record
-// TTL (ms), then per scope 7 values: has limits, expired, model denied, max
-// parallel, rpm, tpm, number of budgets; then per window the index of its
-// scope; then per budget, in scope order: window index, limit. Strings: [1]
-// the record JSON, [2] the id, then the field of each window. Keys: [1] the
-// reservation record, then the scope hashes.
+// TTL (ms) [19] the worst cost written in the record string (-1: none) [20]
+// the length of its head, then per scope 7 values: has limits, expired, model
+// denied, max parallel, rpm, tpm, number of budgets; then per window the
+// index of its scope; then per budget, in scope order: window index, limit.
+// Strings: [1] the record string as Go made it for the output bound not
+// clamped ("<reserved> <worst> <tokens> <minute> <JSON>", or with no head),
+// [2] the id, then the field of each window. Keys: [1] the reservation record,
+// then the scope hashes.
 //
 // Reply: {0, n, worst, reserved, tokens, requests and tokens of each scope
 // after the admission}, {1, code, scope, requests and tokens of each scope},
@@ -41,7 +44,7 @@ const (
 const admitLua = `
 local function admit(ko, ao, A)
 local nS, nW = A[4], A[5]
-local wb = 18 + 7 * nS -- A[wb+w]: the scope of window w (windows come in scope order)
+local wb = 20 + 7 * nS -- A[wb+w]: the scope of window w (windows come in scope order)
 local w = 1
 for i = 1, nS do
   local w0 = w
@@ -76,7 +79,7 @@ local qi, ri, qo, ro = A[11], A[12], A[13], A[14]
 local n, fail = outB, -1
 local a = wb + nW + 1
 for i = 1, nS do
-  for _ = 1, A[18 + 7*i] do
+  for _ = 1, A[20 + 7*i] do
     local wi, limit = A[a], A[a+1]
     a = a + 2
     if fail < 0 then
@@ -97,7 +100,7 @@ local tokens = inB + n
 if mode == 1 then tokens = A[16] end
 
 for i = 1, nS do
-  local b = 19 + 7 * (i - 1)
+  local b = 21 + 7 * (i - 1)
   if A[b] == 1 then
     local code = 0
     local par, rpm, tpm = A[b+3], A[b+4], A[b+5]
@@ -118,9 +121,12 @@ end
 
 local reserved = worst
 if mode == 1 then reserved = 0 end
+local rec = ARGV[ao+1]
+if n ~= outB or worst ~= A[19] then -- clamped: the head Go wrote does not hold
+  rec = format('%d %d %d %d ', reserved, worst, tokens, minute) .. string.sub(rec, A[20] + 1)
+end
 -- The record is written first: SET NX fails when the id is open (duplicate).
-if not rcall('SET', KEYS[ko+1], format('%d %d %d %d %s', reserved, worst, tokens, minute, ARGV[ao+1]),
-    'PX', I(A[18]), 'NX') then
+if not rcall('SET', KEYS[ko+1], rec, 'PX', I(A[18]), 'NX') then
   return {3}
 end
 local ttl = A[17]

@@ -27,6 +27,32 @@ func bounds(p kernel.Price) (in, out kernel.Money) {
 
 func mul64(a, b uint64) (hi, lo uint64) { return bits.Mul64(a, b) }
 
+// maxExact bounds the integers a double (a Lua number) holds exactly.
+const maxExact = 1 << 53
+
+// worstOf is the script's worstOf in exact integers: ceil((input cost + m·output
+// price)/1e6) with input cost = qi·1e6+ri and output price = qo·1e6+ro. ok is
+// false when a term reaches 2^53, where the script's doubles may round.
+func worstOf(m, qi, ri, qo, ro int64) (int64, bool) {
+	if m < 0 || qi < 0 || ri < 0 || qo < 0 || ro < 0 || qi >= maxExact {
+		return 0, false
+	}
+	lh, low := bits.Mul64(uint64(m), uint64(ro))
+	qh, mq := bits.Mul64(uint64(m), uint64(qo))
+	if lh != 0 || qh != 0 || low >= maxExact || mq >= maxExact {
+		return 0, false
+	}
+	low += uint64(ri)
+	c := uint64(qi) + mq + low/1_000_000
+	if low%1_000_000 != 0 {
+		c++
+	}
+	if low >= maxExact || c >= maxExact {
+		return 0, false
+	}
+	return int64(c), true
+}
+
 // divmod1e6 splits the 128-bit value hi:lo into q·1e6 + r (q saturated).
 func divmod1e6(hi, lo uint64) (q, r int64) {
 	if hi >= 1_000_000 {
