@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 			defer conn.Close()
 			pc = extprocv3.NewExternalProcessorClient(conn)
 		} else {
-			pc = envoytest.Direct(proc)
+			pc = envoytest.DirectOwned(proc)
 		}
 		xconn, err := grpc.NewClient(g.XDSAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

@@ -31,8 +31,17 @@ func Direct(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorCl
 	return directClient{srv: srv}
 }
 
+// DirectOwned is Direct for a server that never touches a reply once Send
+// has returned (extproc.Processor builds every reply anew): replies are
+// passed by pointer like requests, with no copy. A server that reuses its
+// replies must use Direct.
+func DirectOwned(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+	return directClient{srv: srv, owned: true}
+}
+
 type directClient struct {
-	srv extprocv3.ExternalProcessorServer
+	srv   extprocv3.ExternalProcessorServer
+	owned bool // replies are not cloned
 }
 
 var _ extprocv3.ExternalProcessorClient = directClient{}
@@ -43,6 +52,7 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	p := &directPipe{
+		owned:   d.owned,
 		ctx:     sctx,
 		cancel:  cancel,
 		reqs:    make(chan *extprocv3.ProcessingRequest, directQueue),
@@ -115,6 +125,7 @@ func (w *workers) loop(f func()) {
 
 // directPipe is the shared state of one in-process stream.
 type directPipe struct {
+	owned  bool
 	ctx    context.Context
 	cancel context.CancelFunc
 	reqs   chan *extprocv3.ProcessingRequest
@@ -250,7 +261,10 @@ func (s *directServer) Recv() (*extprocv3.ProcessingRequest, error) {
 }
 
 func (s *directServer) Send(m *extprocv3.ProcessingResponse) error {
-	c := cloneResponse(m)
+	c := m
+	if !s.p.owned {
+		c = cloneResponse(m)
+	}
 	select {
 	case <-s.p.ctx.Done():
 		return status.FromContextError(s.p.ctx.Err()).Err()

@@ -42,6 +42,21 @@ func TestDirectSemantics(t *testing.T) {
 		_, err = st.Recv()
 		require.ErrorIs(t, err, io.EOF) // OK status
 	})
+	t.Run("DirectOwned passes replies by pointer", func(t *testing.T) {
+		sent := reply(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{}}, &extprocv3.CommonResponse{BodyMutation: bodyMut("a")})
+		cc := DirectOwned(serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
+			if _, err := st.Recv(); err != nil {
+				return err
+			}
+			return st.Send(sent)
+		}))
+		st, err := cc.Process(testCtx(t))
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&extprocv3.ProcessingRequest{}))
+		got, err := st.Recv()
+		require.NoError(t, err)
+		require.Same(t, sent, got)
+	})
 	t.Run("CloseSend is io.EOF on the server; its status reaches Recv", func(t *testing.T) {
 		cc := Direct(serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
 			_, err := st.Recv()
