@@ -156,9 +156,10 @@ func dsn(path string, c *config, readOnly bool) string {
 	if readOnly {
 		q = append(q, "_pragma=query_only(1)")
 	} else {
-		// A large page cache keeps the ledger's index pages in memory between
-		// batches; without it every batch rereads and rewrites them.
-		q = append(q, "_pragma=journal_mode(WAL)", "_pragma=cache_size(-65536)", "_pragma=temp_store(MEMORY)")
+		// An 8 MiB page cache keeps the hot ledger index pages (the right
+		// edges: request ids and end times grow) in memory between batches
+		// while keeping the process small; 64 MiB measured no faster.
+		q = append(q, "_pragma=journal_mode(WAL)", "_pragma=cache_size(-8192)", "_pragma=temp_store(MEMORY)")
 	}
 	return "file:" + path + "?" + strings.Join(q, "&")
 }
