@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"math"
 	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -52,129 +53,136 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 // could; on false m is in an unspecified state. Bytes fields of m alias b.
 func decodeRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
 	proto.Reset(m)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+	return eachField(b, func(f field) bool {
+		if f.num == 10 && f.typ == protowire.VarintType { // observability_mode
+			m.ObservabilityMode = f.v != 0
+			return true
+		}
+		if f.typ != protowire.BytesType {
 			return false
 		}
-		b = b[n:]
-		if typ == protowire.VarintType && num == 10 { // observability_mode
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return false
-			}
-			b = b[n:]
-			m.ObservabilityMode = v != 0
-			continue
-		}
-		if typ != protowire.BytesType {
-			return false
-		}
-		f, n := consumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		switch num {
-		case 2, 3, 6, 7: // request/response headers, request/response trailers
-			if m.Request != nil {
-				return false // a second oneof member: merge or replace, leave it to proto
-			}
-			hm, eos, ok := decodeHeaders(f, num >= 6)
-			if !ok {
-				return false
-			}
-			switch num {
-			case 2:
-				m.Request = &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hm, EndOfStream: eos}}
-			case 3:
-				m.Request = &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: hm, EndOfStream: eos}}
-			case 6:
-				m.Request = &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{Trailers: hm}}
-			default:
-				m.Request = &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocv3.HttpTrailers{Trailers: hm}}
-			}
-		case 4, 5: // request/response body
-			if m.Request != nil {
-				return false
-			}
-			body, ok := decodeBody(f)
-			if !ok {
-				return false
-			}
-			if num == 4 {
-				m.Request = &extprocv3.ProcessingRequest_RequestBody{RequestBody: body}
-			} else {
-				m.Request = &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: body}
-			}
+		switch f.num {
+		case 2, 3, 4, 5, 6, 7: // the request oneof
+			// A second member would be merged or replace the first: leave it to proto.
+			return m.Request == nil && decodeOneof(f.num, f.data, m)
 		case 8: // metadata_context: Envoy always sends one, empty unless forwarding_namespaces
-			if m.MetadataContext != nil || len(f) > 0 {
+			if m.MetadataContext != nil || len(f.data) > 0 {
 				return false
 			}
 			m.MetadataContext = &corev3.Metadata{}
+			return true
 		case 9: // attributes (request_attributes, first message of a direction)
-			if !decodeAttribute(f, m) {
-				return false
-			}
+			return decodeAttribute(f.data, m)
 		case 11: // protocol_config (first message)
 			if m.ProtocolConfig != nil {
 				return false
 			}
-			pc, ok := decodeProtocolConfig(f)
-			if !ok {
-				return false
+			m.ProtocolConfig = &extprocv3.ProtocolConfiguration{}
+			return decodeProtocolConfig(f.data, m.ProtocolConfig)
+		}
+		return false
+	})
+}
+
+// decodeOneof decodes the request oneof's member num from b.
+func decodeOneof(num protowire.Number, b []byte, m *extprocv3.ProcessingRequest) bool {
+	switch num {
+	case 2:
+		w, h := wrapped(func(w *extprocv3.ProcessingRequest_RequestHeaders, h *extprocv3.HttpHeaders) { w.RequestHeaders = h })
+		m.Request = w
+		return decodeHeaders(b, &h.Headers, &h.EndOfStream)
+	case 3:
+		w, h := wrapped(func(w *extprocv3.ProcessingRequest_ResponseHeaders, h *extprocv3.HttpHeaders) { w.ResponseHeaders = h })
+		m.Request = w
+		return decodeHeaders(b, &h.Headers, &h.EndOfStream)
+	case 4:
+		w, body := wrapped(func(w *extprocv3.ProcessingRequest_RequestBody, b *extprocv3.HttpBody) { w.RequestBody = b })
+		m.Request = w
+		return decodeBody(b, body)
+	case 5:
+		w, body := wrapped(func(w *extprocv3.ProcessingRequest_ResponseBody, b *extprocv3.HttpBody) { w.ResponseBody = b })
+		m.Request = w
+		return decodeBody(b, body)
+	case 6:
+		w, t := wrapped(func(w *extprocv3.ProcessingRequest_RequestTrailers, t *extprocv3.HttpTrailers) { w.RequestTrailers = t })
+		m.Request = w
+		return decodeHeaders(b, &t.Trailers, nil)
+	default:
+		w, t := wrapped(func(w *extprocv3.ProcessingRequest_ResponseTrailers, t *extprocv3.HttpTrailers) {
+			w.ResponseTrailers = t
+		})
+		m.Request = w
+		return decodeHeaders(b, &t.Trailers, nil)
+	}
+}
+
+// wrapped allocates a oneof wrapper and its message together, linked by link.
+func wrapped[W, M any](link func(*W, *M)) (*W, *M) {
+	x := &struct {
+		w W
+		m M
+	}{}
+	link(&x.w, &x.m)
+	return &x.w, &x.m
+}
+
+// field is one field of a message.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   uint64 // varint and fixed64 values
+	// data is a length-delimited value, capped so that an append to it never
+	// writes over the rest of the message; off is its offset in the message.
+	data []byte
+	off  int
+}
+
+// eachField calls f with each field of b in order, and reports whether b is
+// well formed and f accepted every field. Fields of types that none of the
+// decoded messages has (groups, fixed32) are refused.
+func eachField(b []byte, f func(field) bool) bool {
+	for off := 0; off < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return false
+		}
+		off += n
+		fd := field{num: num, typ: typ}
+		switch typ {
+		case protowire.VarintType:
+			fd.v, n = protowire.ConsumeVarint(b[off:])
+		case protowire.Fixed64Type:
+			fd.v, n = protowire.ConsumeFixed64(b[off:])
+		case protowire.BytesType:
+			var d []byte
+			if d, n = protowire.ConsumeBytes(b[off:]); n >= 0 {
+				fd.data, fd.off = d[:len(d):len(d)], off+n-len(d)
 			}
-			m.ProtocolConfig = pc
 		default:
 			return false
 		}
+		if n < 0 || !f(fd) {
+			return false
+		}
+		off += n
 	}
 	return true
 }
 
-// consumeBytes returns a length-delimited field's bytes, capped so that an
-// append to them never writes over the rest of the message.
-func consumeBytes(b []byte) ([]byte, int) {
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
-		return nil, n
-	}
-	return v[:len(v):len(v)], n
-}
-
-// decodeHeaders decodes HttpHeaders (or, with trailers, HttpTrailers): the
-// HeaderMap and end_of_stream.
-func decodeHeaders(b []byte, trailers bool) (*corev3.HeaderMap, bool, bool) {
-	var hm *corev3.HeaderMap
-	eos := false
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false, false
-		}
-		b = b[n:]
+// decodeHeaders decodes HttpHeaders (eos non-nil) or HttpTrailers (eos nil):
+// the HeaderMap and end_of_stream.
+func decodeHeaders(b []byte, hm **corev3.HeaderMap, eos *bool) bool {
+	return eachField(b, func(f field) bool {
 		switch {
-		case num == 1 && typ == protowire.BytesType && hm == nil:
-			f, n := consumeBytes(b)
-			if n < 0 {
-				return nil, false, false
-			}
-			b = b[n:]
-			if hm = decodeHeaderMap(f); hm == nil {
-				return nil, false, false
-			}
-		case num == 3 && typ == protowire.VarintType && !trailers:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return nil, false, false
-			}
-			b = b[n:]
-			eos = v != 0
-		default:
-			return nil, false, false
+		case f.num == 1 && f.typ == protowire.BytesType && *hm == nil:
+			*hm = decodeHeaderMap(f.data)
+			return *hm != nil
+		case f.num == 3 && f.typ == protowire.VarintType && eos != nil:
+			*eos = f.v != 0
+			return true
 		}
-	}
-	return hm, eos, true
+		return false
+	})
 }
 
 // decodeHeaderMap decodes a HeaderMap with three allocations whatever the
@@ -183,18 +191,11 @@ func decodeHeaders(b []byte, trailers bool) (*corev3.HeaderMap, bool, bool) {
 // something it decodes exactly as proto.Unmarshal would.
 func decodeHeaderMap(b []byte) *corev3.HeaderMap {
 	count := 0
-	for rest := b; len(rest) > 0; {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
-			return nil
-		}
-		rest = rest[n:]
-		n = protowire.ConsumeFieldValue(num, typ, rest)
-		if n < 0 {
-			return nil
-		}
-		rest = rest[n:]
+	if !eachField(b, func(f field) bool {
 		count++
+		return f.num == 1 && f.typ == protowire.BytesType
+	}) {
+		return nil
 	}
 	if count == 0 {
 		return &corev3.HeaderMap{}
@@ -204,146 +205,96 @@ func decodeHeaderMap(b []byte) *corev3.HeaderMap {
 	s := string(b)
 	vals := make([]corev3.HeaderValue, count)
 	hm := &corev3.HeaderMap{Headers: make([]*corev3.HeaderValue, count)}
-	off := 0
-	for i := range vals {
-		_, _, n := protowire.ConsumeTag(b[off:])
-		off += n
-		f, n := consumeBytes(b[off:])
-		base := off + n - len(f)
-		off += n
-		if !decodeHeaderValue(f, s[base:base+len(f)], &vals[i]) {
-			return nil
-		}
+	i := 0
+	if !eachField(b, func(f field) bool {
 		hm.Headers[i] = &vals[i]
+		i++
+		return decodeHeaderValue(f.data, s[f.off:f.off+len(f.data)], hm.Headers[i-1])
+	}) {
+		return nil
 	}
 	return hm
 }
 
 // decodeHeaderValue decodes one HeaderValue from b, whose text is also s.
 func decodeHeaderValue(b []byte, s string, hv *corev3.HeaderValue) bool {
-	for off := 0; off < len(b); {
-		num, typ, n := protowire.ConsumeTag(b[off:])
-		if n < 0 || typ != protowire.BytesType {
+	return eachField(b, func(f field) bool {
+		if f.typ != protowire.BytesType {
 			return false
 		}
-		off += n
-		f, n := consumeBytes(b[off:])
-		if n < 0 {
-			return false
-		}
-		start := off + n - len(f)
-		off += n
-		switch num {
+		switch f.num {
 		case 1, 2: // key, value: proto3 strings must be UTF-8
-			if !utf8.Valid(f) {
+			if !utf8.Valid(f.data) {
 				return false
 			}
-			if num == 1 {
-				hv.Key = s[start : start+len(f)]
+			if f.num == 1 {
+				hv.Key = s[f.off : f.off+len(f.data)]
 			} else {
-				hv.Value = s[start : start+len(f)]
+				hv.Value = s[f.off : f.off+len(f.data)]
 			}
+			return true
 		case 3: // raw_value
-			hv.RawValue = f
-		default:
-			return false
+			hv.RawValue = f.data
+			return true
 		}
-	}
-	return true
+		return false
+	})
 }
 
 // decodeBody decodes HttpBody: body and end_of_stream.
-func decodeBody(b []byte) (*extprocv3.HttpBody, bool) {
-	body := &extprocv3.HttpBody{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
+func decodeBody(b []byte, body *extprocv3.HttpBody) bool {
+	return eachField(b, func(f field) bool {
 		switch {
-		case num == 1 && typ == protowire.BytesType:
-			f, n := consumeBytes(b)
-			if n < 0 {
-				return nil, false
-			}
-			b = b[n:]
-			body.Body = f
-		case num == 2 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return nil, false
-			}
-			b = b[n:]
-			body.EndOfStream = v != 0
+		case f.num == 1 && f.typ == protowire.BytesType:
+			body.Body = f.data
+		case f.num == 2 && f.typ == protowire.VarintType:
+			body.EndOfStream = f.v != 0
 		default:
-			return nil, false
+			return false
 		}
-	}
-	return body, true
+		return true
+	})
 }
 
 // decodeProtocolConfig decodes ProtocolConfiguration: three varints.
-func decodeProtocolConfig(b []byte) (*extprocv3.ProtocolConfiguration, bool) {
-	pc := &extprocv3.ProtocolConfiguration{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.VarintType {
-			return nil, false
+func decodeProtocolConfig(b []byte, pc *extprocv3.ProtocolConfiguration) bool {
+	return eachField(b, func(f field) bool {
+		if f.typ != protowire.VarintType {
+			return false
 		}
-		b = b[n:]
-		v, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
-		switch num {
+		switch f.num {
 		case 1:
-			pc.RequestBodyMode = extprocfilterv3.ProcessingMode_BodySendMode(int32(v)) //nolint:gosec // protobuf's enum conversion
+			pc.RequestBodyMode = extprocfilterv3.ProcessingMode_BodySendMode(int32(f.v)) //nolint:gosec // protobuf's enum conversion
 		case 2:
-			pc.ResponseBodyMode = extprocfilterv3.ProcessingMode_BodySendMode(int32(v)) //nolint:gosec // protobuf's enum conversion
+			pc.ResponseBodyMode = extprocfilterv3.ProcessingMode_BodySendMode(int32(f.v)) //nolint:gosec // protobuf's enum conversion
 		case 3:
-			pc.SendBodyWithoutWaitingForHeaderResponse = v != 0
+			pc.SendBodyWithoutWaitingForHeaderResponse = f.v != 0
 		default:
-			return nil, false
+			return false
 		}
-	}
-	return pc, true
+		return true
+	})
 }
 
-// decodeAttribute decodes one entry of the attributes map: its key here, its
-// Struct value (rare: the first message of a direction) with proto.Unmarshal.
+// decodeAttribute decodes one entry of the attributes map (the first message
+// of a direction).
 func decodeAttribute(b []byte, m *extprocv3.ProcessingRequest) bool {
-	var key string
-	var val []byte
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return false
-		}
-		b = b[n:]
-		f, n := consumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		switch num {
-		case 1:
-			if !utf8.Valid(f) {
-				return false
-			}
-			key = string(f)
-		case 2:
-			if val != nil {
-				return false // two values: proto merges them
-			}
-			val = f
-		default:
-			return false
-		}
+	key, val, ok := decodeMapEntry(b)
+	if !ok {
+		return false
 	}
-	st := &structpb.Struct{}
-	if err := proto.Unmarshal(val, st); err != nil {
+	st := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	if !eachField(val, func(f field) bool { // Struct: map<string, Value> fields = 1
+		if f.num != 1 || f.typ != protowire.BytesType {
+			return false
+		}
+		k, v, ok := decodeMapEntry(f.data)
+		if !ok {
+			return false
+		}
+		st.Fields[k] = &structpb.Value{}
+		return decodeScalarValue(v, st.Fields[k])
+	}) {
 		return false
 	}
 	if m.Attributes == nil {
@@ -351,4 +302,42 @@ func decodeAttribute(b []byte, m *extprocv3.ProcessingRequest) bool {
 	}
 	m.Attributes[key] = st
 	return true
+}
+
+// decodeMapEntry decodes a map entry with a string key and a message value.
+func decodeMapEntry(b []byte) (key string, val []byte, ok bool) {
+	ok = eachField(b, func(f field) bool {
+		switch {
+		case f.typ != protowire.BytesType:
+			return false
+		case f.num == 1 && utf8.Valid(f.data):
+			key = string(f.data)
+			return true
+		case f.num == 2 && val == nil: // two values would be merged: leave it to proto
+			val = f.data
+			return true
+		}
+		return false
+	})
+	return key, val, ok
+}
+
+// decodeScalarValue decodes a Value holding null, a number, a string or a bool
+// (Envoy's attributes); nested structs and lists are left to proto.
+func decodeScalarValue(b []byte, v *structpb.Value) bool {
+	return eachField(b, func(f field) bool {
+		switch {
+		case f.num == 1 && f.typ == protowire.VarintType:
+			v.Kind = &structpb.Value_NullValue{NullValue: structpb.NullValue(int32(f.v))} //nolint:gosec // protobuf's enum conversion
+		case f.num == 2 && f.typ == protowire.Fixed64Type:
+			v.Kind = &structpb.Value_NumberValue{NumberValue: math.Float64frombits(f.v)}
+		case f.num == 3 && f.typ == protowire.BytesType && utf8.Valid(f.data):
+			v.Kind = &structpb.Value_StringValue{StringValue: string(f.data)}
+		case f.num == 4 && f.typ == protowire.VarintType:
+			v.Kind = &structpb.Value_BoolValue{BoolValue: f.v != 0}
+		default:
+			return false
+		}
+		return true
+	})
 }

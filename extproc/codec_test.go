@@ -24,7 +24,9 @@ func codecCases(t testing.TB) []struct {
 	fast bool
 } {
 	t.Helper()
-	attrs, err := structpb.NewStruct(map[string]any{"xds.route_name": "ai-chat", "n": 1.5, "l": []any{"a", true}})
+	attrs, err := structpb.NewStruct(map[string]any{"xds.route_name": "ai-chat", "n": 1.5, "b": true, "z": nil})
+	require.NoError(t, err)
+	nested, err := structpb.NewStruct(map[string]any{"l": []any{"a", true}, "s": map[string]any{"k": "v"}})
 	require.NoError(t, err)
 	withEnvoyFields := func(m *extprocv3.ProcessingRequest) *extprocv3.ProcessingRequest {
 		m = proto.Clone(m).(*extprocv3.ProcessingRequest)
@@ -40,6 +42,8 @@ func codecCases(t testing.TB) []struct {
 	withMeta.MetadataContext = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"ns": attrs}}
 	headerAttrs := proto.Clone(benchRespHdrs).(*extprocv3.ProcessingRequest)
 	headerAttrs.GetResponseHeaders().Attributes = map[string]*structpb.Struct{"a": attrs} //nolint:staticcheck // deprecated, still decodable
+	nestedAttrs := proto.Clone(benchReqHdrs).(*extprocv3.ProcessingRequest)
+	nestedAttrs.Attributes = map[string]*structpb.Struct{"envoy.filters.http.ext_proc": nested}
 	flow := proto.Clone(benchChunk).(*extprocv3.ProcessingRequest)
 	flow.FlowControlInit = &extprocv3.ProcessingRequest_FlowControlInit{}
 	return []struct {
@@ -71,6 +75,7 @@ func codecCases(t testing.TB) []struct {
 		}}, true},
 		{"empty message", &extprocv3.ProcessingRequest{}, true},
 		{"forwarded metadata", withMeta, false},
+		{"nested attributes", nestedAttrs, false},
 		{"header attributes", headerAttrs, false},
 		{"flow control", flow, false},
 	}
