@@ -409,8 +409,7 @@ func isEventStream(ct string) bool {
 // --- response body ----------------------------------------------------------
 
 func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	reply := &extprocv3.BodyResponse{}
-	pr := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: reply}}
+	pr, reply := responseBodyReply()
 	if !s.admitted || s.settled && !s.sse {
 		return pr
 	}
@@ -473,6 +472,19 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrCost, formatUSD(cost)))
 	}
 	return pr
+}
+
+// responseBodyReply returns an empty response-body reply and its BodyResponse,
+// in one allocation: the reply to every streamed chunk.
+func responseBodyReply() (*extprocv3.ProcessingResponse, *extprocv3.BodyResponse) {
+	x := &struct {
+		pr extprocv3.ProcessingResponse
+		w  extprocv3.ProcessingResponse_ResponseBody
+		r  extprocv3.BodyResponse
+	}{}
+	x.w.ResponseBody = &x.r
+	x.pr.Response = &x.w
+	return &x.pr, &x.r
 }
 
 func bodyMutation(b []byte) *extprocv3.BodyMutation {
