@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -43,13 +44,15 @@ import (
 // (or per streamed chunk), client-µs/op the same for the benchmark process (the
 // Envoy client); rtt-p50/p99-µs are client-observed round trips of one ext_proc
 // message. TOLLGATE_BENCH_CPUPROFILE=file makes the server write its CPU
-// profile there (go tool pprof file).
+// profile there (go tool pprof file); TOLLGATE_BENCH_GOGC=n sets the server's
+// GOGC alone (GOGC=n would set the client's too).
 
 const (
 	benchServeEnv = "TOLLGATE_BENCH_SERVE" // "tcp" or "unix:<path>"
 	benchEchoEnv  = "TOLLGATE_BENCH_ECHO"  // serve echoProcessor instead
 	benchLatEnv   = "TOLLGATE_BENCH_LAT"   // write the per-message histogram here
 	benchProfEnv  = "TOLLGATE_BENCH_CPUPROFILE"
+	benchGCEnv    = "TOLLGATE_BENCH_GOGC" // the server's GOGC, leaving the client's alone
 )
 
 // latencyHistogram counts per-message processing times in 1 µs buckets up to
@@ -170,6 +173,11 @@ func TestBenchServe(t *testing.T) {
 	if f := os.Getenv(benchLatEnv); f != "" {
 		p.observe = hist.add
 		defer func() { require.NoError(t, os.WriteFile(f, hist.encode(), 0o600)) }()
+	}
+	if v := os.Getenv(benchGCEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		debug.SetGCPercent(n)
 	}
 	if f := os.Getenv(benchProfEnv); f != "" {
 		out, err := os.Create(f)
