@@ -76,23 +76,53 @@ func (t *h1Client) takes(req *http.Request) bool {
 // read to the end or closed; the connection goes back to the pool at its end.
 // A cancelled request context makes a blocked write or read return.
 func (t *h1Client) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	buf := reqBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			reqBufs.Put(buf)
-		}
-	}()
+	buf := getReqBuf()
+	defer putReqBuf(buf)
 	if err := req.Write(buf); err != nil {
 		return nil, err
 	}
+	return t.do(req.Context(), req, buf.Bytes())
+}
+
+func getReqBuf() *bytes.Buffer {
+	buf := reqBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	return buf
+}
+
+func putReqBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		reqBufs.Put(buf)
+	}
+}
+
+// Requests standing for the common methods in ReadResponse (which reads
+// only the method and points the response at them).
+var (
+	postRequest = &http.Request{Method: http.MethodPost}
+	getRequest  = &http.Request{Method: http.MethodGet}
+)
+
+// methodRequest is a request of method for ReadResponse.
+func methodRequest(method string) *http.Request {
+	switch method {
+	case http.MethodPost:
+		return postRequest
+	case http.MethodGet:
+		return getRequest
+	}
+	return &http.Request{Method: method}
+}
+
+// do sends wire, a serialised request, and returns its response; req is
+// what the response is for (its method decides whether a body follows).
+func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.get(ctx)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := t.exchange(ctx, c, req, buf.Bytes())
+		resp, err := t.exchange(ctx, c, req, wire)
 		if err == nil {
 			return resp, nil
 		}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 // rawUpstream serves each connection with serve; it counts connections.
@@ -230,4 +233,35 @@ func TestH1ClientChunkedTrailers(t *testing.T) {
 	require.EqualValues(t, -1, resp.ContentLength)
 	require.Equal(t, "hello world", readAll(t, resp))
 	require.Equal(t, "42", resp.Trailer.Get("X-Cost"))
+}
+
+// The fast path writes the released headers as Envoy sends them over
+// HTTP/1.1: lower-case names, no hop-by-hop headers, the body's length.
+func TestWireRequest(t *testing.T) {
+	x := &exchange{fwd: envoytestHeaders(
+		":method", "POST", ":path", "/v1/chat?x=1", ":authority", "api.example.com", ":scheme", "http",
+		"connection", "keep-alive", "content-length", "999", "expect", "100-continue",
+		"authorization", "Bearer sk-1", "x-evil", "a\r\nx-injected: 1",
+	)}
+	cl := &cluster{urlHost: "10.0.0.1:80"}
+	var buf bytes.Buffer
+	require.True(t, x.wireRequest(&buf, &route{}, cl, []byte("{}")))
+	require.Equal(t, "POST /v1/chat?x=1 HTTP/1.1\r\nhost: api.example.com\r\nauthorization: Bearer sk-1\r\n"+
+		"x-evil: a  x-injected: 1\r\ncontent-length: 2\r\n\r\n{}", buf.String())
+
+	buf.Reset()
+	require.True(t, x.wireRequest(&buf, &route{hostRewrite: "upstream.internal"}, cl, nil))
+	require.Contains(t, buf.String(), "host: upstream.internal\r\n")
+	require.Contains(t, buf.String(), "content-length: 0\r\n")
+
+	x.fwd = envoytestHeaders(":method", "POST", ":path", "/a b")
+	require.False(t, x.wireRequest(&buf, &route{}, cl, nil))
+}
+
+func envoytestHeaders(kv ...string) envoytest.Headers {
+	var h envoytest.Headers
+	for i := 0; i < len(kv); i += 2 {
+		h = append(h, envoytest.Header{Key: kv[i], Value: kv[i+1]})
+	}
+	return h
 }

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
@@ -305,8 +307,19 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 	}
 	x.release = cl.release
 	x.startTimers(rt)
-	req, err := x.upstreamRequest(rt, cl, body, buffered)
-	if err != nil {
+	var (
+		req  *http.Request
+		wire *bytes.Buffer // the request serialised for the HTTP/1.1 fast path
+		err  error
+	)
+	if b, ok := body.([]byte); ok && buffered && cl.h1 != nil && len(b) <= maxSerialised {
+		wire = getReqBuf()
+		defer putReqBuf(wire)
+		if !x.wireRequest(wire, rt, cl, b) {
+			return localResponse(http.StatusBadRequest, nil, nil)
+		}
+		req = methodRequest(x.fwd.Value(":method"))
+	} else if req, err = x.upstreamRequest(rt, cl, body, buffered); err != nil {
 		return localResponse(http.StatusBadRequest, nil, nil)
 	}
 	attempts := 1
@@ -323,7 +336,12 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 		if perTryD > 0 {
 			perTry = time.AfterFunc(perTryD, func() { acancel(errPerTry) })
 		}
-		resp, err := cl.roundTrip(req.WithContext(actx), buffered)
+		var resp *http.Response
+		if wire != nil {
+			resp, err = cl.h1.do(actx, req, wire.Bytes())
+		} else {
+			resp, err = cl.roundTrip(req.WithContext(actx), buffered)
+		}
 		if perTry != nil {
 			perTry.Stop()
 		}
@@ -351,7 +369,9 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 				if !sleepCtx(x.upCtx, 25*time.Millisecond<<attempt) {
 					return nil
 				}
-				req, _ = x.upstreamRequest(rt, cl, body, buffered)
+				if wire == nil {
+					req, _ = x.upstreamRequest(rt, cl, body, buffered)
+				}
 				continue
 			}
 		}
@@ -435,6 +455,82 @@ var monoStart = time.Now()
 
 // monoNow is monotonic nanoseconds since the process started.
 func monoNow() int64 { return int64(time.Since(monoStart)) }
+
+// wireRequest writes the HTTP/1.1 request sent to cl from the released
+// headers and the whole body b into buf, with lower-case header names as
+// Envoy sends them. False when :path is not a request target.
+func (x *exchange) wireRequest(buf *bytes.Buffer, rt *route, cl *cluster, b []byte) bool {
+	method, path := x.fwd.Value(":method"), x.fwd.Value(":path")
+	if !validTarget(path) || !httpguts.ValidHeaderFieldName(method) {
+		return false
+	}
+	host := rt.hostRewrite
+	if host == "" {
+		host = x.fwd.Value(":authority")
+	}
+	if host == "" {
+		host = cl.urlHost
+	}
+	buf.WriteString(method)
+	buf.WriteByte(' ')
+	buf.WriteString(path)
+	buf.WriteString(" HTTP/1.1\r\nhost: ")
+	writeValue(buf, host)
+	buf.WriteString("\r\n")
+	for _, kv := range x.fwd {
+		switch {
+		case strings.HasPrefix(kv.Key, ":"), hopByHop(kv.Key), kv.Key == "host", kv.Key == "content-length", kv.Key == "expect":
+			continue // as in upstreamRequest
+		case !httpguts.ValidHeaderFieldName(kv.Key):
+			continue
+		}
+		buf.WriteString(kv.Key)
+		buf.WriteString(": ")
+		writeValue(buf, kv.Value)
+		buf.WriteString("\r\n")
+	}
+	if len(b) > 0 || (method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions && method != http.MethodDelete) {
+		var n [20]byte
+		buf.WriteString("content-length: ")
+		buf.Write(strconv.AppendInt(n[:0], int64(len(b)), 10))
+		buf.WriteString("\r\n")
+	}
+	buf.WriteString("\r\n")
+	buf.Write(b)
+	return true
+}
+
+// validTarget reports whether p is an origin-form request target (or "*").
+func validTarget(p string) bool {
+	if p == "*" {
+		return true
+	}
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// writeValue writes a header value with CR and LF turned into spaces, as
+// net/http does.
+func writeValue(buf *bytes.Buffer, v string) {
+	if !strings.ContainsAny(v, "\r\n") {
+		buf.WriteString(v)
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\r' || c == '\n' {
+			buf.WriteByte(' ')
+		} else {
+			buf.WriteByte(c)
+		}
+	}
+}
 
 // upstreamRequest builds the request sent to cl from the released headers.
 func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bool) (*http.Request, error) {
