@@ -16,8 +16,10 @@ import (
 )
 
 // directQueue is how many messages each side may send before the peer reads,
-// standing in for gRPC's flow-control window.
-const directQueue = 64
+// standing in for gRPC's flow-control window. A client following Envoy's
+// rules has at most MaxOutstandingChunks (default 1) messages unanswered, so
+// 16 never blocks a real flow; each stream allocates both queues.
+const directQueue = 16
 
 // Direct returns an ExternalProcessorClient that runs srv.Process in-process on
 // a channel-backed stream pair: no serialisation and no network. Each Process
