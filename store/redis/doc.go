@@ -39,12 +39,12 @@
 // # Scripts and batches
 //
 // Admissions and settlements are operations of one Lua script, batchLua. The
-// pipeliner (WithPipeline: a few goroutines, each taking what is queued, up to
-// a bound, without waiting) sends the operations of concurrent callers as one
-// EVALSHA (loaded on first NOSCRIPT) that runs them in order, each on its own
-// keys and arguments, and answers with their replies in order: one round trip
-// and one script call for many admissions and settlements, while a lone caller
-// pays no extra delay. An operation's integer arguments travel as one string
+// pipeliner (WithPipeline: one goroutine by default, or a few, each taking
+// what is queued, up to a bound, without waiting) sends the operations of
+// concurrent callers as one EVALSHA (loaded on first NOSCRIPT) that runs them
+// in order, each on its own keys and arguments, and answers with their
+// replies in order: one round trip and one script call for many admissions
+// and settlements, while a lone caller pays no extra delay. An operation's integer arguments travel as one string
 // of little-endian doubles (one struct.unpack in Lua, no parsing), its strings
 // (id, record JSON, window fields) as arguments of their own. Within a batch
 // every hash is read once into one Lua table (HMGET of the fields the batch
