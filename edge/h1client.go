@@ -28,6 +28,9 @@ type h1Client struct {
 	idleFor time.Duration
 	// slots bounds the open connections (max_connections); nil: no bound.
 	slots chan struct{}
+	// returned wakes a request waiting for a slot when a connection goes
+	// back to the pool.
+	returned chan struct{}
 
 	mu     sync.Mutex
 	idle   []*h1Conn // most recently used last
@@ -63,6 +66,7 @@ func newH1Client(dial func(ctx context.Context) (net.Conn, error), maxConns int)
 	c := &h1Client{dial: dial, maxIdle: maxIdlePerHost, idleFor: 90 * time.Second}
 	if maxConns > 0 {
 		c.slots = make(chan struct{}, maxConns)
+		c.returned = make(chan struct{}, 1)
 	}
 	return c
 }
@@ -229,7 +233,7 @@ func (t *h1Client) waitSlot(ctx context.Context) (*h1Conn, error) {
 			return nil, nil
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
-		case <-time.After(time.Millisecond):
+		case <-t.returned:
 		}
 	}
 }
@@ -252,6 +256,12 @@ func (t *h1Client) put(c *h1Conn) {
 	if !t.closed && len(t.idle) < t.maxIdle {
 		t.idle = append(t.idle, c)
 		t.mu.Unlock()
+		if t.returned != nil {
+			select {
+			case t.returned <- struct{}{}:
+			default:
+			}
+		}
 		return
 	}
 	t.mu.Unlock()
