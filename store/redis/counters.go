@@ -236,14 +236,14 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	budgets := make([]int64, 0, 4)
 	// The record as the script writes it when the output bound stays as it is
 	// (the common case): "<reserved> <worst> <tokens> <minute> " + JSON.
-	var head []byte
+	head := make([]byte, 0, 512)
 	worst, ok := worstOf(outBound, qi, ri, qo, ro)
 	tokens, reserved := inBound+outBound, worst
 	if mode == kernel.Estimate {
 		tokens, reserved = estTokens, 0
 	}
 	if ok && tokens >= 0 && tokens < maxExact {
-		head = fmt.Appendf(make([]byte, 0, 64), "%d %d %d %d ", reserved, worst, tokens, minute)
+		head = fmt.Appendf(head, "%d %d %d %d ", reserved, worst, tokens, minute)
 	} else {
 		worst = -1 // the script formats the record itself
 	}
@@ -282,11 +282,11 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 		}
 	}
 	binary.LittleEndian.PutUint64(o.nums[8*4:], math.Float64bits(float64(len(spans)))) // nW, A[5]
-	doc, err := json.Marshal(rec)
+	doc, err := appendRecordJSON(head, rec)
 	if err != nil {
 		return kernel.Decision{}, fmt.Errorf("redis: encode reservation: %w", err)
 	}
-	o.strs = append(o.strs, string(append(head, doc...)), req.ID)
+	o.strs = append(o.strs, string(doc), req.ID)
 	for _, sp := range spans {
 		o.num(int64(sp.scopeIdx))
 		o.strs = append(o.strs, sp.field)
