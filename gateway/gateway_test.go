@@ -107,9 +107,12 @@ func (r *running) key(t *testing.T, id string, lim kernel.Limits) string {
 }
 
 // eventually polls cond until it holds or 5 s pass.
+// eventually waits for cond: the first snapshot and its xDS push take
+// milliseconds on an idle machine, seconds on a CI machine running other
+// packages' tests at the same time.
 func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
-	require.Eventually(t, cond, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond)
 }
 
 func (r *running) post(t *testing.T, key, path, body string) (*http.Response, []byte) {
