@@ -165,6 +165,9 @@ type serverConn struct {
 	mu     sync.Mutex
 	active bool // a request is being served
 	closed bool
+	// linger: the client may still be sending a body nobody read; close
+	// gracefully so that the response reaches it.
+	linger bool
 
 	// The watch of the current request: started once the request has run
 	// for watchAfter and its body has been read, it waits for the next byte
@@ -216,6 +219,9 @@ func (sc *serverConn) serve() {
 			s.logger.Error("edge: handler panic", "panic", p)
 		}
 		if !hijacked {
+			if sc.linger {
+				sc.lingerClose()
+			}
 			_ = sc.c.Close()
 		}
 		if sc.watchT != nil {
@@ -350,6 +356,11 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		cancel(nil)
 		return true
 	}
+	if wb != nil && !wb.done && (req.ContentLength < 0 || req.ContentLength > maxDrain) {
+		// The handler answered without reading a body too large to skip:
+		// the connection ends after this response, which says so.
+		w.closeAfter, sc.linger = true, true
+	}
 	if err := w.finish(); err != nil {
 		sc.markClosed()
 	}
@@ -359,6 +370,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		sc.markClosed()
 	} else if wb != nil && !wb.done && !sc.drain(wb.ReadCloser) {
 		sc.markClosed() // the unread body is too large to skip, or broken
+		sc.linger = true
 	}
 	return false
 }
@@ -409,18 +421,24 @@ func checkRequest(req *http.Request) string {
 	return ""
 }
 
-// fail writes a bare error response on a connection that will close, then
-// half-closes it and reads what the client still sends for a moment, so
-// that unread request bytes do not turn the close into a reset that
-// destroys the response before the client reads it.
+// fail writes a bare error response on a connection that will close.
 func (sc *serverConn) fail(status int, text string) {
 	_ = sc.c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), text)
-	if cw, ok := sc.c.(interface{ CloseWrite() error }); ok && err == nil {
+	if _, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), text); err == nil {
+		sc.linger = true
+	}
+}
+
+// lingerClose half-closes the connection and reads what the client still
+// sends for a moment, so that unread request bytes do not turn the close
+// into a reset that destroys the response before the client reads it (as
+// net/http's server does).
+func (sc *serverConn) lingerClose() {
+	if cw, ok := sc.c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 		_ = sc.c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		_, _ = io.CopyN(io.Discard, sc.c, maxDrain)
+		_, _ = io.CopyN(io.Discard, sc.c, 4<<20)
 	}
 }
 

@@ -232,3 +232,18 @@ func TestH1ServerShutdown(t *testing.T) {
 	require.NoError(t, <-shut)
 	require.ErrorIs(t, <-served, http.ErrServerClosed)
 }
+
+// A handler that answers without reading a large body: the client, still
+// sending, gets the response (and Connection: close), not a reset.
+func TestH1ServerEarlyAnswerToLargeBody(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	})
+	for range 5 {
+		resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(strings.Repeat("x", 4<<20)))
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+		require.True(t, resp.Close)
+	}
+}
