@@ -65,7 +65,7 @@
 // edge's own loop (h1server.go): net/http's parser reads each request and
 // the handler runs in the connection's goroutine; a response the handler
 // completes is written with its Content-Length in one write, a flushed one
-// is chunked. A request still running after 20 ms, its body read, has its
+// is chunked. A request still running after 1 s, its body read, has its
 // connection watched so that a client going away cancels it (net/http
 // spends a goroutine and a read on every request for this). Connections
 // opening with the HTTP/2 preface are handed to a net/http server (h2c).

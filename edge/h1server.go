@@ -47,7 +47,11 @@ const (
 	idleTimeout   = time.Hour // Envoy's downstream idle_timeout
 	// watchAfter: a request still running after this long has its connection
 	// watched, so that a client going away cancels the request's context.
-	watchAfter = 20 * time.Millisecond
+	// Watching costs a goroutine and a read per request; a completion that
+	// takes seconds pays it for nothing measurable, a request queued for
+	// tens of milliseconds on a busy gateway would pay it for nothing at
+	// all. A stream notices a client gone at its next write anyway.
+	watchAfter = time.Second
 	// maxDrain is how much of a request body the handler left unread is
 	// read to keep the connection; beyond it the connection is closed.
 	maxDrain = 256 << 10
