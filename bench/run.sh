@@ -8,6 +8,12 @@
 # The gateway is pinned to core 0 (GOMAXPROCS follows the affinity mask); mockllm and the
 # load generator share core 1. CPU per request = the gateway's user+system time over the
 # run divided by the requests it served. Prints a Markdown table (bench/README.md).
+#
+# Each cell also runs nginx as a plain reverse proxy to mockllm, pinned the same way
+# (installed from Debian's nginx-light when missing and run as root; skipped otherwise):
+# the issue's goals were set against nginx's CPU per request on a quiet machine (18 µs),
+# and this machine's speed varies by 2x within minutes, so "gateway CPU / nginx CPU" in
+# the same run is the number that compares.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +24,13 @@ GW_CPU=${GW_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 
 go build -o bin/ ./cmd/tollgate ./cmd/mockllm ./bench/loadgen
+
+if ! command -v nginx >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  echo "bench: installing nginx-light from Debian packages for the baseline rows" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >/dev/null 2>&1; } || true
+  (service nginx stop || true) >/dev/null 2>&1
+fi
 
 tmp=$(mktemp -d)
 pids=()
@@ -30,6 +43,7 @@ trap cleanup EXIT
 
 mock=127.0.0.1:19400
 gw=127.0.0.1:18080
+ngx=127.0.0.1:18090
 admin=127.0.0.1:19090
 export TOLLGATE_ADMIN_KEY=tga-bench-admin-secret-0123456789abcdefghij
 export TOLLGATE_ADDR=$admin
@@ -41,6 +55,41 @@ taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/bench.db" --listen "$gw" --admi
   --log-level error >"$tmp/tollgate.log" 2>&1 &
 gwpid=$!
 pids+=($gwpid)
+
+nginx_pid=
+if command -v nginx >/dev/null 2>&1; then
+  mkdir -p "$tmp/nginx"
+  cat >"$tmp/nginx/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+worker_rlimit_nofile 8192;
+error_log $tmp/nginx/error.log error;
+pid $tmp/nginx/nginx.pid;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/nginx/body;
+  proxy_temp_path $tmp/nginx/proxy;
+  fastcgi_temp_path $tmp/nginx/fastcgi;
+  uwsgi_temp_path $tmp/nginx/uwsgi;
+  scgi_temp_path $tmp/nginx/scgi;
+  upstream mock { server $mock; keepalive 1024; }
+  server {
+    listen $ngx;
+    location / {
+      proxy_pass http://mock;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+EOF
+  taskset -c "$GW_CPU" nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>/dev/null &
+  nginx_pid=$!
+  pids+=("$nginx_pid")
+fi
 
 for _ in $(seq 1 300); do
   [ -f "$tmp/.tollgate-demo-key" ] && break
@@ -56,21 +105,35 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 
-printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | gateway CPU µs/req | gateway peak RSS MiB |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
-for s in $SCEN; do
-  for c in $CONNS; do
-    out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "http://$mock" -model mock-gpt -scenario "$s" -c "$c" -d "$D")
-    printf '| %s | %s | direct to mockllm | %.0f | %.2f | %.2f | %s | - | - |\n' "$s" "$c" \
-      "$(field rps <<<"$out")" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")"
-
-    t0=$(ticks "$gwpid")
-    out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "http://$gw" -key "$key" -model demo -scenario "$s" -c "$c" -d "$D" -warmup 0s)
-    t1=$(ticks "$gwpid")
+# cell TARGET URL PID KEY MODEL: one row without its last column; sets cpu (µs/req).
+cell() {
+  local target=$1 url=$2 pid=$3 key=$4 model=$5 t0 t1 out reqs rss=-
+  cpu=-
+  [ -n "$pid" ] && t0=$(ticks "$pid")
+  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "$s" -c "$c" -d "$D" -warmup 0s)
+  if [ -n "$pid" ]; then
+    t1=$(ticks "$pid")
     reqs=$(field requests <<<"$out")
     cpu=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print "-" }')
-    rss=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$gwpid/status")
-    printf '| %s | %s | tollgate (built-in) | %.0f | %.2f | %.2f | %s | %s | %s |\n' "$s" "$c" \
-      "$(field rps <<<"$out")" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")" "$cpu" "$rss"
+    rss=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$pid/status")
+  fi
+  printf '| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s |' "$s" "$c" "$target" \
+    "$(field rps <<<"$out")" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")" "$cpu" "$rss"
+}
+
+printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | CPU µs/req | peak RSS MiB | CPU vs nginx |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
+for s in $SCEN; do
+  for c in $CONNS; do
+    cell "direct to mockllm" "http://$mock" "" "" mock-gpt
+    printf ' - |\n'
+    ngx_cpu=-
+    if [ -n "$nginx_pid" ]; then
+      cell "nginx (plain proxy)" "http://$ngx" "$nginx_pid" "" mock-gpt
+      ngx_cpu=$cpu
+      printf ' 1.00 |\n'
+    fi
+    cell "tollgate (built-in)" "http://$gw" "$gwpid" "$key" demo
+    awk -v a="$cpu" -v b="$ngx_cpu" 'BEGIN { if (b != "-" && b > 0) printf " %.2f |\n", a / b; else print " - |" }'
   done
 done
