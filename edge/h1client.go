@@ -122,7 +122,7 @@ func methodRequest(method string) *http.Request {
 // what the response is for (its method decides whether a body follows).
 func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		c, reused, err := t.get(ctx)
+		c, reused, err := t.get(ctx, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +132,9 @@ func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte) (*htt
 		}
 		// A pooled connection the server closed while it was idle fails
 		// before any byte of a response arrives: the request was not
-		// processed, so it goes again once on a new connection (as
-		// http.Transport does for a rewindable body).
+		// processed, so it goes again once, on a new connection (the
+		// other pooled ones may be as stale, after a restart of the
+		// upstream), as http.Transport does for a rewindable body.
 		if reused && attempt == 0 && ctx.Err() == nil && staleConn(err) {
 			continue
 		}
@@ -182,11 +183,12 @@ func staleConn(err error) bool {
 	return errors.As(err, &s)
 }
 
-// get returns an idle connection (reused) or a new one.
-func (t *h1Client) get(ctx context.Context) (*h1Conn, bool, error) {
+// get returns an idle connection (reused) or, when there is none or fresh is
+// set, a new one.
+func (t *h1Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 	now := time.Now()
 	t.mu.Lock()
-	for len(t.idle) > 0 {
+	for !fresh && len(t.idle) > 0 {
 		c := t.idle[len(t.idle)-1]
 		t.idle = t.idle[:len(t.idle)-1]
 		if now.Sub(c.lastUsed) > t.idleFor {

@@ -265,3 +265,26 @@ func envoytestHeaders(kv ...string) envoytest.Headers {
 	}
 	return h
 }
+
+// After the upstream restarts, every pooled connection is stale: the retry
+// takes a new connection instead of the next stale one.
+func TestH1ClientAllPooledConnectionsStale(t *testing.T) {
+	u := startRaw(t, reply("ok", 1))
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range 4 { // four connections in the pool, each good for one response
+		wg.Go(func() {
+			resp, err := h1Post(t, context.Background(), c, "x")
+			if assertNoErr(t, err) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(10 * time.Millisecond) // the server's closes arrive
+	resp, err := h1Post(t, context.Background(), c, "again")
+	require.NoError(t, err)
+	require.Equal(t, "ok", readAll(t, resp))
+}
