@@ -153,6 +153,10 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		return nil, staleIf(err, c.nread == before)
 	}
 	resp, err := http.ReadResponse(c.br, req)
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+		// Informational responses (103 Early Hints) are not forwarded.
+		resp, err = http.ReadResponse(c.br, req)
+	}
 	if err != nil {
 		stop()
 		t.discard(c)

@@ -288,3 +288,18 @@ func TestH1ClientAllPooledConnectionsStale(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", readAll(t, resp))
 }
+
+// Informational responses before the final one are skipped.
+func TestH1ClientSkipsInformational(t *testing.T) {
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	resp, err := h1Post(t, context.Background(), c, "x")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ok", readAll(t, resp))
+}
