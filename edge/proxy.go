@@ -586,7 +586,7 @@ func (x *exchange) respond(resp *http.Response) {
 	h := make(envoytest.Headers, 0, len(resp.Header)+1)
 	h = append(h, envoytest.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
 	for k, vs := range resp.Header {
-		lk := strings.ToLower(k)
+		lk := lowerKey(k)
 		if hopByHop(lk) {
 			continue
 		}
@@ -811,7 +811,7 @@ func downstreamHeaders(r *http.Request) envoytest.Headers {
 	)
 	hasID := false
 	for k, vs := range r.Header {
-		lk := strings.ToLower(k)
+		lk := lowerKey(k)
 		switch {
 		case hopByHop(lk), lk == "host", lk == "x-forwarded-proto":
 			continue
@@ -846,6 +846,39 @@ func requestID() string {
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:])
 	return string(s[:])
+}
+
+// lowerNames maps the canonical form of common header names to the
+// lower-case form Envoy and the filter use, so that converting them costs no
+// allocation.
+var lowerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"accept", "accept-encoding", "accept-language", "anthropic-beta", "anthropic-version",
+		"api-key", "authorization", "cache-control", "connection", "content-encoding",
+		"content-length", "content-type", "cookie", "date", "host", "keep-alive",
+		"openai-organization", "openai-processing-ms", "openai-project", "openai-version",
+		"origin", "referer", "request-id", "retry-after", "server", "set-cookie",
+		"transfer-encoding", "user-agent", "vary", "x-api-key", "x-forwarded-for",
+		"x-forwarded-proto", "x-request-id", "x-stainless-arch", "x-stainless-async",
+		"x-stainless-lang", "x-stainless-os", "x-stainless-package-version",
+		"x-stainless-retry-count", "x-stainless-runtime", "x-stainless-runtime-version",
+		"x-stainless-timeout",
+		"x-ratelimit-limit-requests", "x-ratelimit-limit-tokens", "x-ratelimit-remaining-requests",
+		"x-ratelimit-remaining-tokens", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
+		"x-tollgate-request-id", "x-tollgate-cost",
+	} {
+		m[http.CanonicalHeaderKey(k)] = k
+	}
+	return m
+}()
+
+// lowerKey is k in lower case.
+func lowerKey(k string) string {
+	if l, ok := lowerNames[k]; ok {
+		return l
+	}
+	return strings.ToLower(k)
 }
 
 // trailers converts Go trailers with values; nil when there are none.
