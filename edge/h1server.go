@@ -328,6 +328,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		sc.markClosed()
 		return false
 	}
+	var expect *continueReader
 	if req.ProtoAtLeast(1, 1) {
 		if e, ok := req.Header["Expect"]; ok {
 			if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") {
@@ -337,7 +338,8 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 			}
 			delete(req.Header, "Expect")
 			if req.ContentLength != 0 {
-				req.Body = &continueReader{ReadCloser: req.Body, sc: sc}
+				expect = &continueReader{ReadCloser: req.Body, sc: sc}
+				req.Body = expect
 			}
 		}
 	}
@@ -353,7 +355,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &response{sc: sc, req: req, header: make(http.Header, 8), contentLength: -1}
+	w := &response{sc: sc, req: req, header: make(http.Header, 8), contentLength: -1, expect: expect}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
@@ -370,9 +372,17 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	}
 	sc.stopWatch()
 	cancel(nil)
-	if w.closeAfter || req.Close {
+	switch {
+	case expect != nil && !expect.sent:
+		// The client waits for "100 Continue" before it sends the body;
+		// after the final response it must not come (it would read as the
+		// next response), so the connection ends instead (the response
+		// said so when its headers were written then).
 		sc.markClosed()
-	} else if wb != nil && !wb.done && !sc.drain(wb.ReadCloser) {
+		sc.linger = true
+	case w.closeAfter || req.Close:
+		sc.markClosed()
+	case wb != nil && !wb.done && !sc.drain(wb.ReadCloser):
 		sc.markClosed() // the unread body is too large to skip, or broken
 		sc.linger = true
 	}
@@ -567,6 +577,7 @@ type response struct {
 	written       int64
 	closeAfter    bool
 	hijacked      bool
+	expect        *continueReader // nil unless the request expects 100-continue
 	err           error
 }
 
@@ -732,6 +743,9 @@ func (w *response) sendHeader(final bool) {
 		h["Transfer-Encoding"] = []string{"chunked"}
 	default:
 		w.closeAfter = true // an HTTP/1.0 body of unknown length ends with the connection
+	}
+	if w.expect != nil && !w.expect.sent {
+		w.closeAfter = true // the body the client holds back is not wanted
 	}
 	if w.req.Close || w.sc.s.shutdown.Load() || w.sc.closing() || w.closeAfter {
 		w.closeAfter = true

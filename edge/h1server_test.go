@@ -247,3 +247,21 @@ func TestH1ServerEarlyAnswerToLargeBody(t *testing.T) {
 		require.True(t, resp.Close)
 	}
 }
+
+// A request that expected "100 Continue" and was answered without its body
+// being read gets no late "100 Continue": the connection ends after the
+// final response.
+func TestH1ServerExpectContinueUnread(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	c := dialRaw(t, addr)
+	c.send(t, "POST /e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+	resp, _ := c.response(t, "POST")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.True(t, resp.Close)
+	c.send(t, "hi")
+	rest, err := io.ReadAll(c.br)
+	require.NoError(t, err)
+	require.Empty(t, string(rest), "nothing follows the final response")
+}
