@@ -4,6 +4,7 @@
 #
 #   bench/run.sh                 # 10 s per cell, 64 and 1000 connections, chat/stream/embeddings
 #   D=5s CONNS="64" SCEN="chat" bench/run.sh
+#   REPEAT=5 D=5s CONNS=64 SCEN=chat bench/run.sh   # nginx/tollgate pairs 5 times per cell
 #
 # The gateway is pinned to core 0 (GOMAXPROCS follows the affinity mask); mockllm and the
 # load generator share core 1. CPU per request = the gateway's user+system time over the
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/.."
 D=${D:-10s}
 CONNS=${CONNS:-"64 1000"}
 SCEN=${SCEN:-"chat stream embeddings"}
+REPEAT=${REPEAT:-1}
 GW_CPU=${GW_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 
@@ -127,13 +129,17 @@ for s in $SCEN; do
   for c in $CONNS; do
     cell "direct to mockllm" "http://$mock" "" "" mock-gpt
     printf ' - |\n'
-    ngx_cpu=-
-    if [ -n "$nginx_pid" ]; then
-      cell "nginx (plain proxy)" "http://$ngx" "$nginx_pid" "" mock-gpt
-      ngx_cpu=$cpu
-      printf ' 1.00 |\n'
-    fi
-    cell "tollgate (built-in)" "http://$gw" "$gwpid" "$key" demo
-    awk -v a="$cpu" -v b="$ngx_cpu" 'BEGIN { if (b != "-" && b > 0) printf " %.2f |\n", a / b; else print " - |" }'
+    # Each repetition measures nginx right before the gateway: the ratio
+    # compares two cells seconds apart.
+    for _ in $(seq 1 "$REPEAT"); do
+      ngx_cpu=-
+      if [ -n "$nginx_pid" ]; then
+        cell "nginx (plain proxy)" "http://$ngx" "$nginx_pid" "" mock-gpt
+        ngx_cpu=$cpu
+        printf ' 1.00 |\n'
+      fi
+      cell "tollgate (built-in)" "http://$gw" "$gwpid" "$key" demo
+      awk -v a="$cpu" -v b="$ngx_cpu" 'BEGIN { if (b != "-" && b > 0) printf " %.2f |\n", a / b; else print " - |" }'
+    done
   done
 done
