@@ -42,11 +42,26 @@ type h1Conn struct {
 	net.Conn
 	br       *bufio.Reader
 	nread    int64 // bytes read from the connection so far
+	limit    int64 // while > 0, reads stop at nread == limit (response heads)
 	lastUsed time.Time
 	cl       *h1Client
 }
 
+// maxResponseHead bounds a response's status line and headers, as
+// http.Transport's MaxResponseHeaderBytes does by default.
+const maxResponseHead = 1 << 20
+
+var errResponseHeadTooLarge = errors.New("edge: upstream response headers too large")
+
 func (c *h1Conn) Read(p []byte) (int, error) {
+	if c.limit > 0 {
+		if c.nread >= c.limit {
+			return 0, errResponseHeadTooLarge
+		}
+		if left := c.limit - c.nread; int64(len(p)) > left {
+			p = p[:left]
+		}
+	}
 	n, err := c.Conn.Read(p)
 	c.nread += int64(n)
 	return n, err
@@ -152,11 +167,13 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		t.discard(c)
 		return nil, staleIf(err, c.nread == before)
 	}
+	c.limit = c.nread + maxResponseHead
 	resp, err := http.ReadResponse(c.br, req)
 	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
 		// Informational responses (103 Early Hints) are not forwarded.
 		resp, err = http.ReadResponse(c.br, req)
 	}
+	c.limit = 0
 	if err != nil {
 		stop()
 		t.discard(c)

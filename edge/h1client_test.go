@@ -303,3 +303,22 @@ func TestH1ClientSkipsInformational(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "ok", readAll(t, resp))
 }
+
+// Response headers without end are cut at 1 MiB, as http.Transport does.
+func TestH1ClientResponseHeadLimit(t *testing.T) {
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Filler: " + strings.Repeat("y", 1000) + "\r\n"
+		for range 2000 { // 2 MB of headers
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+	c := u.client(0)
+	_, err := h1Post(t, context.Background(), c, "x")
+	require.ErrorIs(t, err, errResponseHeadTooLarge)
+}
