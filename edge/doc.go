@@ -18,7 +18,8 @@
 //   - Listener: the socket address (or WithListenOverride) and
 //     per_connection_buffer_limit_bytes (the ext_proc buffer limits: 413 on
 //     requests, 500 on BUFFERED responses). The HCM: RDS over ADS or an inline
-//     route_config, stream_idle_timeout, max_request_headers_kb,
+//     route_config, stream_idle_timeout (also while the request body is
+//     read: 408), max_request_headers_kb,
 //     common_http_protocol_options.max_headers_count, and the http_filters
 //     ext_proc (processing_mode, message_timeout, max_message_timeout,
 //     allow_mode_override, allowed_override_modes, failure_mode_allow,

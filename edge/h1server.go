@@ -683,6 +683,10 @@ func (w *response) FlushError() error {
 	return w.err
 }
 
+// SetReadDeadline bounds the reads of the request body
+// (http.ResponseController uses it).
+func (w *response) SetReadDeadline(t time.Time) error { return w.sc.c.SetReadDeadline(t) }
+
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
 		return nil, nil, http.ErrHijacked

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,13 +185,33 @@ func (x *exchange) run() {
 }
 
 // requestBody feeds the downstream body to the filter, one read per chunk.
+// A client that sends nothing for the stream idle timeout (the route's, else
+// the listener's) gets Envoy's 408.
 func (x *exchange) requestBody() bool {
 	rd := newReader()
 	defer rd.close()
+	idle := x.st.listener.streamIdle
+	rt := x.first
+	if x.fwd != nil {
+		rt = x.route() // the headers were released, maybe with a new route
+	}
+	if rt != nil && rt.idle >= 0 {
+		idle = rt.idle
+	}
+	if idle > 0 {
+		defer func() { _ = x.rc.SetReadDeadline(time.Time{}) }()
+	}
 	remaining := x.r.ContentLength
 	for {
+		if idle > 0 {
+			_ = x.rc.SetReadDeadline(time.Now().Add(idle))
+		}
 		chunk, err := rd.read(x.r.Body)
 		n := len(chunk)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			x.writeLocal(http.StatusRequestTimeout, nil, []byte(bodyIdleTimeout))
+			return false
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return false // the client went away or sent a broken body
 		}

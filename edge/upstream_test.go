@@ -19,6 +19,7 @@ import (
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 	"github.com/tollgate-ai/tollgate/internal/mockllm"
@@ -256,4 +257,49 @@ func TestLargeBodies(t *testing.T) {
 	resp, body := post(t, client(t), "http://"+e.Addr().String()+"/v1/x", "a", in)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, strings.Repeat(in, 3), body)
+}
+
+// A client that stops sending its body gets Envoy's 408 after the HCM's
+// stream idle timeout (the route is chosen once the filter released the
+// headers, after the body), on HTTP/1.1 and on h2c.
+func TestRequestBodyIdleTimeout(t *testing.T) {
+	a := upstream(t, named("a"))
+	x := startXDS(t)
+	l := listener(t, 1<<20, extProcFilter())
+	var hcm hcmv3.HttpConnectionManager
+	require.NoError(t, l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm))
+	hcm.StreamIdleTimeout = durationpb.New(150 * time.Millisecond)
+	l.FilterChains[0].Filters[0].ConfigType = listenerTyped(t, &hcm)
+	x.set(t, l, routes(deployment{id: "a", host: "x"}), upstreamCluster(t, "a", a, clusterOpts{}))
+	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+
+	c, err := net.Dial("tcp", e.Addr().String())
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	t0 := time.Now()
+	_, err = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Pick: a\r\nContent-Length: 10\r\n\r\n{\"a\"")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.Equal(t, bodyIdleTimeout, string(body))
+	require.Less(t, time.Since(t0), 4*time.Second)
+
+	// h2c: the same through net/http's HTTP/2 server.
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	defer tr.CloseIdleConnections()
+	pr, pw := io.Pipe()
+	defer func() { _ = pw.Close() }()
+	go func() { _, _ = io.WriteString(pw, `{"a"`) }()
+	req, err := http.NewRequest(http.MethodPost, "http://"+e.Addr().String()+"/v1/chat/completions", pr)
+	require.NoError(t, err)
+	req.Header.Set("x-pick", "a")
+	resp, err = (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 }
