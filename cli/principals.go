@@ -56,15 +56,16 @@ func userFields(u *adminv1.User) [][2]string {
 	}, limitsFields(u.GetLimits())...)
 }
 
-func named(id, name string, l *adminv1.Limits) [][2]string {
-	return append([][2]string{{"ID", id}, {"NAME", orDash(name)}}, limitsFields(l)...)
-}
-
 // namedLimits is an org or a customer: an id, a name and limits.
 type namedLimits interface {
 	GetId() string
 	GetName() string
 	GetLimits() *adminv1.Limits
+}
+
+// namedFields shows an org or a customer in a detail view.
+func namedFields(n namedLimits) [][2]string {
+	return append([][2]string{{"ID", n.GetId()}, {"NAME", orDash(n.GetName())}}, limitsFields(n.GetLimits())...)
 }
 
 // namedTable prints orgs or customers as one table.
@@ -288,7 +289,7 @@ func orgCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.emit(resp, func() { r.fields(named(resp.GetOrg().GetId(), resp.GetOrg().GetName(), resp.GetOrg().GetLimits())) })
+		return r.emit(resp, func() { r.fields(namedFields(resp.GetOrg())) })
 	}
 }
 
@@ -315,7 +316,7 @@ func orgGet(*flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.emit(resp, func() { r.fields(named(resp.GetOrg().GetId(), resp.GetOrg().GetName(), resp.GetOrg().GetLimits())) })
+		return r.emit(resp, func() { r.fields(namedFields(resp.GetOrg())) })
 	}
 }
 
@@ -336,7 +337,7 @@ func orgUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.emit(resp, func() { r.fields(named(resp.GetOrg().GetId(), resp.GetOrg().GetName(), resp.GetOrg().GetLimits())) })
+		return r.emit(resp, func() { r.fields(namedFields(resp.GetOrg())) })
 	}
 }
 
@@ -360,8 +361,7 @@ func customerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		c := resp.GetCustomer()
-		return r.emit(resp, func() { r.fields(named(c.GetId(), c.GetName(), c.GetLimits())) })
+		return r.emit(resp, func() { r.fields(namedFields(resp.GetCustomer())) })
 	}
 }
 
@@ -388,8 +388,7 @@ func customerGet(*flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		c := resp.GetCustomer()
-		return r.emit(resp, func() { r.fields(named(c.GetId(), c.GetName(), c.GetLimits())) })
+		return r.emit(resp, func() { r.fields(namedFields(resp.GetCustomer())) })
 	}
 }
 
@@ -410,8 +409,7 @@ func customerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		c := resp.GetCustomer()
-		return r.emit(resp, func() { r.fields(named(c.GetId(), c.GetName(), c.GetLimits())) })
+		return r.emit(resp, func() { r.fields(namedFields(resp.GetCustomer())) })
 	}
 }
 
