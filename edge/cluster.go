@@ -322,16 +322,6 @@ func (cl *cluster) acquire() bool {
 
 func (cl *cluster) release() { cl.inflight.Add(-1) }
 
-// roundTrip forwards req: a buffered request (its body released whole by the
-// filter) over plain HTTP/1.1 through the fast path, anything else (a
-// streamed body, TLS, HTTP/2) through http.Transport.
-func (cl *cluster) roundTrip(req *http.Request, buffered bool) (*http.Response, error) {
-	if buffered && cl.h1 != nil && cl.h1.takes(req) {
-		return cl.h1.RoundTrip(req)
-	}
-	return cl.transport.RoundTrip(req)
-}
-
 func (cl *cluster) close() {
 	cl.transport.CloseIdleConnections()
 	if cl.h1 != nil {

@@ -14,18 +14,15 @@ import (
 )
 
 // h1Client forwards the common request of a plain-text HTTP/1.1 cluster: a
-// body of known length that the filter released whole. It runs in the
-// caller's goroutine: the request is serialised into one buffer and written
-// with one write, and the response is parsed from the connection by the
-// caller, with no reader or writer goroutine and no channel in between (Go's
-// http.Transport has both, and on a small machine they cost more than the
-// rest of the exchange). The wire format is net/http's own
-// (Request.Write, ReadResponse). Streamed request bodies, TLS and HTTP/2 go
+// body that the filter released whole, serialised by the exchange into one
+// buffer (wireRequest). It runs in the caller's goroutine: one write, and the
+// response parsed from the connection by the caller with net/http's
+// ReadResponse, with no reader or writer goroutine and no channel in between
+// (Go's http.Transport has both, and on a small machine they cost more than
+// the rest of the exchange). Streamed request bodies, TLS and HTTP/2 go
 // through the cluster's http.Transport.
 type h1Client struct {
-	dial    func(ctx context.Context) (net.Conn, error)
-	maxIdle int
-	idleFor time.Duration
+	dial func(ctx context.Context) (net.Conn, error)
 	// slots bounds the open connections (max_connections); nil: no bound.
 	slots chan struct{}
 	// returned wakes a request waiting for a slot when a connection goes
@@ -75,32 +72,19 @@ var aLongTimeAgo = time.Unix(1, 0)
 // streamed by http.Transport rather than copied into one buffer.
 const maxSerialised = 1 << 20
 
+// idleConnTimeout: a pooled connection unused this long is closed rather
+// than reused (http.Transport's IdleConnTimeout in the cluster).
+const idleConnTimeout = 90 * time.Second
+
 var reqBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func newH1Client(dial func(ctx context.Context) (net.Conn, error), maxConns int) *h1Client {
-	c := &h1Client{dial: dial, maxIdle: maxIdlePerHost, idleFor: 90 * time.Second}
+	c := &h1Client{dial: dial}
 	if maxConns > 0 {
 		c.slots = make(chan struct{}, maxConns)
 		c.returned = make(chan struct{}, 1)
 	}
 	return c
-}
-
-// takes reports whether req is for h1Client: a body of known, bounded length.
-func (t *h1Client) takes(req *http.Request) bool {
-	return req.ContentLength >= 0 && req.ContentLength <= maxSerialised
-}
-
-// RoundTrip sends req and returns its response. The response body must be
-// read to the end or closed; the connection goes back to the pool at its end.
-// A cancelled request context makes a blocked write or read return.
-func (t *h1Client) RoundTrip(req *http.Request) (*http.Response, error) {
-	buf := getReqBuf()
-	defer putReqBuf(buf)
-	if err := req.Write(buf); err != nil {
-		return nil, err
-	}
-	return t.do(req.Context(), req, buf.Bytes())
 }
 
 func getReqBuf() *bytes.Buffer {
@@ -134,7 +118,9 @@ func methodRequest(method string) *http.Request {
 }
 
 // do sends wire, a serialised request, and returns its response; req is
-// what the response is for (its method decides whether a body follows).
+// what the response is for (its method decides whether a body follows). The
+// response body must be read to the end or closed; the connection goes back
+// to the pool at its end. Cancelling ctx makes a blocked write or read return.
 func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.get(ctx, attempt > 0)
@@ -212,7 +198,7 @@ func (t *h1Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 	for !fresh && len(t.idle) > 0 {
 		c := t.idle[len(t.idle)-1]
 		t.idle = t.idle[:len(t.idle)-1]
-		if now.Sub(c.lastUsed) > t.idleFor {
+		if now.Sub(c.lastUsed) > idleConnTimeout {
 			t.mu.Unlock()
 			t.discard(c)
 			t.mu.Lock()
@@ -276,7 +262,7 @@ func (t *h1Client) popIdle() (*h1Conn, bool) {
 func (t *h1Client) put(c *h1Conn) {
 	c.lastUsed = time.Now()
 	t.mu.Lock()
-	if !t.closed && len(t.idle) < t.maxIdle {
+	if !t.closed && len(t.idle) < maxIdlePerHost {
 		t.idle = append(t.idle, c)
 		t.mu.Unlock()
 		if t.returned != nil {

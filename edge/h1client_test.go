@@ -83,7 +83,9 @@ func h1Post(t *testing.T, ctx context.Context, c *h1Client, body string) (*http.
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader(body))
 	require.NoError(t, err)
-	return c.RoundTrip(req)
+	var wire bytes.Buffer
+	require.NoError(t, req.Write(&wire))
+	return c.do(ctx, req, wire.Bytes())
 }
 
 func readAll(t *testing.T, resp *http.Response) string {

@@ -361,7 +361,7 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 		if wire != nil {
 			resp, err = cl.h1.do(actx, req, wire.Bytes())
 		} else {
-			resp, err = cl.roundTrip(req.WithContext(actx), buffered)
+			resp, err = cl.transport.RoundTrip(req.WithContext(actx))
 		}
 		if perTry != nil {
 			perTry.Stop()
