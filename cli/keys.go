@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
@@ -55,14 +56,17 @@ func keyFields(k *adminv1.Key) [][2]string {
 	return rows
 }
 
-// showSecret prints a key with its one-time secret.
-func (r *runner) showSecret(m interface {
+// secretResponse is a response that carries a key and its one-time secret.
+type secretResponse interface {
+	proto.Message
 	GetKey() *adminv1.Key
 	GetSecret() string
-}, resp protoMessage,
-) error {
+}
+
+// showSecret prints a key with its one-time secret.
+func (r *runner) showSecret(resp secretResponse) error {
 	return r.emit(resp, func() {
-		r.fields(append([][2]string{{"SECRET", m.GetSecret()}}, keyFields(m.GetKey())...))
+		r.fields(append([][2]string{{"SECRET", resp.GetSecret()}}, keyFields(resp.GetKey())...))
 		_, _ = fmt.Fprintln(r.errOut, "The secret is shown only now: store it safely.")
 	})
 }
@@ -92,7 +96,7 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.showSecret(resp, resp)
+		return r.showSecret(resp)
 	}
 }
 
@@ -202,6 +206,6 @@ func keyRotate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		return r.showSecret(resp, resp)
+		return r.showSecret(resp)
 	}
 }

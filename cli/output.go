@@ -143,5 +143,3 @@ func limitsFields(l *adminv1.Limits) [][2]string {
 		{"EXPIRES", when(l.GetExpiresAt())},
 	}
 }
-
-type protoMessage = proto.Message
