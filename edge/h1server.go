@@ -763,7 +763,7 @@ func (w *response) sendHeader(final bool) {
 	bw := w.sc.bw
 	_, _ = bw.WriteString(statusLine(w.status))
 	for k, vs := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) || !validFieldName(k) {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) {
 			continue
 		}
 		for _, v := range vs {
@@ -774,30 +774,6 @@ func (w *response) sendHeader(final bool) {
 	held := w.held
 	w.held = nil
 	w.writeBody(held)
-}
-
-// writeField writes "k: v\r\n" with any CR or LF in v turned into a space.
-func writeField(bw *bufio.Writer, k, v string) {
-	_, _ = bw.WriteString(k)
-	_, _ = bw.WriteString(": ")
-	if strings.ContainsAny(v, "\r\n") {
-		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
-	}
-	_, _ = bw.WriteString(v)
-	_, _ = bw.WriteString("\r\n")
-}
-
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || c == ':' {
-			return false
-		}
-	}
-	return true
 }
 
 var statusLines sync.Map // int → string

@@ -485,30 +485,15 @@ func (x *exchange) wireRequest(buf *bytes.Buffer, rt *route, cl *cluster, b []by
 	if !validTarget(path) || !httpguts.ValidHeaderFieldName(method) {
 		return false
 	}
-	host := rt.hostRewrite
-	if host == "" {
-		host = x.fwd.Value(":authority")
-	}
-	if host == "" {
-		host = cl.urlHost
-	}
 	buf.WriteString(method)
 	buf.WriteByte(' ')
 	buf.WriteString(path)
-	buf.WriteString(" HTTP/1.1\r\nhost: ")
-	writeValue(buf, host)
-	buf.WriteString("\r\n")
+	buf.WriteString(" HTTP/1.1\r\n")
+	writeField(buf, "host", x.upstreamHost(rt, cl))
 	for _, kv := range x.fwd {
-		switch {
-		case strings.HasPrefix(kv.Key, ":"), hopByHop(kv.Key), kv.Key == "host", kv.Key == "content-length", kv.Key == "expect":
-			continue // as in upstreamRequest
-		case !httpguts.ValidHeaderFieldName(kv.Key):
-			continue
+		if forwarded(kv.Key) && httpguts.ValidHeaderFieldName(kv.Key) {
+			writeField(buf, kv.Key, kv.Value)
 		}
-		buf.WriteString(kv.Key)
-		buf.WriteString(": ")
-		writeValue(buf, kv.Value)
-		buf.WriteString("\r\n")
 	}
 	if len(b) > 0 || (method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions && method != http.MethodDelete) {
 		var n [20]byte
@@ -519,6 +504,26 @@ func (x *exchange) wireRequest(buf *bytes.Buffer, rt *route, cl *cluster, b []by
 	buf.WriteString("\r\n")
 	buf.Write(b)
 	return true
+}
+
+// upstreamHost is the Host of the upstream request: the route's
+// host_rewrite_literal, else the :authority the filter released, else the
+// cluster's address.
+func (x *exchange) upstreamHost(rt *route, cl *cluster) string {
+	if rt.hostRewrite != "" {
+		return rt.hostRewrite
+	}
+	if a := x.fwd.Value(":authority"); a != "" {
+		return a
+	}
+	return cl.urlHost
+}
+
+// forwarded reports whether a released header goes upstream as it is: the
+// pseudo-headers, hop-by-hop headers, host and content-length are written
+// by whoever writes the request, and Expect was answered downstream.
+func forwarded(k string) bool {
+	return !strings.HasPrefix(k, ":") && !hopByHop(k) && k != "host" && k != "content-length" && k != "expect"
 }
 
 // validTarget reports whether p is an origin-form request target (or "*").
@@ -537,20 +542,30 @@ func validTarget(p string) bool {
 	return true
 }
 
-// writeValue writes a header value with CR and LF turned into spaces, as
+// fieldWriter is what header fields are written to: a bytes.Buffer or a
+// bufio.Writer.
+type fieldWriter interface {
+	io.StringWriter
+	io.ByteWriter
+}
+
+// writeField writes "k: v\r\n" with any CR or LF in v turned into a space, as
 // net/http does.
-func writeValue(buf *bytes.Buffer, v string) {
+func writeField(w fieldWriter, k, v string) {
+	_, _ = w.WriteString(k)
+	_, _ = w.WriteString(": ")
 	if !strings.ContainsAny(v, "\r\n") {
-		buf.WriteString(v)
-		return
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c == '\r' || c == '\n' {
-			buf.WriteByte(' ')
-		} else {
-			buf.WriteByte(c)
+		_, _ = w.WriteString(v)
+	} else {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c == '\r' || c == '\n' {
+				_ = w.WriteByte(' ')
+			} else {
+				_ = w.WriteByte(c)
+			}
 		}
 	}
+	_, _ = w.WriteString("\r\n")
 }
 
 // upstreamRequest builds the request sent to cl from the released headers.
@@ -560,21 +575,16 @@ func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bo
 		return nil, err
 	}
 	u.Scheme, u.Host = cl.scheme, cl.urlHost
-	host := rt.hostRewrite
-	if host == "" {
-		host = x.fwd.Value(":authority")
-	}
 	req := &http.Request{
 		Method: x.fwd.Value(":method"),
 		URL:    u,
 		Header: make(http.Header, len(x.fwd)),
-		Host:   host,
+		Host:   x.upstreamHost(rt, cl),
 	}
 	vals := make([]string, len(x.fwd)) // backing for the one-value lists
 	for i, kv := range x.fwd {
-		switch {
-		case strings.HasPrefix(kv.Key, ":"), hopByHop(kv.Key), kv.Key == "host", kv.Key == "content-length", kv.Key == "expect":
-			continue // the transport writes these; Expect was answered downstream
+		if !forwarded(kv.Key) {
+			continue
 		}
 		addHeader(req.Header, http.CanonicalHeaderKey(kv.Key), kv.Value, vals[i:i+1:i+1])
 	}
