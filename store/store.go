@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -154,6 +155,27 @@ type Spend interface {
 	Series(ctx context.Context, scope kernel.ScopeRef, since, until time.Time, step time.Duration) ([]SpendPoint, error)
 	// Entries lists ledger rows ordered by (EndedAt, RequestID) ascending.
 	Entries(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+}
+
+// HourRange is the hourly spend buckets [lo, hi) (Unix seconds of their UTC
+// starts) that overlap [since, until): exact when both are on an hour;
+// otherwise partial hours count whole, the conservative side for budgets. Zero
+// since means no lower bound, zero until no upper bound. Backends that keep
+// hourly totals answer ScopeSpend and Series from these buckets.
+func HourRange(since, until time.Time) (lo, hi int64) {
+	lo = since.UTC().Truncate(time.Hour).Unix()
+	if since.IsZero() {
+		lo = math.MinInt64
+	}
+	hi = math.MaxInt64
+	if !until.IsZero() {
+		h := until.UTC().Truncate(time.Hour)
+		if !h.Equal(until) {
+			h = h.Add(time.Hour)
+		}
+		hi = h.Unix()
+	}
+	return lo, hi
 }
 
 // AuditEntry records one admin change.

@@ -3,32 +3,12 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 )
-
-// hourRange is the hour buckets [lo, hi) (Unix seconds) that overlap
-// [since, until): exact when both are on an hour; otherwise partial hours count
-// whole, the conservative side for budgets. Zero until means no upper bound.
-func hourRange(since, until time.Time) (lo, hi int64) {
-	lo = since.UTC().Truncate(time.Hour).Unix()
-	if since.IsZero() {
-		lo = math.MinInt64
-	}
-	hi = math.MaxInt64
-	if !until.IsZero() {
-		h := until.UTC().Truncate(time.Hour)
-		if !h.Equal(until) {
-			h = h.Add(time.Hour)
-		}
-		hi = h.Unix()
-	}
-	return lo, hi
-}
 
 // ScopeSpend is the cost charged to a scope for requests that ended in
 // [since, until), at hourly resolution.
@@ -38,7 +18,7 @@ func (s *Store) ScopeSpend(_ context.Context, scope kernel.ScopeRef, since, unti
 	if s.closed {
 		return 0, store.ErrClosed
 	}
-	lo, hi := hourRange(since, until)
+	lo, hi := store.HourRange(since, until)
 	var total kernel.Money
 	for k, b := range s.totals {
 		if k.kind == scope.Kind && k.id == scope.ID && k.hour >= lo && k.hour < hi {
@@ -67,7 +47,7 @@ func (s *Store) Series(_ context.Context, scope kernel.ScopeRef, since, until ti
 	for i := range out {
 		out[i].Start = since.Add(time.Duration(i) * step).UTC()
 	}
-	lo, hi := hourRange(since, until)
+	lo, hi := store.HourRange(since, until)
 	base, stepSec := since.Unix(), int64(step/time.Second)
 	for k, b := range s.totals {
 		if k.kind != scope.Kind || k.id != scope.ID || k.hour < lo || k.hour >= hi {

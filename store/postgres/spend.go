@@ -11,43 +11,13 @@ import (
 	"github.com/tollgate-ai/tollgate/store"
 )
 
-const noUpper = int64(1) << 62
-
-// hourFloor is the Unix second of the UTC hour containing t.
-func hourFloor(t time.Time) int64 {
-	sec := t.Unix()
-	h := sec - sec%3600
-	if sec%3600 < 0 {
-		h -= 3600
-	}
-	return h
-}
-
-// hourRange returns the hour buckets [lo, hi) overlapping [since, until): exact
-// when both are on an hour, otherwise the partial hours are counted whole (the
-// conservative side for budgets).
-func hourRange(since, until time.Time) (lo, hi int64) {
-	lo = hourFloor(since)
-	if since.IsZero() {
-		lo = -noUpper
-	}
-	hi = noUpper
-	if !until.IsZero() {
-		hi = hourFloor(until)
-		if !until.Equal(time.Unix(hi, 0)) {
-			hi += 3600
-		}
-	}
-	return lo, hi
-}
-
 // ScopeSpend is the total cost charged to a scope for requests that ended in
 // [since, until), at hourly resolution.
 func (s *Store) ScopeSpend(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
 	if s.closed() {
 		return 0, store.ErrClosed
 	}
-	lo, hi := hourRange(since, until)
+	lo, hi := store.HourRange(since, until)
 	var total int64
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(cost), 0)::bigint FROM spend_hourly
 		WHERE scope_kind = $1 AND scope_id = $2 AND hour >= $3 AND hour < $4`,
@@ -68,7 +38,7 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	if !until.After(since) {
 		return []store.SpendPoint{}, nil
 	}
-	lo, hi := hourRange(since, until)
+	lo, hi := store.HourRange(since, until)
 	rows, err := s.pool.Query(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
 		WHERE scope_kind = $1 AND scope_id = $2 AND hour >= $3 AND hour < $4 ORDER BY hour`,
 		int16(scope.Kind), scope.ID, lo, hi)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -11,32 +10,13 @@ import (
 	"github.com/tollgate-ai/tollgate/store"
 )
 
-// hourRange is the hour buckets [lo, hi) (Unix seconds) that overlap
-// [since, until): exact when both are on an hour; otherwise partial hours count
-// whole, the conservative side for budgets. Zero until means no upper bound.
-func hourRange(since, until time.Time) (lo, hi int64) {
-	lo = since.UTC().Truncate(time.Hour).Unix()
-	if since.IsZero() {
-		lo = math.MinInt64
-	}
-	hi = math.MaxInt64
-	if !until.IsZero() {
-		h := until.UTC().Truncate(time.Hour)
-		if !h.Equal(until) {
-			h = h.Add(time.Hour)
-		}
-		hi = h.Unix()
-	}
-	return lo, hi
-}
-
 // ScopeSpend is the cost charged to a scope for requests that ended in
 // [since, until), at hourly resolution.
 func (s *Store) ScopeSpend(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	lo, hi := hourRange(since, until)
+	lo, hi := store.HourRange(since, until)
 	var total int64
 	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost), 0) FROM spend_hourly
 		WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`,
@@ -61,7 +41,7 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	for i := range out {
 		out[i].Start = since.Add(time.Duration(i) * step).UTC()
 	}
-	lo, hi := hourRange(since, until)
+	lo, hi := store.HourRange(since, until)
 	rows, err := s.r.QueryContext(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
 		WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`, int64(scope.Kind), scope.ID, lo, hi)
 	if err != nil {
