@@ -255,7 +255,6 @@ func firstControl(b []byte) int {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func skipNumber(b []byte, i int) (int, error) {
-	start := i
 	if b[i] == '-' {
 		i++
 	}
@@ -290,7 +289,6 @@ func skipNumber(b []byte, i int) (int, error) {
 			i++
 		}
 	}
-	_ = start
 	return i, nil
 }
 
