@@ -164,35 +164,33 @@ func (u anthropicUsage) kernel() kernel.Usage {
 	}
 }
 
-// parseAnthropicUsage reads the usage object at v; fields absent or null stay
-// zero. ok=false when v is absent or not an object.
-func parseAnthropicUsage(b []byte, v span) (u anthropicUsage, seen map[string]bool, ok bool) {
+// update overwrites u's counts with those the usage object at v holds; fields
+// absent or null are left as they are. ok=false when v is absent or not an
+// object.
+func (u *anthropicUsage) update(b []byte, v span) (ok bool) {
 	if !v.isObject(b) {
-		return u, nil, false
+		return false
 	}
-	seen = map[string]bool{}
 	_, err := scanObject(b, v.start, false, func(key []byte, v span) error {
 		var dst *int64
-		var name string
 		switch {
 		case keyIs(key, "input_tokens"):
-			dst, name = &u.InputTokens, "input_tokens"
+			dst = &u.InputTokens
 		case keyIs(key, "output_tokens"):
-			dst, name = &u.OutputTokens, "output_tokens"
+			dst = &u.OutputTokens
 		case keyIs(key, "cache_creation_input_tokens"):
-			dst, name = &u.CacheCreationInputTokens, "cache_creation_input_tokens"
+			dst = &u.CacheCreationInputTokens
 		case keyIs(key, "cache_read_input_tokens"):
-			dst, name = &u.CacheReadInputTokens, "cache_read_input_tokens"
+			dst = &u.CacheReadInputTokens
 		default:
 			return nil
 		}
 		if n, ok := intValue(b, v); ok {
 			*dst = n
-			seen[name] = true
 		}
 		return nil
 	})
-	return u, seen, err == nil
+	return err == nil
 }
 
 // anthropicStreamUsage accumulates the usage of a Messages SSE stream:
@@ -200,17 +198,15 @@ func parseAnthropicUsage(b []byte, v span) (u anthropicUsage, seen map[string]bo
 // message_delta the cumulative output (and, in newer API versions, cumulative
 // input counts, which then replace the earlier ones).
 type anthropicStreamUsage struct {
-	usage    anthropicUsage
-	started  bool  // message_start seen
-	final    bool  // a message_delta with usage seen
-	text     int64 // generated text bytes (for the estimate of an abort)
-	sawEvent bool
+	usage   anthropicUsage
+	started bool  // message_start seen
+	final   bool  // a message_delta with usage seen
+	text    int64 // generated text bytes (for the estimate of an abort)
 }
 
 // observe updates the usage from one event's data (the event type is read
 // from its "type" member, so the SSE event name is not needed).
 func (s *anthropicStreamUsage) observe(data []byte) {
-	s.sawEvent = true
 	var typ string
 	msg, usage, delta := absent, absent, absent
 	_, err := scanObject(data, 0, true, func(key []byte, v span) error {
@@ -235,31 +231,19 @@ func (s *anthropicStreamUsage) observe(data []byte) {
 			return
 		}
 		_, _ = scanObject(data, msg.start, false, func(key []byte, v span) error {
-			if keyIs(key, "usage") {
-				if u, _, ok := parseAnthropicUsage(data, v); ok {
-					s.usage, s.started = u, true
-				}
+			var u anthropicUsage
+			if keyIs(key, "usage") && u.update(data, v) {
+				s.usage, s.started = u, true
 			}
 			return nil
 		})
 	case "message_delta":
-		u, seen, ok := parseAnthropicUsage(data, usage)
-		if !ok {
+		// The counts it carries replace the earlier ones; the others stay.
+		u := s.usage
+		if !u.update(data, usage) {
 			return
 		}
-		s.final = true
-		if seen["output_tokens"] {
-			s.usage.OutputTokens = u.OutputTokens
-		}
-		if seen["input_tokens"] {
-			s.usage.InputTokens = u.InputTokens
-		}
-		if seen["cache_creation_input_tokens"] {
-			s.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
-		}
-		if seen["cache_read_input_tokens"] {
-			s.usage.CacheReadInputTokens = u.CacheReadInputTokens
-		}
+		s.usage, s.final = u, true
 	case "content_block_delta":
 		if delta.isObject(data) {
 			_, _ = scanObject(data, delta.start, false, func(key []byte, v span) error {

@@ -137,6 +137,17 @@ func TestAnthropicStreamUsageDeltaInput(t *testing.T) {
 	require.Equal(t, u, u2, "a delta without usage changes nothing")
 }
 
+// TestAnthropicStreamUsageDeltaNulls: counts a message_delta gives as null
+// or does not give keep their earlier values.
+func TestAnthropicStreamUsageDeltaNulls(t *testing.T) {
+	var s anthropicStreamUsage
+	s.observe([]byte(`{"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":7,"output_tokens":1}}}`))
+	s.observe([]byte(`{"type":"message_delta","usage":{"input_tokens":null,"output_tokens":12}}`))
+	u, rep := s.result()
+	require.True(t, rep)
+	require.Equal(t, kernel.Usage{Input: 5, CachedInput: 7, Output: 12}, u)
+}
+
 // TestAnthropicErrorBodyNeverLeaksKeys: provider keys echoed in an Anthropic
 // error never reach the client, in either client shape.
 func TestAnthropicErrorBodyNeverLeaksKeys(t *testing.T) {

@@ -114,8 +114,8 @@ func (t *messagesAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) 
 	if err != nil {
 		return body, kernel.Usage{}, err
 	}
-	u, _, ok := parseAnthropicUsage(body, v)
-	if !ok {
+	var u anthropicUsage
+	if !u.update(body, v) {
 		return body, kernel.Usage{}, errNoUsage
 	}
 	return body, u.kernel(), nil
