@@ -262,12 +262,7 @@ func (s *system) mockStats() map[string]mockUsage {
 func (s *system) node(script, scenario, key string, out any, env ...string) {
 	s.t.Helper()
 	nodeBin := testenv.Node(s.t)
-	if _, err := os.Stat("node_modules/openai"); err != nil {
-		if testenv.CI() {
-			s.t.Fatalf("e2e/node_modules is missing: run `make test` (it runs npm ci)")
-		}
-		s.t.Skip("e2e/node_modules missing: run `make test` or `npm ci` in e2e/ (fails under CI=true)")
-	}
+	testenv.NodePackage(s.t, "openai")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nodeBin, script, scenario)

@@ -6,6 +6,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -32,6 +33,15 @@ func Node(t testing.TB) string {
 		missing(t, "Node.js (node on PATH)")
 	}
 	return p
+}
+
+// NodePackage checks that the npm package pkg is installed in ./node_modules
+// (`make test` runs npm ci in the directories that need one).
+func NodePackage(t testing.TB, pkg string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join("node_modules", pkg)); err != nil {
+		missing(t, "npm package "+pkg+" (node_modules/"+pkg+"; run `make test` or `npm ci`)")
+	}
 }
 
 func need(t testing.TB, env, what string) string {
