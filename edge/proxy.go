@@ -92,6 +92,8 @@ type exchange struct {
 	fwd        envoytest.Headers // request headers released by the filter
 	body       []byte            // request body released before routing
 	clearRoute bool
+	rerouted   *route // the match after clearRoute, once rematched
+	rematched  bool
 
 	// Streamed request bodies: the upstream request runs while the body is
 	// still being filtered.
@@ -190,14 +192,11 @@ func (x *exchange) run() {
 func (x *exchange) requestBody() bool {
 	rd := newReader()
 	defer rd.close()
-	idle := x.st.listener.streamIdle
 	rt := x.first
 	if x.fwd != nil {
 		rt = x.route() // the headers were released, maybe with a new route
 	}
-	if rt != nil && rt.idle >= 0 {
-		idle = rt.idle
-	}
+	idle := x.idleTimeout(rt)
 	if idle > 0 {
 		defer func() { _ = x.rc.SetReadDeadline(time.Time{}) }()
 	}
@@ -294,10 +293,22 @@ func (x *exchange) startAsync() {
 // route is the route of the released headers: the first match, or a new
 // match when the filter cleared the route cache (R3.1).
 func (x *exchange) route() *route {
-	if x.clearRoute {
-		return x.st.routes.match(x.fwd)
+	if !x.clearRoute {
+		return x.first
 	}
-	return x.first
+	if !x.rematched { // the released headers do not change: match once
+		x.rerouted, x.rematched = x.st.routes.match(x.fwd), true
+	}
+	return x.rerouted
+}
+
+// idleTimeout is the stream idle timeout under rt: the route's, else the
+// listener's (Envoy's HCM stream_idle_timeout).
+func (x *exchange) idleTimeout(rt *route) time.Duration {
+	if rt != nil && rt.idle >= 0 {
+		return rt.idle
+	}
+	return x.st.listener.streamIdle
 }
 
 func (x *exchange) roundTripStream(rt *route, body *io.PipeReader) *http.Response {
@@ -440,10 +451,7 @@ func (x *exchange) startTimers(rt *route) {
 	if rt.timeout > 0 && x.timeoutT == nil {
 		x.timeoutT = time.AfterFunc(rt.timeout, func() { x.upCancel(errRouteTimeout) })
 	}
-	x.idle = rt.idle
-	if x.idle < 0 {
-		x.idle = x.st.listener.streamIdle
-	}
+	x.idle = x.idleTimeout(rt)
 	if x.idle > 0 && x.idleT == nil {
 		x.lastActive.Store(monoNow())
 		x.idleT = time.AfterFunc(time.Duration(math.MaxInt64), x.idleCheck)
