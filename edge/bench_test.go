@@ -28,16 +28,10 @@ func BenchmarkStream(b *testing.B) {
 func benchmarkThroughEdge(b *testing.B, body string) {
 	cfg := mockllm.DefaultConfig()
 	cfg.Chunks = 4
-	mock := mockllm.New(cfg)
-	mlis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(b, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- mock.Serve(ctx, mlis) }()
-	defer func() { cancel(); require.NoError(b, <-served) }()
+	mockAddr := startBenchMock(b, cfg)
 	x := startXDSBench(b)
 	x.set(b, listener(b, 1<<20, extProcFilter()), routes(deployment{id: "m", host: "mock"}),
-		upstreamCluster(b, "m", mlis.Addr().String(), clusterOpts{}))
+		upstreamCluster(b, "m", mockAddr, clusterOpts{}))
 	e := New(envoytest.Direct(newFakeProc()), WithListenOverride("127.0.0.1:0"))
 	actx, acancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -71,14 +65,7 @@ func benchmarkThroughEdge(b *testing.B, body string) {
 
 // BenchmarkDirectMock is the baseline: the same client straight to mockllm.
 func BenchmarkDirectMock(b *testing.B) {
-	mock := mockllm.New(mockllm.DefaultConfig())
-	mlis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(b, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- mock.Serve(ctx, mlis) }()
-	defer func() { cancel(); require.NoError(b, <-served) }()
-	url := "http://" + mlis.Addr().String() + "/v1/chat/completions"
+	url := "http://" + startBenchMock(b, mockllm.DefaultConfig()) + "/v1/chat/completions"
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -96,4 +83,17 @@ func BenchmarkDirectMock(b *testing.B) {
 			_ = resp.Body.Close()
 		}
 	})
+}
+
+// startBenchMock serves mockllm with cfg on a loopback port until the
+// benchmark ends, and returns its address.
+func startBenchMock(b *testing.B, cfg mockllm.Config) string {
+	b.Helper()
+	mlis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- mockllm.New(cfg).Serve(ctx, mlis) }()
+	b.Cleanup(func() { cancel(); require.NoError(b, <-served) })
+	return mlis.Addr().String()
 }
