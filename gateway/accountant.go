@@ -61,7 +61,7 @@ type Accountant struct {
 
 type seedKey struct {
 	ref    kernel.ScopeRef
-	period string
+	period string // kernel.Period.String, the canonical spelling
 }
 
 var _ extproc.Accountant = (*Accountant)(nil)
@@ -113,7 +113,7 @@ func (a *Accountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
 		}
 		for _, w := range sc.Limits.Budgets {
 			start, end := w.Period.Window(now)
-			k := seedKey{ref: sc.Ref, period: periodKey(w.Period)}
+			k := seedKey{ref: sc.Ref, period: w.Period.String()}
 			a.mu.Lock()
 			done := a.seeded[k].Equal(start)
 			a.mu.Unlock()
@@ -132,14 +132,6 @@ func (a *Accountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func periodKey(p kernel.Period) string {
-	b, err := p.MarshalJSON()
-	if err != nil {
-		return fmt.Sprint(p.Kind, p.Every, p.Anchor)
-	}
-	return string(b)
 }
 
 // Admit implements extproc.Accountant.
