@@ -40,7 +40,7 @@ func FuzzAnthropicStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		p := pairs[int(which)%len(pairs)]
 		run := func(parts ...[]byte) (string, any, bool) {
-			_, in, err := parseRequest(p.api, []byte(p.body))
+			in, err := parseRequest(p.api, []byte(p.body))
 			require.NoError(t, err)
 			tr := newTranslator(p.api, p.prov)
 			_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})

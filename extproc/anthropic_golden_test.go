@@ -47,7 +47,7 @@ type anthropicGolden struct {
 // runAnthropicCase runs one case and returns its golden record.
 func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
 	t.Helper()
-	_, in, err := parseRequest(tc.API, tc.Request)
+	in, err := parseRequest(tc.API, tc.Request)
 	require.NoError(t, err)
 	in.ClampMaxTokens, in.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
 	tr := newTranslator(tc.API, tc.Provider)
@@ -76,7 +76,7 @@ func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
 		// Every split of the provider's bytes gives the same client bytes and usage.
 		for i := 0; i <= len(tc.Stream); i++ {
 			tr2 := newTranslator(tc.API, tc.Provider)
-			_, in2, err := parseRequest(tc.API, tc.Request)
+			in2, err := parseRequest(tc.API, tc.Request)
 			require.NoError(t, err)
 			in2.ClampMaxTokens, in2.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
 			_, err = tr2.Request(in2, &tc.Target)

@@ -72,7 +72,7 @@ func TestChatAnthropicRequestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, in, err := parseRequest(APIChat, []byte(tt.body))
+			in, err := parseRequest(APIChat, []byte(tt.body))
 			require.NoError(t, err)
 			_, err = newTranslator(APIChat, ProviderAnthropic).Request(in, &Target{ProviderModel: "p"})
 			require.ErrorContains(t, err, tt.want)
@@ -89,7 +89,7 @@ func TestMessagesOpenAIRequestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, in, err := parseRequest(APIMessages, []byte(tt.body))
+			in, err := parseRequest(APIMessages, []byte(tt.body))
 			require.NoError(t, err)
 			_, err = newTranslator(APIMessages, ProviderOpenAI).Request(in, &Target{ProviderModel: "p"})
 			require.ErrorContains(t, err, tt.want)
@@ -155,7 +155,7 @@ func TestAnthropicErrorBodyNeverLeaksKeys(t *testing.T) {
 	body := []byte(`{"type":"error","error":{"type":"invalid_request_error","message":"key ` + key + ` and sk-ant-other-1234567 are wrong"}}`)
 	for _, api := range []API{APIMessages, APIChat} {
 		tr := newTranslator(api, ProviderAnthropic)
-		_, in, err := parseRequest(api, []byte(`{"model":"m","max_tokens":1,"messages":[]}`))
+		in, err := parseRequest(api, []byte(`{"model":"m","max_tokens":1,"messages":[]}`))
 		require.NoError(t, err)
 		_, err = tr.Request(in, &Target{APIKey: key, ProviderModel: "p"})
 		require.NoError(t, err)

@@ -62,7 +62,7 @@ func BenchmarkParseRequestLarge(b *testing.B) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + content + `"}],"stream":true}`)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, _, err := parseRequest(APIChat, body); err != nil {
+		if _, err := parseRequest(APIChat, body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -62,46 +62,33 @@ func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, err
 // clamp, or added when absent or null (Anthropic requires it). It returns nil
 // when nothing changes.
 func (t *messagesAnthropic) rewrite(in *Inbound, target *Target) ([]byte, error) {
-	b, f := in.Body, in.fields
-	if f == nil {
-		var err error
-		if f, _, err = parseRequest(in.API, b); err != nil {
-			return nil, err
-		}
+	b := in.Body
+	f, err := in.bodyFields()
+	if err != nil {
+		return nil, err
 	}
-	var edits []edit
-	var inserts []byte
+	var e bodyEdits
 	if m := target.ProviderModel; m != "" {
 		q := appendJSONString(nil, m)
 		switch {
 		case !f.model.ok():
-			inserts = append(append(append(inserts, `"model":`...), q...), ',')
+			e.add("model", q)
 		case !bytes.Equal(f.model.bytes(b), q):
-			edits = append(edits, edit{f.model.start, f.model.end, q})
+			e.replace(f.model, q)
 		}
 	}
 	if !t.count {
 		n := strconv.AppendInt(nil, anthropicMaxTokens(in, target), 10)
 		switch {
 		case !f.maxTokens.ok():
-			inserts = append(append(append(inserts, `"max_tokens":`...), n...), ',')
+			e.add("max_tokens", n)
 		case in.ClampMaxTokens > 0 || f.maxTokens.isNull(b):
 			if !bytes.Equal(f.maxTokens.bytes(b), n) {
-				edits = append(edits, edit{f.maxTokens.start, f.maxTokens.end, n})
+				e.replace(f.maxTokens, n)
 			}
 		}
 	}
-	if len(inserts) > 0 {
-		if f.empty {
-			inserts = inserts[:len(inserts)-1]
-		}
-		edits = append(edits, edit{f.open + 1, f.open + 1, inserts})
-	}
-	if len(edits) == 0 {
-		return nil, nil
-	}
-	sortEdits(edits)
-	return applyEdits(b, edits), nil
+	return e.apply(b, f), nil
 }
 
 // Response reads the usage of a message (count_tokens: zero usage, reported,

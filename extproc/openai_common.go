@@ -63,29 +63,20 @@ const (
 // stream_options.include_usage forced on streams, max tokens clamped.
 // It returns nil when nothing changes.
 func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
-	b, f := in.Body, in.fields
-	if f == nil {
-		var err error
-		if f, _, err = parseRequest(in.API, b); err != nil {
-			return nil
-		}
+	b := in.Body
+	f, err := in.bodyFields()
+	if err != nil {
+		return nil
 	}
-	edits := make([]edit, 0, 4)
-	var inserts []byte // members added at the start of the object
-	addMember := func(name string, value []byte) {
-		inserts = appendJSONString(inserts, name)
-		inserts = append(inserts, ':')
-		inserts = append(inserts, value...)
-		inserts = append(inserts, ',')
-	}
+	e := bodyEdits{edits: make([]edit, 0, 4)}
 	if model != "" {
 		q := appendJSONString(nil, model)
 		if f.model.ok() {
 			if !bytes.Equal(f.model.bytes(b), q) {
-				edits = append(edits, edit{f.model.start, f.model.end, q})
+				e.replace(f.model, q)
 			}
 		} else {
-			addMember("model", q)
+			e.add("model", q)
 		}
 	}
 	if op.streamUsage && in.Stream {
@@ -93,11 +84,11 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 		so := f.streamOptions
 		switch {
 		case !so.ok():
-			addMember("stream_options", []byte(`{"include_usage":true}`))
+			e.add("stream_options", []byte(`{"include_usage":true}`))
 		case so.isObject(b):
-			edits = append(edits, includeUsageEdits(b, so)...)
+			e.edits = append(e.edits, includeUsageEdits(b, so)...)
 		default: // null or not an object
-			edits = append(edits, edit{so.start, so.end, []byte(`{"include_usage":true}`)})
+			e.replace(so, []byte(`{"include_usage":true}`))
 		}
 	}
 	if in.ClampMaxTokens > 0 {
@@ -105,7 +96,7 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 		clamped := false
 		for _, s := range []span{f.maxTokens, f.maxCompletionTokens} {
 			if s.ok() && !s.isNull(b) {
-				edits = append(edits, edit{s.start, s.end, n})
+				e.replace(s, n)
 				clamped = true
 			}
 		}
@@ -114,26 +105,16 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 			// replace nulls too.
 			for _, s := range []span{f.maxTokens, f.maxCompletionTokens} {
 				if s.ok() {
-					edits = append(edits, edit{s.start, s.end, n})
+					e.replace(s, n)
 					clamped = true
 				}
 			}
 			if !clamped {
-				addMember(op.maxTokensKey, n)
+				e.add(op.maxTokensKey, n)
 			}
 		}
 	}
-	if len(inserts) > 0 {
-		if f.empty {
-			inserts = inserts[:len(inserts)-1] // no trailing comma in an empty object
-		}
-		edits = append(edits, edit{f.open + 1, f.open + 1, inserts})
-	}
-	if len(edits) == 0 {
-		return nil
-	}
-	sortEdits(edits)
-	return applyEdits(b, edits)
+	return e.apply(b, f)
 }
 
 // includeUsageEdits sets include_usage to true inside the stream_options object.

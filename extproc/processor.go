@@ -240,7 +240,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if len(body) > s.p.maxBody {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
-	_, in, err := parseRequest(s.ep.API, body)
+	in, err := parseRequest(s.ep.API, body)
 	if err != nil {
 		return s.reject(bodyError(err))
 	}

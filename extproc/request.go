@@ -26,8 +26,8 @@ type fieldError struct {
 func (e *fieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
 
 // parseRequest scans body, a JSON object, for the fields of requestFields and
-// fills in the scalar ones.
-func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
+// fills in the scalar ones; the Inbound keeps the fields located.
+func parseRequest(api API, body []byte) (*Inbound, error) {
 	f := &requestFields{
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
 		user: absent, streamOptions: absent, metadata: absent,
@@ -35,48 +35,45 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 	f.open = skipSpace(body, 0)
 	members := 0
 	var dup error // reported after the whole body is known to be valid JSON
-	set := func(dst *span, name string, v span) error {
-		if dst.ok() {
-			if dup == nil {
-				dup = &fieldError{name, "appears more than once"}
-			}
-			return nil
+	set := func(dst *span, name string, v span) {
+		if !dst.ok() {
+			*dst = v
+		} else if dup == nil {
+			dup = &fieldError{name, "appears more than once"}
 		}
-		*dst = v
-		return nil
 	}
 	_, err := scanObject(body, 0, true, func(key []byte, v span) error {
 		members++
 		switch {
 		case keyIs(key, "model"):
-			return set(&f.model, "model", v)
+			set(&f.model, "model", v)
 		case keyIs(key, "stream"):
-			return set(&f.stream, "stream", v)
+			set(&f.stream, "stream", v)
 		case keyIs(key, "max_tokens"):
-			return set(&f.maxTokens, "max_tokens", v)
+			set(&f.maxTokens, "max_tokens", v)
 		case keyIs(key, "max_completion_tokens"):
-			return set(&f.maxCompletionTokens, "max_completion_tokens", v)
+			set(&f.maxCompletionTokens, "max_completion_tokens", v)
 		case keyIs(key, "user"):
-			return set(&f.user, "user", v)
+			set(&f.user, "user", v)
 		case keyIs(key, "stream_options"):
-			return set(&f.streamOptions, "stream_options", v)
+			set(&f.streamOptions, "stream_options", v)
 		case keyIs(key, "metadata"):
-			return set(&f.metadata, "metadata", v)
+			set(&f.metadata, "metadata", v)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if dup != nil {
-		return nil, nil, dup
+		return nil, dup
 	}
 	f.empty = members == 0
 	in := &Inbound{API: api, Body: body, fields: f}
 	if f.model.ok() && !f.model.isNull(body) {
 		s, ok := stringValue(body, f.model)
 		if !ok {
-			return nil, nil, &fieldError{"model", "must be a string"}
+			return nil, &fieldError{"model", "must be a string"}
 		}
 		in.Model = s
 	}
@@ -86,7 +83,7 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 			in.Stream = true
 		case "false", "null":
 		default:
-			return nil, nil, &fieldError{"stream", "must be a boolean"}
+			return nil, &fieldError{"stream", "must be a boolean"}
 		}
 	}
 	for _, m := range []struct {
@@ -98,7 +95,7 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 		}
 		n, ok := intValue(body, m.s)
 		if !ok {
-			return nil, nil, &fieldError{m.name, "must be a non-negative integer"}
+			return nil, &fieldError{m.name, "must be a non-negative integer"}
 		}
 		// max_completion_tokens supersedes max_tokens in OpenAI's chat API.
 		if m.name == "max_completion_tokens" || in.MaxTokens == 0 {
@@ -108,7 +105,7 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 	if f.user.ok() && !f.user.isNull(body) {
 		s, ok := stringValue(body, f.user)
 		if !ok {
-			return nil, nil, &fieldError{"user", "must be a string"}
+			return nil, &fieldError{"user", "must be a string"}
 		}
 		in.User = s
 	}
@@ -131,5 +128,56 @@ func parseRequest(api API, body []byte) (*requestFields, *Inbound, error) {
 			return nil
 		})
 	}
-	return f, in, nil
+	return in, nil
+}
+
+// bodyFields returns the members located in in.Body, scanning it when in was
+// not made by parseRequest.
+func (in *Inbound) bodyFields() (*requestFields, error) {
+	if in.fields != nil {
+		return in.fields, nil
+	}
+	parsed, err := parseRequest(in.API, in.Body)
+	if err != nil {
+		return nil, err
+	}
+	return parsed.fields, nil
+}
+
+// bodyEdits collects the edits of a request body: replaced values, and members
+// added at the start of the top-level object.
+type bodyEdits struct {
+	edits   []edit
+	inserts []byte // the added members, each followed by a comma
+}
+
+// replace replaces the value at s with text.
+func (e *bodyEdits) replace(s span, text []byte) {
+	e.edits = append(e.edits, edit{s.start, s.end, text})
+}
+
+// add adds the member name: value.
+func (e *bodyEdits) add(name string, value []byte) {
+	e.inserts = appendJSONString(e.inserts, name)
+	e.inserts = append(e.inserts, ':')
+	e.inserts = append(e.inserts, value...)
+	e.inserts = append(e.inserts, ',')
+}
+
+// apply returns b, whose members f locates, with the edits made; nil when
+// there are none.
+func (e *bodyEdits) apply(b []byte, f *requestFields) []byte {
+	edits := e.edits
+	if len(e.inserts) > 0 {
+		ins := e.inserts
+		if f.empty {
+			ins = ins[:len(ins)-1] // no trailing comma in an empty object
+		}
+		edits = append(edits, edit{f.open + 1, f.open + 1, ins})
+	}
+	if len(edits) == 0 {
+		return nil
+	}
+	sortEdits(edits)
+	return applyEdits(b, edits)
 }

@@ -31,7 +31,7 @@ func TestParseRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, in, err := parseRequest(APIChat, []byte(tt.body))
+			in, err := parseRequest(APIChat, []byte(tt.body))
 			require.NoError(t, err)
 			require.Equal(t, tt.model, in.Model)
 			require.Equal(t, tt.stream, in.Stream)
@@ -71,7 +71,7 @@ func TestParseRequestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := parseRequest(APIChat, []byte(tt.body))
+			_, err := parseRequest(APIChat, []byte(tt.body))
 			require.Error(t, err)
 			if tt.field != "" {
 				var fe *fieldError
@@ -128,7 +128,7 @@ func FuzzScanObject(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, in, err := parseRequest(APIChat, b)
+		in, err := parseRequest(APIChat, b)
 		var probe any
 		jerr := json.Unmarshal(b, &probe)
 		_, isObject := probe.(map[string]any)

@@ -45,7 +45,7 @@ func TestTranslateRequestGolden(t *testing.T) {
 			require.NoError(t, err)
 			var tc translateCase
 			require.NoError(t, json.Unmarshal(raw, &tc))
-			_, in, err := parseRequest(tc.API, tc.Body)
+			in, err := parseRequest(tc.API, tc.Body)
 			require.NoError(t, err)
 			in.ClampMaxTokens = tc.Clamp
 			tr := newTranslator(tc.API, tc.Provider)
@@ -128,7 +128,7 @@ func TestTranslateRequestSemantics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, in, err := parseRequest(tt.api, []byte(tt.body))
+			in, err := parseRequest(tt.api, []byte(tt.body))
 			require.NoError(t, err)
 			in.ClampMaxTokens = tt.clamp
 			target := &Target{Model: "pub", Deployment: "d", Provider: tt.provider, BasePath: "/v1", APIKey: "secret-key-0001", ProviderModel: "prov"}
@@ -310,7 +310,7 @@ func TestStripUsageEvent(t *testing.T) {
 	want := stream[:cut] + stream[cut+len(usageEvent):]
 	for i := 0; i <= len(stream); i += 7 {
 		for _, j := range []int{i, min(i+1, len(stream)), min(i+150, len(stream)), len(stream)} {
-			_, in, err := parseRequest(APIChat, []byte(`{"model":"m","stream":true}`))
+			in, err := parseRequest(APIChat, []byte(`{"model":"m","stream":true}`))
 			require.NoError(t, err)
 			tr := newTranslator(APIChat, ProviderOpenAI)
 			_, err = tr.Request(in, &Target{ProviderModel: "m"})
@@ -343,7 +343,7 @@ func FuzzStreamChunks(f *testing.F) {
 		if asked {
 			body = `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`
 		}
-		_, in, err := parseRequest(APIChat, []byte(body))
+		in, err := parseRequest(APIChat, []byte(body))
 		require.NoError(t, err)
 		tr := newTranslator(APIChat, ProviderOpenAI)
 		_, err = tr.Request(in, &Target{ProviderModel: "m"})
