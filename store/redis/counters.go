@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,7 +217,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 	// Split the input cost and the output price so that Lua's doubles stay exact:
 	// input cost = qi·1e6 + ri (in nano-USD·1e-6), output price = qo·1e6 + ro.
 	inPrice, outPrice := bounds(req.Price)
-	hi, lo := mul64(uint64(inBound), uint64(inPrice))
+	hi, lo := bits.Mul64(uint64(inBound), uint64(inPrice))
 	qi, ri := divmod1e6(hi, lo)
 	qo, ro := int64(outPrice)/1_000_000, int64(outPrice)%1_000_000
 	estTokens := inBound/4 + min(inBound%4, 1)
@@ -493,10 +495,7 @@ func (c *Counters) Expire(ctx context.Context, now time.Time) ([]kernel.Settleme
 		}
 	}
 	slices.SortFunc(recs, func(a, b *record) int {
-		if a.Deadline != b.Deadline {
-			return cmpInt(a.Deadline, b.Deadline)
-		}
-		return cmpString(a.ID, b.ID)
+		return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), cmp.Compare(a.ID, b.ID))
 	})
 	for _, rec := range recs {
 		ok, cost, reserved, err := c.close(ctx, now, rec, -1, false, 0)

@@ -25,8 +25,6 @@ func bounds(p kernel.Price) (in, out kernel.Money) {
 	return max(in, cached, write), max(out, reasoning)
 }
 
-func mul64(a, b uint64) (hi, lo uint64) { return bits.Mul64(a, b) }
-
 // maxExact bounds the integers a double (a Lua number) holds exactly.
 const maxExact = 1 << 53
 
@@ -92,26 +90,6 @@ func toInt(v any) int64 {
 	default:
 		return 0
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // op is one operation of a batch (opAdmit, opSettle) with its arguments for
