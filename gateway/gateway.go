@@ -55,6 +55,7 @@ type Gateway struct {
 	ListenAddr, AdminAddr, XDSAddr, ExtProcAddr string
 
 	log     *slog.Logger
+	now     func() time.Time
 	xds     *xds.Server
 	builtMu sync.Mutex
 }
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 		return err
 	}
 	g := &Gateway{
-		Config: cfg, Store: st, Sealer: sealer, log: log,
+		Config: cfg, Store: st, Sealer: sealer, log: log, now: now,
 		Catalog: NewCatalog(now),
 	}
 	if opts.Counters != nil {
@@ -277,7 +278,7 @@ func (g *Gateway) Refresh(ctx context.Context) error { return g.refresh(ctx) }
 func (g *Gateway) refresh(ctx context.Context) error {
 	g.builtMu.Lock()
 	defer g.builtMu.Unlock()
-	s, err := buildSnapshot(ctx, g.Store, g.Sealer, g.log, time.Now())
+	s, err := buildSnapshot(ctx, g.Store, g.Sealer, g.log, g.now())
 	if err != nil {
 		return err
 	}
