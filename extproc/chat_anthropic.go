@@ -411,6 +411,16 @@ func openAIUsageOf(u anthropicUsage) oaUsage {
 	return o
 }
 
+// toolArguments renders a tool_use block's input as OpenAI's arguments
+// string: the JSON compacted, "{}" when absent or invalid.
+func toolArguments(input json.RawMessage) string {
+	var args bytes.Buffer
+	if len(input) == 0 || json.Compact(&args, input) != nil {
+		return "{}"
+	}
+	return args.String()
+}
+
 // finishReason maps Anthropic's stop_reason to OpenAI's finish_reason.
 func finishReason(s string) string {
 	switch s {
@@ -476,13 +486,7 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 			msg.ReasoningContent += b.Thinking
 		case "tool_use":
 			tc := oaRespToolCall{ID: b.ID, Type: "function"}
-			tc.Function.Name = b.Name
-			var args bytes.Buffer
-			if len(b.Input) == 0 || json.Compact(&args, b.Input) != nil {
-				args.Reset()
-				args.WriteString("{}")
-			}
-			tc.Function.Arguments = args.String()
+			tc.Function.Name, tc.Function.Arguments = b.Name, toolArguments(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		}
 	}

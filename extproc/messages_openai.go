@@ -249,13 +249,7 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 			}{u}})
 		case "tool_use":
 			c := oaRespToolCall{ID: b.ID, Type: "function"}
-			c.Function.Name = b.Name
-			var args bytes.Buffer
-			if len(b.Input) == 0 || json.Compact(&args, b.Input) != nil {
-				args.Reset()
-				args.WriteString("{}")
-			}
-			c.Function.Arguments = args.String()
+			c.Function.Name, c.Function.Arguments = b.Name, toolArguments(b.Input)
 			calls = append(calls, c)
 		case "tool_result":
 			text, err := systemText(b.Content)
