@@ -162,17 +162,7 @@ func (t *messagesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error)
 		return nil, err
 	}
 	o := &Outbound{Body: body, Remove: []string{hdrAnthropicVersion, hdrAnthropicBeta}}
-	if t.azure {
-		o.Path = azurePath(target, opChat)
-		if target.APIKey != "" {
-			o.Headers = [][2]string{{hdrAPIKey, target.APIKey}}
-		}
-	} else {
-		o.Path = joinPath(target.BasePath, opChat.path)
-		if target.APIKey != "" {
-			o.Headers = [][2]string{{hdrAuthorization, "Bearer " + target.APIKey}}
-		}
-	}
+	o.Path, o.Headers = openAIUpstream(target, opChat, t.azure)
 	return o, nil
 }
 

@@ -328,32 +328,39 @@ func azurePath(t *Target, op openAIOp) string {
 // stream_options and max_completion_tokens.
 const defaultAzureAPIVersion = "2024-10-21"
 
-// openAIRequest builds the upstream request of an OpenAI-compatible provider:
-// base path + operation, bearer key.
-func (o *openAIFormat) openAIRequest(in *Inbound, t *Target, op openAIOp) *Outbound {
-	o.apiKey = t.APIKey
-	out := &Outbound{
-		Path: joinPath(t.BasePath, op.path),
-		Body: o.rewrite(in, op, t.ProviderModel),
+// openAIUpstream is the path and credentials of an operation on an
+// OpenAI-compatible deployment (base path + operation, bearer key) or, with
+// azure, on an Azure OpenAI deployment
+// (/openai/deployments/{deployment}/{op}?api-version=..., api-key header).
+func openAIUpstream(t *Target, op openAIOp, azure bool) (path string, headers [][2]string) {
+	if azure {
+		if t.APIKey != "" {
+			headers = [][2]string{{hdrAPIKey, t.APIKey}}
+		}
+		return azurePath(t, op), headers
 	}
 	if t.APIKey != "" {
-		out.Headers = [][2]string{{"authorization", "Bearer " + t.APIKey}}
+		headers = [][2]string{{hdrAuthorization, "Bearer " + t.APIKey}}
 	}
+	return joinPath(t.BasePath, op.path), headers
+}
+
+// request builds the upstream request of an OpenAI-format deployment. Azure
+// takes the model from the path and ignores the body's model, which is
+// renamed all the same so logs upstream match.
+func (o *openAIFormat) request(in *Inbound, t *Target, op openAIOp, azure bool) *Outbound {
+	o.apiKey = t.APIKey
+	out := &Outbound{Body: o.rewrite(in, op, t.ProviderModel)}
+	out.Path, out.Headers = openAIUpstream(t, op, azure)
 	return out
 }
 
-// azureRequest builds the upstream request of an Azure OpenAI deployment:
-// /openai/deployments/{deployment}/{op}?api-version=..., api-key header. Azure
-// takes the model from the path and ignores the body's model, which is renamed
-// all the same so logs upstream match.
+// openAIRequest builds the upstream request of an OpenAI-compatible provider.
+func (o *openAIFormat) openAIRequest(in *Inbound, t *Target, op openAIOp) *Outbound {
+	return o.request(in, t, op, false)
+}
+
+// azureRequest builds the upstream request of an Azure OpenAI deployment.
 func (o *openAIFormat) azureRequest(in *Inbound, t *Target, op openAIOp) *Outbound {
-	o.apiKey = t.APIKey
-	out := &Outbound{
-		Path: azurePath(t, op),
-		Body: o.rewrite(in, op, t.ProviderModel),
-	}
-	if t.APIKey != "" {
-		out.Headers = [][2]string{{"api-key", t.APIKey}}
-	}
-	return out
+	return o.request(in, t, op, true)
 }
