@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 )
 
 // nanoDigits is the number of decimals of a dollar that Money holds.
@@ -17,17 +18,8 @@ func ParseDollars(s string) (Money, error) {
 	if len(s) > 0 && s[0] == '$' {
 		s = s[1:]
 	}
-	intPart, frac := s, ""
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			intPart, frac = s[:i], s[i+1:]
-			if frac == "" {
-				return 0, badAmount(orig)
-			}
-			break
-		}
-	}
-	if intPart == "" || len(frac) > nanoDigits || !allDigits(intPart) || !allDigits(frac) {
+	intPart, frac, dot := strings.Cut(s, ".")
+	if intPart == "" || dot && frac == "" || len(frac) > nanoDigits || !allDigits(intPart) || !allDigits(frac) {
 		return 0, badAmount(orig)
 	}
 	var whole uint64

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"slices"
 	"strconv"
 )
 
@@ -28,10 +29,8 @@ func enumName[T ~uint8](names []string, v T, kind string) string {
 
 // parseEnum finds s among names.
 func parseEnum[T ~uint8](names []string, s string) (T, error) {
-	for i, n := range names {
-		if n == s {
-			return T(i), nil
-		}
+	if i := slices.Index(names, s); i >= 0 {
+		return T(i), nil
 	}
 	return 0, &parseError{err: ErrBadEnum, text: s}
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -101,13 +102,21 @@ func (s *State) scope(ref ScopeRef) *scopeState {
 	return st
 }
 
-// window returns the scope's window for p, created if missing, current at now.
-func (s *State) window(st *scopeState, p Period, now time.Time, nowN int64) *window {
+// find returns the scope's window of p, or nil when p is not tracked.
+func (st *scopeState) find(p Period) *window {
 	for i := range st.windows {
 		if w := &st.windows[i]; w.period.Equal(p) {
-			s.roll(w, now, nowN)
 			return w
 		}
+	}
+	return nil
+}
+
+// window returns the scope's window for p, created if missing, current at now.
+func (s *State) window(st *scopeState, p Period, now time.Time, nowN int64) *window {
+	if w := st.find(p); w != nil {
+		s.roll(w, now, nowN)
+		return w
 	}
 	st.windows = append(st.windows, window{period: p})
 	w := &st.windows[len(st.windows)-1]
@@ -241,7 +250,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		switch {
 		case !lim.ExpiresAt.IsZero() && !now.Before(lim.ExpiresAt):
 			d.Reason = ReasonKeyExpired
-		case len(lim.Models) > 0 && !contains(lim.Models, req.Model):
+		case len(lim.Models) > 0 && !slices.Contains(lim.Models, req.Model):
 			d.Reason = ReasonModelNotAllowed
 		case lim.MaxParallel > 0 && st.inFlight >= lim.MaxParallel:
 			d.Reason, d.RetryAfter = ReasonParallelLimit, parallelRetry
@@ -316,15 +325,6 @@ func affordable(avail Money, inCost u128, outPrice Money, n int64) int64 {
 		return n
 	}
 	return int64(q)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // rateInfo picks, for requests and for tokens, the scope with a limit that has
@@ -458,13 +458,7 @@ func (s *State) Seed(ref ScopeRef, p Period, windowStart time.Time, spent Money)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.scope(ref)
-	var w *window
-	for i := range st.windows {
-		if st.windows[i].period.Equal(p) {
-			w = &st.windows[i]
-			break
-		}
-	}
+	w := st.find(p)
 	if w == nil {
 		st.windows = append(st.windows, window{period: p, start: startN, end: endN})
 		w = &st.windows[len(st.windows)-1]
@@ -490,13 +484,12 @@ func (s *State) Usage(ref ScopeRef, p Period, now time.Time) (spent, reserved Mo
 	if !ok {
 		return 0, 0
 	}
-	for i := range st.windows {
-		if w := &st.windows[i]; w.period.Equal(p) {
-			s.roll(w, now, nowN)
-			return w.spent, w.reserved
-		}
+	w := st.find(p)
+	if w == nil {
+		return 0, 0
 	}
-	return 0, 0
+	s.roll(w, now, nowN)
+	return w.spent, w.reserved
 }
 
 // InFlight is the number of open reservations charged to ref.
