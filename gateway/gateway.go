@@ -307,14 +307,11 @@ func (g *Gateway) xdsInput(s *Snapshot) *xds.Input {
 		Listener:            hostPort(g.Config.Listen),
 		MaxRequestBodyBytes: g.Config.MaxBodyBytes,
 	}
-	addr := g.ExtProcAddr
-	if addr == "" {
-		addr = g.Config.ExtProcAddr
-	}
-	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+	// Run binds the processor before the first refresh, so its address is known.
+	if path, ok := strings.CutPrefix(g.ExtProcAddr, "unix:"); ok {
 		in.ExtProc = xds.Address{Path: path}
 	} else {
-		in.ExtProc = hostPort(addr)
+		in.ExtProc = hostPort(g.ExtProcAddr)
 	}
 	for _, u := range s.Upstreams {
 		in.Upstreams = append(in.Upstreams, xds.Upstream{
