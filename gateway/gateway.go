@@ -349,15 +349,12 @@ func resolvePort(addr string) (string, error) {
 }
 
 func listen(addr string) (net.Listener, error) {
+	network, address := "tcp", addr
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
 		_ = os.Remove(path)
-		l, err := net.Listen("unix", path)
-		if err != nil {
-			return nil, fmt.Errorf("ext_proc listen %s: %w", addr, err)
-		}
-		return l, nil
+		network, address = "unix", path
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen(network, address)
 	if err != nil {
 		return nil, fmt.Errorf("ext_proc listen %s: %w", addr, err)
 	}
