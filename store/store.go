@@ -178,6 +178,37 @@ func HourRange(since, until time.Time) (lo, hi int64) {
 	return lo, hi
 }
 
+// SeriesBuckets fills the answer of Spend.Series from hourly totals: the
+// buckets of step over [since, until), aligned to since, every one present.
+type SeriesBuckets struct {
+	points     []SpendPoint
+	base, step int64 // Unix seconds
+}
+
+// NewSeriesBuckets returns the empty buckets of step (a positive multiple of an
+// hour) over [since, until), until after since.
+func NewSeriesBuckets(since, until time.Time, step time.Duration) *SeriesBuckets {
+	n := int((until.Sub(since) + step - 1) / step)
+	b := &SeriesBuckets{points: make([]SpendPoint, n), base: since.Unix(), step: int64(step / time.Second)}
+	for i := range b.points {
+		b.points[i].Start = since.Add(time.Duration(i) * step).UTC()
+	}
+	return b
+}
+
+// Add adds the total of the hour starting at hour (Unix seconds) to the bucket
+// holding it; an hour that starts before since or at until (a partial hour
+// counted whole, see HourRange) goes to the first or the last bucket.
+func (b *SeriesBuckets) Add(hour int64, cost kernel.Money, requests, tokens int64) {
+	i := min(max((hour-b.base)/b.step, 0), int64(len(b.points)-1))
+	b.points[i].Cost += cost
+	b.points[i].Requests += requests
+	b.points[i].Tokens += tokens
+}
+
+// Points are the buckets, oldest first.
+func (b *SeriesBuckets) Points() []SpendPoint { return b.points }
+
 // AuditEntry records one admin change.
 type AuditEntry struct {
 	ID     int64     `json:"id"`

@@ -42,23 +42,14 @@ func (s *Store) Series(_ context.Context, scope kernel.ScopeRef, since, until ti
 	if !until.After(since) {
 		return []store.SpendPoint{}, nil
 	}
-	n := int((until.Sub(since) + step - 1) / step)
-	out := make([]store.SpendPoint, n)
-	for i := range out {
-		out[i].Start = since.Add(time.Duration(i) * step).UTC()
-	}
+	out := store.NewSeriesBuckets(since, until, step)
 	lo, hi := store.HourRange(since, until)
-	base, stepSec := since.Unix(), int64(step/time.Second)
 	for k, b := range s.totals {
-		if k.kind != scope.Kind || k.id != scope.ID || k.hour < lo || k.hour >= hi {
-			continue
+		if k.kind == scope.Kind && k.id == scope.ID && k.hour >= lo && k.hour < hi {
+			out.Add(k.hour, b.cost, b.requests, b.tokens)
 		}
-		i := min(max((k.hour-base)/stepSec, 0), int64(n-1))
-		out[i].Cost += b.cost
-		out[i].Requests += b.requests
-		out[i].Tokens += b.tokens
 	}
-	return out, nil
+	return out.Points(), nil
 }
 
 // Entries lists ledger rows ordered by (EndedAt, RequestID).

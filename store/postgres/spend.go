@@ -46,30 +46,15 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 		return nil, wrapErr("series", err)
 	}
 	defer rows.Close()
-	n := int((until.Sub(since) + step - 1) / step)
-	out := make([]store.SpendPoint, n)
-	for i := range out {
-		out[i].Start = since.Add(time.Duration(i) * step).UTC()
-	}
-	stepSec := int64(step / time.Second)
-	base := since.Unix()
+	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
 		var hour, cost, reqs, tokens int64
 		if err := rows.Scan(&hour, &cost, &reqs, &tokens); err != nil {
 			return nil, wrapErr("series", err)
 		}
-		i := int((hour - base) / stepSec)
-		if hour < base {
-			i = 0
-		}
-		if i >= n {
-			i = n - 1
-		}
-		out[i].Cost += kernel.Money(cost)
-		out[i].Requests += reqs
-		out[i].Tokens += tokens
+		out.Add(hour, kernel.Money(cost), reqs, tokens)
 	}
-	return out, wrapErr("series", rows.Err())
+	return out.Points(), wrapErr("series", rows.Err())
 }
 
 var scopeColumn = map[kernel.ScopeKind]string{

@@ -36,11 +36,6 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	if !until.After(since) {
 		return []store.SpendPoint{}, nil
 	}
-	n := int((until.Sub(since) + step - 1) / step)
-	out := make([]store.SpendPoint, n)
-	for i := range out {
-		out[i].Start = since.Add(time.Duration(i) * step).UTC()
-	}
 	lo, hi := store.HourRange(since, until)
 	rows, err := s.r.QueryContext(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
 		WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`, int64(scope.Kind), scope.ID, lo, hi)
@@ -48,18 +43,15 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 		return nil, s.wrap("series", err)
 	}
 	defer rows.Close()
-	base, stepSec := since.Unix(), int64(step/time.Second)
+	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
 		var hour, cost, requests, tokens int64
 		if err := rows.Scan(&hour, &cost, &requests, &tokens); err != nil {
 			return nil, s.wrap("series", err)
 		}
-		i := min(max((hour-base)/stepSec, 0), int64(n-1))
-		out[i].Cost += kernel.Money(cost)
-		out[i].Requests += requests
-		out[i].Tokens += tokens
+		out.Add(hour, kernel.Money(cost), requests, tokens)
 	}
-	return out, s.wrap("series", rows.Err())
+	return out.Points(), s.wrap("series", rows.Err())
 }
 
 var scopeColumn = map[kernel.ScopeKind]string{
