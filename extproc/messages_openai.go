@@ -29,8 +29,7 @@ type messagesOpenAI struct {
 
 	sse      sseParser
 	out      []byte
-	usage    kernel.Usage
-	ou       openAIUsage
+	ou       openAIUsage // the stream's usage chunk, when reported
 	reported bool
 	text     int64
 	// stream state
@@ -493,7 +492,7 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 	if bytes.Contains(ev.Data, usageKey) {
 		if v, err := topLevelMember(ev.Data, "usage"); err == nil {
 			if u, ok := parseOpenAIUsage(ev.Data, v); ok {
-				t.ou, t.usage, t.reported = u, u.kernel(), true
+				t.ou, t.reported = u, true
 			}
 		}
 	}
@@ -549,7 +548,7 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 // StreamUsage is the usage of the stream's usage chunk, or an estimate.
 func (t *messagesOpenAI) StreamUsage() (kernel.Usage, bool) {
 	if t.reported {
-		return t.usage, true
+		return t.ou.kernel(), true
 	}
 	return kernel.Usage{Output: estimateTokens(t.text)}, false
 }
