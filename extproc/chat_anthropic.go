@@ -40,8 +40,11 @@ type chatAnthropic struct {
 	out   []byte
 	// stream state
 	id, model string
-	tools     map[int64]int // content block index → tool call index
-	nextTool  int
+	// head is the start of every chunk, up to "choices" (id, object, created,
+	// model): made once the message's id and model are known.
+	head     []byte
+	tools    map[int64]int // content block index → tool call index
+	nextTool int
 }
 
 var _ Translator = (*chatAnthropic)(nil)
@@ -550,7 +553,7 @@ func (t *chatAnthropic) event(ev sseEvent) {
 	switch e.Type {
 	case "message_start":
 		if e.Message != nil {
-			t.id, t.model = e.Message.ID, e.Message.Model
+			t.id, t.model, t.head = e.Message.ID, e.Message.Model, nil
 		}
 		t.chunk(`{"role":"assistant","content":""}`, "")
 	case "content_block_start":
@@ -594,8 +597,11 @@ func (t *chatAnthropic) event(ev sseEvent) {
 				InputTokens: u.Input, OutputTokens: u.Output,
 				CacheReadInputTokens: u.CachedInput, CacheCreationInputTokens: u.CacheWrite,
 			}))
-			t.raw(`{"id":` + t.quoted(t.id) + `,"object":"chat.completion.chunk","created":` +
-				strconv.FormatInt(t.created, 10) + `,"model":` + t.quoted(t.model) + `,"choices":[],"usage":` + string(usage) + `}`)
+			t.out = append(t.out, "data: "...)
+			t.out = append(t.out, t.chunkHead()...)
+			t.out = append(t.out, `"choices":[],"usage":`...)
+			t.out = append(t.out, usage...)
+			t.out = append(t.out, "}\n\n"...)
 		}
 		t.out = append(t.out, "data: [DONE]\n\n"...)
 	case "error":
@@ -607,20 +613,36 @@ func (t *chatAnthropic) event(ev sseEvent) {
 	}
 }
 
-func (t *chatAnthropic) quoted(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+// chunkHead is head, made on first use.
+func (t *chatAnthropic) chunkHead() []byte {
+	if t.head == nil {
+		id, _ := json.Marshal(t.id)
+		model, _ := json.Marshal(t.model)
+		h := append([]byte(`{"id":`), id...)
+		h = append(h, `,"object":"chat.completion.chunk","created":`...)
+		h = strconv.AppendInt(h, t.created, 10)
+		h = append(h, `,"model":`...)
+		h = append(h, model...)
+		t.head = append(h, ',')
+	}
+	return t.head
 }
 
 // chunk appends one chat.completion.chunk event with the delta and finish reason.
 func (t *chatAnthropic) chunk(delta, finish string) {
-	f := "null"
+	t.out = append(t.out, "data: "...)
+	t.out = append(t.out, t.chunkHead()...)
+	t.out = append(t.out, `"choices":[{"index":0,"delta":`...)
+	t.out = append(t.out, delta...)
+	t.out = append(t.out, `,"finish_reason":`...)
 	if finish != "" {
-		f = `"` + finish + `"`
+		t.out = append(t.out, '"')
+		t.out = append(t.out, finish...)
+		t.out = append(t.out, '"')
+	} else {
+		t.out = append(t.out, "null"...)
 	}
-	t.raw(`{"id":` + t.quoted(t.id) + `,"object":"chat.completion.chunk","created":` +
-		strconv.FormatInt(t.created, 10) + `,"model":` + t.quoted(t.model) +
-		`,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`)
+	t.out = append(t.out, "}]}\n\n"...)
 }
 
 func (t *chatAnthropic) raw(data string) {
