@@ -212,19 +212,13 @@ func limitsFromDoc(field string, d LimitsDoc) (kernel.Limits, error) {
 	return l, nil
 }
 
-// PeriodNames are the budget period names of the YAML document and the CLI.
-var PeriodNames = map[string]kernel.PeriodKind{
-	"total": kernel.PeriodTotal, "daily": kernel.PeriodDaily, "weekly": kernel.PeriodWeekly,
-	"monthly": kernel.PeriodMonthly, "rolling": kernel.PeriodRolling,
-}
-
 func periodFromDoc(f string, b BudgetDoc) (kernel.Period, error) {
 	name := b.Period
 	if name == "" {
 		name = "total"
 	}
-	kind, ok := PeriodNames[name]
-	if !ok {
+	kind, err := kernel.ParsePeriodKind(name)
+	if err != nil {
 		return kernel.Period{}, errorf(ErrInvalid, "%s.period: %q is not total, daily, weekly, monthly or rolling", f, b.Period)
 	}
 	p := kernel.Period{Kind: kind}
