@@ -43,9 +43,9 @@ type options struct {
 func defaults() options {
 	return options{
 		maxConns:     16,
-		batchSize:    1024,
-		window:       2 * time.Millisecond,
-		queueSize:    65536,
+		batchSize:    groupcommit.DefaultMaxBatch,
+		window:       groupcommit.DefaultWindow,
+		queueSize:    groupcommit.DefaultQueueSize,
 		pollInterval: 5 * time.Second,
 		retryBackoff: 100 * time.Millisecond,
 		writers:      4,
