@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
-	"unicode/utf8"
 )
 
 // ErrInvalidBootstrap is wrapped by every error Bootstrap returns.
@@ -122,8 +120,7 @@ func parseEndpoint(what, name, s string) (endpoint, error) {
 		if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "@") {
 			return endpoint{}, fmt.Errorf("%w: %s %q: the socket path must be absolute", ErrInvalidBootstrap, what, s)
 		}
-		// sun_path holds 108 bytes with the terminating NUL.
-		if !utf8.ValidString(path) || strings.ContainsRune(path, 0) || len(path) > 107 {
+		if !ValidSocketPath(path) {
 			return endpoint{}, fmt.Errorf("%w: %s %q: not a usable socket path", ErrInvalidBootstrap, what, s)
 		}
 		return endpoint{Name: name, Pipe: path}, nil
@@ -139,15 +136,12 @@ func parseEndpoint(what, name, s string) (endpoint, error) {
 	if host == "" {
 		return endpoint{}, fmt.Errorf("%w: %s %q: the host is missing", ErrInvalidBootstrap, what, s)
 	}
-	_, ipErr := netip.ParseAddr(host)
-	if ipErr != nil && (len(host) > 253 || !hostnameRe.MatchString(host)) {
+	if !ValidHost(host) {
 		return endpoint{}, fmt.Errorf("%w: %s %q: bad host", ErrInvalidBootstrap, what, s)
 	}
+	_, ipErr := netip.ParseAddr(host)
 	return endpoint{Name: name, Host: host, Port: port, DNS: ipErr != nil}, nil
 }
-
-// hostnameRe is a DNS name: labels of letters, digits and hyphens.
-var hostnameRe = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
 
 func orDefault(s, def string) string {
 	if s == "" {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tollgate-ai/tollgate/envoy"
 )
@@ -124,7 +123,7 @@ func ParseAddress(s string) (Address, error) {
 	if err != nil || port == 0 {
 		return Address{}, fmt.Errorf("%w: address %q: bad port", ErrInvalidInput, s)
 	}
-	if host == "" || !validHost(host) {
+	if host == "" || !envoy.ValidHost(host) {
 		return Address{}, fmt.Errorf("%w: address %q: bad host", ErrInvalidInput, s)
 	}
 	return Address{Host: host, Port: uint32(port)}, nil
@@ -263,10 +262,10 @@ func normalizeUpstream(u *Upstream) error {
 	default:
 		return fmt.Errorf("%w: deployment %q: scheme %q is not http or https", ErrInvalidInput, u.Deployment, u.Scheme)
 	}
-	if !validHost(u.Host) {
+	if !envoy.ValidHost(u.Host) {
 		return fmt.Errorf("%w: deployment %q: host %q is not a hostname or IP address", ErrInvalidInput, u.Deployment, u.Host)
 	}
-	if u.SNI != "" && (isIP(u.SNI) || !validHost(u.SNI)) {
+	if u.SNI != "" && (isIP(u.SNI) || !envoy.ValidHost(u.SNI)) {
 		return fmt.Errorf("%w: deployment %q: sni %q is not a DNS name", ErrInvalidInput, u.Deployment, u.SNI)
 	}
 	if u.Port > 65535 {
@@ -293,14 +292,13 @@ func checkExtProc(a Address) error {
 		if !strings.HasPrefix(a.Path, "/") && !strings.HasPrefix(a.Path, "@") {
 			return fmt.Errorf("%w: ext_proc path %q must be absolute (or @abstract)", ErrInvalidInput, a.Path)
 		}
-		// sun_path holds 108 bytes with the terminating NUL.
-		if !utf8.ValidString(a.Path) || strings.ContainsRune(a.Path, 0) || len(a.Path) > 107 {
+		if !envoy.ValidSocketPath(a.Path) {
 			return fmt.Errorf("%w: ext_proc path %q is not a usable socket path", ErrInvalidInput, a.Path)
 		}
 		return nil
 	case a.Host == "":
 		return fmt.Errorf("%w: ext_proc address is missing", ErrInvalidInput)
-	case !validHost(a.Host):
+	case !envoy.ValidHost(a.Host):
 		return fmt.Errorf("%w: ext_proc host %q is not a hostname or IP address", ErrInvalidInput, a.Host)
 	case a.Port == 0 || a.Port > 65535:
 		return fmt.Errorf("%w: ext_proc port %d out of range", ErrInvalidInput, a.Port)
@@ -311,11 +309,4 @@ func checkExtProc(a Address) error {
 func isIP(host string) bool {
 	_, err := netip.ParseAddr(host)
 	return err == nil
-}
-
-// hostnameRe is a DNS name: labels of letters, digits and hyphens.
-var hostnameRe = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
-
-func validHost(host string) bool {
-	return isIP(host) || (len(host) <= 253 && hostnameRe.MatchString(host))
 }
