@@ -3,7 +3,6 @@ package extproc
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 )
@@ -99,14 +98,7 @@ func upstreamAnthropicError(status int, body []byte, key string) *apiError {
 	if e.Type == "" {
 		e.Type = anthropicStatusType(status)
 	}
-	if len(e.Message) > maxUpstreamMessage {
-		e.Message = strings.ToValidUTF8(e.Message[:maxUpstreamMessage], "") + "…"
-	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		e.Message = "the provider rejected the gateway's credentials for this deployment"
-		e.Code = "upstream_auth_error"
-	}
-	e.Message = redactSecrets(e.Message, key)
+	e.sanitizeUpstream(key)
 	return e
 }
 

@@ -164,10 +164,18 @@ func upstreamOpenAIError(status int, body []byte, key string) *apiError {
 			e.Message = "upstream returned HTTP " + strconv.Itoa(status)
 		}
 	}
+	e.sanitizeUpstream(key)
+	return e
+}
+
+// sanitizeUpstream makes an error read from a provider safe to pass on: the
+// message bounded, an upstream 401/403 reported as the gateway's credential
+// problem, and anything that looks like a key redacted.
+func (e *apiError) sanitizeUpstream(key string) {
 	if len(e.Message) > maxUpstreamMessage {
 		e.Message = strings.ToValidUTF8(e.Message[:maxUpstreamMessage], "") + "…"
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
 		e.Message = "the provider rejected the gateway's credentials for this deployment"
 		e.Code = "upstream_auth_error"
 		e.Param = ""
@@ -175,5 +183,4 @@ func upstreamOpenAIError(status int, body []byte, key string) *apiError {
 	e.Message = redactSecrets(e.Message, key)
 	e.Param = redactSecrets(e.Param, key)
 	e.Code = redactSecrets(e.Code, key)
-	return e
 }
