@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,10 +65,9 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 32<<10)
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				err := do(ctx, client, *url+path, *key, body, buf)
+				err := do(ctx, client, *url+path, *key, body)
 				if ctx.Err() != nil {
 					return
 				}
@@ -126,7 +124,7 @@ func request(scenario, model string) (string, []byte) {
 	return "", nil
 }
 
-func do(ctx context.Context, c *http.Client, url, key string, body, buf []byte) error {
+func do(ctx context.Context, c *http.Client, url, key string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -140,14 +138,8 @@ func do(ctx context.Context, c *http.Client, url, key string, body, buf []byte) 
 		return err
 	}
 	defer resp.Body.Close()
-	for {
-		_, err := resp.Body.Read(buf)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d", resp.StatusCode)
