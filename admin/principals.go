@@ -26,6 +26,26 @@ func customerView(c *store.Customer) *adminv1.Customer {
 	return &adminv1.Customer{Id: c.ID, Name: c.Name, Limits: limitsOut(c.Limits)}
 }
 
+func teamMembers(t *store.Team) *[]string { return &t.Members }
+
+func userTeams(u *store.User) *[]string { return &u.Teams }
+
+// unlink removes id from a list (team members, a user's teams) of each entity
+// in owners, skipping owners that are gone.
+func unlink[T store.Entity](ctx context.Context, c store.Config, owners []string, id string, list func(*T) *[]string) error {
+	for _, owner := range owners {
+		_, err := update(ctx, c, owner, func(v *T) error {
+			l := list(v)
+			*l = slices.DeleteFunc(*l, func(x string) bool { return x == id })
+			return nil
+		})
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 // CreateUser creates a user.
 func (s *Server) CreateUser(ctx context.Context, req *adminv1.CreateUserRequest) (*adminv1.CreateUserResponse, error) {
 	in := req.GetUser()
@@ -105,17 +125,8 @@ func (s *Server) UpdateUser(ctx context.Context, req *adminv1.UpdateUserRequest)
 // DeleteUser deletes a user and removes it from its teams.
 func (s *Server) DeleteUser(ctx context.Context, req *adminv1.DeleteUserRequest) (*adminv1.DeleteUserResponse, error) {
 	u, _, err := get[store.User](ctx, s.st, req.GetId())
-	for _, team := range u.Teams {
-		if err != nil {
-			break
-		}
-		_, err = update(ctx, s.st, team, func(t *store.Team) error {
-			t.Members = slices.DeleteFunc(t.Members, func(m string) bool { return m == u.ID })
-			return nil
-		})
-		if isNotFound(err) {
-			err = nil
-		}
+	if err == nil {
+		err = unlink(ctx, s.st, u.Teams, u.ID, teamMembers)
 	}
 	if err == nil {
 		err = remove[store.User](ctx, s.st, req.GetId())
@@ -217,17 +228,8 @@ func (s *Server) DeleteTeam(ctx context.Context, req *adminv1.DeleteTeamRequest)
 			err = errorf(ErrInvalid, "team %q still has active keys (e.g. %q): revoke them first", id, keys[0].ID)
 		}
 	}
-	for _, m := range t.Members {
-		if err != nil {
-			break
-		}
-		_, err = update(ctx, s.st, m, func(u *store.User) error {
-			u.Teams = slices.DeleteFunc(u.Teams, func(x string) bool { return x == id })
-			return nil
-		})
-		if isNotFound(err) {
-			err = nil
-		}
+	if err == nil {
+		err = unlink(ctx, s.st, t.Members, id, userTeams)
 	}
 	if err == nil {
 		err = remove[store.Team](ctx, s.st, id)
@@ -290,13 +292,7 @@ func (s *Server) RemoveTeamMember(ctx context.Context, req *adminv1.RemoveTeamMe
 		})
 	}
 	if err == nil {
-		_, err = update(ctx, s.st, user, func(u *store.User) error {
-			u.Teams = slices.DeleteFunc(u.Teams, func(x string) bool { return x == team })
-			return nil
-		})
-		if isNotFound(err) {
-			err = nil
-		}
+		err = unlink(ctx, s.st, []string{user}, team, userTeams)
 	}
 	if err == nil {
 		err = s.record(ctx, "team.member.remove", store.KindTeam, team, map[string]string{"user_id": user})

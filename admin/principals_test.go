@@ -208,3 +208,28 @@ func TestAuditAndCredentials(t *testing.T) {
 		requireCode(t, codes.Unauthenticated, err)
 	})
 }
+
+func TestDeleteUserLeavesItsTeams(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		c := clients(e)
+		ctx := e.admin(t)
+		for _, team := range []string{"red", "blue"} {
+			_, err := c.teams.CreateTeam(ctx, &adminv1.CreateTeamRequest{Team: &adminv1.Team{Id: team}})
+			require.NoError(t, err)
+			for _, u := range []string{"carol", "dave"} {
+				_, err = c.teams.AddTeamMember(ctx, &adminv1.AddTeamMemberRequest{TeamId: team, UserId: u})
+				require.NoError(t, err)
+			}
+		}
+		_, err := c.teams.DeleteTeam(ctx, &adminv1.DeleteTeamRequest{Id: "blue"})
+		require.NoError(t, err)
+		_, err = c.users.DeleteUser(ctx, &adminv1.DeleteUserRequest{Id: "carol"})
+		require.NoError(t, err)
+		red, err := c.teams.GetTeam(ctx, &adminv1.GetTeamRequest{Id: "red"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"dave"}, red.GetTeam().GetMembers())
+		dave, err := c.users.GetUser(ctx, &adminv1.GetUserRequest{Id: "dave"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"red"}, dave.GetUser().GetTeams())
+	})
+}
