@@ -40,17 +40,7 @@ func (s *suite) closeTests() []test {
 			st := s.open(t)
 			ch := st.Watch(t.Context())
 			require.NoError(t, st.Close(timeout(t, 30*time.Second)))
-			deadline := time.After(2 * time.Second)
-			for {
-				select {
-				case _, ok := <-ch:
-					if !ok {
-						return
-					}
-				case <-deadline:
-					t.Fatal("watch channel not closed by Close")
-				}
-			}
+			requireWatchEnds(t, ch, "watch channel not closed by Close")
 		}},
 	}
 	if s.reopen == nil {

@@ -221,6 +221,23 @@ func (s *suite) configTests() []test {
 	}
 }
 
+// requireWatchEnds drains ch until it is closed, failing with msg unless that
+// happens within two seconds.
+func requireWatchEnds(t *testing.T, ch <-chan int64, msg string) {
+	t.Helper()
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal(msg)
+		}
+	}
+}
+
 func (s *suite) watchTests() []test {
 	// next reads revisions until one reaches want, within a second.
 	next := func(t *testing.T, ch <-chan int64, prev, want int64) int64 {
@@ -280,17 +297,7 @@ func (s *suite) watchTests() []test {
 			ctx, cancel := context.WithCancel(t.Context())
 			ch := st.Watch(ctx)
 			cancel()
-			deadline := time.After(2 * time.Second)
-			for {
-				select {
-				case _, ok := <-ch:
-					if !ok {
-						return
-					}
-				case <-deadline:
-					t.Fatal("watch channel not closed after its context ended")
-				}
-			}
+			requireWatchEnds(t, ch, "watch channel not closed after its context ended")
 		}},
 	}
 }
