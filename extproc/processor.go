@@ -423,10 +423,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			if out == nil {
 				out = body // untranslatable: pass the bytes rather than drop them
 			}
-			if !s.loggedErr {
-				s.loggedErr = true
-				s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
-			}
+			s.streamError(err)
 		}
 		if !sameBytes(out, body) {
 			reply.Response = &extprocv3.CommonResponse{BodyMutation: bodyMutation(out)}
@@ -502,9 +499,8 @@ func sameBytes(a, b []byte) bool {
 func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResponse {
 	if s.admitted && !s.settled && s.sse {
 		// The stream ended with trailers: the last body chunk had no end_of_stream.
-		if _, err := s.tr.StreamChunk(nil, true); err != nil && !s.loggedErr {
-			s.loggedErr = true
-			s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
+		if _, err := s.tr.StreamChunk(nil, true); err != nil {
+			s.streamError(err)
 		}
 		u, reported := s.tr.StreamUsage()
 		s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
@@ -512,6 +508,14 @@ func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResp
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
 		ResponseTrailers: &extprocv3.TrailersResponse{},
 	}}
+}
+
+// streamError logs the first translation error of a stream.
+func (s *stream) streamError(err error) {
+	if !s.loggedErr {
+		s.loggedErr = true
+		s.p.log.Warn("stream translation failed", "request_id", s.id, "err", err)
+	}
 }
 
 // --- settlement -------------------------------------------------------------
