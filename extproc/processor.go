@@ -682,14 +682,12 @@ func decisionError(d kernel.Decision, model string) *apiError {
 			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
 		}
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
-		what := map[kernel.Reason]string{
-			kernel.ReasonRequestLimit:  "requests per minute",
-			kernel.ReasonTokenLimit:    "tokens per minute",
-			kernel.ReasonParallelLimit: "parallel requests",
-		}[d.Reason]
-		typ := "requests"
-		if d.Reason == kernel.ReasonTokenLimit {
-			typ = "tokens"
+		what, typ := "requests per minute", "requests"
+		switch d.Reason {
+		case kernel.ReasonTokenLimit:
+			what, typ = "tokens per minute", "tokens"
+		case kernel.ReasonParallelLimit:
+			what = "parallel requests"
 		}
 		e := &apiError{
 			Status: http.StatusTooManyRequests, Type: typ, Code: codeRateLimit,
