@@ -423,8 +423,8 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		want := store.Org{ID: o.ID, Name: o.Name, Limits: l}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Org, bool) (store.Org, error) { return want, nil }))
 	}
-	// Members are users: each member not declared in users is created.
-	members := map[string]bool{}
+	// Members are users: each member not declared in users is created, and
+	// keys may name it (userIDs holds both from here on).
 	for i, t := range d.Teams {
 		f := fmt.Sprintf("teams[%d]", i)
 		l, err := limitsFromDoc(f+".limits", t.Limits)
@@ -438,7 +438,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			if !adminv1.ValidID(m) {
 				return nil, errorf(ErrInvalid, "%s.members[%d]: %q is not a valid user id", f, j, m)
 			}
-			members[m] = true
+			userIDs[m] = true
 		}
 		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Team, bool) (store.Team, error) { return want, nil }))
@@ -559,7 +559,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err := a.ref(ctx, f+".team", store.KindTeam, k.Team, teamIDs); err != nil {
 			return nil, err
 		}
-		if err := a.ref(ctx, f+".user", store.KindUser, k.User, mergeSets(userIDs, members)); err != nil {
+		if err := a.ref(ctx, f+".user", store.KindUser, k.User, userIDs); err != nil {
 			return nil, err
 		}
 		if err := a.ref(ctx, f+".org", store.KindOrg, k.Org, orgIDs); err != nil {
@@ -609,12 +609,6 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		plans = append(plans, a.membershipPlans(ctx, t)...)
 	}
 	return plans, nil
-}
-
-func mergeSets(a, b map[string]bool) map[string]bool {
-	out := maps.Clone(a)
-	maps.Copy(out, b)
-	return out
 }
 
 func (a *applier) sameCredential(sealed []byte, plain string) bool {
