@@ -469,8 +469,8 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	}
 	for i, p := range d.Providers {
 		f := fmt.Sprintf("providers[%d]", i)
-		typ, ok := map[string]store.ProviderType{"openai": store.ProviderOpenAI, "azure": store.ProviderAzure, "anthropic": store.ProviderAnthropic}[p.Type]
-		if !ok {
+		typ := store.ProviderType(p.Type)
+		if _, known := providerTypesOut[typ]; !known {
 			return nil, errorf(ErrInvalid, "%s.type: %q is not openai, azure or anthropic", f, p.Type)
 		}
 		if !adminv1.ValidBaseURL(p.BaseURL) {
