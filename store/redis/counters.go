@@ -173,15 +173,28 @@ type span struct {
 	startN     int64
 }
 
-func windowAt(ref kernel.ScopeRef, p kernel.Period, now time.Time, c *Counters) span {
+// windowAt is the window of p current at now in ref's hash, key.
+func windowAt(key string, ref kernel.ScopeRef, p kernel.Period, now time.Time) span {
 	start, end := p.Window(now)
-	sp := span{scope: ref, start: start, end: end, startN: math.MinInt64, key: c.scopeKey(ref), period: p.String()}
-	if !start.IsZero() {
-		sp.startN = start.UnixNano()
-	}
+	sp := span{scope: ref, start: start, end: end, startN: startNanos(start), key: key, period: p.String()}
 	sp.startS = strconv.FormatInt(sp.startN, 10)
 	sp.field = sp.period + ":" + sp.startS + ":"
 	return sp
+}
+
+// windowField is the field of windowAt(…, p, t) alone; period is p.String().
+func windowField(period string, p kernel.Period, t time.Time) string {
+	start, _ := p.Window(t)
+	return period + ":" + strconv.FormatInt(startNanos(start), 10) + ":"
+}
+
+// startNanos is a window's start in unix nanos; the zero time (a window with
+// no start) is MinInt64.
+func startNanos(start time.Time) int64 {
+	if start.IsZero() {
+		return math.MinInt64
+	}
+	return start.UnixNano()
 }
 
 const outputDefault = 4096
@@ -255,7 +268,8 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 		qi, ri, qo, ro, leaseScore(rec.Deadline), estTokens, int64(c.opts.scopeTTL/time.Second),
 		int64((lease+24*time.Hour)/time.Millisecond), worst, int64(len(head)))
 	for i := range req.Scopes {
-		o.keys = append(o.keys, c.scopeKey(req.Scopes[i].Ref))
+		key := c.scopeKey(req.Scopes[i].Ref)
+		o.keys = append(o.keys, key)
 		lim := req.Scopes[i].Limits
 		if lim == nil {
 			o.num(0, 0, 0, 0, 0, 0, 0)
@@ -266,7 +280,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 		o.num(1, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, int64(len(lim.Budgets)))
 		var periods []kernel.Period
 		for _, b := range lim.Budgets {
-			sp := windowAt(req.Scopes[i].Ref, b.Period, now, c)
+			sp := windowAt(key, req.Scopes[i].Ref, b.Period, now)
 			sp.scopeIdx = i + 1
 			wi := slices.IndexFunc(spans, func(x span) bool { return x.key == sp.key && x.field == sp.field }) + 1
 			if wi == 0 {
@@ -454,7 +468,8 @@ func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost i
 		}
 		o.num(int64(len(periods)))
 		for _, p := range periods {
-			o.strs = append(o.strs, windowAt(ref, p, admitted, c).field, windowAt(ref, p, now, c).field)
+			name := p.String()
+			o.strs = append(o.strs, windowField(name, p, admitted), windowField(name, p, now))
 		}
 	}
 	res, err := c.pipe.do(ctx, o)

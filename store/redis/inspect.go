@@ -16,7 +16,7 @@ import (
 // Usage is the spent and reserved money of ref's window of p current at now,
 // as Redis holds them (zero when the window was never touched).
 func (c *Counters) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (spent, reserved kernel.Money, err error) {
-	sp := windowAt(ref, p, now, c)
+	sp := windowAt(c.scopeKey(ref), ref, p, now)
 	v, err := c.rdb.HGet(ctx, sp.key, sp.field).Result()
 	if errors.Is(err, goredis.Nil) {
 		return 0, 0, nil

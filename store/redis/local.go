@@ -19,9 +19,10 @@ func (c *Counters) admitLocal(ctx context.Context, now time.Time, req *kernel.Ad
 		if lim == nil {
 			continue
 		}
+		key := c.scopeKey(req.Scopes[i].Ref)
 		for _, b := range lim.Budgets {
-			sp := windowAt(req.Scopes[i].Ref, b.Period, now, c)
-			id := windowID{scope: req.Scopes[i].Ref, period: b.Period.String(), start: sp.startN}
+			sp := windowAt(key, req.Scopes[i].Ref, b.Period, now)
+			id := windowID{scope: req.Scopes[i].Ref, period: sp.period, start: sp.startN}
 			if c.localSeeded[id] {
 				continue
 			}
