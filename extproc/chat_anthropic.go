@@ -77,6 +77,8 @@ type oaPart struct {
 	} `json:"image_url"`
 }
 
+// oaToolCall is a tool call of a chat message, read from requests and
+// responses and written to them.
 type oaToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -438,22 +440,13 @@ func finishReason(s string) string {
 	}
 }
 
-type oaRespToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 type oaRespMessage struct {
 	Role    string  `json:"role"`
 	Content *string `json:"content"`
 	// ReasoningContent carries Anthropic's thinking blocks, as DeepSeek and
 	// vLLM name reasoning in chat completions.
-	ReasoningContent string           `json:"reasoning_content,omitempty"`
-	ToolCalls        []oaRespToolCall `json:"tool_calls,omitempty"`
+	ReasoningContent string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []oaToolCall `json:"tool_calls,omitempty"`
 }
 
 type oaChoice struct {
@@ -488,7 +481,7 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 		case "thinking":
 			msg.ReasoningContent += b.Thinking
 		case "tool_use":
-			tc := oaRespToolCall{ID: b.ID, Type: "function"}
+			tc := oaToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.Name, toolArguments(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		}

@@ -67,10 +67,10 @@ type anInMessage struct {
 }
 
 type oaOutMessage struct {
-	Role       string           `json:"role"`
-	Content    any              `json:"content"`
-	ToolCalls  []oaRespToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string           `json:"tool_call_id,omitempty"`
+	Role       string       `json:"role"`
+	Content    any          `json:"content"`
+	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
 }
 
 type oaOutPart struct {
@@ -220,7 +220,7 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 	}
 	var out []oaOutMessage
 	var parts []oaOutPart
-	var calls []oaRespToolCall
+	var calls []oaToolCall
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
@@ -237,7 +237,7 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 				URL string `json:"url"`
 			}{u}})
 		case "tool_use":
-			c := oaRespToolCall{ID: b.ID, Type: "function"}
+			c := oaToolCall{ID: b.ID, Type: "function"}
 			c.Function.Name, c.Function.Arguments = b.Name, toolArguments(b.Input)
 			calls = append(calls, c)
 		case "tool_result":
@@ -293,8 +293,8 @@ type oaInCompletion struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content   *string          `json:"content"`
-			ToolCalls []oaRespToolCall `json:"tool_calls"`
+			Content   *string      `json:"content"`
+			ToolCalls []oaToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
