@@ -50,11 +50,7 @@ var (
 		adminv1.AdminRole_ADMIN_ROLE_TEAM_ADMIN: store.RoleTeamAdmin,
 		adminv1.AdminRole_ADMIN_ROLE_VIEWER:     store.RoleViewer,
 	}
-	rolesOut = map[store.Role]adminv1.AdminRole{
-		store.RoleAdmin:     adminv1.AdminRole_ADMIN_ROLE_ADMIN,
-		store.RoleTeamAdmin: adminv1.AdminRole_ADMIN_ROLE_TEAM_ADMIN,
-		store.RoleViewer:    adminv1.AdminRole_ADMIN_ROLE_VIEWER,
-	}
+	rolesOut = inverse(rolesIn)
 )
 
 func adminView(a *store.Admin) *adminv1.AdminCredential {

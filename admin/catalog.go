@@ -18,11 +18,7 @@ var (
 		adminv1.ProviderType_PROVIDER_TYPE_AZURE:     store.ProviderAzure,
 		adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC: store.ProviderAnthropic,
 	}
-	providerTypesOut = map[store.ProviderType]adminv1.ProviderType{
-		store.ProviderOpenAI:    adminv1.ProviderType_PROVIDER_TYPE_OPENAI,
-		store.ProviderAzure:     adminv1.ProviderType_PROVIDER_TYPE_AZURE,
-		store.ProviderAnthropic: adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC,
-	}
+	providerTypesOut = inverse(providerTypesIn)
 )
 
 func providerView(p *store.Provider) *adminv1.Provider {

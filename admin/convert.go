@@ -43,6 +43,15 @@ func tsIn(t *timestamppb.Timestamp) time.Time {
 	return t.AsTime().UTC()
 }
 
+// inverse maps each value of a one-to-one map back to its key.
+func inverse[K, V comparable](m map[K]V) map[V]K {
+	out := make(map[V]K, len(m))
+	for k, v := range m {
+		out[v] = k
+	}
+	return out
+}
+
 var (
 	periodsIn = map[adminv1.PeriodKind]kernel.PeriodKind{
 		adminv1.PeriodKind_PERIOD_KIND_UNSPECIFIED: kernel.PeriodTotal,
