@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 )
 
 // fakeProcessor routes every POST whose body names a model to deployment
@@ -78,16 +79,6 @@ func (p *fakeProcessor) Process(stream extprocv3.ExternalProcessor_ProcessServer
 	}
 }
 
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) uint32 {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	return uint32(port)
-}
-
 func serveGRPC(t *testing.T, register func(*grpc.Server), stop func()) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -132,7 +123,7 @@ func TestRealEnvoyRoutesThroughExtProc(t *testing.T) {
 	s := NewServer(testLogger(t))
 	xdsAddr := serveGRPC(t, s.Register, s.Stop)
 
-	listenPort := freePort(t)
+	listenPort := uint32(testenv.FreePort(t))
 	const maxBody = 1 << 20
 	require.NoError(t, s.Update(ctx, &Input{
 		Listener:            Address{Host: "127.0.0.1", Port: listenPort},
@@ -143,7 +134,7 @@ func TestRealEnvoyRoutesThroughExtProc(t *testing.T) {
 		}},
 	}))
 
-	adminPort := freePort(t)
+	adminPort := uint32(testenv.FreePort(t))
 	bootstrap, err := envoy.Bootstrap(envoy.BootstrapOptions{
 		NodeID: "real-envoy-test",
 		XDS:    xdsAddr,
