@@ -72,36 +72,35 @@ func (s *scopeFlags) scope() (*adminv1.Scope, string, error) {
 	return out, label, nil
 }
 
-// window is the request's model and time range (since, until) as a GetSpendRequest.
-func (s *scopeFlags) window(r *runner) (*adminv1.GetSpendRequest, error) {
-	req := &adminv1.GetSpendRequest{Model: s.model}
-	var err error
+// request is the spend query the flags describe (scope, model and time range)
+// and a label naming its scope.
+func (s *scopeFlags) request(r *runner) (*adminv1.GetSpendRequest, string, error) {
+	scope, label, err := s.scope()
+	if err != nil {
+		return nil, "", err
+	}
+	req := &adminv1.GetSpendRequest{Scope: scope, Model: s.model}
 	if s.since != "" {
 		if req.Since, err = parseWhen("since", s.since, r.now(), true); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if s.until != "" {
 		if req.Until, err = parseWhen("until", s.until, r.now(), true); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return req, nil
+	return req, label, nil
 }
 
 func spendTotal(fs *flag.FlagSet) func(*runner, []string) error {
 	var sf scopeFlags
 	sf.register(fs)
 	return func(r *runner, _ []string) error {
-		scope, label, err := sf.scope()
+		req, label, err := sf.request(r)
 		if err != nil {
 			return err
 		}
-		req, err := sf.window(r)
-		if err != nil {
-			return err
-		}
-		req.Scope = scope
 		resp, err := adminv1.NewSpendServiceClient(r.conn).GetSpend(r.ctx, req)
 		if err != nil {
 			return err
@@ -127,11 +126,7 @@ func spendDaily(fs *flag.FlagSet) func(*runner, []string) error {
 	sf.register(fs)
 	step := fs.String("step", "24h", "bucket length, whole hours (e.g. 1h, 24h, 7d)")
 	return func(r *runner, _ []string) error {
-		scope, _, err := sf.scope()
-		if err != nil {
-			return err
-		}
-		w, err := sf.window(r)
+		w, _, err := sf.request(r)
 		if err != nil {
 			return err
 		}
@@ -140,7 +135,7 @@ func spendDaily(fs *flag.FlagSet) func(*runner, []string) error {
 			return fmt.Errorf("%w: --step: %w", ErrUsage, err)
 		}
 		resp, err := adminv1.NewSpendServiceClient(r.conn).GetSpendSeries(r.ctx, &adminv1.GetSpendSeriesRequest{
-			Scope: scope, Model: sf.model, Since: w.GetSince(), Until: w.GetUntil(), Step: durationpb.New(d),
+			Scope: w.GetScope(), Model: w.GetModel(), Since: w.GetSince(), Until: w.GetUntil(), Step: durationpb.New(d),
 		})
 		if err != nil {
 			return err
@@ -170,18 +165,14 @@ func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {
 	sf.register(fs)
 	pf.register(fs)
 	return func(r *runner, _ []string) error {
-		scope, _, err := sf.scope()
-		if err != nil {
-			return err
-		}
-		w, err := sf.window(r)
+		w, _, err := sf.request(r)
 		if err != nil {
 			return err
 		}
 		all := &adminv1.ListSpendEntriesResponse{}
 		err = pf.each(r, func(token string, size int32) (string, error) {
 			resp, err := adminv1.NewSpendServiceClient(r.conn).ListSpendEntries(r.ctx, &adminv1.ListSpendEntriesRequest{
-				Scope: scope, Model: sf.model, Since: w.GetSince(), Until: w.GetUntil(), PageSize: size, PageToken: token,
+				Scope: w.GetScope(), Model: w.GetModel(), Since: w.GetSince(), Until: w.GetUntil(), PageSize: size, PageToken: token,
 			})
 			all.Entries = append(all.Entries, resp.GetEntries()...)
 			return resp.GetNextPageToken(), err
