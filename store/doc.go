@@ -5,7 +5,9 @@
 // (keys, users, teams, orgs, customers, providers, deployments, model groups,
 // prices, global settings, admins) and the errors every backend returns.
 //
-// It holds no implementation. The backends are its subpackages:
+// It holds no backend, only the hourly spend buckets every backend answers
+// ScopeSpend and Series from (HourRange, SeriesBuckets). The backends are its
+// subpackages:
 //
 //   - sqlite: the embedded default, one file (modernc.org/sqlite, pure Go).
 //   - postgres: PostgreSQL through pgx, for several replicas.
