@@ -162,13 +162,7 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 		}
 		out.Budgets = append(out.Budgets, w)
 	}
-	if l.models != "" {
-		for m := range strings.SplitSeq(l.models, ",") {
-			if m = strings.TrimSpace(m); m != "" {
-				out.Models = append(out.Models, m)
-			}
-		}
-	}
+	out.Models = splitList(l.models)
 	if l.expires != "" && l.expires != "never" {
 		t, err := parseWhen("expires", l.expires, now, false)
 		if err != nil {
