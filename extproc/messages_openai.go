@@ -422,6 +422,23 @@ func (t *messagesOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	return append([]byte{}, t.out...), err
 }
 
+// anDeltaEvent is a content_block_delta event, the one written for every
+// streamed token: a struct rather than a map, its members in the sorted order
+// the other events' maps are written in.
+type anDeltaEvent struct {
+	Delta anDelta `json:"delta"`
+	Index int     `json:"index"`
+	Type  string  `json:"type"`
+}
+
+// anDelta is a text_delta (Text) or an input_json_delta (PartialJSON), never
+// empty.
+type anDelta struct {
+	PartialJSON string `json:"partial_json,omitempty"`
+	Text        string `json:"text,omitempty"`
+	Type        string `json:"type"`
+}
+
 func (t *messagesOpenAI) emit(name string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -516,9 +533,8 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 				empty := ""
 				t.openBlock("text", anOutBlock{Type: "text", Text: &empty})
 			}
-			t.emit("content_block_delta", map[string]any{
-				"type": "content_block_delta", "index": t.block,
-				"delta": map[string]string{"type": "text_delta", "text": *d.Content},
+			t.emit("content_block_delta", anDeltaEvent{
+				Delta: anDelta{Text: *d.Content, Type: "text_delta"}, Index: t.block, Type: "content_block_delta",
 			})
 		}
 		for _, tc := range d.ToolCalls {
@@ -532,9 +548,8 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 				t.tools[tc.Index] = bi
 			}
 			if tc.Function.Arguments != "" && bi == t.block {
-				t.emit("content_block_delta", map[string]any{
-					"type": "content_block_delta", "index": bi,
-					"delta": map[string]string{"type": "input_json_delta", "partial_json": tc.Function.Arguments},
+				t.emit("content_block_delta", anDeltaEvent{
+					Delta: anDelta{PartialJSON: tc.Function.Arguments, Type: "input_json_delta"}, Index: bi, Type: "content_block_delta",
 				})
 			}
 		}
