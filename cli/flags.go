@@ -192,11 +192,12 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 }
 
 // updateMask builds the mask of an update from plain field flags (flag name →
-// path) and the limits flags; it fails when nothing would change.
+// path; flags may share a path, named once) and the limits flags; it fails when
+// nothing would change.
 func updateMask(set map[string]bool, fields map[string]string, l *limitsFlags) (*fieldmaskpb.FieldMask, error) {
 	var paths []string
 	for _, f := range slices.Sorted(maps.Keys(fields)) {
-		if set[f] {
+		if set[f] && !slices.Contains(paths, fields[f]) {
 			paths = append(paths, fields[f])
 		}
 	}

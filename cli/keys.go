@@ -174,7 +174,6 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		mask.Paths = slices.Compact(mask.Paths)
 		resp, err := adminv1.NewKeyServiceClient(r.conn).UpdateKey(r.ctx, &adminv1.UpdateKeyRequest{
 			Id: pos[0], Alias: *alias, Metadata: md, Limits: limits, UpdateMask: mask,
 		})
