@@ -27,11 +27,9 @@ type messagesOpenAI struct {
 	apiKey string
 	model  string // the client's model name, echoed in responses
 
-	sse      sseParser
-	out      []byte
-	ou       openAIUsage // the stream's usage chunk, when reported
-	reported bool
-	text     int64
+	sse   sseParser
+	out   []byte
+	usage openAIStreamUsage
 	// stream state
 	started  bool
 	id       string
@@ -491,10 +489,10 @@ func (t *messagesOpenAI) end() {
 // deltaUsage is the usage message_delta reports: the provider's, else the
 // output estimated from the streamed text.
 func (t *messagesOpenAI) deltaUsage() anOutUsage {
-	if t.reported {
-		return anthropicUsageOf(t.ou)
+	if t.usage.reported {
+		return anthropicUsageOf(t.usage.usage)
 	}
-	return anOutUsage{OutputTokens: estimateTokens(t.text)}
+	return anOutUsage{OutputTokens: estimateTokens(t.usage.text)}
 }
 
 func (t *messagesOpenAI) event(ev sseEvent) {
@@ -505,14 +503,7 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 		t.end()
 		return
 	}
-	t.text += textBytes(ev.Data)
-	if bytes.Contains(ev.Data, usageKey) {
-		if v, err := topLevelMember(ev.Data, "usage"); err == nil {
-			if u, ok := parseOpenAIUsage(ev.Data, v); ok {
-				t.ou, t.reported = u, true
-			}
-		}
-	}
+	t.usage.observe(ev.Data)
 	var c oaChunk
 	if json.Unmarshal(ev.Data, &c) != nil {
 		return
@@ -561,12 +552,7 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 }
 
 // StreamUsage is the usage of the stream's usage chunk, or an estimate.
-func (t *messagesOpenAI) StreamUsage() (kernel.Usage, bool) {
-	if t.reported {
-		return t.ou.kernel(), true
-	}
-	return kernel.Usage{Output: estimateTokens(t.text)}, false
-}
+func (t *messagesOpenAI) StreamUsage() (kernel.Usage, bool) { return t.usage.result() }
 
 // Error converts an OpenAI or Azure error into Anthropic's shape.
 func (t *messagesOpenAI) Error(status int, body []byte) []byte {

@@ -31,12 +31,10 @@ var (
 // request body is edited in place (model, stream_options, max tokens), responses
 // pass through unchanged, and usage is read from the JSON body or the SSE events.
 type openAIFormat struct {
-	apiKey   string // redacted from upstream error messages
-	sse      sseParser
-	usage    kernel.Usage
-	reported bool
-	text     int64 // generated text bytes seen in the stream
-	onEvent  func(ev sseEvent)
+	apiKey  string // redacted from upstream error messages
+	sse     sseParser
+	usage   openAIStreamUsage
+	onEvent func(ev sseEvent)
 
 	// strip: the gateway added include_usage, so the usage-only event the
 	// client never asked for is removed from the stream (clients that read
@@ -215,13 +213,10 @@ func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	return bytes.Clone(o.out), nil
 }
 
-var (
-	doneData = []byte("[DONE]")
-	usageKey = []byte(`"usage"`)
-)
+var doneData = []byte("[DONE]")
 
 func (o *openAIFormat) event(ev sseEvent) {
-	drop := o.read(ev)
+	drop := o.usage.observe(ev.Data)
 	if !o.strip {
 		return
 	}
@@ -249,49 +244,9 @@ func (o *openAIFormat) event(ev sseEvent) {
 	}
 }
 
-// read takes usage and text from one event; it reports whether the event is
-// the usage-only one (empty choices, usage set).
-func (o *openAIFormat) read(ev sseEvent) bool {
-	if bytes.Equal(ev.Data, doneData) {
-		return false
-	}
-	o.text += textBytes(ev.Data)
-	if !bytes.Contains(ev.Data, usageKey) {
-		return false
-	}
-	usage, choices := absent, absent
-	_, err := scanObject(ev.Data, 0, true, func(key []byte, v span) error {
-		switch {
-		case keyIs(key, "usage"):
-			usage = v
-		case keyIs(key, "choices"):
-			choices = v
-		}
-		return nil
-	})
-	if err != nil {
-		return false
-	}
-	u, ok := parseOpenAIUsage(ev.Data, usage)
-	if !ok {
-		return false
-	}
-	o.usage, o.reported = u.kernel(), true
-	return choices.ok() && isEmptyArray(ev.Data, choices)
-}
-
-func isEmptyArray(b []byte, v span) bool {
-	return b[v.start] == '[' && b[skipSpace(b, v.start+1)] == ']'
-}
-
 // StreamUsage is the usage reported by the stream, or an estimate of the output
 // from the streamed text.
-func (o *openAIFormat) StreamUsage() (kernel.Usage, bool) {
-	if o.reported {
-		return o.usage, true
-	}
-	return kernel.Usage{Output: estimateTokens(o.text)}, false
-}
+func (o *openAIFormat) StreamUsage() (kernel.Usage, bool) { return o.usage.result() }
 
 // Error converts an OpenAI-format error body into OpenAI's error shape.
 func (o *openAIFormat) Error(status int, body []byte) []byte {

@@ -60,6 +60,61 @@ func parseOpenAIUsage(b []byte, v span) (u openAIUsage, ok bool) {
 	return u, err == nil
 }
 
+// openAIStreamUsage accumulates the usage of an OpenAI SSE stream: the usage
+// chunk's when the provider reports one, else the generated text for an
+// estimate.
+type openAIStreamUsage struct {
+	usage    openAIUsage
+	reported bool
+	text     int64 // generated text bytes seen in the stream
+}
+
+var usageKey = []byte(`"usage"`)
+
+// observe takes usage and text from one event's data; it reports whether the
+// event is the usage-only one (empty choices, usage set).
+func (s *openAIStreamUsage) observe(data []byte) bool {
+	if bytes.Equal(data, doneData) {
+		return false
+	}
+	s.text += textBytes(data)
+	if !bytes.Contains(data, usageKey) {
+		return false
+	}
+	usage, choices := absent, absent
+	_, err := scanObject(data, 0, true, func(key []byte, v span) error {
+		switch {
+		case keyIs(key, "usage"):
+			usage = v
+		case keyIs(key, "choices"):
+			choices = v
+		}
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	u, ok := parseOpenAIUsage(data, usage)
+	if !ok {
+		return false
+	}
+	s.usage, s.reported = u, true
+	return choices.ok() && isEmptyArray(data, choices)
+}
+
+func isEmptyArray(b []byte, v span) bool {
+	return b[v.start] == '[' && b[skipSpace(b, v.start+1)] == ']'
+}
+
+// result is the usage reported by the stream, or an estimate of the output
+// from the streamed text.
+func (s *openAIStreamUsage) result() (kernel.Usage, bool) {
+	if s.reported {
+		return s.usage.kernel(), true
+	}
+	return kernel.Usage{Output: estimateTokens(s.text)}, false
+}
+
 // topLevelMember returns the span of the named member of the JSON object b.
 func topLevelMember(b []byte, name string) (span, error) {
 	found := absent
