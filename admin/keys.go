@@ -89,7 +89,8 @@ func (s *Server) createKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 	if err := s.checkTeamCeiling(ctx, teamID, limits); err != nil {
 		return nil, err
 	}
-	if err := s.checkRefs(ctx, req.GetUserId(), teamID, req.GetOrgId()); err != nil {
+	team, err := s.checkRefs(ctx, req.GetUserId(), teamID, req.GetOrgId())
+	if err != nil {
 		return nil, err
 	}
 	id := req.GetId()
@@ -102,10 +103,8 @@ func (s *Server) createKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 		UserID: req.GetUserId(), TeamID: teamID, OrgID: req.GetOrgId(), Limits: limits,
 		Metadata: maps.Clone(req.GetMetadata()), CreatedAt: s.now().UTC(),
 	}
-	if k.OrgID == "" && teamID != "" {
-		if t, _, err := get[store.Team](ctx, s.st, teamID); err == nil {
-			k.OrgID = t.OrgID
-		}
+	if k.OrgID == "" {
+		k.OrgID = team.OrgID
 	}
 	if err := create(ctx, s.st, id, &k); err != nil {
 		return nil, err
@@ -124,24 +123,27 @@ func keyAudit(k *store.Key) any {
 	}
 }
 
-// checkRefs fails when a referenced user, team or org does not exist.
-func (s *Server) checkRefs(ctx context.Context, userID, teamID, orgID string) error {
+// checkRefs fails when a referenced user, team or org does not exist; it
+// returns the team (zero without teamID).
+func (s *Server) checkRefs(ctx context.Context, userID, teamID, orgID string) (store.Team, error) {
+	var team store.Team
 	if userID != "" {
 		if _, _, err := get[store.User](ctx, s.st, userID); err != nil {
-			return err
+			return team, err
 		}
 	}
 	if teamID != "" {
-		if _, _, err := get[store.Team](ctx, s.st, teamID); err != nil {
-			return err
+		var err error
+		if team, _, err = get[store.Team](ctx, s.st, teamID); err != nil {
+			return team, err
 		}
 	}
 	if orgID != "" {
 		if _, _, err := get[store.Org](ctx, s.st, orgID); err != nil {
-			return err
+			return team, err
 		}
 	}
-	return nil
+	return team, nil
 }
 
 // getOwnKey reads a key the caller may see.

@@ -265,3 +265,28 @@ func TestKeyValidation(t *testing.T) {
 }
 
 func cmpDiff(want, got any) string { return cmp.Diff(want, got, protocmp.Transform()) }
+
+func TestKeyTakesItsTeamsOrg(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		c := clients(e)
+		ctx := e.admin(t)
+		for _, o := range []string{"acme", "other"} {
+			_, err := c.orgs.CreateOrg(ctx, &adminv1.CreateOrgRequest{Org: &adminv1.Org{Id: o}})
+			require.NoError(t, err)
+		}
+		_, err := c.teams.CreateTeam(ctx, &adminv1.CreateTeamRequest{Team: &adminv1.Team{Id: "t", OrgId: "acme"}})
+		require.NoError(t, err)
+
+		k, err := c.keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Id: "k-team", TeamId: "t"})
+		require.NoError(t, err)
+		require.Equal(t, "acme", k.GetKey().GetOrgId(), "a key without an org takes its team's")
+		k, err = c.keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Id: "k-org", TeamId: "t", OrgId: "other"})
+		require.NoError(t, err)
+		require.Equal(t, "other", k.GetKey().GetOrgId(), "an org given is kept")
+		k, err = c.keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Id: "k-none"})
+		require.NoError(t, err)
+		require.Empty(t, k.GetKey().GetOrgId())
+		_, err = c.keys.CreateKey(ctx, &adminv1.CreateKeyRequest{Id: "k-ghost", TeamId: "ghost"})
+		requireCode(t, codes.NotFound, err)
+	})
+}
