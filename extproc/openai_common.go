@@ -31,10 +31,9 @@ var (
 // request body is edited in place (model, stream_options, max tokens), responses
 // pass through unchanged, and usage is read from the JSON body or the SSE events.
 type openAIFormat struct {
-	apiKey  string // redacted from upstream error messages
-	sse     sseParser
-	usage   openAIStreamUsage
-	onEvent func(ev sseEvent)
+	apiKey string // redacted from upstream error messages
+	sse    sseParser
+	usage  openAIStreamUsage
 
 	// strip: the gateway added include_usage, so the usage-only event the
 	// client never asked for is removed from the stream (clients that read
@@ -165,9 +164,6 @@ func (o *openAIFormat) Response(body []byte) ([]byte, kernel.Usage, error) {
 // StreamChunk reads usage and text from OpenAI's SSE events. The bytes pass
 // unchanged, except for the usage event when the client did not ask for it.
 func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	if o.onEvent == nil {
-		o.onEvent = o.event
-	}
 	o.chunk, o.last, o.dropped = chunk, 0, false
 	heldBefore := len(o.held)
 	o.out = o.out[:0]
@@ -182,9 +178,9 @@ func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 		}
 		o.pendLF = lfNone
 	}
-	err := o.sse.Feed(chunk, o.onEvent)
+	err := o.sse.Feed(chunk, o.event)
 	if err == nil && eos {
-		err = o.sse.Flush(o.onEvent)
+		err = o.sse.Flush(o.event)
 	}
 	if !o.strip || err != nil {
 		// Passthrough (or a stream we can no longer parse: stop holding).
