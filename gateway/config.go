@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/tollgate-ai/tollgate/envoy"
 )
 
 // DataPlane selects what serves the gateway's HTTP traffic.
@@ -65,7 +67,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes: 32 << 20,
 		NodeID:       "tollgate-builtin",
 		EnvoyPath:    "envoy",
-		EnvoyAdmin:   "127.0.0.1:9901",
+		EnvoyAdmin:   envoy.DefaultAdmin,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/gateway"
 )
 
 // runEnvoy implements `tollgate envoy bootstrap`.
@@ -15,7 +16,7 @@ func runEnvoy(args []string, stdout io.Writer) error {
 	}
 	var o envoy.BootstrapOptions
 	fs := flag.NewFlagSet("tollgate envoy bootstrap", flag.ContinueOnError)
-	fs.StringVar(&o.XDS, "xds", "127.0.0.1:18000", "xDS (ADS) server: host:port or unix:/path")
+	fs.StringVar(&o.XDS, "xds", gateway.DefaultConfig().XDSAddr, "xDS (ADS) server: host:port or unix:/path")
 	fs.StringVar(&o.ExtProc, "extproc", "", "this Envoy's own ext_proc sidecar (host:port or unix:/path); empty: the address the xDS server sends")
 	fs.StringVar(&o.NodeID, "node-id", envoy.DefaultNodeID, "node id")
 	fs.StringVar(&o.NodeCluster, "node-cluster", envoy.DefaultNodeCluster, "node cluster")
