@@ -107,13 +107,11 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		opts.Counters = counters
 	}
 
-	var hooks []gateway.StartHook
 	if *demo != "" {
-		hooks = append(hooks, func(ctx context.Context, g *gateway.Gateway) error {
+		opts.OnStart = append(opts.OnStart, func(ctx context.Context, g *gateway.Gateway) error {
 			return demoSetup(ctx, g, *demo, filepath.Join(filepath.Dir(*db), ".tollgate-demo-key"), stdout)
 		})
 	}
-	opts.OnStart = hooks
 	return gateway.Run(ctx, cfg, st, opts)
 }
 
