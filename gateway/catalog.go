@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -71,16 +70,15 @@ func allowed(p *extproc.Principal, model string) bool {
 	return true
 }
 
-// Models implements extproc.Catalog.
+// Models implements extproc.Catalog: the snapshot keeps them sorted.
 func (c *Catalog) Models(_ context.Context, p *extproc.Principal) []extproc.ModelInfo {
 	s := c.snap.Load()
-	out := make([]extproc.ModelInfo, 0, len(s.models))
-	for name, m := range s.models {
-		if len(m.targets) > 0 && allowed(p, name) {
+	out := make([]extproc.ModelInfo, 0, len(s.served))
+	for _, m := range s.served {
+		if allowed(p, m.info.ID) {
 			out = append(out, m.info)
 		}
 	}
-	slices.SortFunc(out, func(a, b extproc.ModelInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

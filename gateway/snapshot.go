@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ type Snapshot struct {
 	Built     time.Time
 	keys      map[string]*keyEntry // by secret hash
 	models    map[string]*modelEntry
+	served    []*modelEntry // the models with a deployment, by name (GET /v1/models)
 	customers map[string]kernel.Scope
 	// Upstreams lists every deployment that a model group uses, for xDS.
 	Upstreams []Upstream
@@ -204,7 +206,11 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			}
 		}
 		s.models[g.ID] = m
+		if len(m.targets) > 0 {
+			s.served = append(s.served, m)
+		}
 	}
+	slices.SortFunc(s.served, func(a, b *modelEntry) int { return strings.Compare(a.info.ID, b.info.ID) })
 	return s, nil
 }
 

@@ -49,3 +49,44 @@ func TestSnapshotScopesFollowTheHierarchy(t *testing.T) {
 		{Kind: kernel.ScopeGlobal},
 	}, refs)
 }
+
+// GET /v1/models lists the models with a usable deployment, by name, that the
+// key may use.
+func TestCatalogModelsSortedAndAllowed(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	s := secret.New("tg-")
+	_, err := store.Put(ctx, st, "p", &store.Provider{ID: "p", Type: store.ProviderOpenAI, BaseURL: "http://upstream:8000/v1"}, -1)
+	require.NoError(t, err)
+	_, err = store.Put(ctx, st, "d", &store.Deployment{ID: "d", Provider: "p", ProviderModel: "m"}, -1)
+	require.NoError(t, err)
+	for _, g := range []store.ModelGroup{
+		{ID: "zeta", Deployments: []string{"d"}},
+		{ID: "alpha", Deployments: []string{"d"}},
+		{ID: "mid", Deployments: []string{"d"}},
+		{ID: "empty", Deployments: []string{"ghost"}},
+	} {
+		_, err = store.Put(ctx, st, g.ID, &g, -1)
+		require.NoError(t, err)
+	}
+	_, err = store.Put(ctx, st, "k", &store.Key{ID: "k", Hashes: []store.KeyHash{{Hash: secret.Hash(s)}}}, -1)
+	require.NoError(t, err)
+	_, err = store.Put(ctx, st, "narrow", &store.Key{ID: "narrow", Limits: kernel.Limits{Models: []string{"zeta", "alpha"}}, Hashes: []store.KeyHash{{Hash: secret.Hash(s + "x")}}}, -1)
+	require.NoError(t, err)
+
+	snap, err := buildSnapshot(ctx, st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now())
+	require.NoError(t, err)
+	c := NewCatalog(time.Now)
+	c.Swap(snap)
+	ids := func(key string) []string {
+		p, err := c.Authenticate(ctx, key)
+		require.NoError(t, err)
+		var out []string
+		for _, m := range c.Models(ctx, p) {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"alpha", "mid", "zeta"}, ids(s))
+	require.Equal(t, []string{"alpha", "zeta"}, ids(s+"x"))
+}
