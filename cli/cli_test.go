@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 
@@ -91,41 +89,12 @@ func stores(t *testing.T) map[string]func(t *testing.T) store.Store {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			st, err := postgres.Open(ctx, freshPostgres(t))
+			st, err := postgres.Open(ctx, testenv.FreshPostgres(t))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close(context.Background()) })
 			return st
 		},
 	}
-}
-
-// freshPostgres creates an empty database on the test server (skipped when
-// there is none, failed under CI=true) and drops it when the test ends.
-func freshPostgres(t *testing.T) string {
-	t.Helper()
-	base := testenv.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := "tg_cli_" + strings.ToLower(secret.New("")[:12])
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return
-		}
-		defer func() { _ = conn.Close(ctx) }()
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	u.Path = "/" + name
-	return u.String()
 }
 
 type step struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 )
@@ -28,7 +29,7 @@ func BenchmarkDurableSettlements(b *testing.B) {
 }
 
 func benchSettlements(b *testing.B, opts ...postgres.Option) {
-	s := open(b, freshDB(b), opts...)
+	s := open(b, testenv.FreshPostgres(b), opts...)
 	ctx := b.Context()
 	var seq atomic.Int64
 	var xact0 int64

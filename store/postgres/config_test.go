@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 )
@@ -28,7 +29,7 @@ func open(t testing.TB, u string, opts ...postgres.Option) *postgres.Store {
 
 func TestConfigVersions(t *testing.T) {
 	ctx := t.Context()
-	s := open(t, freshDB(t))
+	s := open(t, testenv.FreshPostgres(t))
 
 	rev0, err := s.Revision(ctx)
 	require.NoError(t, err)
@@ -85,7 +86,7 @@ func TestConfigVersions(t *testing.T) {
 // TestWatchAcrossReplicas: a change made through one Store reaches a watcher
 // on another Store (its own pool and connections) within one second.
 func TestWatchAcrossReplicas(t *testing.T) {
-	u := freshDB(t)
+	u := testenv.FreshPostgres(t)
 	a, b := open(t, u), open(t, u)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -119,7 +120,7 @@ func TestWatchAcrossReplicas(t *testing.T) {
 // sent because the change is made behind the store's back), the poll still
 // reports the revision.
 func TestWatchPollFallback(t *testing.T) {
-	u := freshDB(t)
+	u := testenv.FreshPostgres(t)
 	s := open(t, u, postgres.WithPollInterval(300*time.Millisecond))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

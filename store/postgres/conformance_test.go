@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 	"github.com/tollgate-ai/tollgate/store/storetest"
@@ -26,7 +27,7 @@ func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	urls := map[store.Store]string{}
 	storetest.Run(t, func(t *testing.T) store.Store {
-		u := freshDB(t)
+		u := testenv.FreshPostgres(t)
 		s := openUnmanaged(t, u)
 		mu.Lock()
 		urls[s] = u
@@ -46,6 +47,6 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkConformance(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Store {
-		return openUnmanaged(b, freshDB(b))
+		return openUnmanaged(b, testenv.FreshPostgres(b))
 	})
 }

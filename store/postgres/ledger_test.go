@@ -27,7 +27,7 @@ func entry(id, key, team string, cost kernel.Money, ended time.Time) store.Ledge
 
 func TestLedgerIdempotentTotals(t *testing.T) {
 	ctx := t.Context()
-	s := open(t, freshDB(t), postgres.WithWriters(1))
+	s := open(t, testenv.FreshPostgres(t), postgres.WithWriters(1))
 	e1 := entry("r1", "k1", "t1", 100, hour0.Add(5*time.Minute+123))
 	e2 := entry("r2", "k1", "", 250, hour0.Add(70*time.Minute))
 	require.NoError(t, s.Append(ctx, e1, e2, e1)) // repeated within a batch
@@ -72,7 +72,7 @@ func TestLedgerIdempotentTotals(t *testing.T) {
 // transactions contend on the same total rows): no deadlock, every request
 // recorded exactly once, totals equal the sum of the distinct entries.
 func TestLedgerConcurrentReplicas(t *testing.T) {
-	u := freshDB(t)
+	u := testenv.FreshPostgres(t)
 	a := open(t, u, postgres.WithWindow(0), postgres.WithBatchSize(64))
 	b := open(t, u, postgres.WithWindow(0), postgres.WithBatchSize(64))
 	ctx := t.Context()
@@ -113,7 +113,7 @@ func TestLedgerConcurrentReplicas(t *testing.T) {
 }
 
 func TestCloseDrainsAndRefuses(t *testing.T) {
-	u := freshDB(t)
+	u := testenv.FreshPostgres(t)
 	ctx := t.Context()
 	s, err := postgres.Open(ctx, u, postgres.WithWindow(50*time.Millisecond))
 	require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 
 func TestAudit(t *testing.T) {
 	ctx := t.Context()
-	s := open(t, freshDB(t))
+	s := open(t, testenv.FreshPostgres(t))
 	for i := range 3 {
 		require.NoError(t, s.AppendAudit(ctx, store.AuditEntry{
 			Actor: "root", Action: "key.create",

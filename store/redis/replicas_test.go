@@ -74,7 +74,7 @@ func (r *replica) settle(ctx context.Context, now time.Time, id string, key kern
 
 func pgDB(t *testing.T) string {
 	t.Helper()
-	return createDB(t, testenv.Postgres(t))
+	return testenv.CreateDatabase(t, testenv.Postgres(t))
 }
 
 // TestReplicasStrictBudget: three replicas, 2,000 concurrent admissions against

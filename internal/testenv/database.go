@@ -1,4 +1,4 @@
-package postgres_test
+package testenv
 
 import (
 	"context"
@@ -9,20 +9,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/stretchr/testify/require"
-
-	"github.com/tollgate-ai/tollgate/internal/testenv"
 )
 
-// freshDB creates an empty database on the test server and returns its URL; it
-// is dropped when the test ends.
-func freshDB(t testing.TB) string {
-	t.Helper()
-	base := testenv.Postgres(t)
-	return createDB(t, base)
-}
-
-func createDB(t testing.TB, base string) string {
+// CreateDatabase creates an empty database on the PostgreSQL server at base
+// (a URL) and returns the new database's URL; it is dropped when the test
+// ends.
+func CreateDatabase(t testing.TB, base string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -30,10 +22,14 @@ func createDB(t testing.TB, base string) string {
 	_, _ = rand.Read(b)
 	name := "tg_" + hex.EncodeToString(b)
 	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("testenv: connect to %s: %v", base, err)
+	}
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
+	_ = conn.Close(ctx)
+	if err != nil {
+		t.Fatalf("testenv: create database: %v", err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -45,7 +41,16 @@ func createDB(t testing.TB, base string) string {
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
 	u, err := url.Parse(base)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// FreshPostgres is an empty database on the test run's PostgreSQL server
+// (Postgres), dropped when the test ends.
+func FreshPostgres(t testing.TB) string {
+	t.Helper()
+	return CreateDatabase(t, Postgres(t))
 }
