@@ -80,6 +80,9 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		if !ok {
 			return nil, fmt.Errorf("postgres: entries: unknown scope kind %d", f.Scope.Kind)
 		}
+		if f.Scope.ID == "" {
+			return []store.LedgerEntry{}, nil // entries are charged only to named scopes
+		}
 		q += " AND " + col + " = " + arg(f.Scope.ID)
 	}
 	if f.Model != "" {

@@ -134,6 +134,20 @@ func all(t *testing.T, st store.Store, f store.LedgerFilter, page int) []store.L
 
 func (s *suite) ledgerTests() []test {
 	return []test{
+		{"EntriesOfUnnamedScopeAreNone", func(t *testing.T) {
+			// Entries are charged only to named scopes: a filter on a kind
+			// with no id matches nothing, not the rows that have no such scope.
+			st := s.fresh(t)
+			entries := Gen(60, 3, "un")
+			require.True(t, slices.ContainsFunc(entries, func(e store.LedgerEntry) bool { return e.OrgID == "" }))
+			require.NoError(t, st.Append(t.Context(), entries...))
+			require.NoError(t, st.Flush(timeout(t, 30*time.Second)))
+			for _, kind := range []kernel.ScopeKind{kernel.ScopeOrg, kernel.ScopeTeam, kernel.ScopeCustomer} {
+				got, err := st.Entries(t.Context(), store.LedgerFilter{Scope: &kernel.ScopeRef{Kind: kind}})
+				require.NoError(t, err)
+				require.Empty(t, got, "kind %v", kind)
+			}
+		}},
 		{"AppendFlushRoundTrip", func(t *testing.T) {
 			st := s.fresh(t)
 			entries := Gen(50, 1, "rt")
