@@ -40,20 +40,22 @@ var (
 type reader struct {
 	buf   *[]byte
 	large bool
+	grow  bool // the last read filled the small buffer: the next uses a large one
 }
 
 func newReader() *reader { return &reader{buf: smallBufs.Get().(*[]byte)} }
 
-// read reads once and returns a copy of what was read (the filter may keep
-// it).
+// read reads once into the reader's buffer. The chunk is valid until the
+// next read or close: the filter copies what it keeps (envoytest.Stream
+// does, and the edge writes or appends a result's body before reading on).
 func (rd *reader) read(r io.Reader) ([]byte, error) {
-	n, err := r.Read(*rd.buf)
-	chunk := bytes.Clone((*rd.buf)[:n])
-	if n == len(*rd.buf) && !rd.large {
+	if rd.grow {
 		smallBufs.Put(rd.buf)
-		rd.buf, rd.large = largeBufs.Get().(*[]byte), true
+		rd.buf, rd.large, rd.grow = largeBufs.Get().(*[]byte), true, false
 	}
-	return chunk, err
+	n, err := r.Read(*rd.buf)
+	rd.grow = n == len(*rd.buf) && !rd.large
+	return (*rd.buf)[:n], err
 }
 
 func (rd *reader) close() {
@@ -104,11 +106,11 @@ type exchange struct {
 	upCtx         context.Context
 	upCancel      context.CancelCauseFunc
 	attemptCancel context.CancelCauseFunc
-	idle          time.Duration
-	idleT         *time.Timer
-	idleTimer     atomic.Pointer[time.Timer] // idleT, for idleCheck's goroutine
+	idle          time.Duration              // stream idle timeout, 0 for none
+	deadline      int64                      // monoNow when the route timeout fires, 0 for none
+	timer         *time.Timer                // one timer for both
+	timerP        atomic.Pointer[time.Timer] // timer, for timerCheck's goroutine
 	lastActive    atomic.Int64               // monoNow at the last stream activity
-	timeoutT      *time.Timer
 	release       func()
 
 	sentHeaders bool // response headers went downstream
@@ -133,11 +135,8 @@ func (x *exchange) finish() {
 			_ = resp.Body.Close()
 		}
 	}
-	if x.idleT != nil {
-		x.idleT.Stop()
-	}
-	if x.timeoutT != nil {
-		x.timeoutT.Stop()
+	if x.timer != nil {
+		x.timer.Stop()
 	}
 	if x.attemptCancel != nil {
 		x.attemptCancel(nil)
@@ -446,37 +445,60 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// startTimers arms the route timeout and the stream idle timeout.
+// startTimers arms the route timeout and the stream idle timeout, on one
+// timer: it fires when the nearer is due, and cancels or re-arms.
 func (x *exchange) startTimers(rt *route) {
-	if rt.timeout > 0 && x.timeoutT == nil {
-		x.timeoutT = time.AfterFunc(rt.timeout, func() { x.upCancel(errRouteTimeout) })
+	if x.timer != nil {
+		return
+	}
+	now := monoNow()
+	if rt.timeout > 0 {
+		x.deadline = now + int64(rt.timeout)
 	}
 	x.idle = x.idleTimeout(rt)
-	if x.idle > 0 && x.idleT == nil {
-		x.lastActive.Store(monoNow())
-		x.idleT = time.AfterFunc(time.Duration(math.MaxInt64), x.idleCheck)
-		x.idleTimer.Store(x.idleT) // before the timer can fire
-		x.idleT.Reset(x.idle)
+	if x.deadline == 0 && x.idle <= 0 {
+		return
 	}
+	x.lastActive.Store(now)
+	x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
+	x.timerP.Store(x.timer) // before the timer can fire
+	x.timer.Reset(x.due(now))
 }
 
 // touch records stream activity for the idle timeout.
 // Activity is a timestamp, not a timer reset per chunk: the timer, when it
 // fires, re-arms itself for what is left of the idle time.
 func (x *exchange) touch() {
-	if x.idleT != nil {
+	if x.idle > 0 {
 		x.lastActive.Store(monoNow())
 	}
 }
 
-// idleCheck runs when the idle timer fires.
-func (x *exchange) idleCheck() {
-	left := x.idle - time.Duration(monoNow()-x.lastActive.Load())
-	if left > 0 {
-		x.idleTimer.Load().Reset(left)
-		return
+// due is how long from now until the route timeout or the idle timeout,
+// whichever is nearer, is due; <= 0 when one is.
+func (x *exchange) due(now int64) time.Duration {
+	d := time.Duration(math.MaxInt64)
+	if x.deadline > 0 {
+		d = time.Duration(x.deadline - now)
 	}
-	x.upCancel(errIdleTimeout)
+	if x.idle > 0 {
+		d = min(d, x.idle-time.Duration(now-x.lastActive.Load()))
+	}
+	return d
+}
+
+// timerCheck runs when the timer fires: the route timeout wins over the
+// idle timeout when both are due.
+func (x *exchange) timerCheck() {
+	now := monoNow()
+	switch {
+	case x.deadline > 0 && now >= x.deadline:
+		x.upCancel(errRouteTimeout)
+	case x.idle > 0 && x.idle <= time.Duration(now-x.lastActive.Load()):
+		x.upCancel(errIdleTimeout)
+	default:
+		x.timerP.Load().Reset(x.due(now))
+	}
 }
 
 // monoStart anchors monoNow.
