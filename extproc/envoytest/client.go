@@ -9,15 +9,18 @@ import (
 // Client plays one ext_proc filter instance: one configuration and one
 // processor connection, shared by every request. It is safe for concurrent use.
 type Client struct {
-	cc  extprocv3.ExternalProcessorClient
-	cfg Config
+	cc     extprocv3.ExternalProcessorClient
+	cfg    Config // never changed: streams share it
+	cfgErr error  // cfg.Validate(), once
 }
 
 // NewClient returns a client that opens one Process stream per HTTP request on
 // cc with the filter configuration cfg (see DefaultConfig; cfg is copied).
 // Streams of a client whose cfg does not Validate fail on their first call.
 func NewClient(cc extprocv3.ExternalProcessorClient, cfg Config) *Client {
-	return &Client{cc: cc, cfg: cfg.clone()}
+	c := &Client{cc: cc, cfg: cfg.clone()}
+	c.cfgErr = c.cfg.Validate()
+	return c
 }
 
 // Config returns a copy of the client's filter configuration.

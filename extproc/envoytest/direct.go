@@ -53,9 +53,16 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 		return nil, status.FromContextError(err).Err()
 	}
 	sctx, cancel := context.WithCancel(ctx)
+	return d.start(sctx, cancel), nil
+}
+
+// start runs the server's Process on a stream whose context is ctx, which
+// cancel cancels and nothing else uses (Stream.open passes its own: one
+// context per stream less).
+func (d directClient) start(ctx context.Context, cancel context.CancelFunc) *directStream {
 	p := &directPipe{
 		owned:   d.owned,
-		ctx:     sctx,
+		ctx:     ctx,
 		cancel:  cancel,
 		reqs:    make(chan *extprocv3.ProcessingRequest, directQueue),
 		resps:   make(chan *extprocv3.ProcessingResponse, directQueue),
@@ -71,7 +78,7 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 		}
 		p.finish(err)
 	})
-	return &directStream{p: p}, nil
+	return &directStream{p: p}
 }
 
 // Idle workers: at most maxIdleWorkers wait for the next stream, each for

@@ -2,6 +2,7 @@ package envoytest
 
 import (
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -149,6 +150,7 @@ func (c *Config) applyHeaderMutation(h *Headers, m *extprocv3.HeaderMutation, o 
 			return rejected + 1, failuref(ErrDisallowedMutation, "Invalid attempt to remove %s", name)
 		}
 	}
+	*h = slices.Grow(*h, len(m.GetSetHeaders())) // most sets add a header
 	for _, sh := range m.GetSetHeaders() {
 		hv := sh.GetHeader()
 		if hv == nil {

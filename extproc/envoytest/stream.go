@@ -137,9 +137,9 @@ type direction struct {
 }
 
 func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
-	cfg := c.cfg
+	cfg := &c.cfg // read-only: the client's copy, validated once
 	sctx, cancel := context.WithCancel(ctx)
-	s := &Stream{c: c, cfg: &cfg, cfgErr: errors.Join(cfg.Validate(), o.attrsInvalid), ctx: sctx, cancel: cancel}
+	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ctx: sctx, cancel: cancel}
 	s.req = direction{s: s, request: true, attrs: o.reqAttrs}
 	s.resp = direction{s: s, attrs: o.respAttrs}
 	mode := cfg.mode()
@@ -297,7 +297,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 	}
 	d.bodyEnded = eos
 	d.dataSeen = true
-	data = bytes.Clone(data) // the caller may reuse its buffer
+	// The caller may reuse data's buffer: what is kept is copied.
 	switch {
 	case s.complete:
 		d.continueProcessing()
@@ -327,6 +327,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		}
 	case d.bodyMode == extprocfilterv3.ProcessingMode_STREAMED:
 		// R1.5c: one message per chunk, replies consumed in FIFO order.
+		data = bytes.Clone(data)
 		d.queue = append(d.queue, chunk{data: data, eos: eos})
 		s.send(d, d.bodyMsg(bytes.Clone(data), eos), cbStreamedBody)
 		if eos {
@@ -521,6 +522,13 @@ func (s *Stream) open() bool {
 		return true
 	}
 	sctx, cancel := context.WithCancel(s.ctx)
+	if dc, ok := s.c.cc.(directClient); ok && sctx.Err() == nil {
+		// In-process: the pipe takes this context as its own and selects on
+		// the pipe itself, one goroutine hop less.
+		ds := dc.start(sctx, cancel)
+		s.grpc, s.streamCancel, s.direct = ds, cancel, ds.p
+		return true
+	}
 	st, err := s.c.cc.Process(sctx)
 	if err != nil {
 		cancel()
@@ -529,11 +537,6 @@ func (s *Stream) open() bool {
 		return false
 	}
 	s.grpc, s.streamCancel = st, cancel
-	if ds, ok := st.(*directStream); ok {
-		// In-process: select on the pipe itself, one goroutine hop less.
-		s.direct = ds.p
-		return true
-	}
 	s.recv = make(chan recvItem, 16)
 	s.readerDone = make(chan struct{})
 	go read(sctx, st, s.recv, s.readerDone)
@@ -979,7 +982,10 @@ func (d *direction) continueProcessing() {
 	if d.holding {
 		d.releaseHeaders()
 	}
-	if len(d.buf) > 0 {
+	switch {
+	case len(d.out) == 0:
+		d.out = d.buf // the processor got a copy: d.buf is the filter's own
+	case len(d.buf) > 0:
 		d.out = append(d.out, d.buf...)
 	}
 	d.buf = nil
