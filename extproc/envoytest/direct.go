@@ -61,6 +61,7 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 // context per stream less).
 func (d directClient) start(ctx context.Context, cancel context.CancelFunc) *directStream {
 	p := &directPipe{
+		srv:     d.srv,
 		owned:   d.owned,
 		ctx:     ctx,
 		cancel:  cancel,
@@ -69,16 +70,20 @@ func (d directClient) start(ctx context.Context, cancel context.CancelFunc) *dir
 		sendEnd: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	directWorkers.run(func() {
-		err := d.srv.Process(&directServer{p: p})
-		if err != nil {
-			if _, ok := status.FromError(err); !ok {
-				err = status.Error(codes.Unknown, err.Error())
-			}
+	p.client.p, p.server.p = p, p
+	directWorkers.run(p)
+	return &p.client
+}
+
+// serve runs the server's Process on the pipe and records its status.
+func (p *directPipe) serve() {
+	err := p.srv.Process(&p.server)
+	if err != nil {
+		if _, ok := status.FromError(err); !ok {
+			err = status.Error(codes.Unknown, err.Error())
 		}
-		p.finish(err)
-	})
-	return &directStream{p: p}
+	}
+	p.finish(err)
 }
 
 // Idle workers: at most maxIdleWorkers wait for the next stream, each for
@@ -91,27 +96,27 @@ const (
 // directWorkers runs the servers' Process calls. A goroutine that finished
 // one waits a while for the next instead of exiting: a new goroutine per
 // stream starts on a small stack and grows it (copying) on every request.
-var directWorkers = workers{work: make(chan func())}
+var directWorkers = workers{work: make(chan *directPipe)}
 
-// workers is a pool of goroutines: run hands f to an idle one or starts a
+// workers is a pool of goroutines: run hands p to an idle one or starts a
 // new one.
 type workers struct {
-	work chan func() // unbuffered: a send succeeds only if a worker waits
+	work chan *directPipe // unbuffered: a send succeeds only if a worker waits
 	idle atomic.Int32
 }
 
-func (w *workers) run(f func()) {
+func (w *workers) run(p *directPipe) {
 	select {
-	case w.work <- f:
+	case w.work <- p:
 	default:
-		go w.loop(f)
+		go w.loop(p)
 	}
 }
 
-func (w *workers) loop(f func()) {
+func (w *workers) loop(p *directPipe) {
 	var t *time.Timer
 	for {
-		f()
+		p.serve()
 		if w.idle.Add(1) > maxIdleWorkers {
 			w.idle.Add(-1)
 			return
@@ -122,7 +127,7 @@ func (w *workers) loop(f func()) {
 			t.Reset(workerIdle)
 		}
 		select {
-		case f = <-w.work:
+		case p = <-w.work:
 			w.idle.Add(-1)
 			t.Stop()
 		case <-t.C:
@@ -134,6 +139,9 @@ func (w *workers) loop(f func()) {
 
 // directPipe is the shared state of one in-process stream.
 type directPipe struct {
+	srv    extprocv3.ExternalProcessorServer
+	client directStream // the ends, in one allocation with the pipe
+	server directServer
 	owned  bool
 	ctx    context.Context
 	cancel context.CancelFunc
