@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -44,8 +45,10 @@ import (
 // (or per streamed chunk), client-µs/op the same for the benchmark process (the
 // Envoy client); rtt-p50/p99-µs are client-observed round trips of one ext_proc
 // message. TOLLGATE_BENCH_CPUPROFILE=file makes the server write its CPU
-// profile there (go tool pprof file); TOLLGATE_BENCH_GOGC=n sets the server's
-// GOGC alone (GOGC=n would set the client's too).
+// profile there (go tool pprof file), TOLLGATE_BENCH_MEMPROFILE=file its
+// profile of every allocation (go tool pprof -sample_index=alloc_objects file);
+// TOLLGATE_BENCH_GOGC=n sets the server's GOGC alone (GOGC=n would set the
+// client's too).
 
 const (
 	benchServeEnv = "TOLLGATE_BENCH_SERVE" // "tcp" or "unix:<path>"
@@ -53,6 +56,7 @@ const (
 	benchLatEnv   = "TOLLGATE_BENCH_LAT"   // write the per-message histogram here
 	benchProfEnv  = "TOLLGATE_BENCH_CPUPROFILE"
 	benchGCEnv    = "TOLLGATE_BENCH_GOGC" // the server's GOGC, leaving the client's alone
+	benchMemEnv   = "TOLLGATE_BENCH_MEMPROFILE"
 )
 
 // latencyHistogram counts per-message processing times in 1 µs buckets up to
@@ -178,6 +182,15 @@ func TestBenchServe(t *testing.T) {
 		n, err := strconv.Atoi(v)
 		require.NoError(t, err)
 		debug.SetGCPercent(n)
+	}
+	if f := os.Getenv(benchMemEnv); f != "" {
+		runtime.MemProfileRate = 1 // every allocation: the counts are exact
+		defer func() {
+			out, err := os.Create(f)
+			require.NoError(t, err)
+			require.NoError(t, pprof.Lookup("allocs").WriteTo(out, 0))
+			require.NoError(t, out.Close())
+		}()
 	}
 	if f := os.Getenv(benchProfEnv); f != "" {
 		out, err := os.Create(f)
