@@ -23,7 +23,8 @@ import (
 // private copy of the message. The result is the message proto.Unmarshal would
 // build; anything outside what Envoy sends (unknown fields, repeated singular
 // messages, header attributes, invalid UTF-8) is handed to proto.Unmarshal
-// instead. Every other message, and every reply, goes to grpc's proto codec.
+// instead. Replies are encoded by hand too (codec_encode.go); every other
+// message goes to grpc's proto codec.
 type codec struct{ base encoding.CodecV2 }
 
 var _ encoding.CodecV2 = codec{}
@@ -32,9 +33,18 @@ func newCodec() codec { return codec{base: encoding.GetCodecV2(grpcproto.Name)} 
 
 func (codec) Name() string { return grpcproto.Name }
 
-// Marshal is grpc's. (go-control-plane's vtprotobuf encoders would skip
-// reflection, but they are behind the vtprotobuf build tag.)
-func (c codec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+// Marshal encodes the replies by hand (codec_encode.go), and anything else
+// or any reply the encoder does not cover with grpc's proto codec.
+// (go-control-plane's vtprotobuf encoders would skip reflection too, but they
+// are behind the vtprotobuf build tag.)
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*extprocv3.ProcessingResponse); ok {
+		if data, ok := encodeResponse(m); ok {
+			return data, nil
+		}
+	}
+	return c.base.Marshal(v)
+}
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(*extprocv3.ProcessingRequest)
