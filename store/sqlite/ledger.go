@@ -36,19 +36,26 @@ func insertLedgerSQL(rows int) string {
 		` ON CONFLICT (request_id) DO NOTHING`
 }
 
-const upsertTotalSQL = `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens) VALUES (?, ?, ?, ?, ?, ?)
-	ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = cost + excluded.cost,
+const totalArity = 6
+
+// upsertTotalsSQL adds rows totals to the hourly spend rows. The totals of
+// one batch are of distinct (scope, hour) rows.
+func upsertTotalsSQL(rows int) string {
+	return `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens) VALUES ` + values(rows, totalArity) +
+		` ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = cost + excluded.cost,
 	requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
+}
 
 // statements are the writer connection's prepared statements.
 type statements struct {
-	insertOne   *sql.Stmt // one ledger row
-	chunks      []chunkStmt
-	upsertTotal *sql.Stmt
-	get         *sql.Stmt // on the read pool: one config object
+	insertOne *sql.Stmt   // one ledger row
+	chunks    []chunkStmt // several ledger rows, largest first
+	upsertOne *sql.Stmt   // one spend total
+	upserts   []chunkStmt // several spend totals, largest first
+	get       *sql.Stmt   // on the read pool: one config object
 }
 
-// chunkStmt inserts rows ledger rows at once.
+// chunkStmt writes rows rows at once.
 type chunkStmt struct {
 	rows int
 	stmt *sql.Stmt
@@ -64,6 +71,21 @@ func chunkSizes(n int) []int {
 	return out
 }
 
+// pick returns the largest of chunks that writes at most left rows (one, the
+// single-row statement, if none does) and how many rows it writes.
+func pick(chunks []chunkStmt, one *sql.Stmt, left int) (*sql.Stmt, int) {
+	for _, c := range chunks {
+		if left >= c.rows {
+			return c.stmt, c.rows
+		}
+	}
+	return one, 1
+}
+
+// totalRows is the largest multi-row spend upsert: a batch adds to one row
+// per scope and hour, a few dozen in a gateway's batch.
+const totalRows = 64
+
 func (s *Store) prepare(ctx context.Context) error {
 	var err error
 	prep := func(q string) *sql.Stmt {
@@ -78,7 +100,10 @@ func (s *Store) prepare(ctx context.Context) error {
 	for _, n := range chunkSizes(s.cfg.insertRows) {
 		s.stmts.chunks = append(s.stmts.chunks, chunkStmt{rows: n, stmt: prep(insertLedgerSQL(n))})
 	}
-	s.stmts.upsertTotal = prep(upsertTotalSQL)
+	s.stmts.upsertOne = prep(upsertTotalsSQL(1))
+	for _, n := range chunkSizes(totalRows) {
+		s.stmts.upserts = append(s.stmts.upserts, chunkStmt{rows: n, stmt: prep(upsertTotalsSQL(n))})
+	}
 	if err == nil {
 		s.stmts.get, err = s.r.PrepareContext(ctx, `SELECT doc, version, updated_ns FROM objects WHERE kind = ? AND id = ?`)
 	}
@@ -89,8 +114,8 @@ func (s *Store) prepare(ctx context.Context) error {
 }
 
 func (st *statements) close() error {
-	all := []*sql.Stmt{st.insertOne, st.upsertTotal, st.get}
-	for _, c := range st.chunks {
+	all := []*sql.Stmt{st.insertOne, st.upsertOne, st.get}
+	for _, c := range append(st.chunks, st.upserts...) {
 		all = append(all, c.stmt)
 	}
 	var errs []error
@@ -134,46 +159,45 @@ func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, batch []store.Ledge
 	if err != nil {
 		return err
 	}
-	upsert := tx.StmtContext(ctx, s.stmts.upsertTotal)
-	for _, t := range groupcommit.Totals(fresh) {
-		if _, err := upsert.ExecContext(ctx, int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix(), int64(t.Cost), t.Requests, t.Tokens); err != nil {
+	totals := groupcommit.Totals(fresh)
+	args, used := s.args[:0], 0
+	for off := 0; off < len(totals); {
+		stmt, n := pick(s.stmts.upserts, s.stmts.upsertOne, len(totals)-off)
+		part := totals[off : off+n]
+		off += n
+		args = args[:0]
+		for _, t := range part {
+			args = append(args, int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix(), int64(t.Cost), t.Requests, t.Tokens)
+		}
+		used = max(used, len(args))
+		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}
+	clear(args[:used])
+	s.args = args
 	return nil
 }
 
 // insertRows inserts the batch's rows and returns the entries actually
 // inserted: not those already recorded, and for a request id repeated in the
-// batch only its first occurrence. The ledger is a rowid table, so the rows
-// this transaction inserts are exactly those with a rowid above the largest
-// one before it: when an INSERT skipped rows, they tell which were new.
+// batch only its first occurrence. The ledger is a rowid table that is only
+// appended to, so each row inserted gets a rowid above every existing one:
+// when an INSERT skipped rows, the k rows this transaction inserted are the k
+// largest rowids.
 func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, batch []store.LedgerEntry) ([]store.LedgerEntry, error) {
-	var before int64
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(rowid), 0) FROM ledger`).Scan(&before); err != nil {
-		return nil, err
-	}
-	one := tx.StmtContext(ctx, s.stmts.insertOne)
-	chunks := make([]chunkStmt, len(s.stmts.chunks))
-	for i, c := range s.stmts.chunks {
-		chunks[i] = chunkStmt{rows: c.rows, stmt: tx.StmtContext(ctx, c.stmt)}
-	}
-	args := make([]any, 0, max(s.cfg.insertRows, 1)*ledgerArity)
+	args, used := s.args[:0], 0
 	var added int64
 	for off := 0; off < len(batch); {
-		stmt, part := one, batch[off:off+1]
-		for _, c := range chunks { // the largest statement that fits
-			if len(batch)-off >= c.rows {
-				stmt, part = c.stmt, batch[off:off+c.rows]
-				break
-			}
-		}
-		off += len(part)
+		stmt, n := pick(s.stmts.chunks, s.stmts.insertOne, len(batch)-off)
+		part := batch[off : off+n]
+		off += n
 		args = args[:0]
 		for i := range part {
 			args = appendArgs(args, &part[i])
 		}
-		res, err := stmt.ExecContext(ctx, args...)
+		used = max(used, len(args))
+		res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -183,10 +207,12 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, batch []store.Ledger
 		}
 		added += k
 	}
+	clear(args[:used]) // keep no entry's strings alive
+	s.args = args
 	if added == int64(len(batch)) {
 		return batch, nil // every row was new
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT request_id FROM ledger WHERE rowid > ?`, before)
+	rows, err := tx.QueryContext(ctx, `SELECT request_id FROM ledger ORDER BY rowid DESC LIMIT ?`, added)
 	if err != nil {
 		return nil, err
 	}

@@ -143,6 +143,7 @@ type Store struct {
 	closeErr  error
 
 	stmts statements
+	args  []any // the ledger writer's statement arguments, reused
 }
 
 var _ store.Store = (*Store)(nil)
