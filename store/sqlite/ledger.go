@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/store"
@@ -46,22 +49,27 @@ func upsertTotalsSQL(rows int) string {
 	requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
 }
 
-// statements are the writer connection's prepared statements.
+// statements are the store's prepared statements on database/sql.
 type statements struct {
-	insertOne *sql.Stmt   // one ledger row
-	chunks    []chunkStmt // several ledger rows, largest first
-	upsertOne *sql.Stmt   // one spend total
-	upserts   []chunkStmt // several spend totals, largest first
-	get       *sql.Stmt   // on the read pool: one config object
+	get *sql.Stmt // on the read pool: one config object
 }
 
-// chunkStmt writes rows rows at once.
-type chunkStmt struct {
-	rows int
-	stmt *sql.Stmt
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	if s.stmts.get, err = s.r.PrepareContext(ctx, `SELECT doc, version, updated_ns FROM objects WHERE kind = ? AND id = ?`); err != nil {
+		return s.wrap("prepare", err)
+	}
+	return nil
 }
 
-// chunkSizes are the multi-row INSERTs prepared for up to n rows: n, n/4,
+func (st *statements) close() error {
+	if st.get == nil {
+		return nil
+	}
+	return st.get.Close()
+}
+
+// chunkSizes are the multi-row statements prepared for up to n rows: n, n/4,
 // n/16, … down to 4, so a batch of any size takes few statements.
 func chunkSizes(n int) []int {
 	var out []int
@@ -71,9 +79,38 @@ func chunkSizes(n int) []int {
 	return out
 }
 
+// totalRows is the largest multi-row spend upsert: a batch adds to one row
+// per scope and hour, a few dozen in a gateway's batch.
+const totalRows = 64
+
+// ledgerWriter writes ledger batches on the writer connection below
+// database/sql (sql.Conn.Raw): its statements are prepared once on the
+// driver connection, their arguments go in one reused slice, and the
+// statements inside a transaction run without a context the driver would
+// watch with a goroutine per statement. database/sql's own per-statement
+// work (argument conversion into a new slice, a result, a goroutine per
+// transaction) was a large part of a small batch's cost. Only the
+// group-commit goroutine uses it, then Close.
+type ledgerWriter struct {
+	conn      any         // the driver connection the statements belong to
+	insertOne driver.Stmt // one ledger row
+	inserts   []chunk     // several ledger rows, largest first
+	upsertOne driver.Stmt // one spend total
+	upserts   []chunk     // several spend totals, largest first
+	newest    driver.Stmt // the request ids of the k newest ledger rows
+	args      []driver.NamedValue
+	rowsMax   int // rows of the largest insert
+}
+
+// chunk is a statement that writes rows rows at once.
+type chunk struct {
+	rows int
+	stmt driver.Stmt
+}
+
 // pick returns the largest of chunks that writes at most left rows (one, the
 // single-row statement, if none does) and how many rows it writes.
-func pick(chunks []chunkStmt, one *sql.Stmt, left int) (*sql.Stmt, int) {
+func pick(chunks []chunk, one driver.Stmt, left int) (driver.Stmt, int) {
 	for _, c := range chunks {
 		if left >= c.rows {
 			return c.stmt, c.rows
@@ -82,100 +119,135 @@ func pick(chunks []chunkStmt, one *sql.Stmt, left int) (*sql.Stmt, int) {
 	return one, 1
 }
 
-// totalRows is the largest multi-row spend upsert: a batch adds to one row
-// per scope and hour, a few dozen in a gateway's batch.
-const totalRows = 64
-
-func (s *Store) prepare(ctx context.Context) error {
+// prepare prepares the statements on the driver connection dc.
+func (w *ledgerWriter) prepare(ctx context.Context, dc any) error {
+	pc, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return fmt.Errorf("driver connection %T cannot prepare with a context", dc)
+	}
+	*w = ledgerWriter{conn: dc, rowsMax: w.rowsMax, args: w.args}
 	var err error
-	prep := func(q string) *sql.Stmt {
+	prep := func(q string) driver.Stmt {
 		if err != nil {
 			return nil
 		}
-		var st *sql.Stmt
-		st, err = s.w.PrepareContext(ctx, q)
+		var st driver.Stmt
+		st, err = pc.PrepareContext(ctx, q)
 		return st
 	}
-	s.stmts.insertOne = prep(insertLedgerSQL(1))
-	for _, n := range chunkSizes(s.cfg.insertRows) {
-		s.stmts.chunks = append(s.stmts.chunks, chunkStmt{rows: n, stmt: prep(insertLedgerSQL(n))})
+	w.insertOne = prep(insertLedgerSQL(1))
+	for _, n := range chunkSizes(w.rowsMax) {
+		w.inserts = append(w.inserts, chunk{rows: n, stmt: prep(insertLedgerSQL(n))})
 	}
-	s.stmts.upsertOne = prep(upsertTotalsSQL(1))
+	w.upsertOne = prep(upsertTotalsSQL(1))
 	for _, n := range chunkSizes(totalRows) {
-		s.stmts.upserts = append(s.stmts.upserts, chunkStmt{rows: n, stmt: prep(upsertTotalsSQL(n))})
+		w.upserts = append(w.upserts, chunk{rows: n, stmt: prep(upsertTotalsSQL(n))})
 	}
-	if err == nil {
-		s.stmts.get, err = s.r.PrepareContext(ctx, `SELECT doc, version, updated_ns FROM objects WHERE kind = ? AND id = ?`)
-	}
+	w.newest = prep(`SELECT request_id FROM ledger ORDER BY rowid DESC LIMIT ?`)
 	if err != nil {
-		return s.wrap("prepare", err)
+		return errors.Join(err, w.close())
 	}
 	return nil
 }
 
-func (st *statements) close() error {
-	all := []*sql.Stmt{st.insertOne, st.upsertOne, st.get}
-	for _, c := range append(st.chunks, st.upserts...) {
-		all = append(all, c.stmt)
-	}
+// close closes the statements; the connection must be held (Raw).
+func (w *ledgerWriter) close() error {
 	var errs []error
-	for _, p := range all {
-		if p != nil {
-			errs = append(errs, p.Close())
+	for _, st := range []driver.Stmt{w.insertOne, w.upsertOne, w.newest} {
+		if st != nil {
+			errs = append(errs, st.Close())
 		}
 	}
+	for _, c := range append(w.inserts, w.upserts...) {
+		if c.stmt != nil {
+			errs = append(errs, c.stmt.Close())
+		}
+	}
+	w.conn, w.insertOne, w.inserts, w.upsertOne, w.upserts, w.newest = nil, nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
-func b2i(b bool) int64 {
-	if b {
-		return 1
+// raw runs f on the writer's driver connection, held for the call.
+func (s *Store) raw(ctx context.Context, f func(dc any) error) error {
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
 	}
-	return 0
+	return errors.Join(c.Raw(f), c.Close())
 }
 
-func appendArgs(args []any, e *store.LedgerEntry) []any {
-	return append(args, e.RequestID, e.KeyID, e.UserID, e.TeamID, e.OrgID, e.CustomerID, e.Model, e.Deployment,
-		e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite, e.Usage.Output, e.Usage.Reasoning,
-		int64(e.Cost), int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream), e.StartedAt.UnixNano(), e.EndedAt.UnixNano())
+// closeLedger closes the ledger writer's statements, after the writer stopped.
+func (s *Store) closeLedger(ctx context.Context) error {
+	if s.lw.conn == nil {
+		return nil
+	}
+	return s.raw(context.WithoutCancel(ctx), func(dc any) error {
+		if dc != s.lw.conn {
+			// database/sql replaced the connection (it never does with
+			// these settings): the statements went with the old one.
+			return nil
+		}
+		return s.lw.close()
+	})
 }
 
 // writeBatch is the group-commit FlushFunc: one transaction inserts the rows
 // not yet recorded and adds exactly those to the hourly totals. Only the
 // writer's goroutine calls it.
 func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return s.wrap("ledger", err)
-	}
-	if err := s.insertBatch(ctx, tx, batch); err != nil {
-		return errors.Join(s.wrap("ledger", err), rollback(tx))
-	}
-	return s.wrap("ledger commit", tx.Commit())
+	return s.wrap("ledger", s.raw(ctx, func(dc any) error { return s.lw.write(ctx, dc, batch) }))
 }
 
-func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, batch []store.LedgerEntry) error {
-	fresh, err := s.insertRows(ctx, tx, batch)
+func (w *ledgerWriter) write(ctx context.Context, dc any, batch []store.LedgerEntry) error {
+	if dc != w.conn {
+		if w.conn != nil {
+			// database/sql replaced the connection (it never does with
+			// these settings): the old statements went with the old one.
+			*w = ledgerWriter{rowsMax: w.rowsMax}
+		}
+		if err := w.prepare(ctx, dc); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+	}
+	bt, ok := dc.(driver.ConnBeginTx)
+	if !ok {
+		return fmt.Errorf("driver connection %T cannot begin with a context", dc)
+	}
+	// BEGIN IMMEDIATE may wait for another process's write lock: ctx ends
+	// that wait. The statements inside only run (nothing waits once the
+	// lock is held): ctx is checked between them.
+	tx, err := bt.BeginTx(ctx, driver.TxOptions{})
+	if err != nil {
+		return err
+	}
+	if err := w.insertBatch(ctx, batch); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (w *ledgerWriter) insertBatch(ctx context.Context, batch []store.LedgerEntry) error {
+	fresh, err := w.insertRows(ctx, batch)
 	if err != nil {
 		return err
 	}
 	totals := groupcommit.Totals(fresh)
-	args, used := s.args[:0], 0
 	for off := 0; off < len(totals); {
-		stmt, n := pick(s.stmts.upserts, s.stmts.upsertOne, len(totals)-off)
-		part := totals[off : off+n]
-		off += n
-		args = args[:0]
-		for _, t := range part {
-			args = append(args, int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix(), int64(t.Cost), t.Requests, t.Tokens)
+		stmt, n := pick(w.upserts, w.upsertOne, len(totals)-off)
+		args := w.argSlice(n * totalArity)
+		for i, t := range totals[off : off+n] {
+			a := args[i*totalArity : (i+1)*totalArity]
+			a[0].Value, a[1].Value, a[2].Value = int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix()
+			a[3].Value, a[4].Value, a[5].Value = int64(t.Cost), t.Requests, t.Tokens
 		}
-		used = max(used, len(args))
-		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
+		off += n
+		if _, err := w.exec(ctx, stmt, args); err != nil {
 			return err
 		}
 	}
-	clear(args[:used])
-	s.args = args
 	return nil
 }
 
@@ -185,46 +257,26 @@ func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, batch []store.Ledge
 // appended to, so each row inserted gets a rowid above every existing one:
 // when an INSERT skipped rows, the k rows this transaction inserted are the k
 // largest rowids.
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, batch []store.LedgerEntry) ([]store.LedgerEntry, error) {
-	args, used := s.args[:0], 0
+func (w *ledgerWriter) insertRows(ctx context.Context, batch []store.LedgerEntry) ([]store.LedgerEntry, error) {
 	var added int64
 	for off := 0; off < len(batch); {
-		stmt, n := pick(s.stmts.chunks, s.stmts.insertOne, len(batch)-off)
-		part := batch[off : off+n]
+		stmt, n := pick(w.inserts, w.insertOne, len(batch)-off)
+		args := w.argSlice(n * ledgerArity)
+		for i := range batch[off : off+n] {
+			setArgs(args[i*ledgerArity:(i+1)*ledgerArity], &batch[off+i])
+		}
 		off += n
-		args = args[:0]
-		for i := range part {
-			args = appendArgs(args, &part[i])
-		}
-		used = max(used, len(args))
-		res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
-		if err != nil {
-			return nil, err
-		}
-		k, err := res.RowsAffected()
+		k, err := w.exec(ctx, stmt, args)
 		if err != nil {
 			return nil, err
 		}
 		added += k
 	}
-	clear(args[:used]) // keep no entry's strings alive
-	s.args = args
 	if added == int64(len(batch)) {
 		return batch, nil // every row was new
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT request_id FROM ledger ORDER BY rowid DESC LIMIT ?`, added)
+	inserted, err := w.newestIDs(ctx, added)
 	if err != nil {
-		return nil, err
-	}
-	inserted := make(map[string]bool, added)
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, errors.Join(err, rows.Close())
-		}
-		inserted[id] = true
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
 	fresh := make([]store.LedgerEntry, 0, added)
@@ -235,4 +287,82 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, batch []store.Ledger
 		}
 	}
 	return fresh, nil
+}
+
+// newestIDs returns the request ids of the k newest ledger rows.
+func (w *ledgerWriter) newestIDs(ctx context.Context, k int64) (map[string]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q, ok := w.newest.(driver.StmtQueryContext)
+	if !ok {
+		return nil, fmt.Errorf("driver statement %T cannot query with a context", w.newest)
+	}
+	rows, err := q.QueryContext(context.WithoutCancel(ctx), []driver.NamedValue{{Ordinal: 1, Value: k}})
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, k)
+	dest := make([]driver.Value, 1)
+	for {
+		if err := rows.Next(dest); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, errors.Join(err, rows.Close())
+		}
+		id, ok := dest[0].(string)
+		if !ok {
+			return nil, errors.Join(fmt.Errorf("request id of type %T", dest[0]), rows.Close())
+		}
+		ids[id] = true
+	}
+	return ids, rows.Close()
+}
+
+// argSlice returns the first n of the reused arguments, ordinals set.
+func (w *ledgerWriter) argSlice(n int) []driver.NamedValue {
+	for len(w.args) < n {
+		w.args = append(w.args, driver.NamedValue{Ordinal: len(w.args) + 1})
+	}
+	return w.args[:n]
+}
+
+// exec runs stmt with args and returns the rows it changed, then drops the
+// arguments' values so that no entry stays reachable from w.
+func (w *ledgerWriter) exec(ctx context.Context, stmt driver.Stmt, args []driver.NamedValue) (int64, error) {
+	defer func() {
+		for i := range args {
+			args[i].Value = nil
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	ec, ok := stmt.(driver.StmtExecContext)
+	if !ok {
+		return 0, fmt.Errorf("driver statement %T cannot execute with a context", stmt)
+	}
+	res, err := ec.ExecContext(context.WithoutCancel(ctx), args)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setArgs sets a, ledgerArity arguments, to e's columns.
+func setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
+	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.RequestID, e.KeyID, e.UserID, e.TeamID
+	a[4].Value, a[5].Value, a[6].Value, a[7].Value = e.OrgID, e.CustomerID, e.Model, e.Deployment
+	a[8].Value, a[9].Value, a[10].Value = e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite
+	a[11].Value, a[12].Value, a[13].Value = e.Usage.Output, e.Usage.Reasoning, int64(e.Cost)
+	a[14].Value, a[15].Value, a[16].Value = int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream)
+	a[17].Value, a[18].Value = e.StartedAt.UnixNano(), e.EndedAt.UnixNano()
 }

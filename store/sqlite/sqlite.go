@@ -143,7 +143,7 @@ type Store struct {
 	closeErr  error
 
 	stmts statements
-	args  []any // the ledger writer's statement arguments, reused
+	lw    ledgerWriter
 }
 
 var _ store.Store = (*Store)(nil)
@@ -183,7 +183,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &Store{path: path, cfg: cfg, quit: make(chan struct{})}
+	s := &Store{path: path, cfg: cfg, quit: make(chan struct{}), lw: ledgerWriter{rowsMax: cfg.insertRows}}
 	var err error
 	if s.w, err = sql.Open("sqlite", dsn(path, &cfg, false)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -254,7 +254,7 @@ func (s *Store) Close(ctx context.Context) error {
 		err := s.ledger.Close(ctx)
 		close(s.quit)
 		s.wg.Wait()
-		s.closeErr = errors.Join(err, s.stmts.close(), s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(err, s.closeLedger(ctx), s.stmts.close(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
 }
