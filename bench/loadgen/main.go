@@ -1,21 +1,30 @@
 // Command loadgen drives an OpenAI-compatible endpoint with a fixed number of
 // concurrent connections for a fixed time and reports throughput and latency
 // percentiles as one JSON line. It is the load generator of bench/run.sh.
+//
+// It shares a core with the mock provider in bench/run.sh, so it spends as
+// little as it can per request: one goroutine per kept-alive HTTP/1.1
+// connection, a request built once and written with one write, and a small
+// response parser (parse.go) instead of net/http's client, which put two
+// goroutines and a dozen allocations on every request. Every response is
+// checked (scenario.go); one that is not the expected success counts as an
+// error, not as a request.
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -34,66 +43,126 @@ type result struct {
 }
 
 func main() {
-	url := flag.String("url", "http://127.0.0.1:8080", "base URL (without /v1)")
-	key := flag.String("key", "", "API key (Bearer)")
-	model := flag.String("model", "demo", "model name")
-	scenario := flag.String("scenario", "chat", "chat, stream or embeddings")
-	conns := flag.Int("c", 64, "concurrent connections")
-	dur := flag.Duration("d", 10*time.Second, "duration")
-	warm := flag.Duration("warmup", time.Second, "warm-up before measuring")
-	flag.Parse()
-
-	path, body := request(*scenario, *model)
-	if path == "" {
-		fmt.Fprintln(os.Stderr, "loadgen: unknown scenario", *scenario)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(2)
 	}
-	tr := &http.Transport{
-		MaxIdleConns: *conns, MaxIdleConnsPerHost: *conns, MaxConnsPerHost: *conns,
-		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, IdleConnTimeout: time.Minute,
-	}
-	client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+}
 
-	var measuring atomic.Bool
-	var reqs, errs atomic.Int64
-	var firstErr atomic.Value
-	lats := make([][]time.Duration, *conns)
-	ctx, cancel := context.WithTimeout(context.Background(), *warm+*dur)
+// config is what the flags set.
+type config struct {
+	url, key, model, scenario string
+	conns                     int
+	dur, warm                 time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.url, "url", "http://127.0.0.1:8080", "base URL (without /v1)")
+	fs.StringVar(&c.key, "key", "", "API key (Bearer)")
+	fs.StringVar(&c.model, "model", "demo", "model name")
+	fs.StringVar(&c.scenario, "scenario", "chat", "chat, stream or embeddings")
+	fs.IntVar(&c.conns, "c", 64, "concurrent connections")
+	fs.DurationVar(&c.dur, "d", 10*time.Second, "duration")
+	fs.DurationVar(&c.warm, "warmup", time.Second, "warm-up before measuring")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	case c.conns < 1:
+		return c, errors.New("-c must be at least 1")
+	case c.dur <= 0 || c.warm < 0:
+		return c, errors.New("-d must be positive and -warmup not negative")
+	}
+	return c, nil
+}
+
+// run drives the load the flags in args describe and writes the result to
+// stdout as one JSON line.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	sc, ok := scenarioFor(cfg.scenario, cfg.model)
+	if !ok {
+		return fmt.Errorf("unknown scenario %q", cfg.scenario)
+	}
+	tgt, err := newTarget(cfg.url, http.MethodPost, sc.path, cfg.key, sc.body)
+	if err != nil {
+		return err
+	}
+	r := drive(ctx, tgt, sc.check, cfg.conns, cfg.warm, cfg.dur)
+	r.Scenario, r.Target = cfg.scenario, cfg.url
+	return json.NewEncoder(stdout).Encode(r)
+}
+
+// drive sends requests on conns connections for warm+dur, measuring the last
+// dur. Requests still in flight at the end are neither counted nor errors.
+func drive(ctx context.Context, tgt target, check func(response) error, conns int, warm, dur time.Duration) result {
+	end := time.Now().Add(warm + dur)
+	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range *conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				err := do(ctx, client, *url+path, *key, body)
-				if ctx.Err() != nil {
+	// The context's timer may fire late on a busy core, and requests fail
+	// as soon as the deadline passes: the clock says when the run is over.
+	over := func(now time.Time) bool { return ctx.Err() != nil || !now.Before(end) }
+	var (
+		measuring  atomic.Bool
+		reqs, errs atomic.Int64
+		firstErr   atomic.Pointer[string]
+		wg         sync.WaitGroup
+	)
+	lats := make([][]time.Duration, conns)
+	for i := range conns {
+		c := newClient(tgt, check)
+		stop := context.AfterFunc(ctx, c.Shutdown)
+		wg.Go(func() {
+			defer stop()
+			defer c.drop()
+			for t0 := time.Now(); !over(t0); {
+				err := c.do(ctx)
+				t1 := time.Now()
+				lat := t1.Sub(t0)
+				if over(t1) {
 					return
 				}
+				t0 = t1
 				if !measuring.Load() {
 					continue
 				}
 				if err != nil {
 					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
+					if firstErr.Load() == nil {
+						msg := err.Error()
+						firstErr.CompareAndSwap(nil, &msg)
+					}
 					continue
 				}
 				reqs.Add(1)
-				lats[i] = append(lats[i], time.Since(t0))
+				lats[i] = append(lats[i], lat)
 			}
-		}()
+		})
 	}
-	time.Sleep(*warm)
+	select {
+	case <-time.After(warm):
+	case <-ctx.Done():
+	}
 	measuring.Store(true)
 	start := time.Now()
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
 
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
+	all := slices.Concat(lats...)
 	slices.Sort(all)
 	pct := func(p float64) float64 {
 		if len(all) == 0 {
@@ -102,47 +171,12 @@ func main() {
 		return float64(all[min(len(all)-1, int(float64(len(all))*p))]) / 1e6
 	}
 	r := result{
-		Scenario: *scenario, Target: *url, Connections: *conns, Seconds: elapsed,
+		Connections: conns, Seconds: elapsed,
 		Requests: reqs.Load(), Errors: errs.Load(), RPS: float64(reqs.Load()) / elapsed,
 		P50ms: pct(0.50), P99ms: pct(0.99), MaxMs: pct(1),
 	}
-	if v, ok := firstErr.Load().(string); ok {
-		r.FirstError = v
+	if msg := firstErr.Load(); msg != nil {
+		r.FirstError = *msg
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(r)
-}
-
-func request(scenario, model string) (string, []byte) {
-	switch scenario {
-	case "chat":
-		return "/v1/chat/completions", []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"Say hello to the benchmark"}],"max_tokens":16}`)
-	case "stream":
-		return "/v1/chat/completions", []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"Say hello to the benchmark"}],"max_tokens":16}`)
-	case "embeddings":
-		return "/v1/embeddings", []byte(`{"model":"` + model + `","input":"embed this sentence for the benchmark"}`)
-	}
-	return "", nil
-}
-
-func do(ctx context.Context, c *http.Client, url, key string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return nil
+	return r
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/internal/mockllm"
+)
+
+// Every scenario runs against the mock provider without errors and prints
+// the JSON line bench/run.sh reads.
+func TestRunAgainstTheMock(t *testing.T) {
+	srv := httptest.NewServer(mockllm.New(mockllm.DefaultConfig()))
+	t.Cleanup(srv.Close)
+	for _, scen := range []string{"chat", "stream", "embeddings"} {
+		t.Run(scen, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(t.Context(), []string{
+				"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt",
+				"-scenario", scen, "-c", "4", "-d", "200ms", "-warmup", "50ms",
+			}, &out, io.Discard)
+			require.NoError(t, err)
+			var r map[string]any
+			require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+			for _, k := range []string{"scenario", "target", "connections", "seconds", "requests", "errors", "rps", "p50_ms", "p99_ms", "max_ms"} {
+				require.Contains(t, r, k)
+			}
+			require.Equal(t, scen, r["scenario"])
+			require.InDelta(t, 0, r["errors"], 0, "first error: %v", r["first_error"])
+			require.Positive(t, r["requests"])
+			require.LessOrEqual(t, r["p50_ms"], r["p99_ms"])
+		})
+	}
+}
+
+// A target that answers errors counts errors, not requests.
+func TestRunCountsErrors(t *testing.T) {
+	srv := httptest.NewServer(sized(500, "application/json", `{"error":{}}`))
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-url", srv.URL, "-c", "2", "-d", "100ms", "-warmup", "0s"}, &out, io.Discard))
+	var r result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Zero(t, r.Requests)
+	require.Positive(t, r.Errors)
+	require.Contains(t, r.FirstError, "status 500")
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"-scenario", "nope"}, {"-c", "0"}, {"-url", "https://x"}, {"extra"}} {
+		require.Error(t, run(t.Context(), args, io.Discard, io.Discard), "%q", args)
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// errBadResponse is wrapped by every check failure: a response that arrived
+// whole but is not the success the scenario expects.
+var errBadResponse = errors.New("bad response")
+
+// scenario is one kind of request and the check of its response.
+type scenario struct {
+	path  string
+	body  []byte
+	check func(response) error
+}
+
+// scenarioFor returns the scenario name with model; ok is false for an
+// unknown name.
+func scenarioFor(name, model string) (scenario, bool) {
+	switch name {
+	case "chat":
+		return scenario{
+			path:  "/v1/chat/completions",
+			body:  []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"Say hello to the benchmark"}],"max_tokens":16}`),
+			check: checkJSON,
+		}, true
+	case "stream":
+		return scenario{
+			path:  "/v1/chat/completions",
+			body:  []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"Say hello to the benchmark"}],"max_tokens":16}`),
+			check: checkSSE,
+		}, true
+	case "embeddings":
+		return scenario{
+			path:  "/v1/embeddings",
+			body:  []byte(`{"model":"` + model + `","input":"embed this sentence for the benchmark"}`),
+			check: checkJSON,
+		}, true
+	}
+	return scenario{}, false
+}
+
+func checkStatus(r response, ctype string) error {
+	if r.status != 200 {
+		return fmt.Errorf("%w: status %d: %q", errBadResponse, r.status, clip(r.body))
+	}
+	if !bytes.Contains(r.ctype, []byte(ctype)) {
+		return fmt.Errorf("%w: content-type %q", errBadResponse, clip(r.ctype))
+	}
+	return nil
+}
+
+// checkJSON accepts a 200 JSON object that reports usage.
+func checkJSON(r response) error {
+	if err := checkStatus(r, "json"); err != nil {
+		return err
+	}
+	if len(r.body) == 0 || r.body[0] != '{' || !json.Valid(r.body) {
+		return fmt.Errorf("%w: not a JSON object: %q", errBadResponse, clip(r.body))
+	}
+	if !bytes.Contains(r.body, []byte(`"usage":`)) {
+		return fmt.Errorf("%w: no usage: %q", errBadResponse, clip(r.body))
+	}
+	return nil
+}
+
+// checkSSE accepts a 200 event stream of JSON data events ended by
+// "data: [DONE]".
+func checkSSE(r response) error {
+	if err := checkStatus(r, "text/event-stream"); err != nil {
+		return err
+	}
+	events, done := 0, false
+	for b := r.body; len(b) > 0; {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue // blank lines, event:, id:, comments
+		}
+		data = bytes.TrimPrefix(data, []byte{' '})
+		switch {
+		case done:
+			return fmt.Errorf("%w: data after [DONE]: %q", errBadResponse, clip(data))
+		case string(data) == "[DONE]":
+			done = true
+		case len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}':
+			return fmt.Errorf("%w: event data is not a JSON object: %q", errBadResponse, clip(data))
+		default:
+			events++
+		}
+	}
+	if !done || events == 0 {
+		return fmt.Errorf("%w: stream of %d events without data: [DONE]", errBadResponse, events)
+	}
+	return nil
+}
