@@ -99,7 +99,30 @@ type ledgerWriter struct {
 	upserts   []chunk     // several spend totals, largest first
 	newest    driver.Stmt // the request ids of the k newest ledger rows
 	args      []driver.NamedValue
-	rowsMax   int // rows of the largest insert
+	rowsMax   int            // rows of the largest insert
+	boxes     map[string]any // see box
+}
+
+// maxBoxes bounds the strings box keeps.
+const maxBoxes = 4096
+
+// box returns v as an interface value, reusing the one made for an equal
+// string before: the ids, model and deployment of a ledger row repeat from
+// row to row (a handful of keys, teams and models carry most of the
+// traffic), and boxing each anew was most of the writer's allocations.
+func (w *ledgerWriter) box(v string) any {
+	if v == "" {
+		return "" // boxing "" does not allocate
+	}
+	if b, ok := w.boxes[v]; ok {
+		return b
+	}
+	if w.boxes == nil || len(w.boxes) >= maxBoxes {
+		w.boxes = make(map[string]any, 64)
+	}
+	b := any(v)
+	w.boxes[v] = b
+	return b
 }
 
 // chunk is a statement that writes rows rows at once.
@@ -125,7 +148,7 @@ func (w *ledgerWriter) prepare(ctx context.Context, dc any) error {
 	if !ok {
 		return fmt.Errorf("driver connection %T cannot prepare with a context", dc)
 	}
-	*w = ledgerWriter{conn: dc, rowsMax: w.rowsMax, args: w.args}
+	*w = ledgerWriter{conn: dc, rowsMax: w.rowsMax, args: w.args, boxes: w.boxes}
 	var err error
 	prep := func(q string) driver.Stmt {
 		if err != nil {
@@ -240,7 +263,7 @@ func (w *ledgerWriter) insertBatch(ctx context.Context, batch []store.LedgerEntr
 		args := w.argSlice(n * totalArity)
 		for i, t := range totals[off : off+n] {
 			a := args[i*totalArity : (i+1)*totalArity]
-			a[0].Value, a[1].Value, a[2].Value = int64(t.Scope.Kind), t.Scope.ID, t.Hour.Unix()
+			a[0].Value, a[1].Value, a[2].Value = int64(t.Scope.Kind), w.box(t.Scope.ID), t.Hour.Unix()
 			a[3].Value, a[4].Value, a[5].Value = int64(t.Cost), t.Requests, t.Tokens
 		}
 		off += n
@@ -263,7 +286,7 @@ func (w *ledgerWriter) insertRows(ctx context.Context, batch []store.LedgerEntry
 		stmt, n := pick(w.inserts, w.insertOne, len(batch)-off)
 		args := w.argSlice(n * ledgerArity)
 		for i := range batch[off : off+n] {
-			setArgs(args[i*ledgerArity:(i+1)*ledgerArity], &batch[off+i])
+			w.setArgs(args[i*ledgerArity:(i+1)*ledgerArity], &batch[off+i])
 		}
 		off += n
 		k, err := w.exec(ctx, stmt, args)
@@ -358,9 +381,10 @@ func b2i(b bool) int64 {
 }
 
 // setArgs sets a, ledgerArity arguments, to e's columns.
-func setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
-	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.RequestID, e.KeyID, e.UserID, e.TeamID
-	a[4].Value, a[5].Value, a[6].Value, a[7].Value = e.OrgID, e.CustomerID, e.Model, e.Deployment
+func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
+	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.RequestID, w.box(e.KeyID), w.box(e.UserID), w.box(e.TeamID)
+	a[4].Value, a[5].Value = w.box(e.OrgID), w.box(e.CustomerID)
+	a[6].Value, a[7].Value = w.box(e.Model), w.box(e.Deployment)
 	a[8].Value, a[9].Value, a[10].Value = e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite
 	a[11].Value, a[12].Value, a[13].Value = e.Usage.Output, e.Usage.Reasoning, int64(e.Cost)
 	a[14].Value, a[15].Value, a[16].Value = int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream)
