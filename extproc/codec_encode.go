@@ -29,6 +29,9 @@ import (
 // encodeResponse returns m's wire form in a buffer of replyPool, or ok=false
 // when m is not covered.
 func encodeResponse(m *extprocv3.ProcessingResponse) (mem.BufferSlice, bool) {
+	if w := sharedReplyWire(m); w != nil {
+		return w, true
+	}
 	n := responseSize(m)
 	if n < 0 {
 		return nil, false
@@ -591,4 +594,36 @@ func durationSize(d *durationpb.Duration) int {
 func appendDuration(b []byte, d *durationpb.Duration) []byte {
 	b = appendVarintField(b, 1, uint64(d.Seconds)) //nolint:gosec // protobuf's int64 encoding
 	return appendVarintField(b, 2, int32Wire(d.Nanos))
+}
+
+// --- shared replies ---------------------------------------------------------
+
+// sharedReplies are the replies that never vary (a plain CONTINUE), shared by
+// every stream and so never modified, with their wire form encoded once.
+var sharedReplies = func() []sharedReply {
+	rs := []*extprocv3.ProcessingResponse{
+		replyContinueRequestHeaders, replyContinueResponseHeaders, replyContinueResponseBody,
+		replyContinueRequestTrailers, replyContinueResponseTrailers,
+	}
+	out := make([]sharedReply, len(rs))
+	for i, r := range rs {
+		b := appendResponse(nil, r)
+		out[i] = sharedReply{r, mem.BufferSlice{mem.SliceBuffer(b)}}
+	}
+	return out
+}()
+
+type sharedReply struct {
+	msg  *extprocv3.ProcessingResponse
+	wire mem.BufferSlice // gRPC only reads it, and SliceBuffer's Free does nothing
+}
+
+// sharedReplyWire is the wire form of m when it is a shared reply, else nil.
+func sharedReplyWire(m *extprocv3.ProcessingResponse) mem.BufferSlice {
+	for i := range sharedReplies {
+		if sharedReplies[i].msg == m {
+			return sharedReplies[i].wire
+		}
+	}
+	return nil
 }

@@ -48,7 +48,11 @@ func requireEncodesAsProto(t require.TestingT, m *extprocv3.ProcessingResponse, 
 // TestEncodeResponse: replies as the processor builds them, and what the
 // encoder leaves to proto.
 func TestEncodeResponse(t *testing.T) {
-	set := func(k, v string) *corev3.HeaderValueOption { return setHeader(k, v) }
+	set := func(k, v string) *corev3.HeaderValueOption {
+		var l headerList
+		l = l.add(k, v)
+		return l.options()[0]
+	}
 	common := &extprocv3.CommonResponse{
 		Status: extprocv3.CommonResponse_CONTINUE_AND_REPLACE,
 		HeaderMutation: &extprocv3.HeaderMutation{
@@ -68,10 +72,7 @@ func TestEncodeResponse(t *testing.T) {
 			ResponseBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: bm}},
 		}}
 	}
-	continueBody := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
-		ResponseBody: &extprocv3.BodyResponse{},
-	}}
-	withUnknown := proto.Clone(continueBody).(*extprocv3.ProcessingResponse)
+	withUnknown := proto.Clone(replyContinueResponseBody).(*extprocv3.ProcessingResponse)
 	withUnknown.GetResponseBody().ProtoReflect().SetUnknown(protoreflect.RawFields{0x78, 0x01})
 	st := &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewStringValue("v")}}
 	s := &stream{p: New(newCatalog(), benchAccountant{}), id: "tg-1"}
@@ -82,10 +83,11 @@ func TestEncodeResponse(t *testing.T) {
 		covered bool
 	}{
 		{"empty", &extprocv3.ProcessingResponse{}, true},
-		{"response body continue", continueBody, true},
-		{"request trailers", &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
-			RequestTrailers: &extprocv3.TrailersResponse{},
-		}}, true},
+		{"request headers continue", replyContinueRequestHeaders, true},
+		{"response headers continue", replyContinueResponseHeaders, true},
+		{"response body continue", replyContinueResponseBody, true},
+		{"request trailers", replyContinueRequestTrailers, true},
+		{"response trailers", replyContinueResponseTrailers, true},
 		{"request body, everything", &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
 			RequestBody: &extprocv3.BodyResponse{Response: common},
 		}}, true},
@@ -106,11 +108,11 @@ func TestEncodeResponse(t *testing.T) {
 		{"trailers with mutation", &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
 			ResponseTrailers: &extprocv3.TrailersResponse{HeaderMutation: common.HeaderMutation},
 		}}, true},
-		{"body cleared", bodyReply(bodyMutation(nil)), true},
+		{"body cleared", chunkReply(nil), true},
 		{"clear_body false", bodyReply(&extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{}}), true},
 		{"empty body member", bodyReply(&extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{}}), true},
 		{"no mutation member", bodyReply(&extprocv3.BodyMutation{}), true},
-		{"large body", bodyReply(bodyMutation(big)), true},
+		{"large body", chunkReply(big), true},
 		{"immediate 401", s.immediate(401, []byte(`{"error":{}}`), [][2]string{{"retry-after", "1"}}), true},
 		{"immediate, all fields", &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
 			ImmediateResponse: &extprocv3.ImmediateResponse{

@@ -37,16 +37,7 @@ func headerValue(h *corev3.HeaderValue) string {
 	return h.GetValue()
 }
 
-// setHeader overwrites a header (raw_value only, append=false: R2.9).
-func setHeader(k, v string) *corev3.HeaderValueOption {
-	// The option, its value and its append flag in one allocation.
-	hs := &headerSet{}
-	hs.val.Key, hs.val.RawValue = k, []byte(v)
-	hs.opt.Header, hs.opt.Append = &hs.val, &hs.app
-	return &hs.opt
-}
-
-// headerSet holds the messages of one setHeader.
+// headerSet holds the messages of one header a reply sets (headerList).
 type headerSet struct {
 	opt corev3.HeaderValueOption
 	val corev3.HeaderValue
@@ -85,31 +76,41 @@ func redactedHeaders(hm *corev3.HeaderMap) []string {
 }
 
 // formatUSD renders nano-dollars as a decimal dollar amount ("0.000125000").
-func formatUSD(m kernel.Money) string {
-	sign := ""
+func formatUSD(m kernel.Money) string { return string(appendUSD(nil, m)) }
+
+// appendUSD appends formatUSD(m) to b.
+func appendUSD(b []byte, m kernel.Money) []byte {
 	if m < 0 {
-		sign, m = "-", -m
+		b = append(b, '-')
+		m = -m
 	}
-	frac := strconv.FormatInt(int64(m%kernel.Dollar), 10)
-	return sign + strconv.FormatInt(int64(m/kernel.Dollar), 10) + "." + strings.Repeat("0", 9-len(frac)) + frac
+	b = strconv.AppendInt(b, int64(m/kernel.Dollar), 10)
+	b = append(b, '.')
+	frac := int64(m % kernel.Dollar)
+	for d := int64(kernel.Dollar / 10); d > 1 && frac < d; d /= 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, frac, 10)
 }
 
 // rateLimitHeaders renders OpenAI's x-ratelimit-* headers for the limits that apply.
 func rateLimitHeaders(ri kernel.RateLimitInfo) [][2]string {
-	var h [][2]string
+	return headerList{}.addRateLimits(ri).pairs()
+}
+
+// addRateLimits adds the headers of rateLimitHeaders.
+func (l headerList) addRateLimits(ri kernel.RateLimitInfo) headerList {
 	if ri.LimitRequests > 0 {
-		h = append(h,
-			[2]string{"x-ratelimit-limit-requests", strconv.FormatInt(ri.LimitRequests, 10)},
-			[2]string{"x-ratelimit-remaining-requests", strconv.FormatInt(max(ri.RemainingRequests, 0), 10)},
-			[2]string{"x-ratelimit-reset-requests", formatReset(ri.ResetRequests)})
+		l = l.addInt("x-ratelimit-limit-requests", ri.LimitRequests)
+		l = l.addInt("x-ratelimit-remaining-requests", max(ri.RemainingRequests, 0))
+		l = l.add("x-ratelimit-reset-requests", formatReset(ri.ResetRequests))
 	}
 	if ri.LimitTokens > 0 {
-		h = append(h,
-			[2]string{"x-ratelimit-limit-tokens", strconv.FormatInt(ri.LimitTokens, 10)},
-			[2]string{"x-ratelimit-remaining-tokens", strconv.FormatInt(max(ri.RemainingTokens, 0), 10)},
-			[2]string{"x-ratelimit-reset-tokens", formatReset(ri.ResetTokens)})
+		l = l.addInt("x-ratelimit-limit-tokens", ri.LimitTokens)
+		l = l.addInt("x-ratelimit-remaining-tokens", max(ri.RemainingTokens, 0))
+		l = l.add("x-ratelimit-reset-tokens", formatReset(ri.ResetTokens))
 	}
-	return h
+	return l
 }
 
 // formatReset renders a reset delay as OpenAI does ("1s", "6m0s", "20ms").

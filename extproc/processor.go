@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/health"
@@ -132,9 +130,7 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 	case *extprocv3.ProcessingRequest_RequestBody:
 		return s.requestBody(ctx, r.RequestBody)
 	case *extprocv3.ProcessingRequest_RequestTrailers:
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
-			RequestTrailers: &extprocv3.TrailersResponse{},
-		}}
+		return replyContinueRequestTrailers
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		return s.responseHeaders(ctx, r.ResponseHeaders)
 	case *extprocv3.ProcessingRequest_ResponseBody:
@@ -220,9 +216,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	if n, err := strconv.ParseInt(contentLength, 10, 64); err == nil && n > int64(s.p.maxBody) {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
-		RequestHeaders: &extprocv3.HeadersResponse{},
-	}}
+	return replyContinueRequestHeaders
 }
 
 // --- request body -------------------------------------------------------------
@@ -309,29 +303,33 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
 
-	hm := &extprocv3.HeaderMutation{
-		SetHeaders:    make([]*corev3.HeaderValueOption, 0, 4+len(out.Headers)),
-		RemoveHeaders: append(slices.Clip(clientCredentialHeaders), out.Remove...),
-	}
-	hm.SetHeaders = append(hm.SetHeaders, setHeader(RouteHeader, target.Deployment))
-	for _, kv := range out.Headers {
-		hm.SetHeaders = append(hm.SetHeaders, setHeader(kv[0], kv[1]))
-	}
+	pr, x := newRequestBodyReply()
+	x.c.ClearRouteCache = true
+	var kvs [8]headerKV
+	var vals [512]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
+	l = l.add(RouteHeader, target.Deployment)
+	l = l.addAll(out.Headers)
 	if out.Path != "" && out.Path != s.path {
-		hm.SetHeaders = append(hm.SetHeaders, setHeader(":path", out.Path))
+		l = l.add(":path", out.Path)
 	}
-	common := &extprocv3.CommonResponse{HeaderMutation: hm, ClearRouteCache: true}
+	x.hm.RemoveHeaders = clientCredentialHeaders
+	if len(out.Remove) > 0 {
+		// A new slice: clientCredentialHeaders is shared.
+		x.hm.RemoveHeaders = append(slices.Clip(clientCredentialHeaders), out.Remove...)
+	}
 	if out.Body != nil {
-		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out.Body}}
+		x.set.Body = out.Body
+		x.bm.Mutation = &x.set
+		x.c.BodyMutation = &x.bm
 		if s.hadCL {
-			hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrContentLength, strconv.Itoa(len(out.Body))))
+			l = l.addInt(hdrContentLength, int64(len(out.Body)))
 		} else {
-			hm.RemoveHeaders = append(hm.RemoveHeaders, hdrContentLength)
+			x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), hdrContentLength)
 		}
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
-		RequestBody: &extprocv3.BodyResponse{Response: common},
-	}}
+	x.hm.SetHeaders = l.options()
+	return pr
 }
 
 // strictBudget reports whether the request is under a strict budget: the key's
@@ -369,37 +367,36 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 			contentType = headerValue(hv)
 		}
 	}
-	resp := &extprocv3.HeadersResponse{}
 	if !s.admitted {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: resp}}
+		return replyContinueResponseHeaders
 	}
-	hm := &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(hdrRequestID, s.id)}}
-	for _, kv := range rateLimitHeaders(s.decision.RateLimit) {
-		hm.SetHeaders = append(hm.SetHeaders, setHeader(kv[0], kv[1]))
-	}
-	resp.Response = &extprocv3.CommonResponse{HeaderMutation: hm}
-	pr := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: resp}}
+	pr, x := newResponseHeadersReply()
+	var kvs [8]headerKV
+	var vals [256]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
+	l = l.add(hdrRequestID, s.id)
+	l = l.addRateLimits(s.decision.RateLimit)
 	ok := s.status >= 200 && s.status < 300
 	if ok && isEventStream(contentType) && !h.GetEndOfStream() {
 		s.sse = true
-		hm.RemoveHeaders = append(hm.RemoveHeaders, hdrContentLength)
-		pr.ModeOverride = &extprocfilterv3.ProcessingMode{
-			RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED,
-			ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
-		}
-		return pr
-	}
-	if h.GetEndOfStream() { // no body follows (204, HEAD-like): settle now
+		x.hm.RemoveHeaders = contentLengthHeader
+		pr.ModeOverride = modeStreamed
+	} else if h.GetEndOfStream() { // no body follows (204, HEAD-like): settle now
 		st := kernel.StatusCompleted
 		if !ok {
 			st = kernel.StatusFailed
 		}
 		if cost, ok := s.settle(ctx, st, s.status, kernel.Usage{}, !ok); ok {
-			hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrCost, formatUSD(cost)))
+			l = l.addUSD(hdrCost, cost)
 		}
 	}
+	x.hm.SetHeaders = l.options()
 	return pr
 }
+
+// contentLengthHeader is the RemoveHeaders of a reply removing content-length
+// (shared: read-only).
+var contentLengthHeader = []string{hdrContentLength}
 
 func isEventStream(ct string) bool {
 	ct, _, _ = strings.Cut(ct, ";")
@@ -409,14 +406,13 @@ func isEventStream(ct string) bool {
 // --- response body ----------------------------------------------------------
 
 func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	pr, reply := responseBodyReply()
 	if !s.admitted || s.settled && !s.sse {
-		return pr
+		return replyContinueResponseBody
 	}
 	body := b.GetBody()
 	if s.sse {
 		if s.settled { // bytes after the end (trailers already settled): pass
-			return pr
+			return replyContinueResponseBody
 		}
 		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
 		if err != nil {
@@ -425,8 +421,9 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			}
 			s.streamError(err)
 		}
+		pr := replyContinueResponseBody
 		if !sameBytes(out, body) {
-			reply.Response = &extprocv3.CommonResponse{BodyMutation: bodyMutation(out)}
+			pr = chunkReply(out)
 		}
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()
@@ -435,17 +432,17 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		return pr
 	}
 	// BUFFERED: the whole body, headers still held.
-	hm := &extprocv3.HeaderMutation{}
-	common := &extprocv3.CommonResponse{HeaderMutation: hm}
-	reply.Response = common
+	pr, x := newResponseBodyReply()
+	var kvs [4]headerKV
+	var vals [64]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	var cost kernel.Money
 	var settled bool
 	if s.status >= 400 || s.status < 200 {
 		out := s.tr.Error(s.status, body)
-		common.BodyMutation = bodyMutation(out)
-		hm.SetHeaders = append(hm.SetHeaders,
-			setHeader(hdrContentType, "application/json"),
-			setHeader(hdrContentLength, strconv.Itoa(len(out))))
+		x.c.BodyMutation = x.mutation(out)
+		l = l.add(hdrContentType, "application/json")
+		l = l.addInt(hdrContentLength, int64(len(out)))
 		cost, settled = s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
 	} else {
 		out, u, err := s.tr.Response(body)
@@ -460,35 +457,16 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			u = kernel.Usage{Output: estimateTokens(textBytes(body))}
 		}
 		if !sameBytes(out, body) {
-			common.BodyMutation = bodyMutation(out)
-			hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrContentLength, strconv.Itoa(len(out))))
+			x.c.BodyMutation = x.mutation(out)
+			l = l.addInt(hdrContentLength, int64(len(out)))
 		}
 		cost, settled = s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
 	}
 	if settled {
-		hm.SetHeaders = append(hm.SetHeaders, setHeader(hdrCost, formatUSD(cost)))
+		l = l.addUSD(hdrCost, cost)
 	}
+	x.hm.SetHeaders = l.options()
 	return pr
-}
-
-// responseBodyReply returns an empty response-body reply and its BodyResponse,
-// in one allocation: the reply to every streamed chunk.
-func responseBodyReply() (*extprocv3.ProcessingResponse, *extprocv3.BodyResponse) {
-	x := &struct {
-		pr extprocv3.ProcessingResponse
-		w  extprocv3.ProcessingResponse_ResponseBody
-		r  extprocv3.BodyResponse
-	}{}
-	x.w.ResponseBody = &x.r
-	x.pr.Response = &x.w
-	return &x.pr, &x.r
-}
-
-func bodyMutation(b []byte) *extprocv3.BodyMutation {
-	if len(b) == 0 {
-		return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
-	}
-	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: b}}
 }
 
 // sameBytes reports whether a is b itself (a translator passing its input).
@@ -505,9 +483,7 @@ func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResp
 		u, reported := s.tr.StreamUsage()
 		s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
-		ResponseTrailers: &extprocv3.TrailersResponse{},
-	}}
+	return replyContinueResponseTrailers
 }
 
 // streamError logs the first translation error of a stream.
@@ -589,21 +565,26 @@ func (s *stream) reject(e *apiError) *extprocv3.ProcessingResponse {
 }
 
 func (s *stream) immediate(status int, body []byte, headers [][2]string) *extprocv3.ProcessingResponse {
-	hm := &extprocv3.HeaderMutation{SetHeaders: make([]*corev3.HeaderValueOption, 0, 2+len(headers))}
-	hm.SetHeaders = append(hm.SetHeaders,
-		setHeader(hdrContentType, "application/json"),
-		setHeader(hdrRequestID, s.id))
-	for _, kv := range headers {
-		hm.SetHeaders = append(hm.SetHeaders, setHeader(kv[0], kv[1]))
-	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
-		ImmediateResponse: &extprocv3.ImmediateResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
-			Headers: hm,
-			Body:    body,
-			Details: "tollgate_" + strconv.Itoa(status),
-		},
-	}}
+	x := &struct {
+		pr extprocv3.ProcessingResponse
+		w  extprocv3.ProcessingResponse_ImmediateResponse
+		ir extprocv3.ImmediateResponse
+		st typev3.HttpStatus
+		hm extprocv3.HeaderMutation
+	}{}
+	var kvs [12]headerKV
+	var vals [256]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
+	l = l.add(hdrContentType, "application/json")
+	l = l.add(hdrRequestID, s.id)
+	l = l.addAll(headers)
+	x.hm.SetHeaders = l.options()
+	x.st.Code = typev3.StatusCode(status)
+	x.ir.Status, x.ir.Headers, x.ir.Body = &x.st, &x.hm, body
+	x.ir.Details = "tollgate_" + strconv.Itoa(status)
+	x.w.ImmediateResponse = &x.ir
+	x.pr.Response = &x.w
+	return &x.pr
 }
 
 func errUnavailable() *apiError {

@@ -1,0 +1,236 @@
+package extproc
+
+import (
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// The processor's replies are built with few allocations: a reply's messages
+// (ProcessingResponse, its oneof wrapper, Body/HeadersResponse,
+// CommonResponse, HeaderMutation, BodyMutation) are allocated together, and
+// its set_headers come from a headerList in three allocations whatever their
+// number. Replies are never touched once returned
+// (envoytest.DirectOwned passes them to the data plane by pointer).
+
+// The replies that are a plain CONTINUE are shared by every stream (the codec
+// sends them pre-encoded).
+var (
+	replyContinueRequestHeaders = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+		RequestHeaders: &extprocv3.HeadersResponse{},
+	}}
+	replyContinueResponseHeaders = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{},
+	}}
+	replyContinueResponseBody = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
+		ResponseBody: &extprocv3.BodyResponse{},
+	}}
+	replyContinueRequestTrailers = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
+		RequestTrailers: &extprocv3.TrailersResponse{},
+	}}
+	replyContinueResponseTrailers = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
+		ResponseTrailers: &extprocv3.TrailersResponse{},
+	}}
+)
+
+// replyParts holds the CommonResponse of a reply and what it points to; the
+// constructors below allocate it together with the rest of the reply.
+type replyParts struct {
+	c  extprocv3.CommonResponse
+	hm extprocv3.HeaderMutation
+	bodyMutationParts
+}
+
+// bodyMutationParts holds a BodyMutation and its oneof wrappers.
+type bodyMutationParts struct {
+	bm    extprocv3.BodyMutation
+	set   extprocv3.BodyMutation_Body
+	clear extprocv3.BodyMutation_ClearBody
+}
+
+// mutation returns a BodyMutation replacing the body with b: ClearBody when b
+// is empty.
+func (p *bodyMutationParts) mutation(b []byte) *extprocv3.BodyMutation {
+	if len(b) == 0 {
+		p.clear.ClearBody = true
+		p.bm.Mutation = &p.clear
+	} else {
+		p.set.Body = b
+		p.bm.Mutation = &p.set
+	}
+	return &p.bm
+}
+
+// newRequestBodyReply returns a request-body reply and its parts: the
+// CommonResponse has its HeaderMutation, empty.
+func newRequestBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	x := &struct {
+		pr extprocv3.ProcessingResponse
+		w  extprocv3.ProcessingResponse_RequestBody
+		r  extprocv3.BodyResponse
+		replyParts
+	}{}
+	x.c.HeaderMutation = &x.hm
+	x.r.Response = &x.c
+	x.w.RequestBody = &x.r
+	x.pr.Response = &x.w
+	return &x.pr, &x.replyParts
+}
+
+// newResponseBodyReply is newRequestBodyReply for the response body.
+func newResponseBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	x := &struct {
+		pr extprocv3.ProcessingResponse
+		w  extprocv3.ProcessingResponse_ResponseBody
+		r  extprocv3.BodyResponse
+		replyParts
+	}{}
+	x.c.HeaderMutation = &x.hm
+	x.r.Response = &x.c
+	x.w.ResponseBody = &x.r
+	x.pr.Response = &x.w
+	return &x.pr, &x.replyParts
+}
+
+// newResponseHeadersReply is newRequestBodyReply for the response headers.
+func newResponseHeadersReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	x := &struct {
+		pr extprocv3.ProcessingResponse
+		w  extprocv3.ProcessingResponse_ResponseHeaders
+		r  extprocv3.HeadersResponse
+		replyParts
+	}{}
+	x.c.HeaderMutation = &x.hm
+	x.r.Response = &x.c
+	x.w.ResponseHeaders = &x.r
+	x.pr.Response = &x.w
+	return &x.pr, &x.replyParts
+}
+
+// modeStreamed switches the response body to STREAMED (shared: read-only).
+var modeStreamed = &extprocfilterv3.ProcessingMode{
+	RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED,
+	ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
+}
+
+// chunkReply is the reply to a streamed chunk that replaces it with b.
+func chunkReply(b []byte) *extprocv3.ProcessingResponse {
+	x := &struct {
+		pr   extprocv3.ProcessingResponse
+		w    extprocv3.ProcessingResponse_ResponseBody
+		body extprocv3.BodyResponse
+		c    extprocv3.CommonResponse
+		bodyMutationParts
+	}{}
+	x.c.BodyMutation = x.mutation(b)
+	x.body.Response = &x.c
+	x.w.ResponseBody = &x.body
+	x.pr.Response = &x.w
+	return &x.pr
+}
+
+// headerList collects the headers a reply sets, to build their options at
+// once (options). Its methods return the list, as append does, so that its
+// slices may live on the caller's stack:
+//
+//	var kvs [8]headerKV
+//	var vals [256]byte
+//	l := headerList{kv: kvs[:0], vals: vals[:0]}
+//	l = l.add(k, v)
+type headerList struct {
+	kv   []headerKV
+	vals []byte // every value, back to back
+}
+
+// headerKV is one header of a headerList: its value is vals[start:end].
+type headerKV struct {
+	key        string
+	start, end int
+}
+
+func (l headerList) add(k, v string) headerList {
+	start := len(l.vals)
+	l.vals = append(l.vals, v...)
+	l.kv = append(l.kv, headerKV{k, start, len(l.vals)})
+	return l
+}
+
+func (l headerList) addInt(k string, n int64) headerList {
+	start := len(l.vals)
+	l.vals = strconv.AppendInt(l.vals, n, 10)
+	l.kv = append(l.kv, headerKV{k, start, len(l.vals)})
+	return l
+}
+
+func (l headerList) addUSD(k string, m kernel.Money) headerList {
+	start := len(l.vals)
+	l.vals = appendUSD(l.vals, m)
+	l.kv = append(l.kv, headerKV{k, start, len(l.vals)})
+	return l
+}
+
+func (l headerList) addAll(kvs [][2]string) headerList {
+	for _, kv := range kvs {
+		l = l.add(kv[0], kv[1])
+	}
+	return l
+}
+
+// options returns the set_headers overwriting each header (raw_value only,
+// append=false: R2.9), in order; nil when there are none.
+func (l headerList) options() []*corev3.HeaderValueOption {
+	if len(l.kv) == 0 {
+		return nil
+	}
+	vals := append([]byte(nil), l.vals...)
+	sets, out := headerSets(len(l.kv))
+	for i, kv := range l.kv {
+		hs := &sets[i]
+		hs.val.Key, hs.val.RawValue = kv.key, vals[kv.start:kv.end:kv.end]
+		hs.opt.Header, hs.opt.Append = &hs.val, &hs.app
+		out[i] = &hs.opt
+	}
+	return out
+}
+
+// pairs returns the headers as key-value pairs.
+func (l headerList) pairs() [][2]string {
+	if len(l.kv) == 0 {
+		return nil
+	}
+	out := make([][2]string, len(l.kv))
+	for i, kv := range l.kv {
+		out[i] = [2]string{kv.key, string(l.vals[kv.start:kv.end])}
+	}
+	return out
+}
+
+// headerSets returns n headerSets and a list for their options; up to four
+// in one allocation.
+func headerSets(n int) ([]headerSet, []*corev3.HeaderValueOption) {
+	switch {
+	case n == 1:
+		x := &struct {
+			s [1]headerSet
+			p [1]*corev3.HeaderValueOption
+		}{}
+		return x.s[:], x.p[:]
+	case n == 2:
+		x := &struct {
+			s [2]headerSet
+			p [2]*corev3.HeaderValueOption
+		}{}
+		return x.s[:], x.p[:]
+	case n <= 4:
+		x := &struct {
+			s [4]headerSet
+			p [4]*corev3.HeaderValueOption
+		}{}
+		return x.s[:n], x.p[:n]
+	}
+	return make([]headerSet, n), make([]*corev3.HeaderValueOption, n)
+}
