@@ -1,11 +1,14 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // endpoint is one client-facing route: the processor's whole pipeline is
@@ -49,6 +52,18 @@ func lookupEndpoint(path string) *endpoint {
 		path = path[:i]
 	}
 	return endpoints[path]
+}
+
+// lookupEndpointHeader is lookupEndpoint of a :path header.
+func lookupEndpointHeader(h *corev3.HeaderValue) *endpoint {
+	raw := h.GetRawValue()
+	if len(raw) == 0 {
+		return lookupEndpoint(h.GetValue())
+	}
+	if i := bytes.IndexByte(raw, '?'); i >= 0 {
+		raw = raw[:i]
+	}
+	return endpoints[string(raw)]
 }
 
 func (e *endpoint) errorBody(err *apiError) []byte {

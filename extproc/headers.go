@@ -37,6 +37,41 @@ func headerValue(h *corev3.HeaderValue) string {
 	return h.GetValue()
 }
 
+// The helpers below read a header without copying its raw_value when the
+// copy is not kept (a nil header reads as empty).
+
+// headerIs reports whether h's value is v.
+func headerIs(h *corev3.HeaderValue, v string) bool {
+	if raw := h.GetRawValue(); len(raw) > 0 {
+		return string(raw) == v
+	}
+	return h.GetValue() == v
+}
+
+// headerValueAs is headerValue(h), and v itself when they are equal.
+func headerValueAs(h *corev3.HeaderValue, v string) string {
+	if headerIs(h, v) {
+		return v
+	}
+	return headerValue(h)
+}
+
+// headerInt parses h's value as a decimal integer.
+func headerInt(h *corev3.HeaderValue) (int64, error) {
+	if raw := h.GetRawValue(); len(raw) > 0 {
+		return strconv.ParseInt(string(raw), 10, 64)
+	}
+	return strconv.ParseInt(h.GetValue(), 10, 64)
+}
+
+// headerIsEventStream reports whether h is a text/event-stream content type.
+func headerIsEventStream(h *corev3.HeaderValue) bool {
+	if raw := h.GetRawValue(); len(raw) > 0 {
+		return isEventStream(string(raw))
+	}
+	return isEventStream(h.GetValue())
+}
+
 // headerSet holds the messages of one header a reply sets (headerList).
 type headerSet struct {
 	opt corev3.HeaderValueOption

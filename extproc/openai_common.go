@@ -67,7 +67,7 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 	}
 	e := bodyEdits{edits: make([]edit, 0, 4)}
 	if model != "" {
-		q := appendJSONString(nil, model)
+		q := appendJSONString(make([]byte, 0, len(model)+2), model)
 		if f.model.ok() {
 			if !bytes.Equal(f.model.bytes(b), q) {
 				e.replace(f.model, q)

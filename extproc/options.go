@@ -45,6 +45,7 @@ func defaultRequestIDs() func() string {
 	prefix := "tg-" + hex.EncodeToString(b[:]) + "-"
 	var n atomic.Uint64
 	return func() string {
-		return prefix + strconv.FormatUint(n.Add(1), 36)
+		var buf [64]byte
+		return string(strconv.AppendUint(append(buf[:0], prefix...), n.Add(1), 36))
 	}
 }

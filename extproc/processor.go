@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/health"
@@ -121,6 +122,11 @@ type stream struct {
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
+
+	// The request's admission and settlement, allocated with the stream
+	// (each is made once).
+	areq kernel.AdmitRequest
+	rec  Record
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -147,13 +153,15 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	s.started = s.p.now()
 	s.id = s.p.newID()
-	var bearer, xKey, apiKey, contentLength string
+	var bearer, xKey, apiKey string
+	// Read after the loop, without copies where they are the endpoint's.
+	var path, method, contentLength *corev3.HeaderValue
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		switch hv.GetKey() {
 		case ":path":
-			s.path = headerValue(hv)
+			path = hv
 		case ":method":
-			s.method = headerValue(hv)
+			method = hv
 		case hdrAuthorization:
 			bearer = bearerToken(headerValue(hv))
 		case hdrXAPIKey:
@@ -165,14 +173,19 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		case hdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
-			contentLength = headerValue(hv)
+			contentLength = hv
 			s.hadCL = true
 		}
 	}
 	if s.p.debug {
 		s.p.log.Debug("request headers", "request_id", s.id, "headers", redactedHeaders(h.GetHeaders()))
 	}
-	ep := lookupEndpoint(s.path)
+	ep := lookupEndpointHeader(path)
+	var epPath, epMethod string
+	if ep != nil {
+		epPath, epMethod = ep.Path, ep.Method
+	}
+	s.path, s.method = headerValueAs(path, epPath), headerValueAs(method, epMethod)
 	if ep == nil || ep.Method != s.method {
 		pathOnly, _, _ := strings.Cut(s.path, "?")
 		return s.reject(&apiError{
@@ -213,7 +226,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	if h.GetEndOfStream() {
 		return s.reject(errInvalidRequest("The request has no body: send a JSON object.", ""))
 	}
-	if n, err := strconv.ParseInt(contentLength, 10, 64); err == nil && n > int64(s.p.maxBody) {
+	if n, err := headerInt(contentLength); err == nil && n > int64(s.p.maxBody) {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
 	return replyContinueRequestHeaders
@@ -266,7 +279,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 			scopes = append(slices.Clip(scopes), cs)
 		}
 	}
-	areq := &kernel.AdmitRequest{
+	areq := &s.areq
+	*areq = kernel.AdmitRequest{
 		ID:               s.id,
 		Scopes:           scopes,
 		Model:            target.Model,
@@ -358,13 +372,14 @@ func (s *stream) customerID() string {
 // --- response headers -------------------------------------------------------
 
 func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
-	var contentType string
+	var contentType *corev3.HeaderValue
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		switch hv.GetKey() {
 		case ":status":
-			s.status, _ = strconv.Atoi(headerValue(hv))
+			n, _ := headerInt(hv)
+			s.status = int(n)
 		case hdrContentType:
-			contentType = headerValue(hv)
+			contentType = hv
 		}
 	}
 	if !s.admitted {
@@ -377,7 +392,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l = l.add(hdrRequestID, s.id)
 	l = l.addRateLimits(s.decision.RateLimit)
 	ok := s.status >= 200 && s.status < 300
-	if ok && isEventStream(contentType) && !h.GetEndOfStream() {
+	if ok && headerIsEventStream(contentType) && !h.GetEndOfStream() {
 		s.sse = true
 		x.hm.RemoveHeaders = contentLengthHeader
 		pr.ModeOverride = modeStreamed
@@ -524,7 +539,8 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 	if !reported && u.Input+u.CachedInput+u.CacheWrite == 0 {
 		u.Input = estimateTokens(s.promptBytes)
 	}
-	rec := &Record{
+	rec := &s.rec
+	*rec = Record{
 		RequestID:  s.id,
 		Principal:  s.principal,
 		CustomerID: s.customer,

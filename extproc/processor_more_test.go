@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -457,4 +459,52 @@ func TestLargeBodyOverGRPC(t *testing.T) {
 	require.Equal(t, 200, resp.Status)
 	require.Len(t, up.last(t).Body, len(body)+len(`-2024-08-06`))
 	require.Equal(t, int64(len(body)), e.acct.Admits()[0].PromptBytes)
+}
+
+// TestHeaderValueOrRaw: the request's headers read the same from raw_value
+// and from value (an Envoy that sends only value), with and without a query.
+func TestHeaderValueOrRaw(t *testing.T) {
+	p := New(newCatalog(), benchAccountant{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		path, method, length string
+		wantPath             string
+		want404, want413     bool
+	}{
+		{path: "/v1/chat/completions", method: "POST", length: "10", wantPath: "/v1/chat/completions"},
+		{path: "/v1/chat/completions?x=1", method: "POST", length: "10", wantPath: "/v1/chat/completions?x=1"},
+		{path: "/v1/chat/completions", method: "GET", length: "10", want404: true},
+		{path: "/v1/nowhere", method: "POST", length: "10", want404: true},
+		{path: "/v1/chat/completions", method: "POST", length: "999999999999", want413: true},
+		{path: "/v1/chat/completions", method: "POST", length: "x", wantPath: "/v1/chat/completions"},
+	} {
+		for _, raw := range []bool{true, false} {
+			t.Run(tc.path+" "+tc.method+" "+tc.length+" raw="+strconv.FormatBool(raw), func(t *testing.T) {
+				kv := []string{":path", tc.path, ":method", tc.method, "content-length", tc.length, "authorization", "Bearer " + clientKey}
+				hm := &corev3.HeaderMap{}
+				for i := 0; i < len(kv); i += 2 {
+					hv := &corev3.HeaderValue{Key: kv[i], RawValue: []byte(kv[i+1])}
+					if !raw {
+						hv = &corev3.HeaderValue{Key: kv[i], Value: kv[i+1]}
+					}
+					hm.Headers = append(hm.Headers, hv)
+				}
+				s := &stream{p: p}
+				r := s.requestHeaders(ctx, &extprocv3.HttpHeaders{Headers: hm})
+				ir := r.GetImmediateResponse()
+				switch {
+				case tc.want404:
+					require.Equal(t, 404, int(ir.GetStatus().GetCode()))
+					require.Contains(t, string(ir.GetBody()), "Invalid URL ("+tc.method+" ")
+				case tc.want413:
+					require.Equal(t, 413, int(ir.GetStatus().GetCode()))
+				default:
+					require.Nil(t, ir)
+					require.Equal(t, tc.wantPath, s.path)
+					require.Equal(t, tc.method, s.method)
+					require.True(t, s.hadCL)
+				}
+			})
+		}
+	}
 }

@@ -28,7 +28,12 @@ func (e *fieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Ms
 // parseRequest scans body, a JSON object, for the fields of requestFields and
 // fills in the scalar ones; the Inbound keeps the fields located.
 func parseRequest(api API, body []byte) (*Inbound, error) {
-	f := &requestFields{
+	x := &struct { // the Inbound and its fields in one allocation
+		in Inbound
+		f  requestFields
+	}{}
+	f := &x.f
+	*f = requestFields{
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
 		user: absent, streamOptions: absent, metadata: absent,
 	}
@@ -69,7 +74,8 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 		return nil, dup
 	}
 	f.empty = members == 0
-	in := &Inbound{API: api, Body: body, fields: f}
+	in := &x.in
+	in.API, in.Body, in.fields = api, body, f
 	if f.model.ok() && !f.model.isNull(body) {
 		s, ok := stringValue(body, f.model)
 		if !ok {
