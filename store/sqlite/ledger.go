@@ -109,7 +109,9 @@ const maxBoxes = 4096
 // box returns v as an interface value, reusing the one made for an equal
 // string before: the ids, model and deployment of a ledger row repeat from
 // row to row (a handful of keys, teams and models carry most of the
-// traffic), and boxing each anew was most of the writer's allocations.
+// traffic), and boxing each anew was most of the writer's allocations. It
+// keeps a copy of v, not v, which may point into a larger buffer (a
+// request's body).
 func (w *ledgerWriter) box(v string) any {
 	if v == "" {
 		return "" // boxing "" does not allocate
@@ -120,6 +122,7 @@ func (w *ledgerWriter) box(v string) any {
 	if w.boxes == nil || len(w.boxes) >= maxBoxes {
 		w.boxes = make(map[string]any, 64)
 	}
+	v = strings.Clone(v)
 	b := any(v)
 	w.boxes[v] = b
 	return b
