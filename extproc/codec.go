@@ -47,21 +47,52 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(*extprocv3.ProcessingRequest)
-	if !ok {
+	var m *extprocv3.ProcessingRequest
+	var sc *decodeScratch
+	switch v := v.(type) {
+	case *recvBuf:
+		m, sc = &v.ProcessingRequest, &v.scratch
+	case *extprocv3.ProcessingRequest:
+		m = v
+	default:
 		return c.base.Unmarshal(data, v)
 	}
 	// A copy the message owns: gRPC reuses data's buffers once we return.
 	b := data.Materialize()
-	if decodeRequest(b, m) {
+	if decodeRequest(b, m, sc) {
 		return nil
 	}
 	return proto.Unmarshal(b, m)
 }
 
+// recvBuf is what Process decodes the messages of a gRPC stream into, one
+// after the other: the request, embedded (a *recvBuf is that proto.Message,
+// for gRPC and any codec), and the messages the hand decoder hangs from it,
+// reused from one message to the next instead of allocated for each. Nothing
+// of a message is kept once it is handled but its bytes, which are never
+// reused.
+type recvBuf struct {
+	extprocv3.ProcessingRequest
+	scratch decodeScratch
+}
+
+// decodeScratch holds the messages decodeRequest reuses: Envoy's empty
+// metadata_context, and the headers and body of the request oneof with their
+// wrappers (trailers are rare: allocated).
+type decodeScratch struct {
+	meta    corev3.Metadata
+	headers extprocv3.HttpHeaders
+	body    extprocv3.HttpBody
+	reqH    extprocv3.ProcessingRequest_RequestHeaders
+	respH   extprocv3.ProcessingRequest_ResponseHeaders
+	reqB    extprocv3.ProcessingRequest_RequestBody
+	respB   extprocv3.ProcessingRequest_ResponseBody
+}
+
 // decodeRequest decodes b into m (which it resets) and reports whether it
 // could; on false m is in an unspecified state. Bytes fields of m alias b.
-func decodeRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
+// With sc, m's sub-messages are sc's (reset), else new.
+func decodeRequest(b []byte, m *extprocv3.ProcessingRequest, sc *decodeScratch) bool {
 	proto.Reset(m)
 	return eachField(b, func(f field) bool {
 		if f.num == 10 && f.typ == protowire.VarintType { // observability_mode
@@ -74,12 +105,17 @@ func decodeRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
 		switch f.num {
 		case 2, 3, 4, 5, 6, 7: // the request oneof
 			// A second member would be merged or replace the first: leave it to proto.
-			return m.Request == nil && decodeOneof(f.num, f.data, m)
+			return m.Request == nil && decodeOneof(f.num, f.data, m, sc)
 		case 8: // metadata_context: Envoy always sends one, empty unless forwarding_namespaces
 			if m.MetadataContext != nil || len(f.data) > 0 {
 				return false
 			}
-			m.MetadataContext = &corev3.Metadata{}
+			if sc != nil {
+				sc.meta.Reset()
+				m.MetadataContext = &sc.meta
+			} else {
+				m.MetadataContext = &corev3.Metadata{}
+			}
 			return true
 		case 9: // attributes (request_attributes, first message of a direction)
 			return decodeAttribute(f.data, m)
@@ -95,45 +131,95 @@ func decodeRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
 }
 
 // decodeOneof decodes the request oneof's member num from b.
-func decodeOneof(num protowire.Number, b []byte, m *extprocv3.ProcessingRequest) bool {
+func decodeOneof(num protowire.Number, b []byte, m *extprocv3.ProcessingRequest, sc *decodeScratch) bool {
 	switch num {
 	case 2:
-		w, h := wrapped(func(w *extprocv3.ProcessingRequest_RequestHeaders, h *extprocv3.HttpHeaders) { w.RequestHeaders = h })
+		w, h := wrapped(sc.reqHeaders(), func(w *extprocv3.ProcessingRequest_RequestHeaders, h *extprocv3.HttpHeaders) {
+			w.RequestHeaders = h
+		})
 		m.Request = w
 		return decodeHeaders(b, &h.Headers, &h.EndOfStream)
 	case 3:
-		w, h := wrapped(func(w *extprocv3.ProcessingRequest_ResponseHeaders, h *extprocv3.HttpHeaders) { w.ResponseHeaders = h })
+		w, h := wrapped(sc.respHeaders(), func(w *extprocv3.ProcessingRequest_ResponseHeaders, h *extprocv3.HttpHeaders) {
+			w.ResponseHeaders = h
+		})
 		m.Request = w
 		return decodeHeaders(b, &h.Headers, &h.EndOfStream)
 	case 4:
-		w, body := wrapped(func(w *extprocv3.ProcessingRequest_RequestBody, b *extprocv3.HttpBody) { w.RequestBody = b })
+		w, body := wrapped(sc.reqBody(), func(w *extprocv3.ProcessingRequest_RequestBody, b *extprocv3.HttpBody) { w.RequestBody = b })
 		m.Request = w
 		return decodeBody(b, body)
 	case 5:
-		w, body := wrapped(func(w *extprocv3.ProcessingRequest_ResponseBody, b *extprocv3.HttpBody) { w.ResponseBody = b })
+		w, body := wrapped(sc.respBody(), func(w *extprocv3.ProcessingRequest_ResponseBody, b *extprocv3.HttpBody) { w.ResponseBody = b })
 		m.Request = w
 		return decodeBody(b, body)
 	case 6:
-		w, t := wrapped(func(w *extprocv3.ProcessingRequest_RequestTrailers, t *extprocv3.HttpTrailers) { w.RequestTrailers = t })
+		w, t := wrapped(scratchPair[extprocv3.ProcessingRequest_RequestTrailers, extprocv3.HttpTrailers]{},
+			func(w *extprocv3.ProcessingRequest_RequestTrailers, t *extprocv3.HttpTrailers) { w.RequestTrailers = t })
 		m.Request = w
 		return decodeHeaders(b, &t.Trailers, nil)
 	default:
-		w, t := wrapped(func(w *extprocv3.ProcessingRequest_ResponseTrailers, t *extprocv3.HttpTrailers) {
-			w.ResponseTrailers = t
-		})
+		w, t := wrapped(scratchPair[extprocv3.ProcessingRequest_ResponseTrailers, extprocv3.HttpTrailers]{},
+			func(w *extprocv3.ProcessingRequest_ResponseTrailers, t *extprocv3.HttpTrailers) {
+				w.ResponseTrailers = t
+			})
 		m.Request = w
 		return decodeHeaders(b, &t.Trailers, nil)
 	}
 }
 
-// wrapped allocates a oneof wrapper and its message together, linked by link.
-func wrapped[W, M any](link func(*W, *M)) (*W, *M) {
-	x := &struct {
-		w W
-		m M
-	}{}
-	link(&x.w, &x.m)
-	return &x.w, &x.m
+// scratchPair is a oneof wrapper and its message from a decodeScratch, both
+// nil without one.
+type scratchPair[W, M any] struct {
+	w *W
+	m *M
+}
+
+// wrapped links a oneof wrapper and its message with link: the scratch ones,
+// the message reset, or else new ones allocated together.
+func wrapped[W, M any, PM interface {
+	*M
+	Reset()
+}](sp scratchPair[W, M], link func(*W, *M)) (*W, *M) {
+	if sp.w == nil {
+		x := &struct {
+			w W
+			m M
+		}{}
+		link(&x.w, &x.m)
+		return &x.w, &x.m
+	}
+	PM(sp.m).Reset()
+	link(sp.w, sp.m)
+	return sp.w, sp.m
+}
+
+func (sc *decodeScratch) reqHeaders() scratchPair[extprocv3.ProcessingRequest_RequestHeaders, extprocv3.HttpHeaders] {
+	if sc == nil {
+		return scratchPair[extprocv3.ProcessingRequest_RequestHeaders, extprocv3.HttpHeaders]{}
+	}
+	return scratchPair[extprocv3.ProcessingRequest_RequestHeaders, extprocv3.HttpHeaders]{&sc.reqH, &sc.headers}
+}
+
+func (sc *decodeScratch) respHeaders() scratchPair[extprocv3.ProcessingRequest_ResponseHeaders, extprocv3.HttpHeaders] {
+	if sc == nil {
+		return scratchPair[extprocv3.ProcessingRequest_ResponseHeaders, extprocv3.HttpHeaders]{}
+	}
+	return scratchPair[extprocv3.ProcessingRequest_ResponseHeaders, extprocv3.HttpHeaders]{&sc.respH, &sc.headers}
+}
+
+func (sc *decodeScratch) reqBody() scratchPair[extprocv3.ProcessingRequest_RequestBody, extprocv3.HttpBody] {
+	if sc == nil {
+		return scratchPair[extprocv3.ProcessingRequest_RequestBody, extprocv3.HttpBody]{}
+	}
+	return scratchPair[extprocv3.ProcessingRequest_RequestBody, extprocv3.HttpBody]{&sc.reqB, &sc.body}
+}
+
+func (sc *decodeScratch) respBody() scratchPair[extprocv3.ProcessingRequest_ResponseBody, extprocv3.HttpBody] {
+	if sc == nil {
+		return scratchPair[extprocv3.ProcessingRequest_ResponseBody, extprocv3.HttpBody]{}
+	}
+	return scratchPair[extprocv3.ProcessingRequest_ResponseBody, extprocv3.HttpBody]{&sc.respB, &sc.body}
 }
 
 // field is one field of a message.

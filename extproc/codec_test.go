@@ -89,7 +89,7 @@ func TestCodecDecodesAsProto(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := proto.Marshal(tc.msg)
 			require.NoError(t, err)
-			require.Equal(t, tc.fast, decodeRequest(bytes.Clone(b), &extprocv3.ProcessingRequest{}))
+			require.Equal(t, tc.fast, decodeRequest(bytes.Clone(b), &extprocv3.ProcessingRequest{}, nil))
 			got := &extprocv3.ProcessingRequest{}
 			require.NoError(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got))
 			require.Empty(t, cmp.Diff(tc.msg, got, protocmp.Transform()))
@@ -131,7 +131,7 @@ func TestCodecInvalid(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Error(t, proto.Unmarshal(b, &extprocv3.ProcessingRequest{}))
-			require.False(t, decodeRequest(bytes.Clone(b), &extprocv3.ProcessingRequest{}))
+			require.False(t, decodeRequest(bytes.Clone(b), &extprocv3.ProcessingRequest{}, nil))
 			require.Error(t, newCodec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &extprocv3.ProcessingRequest{}))
 		})
 	}
@@ -147,11 +147,47 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got := &extprocv3.ProcessingRequest{}
-		if !decodeRequest(bytes.Clone(b), got) {
+		if !decodeRequest(bytes.Clone(b), got, nil) {
 			return
 		}
 		want := &extprocv3.ProcessingRequest{}
 		require.NoError(t, proto.Unmarshal(b, want))
 		require.Empty(t, cmp.Diff(want, got, protocmp.Transform()))
+		// And into a recvBuf that decoded the seeds before.
+		rb := seeded(t)
+		require.NoError(t, newCodec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, rb))
+		require.Empty(t, cmp.Diff(want, &rb.ProcessingRequest, protocmp.Transform()))
 	})
+}
+
+// TestCodecReusesRecvBuf: decoding every case, in turn, into one recvBuf (as
+// Process does over gRPC) gives each message as proto.Unmarshal would, and
+// the fast path allocates only the message's bytes for a body.
+func TestCodecReusesRecvBuf(t *testing.T) {
+	c := newCodec()
+	rb := &recvBuf{}
+	cases := codecCases(t)
+	for range 2 {
+		for _, tc := range cases {
+			b, err := proto.Marshal(tc.msg)
+			require.NoError(t, err)
+			require.NoError(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, rb), tc.name)
+			require.Empty(t, cmp.Diff(tc.msg, &rb.ProcessingRequest, protocmp.Transform()), tc.name)
+		}
+	}
+	b, err := proto.Marshal(benchChunk)
+	require.NoError(t, err)
+	data := mem.BufferSlice{mem.SliceBuffer(b)}
+	require.InDelta(t, 1, testing.AllocsPerRun(100, func() { _ = c.Unmarshal(data, rb) }), 0)
+}
+
+// seeded returns a recvBuf that has decoded every case of codecCases.
+func seeded(t *testing.T) *recvBuf {
+	rb := &recvBuf{}
+	for _, tc := range codecCases(t) {
+		b, err := proto.Marshal(tc.msg)
+		require.NoError(t, err)
+		require.NoError(t, newCodec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, rb))
+	}
+	return rb
 }

@@ -58,8 +58,12 @@
 // The gRPC server (server.go) decodes Envoy's ProcessingRequests with its own
 // codec (codec.go): a hand decoder for the fields Envoy sends, with few
 // allocations, that yields what proto.Unmarshal would and hands anything else
-// to it. Its cost per request and per streamed chunk is measured in a separate
-// server process driven like Envoy (bench_test.go).
+// to it; over gRPC a stream decodes all its messages into one (recvBuf). The
+// replies are encoded by hand too (codec_encode.go), byte for byte as
+// proto.Marshal would, and built with few allocations (replies.go); the plain
+// CONTINUE replies are shared and sent pre-encoded, so a reply is read-only
+// once returned. The cost per request and per streamed chunk is measured in a
+// separate server process driven like Envoy (bench_test.go).
 //
 // Imports: kernel, Envoy's protos (and protobuf), grpc. It never imports
 // store/, admin/, xds/ or edge/: configuration and accounting reach it only

@@ -15,6 +15,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -68,8 +69,12 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 	ctx := srv.Context()
 	s := &stream{p: p}
 	defer s.finish(ctx)
+	var rb *recvBuf
+	if _, ok := srv.(*grpc.GenericServerStream[extprocv3.ProcessingRequest, extprocv3.ProcessingResponse]); ok {
+		rb = &recvBuf{} // over gRPC: every message decoded into this one
+	}
 	for {
-		req, err := srv.Recv()
+		req, err := recv(srv, rb)
 		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil
@@ -95,6 +100,19 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 			return nil
 		}
 	}
+}
+
+// recv returns srv's next message: decoded into rb when it is not nil (the
+// stream keeps nothing of a message once handled), else the one Recv returns
+// (in-process, envoytest.Direct, the sender's own).
+func recv(srv extprocv3.ExternalProcessor_ProcessServer, rb *recvBuf) (*extprocv3.ProcessingRequest, error) {
+	if rb == nil {
+		return srv.Recv()
+	}
+	if err := srv.RecvMsg(rb); err != nil {
+		return nil, err
+	}
+	return &rb.ProcessingRequest, nil
 }
 
 // stream is the state of one request.
