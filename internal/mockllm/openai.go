@@ -13,23 +13,27 @@ import (
 // openAIRequest is the part of a chat completions or completions request the
 // mock reads.
 type openAIRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string  `json:"role"`
-		Content content `json:"content"`
-	} `json:"messages"`
-	Tools []struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	Tools    []struct {
 		Function struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
-	Prompt        stringOrList `json:"prompt"`
-	Stream        bool         `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	MaxTokens           *int64 `json:"max_tokens"`
-	MaxCompletionTokens *int64 `json:"max_completion_tokens"`
+	Prompt              stringOrList   `json:"prompt"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options"`
+	MaxTokens           *int64         `json:"max_tokens"`
+	MaxCompletionTokens *int64         `json:"max_completion_tokens"`
+}
+
+type chatMessage struct {
+	Role    string  `json:"role"`
+	Content content `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // generation is a reply being produced for an OpenAI-format request.
@@ -293,6 +297,10 @@ type embeddingsRequest struct {
 	Input          json.RawMessage `json:"input"`
 	EncodingFormat string          `json:"encoding_format"`
 	Dimensions     int             `json:"dimensions"`
+
+	// Set by decodeFast when Input is one string without escapes: its text.
+	text   string
+	isText bool
 }
 
 // embeddingInputs parses input: a string, strings, tokens or token lists. It
@@ -345,7 +353,14 @@ func (s *Server) embeddings(c *call) {
 	if !c.decode(&req) {
 		return
 	}
-	seeds, tokens, ok := embeddingInputs(req.Input)
+	var seeds [][]byte
+	var tokens []int64
+	ok := true
+	if req.isText { // what embeddingInputs makes of one string, without decoding it again
+		seeds, tokens = [][]byte{[]byte(req.text)}, []int64{tokensOf(len(req.text))}
+	} else {
+		seeds, tokens, ok = embeddingInputs(req.Input)
+	}
 	if !ok {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "'input' must be a string, strings, tokens or token lists")
 		return

@@ -2,7 +2,6 @@ package mockllm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -238,7 +237,7 @@ func (c *call) overrides() error {
 
 // decode reads the JSON body into v, answering 400 on failure.
 func (c *call) decode(v any) bool {
-	if err := json.NewDecoder(c.r.Body).Decode(v); err != nil {
+	if err := c.decodeBody(v); err != nil {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return false
 	}
