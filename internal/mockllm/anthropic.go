@@ -270,7 +270,6 @@ func (s *Server) countTokens(c *call) {
 	p := req.prompt()
 	b := appendInt([]byte(`{"input_tokens":`), tokensOf(len(p.text)))
 	b = append(b, '}')
-	c.w.Header().Set("content-type", "application/json")
-	c.w.Header().Set("content-length", strconv.Itoa(len(b)))
+	setJSON(c.w.Header(), len(b))
 	_, _ = c.w.Write(b)
 }

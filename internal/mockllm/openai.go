@@ -119,7 +119,7 @@ func (s *Server) generate(c *call, chat bool) {
 		s.streamOpenAI(c, g, b)
 		return
 	}
-	s.writeJSON(c, g.appendJSON(nil), b, g.output)
+	s.writeJSON(c, g.appendJSON(make([]byte, 0, 1024)), b, g.output)
 }
 
 func (g *generation) finishReason() string {
@@ -245,7 +245,7 @@ func (s *Server) streamOpenAI(c *call, g *generation, b billed) {
 	if !ok {
 		return
 	}
-	var buf []byte
+	buf := make([]byte, 0, 512)
 	if g.chat && !st.send("", g.appendChunk(buf[:0], true, "", false)) {
 		return
 	}
@@ -429,7 +429,6 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 		b = append(b, `,"object":"model","created":1700000000,"owned_by":"mockllm"}`...)
 	}
 	b = append(b, `]}`...)
-	w.Header().Set("content-type", "application/json")
-	w.Header().Set("content-length", strconv.Itoa(len(b)))
+	setJSON(w.Header(), len(b))
 	_, _ = w.Write(b)
 }

@@ -178,7 +178,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deploym
 			return
 		}
 		if c.status == http.StatusTooManyRequests {
-			w.Header().Set("retry-after", "1")
+			w.Header()["Retry-After"] = hvOne
 		}
 		writeError(w, f, c.status, "injected by x-mock-status")
 		s.counters(c.key).errors.Add(1)
@@ -191,8 +191,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deploym
 // overrides reads the x-mock-* headers.
 func (c *call) overrides() error {
 	h := c.r.Header
-	c.toolCall = h.Get("x-mock-tool-call")
-	if v := h.Get("x-mock-status"); v != "" {
+	c.toolCall = header(h, "X-Mock-Tool-Call")
+	if v := header(h, "X-Mock-Status"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 200 || n > 599 {
 			return fmt.Errorf("x-mock-status: bad status %q", v)
@@ -201,7 +201,7 @@ func (c *call) overrides() error {
 			c.status = n
 		}
 	}
-	if v := h.Get("x-mock-disconnect-after"); v != "" {
+	if v := header(h, "X-Mock-Disconnect-After"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return fmt.Errorf("x-mock-disconnect-after: bad count %q", v)
@@ -211,11 +211,11 @@ func (c *call) overrides() error {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"x-mock-latency", &c.latency}, {"x-mock-chunk-delay", &c.chunkDelay}} {
-		if v := h.Get(d.name); v != "" {
+	}{{"X-Mock-Latency", &c.latency}, {"X-Mock-Chunk-Delay", &c.chunkDelay}} {
+		if v := header(h, d.name); v != "" {
 			dur, err := time.ParseDuration(v)
 			if err != nil || dur < 0 {
-				return fmt.Errorf("%s: bad duration %q", d.name, v)
+				return fmt.Errorf("%s: bad duration %q", strings.ToLower(d.name), v)
 			}
 			*d.dst = dur
 		}
@@ -223,11 +223,11 @@ func (c *call) overrides() error {
 	for _, d := range []struct {
 		name string
 		dst  *int64
-	}{{"x-mock-output-tokens", &c.output}, {"x-mock-cached-tokens", &c.cached}} {
-		if v := h.Get(d.name); v != "" {
+	}{{"X-Mock-Output-Tokens", &c.output}, {"X-Mock-Cached-Tokens", &c.cached}} {
+		if v := header(h, d.name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				return fmt.Errorf("%s: bad count %q", d.name, v)
+				return fmt.Errorf("%s: bad count %q", strings.ToLower(d.name), v)
 			}
 			*d.dst = n
 		}
@@ -244,18 +244,43 @@ func (c *call) decode(v any) bool {
 	return true
 }
 
+// header is the first value of h under key, which must be canonical
+// ("X-Mock-Status"): http.Header.Get canonicalises its argument, an
+// allocation per call for a lower-case name. Servers canonicalise the names
+// of received headers.
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Header values shared by every reply (net/http only reads them).
+var (
+	hvJSON        = []string{"application/json"}
+	hvEventStream = []string{"text/event-stream; charset=utf-8"}
+	hvNoCache     = []string{"no-cache"}
+	hvOne         = []string{"1"}
+)
+
+// setJSON sets the headers of a JSON reply of n bytes.
+func setJSON(h http.Header, n int) {
+	h["Content-Type"] = hvJSON
+	h["Content-Length"] = []string{strconv.Itoa(n)}
+}
+
 // apiKey is the caller's key: Authorization Bearer, else api-key, else x-api-key.
 func apiKey(r *http.Request) string {
-	if v := r.Header.Get("Authorization"); v != "" {
+	if v := header(r.Header, "Authorization"); v != "" {
 		if k, ok := strings.CutPrefix(v, "Bearer "); ok {
 			return strings.TrimSpace(k)
 		}
 		return v
 	}
-	if v := r.Header.Get("api-key"); v != "" {
+	if v := header(r.Header, "Api-Key"); v != "" {
 		return v
 	}
-	return r.Header.Get("x-api-key")
+	return header(r.Header, "X-Api-Key")
 }
 
 // sleep waits d or until ctx is done; it reports whether d elapsed.
@@ -308,9 +333,7 @@ func writeError(w http.ResponseWriter, f flavor, status int, msg string) {
 		}
 		b = append(b, `}}`...)
 	}
-	h := w.Header()
-	h.Set("content-type", "application/json")
-	h.Set("content-length", strconv.Itoa(len(b)))
+	setJSON(w.Header(), len(b))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

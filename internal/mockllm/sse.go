@@ -2,7 +2,6 @@ package mockllm
 
 import (
 	"net/http"
-	"strconv"
 )
 
 // stream writes SSE events, one flush per event, honouring
@@ -12,6 +11,7 @@ type stream struct {
 	ctr    *counters
 	rc     *http.ResponseController
 	events int
+	out    []byte // the event being written (the writer copies it)
 }
 
 // startStream waits the latency, writes the 200 headers and records the
@@ -22,8 +22,8 @@ func (s *Server) startStream(c *call, b billed) (*stream, bool) {
 	}
 	st := &stream{c: c, ctr: s.counters(c.key), rc: http.NewResponseController(c.w)}
 	h := c.w.Header()
-	h.Set("content-type", "text/event-stream; charset=utf-8")
-	h.Set("cache-control", "no-cache")
+	h["Content-Type"] = hvEventStream
+	h["Cache-Control"] = hvNoCache
 	c.w.WriteHeader(http.StatusOK)
 	if err := st.rc.Flush(); err != nil {
 		st.ctr.aborted.Add(1)
@@ -41,7 +41,7 @@ func (st *stream) send(event string, data []byte) bool {
 		abort(st.c.w)
 		return false
 	}
-	out := make([]byte, 0, len(data)+len(event)+16)
+	out := st.out[:0]
 	if event != "" {
 		out = append(out, "event: "...)
 		out = append(out, event...)
@@ -50,6 +50,7 @@ func (st *stream) send(event string, data []byte) bool {
 	out = append(out, "data: "...)
 	out = append(out, data...)
 	out = append(out, '\n', '\n')
+	st.out = out
 	if _, err := st.c.w.Write(out); err != nil {
 		st.ctr.aborted.Add(1)
 		return false
@@ -88,9 +89,7 @@ func (s *Server) writeJSON(c *call, body []byte, b billed, output int64) {
 		abort(c.w)
 		return
 	}
-	h := c.w.Header()
-	h.Set("content-type", "application/json")
-	h.Set("content-length", strconv.Itoa(len(body)))
+	setJSON(c.w.Header(), len(body))
 	c.w.WriteHeader(http.StatusOK)
 	if _, err := c.w.Write(body); err != nil {
 		ctr.aborted.Add(1)
