@@ -12,11 +12,12 @@
 // once and polls the revision (every 250ms by default) for the others.
 //
 // The ledger goes through store/groupcommit: one transaction per batch,
-// prepared multi-row INSERT … ON CONFLICT(request_id) DO NOTHING statements,
-// and hourly spend totals per scope upserted (also several rows a statement)
-// in the same transaction for the rows actually inserted, so a retried batch
-// never counts twice. Close writes everything
-// queued. A crash (SIGKILL) loses at most what was appended during the last
+// multi-row INSERT … ON CONFLICT(request_id) DO NOTHING statements, and
+// hourly spend totals per scope upserted (also several rows a statement) in
+// the same transaction for the rows actually inserted, so a retried batch
+// never counts twice. The writer runs them on the driver connection
+// (sql.Conn.Raw), prepared once at Open. Close writes everything queued. A
+// crash (SIGKILL) loses at most what was appended during the last
 // group-commit window and the commit in flight; everything Flush confirmed is
 // kept (see crash_test.go, which measures it).
 //

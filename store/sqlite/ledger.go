@@ -54,12 +54,14 @@ type statements struct {
 	get *sql.Stmt // on the read pool: one config object
 }
 
+// prepare prepares the read pool's statements and the ledger writer's, so
+// that a statement that does not compile fails Open, not every ledger write.
 func (s *Store) prepare(ctx context.Context) error {
 	var err error
 	if s.stmts.get, err = s.r.PrepareContext(ctx, `SELECT doc, version, updated_ns FROM objects WHERE kind = ? AND id = ?`); err != nil {
 		return s.wrap("prepare", err)
 	}
-	return nil
+	return s.wrap("prepare", s.raw(ctx, func(dc any) error { return s.lw.prepare(ctx, dc) }))
 }
 
 func (st *statements) close() error {
