@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 // h1Server serves the gateway listener. HTTP/1.x connections are served
-// here: one goroutine per connection reads a request with net/http's parser
-// (ReadRequest), runs the handler in the same goroutine, and writes the
+// here: one goroutine per connection reads a request head (headParser:
+// net/http's rules, no header map), runs the handler in the same goroutine, and writes the
 // response with one write when the handler ends (a flush writes at once);
 // nothing else runs per request. net/http's own server spends a goroutine
 // and a read per request watching for the client to go away, plus buffers
@@ -163,6 +165,7 @@ type serverConn struct {
 	s  *h1Server
 	c  net.Conn
 	lr limitReader
+	hp headParser
 	br *bufio.Reader
 	bw *bufio.Writer
 
@@ -301,13 +304,16 @@ func (sc *serverConn) closing() bool {
 // took the connection (Hijack). The connection is closing when it returns
 // with sc.closed set.
 func (sc *serverConn) serveOne() (hijacked bool) {
-	req, err := http.ReadRequest(sc.br)
+	head, err := sc.hp.read(sc.br)
 	sc.lr.n = -1
 	if err != nil {
+		var te *teError
 		switch {
 		case errors.Is(err, errHeadersTooLarge):
 			sc.fail(http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large")
 		case errors.Is(err, io.EOF), isNetError(err):
+		case errors.As(err, &te):
+			sc.fail(http.StatusNotImplemented, "Unsupported transfer encoding")
 		default:
 			sc.fail(http.StatusBadRequest, "400 Bad Request")
 		}
@@ -323,39 +329,38 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	sc.active = true
 	sc.mu.Unlock()
 
+	// The request's context ends with the request or the client: it has no
+	// parent but the connection, which is not a context.
+	ctx, cancel := context.WithCancelCause(context.Background()) //nolint:contextcheck // see above
+	req := head.request(ctx, sc.br)
 	if msg := checkRequest(req); msg != "" {
+		cancel(nil)
 		sc.fail(http.StatusBadRequest, "400 Bad Request: "+msg)
 		sc.markClosed()
 		return false
 	}
 	var expect *continueReader
 	if req.ProtoAtLeast(1, 1) {
-		if e, ok := req.Header["Expect"]; ok {
-			if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") {
-				sc.fail(http.StatusExpectationFailed, "417 Expectation Failed")
-				sc.markClosed()
-				return false
-			}
-			delete(req.Header, "Expect")
-			if req.ContentLength != 0 {
-				expect = &continueReader{ReadCloser: req.Body, sc: sc}
-				req.Body = expect
-			}
+		switch e := head.expect(); {
+		case e == expectNone:
+		case e == expectInvalid:
+			cancel(nil)
+			sc.fail(http.StatusExpectationFailed, "417 Expectation Failed")
+			sc.markClosed()
+			return false
+		case req.ContentLength != 0:
+			expect = &continueReader{ReadCloser: req.Body, sc: sc}
+			req.Body = expect
 		}
 	}
-	delete(req.Header, "Host")
 	req.RemoteAddr = sc.c.RemoteAddr().String()
-	// The request's context ends with the request or the client: it has no
-	// parent but the connection, which is not a context.
-	ctx, cancel := context.WithCancelCause(context.Background()) //nolint:contextcheck // see above
-	req = req.WithContext(ctx)
 	sc.startWatch(cancel, req.ContentLength == 0)
 	var wb *watchedBody
 	if req.ContentLength != 0 {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &response{sc: sc, req: req, header: make(http.Header, 8), contentLength: -1, expect: expect}
+	w := &response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
@@ -562,8 +567,11 @@ func (r *continueReader) Read(p []byte) (int, error) {
 
 // response is the http.ResponseWriter of one request.
 type response struct {
-	sc     *serverConn
-	req    *http.Request
+	sc  *serverConn
+	req *http.Request
+	// fields are the request's header fields (req.Header is nil), names
+	// lower-cased, in order; Expect removed.
+	fields envoytest.Headers
 	header http.Header
 
 	status        int

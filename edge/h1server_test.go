@@ -121,12 +121,18 @@ func TestH1ServerBadRequests(t *testing.T) {
 		req    string
 		status int
 	}{
-		"no host":          {"GET / HTTP/1.1\r\n\r\n", 400},
-		"two hosts":        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
-		"garbage":          {"HELLO\r\n\r\n", 400},
-		"headers too big":  {"GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("x", 8<<10) + "\r\n\r\n", 431},
-		"bad expectation":  {"POST / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", 417},
-		"bad header value": {"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n", 400},
+		"no host":            {"GET / HTTP/1.1\r\n\r\n", 400},
+		"two hosts":          {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+		"garbage":            {"HELLO\r\n\r\n", 400},
+		"headers too big":    {"GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("x", 8<<10) + "\r\n\r\n", 431},
+		"bad expectation":    {"POST / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", 417},
+		"bad header value":   {"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n", 400},
+		"space before colon": {"GET / HTTP/1.1\r\nHost: a\r\nX-A : b\r\n\r\n", 400},
+		"two lengths":        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy", 400},
+		"bad length":         {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400},
+		"bad target":         {"GET /a%zz HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+		"gzip encoding":      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+		"HTTP/2 line":        {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 400},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := dialRaw(t, addr)
@@ -264,4 +270,41 @@ func TestH1ServerExpectContinueUnread(t *testing.T) {
 	rest, err := io.ReadAll(c.br)
 	require.NoError(t, err)
 	require.Empty(t, string(rest), "nothing follows the final response")
+}
+
+// The handler gets the fields in arrival order with lower-case names (the
+// request has no header map), the Host in r.Host, and a chunked body's
+// trailers in r.Trailer once the body is read.
+func TestH1ServerFieldsAndTrailers(t *testing.T) {
+	type seen struct {
+		fields  []string
+		host    string
+		body    string
+		trailer http.Header
+		length  int64
+	}
+	got := make(chan seen, 1)
+	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			b = []byte("read error: " + err.Error())
+		}
+		var fs []string
+		for _, f := range w.(*response).fields {
+			fs = append(fs, f.Key+"="+f.Value)
+		}
+		got <- seen{fs, r.Host, string(b), r.Trailer, r.ContentLength}
+	})
+	c := dialRaw(t, addr)
+	c.send(t, "POST /p HTTP/1.1\r\nX-B: 1\r\nHost: h\r\nAUTHORIZATION:  Bearer k \r\nx-b: 2\r\n"+
+		"Trailer: X-Cost\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nX-Folded: a\r\n b\r\n\r\n"+
+		"2\r\nab\r\n1\r\nc\r\n0\r\nX-Cost: 7\r\n\r\n")
+	resp, _ := c.response(t, "POST")
+	require.Equal(t, 200, resp.StatusCode)
+	s := <-got
+	require.Equal(t, []string{"x-b=1", "host=h", "authorization=Bearer k", "x-b=2", "x-folded=a b"}, s.fields)
+	require.Equal(t, "h", s.host)
+	require.Equal(t, "abc", s.body)
+	require.Equal(t, int64(-1), s.length)
+	require.Equal(t, http.Header{"X-Cost": {"7"}}, s.trailer)
 }

@@ -150,7 +150,7 @@ func (x *exchange) finish() {
 }
 
 func (x *exchange) run() {
-	h := downstreamHeaders(x.r)
+	h := downstreamHeaders(x.w, x.r)
 	noBody := x.r.Body == nil || x.r.Body == http.NoBody || x.r.ContentLength == 0
 	x.first = x.st.routes.match(h)
 	if x.first != nil && x.first.filter != nil {
@@ -861,9 +861,16 @@ func localResponse(status int, headers []headerOp, body []byte) *http.Response {
 	return &http.Response{StatusCode: status, Header: h, Body: rb, ContentLength: int64(len(body))}
 }
 
-// downstreamHeaders is the request as Envoy's HCM hands it to the filters.
-func downstreamHeaders(r *http.Request) envoytest.Headers {
-	h := make(envoytest.Headers, 0, len(r.Header)+6)
+// downstreamHeaders is the request as Envoy's HCM hands it to the filters:
+// from the fields the HTTP/1 server parsed (in order), else from r.Header
+// (HTTP/2).
+func downstreamHeaders(w http.ResponseWriter, r *http.Request) envoytest.Headers {
+	var fields envoytest.Headers
+	rw, h1 := w.(*response)
+	if h1 {
+		fields = rw.fields
+	}
+	h := make(envoytest.Headers, 0, len(fields)+len(r.Header)+6)
 	h = append(h,
 		envoytest.Header{Key: ":authority", Value: r.Host},
 		envoytest.Header{Key: ":path", Value: r.RequestURI},
@@ -871,16 +878,25 @@ func downstreamHeaders(r *http.Request) envoytest.Headers {
 		envoytest.Header{Key: ":scheme", Value: "http"},
 	)
 	hasID := false
-	for k, vs := range r.Header {
-		lk := lowerKey(k)
+	keep := func(lk string) bool {
 		switch {
 		case hopByHop(lk), lk == "host", lk == "x-forwarded-proto":
-			continue
+			return false
 		case lk == "x-request-id":
 			hasID = true
 		}
-		for _, v := range vs {
-			h = append(h, envoytest.Header{Key: lk, Value: v})
+		return true
+	}
+	for _, f := range fields {
+		if keep(f.Key) {
+			h = append(h, f)
+		}
+	}
+	for k, vs := range r.Header {
+		if lk := lowerKey(k); keep(lk) {
+			for _, v := range vs {
+				h = append(h, envoytest.Header{Key: lk, Value: v})
+			}
 		}
 	}
 	h = append(h, envoytest.Header{Key: "x-forwarded-proto", Value: "http"})

@@ -1,0 +1,550 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+)
+
+// headParser reads HTTP/1.x request heads for one connection. It accepts and
+// refuses exactly what net/http's ReadRequest does (a differential fuzz test
+// holds it to that) but builds no header map: the fields keep their order
+// with lower-case names, as Envoy's codec hands them on, and all their text
+// is one string. Two differences, both Envoy's behaviour: no Cache-Control is
+// added for "Pragma: no-cache", and an unsupported Transfer-Encoding is a
+// *teError (501) rather than a 400.
+type headParser struct {
+	buf   []byte // the head's text, names lower-cased; reused
+	spans []fieldSpan
+}
+
+// fieldSpan locates one field in headParser.buf.
+type fieldSpan struct{ k0, k1, v0, v1 int }
+
+// reqHead is a parsed request head.
+type reqHead struct {
+	method, target, proto string
+	major, minor          int
+	url                   url.URL
+	host                  string
+	// fields are the header fields, names lower-cased, in order, after
+	// net/http's framing rules: Transfer-Encoding and (with chunked)
+	// Content-Length removed, a repeated Content-Length kept once, a
+	// declared Trailer removed when the body is chunked.
+	fields        envoytest.Headers
+	contentLength int64 // -1: chunked
+	close         bool
+	trailer       http.Header // declared trailer names (chunked bodies)
+}
+
+// teError is a Transfer-Encoding the server does not implement (501).
+type teError struct{ msg string }
+
+func (e *teError) Error() string { return e.msg }
+
+var errMalformedHead = errors.New("edge: malformed request head")
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errMalformedHead}, args...)...)
+}
+
+// read reads one request head from br. io.EOF: the connection ended before
+// a request began.
+func (p *headParser) read(br *bufio.Reader) (*reqHead, error) {
+	p.buf, p.spans = p.buf[:0], p.spans[:0]
+	if err := p.readLine(br); err != nil {
+		return nil, err
+	}
+	h, err := p.readRest(br)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return h, err
+}
+
+func (p *headParser) readRest(br *bufio.Reader) (*reqHead, error) {
+	// The request line is checked before the fields are read, as net/http
+	// does.
+	h := &reqHead{}
+	line := string(p.buf)
+	var ok bool
+	h.method, h.target, h.proto, ok = parseRequestLine(line)
+	if !ok {
+		return nil, malformed("malformed request line %q", line)
+	}
+	if !httpguts.ValidHeaderFieldName(h.method) {
+		return nil, malformed("invalid method %q", h.method)
+	}
+	if h.major, h.minor, ok = http.ParseHTTPVersion(h.proto); !ok {
+		return nil, malformed("malformed HTTP version %q", h.proto)
+	}
+	if err := h.parseTarget(); err != nil {
+		return nil, err
+	}
+	p.buf = p.buf[:0]
+	// The first field line cannot begin with a space (net/textproto).
+	if b, err := br.Peek(1); err == nil && (b[0] == ' ' || b[0] == '\t') {
+		return nil, malformed("header block begins with a space")
+	}
+	for {
+		s := len(p.buf)
+		if err := p.readField(br); err != nil {
+			return nil, err
+		}
+		if len(p.buf) == s {
+			break // the blank line
+		}
+		kv := p.buf[s:]
+		colon := bytes.IndexByte(kv, ':')
+		key := kv[:colon]
+		if len(key) == 0 {
+			return nil, malformed("empty header name")
+		}
+		for i, c := range key {
+			if !httpguts.IsTokenRune(rune(c)) {
+				return nil, malformed("invalid header name %q", key)
+			}
+			if 'A' <= c && c <= 'Z' {
+				key[i] = c + 'a' - 'A'
+			}
+		}
+		for _, c := range kv[colon+1:] {
+			if !validValueByte(c) {
+				return nil, malformed("invalid header value")
+			}
+		}
+		v0 := s + colon + 1
+		for v0 < len(p.buf) && (p.buf[v0] == ' ' || p.buf[v0] == '\t') {
+			v0++
+		}
+		p.spans = append(p.spans, fieldSpan{s, s + colon, v0, len(p.buf)})
+	}
+	// One allocation for the text of all the fields.
+	return h, h.frame(string(p.buf), p.spans)
+}
+
+// parseRequestLine splits "METHOD TARGET PROTO" as net/http does.
+func parseRequestLine(line string) (method, target, proto string, ok bool) {
+	method, rest, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(rest, " ")
+	return method, target, proto, ok1 && ok2
+}
+
+// parseTarget checks the request target as url.ParseRequestURI does, fast
+// for the origin form.
+func (h *reqHead) parseTarget() error {
+	t := h.target
+	if t != "" && t[0] == '/' {
+		path, query, _ := strings.Cut(t, "?")
+		for i := 0; i < len(t); i++ {
+			if c := t[i]; c < ' ' || c == 0x7f {
+				return malformed("invalid control character in URL")
+			}
+		}
+		if strings.IndexByte(path, '%') >= 0 {
+			p, err := url.PathUnescape(path)
+			if err != nil {
+				return malformed("%v", err)
+			}
+			h.url.RawPath, path = path, p
+		}
+		h.url.Path, h.url.RawQuery = path, query
+		if strings.HasSuffix(t, "?") && strings.Count(t, "?") == 1 {
+			h.url.ForceQuery = true
+		}
+		return nil
+	}
+	// "*", absolute and authority forms: rare, net/net/url's way.
+	raw := t
+	justAuthority := h.method == http.MethodConnect && !strings.HasPrefix(raw, "/")
+	if justAuthority {
+		raw = "http://" + raw
+	}
+	u, err := url.ParseRequestURI(raw)
+	if err != nil {
+		return malformed("%v", err)
+	}
+	if justAuthority {
+		u.Scheme = ""
+	}
+	h.url = *u
+	return nil
+}
+
+// frame applies net/http's framing rules to the fields (text is the head,
+// spans its fields) and fills h.fields.
+func (h *reqHead) frame(text string, spans []fieldSpan) error {
+	var (
+		hosts, cls    int
+		firstCL       string
+		te            []string
+		conn          []string
+		trailerValues []string
+	)
+	for _, sp := range spans {
+		k, v := text[sp.k0:sp.k1], text[sp.v0:sp.v1]
+		switch k {
+		case "host":
+			if hosts++; hosts == 1 {
+				h.host = v
+			}
+		case "content-length":
+			if cls++; cls == 1 {
+				firstCL = textproto.TrimString(v)
+			} else if textproto.TrimString(v) != firstCL {
+				return malformed("multiple Content-Length headers")
+			}
+		case "transfer-encoding":
+			te = append(te, v)
+		case "connection":
+			conn = append(conn, v)
+		case "trailer":
+			trailerValues = append(trailerValues, v)
+		}
+	}
+	if hosts > 1 {
+		return malformed("too many Host headers")
+	}
+	if h.url.Host != "" {
+		h.host = h.url.Host
+	}
+	if h.major < 1 {
+		h.close = true
+	} else {
+		hasClose := httpguts.HeaderValuesContainsToken(conn, "close")
+		h.close = hasClose || h.major == 1 && h.minor == 0 && !httpguts.HeaderValuesContainsToken(conn, "keep-alive")
+	}
+	chunked := false
+	if te != nil && (h.major > 1 || h.major == 1 && h.minor >= 1) {
+		// Like net/http (and nginx): one Transfer-Encoding, "chunked".
+		if len(te) != 1 {
+			return &teError{fmt.Sprintf("too many transfer encodings: %q", te)}
+		}
+		if !strings.EqualFold(te[0], "chunked") {
+			return &teError{fmt.Sprintf("unsupported transfer encoding: %q", te[0])}
+		}
+		chunked = true
+	}
+	if cls > 0 {
+		if firstCL == "" {
+			return malformed("invalid empty Content-Length")
+		}
+		n, err := strconv.ParseUint(firstCL, 10, 63)
+		if err != nil {
+			return malformed("bad Content-Length %q", firstCL)
+		}
+		h.contentLength = int64(n)
+	}
+	if chunked {
+		h.contentLength = -1
+		if trailerValues != nil {
+			t, err := declaredTrailer(trailerValues)
+			if err != nil {
+				return err
+			}
+			h.trailer = t
+		}
+	}
+	h.fields = make(envoytest.Headers, 0, len(spans))
+	seenCL := false
+	for _, sp := range spans {
+		k := text[sp.k0:sp.k1]
+		switch k {
+		case "transfer-encoding":
+			continue
+		case "content-length":
+			if chunked || seenCL {
+				continue
+			}
+			seenCL = true
+		case "trailer":
+			if chunked {
+				continue
+			}
+		}
+		h.fields = append(h.fields, envoytest.Header{Key: k, Value: text[sp.v0:sp.v1]})
+	}
+	return nil
+}
+
+// declaredTrailer is net/http's fixTrailer for a chunked body.
+func declaredTrailer(values []string) (http.Header, error) {
+	t := http.Header{}
+	for _, v := range values {
+		for f := range strings.SplitSeq(v, ",") {
+			f = textproto.TrimString(f)
+			if f == "" {
+				continue
+			}
+			k := http.CanonicalHeaderKey(f)
+			switch k {
+			case "Transfer-Encoding", "Trailer", "Content-Length":
+				return nil, malformed("bad trailer key %q", k)
+			}
+			t[k] = nil
+		}
+	}
+	if len(t) == 0 {
+		return nil, nil
+	}
+	return t, nil
+}
+
+// readLine appends one line to p.buf without its line end, as net/textproto
+// reads it.
+func (p *headParser) readLine(br *bufio.Reader) error {
+	for {
+		l, more, err := br.ReadLine()
+		if err != nil {
+			return err
+		}
+		p.buf = append(p.buf, l...)
+		if !more {
+			return nil
+		}
+	}
+}
+
+// readField appends one field line, with its continuation lines folded in,
+// to p.buf exactly as net/textproto's readContinuedLineSlice does (trimmed,
+// each continuation after one space); nothing for the blank line.
+func (p *headParser) readField(br *bufio.Reader) error {
+	s := len(p.buf)
+	if err := p.readLine(br); err != nil {
+		return err
+	}
+	if len(p.buf) == s {
+		return nil
+	}
+	if bytes.IndexByte(p.buf[s:], ':') < 0 {
+		return malformed("header line without a colon")
+	}
+	p.trimFrom(s)
+	if br.Buffered() > 1 {
+		if b, _ := br.Peek(2); isASCIILetter(b[0]) || b[0] == '\n' || b[0] == '\r' && b[1] == '\n' {
+			return nil // the common case: the next line is no continuation
+		}
+	}
+	for skipSpace(br) > 0 {
+		p.buf = append(p.buf, ' ')
+		c := len(p.buf)
+		if err := p.readLine(br); err != nil {
+			p.buf = p.buf[:c]
+			break
+		}
+		p.trimFrom(c)
+	}
+	return nil
+}
+
+// trimFrom trims spaces and tabs around p.buf[s:].
+func (p *headParser) trimFrom(s int) {
+	t := p.buf[s:]
+	i := 0
+	for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
+		i++
+	}
+	n := len(t)
+	for n > i && (t[n-1] == ' ' || t[n-1] == '\t') {
+		n--
+	}
+	m := copy(p.buf[s:], t[i:n])
+	p.buf = p.buf[:s+m]
+}
+
+func skipSpace(br *bufio.Reader) int {
+	n := 0
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return n
+		}
+		if c != ' ' && c != '\t' {
+			_ = br.UnreadByte()
+			return n
+		}
+		n++
+	}
+}
+
+func isASCIILetter(b byte) bool {
+	b |= 0x20
+	return 'a' <= b && b <= 'z'
+}
+
+// validValueByte is net/textproto's test for a header value byte: VCHAR,
+// SP, HTAB or obs-text.
+func validValueByte(c byte) bool {
+	return c >= 0x80 || c >= 0x20 && c != 0x7f || c == '\t'
+}
+
+// request makes the *http.Request the handler gets, with context ctx.
+// Header is nil: the fields travel beside it, in the response writer.
+func (h *reqHead) request(ctx context.Context, br *bufio.Reader) *http.Request {
+	r := (&http.Request{
+		Method:        h.method,
+		URL:           &h.url,
+		Proto:         h.proto,
+		ProtoMajor:    h.major,
+		ProtoMinor:    h.minor,
+		ContentLength: h.contentLength,
+		Close:         h.close,
+		Host:          h.host,
+		RequestURI:    h.target,
+		Trailer:       h.trailer,
+		Body:          http.NoBody,
+	}).WithContext(ctx)
+	switch {
+	case h.contentLength < 0:
+		r.TransferEncoding = []string{"chunked"}
+		r.Body = &chunkedBody{br: br, cr: httputil.NewChunkedReader(br), req: r}
+	case h.contentLength > 0:
+		r.Body = &fixedBody{br: br, n: h.contentLength}
+	}
+	return r
+}
+
+// fixedBody is a request body of known length.
+type fixedBody struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (b *fixedBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.br.Read(p)
+	b.n -= int64(n)
+	switch {
+	case b.n == 0:
+		err = io.EOF
+	case errors.Is(err, io.EOF):
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Close does nothing: the server drains or drops what is left.
+func (b *fixedBody) Close() error { return nil }
+
+// chunkedBody is a chunked request body; its trailers go into req.Trailer
+// when it ends, as with net/http.
+type chunkedBody struct {
+	br   *bufio.Reader
+	cr   io.Reader
+	req  *http.Request
+	done bool
+	err  error
+}
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, b.err
+	}
+	n, err := b.cr.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.done, b.err = true, io.EOF
+		if terr := b.readTrailer(); terr != nil {
+			b.err = terr
+		}
+		return n, b.err
+	}
+	if err != nil {
+		b.done, b.err = true, err
+	}
+	return n, err
+}
+
+// readTrailer is net/http's body.readTrailer: a bare CRLF, or a trailer
+// section that must end within the read buffer.
+func (b *chunkedBody) readTrailer() error {
+	buf, err := b.br.Peek(2)
+	if bytes.Equal(buf, []byte("\r\n")) {
+		_, _ = b.br.Discard(2)
+		return nil
+	}
+	if len(buf) < 2 {
+		return io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return err
+	}
+	if !upcomingDoubleCRLF(b.br) {
+		return errors.New("edge: suspiciously long trailer after chunked body")
+	}
+	hdr, err := textproto.NewReader(b.br).ReadMIMEHeader()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if b.req.Trailer == nil {
+		b.req.Trailer = http.Header(hdr)
+	} else {
+		for k, vv := range hdr {
+			b.req.Trailer[k] = vv
+		}
+	}
+	return nil
+}
+
+// upcomingDoubleCRLF peeks up to the read buffer's size for the end of a
+// header section.
+func upcomingDoubleCRLF(br *bufio.Reader) bool {
+	for peekSize := 4; ; peekSize++ {
+		buf, err := br.Peek(peekSize)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+func (b *chunkedBody) Close() error { return nil }
+
+// Expect field verdicts.
+const (
+	expectNone     = iota // no Expect field
+	expectContinue        // one "100-continue": removed from the fields
+	expectInvalid         // anything else: 417
+)
+
+// expect checks the Expect fields as net/http's server does and removes a
+// valid one.
+func (h *reqHead) expect() int {
+	at, n := -1, 0
+	for i, f := range h.fields {
+		if f.Key == "expect" {
+			at, n = i, n+1
+		}
+	}
+	switch {
+	case n == 0:
+		return expectNone
+	case n > 1 || !strings.EqualFold(h.fields[at].Value, "100-continue"):
+		return expectInvalid
+	}
+	h.fields = slices.Delete(h.fields, at, at+1)
+	return expectContinue
+}

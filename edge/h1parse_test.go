@@ -1,0 +1,201 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http/httpguts"
+)
+
+// headSeeds are requests net/http accepts and refuses, for the differential
+// test and as the fuzz corpus.
+var headSeeds = []string{
+	"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"POST /v1/chat/completions HTTP/1.1\r\nHost: gw:8080\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+	"POST /x?a=1&b=%zz HTTP/1.1\r\nhost: a\r\ncontent-length: 3\r\ncontent-length: 3\r\n\r\nabc",
+	"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+	"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: +3\r\n\r\nabc",
+	"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n",
+	"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nab",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\nTrailer: X-T\r\n\r\n3\r\nabc\r\n0\r\nX-T: v\r\nX-U: w\r\n\r\n",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"POST /x HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: gzip\r\nContent-Length: 1\r\n\r\na",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTrailer: Content-Length\r\n\r\n0\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+	"GET / HTTP/1.0\r\n\r\n",
+	"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, close\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nX-Folded: one\r\n  two\r\n\tthree \r\nX-Next: n\r\n\r\n",
+	"GET / HTTP/1.1\r\n Host: a\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+	"GET / HTTP/1.1\r\nHo(st: a\r\n\r\n",
+	"GET / HTTP/1.1\r\n: a\r\n\r\n",
+	"GET / HTTP/1.1\r\nNoColon\r\n\r\n",
+	"GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n",
+	"GET / HTTP/1.1\r\nX: caf\xc3\xa9\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1\nHost: a\nX-Lf: only\n\n",
+	"GET /a\x7fb HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.2\r\nHost: a\r\n\r\n",
+	"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+	"G@T / HTTP/1.1\r\nHost: a\r\n\r\n",
+	" GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET * HTTP/1.1\r\nHost: a\r\n\r\n",
+	"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET http://example.com:81/p?q HTTP/1.1\r\nHost: other\r\n\r\n",
+	"GET example.com HTTP/1.1\r\nHost: a\r\n\r\n",
+	"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+	"GET /%41%2f?x HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /x? HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /x HTTP/1.1\r\nHost: a\r\nPragma: no-cache\r\n\r\n",
+	"GET /x HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Spaces:    \r\n\r\n",
+	"GET /x HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\nX-Y: 3\r\n\r\n",
+	"GET /x HTTP/1.1\r\nHost: a\r\n",
+	"GET /x HTTP/1.1\r\nHo",
+	"GET /x",
+	"",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+	"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+	"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+	"PRI * HTTP/2.0\r\n\r\n",
+}
+
+// parsed is what both parsers agree on for one request.
+type parsed struct {
+	err, eof, te             bool
+	method, uri, proto, host string
+	major, minor             int
+	close                    bool
+	contentLength            int64
+	path, rawQuery, urlHost  string
+	header                   http.Header
+	body                     string
+	bodyErr                  bool
+	trailer                  http.Header
+	transferEncodingDeclared []string
+	trailerDeclared          []string
+}
+
+func fromNetHTTP(raw []byte) parsed {
+	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return parsed{
+			err: true, eof: errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF),
+			te: strings.Contains(err.Error(), "transfer encoding"),
+		}
+	}
+	for k := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			// ReadRequest lets "Name : v" through; the server's checks
+			// (checkRequest) refuse it.
+			return parsed{err: true}
+		}
+	}
+	p := parsed{
+		method: req.Method, uri: req.RequestURI, proto: req.Proto, host: req.Host,
+		major: req.ProtoMajor, minor: req.ProtoMinor, close: req.Close, contentLength: req.ContentLength,
+		path: req.URL.Path, rawQuery: req.URL.RawQuery, urlHost: req.URL.Host, header: req.Header,
+		transferEncodingDeclared: req.TransferEncoding,
+	}
+	for k := range req.Trailer {
+		p.trailerDeclared = append(p.trailerDeclared, k)
+	}
+	slices.Sort(p.trailerDeclared)
+	b, err := io.ReadAll(req.Body)
+	p.body, p.bodyErr = string(b), err != nil
+	p.trailer = req.Trailer
+	return p
+}
+
+func fromLean(t *testing.T, raw []byte) parsed {
+	var hp headParser
+	br := bufio.NewReader(bytes.NewReader(raw))
+	h, err := hp.read(br)
+	if err != nil {
+		var te *teError
+		return parsed{err: true, eof: errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF), te: errors.As(err, &te)}
+	}
+	req := h.request(context.Background(), br)
+	p := parsed{
+		method: req.Method, uri: req.RequestURI, proto: req.Proto, host: req.Host,
+		major: req.ProtoMajor, minor: req.ProtoMinor, close: req.Close, contentLength: req.ContentLength,
+		path: req.URL.Path, rawQuery: req.URL.RawQuery, urlHost: req.URL.Host, header: http.Header{},
+		transferEncodingDeclared: req.TransferEncoding,
+	}
+	for _, f := range h.fields {
+		require.Equal(t, strings.ToLower(f.Key), f.Key)
+		k := http.CanonicalHeaderKey(f.Key)
+		if k == "Host" {
+			continue // ReadRequest moves it to Request.Host (the edge skips it)
+		}
+		p.header[k] = append(p.header[k], f.Value)
+	}
+	// net/http adds Cache-Control for Pragma: no-cache; Envoy does not.
+	if pr := p.header["Pragma"]; len(pr) > 0 && pr[0] == "no-cache" && p.header["Cache-Control"] == nil {
+		p.header["Cache-Control"] = []string{"no-cache"}
+	}
+	for k := range req.Trailer {
+		p.trailerDeclared = append(p.trailerDeclared, k)
+	}
+	slices.Sort(p.trailerDeclared)
+	b, err := io.ReadAll(req.Body)
+	p.body, p.bodyErr = string(b), err != nil
+	p.trailer = req.Trailer
+	return p
+}
+
+func checkSameAsNetHTTP(t *testing.T, raw []byte) {
+	t.Helper()
+	want := fromNetHTTP(raw)
+	if !want.err && want.method == "PRI" {
+		return // net/http's h2 upgrade marker; the server hands "PRI" to h2 first
+	}
+	got := fromLean(t, raw)
+	require.Equal(t, want, got, "request %q", raw)
+}
+
+func TestHeadParserMatchesNetHTTP(t *testing.T) {
+	for _, s := range headSeeds {
+		checkSameAsNetHTTP(t, []byte(s))
+	}
+}
+
+func FuzzHeadParser(f *testing.F) {
+	for _, s := range headSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkSameAsNetHTTP(t, raw)
+	})
+}
+
+func TestHeadParserLongLinesAndReuse(t *testing.T) {
+	long := strings.Repeat("v", 10000)
+	raw := "GET /a HTTP/1.1\r\nHost: a\r\nX-Long: " + long + "\r\n\r\n" +
+		"GET /b HTTP/1.1\r\nHost: b\r\nX-Short: s\r\n\r\n"
+	br := bufio.NewReaderSize(strings.NewReader(raw), 4096)
+	var hp headParser
+	h1, err := hp.read(br)
+	require.NoError(t, err)
+	h2, err := hp.read(br)
+	require.NoError(t, err)
+	// The first head's strings survive the parser's reuse of its buffer.
+	require.Equal(t, "/a", h1.target)
+	require.Equal(t, long, h1.fields[1].Value)
+	require.Equal(t, "/b", h2.target)
+	require.Equal(t, "s", h2.fields[1].Value)
+	_, err = hp.read(br)
+	require.ErrorIs(t, err, io.EOF)
+}
