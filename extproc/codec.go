@@ -77,10 +77,14 @@ type recvBuf struct {
 }
 
 // decodeScratch holds the messages decodeRequest reuses: Envoy's empty
-// metadata_context, and the headers and body of the request oneof with their
-// wrappers (trailers are rare: allocated).
+// metadata_context, and the headers (their HeaderMap and HeaderValues too) and
+// body of the request oneof with their wrappers (trailers are rare:
+// allocated).
 type decodeScratch struct {
 	meta    corev3.Metadata
+	hm      corev3.HeaderMap
+	hvs     []corev3.HeaderValue
+	hvPtrs  []*corev3.HeaderValue
 	headers extprocv3.HttpHeaders
 	body    extprocv3.HttpBody
 	reqH    extprocv3.ProcessingRequest_RequestHeaders
@@ -138,13 +142,13 @@ func decodeOneof(num protowire.Number, b []byte, m *extprocv3.ProcessingRequest,
 			w.RequestHeaders = h
 		})
 		m.Request = w
-		return decodeHeaders(b, &h.Headers, &h.EndOfStream)
+		return decodeHeaders(b, &h.Headers, &h.EndOfStream, sc)
 	case 3:
 		w, h := wrapped(sc.respHeaders(), func(w *extprocv3.ProcessingRequest_ResponseHeaders, h *extprocv3.HttpHeaders) {
 			w.ResponseHeaders = h
 		})
 		m.Request = w
-		return decodeHeaders(b, &h.Headers, &h.EndOfStream)
+		return decodeHeaders(b, &h.Headers, &h.EndOfStream, sc)
 	case 4:
 		w, body := wrapped(sc.reqBody(), func(w *extprocv3.ProcessingRequest_RequestBody, b *extprocv3.HttpBody) { w.RequestBody = b })
 		m.Request = w
@@ -157,15 +161,39 @@ func decodeOneof(num protowire.Number, b []byte, m *extprocv3.ProcessingRequest,
 		w, t := wrapped(scratchPair[extprocv3.ProcessingRequest_RequestTrailers, extprocv3.HttpTrailers]{},
 			func(w *extprocv3.ProcessingRequest_RequestTrailers, t *extprocv3.HttpTrailers) { w.RequestTrailers = t })
 		m.Request = w
-		return decodeHeaders(b, &t.Trailers, nil)
+		return decodeHeaders(b, &t.Trailers, nil, nil)
 	default:
 		w, t := wrapped(scratchPair[extprocv3.ProcessingRequest_ResponseTrailers, extprocv3.HttpTrailers]{},
 			func(w *extprocv3.ProcessingRequest_ResponseTrailers, t *extprocv3.HttpTrailers) {
 				w.ResponseTrailers = t
 			})
 		m.Request = w
-		return decodeHeaders(b, &t.Trailers, nil)
+		return decodeHeaders(b, &t.Trailers, nil, nil)
 	}
+}
+
+// headerMap returns an empty HeaderMap whose Headers has room for n, and n
+// empty HeaderValues: sc's, or new ones.
+func (sc *decodeScratch) headerMap(n int) (*corev3.HeaderMap, []corev3.HeaderValue) {
+	if sc == nil {
+		if n == 0 {
+			return &corev3.HeaderMap{}, nil
+		}
+		return &corev3.HeaderMap{Headers: make([]*corev3.HeaderValue, n)}, make([]corev3.HeaderValue, n)
+	}
+	if cap(sc.hvs) < n {
+		sc.hvs = make([]corev3.HeaderValue, n)
+		sc.hvPtrs = make([]*corev3.HeaderValue, n)
+	}
+	vals := sc.hvs[:n]
+	for i := range vals {
+		vals[i].Reset()
+	}
+	sc.hm.Reset()
+	if n > 0 {
+		sc.hm.Headers = sc.hvPtrs[:n]
+	}
+	return &sc.hm, vals
 }
 
 // scratchPair is a oneof wrapper and its message from a decodeScratch, both
@@ -266,12 +294,12 @@ func eachField(b []byte, f func(field) bool) bool {
 }
 
 // decodeHeaders decodes HttpHeaders (eos non-nil) or HttpTrailers (eos nil):
-// the HeaderMap and end_of_stream.
-func decodeHeaders(b []byte, hm **corev3.HeaderMap, eos *bool) bool {
+// the HeaderMap (sc's when not nil) and end_of_stream.
+func decodeHeaders(b []byte, hm **corev3.HeaderMap, eos *bool, sc *decodeScratch) bool {
 	return eachField(b, func(f field) bool {
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType && *hm == nil:
-			*hm = decodeHeaderMap(f.data)
+			*hm = decodeHeaderMap(f.data, sc)
 			return *hm != nil
 		case f.num == 3 && f.typ == protowire.VarintType && eos != nil:
 			*eos = f.v != 0
@@ -283,9 +311,10 @@ func decodeHeaders(b []byte, hm **corev3.HeaderMap, eos *bool) bool {
 
 // decodeHeaderMap decodes a HeaderMap with three allocations whatever the
 // number of headers: the map, the HeaderValues, and one string holding every
-// key and string value (raw values alias b). It returns nil when b is not
-// something it decodes exactly as proto.Unmarshal would.
-func decodeHeaderMap(b []byte) *corev3.HeaderMap {
+// key and string value (raw values alias b); with sc, the map and the
+// HeaderValues are sc's, and the string is the only one. It returns nil when b
+// is not something it decodes exactly as proto.Unmarshal would.
+func decodeHeaderMap(b []byte, sc *decodeScratch) *corev3.HeaderMap {
 	count := 0
 	if !eachField(b, func(f field) bool {
 		count++
@@ -293,14 +322,13 @@ func decodeHeaderMap(b []byte) *corev3.HeaderMap {
 	}) {
 		return nil
 	}
+	hm, vals := sc.headerMap(count)
 	if count == 0 {
-		return &corev3.HeaderMap{}
+		return hm
 	}
 	// Keys and values are substrings of s, a string of all of b: offsets in b
 	// are offsets in s.
 	s := string(b)
-	vals := make([]corev3.HeaderValue, count)
-	hm := &corev3.HeaderMap{Headers: make([]*corev3.HeaderValue, count)}
 	i := 0
 	if !eachField(b, func(f field) bool {
 		hm.Headers[i] = &vals[i]
@@ -388,8 +416,9 @@ func decodeAttribute(b []byte, m *extprocv3.ProcessingRequest) bool {
 		if !ok {
 			return false
 		}
-		st.Fields[k] = &structpb.Value{}
-		return decodeScalarValue(v, st.Fields[k])
+		vp := &valueParts{}
+		st.Fields[k] = &vp.v
+		return decodeScalarValue(v, vp)
 	}) {
 		return false
 	}
@@ -407,7 +436,7 @@ func decodeMapEntry(b []byte) (key string, val []byte, ok bool) {
 		case f.typ != protowire.BytesType:
 			return false
 		case f.num == 1 && utf8.Valid(f.data):
-			key = string(f.data)
+			key = attributeKey(f.data)
 			return true
 		case f.num == 2 && val == nil: // two values would be merged: leave it to proto
 			val = f.data
@@ -418,9 +447,29 @@ func decodeMapEntry(b []byte) (key string, val []byte, ok bool) {
 	return key, val, ok
 }
 
+// attributeKey is string(b), without a copy for the keys Tollgate's filter
+// configuration makes Envoy send.
+func attributeKey(b []byte) string {
+	switch string(b) {
+	case "envoy.filters.http.ext_proc": // the namespace of the filter's attributes
+		return "envoy.filters.http.ext_proc"
+	case "xds.route_name": // its request_attributes (xds/listener.go)
+		return "xds.route_name"
+	}
+	return string(b)
+}
+
+// valueParts is a Value and its kind when a string (Envoy's attributes are),
+// allocated together.
+type valueParts struct {
+	v   structpb.Value
+	str structpb.Value_StringValue
+}
+
 // decodeScalarValue decodes a Value holding null, a number, a string or a bool
 // (Envoy's attributes); nested structs and lists are left to proto.
-func decodeScalarValue(b []byte, v *structpb.Value) bool {
+func decodeScalarValue(b []byte, vp *valueParts) bool {
+	v := &vp.v
 	return eachField(b, func(f field) bool {
 		switch {
 		case f.num == 1 && f.typ == protowire.VarintType:
@@ -428,7 +477,8 @@ func decodeScalarValue(b []byte, v *structpb.Value) bool {
 		case f.num == 2 && f.typ == protowire.Fixed64Type:
 			v.Kind = &structpb.Value_NumberValue{NumberValue: math.Float64frombits(f.v)}
 		case f.num == 3 && f.typ == protowire.BytesType && utf8.Valid(f.data):
-			v.Kind = &structpb.Value_StringValue{StringValue: string(f.data)}
+			vp.str.StringValue = string(f.data)
+			v.Kind = &vp.str
 		case f.num == 4 && f.typ == protowire.VarintType:
 			v.Kind = &structpb.Value_BoolValue{BoolValue: f.v != 0}
 		default:
