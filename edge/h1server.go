@@ -573,6 +573,11 @@ type response struct {
 	// lower-cased, in order; Expect removed.
 	fields envoytest.Headers
 	header http.Header
+	// out are the response headers when set with setHeaders (the edge's
+	// path): written in order, names as given (lower-case, as Envoy's codec
+	// writes them); header then holds only trailers.
+	out   envoytest.Headers
+	badCL bool // out's content-length is not a length: not written
 
 	status        int
 	wroteHeader   bool
@@ -610,13 +615,29 @@ func (w *response) WriteHeader(code int) {
 	w.wroteHeader, w.status = true, code
 	w.head = w.req.Method == http.MethodHead
 	w.bodyAllowed = code != http.StatusNoContent && code != http.StatusNotModified && !w.head
-	if v := w.header.Get("Content-Length"); v != "" {
+	v := w.header.Get("Content-Length")
+	if w.out != nil {
+		v = w.out.Value("content-length")
+	}
+	if v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 			w.contentLength = n
 		} else {
 			w.header.Del("Content-Length")
+			w.badCL = true
 		}
 	}
+}
+
+// setHeaders sets the response headers to h (names lower-case, no
+// pseudo-headers or hop-by-hop fields), to be written in that order, and
+// the status; it is WriteHeader without a header map.
+func (w *response) setHeaders(code int, h envoytest.Headers) {
+	if w.wroteHeader || w.hijacked {
+		return
+	}
+	w.out = h
+	w.WriteHeader(code)
 }
 
 func (w *response) Write(p []byte) (int, error) {
@@ -740,19 +761,23 @@ func (w *response) finish() error {
 // means the handler has returned, so a held body is the whole body.
 func (w *response) sendHeader(final bool) {
 	w.headerSent = true
-	h := w.header
+	var (
+		dropCL = w.badCL
+		length string // a Content-Length to add
+		te     bool   // chunked framing
+		conn   string // a Connection value to set
+	)
 	switch {
 	case !w.bodyAllowed:
 		if w.status == http.StatusNoContent || w.status == http.StatusNotModified {
-			h.Del("Content-Length")
+			dropCL = true
 		}
 	case w.contentLength >= 0:
 	case final:
 		w.contentLength = int64(len(w.held))
-		h["Content-Length"] = []string{strconv.Itoa(len(w.held))}
+		dropCL, length = true, strconv.Itoa(len(w.held))
 	case w.req.ProtoAtLeast(1, 1):
-		w.chunked = true
-		h["Transfer-Encoding"] = []string{"chunked"}
+		w.chunked, te = true, true
 	default:
 		w.closeAfter = true // an HTTP/1.0 body of unknown length ends with the connection
 	}
@@ -761,22 +786,61 @@ func (w *response) sendHeader(final bool) {
 	}
 	if w.req.Close || w.sc.s.shutdown.Load() || w.sc.closing() || w.closeAfter {
 		w.closeAfter = true
-		h["Connection"] = []string{"close"}
+		conn = "close"
 	} else if !w.req.ProtoAtLeast(1, 1) {
-		h["Connection"] = []string{"keep-alive"}
-	}
-	if _, ok := h["Date"]; !ok {
-		h["Date"] = []string{httpDate()}
+		conn = "keep-alive"
 	}
 	bw := w.sc.bw
 	_, _ = bw.WriteString(statusLine(w.status))
-	for k, vs := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) {
+	hasDate := false
+	// skip reports whether a field (lower-case name) gives way to the
+	// framing decided above.
+	skip := func(k string) bool {
+		switch k {
+		case "content-length":
+			return dropCL
+		case "transfer-encoding":
+			return te
+		case "connection":
+			return conn != ""
+		case "date":
+			hasDate = true
+		}
+		return false
+	}
+	for _, f := range w.out {
+		if httpguts.ValidHeaderFieldName(f.Key) && !skip(f.Key) {
+			writeField(bw, f.Key, f.Value)
+		}
+	}
+	for k, vs := range w.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) || skip(lowerKey(k)) {
 			continue
 		}
 		for _, v := range vs {
 			writeField(bw, k, v)
 		}
+	}
+	// The fields added here are named like the others: lower-case after
+	// setHeaders, canonical otherwise.
+	add := func(canonical, lower, v string) {
+		if w.out != nil {
+			writeField(bw, lower, v)
+		} else {
+			writeField(bw, canonical, v)
+		}
+	}
+	if length != "" {
+		add("Content-Length", "content-length", length)
+	}
+	if te {
+		add("Transfer-Encoding", "transfer-encoding", "chunked")
+	}
+	if conn != "" {
+		add("Connection", "connection", conn)
+	}
+	if !hasDate {
+		add("Date", "date", httpDate())
 	}
 	_, _ = bw.WriteString("\r\n")
 	held := w.held

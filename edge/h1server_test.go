@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 // startH1 serves h on a loopback listener; the server is shut down at the
@@ -307,4 +309,35 @@ func TestH1ServerFieldsAndTrailers(t *testing.T) {
 	require.Equal(t, "abc", s.body)
 	require.Equal(t, int64(-1), s.length)
 	require.Equal(t, http.Header{"X-Cost": {"7"}}, s.trailer)
+}
+
+// setHeaders writes the given fields in order with their lower-case names;
+// the server adds the framing (a completed body's content-length, or
+// chunked) and a date, and drops a content-length that is not one.
+func TestH1ServerSetHeaders(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
+		h := envoytest.Headers{{Key: "x-b", Value: "1"}, {Key: "content-type", Value: "text/plain"}, {Key: "x-a", Value: "2"}}
+		if r.URL.Path == "/bad-length" {
+			h = append(h, envoytest.Header{Key: "content-length", Value: "x"})
+		}
+		w.(*response).setHeaders(http.StatusCreated, h)
+		_, _ = w.Write([]byte("hello"))
+		if r.URL.Path == "/flush" {
+			w.(http.Flusher).Flush()
+		}
+	})
+	for path, framing := range map[string]string{
+		"/":           "content-length: 5\r\n",
+		"/bad-length": "content-length: 5\r\n",
+		"/flush":      "transfer-encoding: chunked\r\n",
+	} {
+		c := dialRaw(t, addr)
+		c.send(t, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		raw, err := io.ReadAll(c.br)
+		require.NoError(t, err)
+		head, _, ok := strings.Cut(string(raw), "\r\n\r\n")
+		require.True(t, ok)
+		require.Regexp(t, "^HTTP/1.1 201 Created\r\nx-b: 1\r\ncontent-type: text/plain\r\nx-a: 2\r\n"+
+			framing+"connection: close\r\ndate: [^\r]+$", head, path)
+	}
 }

@@ -785,6 +785,24 @@ func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool 
 
 func (x *exchange) writeHeaders(h envoytest.Headers) {
 	status := http.StatusOK
+	if rw, ok := x.w.(*response); ok {
+		// HTTP/1: the list goes out as it is, names lower-case as
+		// Envoy's codec writes them; h is the filter's to give away.
+		out := h[:0]
+		for _, kv := range h {
+			switch {
+			case kv.Key == ":status":
+				if n, err := strconv.Atoi(kv.Value); err == nil {
+					status = n
+				}
+			case !strings.HasPrefix(kv.Key, ":") && !hopByHop(kv.Key):
+				out = append(out, kv)
+			}
+		}
+		rw.setHeaders(status, out)
+		x.sentHeaders = true
+		return
+	}
 	dst := x.w.Header()
 	vals := make([]string, len(h)) // backing for the one-value lists
 	for i, kv := range h {
