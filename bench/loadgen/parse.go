@@ -46,7 +46,7 @@ type reader struct {
 }
 
 func newReader(r io.Reader) *reader {
-	return &reader{br: bufio.NewReaderSize(r, 32<<10), body: make([]byte, 0, 8<<10)}
+	return &reader{br: bufio.NewReaderSize(r, 16<<10), body: make([]byte, 0, 4<<10)}
 }
 
 // reset makes r read from a new connection.
