@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 // h1Client forwards the common request of a plain-text HTTP/1.1 cluster: a
@@ -40,6 +42,7 @@ type h1Conn struct {
 	br       *bufio.Reader
 	nread    int64 // bytes read from the connection so far
 	limit    int64 // while > 0, reads stop at nread == limit (response heads)
+	hp       headParser
 	lastUsed time.Time
 	cl       *h1Client
 }
@@ -154,10 +157,10 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		return nil, staleIf(err, c.nread == before)
 	}
 	c.limit = c.nread + maxResponseHead
-	resp, err := http.ReadResponse(c.br, req)
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+	h, err := c.hp.readResponse(c.br, req.Method)
+	for err == nil && h.status >= 100 && h.status < 200 {
 		// Informational responses (103 Early Hints) are not forwarded.
-		resp, err = http.ReadResponse(c.br, req)
+		h, err = c.hp.readResponse(c.br, req.Method)
 	}
 	c.limit = 0
 	if err != nil {
@@ -168,7 +171,8 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		}
 		return nil, staleIf(err, c.nread == before)
 	}
-	resp.Body = &h1Body{rc: resp.Body, c: c, stop: stop, keep: !resp.Close}
+	resp := h.response(req, c.br)
+	resp.Body = &h1Body{rc: resp.Body, c: c, stop: stop, keep: !resp.Close, fields: h.fields}
 	return resp, nil
 }
 
@@ -302,11 +306,14 @@ func (t *h1Client) CloseIdleConnections() {
 
 // h1Body is a response body; its end gives the connection back.
 type h1Body struct {
-	rc   io.ReadCloser
-	c    *h1Conn
-	stop func() bool
-	keep bool // the connection may carry another request
-	done bool
+	// fields are the response's header fields (its Header is nil), names
+	// lower-cased, in order.
+	fields envoytest.Headers
+	rc     io.ReadCloser
+	c      *h1Conn
+	stop   func() bool
+	keep   bool // the connection may carry another request
+	done   bool
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {

@@ -237,6 +237,27 @@ func TestH1ClientChunkedTrailers(t *testing.T) {
 	require.Equal(t, "42", resp.Trailer.Get("X-Cost"))
 }
 
+// The response's fields come in order with lower-case names beside a nil
+// Header; framing fields are consumed.
+func TestH1ClientResponseFields(t *testing.T) {
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 201 Created\r\nX-B: 1\r\nContent-Type: text/plain\r\nx-a: 2\r\n"+
+				"Content-Length: 2\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	resp, err := h1Post(t, context.Background(), c, "x")
+	require.NoError(t, err)
+	require.Equal(t, 201, resp.StatusCode)
+	require.Equal(t, "201 Created", resp.Status)
+	require.Nil(t, resp.Header)
+	require.Equal(t, envoytestHeaders("x-b", "1", "content-type", "text/plain", "x-a", "2", "content-length", "2"),
+		resp.Body.(*h1Body).fields)
+	require.Equal(t, "ok", readAll(t, resp))
+}
+
 // The fast path writes the released headers as Envoy sends them over
 // HTTP/1.1: lower-case names, no hop-by-hop headers, the body's length.
 func TestWireRequest(t *testing.T) {

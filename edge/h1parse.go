@@ -95,28 +95,39 @@ func (p *headParser) readRest(br *bufio.Reader) (*reqHead, error) {
 	if err := h.parseTarget(); err != nil {
 		return nil, err
 	}
-	p.buf = p.buf[:0]
+	if err := p.readFields(br); err != nil {
+		return nil, err
+	}
+	// One allocation for the text of all the fields.
+	return h, h.frame(string(p.buf), p.spans)
+}
+
+// readFields reads a field block up to its blank line into p.buf and
+// p.spans, names lower-cased, with net/textproto's checks and folding plus
+// the server's check of header names.
+func (p *headParser) readFields(br *bufio.Reader) error {
+	p.buf, p.spans = p.buf[:0], p.spans[:0]
 	// The first field line cannot begin with a space (net/textproto).
 	if b, err := br.Peek(1); err == nil && (b[0] == ' ' || b[0] == '\t') {
-		return nil, malformed("header block begins with a space")
+		return malformed("header block begins with a space")
 	}
 	for {
 		s := len(p.buf)
 		if err := p.readField(br); err != nil {
-			return nil, err
+			return err
 		}
 		if len(p.buf) == s {
-			break // the blank line
+			return nil // the blank line
 		}
 		kv := p.buf[s:]
 		colon := bytes.IndexByte(kv, ':')
 		key := kv[:colon]
 		if len(key) == 0 {
-			return nil, malformed("empty header name")
+			return malformed("empty header name")
 		}
 		for i, c := range key {
 			if !httpguts.IsTokenRune(rune(c)) {
-				return nil, malformed("invalid header name %q", key)
+				return malformed("invalid header name %q", key)
 			}
 			if 'A' <= c && c <= 'Z' {
 				key[i] = c + 'a' - 'A'
@@ -124,7 +135,7 @@ func (p *headParser) readRest(br *bufio.Reader) (*reqHead, error) {
 		}
 		for _, c := range kv[colon+1:] {
 			if !validValueByte(c) {
-				return nil, malformed("invalid header value")
+				return malformed("invalid header value")
 			}
 		}
 		v0 := s + colon + 1
@@ -133,8 +144,6 @@ func (p *headParser) readRest(br *bufio.Reader) (*reqHead, error) {
 		}
 		p.spans = append(p.spans, fieldSpan{s, s + colon, v0, len(p.buf)})
 	}
-	// One allocation for the text of all the fields.
-	return h, h.frame(string(p.buf), p.spans)
 }
 
 // parseRequestLine splits "METHOD TARGET PROTO" as net/http does.
@@ -185,11 +194,29 @@ func (h *reqHead) parseTarget() error {
 	return nil
 }
 
-// frame applies net/http's framing rules to the fields (text is the head,
-// spans its fields) and fills h.fields.
-func (h *reqHead) frame(text string, spans []fieldSpan) error {
+// framing is what a message's fields say about its body and connection,
+// by net/http's rules (readTransfer, fixLength, shouldClose, fixTrailer).
+type framing struct {
+	hosts         int
+	host          string
+	hasCL         bool
+	contentLength int64
+	chunked       bool
+	close         bool
+	trailer       http.Header
+	fields        envoytest.Headers
+}
+
+// frame reads the framing of a message of the given version from its
+// fields (text is the block, spans its fields) and fills f.fields with them,
+// minus Transfer-Encoding, Content-Length after chunked or repeated, and a
+// chunked message's Trailer; dropConnClose also drops Connection when it
+// says close (net/http's responses); keepCL keeps a chunked message's
+// Content-Length (responses that have no body, whose length net/http
+// checks before chunking).
+func (f *framing) frame(text string, spans []fieldSpan, major, minor int, dropConnClose, keepCL bool) error {
 	var (
-		hosts, cls    int
+		cls           int
 		firstCL       string
 		te            []string
 		conn          []string
@@ -199,8 +226,8 @@ func (h *reqHead) frame(text string, spans []fieldSpan) error {
 		k, v := text[sp.k0:sp.k1], text[sp.v0:sp.v1]
 		switch k {
 		case "host":
-			if hosts++; hosts == 1 {
-				h.host = v
+			if f.hosts++; f.hosts == 1 {
+				f.host = v
 			}
 		case "content-length":
 			if cls++; cls == 1 {
@@ -216,20 +243,17 @@ func (h *reqHead) frame(text string, spans []fieldSpan) error {
 			trailerValues = append(trailerValues, v)
 		}
 	}
-	if hosts > 1 {
-		return malformed("too many Host headers")
+	hasClose := httpguts.HeaderValuesContainsToken(conn, "close")
+	switch {
+	case major < 1:
+		f.close = true
+	case major == 1 && minor == 0:
+		f.close = hasClose || !httpguts.HeaderValuesContainsToken(conn, "keep-alive")
+	default:
+		f.close = hasClose
 	}
-	if h.url.Host != "" {
-		h.host = h.url.Host
-	}
-	if h.major < 1 {
-		h.close = true
-	} else {
-		hasClose := httpguts.HeaderValuesContainsToken(conn, "close")
-		h.close = hasClose || h.major == 1 && h.minor == 0 && !httpguts.HeaderValuesContainsToken(conn, "keep-alive")
-	}
-	chunked := false
-	if te != nil && (h.major > 1 || h.major == 1 && h.minor >= 1) {
+	dropConn := dropConnClose && hasClose && major >= 1 && (major != 1 || minor != 0)
+	if te != nil && (major > 1 || major == 1 && minor >= 1) {
 		// Like net/http (and nginx): one Transfer-Encoding, "chunked".
 		if len(te) != 1 {
 			return &teError{fmt.Sprintf("too many transfer encodings: %q", te)}
@@ -237,7 +261,7 @@ func (h *reqHead) frame(text string, spans []fieldSpan) error {
 		if !strings.EqualFold(te[0], "chunked") {
 			return &teError{fmt.Sprintf("unsupported transfer encoding: %q", te[0])}
 		}
-		chunked = true
+		f.chunked = true
 	}
 	if cls > 0 {
 		if firstCL == "" {
@@ -247,19 +271,16 @@ func (h *reqHead) frame(text string, spans []fieldSpan) error {
 		if err != nil {
 			return malformed("bad Content-Length %q", firstCL)
 		}
-		h.contentLength = int64(n)
+		f.hasCL, f.contentLength = true, int64(n)
 	}
-	if chunked {
-		h.contentLength = -1
-		if trailerValues != nil {
-			t, err := declaredTrailer(trailerValues)
-			if err != nil {
-				return err
-			}
-			h.trailer = t
+	if f.chunked && trailerValues != nil {
+		t, err := declaredTrailer(trailerValues)
+		if err != nil {
+			return err
 		}
+		f.trailer = t
 	}
-	h.fields = make(envoytest.Headers, 0, len(spans))
+	f.fields = make(envoytest.Headers, 0, len(spans))
 	seenCL := false
 	for _, sp := range spans {
 		k := text[sp.k0:sp.k1]
@@ -267,16 +288,42 @@ func (h *reqHead) frame(text string, spans []fieldSpan) error {
 		case "transfer-encoding":
 			continue
 		case "content-length":
-			if chunked || seenCL {
+			if f.chunked && !keepCL || seenCL {
 				continue
 			}
 			seenCL = true
 		case "trailer":
-			if chunked {
+			if f.chunked {
+				continue
+			}
+		case "connection":
+			if dropConn {
 				continue
 			}
 		}
-		h.fields = append(h.fields, envoytest.Header{Key: k, Value: text[sp.v0:sp.v1]})
+		f.fields = append(f.fields, envoytest.Header{Key: k, Value: text[sp.v0:sp.v1]})
+	}
+	return nil
+}
+
+// frame applies the framing rules of a request.
+func (h *reqHead) frame(text string, spans []fieldSpan) error {
+	var f framing
+	if err := f.frame(text, spans, h.major, h.minor, false, false); err != nil {
+		return err
+	}
+	if f.hosts > 1 {
+		return malformed("too many Host headers")
+	}
+	h.host, h.close, h.trailer, h.fields = f.host, f.close, f.trailer, f.fields
+	if h.url.Host != "" {
+		h.host = h.url.Host
+	}
+	switch {
+	case f.chunked:
+		h.contentLength = -1
+	case f.hasCL:
+		h.contentLength = f.contentLength
 	}
 	return nil
 }
@@ -411,7 +458,7 @@ func (h *reqHead) request(ctx context.Context, br *bufio.Reader) *http.Request {
 	switch {
 	case h.contentLength < 0:
 		r.TransferEncoding = []string{"chunked"}
-		r.Body = &chunkedBody{br: br, cr: httputil.NewChunkedReader(br), req: r}
+		r.Body = &chunkedBody{br: br, cr: httputil.NewChunkedReader(br), trailer: &r.Trailer}
 	case h.contentLength > 0:
 		r.Body = &fixedBody{br: br, n: h.contentLength}
 	}
@@ -445,14 +492,14 @@ func (b *fixedBody) Read(p []byte) (int, error) {
 // Close does nothing: the server drains or drops what is left.
 func (b *fixedBody) Close() error { return nil }
 
-// chunkedBody is a chunked request body; its trailers go into req.Trailer
-// when it ends, as with net/http.
+// chunkedBody is a chunked body; its trailers go into *trailer when it
+// ends (the message's Trailer), as with net/http.
 type chunkedBody struct {
-	br   *bufio.Reader
-	cr   io.Reader
-	req  *http.Request
-	done bool
-	err  error
+	br      *bufio.Reader
+	cr      io.Reader
+	trailer *http.Header
+	done    bool
+	err     error
 }
 
 func (b *chunkedBody) Read(p []byte) (int, error) {
@@ -497,11 +544,11 @@ func (b *chunkedBody) readTrailer() error {
 		}
 		return err
 	}
-	if b.req.Trailer == nil {
-		b.req.Trailer = http.Header(hdr)
+	if *b.trailer == nil {
+		*b.trailer = http.Header(hdr)
 	} else {
 		for k, vv := range hdr {
-			b.req.Trailer[k] = vv
+			(*b.trailer)[k] = vv
 		}
 	}
 	return nil
@@ -547,4 +594,105 @@ func (h *reqHead) expect() int {
 	}
 	h.fields = slices.Delete(h.fields, at, at+1)
 	return expectContinue
+}
+
+// respHead is a parsed response head.
+type respHead struct {
+	framing
+	status     int
+	statusText string // "200 OK"
+	proto      string
+	major      int
+	minor      int
+	bodyLen    int64 // bytes of body to read; -1: chunked or up to the end of the connection
+	length     int64 // Response.ContentLength
+}
+
+// readResponse reads a response head to a request with the given method,
+// with the checks and framing of net/http's ReadResponse (its differential
+// test says so); the fields are lower-cased and in order, as for requests.
+func (p *headParser) readResponse(br *bufio.Reader, method string) (*respHead, error) {
+	h, err := p.readResponseHead(br, method)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return h, err
+}
+
+func (p *headParser) readResponseHead(br *bufio.Reader, method string) (*respHead, error) {
+	p.buf = p.buf[:0]
+	if err := p.readLine(br); err != nil {
+		return nil, err
+	}
+	line := string(p.buf)
+	proto, status, ok := strings.Cut(line, " ")
+	if !ok {
+		return nil, malformed("malformed HTTP response %q", line)
+	}
+	h := &respHead{proto: proto, statusText: strings.TrimLeft(status, " ")}
+	code, _, _ := strings.Cut(h.statusText, " ")
+	if len(code) != 3 {
+		return nil, malformed("malformed HTTP status code %q", code)
+	}
+	n, err := strconv.Atoi(code)
+	if err != nil || n < 0 {
+		return nil, malformed("malformed HTTP status code %q", code)
+	}
+	h.status = n
+	if h.major, h.minor, ok = http.ParseHTTPVersion(proto); !ok {
+		return nil, malformed("malformed HTTP version %q", proto)
+	}
+	if err := p.readFields(br); err != nil {
+		return nil, err
+	}
+	noBody := method == http.MethodHead || n/100 == 1 || n == http.StatusNoContent || n == http.StatusNotModified
+	if err := h.frame(string(p.buf), p.spans, h.major, h.minor, true, noBody); err != nil {
+		return nil, err
+	}
+	switch {
+	case noBody:
+		h.bodyLen, h.length = 0, 0
+		if method == http.MethodHead {
+			h.length = -1
+			if h.hasCL {
+				h.length = h.contentLength
+			}
+		}
+	case h.chunked:
+		h.bodyLen, h.length = -1, -1
+	case h.hasCL:
+		h.bodyLen, h.length = h.contentLength, h.contentLength
+	default:
+		h.bodyLen, h.length, h.close = -1, -1, true // the body ends with the connection
+	}
+	return h, nil
+}
+
+// response makes the *http.Response for req: Header is nil (the fields
+// are h.fields), the body reads from br.
+func (h *respHead) response(req *http.Request, br *bufio.Reader) *http.Response {
+	r := &http.Response{
+		Status:        h.statusText,
+		StatusCode:    h.status,
+		Proto:         h.proto,
+		ProtoMajor:    h.major,
+		ProtoMinor:    h.minor,
+		ContentLength: h.length,
+		Close:         h.close,
+		Trailer:       h.trailer,
+		Request:       req,
+		Body:          http.NoBody,
+	}
+	if h.chunked {
+		r.TransferEncoding = []string{"chunked"}
+	}
+	switch {
+	case h.bodyLen > 0:
+		r.Body = &fixedBody{br: br, n: h.bodyLen}
+	case h.bodyLen < 0 && h.chunked:
+		r.Body = &chunkedBody{br: br, cr: httputil.NewChunkedReader(br), trailer: &r.Trailer}
+	case h.bodyLen < 0:
+		r.Body = io.NopCloser(br)
+	}
+	return r
 }

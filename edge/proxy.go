@@ -644,8 +644,19 @@ func (x *exchange) upstreamRequest(rt *route, cl *cluster, body any, buffered bo
 // respond passes the response through the filter and downstream.
 func (x *exchange) respond(resp *http.Response) {
 	defer func() { _ = resp.Body.Close() }()
-	h := make(envoytest.Headers, 0, len(resp.Header)+1)
+	// The HTTP/1 client hands the fields over in order (its Header is nil);
+	// net/http's transport fills Header.
+	var fields envoytest.Headers
+	if b, ok := resp.Body.(*h1Body); ok {
+		fields = b.fields
+	}
+	h := make(envoytest.Headers, 0, len(fields)+len(resp.Header)+2)
 	h = append(h, envoytest.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
+	for _, f := range fields {
+		if !hopByHop(f.Key) {
+			h = append(h, f)
+		}
+	}
 	for k, vs := range resp.Header {
 		lk := lowerKey(k)
 		if hopByHop(lk) {
@@ -655,14 +666,14 @@ func (x *exchange) respond(resp *http.Response) {
 			h = append(h, envoytest.Header{Key: lk, Value: v})
 		}
 	}
-	if resp.ContentLength >= 0 && resp.Header.Get("Content-Length") == "" && resp.Request != nil {
+	if resp.ContentLength >= 0 && !h.Has("content-length") && resp.Request != nil {
 		h = append(h, envoytest.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
 	}
 	noBody := resp.Body == http.NoBody || resp.ContentLength == 0 || x.fwd.Value(":method") == http.MethodHead
 	// A body of known length that is not an event stream goes out when the
 	// exchange ends (or whenever net/http's buffer fills): flushing the
 	// headers and each read on their own would cost a write per piece.
-	x.flushEach = resp.ContentLength < 0 || isEventStream(resp.Header.Get("Content-Type"))
+	x.flushEach = resp.ContentLength < 0 || isEventStream(h.Value("content-type"))
 	res, err := x.f.ResponseHeaders(h, noBody)
 	if !x.onResponse(res, err, !noBody) || noBody {
 		return
