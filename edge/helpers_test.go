@@ -195,6 +195,7 @@ const notFoundBody = `{"error":{"message":"no deployment serves this request","t
 type deployment struct {
 	id, host string
 	idle     time.Duration
+	perTry   time.Duration // per_try_timeout, none when 0
 }
 
 func routes(deps ...deployment) *routev3.RouteConfiguration {
@@ -220,10 +221,7 @@ func routes(deps ...deployment) *routev3.RouteConfiguration {
 				HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: d.host},
 				Timeout:              durationpb.New(0),
 				IdleTimeout:          durationpb.New(idle),
-				RetryPolicy: &routev3.RetryPolicy{
-					RetryOn:    "connect-failure,refused-stream",
-					NumRetries: wrapperspb.UInt32(2),
-				},
+				RetryPolicy:          retryPolicy(d.perTry),
 			}},
 		})
 	}
@@ -468,4 +466,12 @@ func selfSigned(t *testing.T) []byte {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func retryPolicy(perTry time.Duration) *routev3.RetryPolicy {
+	p := &routev3.RetryPolicy{RetryOn: "connect-failure,refused-stream", NumRetries: wrapperspb.UInt32(2)}
+	if perTry > 0 {
+		p.PerTryTimeout = durationpb.New(perTry)
+	}
+	return p
 }

@@ -103,15 +103,17 @@ type exchange struct {
 	async     chan *http.Response
 	asyncDone bool
 
-	upCtx         context.Context
-	upCancel      context.CancelCauseFunc
-	attemptCancel context.CancelCauseFunc
-	idle          time.Duration              // stream idle timeout, 0 for none
-	deadline      int64                      // monoNow when the route timeout fires, 0 for none
-	timer         *time.Timer                // one timer for both
-	timerP        atomic.Pointer[time.Timer] // timer, for timerCheck's goroutine
-	lastActive    atomic.Int64               // monoNow at the last stream activity
-	release       func()
+	upCtx      context.Context
+	upCancel   context.CancelCauseFunc
+	idle       time.Duration              // stream idle timeout, 0 for none
+	deadline   int64                      // monoNow when the route timeout fires, 0 for none
+	timer      *time.Timer                // one timer for both
+	timerP     atomic.Pointer[time.Timer] // timer, for timerCheck's goroutine
+	lastActive atomic.Int64               // monoNow at the last stream activity
+	// attemptDeadline is monoNow when the running attempt's per-try
+	// timeout fires, 0 when none runs.
+	attemptDeadline atomic.Int64
+	release         func()
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -137,9 +139,6 @@ func (x *exchange) finish() {
 	}
 	if x.timer != nil {
 		x.timer.Stop()
-	}
-	if x.attemptCancel != nil {
-		x.attemptCancel(nil)
 	}
 	if x.f != nil {
 		x.f.Close()
@@ -359,32 +358,25 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 	}
 	perTryD := firstPositive(rt.perTry, rt.perTryIdle)
 	for attempt := 0; ; attempt++ {
-		// An attempt needs its own context only to be cancelled on its own
-		// (per-try timeout, or a retry after it): otherwise the request's
-		// will do, one context and its cancellation less per request.
-		actx, acancel := x.attemptContext(perTryD > 0 || attempts > 1)
-		var perTry *time.Timer
+		// Every attempt runs on the request's upstream context: a per-try
+		// timeout ends the request with a 504 (it is not retried), so it
+		// cancels that context, from the exchange's one timer; a failed
+		// attempt leaves nothing running to cancel before a retry.
 		if perTryD > 0 {
-			perTry = time.AfterFunc(perTryD, func() { acancel(errPerTry) })
+			x.armAttempt(perTryD)
 		}
 		var resp *http.Response
 		if wire != nil {
-			resp, err = cl.h1.do(actx, req, wire.Bytes())
+			resp, err = cl.h1.do(x.upCtx, req, wire.Bytes())
 		} else {
-			resp, err = cl.transport.RoundTrip(req.WithContext(actx))
+			resp, err = cl.transport.RoundTrip(req.WithContext(x.upCtx))
 		}
-		if perTry != nil {
-			perTry.Stop()
-		}
+		x.attemptDeadline.Store(0) // the response started, or the attempt failed
 		if err == nil {
-			x.attemptCancel = acancel
 			x.touch()
 			return resp
 		}
-		cause := context.Cause(actx)
-		if actx != x.upCtx {
-			acancel(nil)
-		}
+		cause := context.Cause(x.upCtx)
 		switch {
 		case x.ctx.Err() != nil:
 			return nil
@@ -409,15 +401,6 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 		x.e.logger.Debug("edge: upstream request failed", "cluster", cl.name, "error", err)
 		return localResponse(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+reason))
 	}
-}
-
-// attemptContext is an upstream attempt's context: its own when own, else
-// the request's.
-func (x *exchange) attemptContext(own bool) (context.Context, context.CancelCauseFunc) {
-	if own {
-		return context.WithCancelCause(x.upCtx)
-	}
-	return x.upCtx, x.upCancel
 }
 
 func firstPositive(ds ...time.Duration) time.Duration {
@@ -446,7 +429,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // startTimers arms the route timeout and the stream idle timeout, on one
-// timer: it fires when the nearer is due, and cancels or re-arms.
+// timer (which also keeps the per-try timeouts, armAttempt): it fires when
+// the nearest is due, and cancels or re-arms.
 func (x *exchange) startTimers(rt *route) {
 	if x.timer != nil {
 		return
@@ -462,6 +446,17 @@ func (x *exchange) startTimers(rt *route) {
 	x.lastActive.Store(now)
 	x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
 	x.timerP.Store(x.timer) // before the timer can fire
+	x.timer.Reset(x.due(now))
+}
+
+// armAttempt starts an upstream attempt's per-try timeout of d.
+func (x *exchange) armAttempt(d time.Duration) {
+	now := monoNow()
+	x.attemptDeadline.Store(now + int64(d))
+	if x.timer == nil {
+		x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
+		x.timerP.Store(x.timer) // before the timer can fire
+	}
 	x.timer.Reset(x.due(now))
 }
 
@@ -484,6 +479,9 @@ func (x *exchange) due(now int64) time.Duration {
 	if x.idle > 0 {
 		d = min(d, x.idle-time.Duration(now-x.lastActive.Load()))
 	}
+	if a := x.attemptDeadline.Load(); a > 0 {
+		d = min(d, time.Duration(a-now))
+	}
 	return d
 }
 
@@ -494,6 +492,8 @@ func (x *exchange) timerCheck() {
 	switch {
 	case x.deadline > 0 && now >= x.deadline:
 		x.upCancel(errRouteTimeout)
+	case x.attemptDeadline.Load() > 0 && now >= x.attemptDeadline.Load():
+		x.upCancel(errPerTry)
 	case x.idle > 0 && x.idle <= time.Duration(now-x.lastActive.Load()):
 		x.upCancel(errIdleTimeout)
 	default:

@@ -158,6 +158,40 @@ func TestIdleTimeout(t *testing.T) {
 	require.Less(t, time.Since(t0), 4*time.Second)
 }
 
+// A per-try timeout bounds an attempt until its response headers: then the
+// request ends with Envoy's 504; a body slower than it is not cut.
+func TestPerTryTimeout(t *testing.T) {
+	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/slow-headers" {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		w.Header().Set("content-type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(400 * time.Millisecond)
+		_, _ = io.WriteString(w, "late body")
+	}))
+	x := startXDS(t)
+	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "x", perTry: 150 * time.Millisecond}),
+		upstreamCluster(t, "a", a, clusterOpts{}))
+	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	base := "http://" + e.Addr().String()
+	t0 := time.Now()
+	resp, body := post(t, client(t), base+"/slow-headers", "a", `{}`)
+	require.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
+	require.Equal(t, bodyTimeout, body)
+	require.Less(t, time.Since(t0), 4*time.Second)
+
+	resp, body = post(t, client(t), base+"/slow-body", "a", `{}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "late body", body)
+}
+
 func TestShutdownDrainsInFlight(t *testing.T) {
 	started := make(chan struct{})
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
