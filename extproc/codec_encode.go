@@ -20,10 +20,10 @@ import (
 // output in two more allocations. encodeResponse writes what proto.Marshal
 // writes (the same bytes, in its field order) for every field the
 // processor sets and the rest of the messages Envoy reads: it computes the
-// size (responseSize), then appends. A message it does not cover (dynamic
+// sizes (encoder.responseSize), then appends. A message it does not cover (dynamic
 // metadata, streamed immediate responses, unknown fields, invalid UTF-8, nil
-// list elements) makes responseSize return -1 and the codec hands it to
-// proto. TestEncodeResponseCoversEveryField pins the fields of each message:
+// list elements, too many headers) makes responseSize return -1 and the codec
+// hands it to proto. TestEncodeResponseCoversEveryField pins the fields of each message:
 // a new field in go-control-plane fails it until the encoder knows it.
 
 // encodeResponse returns m's wire form in a buffer of replyPool, or ok=false
@@ -32,7 +32,8 @@ func encodeResponse(m *extprocv3.ProcessingResponse) (mem.BufferSlice, bool) {
 	if w := sharedReplyWire(m); w != nil {
 		return w, true
 	}
-	n := responseSize(m)
+	var e encoder
+	n := e.responseSize(m)
 	if n < 0 {
 		return nil, false
 	}
@@ -41,7 +42,7 @@ func encodeResponse(m *extprocv3.ProcessingResponse) (mem.BufferSlice, bool) {
 		pool = smallReplies
 	}
 	buf := pool.Get(n)
-	b := appendResponse((*buf)[:0], m)
+	b := e.appendResponse((*buf)[:0], m)
 	if len(b) != n { // a bug, not an input: never send a malformed message
 		pool.Put(buf)
 		return nil, false
@@ -183,12 +184,61 @@ func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
 	return appendBytesField(b, num, v)
 }
 
+// --- the encoder ------------------------------------------------------------
+
+// encoder holds the sizes of a reply's nested messages: the size pass
+// (…Size) records them in pre-order, each in a slot reserved before its
+// children are sized, and the append pass (append…) takes them in the same
+// order, so that nothing is sized or validated twice. A reply with more
+// nested messages than slots (some twenty headers) is left to proto.
+type encoder struct {
+	sizes   [64]int
+	n, next int
+}
+
+// reserve returns the slot of the next nested message, -1 when full.
+func (e *encoder) reserve() int {
+	if e.n == len(e.sizes) {
+		return -1
+	}
+	e.n++
+	return e.n - 1
+}
+
+// nested records n, the size of the message of slot, and returns the size of
+// the field num holding it; -1 when either is.
+func (e *encoder) nested(num protowire.Number, slot, n int) int {
+	if slot < 0 || n < 0 {
+		return -1
+	}
+	e.sizes[slot] = n
+	return msgSize(num, n)
+}
+
+// header appends the tag and length of the next nested message.
+func (e *encoder) header(b []byte, num protowire.Number) []byte {
+	n := e.sizes[e.next]
+	e.next++
+	return appendMsgHeader(b, num, n)
+}
+
 // --- ProcessingResponse -----------------------------------------------------
 
-func responseSize(m *extprocv3.ProcessingResponse) int {
+// responseSize sizes m's fields in appendResponse's order.
+func (e *encoder) responseSize(m *extprocv3.ProcessingResponse) int {
 	if m == nil || hasUnknown(m) || m.DynamicMetadata != nil || len(m.TypedDynamicMetadata) > 0 ||
 		m.ServerWindowUpdate != nil {
 		return -1
+	}
+	mode := 0
+	if m.ModeOverride != nil {
+		slot := e.reserve()
+		mode = e.nested(9, slot, modeSize(m.ModeOverride))
+	}
+	timeout := 0
+	if m.OverrideMessageTimeout != nil {
+		slot := e.reserve()
+		timeout = e.nested(10, slot, durationSize(m.OverrideMessageTimeout))
 	}
 	member := 0
 	switch r := m.Response.(type) {
@@ -197,62 +247,61 @@ func responseSize(m *extprocv3.ProcessingResponse) int {
 		if r == nil {
 			return -1
 		}
-		member = msgSize(1, headersResponseSize(r.RequestHeaders))
+		slot := e.reserve()
+		member = e.nested(1, slot, e.headersResponseSize(r.RequestHeaders))
 	case *extprocv3.ProcessingResponse_ResponseHeaders:
 		if r == nil {
 			return -1
 		}
-		member = msgSize(2, headersResponseSize(r.ResponseHeaders))
+		slot := e.reserve()
+		member = e.nested(2, slot, e.headersResponseSize(r.ResponseHeaders))
 	case *extprocv3.ProcessingResponse_RequestBody:
 		if r == nil {
 			return -1
 		}
-		member = msgSize(3, bodyResponseSize(r.RequestBody))
+		slot := e.reserve()
+		member = e.nested(3, slot, e.bodyResponseSize(r.RequestBody))
 	case *extprocv3.ProcessingResponse_ResponseBody:
 		if r == nil {
 			return -1
 		}
-		member = msgSize(4, bodyResponseSize(r.ResponseBody))
+		slot := e.reserve()
+		member = e.nested(4, slot, e.bodyResponseSize(r.ResponseBody))
 	case *extprocv3.ProcessingResponse_RequestTrailers:
 		if r == nil {
 			return -1
 		}
-		member = msgSize(5, trailersResponseSize(r.RequestTrailers))
+		slot := e.reserve()
+		member = e.nested(5, slot, e.trailersResponseSize(r.RequestTrailers))
 	case *extprocv3.ProcessingResponse_ResponseTrailers:
 		if r == nil {
 			return -1
 		}
-		member = msgSize(6, trailersResponseSize(r.ResponseTrailers))
+		slot := e.reserve()
+		member = e.nested(6, slot, e.trailersResponseSize(r.ResponseTrailers))
 	case *extprocv3.ProcessingResponse_ImmediateResponse:
 		if r == nil {
 			return -1
 		}
-		member = msgSize(7, immediateSize(r.ImmediateResponse))
+		slot := e.reserve()
+		member = e.nested(7, slot, e.immediateSize(r.ImmediateResponse))
 	default: // streamed_immediate_response
 		return -1
 	}
-	mode := 0
-	if m.ModeOverride != nil {
-		mode = msgSize(9, modeSize(m.ModeOverride))
-	}
-	timeout := 0
-	if m.OverrideMessageTimeout != nil {
-		timeout = msgSize(10, durationSize(m.OverrideMessageTimeout))
-	}
-	return add(member, mode, timeout,
+	return add(mode, timeout,
 		boolSize(12, m.RequestDrain), //nolint:staticcheck // deprecated, still on the wire
-		boolSize(15, m.RequestDrainRequests), boolSize(16, m.RequestDrainResponses))
+		boolSize(15, m.RequestDrainRequests), boolSize(16, m.RequestDrainResponses), member)
 }
 
 // appendResponse writes the fields outside the oneof first, as proto.Marshal
 // does (its "legacy" order: oneof members last).
-func appendResponse(b []byte, m *extprocv3.ProcessingResponse) []byte {
+func (e *encoder) appendResponse(b []byte, m *extprocv3.ProcessingResponse) []byte {
 	if m.ModeOverride != nil {
-		b = appendMsgHeader(b, 9, modeSize(m.ModeOverride))
+		b = e.header(b, 9)
 		b = appendMode(b, m.ModeOverride)
 	}
 	if m.OverrideMessageTimeout != nil {
-		b = appendMsgHeader(b, 10, durationSize(m.OverrideMessageTimeout))
+		b = e.header(b, 10)
 		b = appendDuration(b, m.OverrideMessageTimeout)
 	}
 	b = appendBoolField(b, 12, m.RequestDrain) //nolint:staticcheck // deprecated, still on the wire
@@ -260,126 +309,111 @@ func appendResponse(b []byte, m *extprocv3.ProcessingResponse) []byte {
 	b = appendBoolField(b, 16, m.RequestDrainResponses)
 	switch r := m.Response.(type) {
 	case *extprocv3.ProcessingResponse_RequestHeaders:
-		b = appendMsgHeader(b, 1, headersResponseSize(r.RequestHeaders))
-		b = appendHeadersResponse(b, r.RequestHeaders)
+		b = e.appendCommonField(e.header(b, 1), r.RequestHeaders.Response)
 	case *extprocv3.ProcessingResponse_ResponseHeaders:
-		b = appendMsgHeader(b, 2, headersResponseSize(r.ResponseHeaders))
-		b = appendHeadersResponse(b, r.ResponseHeaders)
+		b = e.appendCommonField(e.header(b, 2), r.ResponseHeaders.Response)
 	case *extprocv3.ProcessingResponse_RequestBody:
-		b = appendMsgHeader(b, 3, bodyResponseSize(r.RequestBody))
-		b = appendBodyResponse(b, r.RequestBody)
+		b = e.appendCommonField(e.header(b, 3), r.RequestBody.Response)
 	case *extprocv3.ProcessingResponse_ResponseBody:
-		b = appendMsgHeader(b, 4, bodyResponseSize(r.ResponseBody))
-		b = appendBodyResponse(b, r.ResponseBody)
+		b = e.appendCommonField(e.header(b, 4), r.ResponseBody.Response)
 	case *extprocv3.ProcessingResponse_RequestTrailers:
-		b = appendMsgHeader(b, 5, trailersResponseSize(r.RequestTrailers))
-		b = appendTrailersResponse(b, r.RequestTrailers)
+		b = e.appendTrailersResponse(e.header(b, 5), r.RequestTrailers)
 	case *extprocv3.ProcessingResponse_ResponseTrailers:
-		b = appendMsgHeader(b, 6, trailersResponseSize(r.ResponseTrailers))
-		b = appendTrailersResponse(b, r.ResponseTrailers)
+		b = e.appendTrailersResponse(e.header(b, 6), r.ResponseTrailers)
 	case *extprocv3.ProcessingResponse_ImmediateResponse:
-		b = appendMsgHeader(b, 7, immediateSize(r.ImmediateResponse))
-		b = appendImmediate(b, r.ImmediateResponse)
+		b = e.appendImmediate(e.header(b, 7), r.ImmediateResponse)
 	}
 	return b
 }
 
 // HeadersResponse and BodyResponse: a CommonResponse, field 1.
 
-func headersResponseSize(m *extprocv3.HeadersResponse) int {
+func (e *encoder) headersResponseSize(m *extprocv3.HeadersResponse) int {
 	if m == nil || hasUnknown(m) {
 		return -1
 	}
-	return commonFieldSize(m.Response)
+	return e.commonFieldSize(m.Response)
 }
 
-func appendHeadersResponse(b []byte, m *extprocv3.HeadersResponse) []byte {
-	return appendCommonField(b, m.Response)
-}
-
-func bodyResponseSize(m *extprocv3.BodyResponse) int {
+func (e *encoder) bodyResponseSize(m *extprocv3.BodyResponse) int {
 	if m == nil || hasUnknown(m) {
 		return -1
 	}
-	return commonFieldSize(m.Response)
+	return e.commonFieldSize(m.Response)
 }
 
-func appendBodyResponse(b []byte, m *extprocv3.BodyResponse) []byte {
-	return appendCommonField(b, m.Response)
-}
-
-func commonFieldSize(c *extprocv3.CommonResponse) int {
+func (e *encoder) commonFieldSize(c *extprocv3.CommonResponse) int {
 	if c == nil {
 		return 0
 	}
-	return msgSize(1, commonSize(c))
+	slot := e.reserve()
+	return e.nested(1, slot, e.commonSize(c))
 }
 
-func appendCommonField(b []byte, c *extprocv3.CommonResponse) []byte {
+func (e *encoder) appendCommonField(b []byte, c *extprocv3.CommonResponse) []byte {
 	if c == nil {
 		return b
 	}
-	b = appendMsgHeader(b, 1, commonSize(c))
-	return appendCommon(b, c)
+	return e.appendCommon(e.header(b, 1), c)
 }
 
-func trailersResponseSize(m *extprocv3.TrailersResponse) int {
+func (e *encoder) trailersResponseSize(m *extprocv3.TrailersResponse) int {
 	if m == nil || hasUnknown(m) {
 		return -1
 	}
 	if m.HeaderMutation == nil {
 		return 0
 	}
-	return msgSize(1, mutationSize(m.HeaderMutation))
+	slot := e.reserve()
+	return e.nested(1, slot, e.mutationSize(m.HeaderMutation))
 }
 
-func appendTrailersResponse(b []byte, m *extprocv3.TrailersResponse) []byte {
+func (e *encoder) appendTrailersResponse(b []byte, m *extprocv3.TrailersResponse) []byte {
 	if m.HeaderMutation == nil {
 		return b
 	}
-	b = appendMsgHeader(b, 1, mutationSize(m.HeaderMutation))
-	return appendMutation(b, m.HeaderMutation)
+	return e.appendMutation(e.header(b, 1), m.HeaderMutation)
 }
 
 // --- CommonResponse ---------------------------------------------------------
 
-func commonSize(c *extprocv3.CommonResponse) int {
+func (e *encoder) commonSize(c *extprocv3.CommonResponse) int {
 	if hasUnknown(c) {
 		return -1
 	}
 	hm, bm, tr := 0, 0, 0
 	if c.HeaderMutation != nil {
-		hm = msgSize(2, mutationSize(c.HeaderMutation))
+		slot := e.reserve()
+		hm = e.nested(2, slot, e.mutationSize(c.HeaderMutation))
 	}
 	if c.BodyMutation != nil {
-		bm = msgSize(3, bodyMutationSize(c.BodyMutation))
+		slot := e.reserve()
+		bm = e.nested(3, slot, bodyMutationSize(c.BodyMutation))
 	}
 	if c.Trailers != nil {
-		tr = msgSize(4, headerMapSize(c.Trailers))
+		slot := e.reserve()
+		tr = e.nested(4, slot, e.headerMapSize(c.Trailers))
 	}
 	return add(varintSize(1, int32Wire(c.Status)), hm, bm, tr, boolSize(5, c.ClearRouteCache))
 }
 
-func appendCommon(b []byte, c *extprocv3.CommonResponse) []byte {
+func (e *encoder) appendCommon(b []byte, c *extprocv3.CommonResponse) []byte {
 	b = appendVarintField(b, 1, int32Wire(c.Status))
 	if c.HeaderMutation != nil {
-		b = appendMsgHeader(b, 2, mutationSize(c.HeaderMutation))
-		b = appendMutation(b, c.HeaderMutation)
+		b = e.appendMutation(e.header(b, 2), c.HeaderMutation)
 	}
 	if c.BodyMutation != nil {
-		b = appendMsgHeader(b, 3, bodyMutationSize(c.BodyMutation))
-		b = appendBodyMutation(b, c.BodyMutation)
+		b = appendBodyMutation(e.header(b, 3), c.BodyMutation)
 	}
 	if c.Trailers != nil {
-		b = appendMsgHeader(b, 4, headerMapSize(c.Trailers))
-		b = appendHeaderMap(b, c.Trailers)
+		b = e.appendHeaderMap(e.header(b, 4), c.Trailers)
 	}
 	return appendBoolField(b, 5, c.ClearRouteCache)
 }
 
 // --- HeaderMutation ---------------------------------------------------------
 
-func mutationSize(hm *extprocv3.HeaderMutation) int {
+func (e *encoder) mutationSize(hm *extprocv3.HeaderMutation) int {
 	if hasUnknown(hm) {
 		return -1
 	}
@@ -388,7 +422,8 @@ func mutationSize(hm *extprocv3.HeaderMutation) int {
 		if o == nil {
 			return -1
 		}
-		if n = add(n, msgSize(1, optionSize(o))); n < 0 {
+		slot := e.reserve()
+		if n = add(n, e.nested(1, slot, e.optionSize(o))); n < 0 {
 			return -1
 		}
 	}
@@ -401,10 +436,9 @@ func mutationSize(hm *extprocv3.HeaderMutation) int {
 	return n
 }
 
-func appendMutation(b []byte, hm *extprocv3.HeaderMutation) []byte {
+func (e *encoder) appendMutation(b []byte, hm *extprocv3.HeaderMutation) []byte {
 	for _, o := range hm.SetHeaders {
-		b = appendMsgHeader(b, 1, optionSize(o))
-		b = appendOption(b, o)
+		b = e.appendOption(e.header(b, 1), o)
 	}
 	for _, r := range hm.RemoveHeaders {
 		b = appendStringField(b, 2, r)
@@ -412,28 +446,28 @@ func appendMutation(b []byte, hm *extprocv3.HeaderMutation) []byte {
 	return b
 }
 
-func optionSize(o *corev3.HeaderValueOption) int {
+func (e *encoder) optionSize(o *corev3.HeaderValueOption) int {
 	if hasUnknown(o) {
 		return -1
 	}
 	h, app := 0, 0
 	if o.Header != nil {
-		h = msgSize(1, headerValueSize(o.Header))
+		slot := e.reserve()
+		h = e.nested(1, slot, headerValueSize(o.Header))
 	}
 	if o.Append != nil {
-		app = msgSize(2, boolValueSize(o.Append))
+		slot := e.reserve()
+		app = e.nested(2, slot, boolValueSize(o.Append))
 	}
 	return add(h, app, varintSize(3, int32Wire(o.AppendAction)), boolSize(4, o.KeepEmptyValue))
 }
 
-func appendOption(b []byte, o *corev3.HeaderValueOption) []byte {
+func (e *encoder) appendOption(b []byte, o *corev3.HeaderValueOption) []byte {
 	if o.Header != nil {
-		b = appendMsgHeader(b, 1, headerValueSize(o.Header))
-		b = appendHeaderValue(b, o.Header)
+		b = appendHeaderValue(e.header(b, 1), o.Header)
 	}
 	if o.Append != nil {
-		b = appendMsgHeader(b, 2, boolValueSize(o.Append))
-		b = appendBoolField(b, 1, o.Append.Value)
+		b = appendBoolField(e.header(b, 2), 1, o.Append.Value)
 	}
 	b = appendVarintField(b, 3, int32Wire(o.AppendAction))
 	return appendBoolField(b, 4, o.KeepEmptyValue)
@@ -459,7 +493,7 @@ func appendHeaderValue(b []byte, h *corev3.HeaderValue) []byte {
 	return appendBytes(b, 3, h.RawValue)
 }
 
-func headerMapSize(hm *corev3.HeaderMap) int {
+func (e *encoder) headerMapSize(hm *corev3.HeaderMap) int {
 	if hasUnknown(hm) {
 		return -1
 	}
@@ -468,17 +502,17 @@ func headerMapSize(hm *corev3.HeaderMap) int {
 		if h == nil {
 			return -1
 		}
-		if n = add(n, msgSize(1, headerValueSize(h))); n < 0 {
+		slot := e.reserve()
+		if n = add(n, e.nested(1, slot, headerValueSize(h))); n < 0 {
 			return -1
 		}
 	}
 	return n
 }
 
-func appendHeaderMap(b []byte, hm *corev3.HeaderMap) []byte {
+func (e *encoder) appendHeaderMap(b []byte, hm *corev3.HeaderMap) []byte {
 	for _, h := range hm.Headers {
-		b = appendMsgHeader(b, 1, headerValueSize(h))
-		b = appendHeaderValue(b, h)
+		b = appendHeaderValue(e.header(b, 1), h)
 	}
 	return b
 }
@@ -520,39 +554,36 @@ func appendBodyMutation(b []byte, bm *extprocv3.BodyMutation) []byte {
 
 // --- ImmediateResponse ------------------------------------------------------
 
-func immediateSize(r *extprocv3.ImmediateResponse) int {
+func (e *encoder) immediateSize(r *extprocv3.ImmediateResponse) int {
 	if r == nil || hasUnknown(r) {
 		return -1
 	}
 	st, hm, gs := 0, 0, 0
 	if r.Status != nil {
-		st = msgSize(1, httpStatusSize(r.Status))
+		slot := e.reserve()
+		st = e.nested(1, slot, httpStatusSize(r.Status))
 	}
 	if r.Headers != nil {
-		hm = msgSize(2, mutationSize(r.Headers))
+		slot := e.reserve()
+		hm = e.nested(2, slot, e.mutationSize(r.Headers))
 	}
 	if r.GrpcStatus != nil {
-		gs = -1
-		if !hasUnknown(r.GrpcStatus) {
-			gs = msgSize(4, varintSize(1, uint64(r.GrpcStatus.Status)))
-		}
+		slot := e.reserve()
+		gs = e.nested(4, slot, grpcStatusSize(r.GrpcStatus))
 	}
 	return add(st, hm, bytesSize(3, r.Body), gs, stringSize(5, r.Details))
 }
 
-func appendImmediate(b []byte, r *extprocv3.ImmediateResponse) []byte {
+func (e *encoder) appendImmediate(b []byte, r *extprocv3.ImmediateResponse) []byte {
 	if r.Status != nil {
-		b = appendMsgHeader(b, 1, httpStatusSize(r.Status))
-		b = appendVarintField(b, 1, int32Wire(r.Status.Code))
+		b = appendVarintField(e.header(b, 1), 1, int32Wire(r.Status.Code))
 	}
 	if r.Headers != nil {
-		b = appendMsgHeader(b, 2, mutationSize(r.Headers))
-		b = appendMutation(b, r.Headers)
+		b = e.appendMutation(e.header(b, 2), r.Headers)
 	}
 	b = appendBytes(b, 3, r.Body)
 	if r.GrpcStatus != nil {
-		b = appendMsgHeader(b, 4, varintSize(1, uint64(r.GrpcStatus.Status)))
-		b = appendVarintField(b, 1, uint64(r.GrpcStatus.Status))
+		b = appendVarintField(e.header(b, 4), 1, uint64(r.GrpcStatus.Status))
 	}
 	return appendString(b, 5, r.Details)
 }
@@ -562,6 +593,13 @@ func httpStatusSize(s *typev3.HttpStatus) int {
 		return -1
 	}
 	return varintSize(1, int32Wire(s.Code))
+}
+
+func grpcStatusSize(s *extprocv3.GrpcStatus) int {
+	if hasUnknown(s) {
+		return -1
+	}
+	return varintSize(1, uint64(s.Status))
 }
 
 // --- ProcessingMode, Duration -----------------------------------------------
@@ -607,7 +645,9 @@ var sharedReplies = func() []sharedReply {
 	}
 	out := make([]sharedReply, len(rs))
 	for i, r := range rs {
-		b := appendResponse(nil, r)
+		var e encoder
+		e.responseSize(r) // covered (TestEncodeResponse)
+		b := e.appendResponse(nil, r)
 		out[i] = sharedReply{r, mem.BufferSlice{mem.SliceBuffer(b)}}
 	}
 	return out

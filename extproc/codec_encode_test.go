@@ -11,6 +11,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -76,6 +77,17 @@ func TestEncodeResponse(t *testing.T) {
 	withUnknown.GetResponseBody().ProtoReflect().SetUnknown(protoreflect.RawFields{0x78, 0x01})
 	st := &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewStringValue("v")}}
 	s := &stream{p: New(newCatalog(), benchAccountant{}), id: "tg-1"}
+	headers := func(n int) *extprocv3.ProcessingResponse {
+		var l headerList
+		for i := range n {
+			l = l.addInt("x-h", int64(i))
+		}
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+			ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
+				HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: l.options()},
+			}},
+		}}
+	}
 
 	for _, tc := range []struct {
 		name    string
@@ -145,6 +157,9 @@ func TestEncodeResponse(t *testing.T) {
 			ImmediateResponse: &extprocv3.ImmediateResponse{Status: &typev3.HttpStatus{Code: -1}},
 		}}, true},
 
+		{"20 headers", headers(20), true},
+
+		{"25 headers: more nested messages than the encoder's slots", headers(25), false},
 		{"dynamic metadata", &extprocv3.ProcessingResponse{DynamicMetadata: st}, false},
 		{"typed dynamic metadata", &extprocv3.ProcessingResponse{TypedDynamicMetadata: map[string]*anypb.Any{"k": {}}}, false},
 		{"server window update", &extprocv3.ProcessingResponse{ServerWindowUpdate: &extprocv3.ProcessingResponse_ServerWindowUpdate{}}, false},
@@ -396,4 +411,35 @@ func genResponse(t *rapid.T) (*extprocv3.ProcessingResponse, bool) {
 		m.DynamicMetadata = &structpb.Struct{}
 	}
 	return m, covered
+}
+
+// BenchmarkMarshalReply: the codec's Marshal of the processor's replies to a
+// chat request (request body, response headers, response body), by hand and
+// with grpc's proto codec.
+func BenchmarkMarshalReply(b *testing.B) {
+	s := &stream{p: New(newCatalog(), benchAccountant{})}
+	ctx := context.Background()
+	var replies []*extprocv3.ProcessingResponse
+	for _, m := range []*extprocv3.ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
+		replies = append(replies, s.handle(ctx, m))
+	}
+	for _, c := range []struct {
+		name  string
+		codec interface {
+			Marshal(any) (mem.BufferSlice, error)
+		}
+	}{{"hand", newCodec()}, {"proto", newCodec().base}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, r := range replies[1:] {
+					data, err := c.codec.Marshal(r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					data.Free()
+				}
+			}
+		})
+	}
 }
