@@ -22,7 +22,7 @@ func TestRunAgainstTheMock(t *testing.T) {
 			var out bytes.Buffer
 			err := run(t.Context(), []string{
 				"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt",
-				"-scenario", scen, "-c", "4", "-d", "200ms", "-warmup", "50ms",
+				"-scenario", scen, "-c", "4", "-d", "500ms", "-warmup", "0s",
 			}, &out, io.Discard)
 			require.NoError(t, err)
 			var r map[string]any
@@ -32,7 +32,7 @@ func TestRunAgainstTheMock(t *testing.T) {
 			}
 			require.Equal(t, scen, r["scenario"])
 			require.InDelta(t, 0, r["errors"], 0, "first error: %v", r["first_error"])
-			require.Positive(t, r["requests"])
+			require.Positive(t, r["requests"], "%s", out.String())
 			require.LessOrEqual(t, r["p50_ms"], r["p99_ms"])
 		})
 	}
