@@ -212,25 +212,31 @@ func (l headerList) pairs() [][2]string {
 // headerSets returns n headerSets and a list for their options; up to four
 // in one allocation.
 func headerSets(n int) ([]headerSet, []*corev3.HeaderValueOption) {
-	switch {
-	case n == 1:
+	switch n {
+	case 1:
 		x := &struct {
 			s [1]headerSet
 			p [1]*corev3.HeaderValueOption
 		}{}
 		return x.s[:], x.p[:]
-	case n == 2:
+	case 2:
 		x := &struct {
 			s [2]headerSet
 			p [2]*corev3.HeaderValueOption
 		}{}
 		return x.s[:], x.p[:]
-	case n <= 4:
+	case 3:
+		x := &struct {
+			s [3]headerSet
+			p [3]*corev3.HeaderValueOption
+		}{}
+		return x.s[:], x.p[:]
+	case 4:
 		x := &struct {
 			s [4]headerSet
 			p [4]*corev3.HeaderValueOption
 		}{}
-		return x.s[:n], x.p[:n]
+		return x.s[:], x.p[:]
 	}
 	return make([]headerSet, n), make([]*corev3.HeaderValueOption, n)
 }
