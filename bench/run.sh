@@ -5,6 +5,7 @@
 #   bench/run.sh                 # 10 s per cell, 64 and 1000 connections, chat/stream/embeddings
 #   D=5s CONNS="64" SCEN="chat" bench/run.sh
 #   REPEAT=5 D=5s CONNS=64 SCEN=chat bench/run.sh   # nginx/tollgate pairs 5 times per cell
+#   WARMUP=3s                    # unmeasured chat load on each proxy before the first cell
 #
 # The gateway is pinned to core 0 (GOMAXPROCS follows the affinity mask); mockllm and the
 # load generator share core 1. CPU per request = the gateway's user+system time over the
@@ -122,6 +123,15 @@ cell() {
   printf '| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s |' "$s" "$c" "$target" \
     "$(field rps <<<"$out")" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")" "$cpu" "$rss"
 }
+
+# Warm-up, not measured: each proxy serves a few seconds of chat first, so
+# that the first cell does not carry its start (first connections, pools,
+# the ledger file, the heap growing to its working size).
+WARMUP=${WARMUP:-3s}
+taskset -c "$LOAD_CPU" bin/loadgen -url "http://$gw" -key "$key" -model demo -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
+if [ -n "$nginx_pid" ]; then
+  taskset -c "$LOAD_CPU" bin/loadgen -url "http://$ngx" -model mock-gpt -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
+fi
 
 printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | CPU µs/req | peak RSS MiB | CPU vs nginx |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
