@@ -34,9 +34,10 @@ func Direct(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorCl
 }
 
 // DirectOwned is Direct for a server that never touches a reply once Send
-// has returned (extproc.Processor builds every reply anew): replies are
-// passed by pointer like requests, with no copy. A server that reuses its
-// replies must use Direct.
+// has returned: replies are passed by pointer like requests, with no copy.
+// The client only reads them, so such a server may send one reply value on
+// many streams (extproc.Processor shares its plain CONTINUE replies). A
+// server that changes or reuses a reply after Send must use Direct.
 func DirectOwned(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
 	return directClient{srv: srv, owned: true}
 }
