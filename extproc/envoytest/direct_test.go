@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // serverFunc adapts a function to ExternalProcessorServer.
@@ -151,4 +153,77 @@ func TestGracefulCloseTimeout(t *testing.T) {
 	start := time.Now()
 	s.Close()
 	require.GreaterOrEqual(t, time.Since(start), cfg.RemoteCloseTimeout)
+}
+
+// A DirectOwned server may send one reply value on many streams at once
+// (extproc.Processor does with its plain CONTINUE replies): the client only
+// reads replies. Under -race a write would be reported; without it, the
+// replies must still equal what was sent.
+func TestDirectOwnedOnlyReadsReplies(t *testing.T) {
+	mutation := setHeaders(rawSet("x-route", "a"), rawSet("x-added", "1"))
+	mutation.RemoveHeaders = []string{"x-drop"}
+	shared := map[string]*extprocv3.ProcessingResponse{
+		"request headers":  reply(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{}}, &extprocv3.CommonResponse{HeaderMutation: mutation, ClearRouteCache: true}),
+		"request body":     reply(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{}}, &extprocv3.CommonResponse{BodyMutation: bodyMut("hello!!")}),
+		"response headers": reply(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{}}, &extprocv3.CommonResponse{HeaderMutation: setHeaders(rawSet("x-cost", "7"))}),
+		"response body":    reply(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{}}, &extprocv3.CommonResponse{BodyMutation: bodyMut("world!!")}),
+	}
+	pristine := map[string]*extprocv3.ProcessingResponse{}
+	for k, r := range shared {
+		pristine[k] = proto.Clone(r).(*extprocv3.ProcessingResponse)
+	}
+	cc := DirectOwned(serverFunc(func(st extprocv3.ExternalProcessor_ProcessServer) error {
+		for {
+			req, err := st.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var r *extprocv3.ProcessingResponse
+			switch {
+			case isRequestHeaders(req):
+				r = shared["request headers"]
+			case isRequestBody(req):
+				r = shared["request body"]
+			case isResponseHeaders(req):
+				r = shared["response headers"]
+			case isResponseBody(req):
+				r = shared["response body"]
+			default:
+				r = reply(req, nil)
+			}
+			if err := st.Send(r); err != nil {
+				return err
+			}
+		}
+	}))
+	type result struct {
+		resp *Response
+		err  error
+	}
+	results := make(chan result, 32)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			req := postRequest(`{"a":1}`)
+			req.Headers = append(req.Headers, Header{"x-drop", "gone"})
+			resp, err := NewClient(cc, testConfig()).Do(testCtx(t), req, ok200(`{"b":2}`))
+			results <- result{resp, err}
+		})
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		require.NoError(t, r.err)
+		require.Equal(t, "hello!!", string(r.resp.Forwarded.Body))
+		require.Equal(t, "a", r.resp.Forwarded.Headers.Value("x-route"))
+		require.False(t, r.resp.Forwarded.Headers.Has("x-drop"))
+		require.Equal(t, "world!!", string(r.resp.Body))
+		require.Equal(t, "7", r.resp.Headers.Value("x-cost"))
+	}
+	for k, r := range shared {
+		require.True(t, proto.Equal(pristine[k], r), "%s reply changed by the client", k)
+	}
 }
