@@ -32,6 +32,17 @@ type headParser struct {
 	spans []fieldSpan
 }
 
+// maxKeptHead is the largest head buffer a connection keeps between
+// messages: one large head does not pin its buffer for the connection's life.
+const maxKeptHead = 16 << 10
+
+func (p *headParser) reset() {
+	if cap(p.buf) > maxKeptHead {
+		p.buf, p.spans = nil, nil
+	}
+	p.buf, p.spans = p.buf[:0], p.spans[:0]
+}
+
 // fieldSpan locates one field in headParser.buf.
 type fieldSpan struct{ k0, k1, v0, v1 int }
 
@@ -65,7 +76,7 @@ func malformed(format string, args ...any) error {
 // read reads one request head from br. io.EOF: the connection ended before
 // a request began.
 func (p *headParser) read(br *bufio.Reader) (*reqHead, error) {
-	p.buf, p.spans = p.buf[:0], p.spans[:0]
+	p.reset()
 	if err := p.readLine(br); err != nil {
 		return nil, err
 	}
@@ -620,7 +631,7 @@ func (p *headParser) readResponse(br *bufio.Reader, method string) (*respHead, e
 }
 
 func (p *headParser) readResponseHead(br *bufio.Reader, method string) (*respHead, error) {
-	p.buf = p.buf[:0]
+	p.reset()
 	if err := p.readLine(br); err != nil {
 		return nil, err
 	}
