@@ -110,6 +110,19 @@ func TestCatchAllAndImmediateResponse(t *testing.T) {
 	resp, body = post(t, c, url+"/v1/chat/completions", "deny", `{}`)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.JSONEq(t, `{"error":"denied"}`, body)
+
+	// On the wire, local replies name their headers in lower case like
+	// proxied responses (and Envoy).
+	raw := dialRaw(t, e.Addr().String())
+	raw.send(t, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Pick: deny\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+	wire, err := io.ReadAll(raw.br)
+	require.NoError(t, err)
+	head, _, _ := strings.Cut(string(wire), "\r\n\r\n")
+	require.Contains(t, head, "HTTP/1.1 401 ")
+	for _, line := range strings.Split(head, "\r\n")[1:] {
+		name, _, _ := strings.Cut(line, ":")
+		require.Equal(t, strings.ToLower(name), name, "header line %q", line)
+	}
 }
 
 func TestRequestBodyLimit(t *testing.T) {

@@ -850,19 +850,34 @@ func (x *exchange) writeLocal(status int, h envoytest.Headers, body []byte) {
 		abort(x.w)
 		return
 	}
-	dst := x.w.Header()
-	for _, kv := range h {
-		if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) || kv.Key == "content-length" {
-			continue
+	if rw, ok := x.w.(*response); ok {
+		// HTTP/1: lower-case names in order, as for proxied responses.
+		out := make(envoytest.Headers, 0, len(h)+2)
+		for _, kv := range h {
+			if !strings.HasPrefix(kv.Key, ":") && !hopByHop(kv.Key) && kv.Key != "content-length" {
+				out = append(out, kv)
+			}
 		}
-		k := http.CanonicalHeaderKey(kv.Key)
-		dst[k] = append(dst[k], kv.Value)
+		if len(body) > 0 && !out.Has("content-type") {
+			out = append(out, envoytest.Header{Key: "content-type", Value: "text/plain"})
+		}
+		out = append(out, envoytest.Header{Key: "content-length", Value: strconv.Itoa(len(body))})
+		rw.setHeaders(status, out)
+	} else {
+		dst := x.w.Header()
+		for _, kv := range h {
+			if strings.HasPrefix(kv.Key, ":") || hopByHop(kv.Key) || kv.Key == "content-length" {
+				continue
+			}
+			k := http.CanonicalHeaderKey(kv.Key)
+			dst[k] = append(dst[k], kv.Value)
+		}
+		if len(body) > 0 && dst.Get("Content-Type") == "" {
+			dst.Set("Content-Type", "text/plain")
+		}
+		dst.Set("Content-Length", strconv.Itoa(len(body)))
+		x.w.WriteHeader(status)
 	}
-	if len(body) > 0 && dst.Get("Content-Type") == "" {
-		dst.Set("Content-Type", "text/plain")
-	}
-	dst.Set("Content-Length", strconv.Itoa(len(body)))
-	x.w.WriteHeader(status)
 	x.sentHeaders = true
 	_, _ = x.w.Write(body)
 }
