@@ -79,7 +79,9 @@ func TestH1ServerPipelinedRequests(t *testing.T) {
 	c := dialRaw(t, addr)
 	c.send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"+
 		"POST /b HTTP/1.1\r\nHost: y\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"+
-		"GET /c HTTP/1.1\r\nHost: z\r\n\r\n")
+		"POST /t HTTP/1.1\r\nHost: y\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nf\r\n0\r\nX-T: 1\r\n\r\n"+
+		"GET /c HTTP/1.1\r\nHost: z\r\n\r\n"+
+		"GET /d HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
 	resp, body := c.response(t, "POST")
 	require.Equal(t, "/a hello", body)
 	require.Equal(t, "x", resp.Header.Get("X-Host"))
@@ -87,8 +89,13 @@ func TestH1ServerPipelinedRequests(t *testing.T) {
 	require.NotEmpty(t, resp.Header.Get("Date"))
 	_, body = c.response(t, "POST")
 	require.Equal(t, "/b abcde", body)
+	_, body = c.response(t, "POST") // the trailers are consumed with the body
+	require.Equal(t, "/t f", body)
 	resp, body = c.response(t, "GET")
 	require.Equal(t, "/c ", body)
+	require.False(t, resp.Close)
+	resp, body = c.response(t, "GET") // HTTP/1.0 asking to keep the connection
+	require.Equal(t, "/d ", body)
 	require.False(t, resp.Close)
 }
 
