@@ -157,3 +157,35 @@ func FuzzScanObject(f *testing.F) {
 		}
 	})
 }
+
+func TestUsageAllNull(t *testing.T) {
+	for data, want := range map[string]bool{
+		`{"id":"c","choices":[{"delta":{"content":"hi"}}]}`:                         true,
+		`{"id":"c","choices":[{"delta":{"content":"hi"}}],"usage":null}`:            true,
+		`{"id":"c","choices":[],"usage" : null }`:                                   true,
+		`{"choices":[{"delta":{"content":"say \"usage\": 1"}}],"usage":null}`:       true,
+		`{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`: false,
+		`{"usage":null,"x":{"usage":{"prompt_tokens":1}}}`:                          false,
+		`{"usage":nul}`: false,
+		`{"usage"}`:     false,
+		`"usage"`:       false,
+	} {
+		require.Equal(t, want, usageAllNull([]byte(data)), data)
+	}
+}
+
+// Where usageAllNull lets observe skip an event, parsing it would not have
+// found a usage either.
+func FuzzUsageAllNull(f *testing.F) {
+	f.Add([]byte(`{"id":"c","choices":[{"delta":{"content":"hi"}}],"usage":null}`))
+	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`))
+	f.Add([]byte(`{"usage":null,"usage":{"prompt_tokens":3}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !usageAllNull(data) {
+			return
+		}
+		var u openAIStreamUsage
+		require.False(t, u.parseUsage(data))
+		require.False(t, u.reported, "a usage was in %q", data)
+	})
+}

@@ -78,9 +78,17 @@ func (s *openAIStreamUsage) observe(data []byte) bool {
 		return false
 	}
 	s.text += textBytes(data)
-	if !bytes.Contains(data, usageKey) {
+	if usageAllNull(data) {
+		// No usage, or "usage":null as on every chunk but the last of a
+		// stream with include_usage: nothing to parse.
 		return false
 	}
+	return s.parseUsage(data)
+}
+
+// parseUsage takes the usage of one event's data; it reports whether the
+// event is the usage-only one.
+func (s *openAIStreamUsage) parseUsage(data []byte) bool {
 	usage, choices := absent, absent
 	_, err := scanObject(data, 0, true, func(key []byte, v span) error {
 		switch {
@@ -101,6 +109,31 @@ func (s *openAIStreamUsage) observe(data []byte) bool {
 	s.usage, s.reported = u, true
 	return choices.ok() && isEmptyArray(data, choices)
 }
+
+// usageAllNull reports whether every "usage" key in data has the value
+// null (or there is none). A "usage" key cannot occur inside a JSON string:
+// its quotes would be escaped.
+func usageAllNull(data []byte) bool {
+	rest := data
+	for {
+		i := bytes.Index(rest, usageKey)
+		if i < 0 {
+			return true
+		}
+		rest = rest[i+len(usageKey):]
+		j := skipSpace(rest, 0)
+		if j >= len(rest) || rest[j] != ':' {
+			return false // not a key as expected: let the scanner decide
+		}
+		j = skipSpace(rest, j+1)
+		if !bytes.HasPrefix(rest[j:], nullValue) {
+			return false
+		}
+		rest = rest[j+len(nullValue):]
+	}
+}
+
+var nullValue = []byte("null")
 
 func isEmptyArray(b []byte, v span) bool {
 	return b[v.start] == '[' && b[skipSpace(b, v.start+1)] == ']'
