@@ -15,7 +15,9 @@
 # (installed from Debian's nginx-light when missing and run as root; skipped otherwise):
 # the issue's goals were set against nginx's CPU per request on a quiet machine (18 µs),
 # and this machine's speed varies by 2x within minutes, so "gateway CPU / nginx CPU" in
-# the same run is the number that compares.
+# the same run is the number that compares. nginx runs twice per cell: as fast as the
+# load generator drives it, and paced (loadgen -rate) at the rate the gateway served,
+# since its CPU per request falls as its rate rises.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -108,21 +110,25 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 
-# cell TARGET URL PID KEY MODEL: one row without its last column; sets cpu (µs/req).
+# cell TARGET URL PID KEY MODEL [RATE]: sets row (one table row without its
+# last two columns), cpu (µs/req) and rps; RATE paces the load generator.
 cell() {
-  local target=$1 url=$2 pid=$3 key=$4 model=$5 t0 t1 out reqs rss=-
+  local target=$1 url=$2 pid=$3 key=$4 model=$5 rate=${6:-0} t0 t1 out reqs rss=-
   cpu=-
   [ -n "$pid" ] && t0=$(ticks "$pid")
-  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "$s" -c "$c" -d "$D" -warmup 0s)
+  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "$s" -c "$c" -d "$D" -warmup 0s -rate "$rate")
   if [ -n "$pid" ]; then
     t1=$(ticks "$pid")
     reqs=$(field requests <<<"$out")
     cpu=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print "-" }')
     rss=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$pid/status")
   fi
-  printf '| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s |' "$s" "$c" "$target" \
-    "$(field rps <<<"$out")" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")" "$cpu" "$rss"
+  rps=$(field rps <<<"$out")
+  row=$(printf '| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s |' "$s" "$c" "$target" \
+    "$rps" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")" "$cpu" "$rss")
 }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 # Warm-up, not measured: each proxy serves a few seconds of chat first, so
 # that the first cell does not carry its start (first connections, pools,
@@ -133,8 +139,8 @@ if [ -n "$nginx_pid" ]; then
   taskset -c "$LOAD_CPU" bin/loadgen -url "http://$ngx" -model mock-gpt -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
 fi
 
-printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | CPU µs/req | peak RSS MiB | CPU vs nginx |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | CPU µs/req | peak RSS MiB | CPU vs nginx | CPU vs nginx at the same rate |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 # All scenarios at one connection count before the next: a cell that follows
 # 1,000 connections runs on a process that grew for them (more memory, pools,
 # idle upstream connections), which made the 64-connection cells after it
@@ -142,18 +148,28 @@ printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for c in $CONNS; do
   for s in $SCEN; do
     cell "direct to mockllm" "http://$mock" "" "" mock-gpt
-    printf ' - |\n'
-    # Each repetition measures nginx right before the gateway: the ratio
-    # compares two cells seconds apart.
+    printf '%s - | - |\n' "$row"
+    # Each repetition measures nginx right before the gateway, then nginx
+    # again paced at the rate the gateway served: nginx spends less per
+    # request the more requests each wake-up finds, so the last column
+    # compares the two at the same rate.
     for _ in $(seq 1 "$REPEAT"); do
-      ngx_cpu=-
+      ngx_cpu=- ngx_row=
       if [ -n "$nginx_pid" ]; then
         cell "nginx (plain proxy)" "http://$ngx" "$nginx_pid" "" mock-gpt
-        ngx_cpu=$cpu
-        printf ' 1.00 |\n'
+        ngx_cpu=$cpu ngx_row=$row
       fi
       cell "tollgate (built-in)" "http://$gw" "$gwpid" "$key" demo
-      awk -v a="$cpu" -v b="$ngx_cpu" 'BEGIN { if (b != "-" && b > 0) printf " %.2f |\n", a / b; else print " - |" }'
+      gw_cpu=$cpu gw_row=$row gw_rps=$rps
+      if [ -n "$nginx_pid" ]; then
+        printf '%s 1.00 | - |\n' "$ngx_row"
+        cell "nginx at the gateway's rate" "http://$ngx" "$nginx_pid" "" mock-gpt "$gw_rps"
+        printf '%s - | 1.00 |\n' "$row"
+        paced_cpu=$cpu
+      else
+        paced_cpu=-
+      fi
+      printf '%s %s | %s |\n' "$gw_row" "$(ratio "$gw_cpu" "$ngx_cpu")" "$(ratio "$gw_cpu" "$paced_cpu")"
     done
   done
 done

@@ -60,6 +60,7 @@ type config struct {
 	url, key, model, scenario string
 	conns                     int
 	dur, warm                 time.Duration
+	rate                      float64 // requests per second over all connections; 0: unpaced
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.conns, "c", 64, "concurrent connections")
 	fs.DurationVar(&c.dur, "d", 10*time.Second, "duration")
 	fs.DurationVar(&c.warm, "warmup", time.Second, "warm-up before measuring")
+	fs.Float64Var(&c.rate, "rate", 0, "requests per second over all connections, each paced evenly (0: each sends as soon as it has its answer)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -83,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-c must be at least 1")
 	case c.dur <= 0 || c.warm < 0:
 		return c, errors.New("-d must be positive and -warmup not negative")
+	case c.rate < 0:
+		return c, errors.New("-rate must not be negative")
 	}
 	return c, nil
 }
@@ -102,14 +106,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r := drive(ctx, tgt, sc.check, cfg.conns, cfg.warm, cfg.dur)
+	r := drive(ctx, tgt, sc.check, cfg.conns, cfg.warm, cfg.dur, cfg.rate)
 	r.Scenario, r.Target = cfg.scenario, cfg.url
 	return json.NewEncoder(stdout).Encode(r)
 }
 
 // drive sends requests on conns connections for warm+dur, measuring the last
 // dur. Requests still in flight at the end are neither counted nor errors.
-func drive(ctx context.Context, tgt target, check func(response) error, conns int, warm, dur time.Duration) result {
+// With rate > 0 each connection sends every conns/rate seconds (staggered),
+// or at once when its previous answer came later than that.
+func drive(ctx context.Context, tgt target, check func(response) error, conns int, warm, dur time.Duration, rate float64) result {
 	end := time.Now().Add(warm + dur)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
@@ -129,7 +135,14 @@ func drive(ctx context.Context, tgt target, check func(response) error, conns in
 		wg.Go(func() {
 			defer stop()
 			defer c.drop()
+			p := newPacer(rate, conns, i)
 			for t0 := time.Now(); !over(t0); {
+				if !p.wait(ctx) {
+					return
+				}
+				if p.gap > 0 {
+					t0 = time.Now() // latency from the send, not from the last answer
+				}
 				err := c.do(ctx)
 				t1 := time.Now()
 				lat := t1.Sub(t0)
@@ -179,4 +192,45 @@ func drive(ctx context.Context, tgt target, check func(response) error, conns in
 		r.FirstError = *msg
 	}
 	return r
+}
+
+// pacer spaces one connection's requests gap apart; a zero gap does not wait.
+type pacer struct {
+	gap  time.Duration
+	next time.Time
+	t    *time.Timer
+}
+
+// newPacer paces connection i of conns for rate requests per second over
+// all of them, the connections staggered over the gap.
+func newPacer(rate float64, conns, i int) *pacer {
+	if rate <= 0 {
+		return &pacer{}
+	}
+	gap := time.Duration(float64(conns) / rate * float64(time.Second))
+	return &pacer{gap: gap, next: time.Now().Add(gap * time.Duration(i) / time.Duration(conns))}
+}
+
+// wait waits for the next send time; false when ctx ended first. A
+// connection behind its schedule sends at once and does not catch up later.
+func (p *pacer) wait(ctx context.Context) bool {
+	if p.gap == 0 {
+		return true
+	}
+	now := time.Now()
+	if d := p.next.Sub(now); d > 0 {
+		if p.t == nil {
+			p.t = time.NewTimer(d)
+		} else {
+			p.t.Reset(d)
+		}
+		select {
+		case <-p.t.C:
+		case <-ctx.Done():
+			return false
+		}
+		now = p.next
+	}
+	p.next = now.Add(p.gap)
+	return true
 }

@@ -51,8 +51,25 @@ func TestRunCountsErrors(t *testing.T) {
 	require.Contains(t, r.FirstError, "status 500")
 }
 
+// With -rate the connections together send no more than the rate: never
+// ahead of their schedule.
+func TestRunPaced(t *testing.T) {
+	srv := httptest.NewServer(mockllm.New(mockllm.DefaultConfig()))
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{
+		"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt", "-c", "4", "-d", "1s", "-warmup", "0s", "-rate", "100",
+	}, &out, io.Discard))
+	var r result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Zero(t, r.Errors, r.FirstError)
+	require.Positive(t, r.Requests)
+	// At most one request per connection per 40 ms, the first at once.
+	require.LessOrEqual(t, float64(r.Requests), 100*r.Seconds+4, "%+v", r)
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-scenario", "nope"}, {"-c", "0"}, {"-url", "https://x"}, {"extra"}} {
+	for _, args := range [][]string{{"-scenario", "nope"}, {"-c", "0"}, {"-url", "https://x"}, {"extra"}, {"-rate", "-1"}} {
 		require.Error(t, run(t.Context(), args, io.Discard, io.Discard), "%q", args)
 	}
 }
