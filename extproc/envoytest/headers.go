@@ -115,7 +115,9 @@ func without(h Headers, key string) Headers {
 // normalize lowercases keys and moves pseudo-headers first, keeping the order
 // within each group; it returns a new list.
 func (h Headers) normalize() Headers {
-	out := make(Headers, 0, len(h))
+	// Room for the headers a processor usually sets, so that its mutation
+	// does not copy the list again.
+	out := make(Headers, 0, len(h)+8)
 	for _, e := range h {
 		if strings.HasPrefix(e.Key, ":") {
 			out = append(out, Header{strings.ToLower(e.Key), e.Value})
