@@ -63,8 +63,11 @@
 //
 // The HTTP layer is lean on purpose, because on a small machine it is most
 // of a request's cost. HTTP/1.x downstream connections are served by the
-// edge's own loop (h1server.go): net/http's parser reads each request and
-// the handler runs in the connection's goroutine; a response the handler
+// edge's own loop (h1server.go): headParser (h1parse.go, net/http's rules
+// held by a differential fuzz test, no header map) reads each request head,
+// the fields reach the filter in order with lower-case names, and the
+// handler runs in the connection's goroutine; responses go out with
+// lower-case names in the filter's order; a response the handler
 // completes is written with its Content-Length in one write, a flushed one
 // is chunked. A request still running after 1 s, its body read, has its
 // connection watched so that a client going away cancels it (net/http
@@ -72,7 +75,8 @@
 // opening with the HTTP/2 preface are handed to a net/http server (h2c).
 // Upstream, a request whose body the filter released whole goes to a
 // plain-text HTTP/1.1 cluster through h1client.go: serialised into one
-// buffer, one write, the response parsed in the caller's goroutine, stale
+// buffer, one write, the response head parsed by headParser in the
+// caller's goroutine, stale
 // pooled connections retried once; streamed bodies, TLS and HTTP/2 go
 // through http.Transport.
 //

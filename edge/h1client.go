@@ -18,8 +18,8 @@ import (
 // h1Client forwards the common request of a plain-text HTTP/1.1 cluster: a
 // body that the filter released whole, serialised by the exchange into one
 // buffer (wireRequest). It runs in the caller's goroutine: one write, and the
-// response parsed from the connection by the caller with net/http's
-// ReadResponse, with no reader or writer goroutine and no channel in between
+// response head parsed from the connection by the caller (headParser, with
+// ReadResponse's rules), with no reader or writer goroutine and no channel in between
 // (Go's http.Transport has both, and on a small machine they cost more than
 // the rest of the exchange). Streamed request bodies, TLS and HTTP/2 go
 // through the cluster's http.Transport.
@@ -102,14 +102,14 @@ func putReqBuf(buf *bytes.Buffer) {
 	}
 }
 
-// Requests standing for the common methods in ReadResponse (which reads
-// only the method and points the response at them).
+// Requests standing for the common methods in a response (readResponse reads
+// only the method; the Response points at them).
 var (
 	postRequest = &http.Request{Method: http.MethodPost}
 	getRequest  = &http.Request{Method: http.MethodGet}
 )
 
-// methodRequest is a request of method for ReadResponse.
+// methodRequest is a request of method for a response.
 func methodRequest(method string) *http.Request {
 	switch method {
 	case http.MethodPost:

@@ -20,9 +20,10 @@ import (
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
-// headParser reads HTTP/1.x request heads for one connection. It accepts and
-// refuses exactly what net/http's ReadRequest does (a differential fuzz test
-// holds it to that) but builds no header map: the fields keep their order
+// headParser reads the HTTP/1.x request heads of one downstream connection,
+// or the response heads of one upstream connection. It accepts and refuses
+// exactly what net/http's ReadRequest (ReadResponse) does — differential fuzz
+// tests hold it to that — but builds no header map: the fields keep their order
 // with lower-case names, as Envoy's codec hands them on, and all their text
 // is one string. Two differences, both Envoy's behaviour: no Cache-Control is
 // added for "Pragma: no-cache", and an unsupported Transfer-Encoding is a
