@@ -65,50 +65,43 @@ func (p *bodyMutationParts) mutation(b []byte) *extprocv3.BodyMutation {
 	return &p.bm
 }
 
-// newRequestBodyReply returns a request-body reply and its parts: the
-// CommonResponse has its HeaderMutation, empty.
-func newRequestBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
-	x := &struct {
-		pr extprocv3.ProcessingResponse
-		w  extprocv3.ProcessingResponse_RequestBody
-		r  extprocv3.BodyResponse
-		replyParts
-	}{}
+// replyBlock is a reply with all its messages, allocated together: W is the
+// ProcessingResponse's oneof wrapper, R the Body- or HeadersResponse it holds.
+type replyBlock[W, R any] struct {
+	pr extprocv3.ProcessingResponse
+	w  W
+	r  R
+	replyParts
+}
+
+// newReply allocates a replyBlock whose CommonResponse has its
+// HeaderMutation, empty; link points the block's messages at one another.
+func newReply[W, R any](link func(x *replyBlock[W, R])) (*extprocv3.ProcessingResponse, *replyParts) {
+	x := new(replyBlock[W, R])
 	x.c.HeaderMutation = &x.hm
-	x.r.Response = &x.c
-	x.w.RequestBody = &x.r
-	x.pr.Response = &x.w
+	link(x)
 	return &x.pr, &x.replyParts
+}
+
+// newRequestBodyReply returns a request-body reply and its parts.
+func newRequestBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	return newReply(func(x *replyBlock[extprocv3.ProcessingResponse_RequestBody, extprocv3.BodyResponse]) {
+		x.r.Response, x.w.RequestBody, x.pr.Response = &x.c, &x.r, &x.w
+	})
 }
 
 // newResponseBodyReply is newRequestBodyReply for the response body.
 func newResponseBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
-	x := &struct {
-		pr extprocv3.ProcessingResponse
-		w  extprocv3.ProcessingResponse_ResponseBody
-		r  extprocv3.BodyResponse
-		replyParts
-	}{}
-	x.c.HeaderMutation = &x.hm
-	x.r.Response = &x.c
-	x.w.ResponseBody = &x.r
-	x.pr.Response = &x.w
-	return &x.pr, &x.replyParts
+	return newReply(func(x *replyBlock[extprocv3.ProcessingResponse_ResponseBody, extprocv3.BodyResponse]) {
+		x.r.Response, x.w.ResponseBody, x.pr.Response = &x.c, &x.r, &x.w
+	})
 }
 
 // newResponseHeadersReply is newRequestBodyReply for the response headers.
 func newResponseHeadersReply() (*extprocv3.ProcessingResponse, *replyParts) {
-	x := &struct {
-		pr extprocv3.ProcessingResponse
-		w  extprocv3.ProcessingResponse_ResponseHeaders
-		r  extprocv3.HeadersResponse
-		replyParts
-	}{}
-	x.c.HeaderMutation = &x.hm
-	x.r.Response = &x.c
-	x.w.ResponseHeaders = &x.r
-	x.pr.Response = &x.w
-	return &x.pr, &x.replyParts
+	return newReply(func(x *replyBlock[extprocv3.ProcessingResponse_ResponseHeaders, extprocv3.HeadersResponse]) {
+		x.r.Response, x.w.ResponseHeaders, x.pr.Response = &x.c, &x.r, &x.w
+	})
 }
 
 // modeStreamed switches the response body to STREAMED (shared: read-only).
