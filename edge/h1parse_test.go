@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 // headSeeds are requests net/http accepts and refuses, for the differential
@@ -110,13 +112,7 @@ func fromNetHTTP(raw []byte) parsed {
 		path: req.URL.Path, rawQuery: req.URL.RawQuery, urlHost: req.URL.Host, header: req.Header,
 		transferEncodingDeclared: req.TransferEncoding,
 	}
-	for k := range req.Trailer {
-		p.trailerDeclared = append(p.trailerDeclared, k)
-	}
-	slices.Sort(p.trailerDeclared)
-	b, err := io.ReadAll(req.Body)
-	p.body, p.bodyErr = string(b), err != nil
-	p.trailer = req.Trailer
+	p.finish(req.Body, &req.Trailer)
 	return p
 }
 
@@ -132,28 +128,12 @@ func fromLean(t *testing.T, raw []byte) parsed {
 	p := parsed{
 		method: req.Method, uri: req.RequestURI, proto: req.Proto, host: req.Host,
 		major: req.ProtoMajor, minor: req.ProtoMinor, close: req.Close, contentLength: req.ContentLength,
-		path: req.URL.Path, rawQuery: req.URL.RawQuery, urlHost: req.URL.Host, header: http.Header{},
+		path: req.URL.Path, rawQuery: req.URL.RawQuery, urlHost: req.URL.Host,
 		transferEncodingDeclared: req.TransferEncoding,
 	}
-	for _, f := range h.fields {
-		require.Equal(t, strings.ToLower(f.Key), f.Key)
-		k := http.CanonicalHeaderKey(f.Key)
-		if k == "Host" {
-			continue // ReadRequest moves it to Request.Host (the edge skips it)
-		}
-		p.header[k] = append(p.header[k], f.Value)
-	}
-	// net/http adds Cache-Control for Pragma: no-cache; Envoy does not.
-	if pr := p.header["Pragma"]; len(pr) > 0 && pr[0] == "no-cache" && p.header["Cache-Control"] == nil {
-		p.header["Cache-Control"] = []string{"no-cache"}
-	}
-	for k := range req.Trailer {
-		p.trailerDeclared = append(p.trailerDeclared, k)
-	}
-	slices.Sort(p.trailerDeclared)
-	b, err := io.ReadAll(req.Body)
-	p.body, p.bodyErr = string(b), err != nil
-	p.trailer = req.Trailer
+	// ReadRequest moves Host to Request.Host (the edge skips the field).
+	p.header = leanHeader(t, h.fields, "Host")
+	p.finish(req.Body, &req.Trailer)
 	return p
 }
 
@@ -164,6 +144,35 @@ func agreeOnOrder(want *parsed, got parsed) {
 	if want.err && got.err && want.te && !got.te {
 		want.te = false
 	}
+}
+
+// finish records a message's declared trailers, reads its body, then takes
+// the trailers that came with it.
+func (p *parsed) finish(body io.Reader, trailer *http.Header) {
+	for k := range *trailer {
+		p.trailerDeclared = append(p.trailerDeclared, k)
+	}
+	slices.Sort(p.trailerDeclared)
+	b, err := io.ReadAll(body)
+	p.body, p.bodyErr = string(b), err != nil
+	p.trailer = *trailer
+}
+
+// leanHeader is headParser's fields as net/http's header map would hold them
+// (without the field named skip): names canonical, and Cache-Control added
+// for "Pragma: no-cache" as net/http does (Envoy does not).
+func leanHeader(t *testing.T, fields envoytest.Headers, skip string) http.Header {
+	h := http.Header{}
+	for _, f := range fields {
+		require.Equal(t, strings.ToLower(f.Key), f.Key)
+		if k := http.CanonicalHeaderKey(f.Key); k != skip {
+			h[k] = append(h[k], f.Value)
+		}
+	}
+	if pr := h["Pragma"]; len(pr) > 0 && pr[0] == "no-cache" && h["Cache-Control"] == nil {
+		h["Cache-Control"] = []string{"no-cache"}
+	}
+	return h
 }
 
 func checkSameAsNetHTTP(t *testing.T, raw []byte) {
@@ -254,13 +263,7 @@ func respFromNetHTTP(raw []byte, method string) parsed {
 		contentLength: resp.ContentLength, header: resp.Header, transferEncodingDeclared: resp.TransferEncoding,
 		method: strconv.Itoa(resp.StatusCode),
 	}
-	for k := range resp.Trailer {
-		p.trailerDeclared = append(p.trailerDeclared, k)
-	}
-	slices.Sort(p.trailerDeclared)
-	b, err := io.ReadAll(resp.Body)
-	p.body, p.bodyErr = string(b), err != nil
-	p.trailer = resp.Trailer
+	p.finish(resp.Body, &resp.Trailer)
 	return p
 }
 
@@ -275,24 +278,11 @@ func respFromLean(t *testing.T, raw []byte, method string) parsed {
 	resp := h.response(&http.Request{Method: method}, br)
 	p := parsed{
 		uri: resp.Status, proto: resp.Proto, major: resp.ProtoMajor, minor: resp.ProtoMinor, close: resp.Close,
-		contentLength: resp.ContentLength, header: http.Header{}, transferEncodingDeclared: resp.TransferEncoding,
+		contentLength: resp.ContentLength, transferEncodingDeclared: resp.TransferEncoding,
 		method: strconv.Itoa(resp.StatusCode),
 	}
-	for _, f := range h.fields {
-		require.Equal(t, strings.ToLower(f.Key), f.Key)
-		k := http.CanonicalHeaderKey(f.Key)
-		p.header[k] = append(p.header[k], f.Value)
-	}
-	if pr := p.header["Pragma"]; len(pr) > 0 && pr[0] == "no-cache" && p.header["Cache-Control"] == nil {
-		p.header["Cache-Control"] = []string{"no-cache"}
-	}
-	for k := range resp.Trailer {
-		p.trailerDeclared = append(p.trailerDeclared, k)
-	}
-	slices.Sort(p.trailerDeclared)
-	b, err := io.ReadAll(resp.Body)
-	p.body, p.bodyErr = string(b), err != nil
-	p.trailer = resp.Trailer
+	p.header = leanHeader(t, h.fields, "")
+	p.finish(resp.Body, &resp.Trailer)
 	return p
 }
 
