@@ -158,6 +158,23 @@ func (p *headParser) readFields(br *bufio.Reader) error {
 	}
 }
 
+// check applies the checks net/http's server adds to ReadRequest's; the
+// header names and values were checked as they were read, and h.host is the
+// absolute-form target's authority when there is one.
+func (h *reqHead) check() string {
+	switch {
+	case h.major != 1 || h.minor > 1:
+		return "unsupported protocol version"
+	case h.minor == 1 && h.host == "":
+		return "missing required Host header"
+	case h.method == http.MethodConnect:
+		return "unsupported method"
+	case !httpguts.ValidHostHeader(h.host):
+		return "malformed Host header"
+	}
+	return ""
+}
+
 // parseRequestLine splits "METHOD TARGET PROTO" as net/http does.
 func parseRequestLine(line string) (method, target, proto string, ok bool) {
 	method, rest, ok1 := strings.Cut(line, " ")

@@ -329,16 +329,15 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	sc.active = true
 	sc.mu.Unlock()
 
-	// The request's context ends with the request or the client: it has no
-	// parent but the connection, which is not a context.
-	ctx, cancel := context.WithCancelCause(context.Background()) //nolint:contextcheck // see above
-	req := head.request(ctx, sc.br)
-	if msg := checkRequest(req); msg != "" {
-		cancel(nil)
+	if msg := head.check(); msg != "" {
 		sc.fail(http.StatusBadRequest, "400 Bad Request: "+msg)
 		sc.markClosed()
 		return false
 	}
+	// The request's context ends with the request or the client: it has no
+	// parent but the connection, which is not a context.
+	ctx, cancel := context.WithCancelCause(context.Background()) //nolint:contextcheck // see above
+	req := head.request(ctx, sc.br)
 	var expect *continueReader
 	if req.ProtoAtLeast(1, 1) {
 		switch e := head.expect(); {
@@ -412,32 +411,6 @@ func (sc *serverConn) markClosed() {
 	sc.mu.Lock()
 	sc.closed = true
 	sc.mu.Unlock()
-}
-
-// checkRequest applies the checks net/http's server adds to ReadRequest's
-// (which already refused several Host headers).
-func checkRequest(req *http.Request) string {
-	switch {
-	case req.ProtoMajor != 1 || req.ProtoMinor > 1:
-		return "unsupported protocol version"
-	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.URL.Host == "":
-		return "missing required Host header"
-	case req.Method == http.MethodConnect:
-		return "unsupported method"
-	case !httpguts.ValidHostHeader(req.Host):
-		return "malformed Host header"
-	}
-	for k, vs := range req.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return "invalid header name"
-		}
-		for _, v := range vs {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return "invalid header value"
-			}
-		}
-	}
-	return ""
 }
 
 // fail writes a bare error response on a connection that will close.
