@@ -88,8 +88,8 @@
 // Not modelled: listener address changes after the first bind (they need a
 // restart), EDS, request trailers upstream, upgrades (WebSocket), access
 // logs, tracing, stats, and the ext_proc grpc_service: the processor is the
-// ExternalProcessorClient given to New, in-process (envoytest.Direct) or over
-// gRPC.
+// ExternalProcessorClient given to New, in-process (envoytest.Sync or
+// envoytest.Direct) or over gRPC.
 //
 // The edge holds no gateway logic. It must not import extproc (the
 // processor), kernel, store, admin or gateway; only the Envoy protos, gRPC,

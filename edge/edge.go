@@ -61,8 +61,8 @@ func WithListenOverride(addr string) Option { return func(e *Edge) { e.listenOve
 func WithEnvoyConfig(c envoytest.Config) Option { return func(e *Edge) { e.base = c } }
 
 // New returns an edge that calls the ext_proc processor proc: in-process
-// with envoytest.Direct(srv), or extprocv3.NewExternalProcessorClient(conn)
-// over gRPC.
+// with envoytest.Sync or envoytest.Direct(srv), or
+// extprocv3.NewExternalProcessorClient(conn) over gRPC.
 func New(proc extprocv3.ExternalProcessorClient, opts ...Option) *Edge {
 	e := &Edge{
 		proc:   proc,

@@ -65,6 +65,12 @@
 // once returned. The cost per request and per streamed chunk is measured in a
 // separate server process driven like Envoy (bench_test.go).
 //
+// In-process, the built-in data plane does not go through a stream at all: a
+// Session is Process's loop without the transport, and the edge calls its
+// Handle for each message in the request's own goroutine (envoytest.Sync),
+// with no goroutine, channel or copy between them. Process runs on a Session
+// too, so both paths share every line of the request's handling.
+//
 // Imports: kernel, Envoy's protos (and protobuf), grpc. It never imports
 // store/, admin/, xds/ or edge/: configuration and accounting reach it only
 // through the Catalog and Accountant interfaces declared in deps.go.

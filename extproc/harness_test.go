@@ -107,6 +107,10 @@ func newCatalog() *fakeCatalog {
 	}
 }
 
+// inProcess, when set, is how newTestEnv connects its client to the
+// processor instead of gRPC over TCP (TestFlowsInProcess sets it).
+var inProcess func(p *Processor) extprocv3.ExternalProcessorClient
+
 // newTestEnv serves a processor on 127.0.0.1 over TCP and returns a client
 // configured like production Envoy (spec §6).
 func newTestEnv(t testing.TB, opts ...Option) *testEnv {
@@ -114,9 +118,13 @@ func newTestEnv(t testing.TB, opts ...Option) *testEnv {
 	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t), logs: &syncBuffer{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.proc = New(e.cat, e.acct, append([]Option{WithLogger(log)}, opts...)...)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), envoytest.DefaultConfig())
+	if inProcess != nil {
+		e.client = envoytest.NewClient(inProcess(e.proc), envoytest.DefaultConfig())
+	} else {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), envoytest.DefaultConfig())
+	}
 	t.Cleanup(func() {
 		require.NotContains(t, e.logs.String(), clientKey)
 		require.NotContains(t, e.logs.String(), openAIKey)

@@ -66,9 +66,8 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 // Process runs one request's ext_proc stream to its end and settles the
 // request exactly once, whatever the end.
 func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error {
-	ctx := srv.Context()
-	s := &stream{p: p}
-	defer s.finish(ctx)
+	ss := p.newSession(srv.Context())
+	defer ss.Close()
 	var rb *recvBuf
 	if _, ok := srv.(*grpc.GenericServerStream[extprocv3.ProcessingRequest, extprocv3.ProcessingResponse]); ok {
 		rb = &recvBuf{} // over gRPC: every message decoded into this one
@@ -76,30 +75,91 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 	for {
 		req, err := recv(srv, rb)
 		if err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+			if errors.Is(err, io.EOF) || ss.ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		var t0 time.Time
-		if p.observe != nil {
-			t0 = time.Now()
-		}
-		resp := s.handle(ctx, req)
-		if p.observe != nil {
-			p.observe(time.Since(t0))
-		}
-		if resp == nil || req.GetObservabilityMode() {
+		resp, end := ss.handle(req)
+		if resp == nil {
 			continue
 		}
 		if err := srv.Send(resp); err != nil {
 			return err
 		}
-		if resp.GetImmediateResponse() != nil {
-			// Envoy closes the stream after an immediate response (R1.8c).
+		if end {
 			return nil
 		}
 	}
+}
+
+// Session is one ext_proc stream handled by calls rather than over a gRPC
+// stream: the in-process data plane calls Handle for each message in its own
+// goroutine (envoytest.Sync), with no goroutine, channel or copy between
+// them. It is Process's loop without the transport: the same messages get
+// the same replies. A Session is used by one goroutine at a time.
+type Session struct {
+	s    stream
+	ctx  context.Context
+	done bool
+}
+
+// Session starts a stream whose context is ctx (cancelled: the stream was
+// reset). End it with Close unless Handle returned an error.
+func (p *Processor) Session(ctx context.Context) *Session { return p.newSession(ctx) }
+
+func (p *Processor) newSession(ctx context.Context) *Session {
+	ss := &Session{ctx: ctx}
+	ss.s.p = p
+	return ss
+}
+
+// Handle processes one message and sends its reply (none in observability
+// mode). io.EOF means the stream ended after the reply (an immediate
+// response, R1.8c): the stream finished and Handle is not called again. The
+// session keeps nothing of req; the reply is read-only (it may be shared
+// with other streams).
+func (ss *Session) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	if ss.done {
+		return io.EOF
+	}
+	resp, end := ss.handle(req)
+	if resp != nil {
+		send(resp)
+	}
+	if end {
+		ss.Close()
+		return io.EOF
+	}
+	return nil
+}
+
+// handle returns req's reply (nil: none) and whether the stream ends with it.
+func (ss *Session) handle(req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, bool) {
+	p := ss.s.p
+	var t0 time.Time
+	if p.observe != nil {
+		t0 = time.Now()
+	}
+	resp := ss.s.handle(ss.ctx, req)
+	if p.observe != nil {
+		p.observe(time.Since(t0))
+	}
+	if resp == nil || req.GetObservabilityMode() {
+		return nil, false
+	}
+	// Envoy closes the stream after an immediate response (R1.8c).
+	return resp, resp.GetImmediateResponse() != nil
+}
+
+// Close ends the stream (the client half-closed or reset it): a request
+// that was admitted and not settled is settled with what was observed.
+func (ss *Session) Close() {
+	if ss.done {
+		return
+	}
+	ss.done = true
+	ss.s.finish(ss.ctx)
 }
 
 // recv returns srv's next message: decoded into rb when it is not nil (the

@@ -189,7 +189,8 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 			defer conn.Close()
 			pc = extprocv3.NewExternalProcessorClient(conn)
 		} else {
-			pc = envoytest.DirectOwned(proc)
+			// In-process: each message is a call in the request's goroutine.
+			pc = envoytest.Sync(func(ctx context.Context) envoytest.SyncStream { return proc.Session(ctx) })
 		}
 		xconn, err := grpc.NewClient(g.XDSAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

@@ -16,8 +16,10 @@
 //     wrong processors to make sure the client catches every rule violation
 //     (each failure is reported in [Result.Failure] as one of the Err values);
 //   - the built-in data plane (edge/), which runs production requests through
-//     the processor with a [Stream] per HTTP request, in-process with [Direct]
-//     or over gRPC.
+//     the processor with a [Stream] per HTTP request, in-process with [Sync]
+//     (the processor's handler called in the request's goroutine) or over
+//     gRPC. [Direct] runs a processor written as a Process loop in-process,
+//     over a channel pipe.
 //
 // A Stream is synchronous: each call hands Envoy's filter one event of the
 // HTTP request (headers, a body chunk, trailers) and returns what Envoy would

@@ -3,6 +3,7 @@ package envoytest
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 )
@@ -52,37 +54,89 @@ func (f *fakeProcessor) Process(st extprocv3.ExternalProcessor_ProcessServer) er
 	for {
 		req, err := st.Recv()
 		if err != nil {
-			f.mu.Lock()
-			f.ends = append(f.ends, err)
-			f.mu.Unlock()
+			f.ended(err)
 			return nil
 		}
-		if f.record {
-			f.mu.Lock()
-			f.got = append(f.got, proto.Clone(req).(*extprocv3.ProcessingRequest))
-			f.mu.Unlock()
-		}
-		resps, herr := f.handle(req)
-		for i, r := range resps {
-			if f.delay != nil {
-				if d := f.delay(req, i); d > 0 {
-					time.Sleep(d)
-				}
-			}
-			if err := st.Send(r); err != nil {
-				return err
-			}
+		herr, err := f.step(req, st.Send)
+		if err != nil {
+			return err
 		}
 		if herr != nil {
-			f.mu.Lock()
-			f.ends = append(f.ends, nil)
-			f.mu.Unlock()
+			f.ended(nil)
 			if errors.Is(herr, errCloseOK) {
 				return nil
 			}
 			return herr
 		}
 	}
+}
+
+// step records req, runs the handler and sends its replies, each after its
+// delay. It returns the handler's error, and send's.
+func (f *fakeProcessor) step(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse) error) (herr, err error) {
+	if f.record {
+		f.mu.Lock()
+		f.got = append(f.got, proto.Clone(req).(*extprocv3.ProcessingRequest))
+		f.mu.Unlock()
+	}
+	resps, herr := f.handle(req)
+	for i, r := range resps {
+		if f.delay != nil {
+			if d := f.delay(req, i); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		if err := send(r); err != nil {
+			return herr, err
+		}
+	}
+	return herr, nil
+}
+
+// ended records how a stream ended: the error its Recv returned, or nil
+// when the handler ended it.
+func (f *fakeProcessor) ended(err error) {
+	f.mu.Lock()
+	f.ends = append(f.ends, err)
+	f.mu.Unlock()
+}
+
+// openSync runs f as a SyncStream (the Sync transport): the same handler,
+// called in the client's goroutine.
+func (f *fakeProcessor) openSync(ctx context.Context) SyncStream {
+	f.wg.Add(1)
+	return &fakeSync{f: f, ctx: ctx}
+}
+
+type fakeSync struct {
+	f   *fakeProcessor
+	ctx context.Context
+}
+
+func (s *fakeSync) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	herr, _ := s.f.step(req, func(r *extprocv3.ProcessingResponse) error { send(r); return nil })
+	if herr != nil {
+		s.end(nil)
+		if errors.Is(herr, errCloseOK) {
+			return io.EOF
+		}
+		return herr
+	}
+	return nil
+}
+
+// Close: what Recv would have returned to a Process loop.
+func (s *fakeSync) Close() {
+	if err := s.ctx.Err(); err != nil {
+		s.end(status.FromContextError(err).Err())
+		return
+	}
+	s.end(io.EOF)
+}
+
+func (s *fakeSync) end(err error) {
+	s.f.ended(err)
+	s.f.wg.Done()
 }
 
 func (f *fakeProcessor) received() []*extprocv3.ProcessingRequest {
@@ -143,6 +197,11 @@ var transports = []transport{
 		lis := bufconn.Listen(1 << 20)
 		dial := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
 		return serveGRPC(t, srv, lis, "passthrough:///bufconn", dial)
+	}},
+	{"sync", func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+		f, ok := srv.(*fakeProcessor)
+		require.True(t, ok, "the sync transport runs fake processors only, not %T", srv)
+		return Sync(f.openSync)
 	}},
 }
 

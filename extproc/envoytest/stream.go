@@ -48,6 +48,15 @@ type Stream struct {
 	// goroutine; directEnded once its final status was handled.
 	direct      *directPipe
 	directEnded bool
+	// sync is the processor of a Sync stream, called in the caller's
+	// goroutine; syncEnded once it finished (Handle's error or Close).
+	// pending holds its replies (and its end) until they are handled, as a
+	// gRPC stream's receive queue would; pendBuf is pending's first array.
+	sync      SyncStream
+	syncEnded bool
+	pending   []recvItem
+	pendBuf   [2]recvItem
+	queue     func(*extprocv3.ProcessingResponse) // Handle's send: appends to pending
 
 	// timer is waitFor's, kept stopped between calls: one per stream
 	// rather than one per message.
@@ -74,6 +83,7 @@ type Stream struct {
 type recvItem struct {
 	resp *extprocv3.ProcessingResponse
 	err  error
+	at   time.Time // when a Sync stream's processor produced it
 }
 
 // callback is what a direction is waiting for (Envoy's CallbackState, R1.3).
@@ -399,6 +409,9 @@ func (s *Stream) waitFor(done func() bool) {
 			}
 			armed, timerC = true, s.timer.C
 		}
+		if s.takePending() {
+			continue
+		}
 		dresps, ddone := s.directChans()
 		select {
 		case it := <-s.recv:
@@ -430,6 +443,9 @@ func (s *Stream) catchUp() bool {
 // fires a message timer that expired meanwhile.
 func (s *Stream) drain() {
 	for !s.complete {
+		if s.takePending() {
+			continue
+		}
 		dresps, ddone := s.directChans()
 		select {
 		case it := <-s.recv:
@@ -511,6 +527,10 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 			ResponseBodyMode: s.resp.bodyMode,
 		}
 	}
+	if s.sync != nil {
+		s.syncSend(m)
+		return
+	}
 	if err := s.grpc.Send(m); err != nil && !errors.Is(err, io.EOF) {
 		// io.EOF: the stream ended; its status comes from Recv.
 		s.onGrpcError(err)
@@ -518,7 +538,17 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 }
 
 func (s *Stream) open() bool {
-	if s.grpc != nil {
+	if s.grpc != nil || s.sync != nil {
+		return true
+	}
+	if sc, ok := s.c.cc.(syncClient); ok && s.ctx.Err() == nil {
+		// In-process, called directly: the processor's stream lives as long
+		// as this one, so it takes this stream's context.
+		s.sync = sc.open(s.ctx)
+		s.pending = s.pendBuf[:0]
+		s.queue = func(r *extprocv3.ProcessingResponse) {
+			s.pending = append(s.pending, recvItem{resp: r, at: time.Now()})
+		}
 		return true
 	}
 	sctx, cancel := context.WithCancel(s.ctx)
@@ -570,6 +600,42 @@ func (s *Stream) directFinal() recvItem {
 	return recvItem{err: s.direct.final}
 }
 
+// syncSend hands m to a Sync stream's processor and queues its replies.
+// After the processor finished, m goes nowhere (a gRPC Send's io.EOF).
+func (s *Stream) syncSend(m *extprocv3.ProcessingRequest) {
+	if s.syncEnded {
+		return
+	}
+	if err := s.sync.Handle(m, s.queue); err != nil {
+		s.syncEnded = true
+		s.pending = append(s.pending, recvItem{err: syncStatus(err), at: time.Now()})
+	}
+}
+
+// takePending handles the oldest queued item of a Sync stream and reports
+// whether there was one. A message timer that expired before the item was
+// produced fires first: the processor could not be interrupted, so its
+// reply came too late (§4).
+func (s *Stream) takePending() bool {
+	if len(s.pending) == 0 {
+		return false
+	}
+	if dl, ok := s.nextDeadline(); ok && !s.pending[0].at.Before(dl) {
+		s.onTimer()
+		if s.complete {
+			return true
+		}
+	}
+	it := s.pending[0]
+	s.pending[0] = recvItem{}
+	s.pending = s.pending[1:]
+	if len(s.pending) == 0 {
+		s.pending = s.pendBuf[:0]
+	}
+	s.onRecv(it)
+	return true
+}
+
 func read(ctx context.Context, st extprocv3.ExternalProcessor_ProcessClient, out chan<- recvItem, done chan<- struct{}) {
 	defer close(done)
 	for {
@@ -593,6 +659,15 @@ func (s *Stream) closeStream() {
 		return
 	}
 	s.streamClosed = true
+	if s.sync != nil {
+		// Half-close, or reset when the context ended: either way the
+		// processor finishes now, as GracefulClose would wait for.
+		if !s.syncEnded {
+			s.syncEnded = true
+			s.sync.Close()
+		}
+		return
+	}
 	if s.grpc == nil {
 		return
 	}

@@ -1,0 +1,183 @@
+package envoytest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// SyncStream is one ext_proc stream of an in-process processor that handles
+// each message as a call, in the caller's goroutine ([Sync]).
+type SyncStream interface {
+	// Handle processes m, calling send for each reply as it is ready (send
+	// returns at once; the client handles the replies after Handle returns,
+	// each as arriving when it was sent). A non-nil error ends the stream
+	// after those replies: io.EOF when the processor ended it with OK (as
+	// Process returning nil), any other error as Process's status. The
+	// processor has finished (as if Process had returned) when Handle
+	// returns an error, and Handle is not called again.
+	//
+	// m is the processor's only while Handle runs: it keeps nothing of it
+	// afterwards. Replies are read, never written, by the client (so a
+	// processor may share one reply between streams, as with [DirectOwned]).
+	Handle(m *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error
+	// Close ends the stream from the client's side: Envoy half-closed it, or
+	// reset it (the context given to the stream's open function is then
+	// cancelled). The processor finishes before Close returns. Close is
+	// called at most once, and not after Handle returned an error.
+	Close()
+}
+
+// Sync returns an ExternalProcessorClient for an in-process processor whose
+// streams are [SyncStream]s: open starts one, with the stream's context. A
+// [Stream] on such a client calls the processor directly, in the goroutine
+// of the Stream's caller: no goroutine, channel or copy per message. It is
+// the cheapest in-process transport; the protocol is the same as over gRPC,
+// with one difference: a processor cannot be interrupted while it handles a
+// message, so a message timeout that expires meanwhile fires when Handle
+// returns (its replies are then too late, as they would be with Envoy).
+//
+// Process, for callers other than Stream, serves the processor behind a
+// ProcessClient: Send runs Handle, Recv returns the replies in order.
+func Sync(open func(ctx context.Context) SyncStream) extprocv3.ExternalProcessorClient {
+	return syncClient{open: open}
+}
+
+type syncClient struct {
+	open func(ctx context.Context) SyncStream
+}
+
+var _ extprocv3.ExternalProcessorClient = syncClient{}
+
+func (c syncClient) Process(ctx context.Context, _ ...grpc.CallOption) (extprocv3.ExternalProcessor_ProcessClient, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	st := &syncProcessClient{ss: c.open(sctx), ctx: sctx, cancel: cancel, ready: make(chan struct{}, 1)}
+	st.send = func(r *extprocv3.ProcessingResponse) { st.replies = append(st.replies, r) }
+	// A reset ends the processor as a gRPC cancellation would.
+	st.stop = context.AfterFunc(sctx, st.end)
+	return st, nil
+}
+
+// syncStatus is the status a SyncStream's Handle error stands for.
+func syncStatus(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	if _, ok := status.FromError(err); !ok {
+		return status.Error(codes.Unknown, err.Error())
+	}
+	return err
+}
+
+// syncProcessClient is a SyncStream behind the gRPC client stream interface.
+type syncProcessClient struct {
+	grpc.ClientStream
+	ss     SyncStream
+	send   func(*extprocv3.ProcessingResponse) // queues a reply; under mu
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool
+
+	mu      sync.Mutex // Send and the reset's end against each other and Recv
+	replies []*extprocv3.ProcessingResponse
+	final   error // the stream's end: io.EOF, a status, or nil while it runs
+	ended   bool  // the processor finished (Handle's error or Close)
+	halfEnd bool  // CloseSend was called
+	ready   chan struct{}
+}
+
+var _ extprocv3.ExternalProcessor_ProcessClient = (*syncProcessClient)(nil)
+
+func (s *syncProcessClient) Send(m *extprocv3.ProcessingRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.halfEnd {
+		return status.Error(codes.Internal, "SendMsg called after CloseSend")
+	}
+	if s.ended {
+		return io.EOF // the status comes from Recv, as with grpc-go
+	}
+	if err := s.ss.Handle(m, s.send); err != nil {
+		s.ended, s.final = true, syncStatus(err)
+		s.stop()
+		s.cancel() // like a gRPC server returning from the handler
+	}
+	s.signal()
+	return nil
+}
+
+func (s *syncProcessClient) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// end finishes the processor once: the client half-closed or reset.
+func (s *syncProcessClient) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.ss.Close()
+	if s.ctx.Err() != nil {
+		s.final = status.FromContextError(s.ctx.Err()).Err()
+	} else {
+		s.final = io.EOF
+	}
+	s.stop()
+	s.cancel() // the stream is over: nothing else uses its context
+	s.signal()
+}
+
+func (s *syncProcessClient) Recv() (*extprocv3.ProcessingResponse, error) {
+	for {
+		s.mu.Lock()
+		if len(s.replies) > 0 {
+			r := s.replies[0]
+			s.replies[0] = nil
+			s.replies = s.replies[1:]
+			s.mu.Unlock()
+			return r, nil
+		}
+		if s.final != nil {
+			err := s.final
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.ready:
+		case <-s.ctx.Done():
+			s.end()
+		}
+	}
+}
+
+// CloseSend half-closes: the processor has nothing more to read, so it
+// finishes, as a Process loop does when Recv returns io.EOF.
+func (s *syncProcessClient) CloseSend() error {
+	s.mu.Lock()
+	s.halfEnd = true
+	s.mu.Unlock()
+	s.end()
+	return nil
+}
+
+func (s *syncProcessClient) Context() context.Context     { return s.ctx }
+func (s *syncProcessClient) Header() (metadata.MD, error) { return metadata.MD{}, nil }
+func (s *syncProcessClient) Trailer() metadata.MD         { return metadata.MD{} }
+func (s *syncProcessClient) SendMsg(m any) error          { return s.Send(m.(*extprocv3.ProcessingRequest)) }
+func (s *syncProcessClient) RecvMsg(m any) error          { return recvInto(s.Recv, m) }

@@ -1,0 +1,115 @@
+package envoytest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// TestSyncProcess: Sync's Process, for callers other than Stream, behaves
+// like a gRPC stream.
+func TestSyncProcess(t *testing.T) {
+	req := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{}}
+	t.Run("replies in order, then the processor's OK end", func(t *testing.T) {
+		fake := newFake(func(r *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+			return []*extprocv3.ProcessingResponse{reply(r, nil), reply(r, &extprocv3.CommonResponse{BodyMutation: bodyMut("b")})}, errCloseOK
+		})
+		st, err := Sync(fake.openSync).Process(testCtx(t))
+		require.NoError(t, err)
+		require.NoError(t, st.Send(req))
+		first, err := st.Recv()
+		require.NoError(t, err)
+		require.Nil(t, first.GetRequestHeaders().GetResponse().GetBodyMutation())
+		second, err := st.Recv()
+		require.NoError(t, err)
+		require.Equal(t, "b", string(second.GetRequestHeaders().GetResponse().GetBodyMutation().GetBody()))
+		_, err = st.Recv()
+		require.ErrorIs(t, err, io.EOF)
+		require.ErrorIs(t, st.Send(req), io.EOF) // the processor returned
+		require.Equal(t, []error{nil}, fake.endings())
+	})
+	t.Run("CloseSend ends the processor with io.EOF", func(t *testing.T) {
+		fake := newFake(continuer)
+		st, err := Sync(fake.openSync).Process(testCtx(t))
+		require.NoError(t, err)
+		require.NoError(t, st.CloseSend())
+		require.Equal(t, codes.Internal, status.Code(st.Send(req)))
+		_, err = st.Recv()
+		require.ErrorIs(t, err, io.EOF)
+		require.Len(t, fake.endings(), 1)
+		require.ErrorIs(t, fake.endings()[0], io.EOF)
+	})
+	t.Run("cancel ends the processor with codes.Canceled", func(t *testing.T) {
+		fake := newFake(continuer)
+		ctx, cancel := context.WithCancel(testCtx(t))
+		st, err := Sync(fake.openSync).Process(ctx)
+		require.NoError(t, err)
+		cancel()
+		_, err = st.Recv()
+		require.Equal(t, codes.Canceled, status.Code(err))
+		require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
+		require.Equal(t, codes.Canceled, status.Code(fake.endings()[0]))
+	})
+	t.Run("plain errors become codes.Unknown", func(t *testing.T) {
+		fake := newFake(func(*extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+			return nil, errors.New("boom")
+		})
+		st, err := Sync(fake.openSync).Process(testCtx(t))
+		require.NoError(t, err)
+		require.NoError(t, st.Send(req))
+		_, err = st.Recv()
+		require.Equal(t, codes.Unknown, status.Code(err))
+	})
+	t.Run("cancelled context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := Sync(newFake(continuer).openSync).Process(ctx)
+		require.Equal(t, codes.Canceled, status.Code(err))
+	})
+}
+
+// TestSyncLateReply: a processor called in the client's goroutine cannot be
+// interrupted, so a reply it sends after the message timeout is too late:
+// the timer fires first (504) and the reply is dropped, as Envoy would do.
+// A reply sent in time is applied even when Handle returns after the
+// deadline.
+func TestSyncLateReply(t *testing.T) {
+	cfg := testConfig()
+	cfg.MessageTimeout = 50 * time.Millisecond
+
+	late := newFake(continuer)
+	late.delay = func(*extprocv3.ProcessingRequest, int) time.Duration { return 80 * time.Millisecond }
+	res, err := NewClient(Sync(late.openSync), cfg).Start(testCtx(t)).RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	require.NotNil(t, res.LocalReply)
+	require.Equal(t, 504, res.LocalReply.Status)
+	require.ErrorIs(t, res.Failure, ErrMessageTimeout)
+
+	inTime := newFake(continuer)
+	slowAfter := &slowHandleSync{fakeSync: fakeSync{f: inTime, ctx: testCtx(t)}, after: 80 * time.Millisecond}
+	res, err = NewClient(Sync(func(context.Context) SyncStream { inTime.wg.Add(1); return slowAfter }), cfg).
+		Start(testCtx(t)).RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	require.Nil(t, res.LocalReply)
+	require.True(t, res.Continue)
+}
+
+// slowHandleSync sends its replies at once but returns from Handle late: the
+// processor went on working after sending.
+type slowHandleSync struct {
+	fakeSync
+	after time.Duration
+}
+
+func (s *slowHandleSync) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	err := s.fakeSync.Handle(req, send)
+	time.Sleep(s.after)
+	return err
+}

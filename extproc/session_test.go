@@ -1,0 +1,95 @@
+package extproc
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+)
+
+// syncClient connects to p as the built-in data plane does: each message a
+// call to p's Session in the caller's goroutine.
+func syncClient(p *Processor) extprocv3.ExternalProcessorClient {
+	return envoytest.Sync(func(ctx context.Context) envoytest.SyncStream { return p.Session(ctx) })
+}
+
+// TestFlowsInProcess runs the processor's flow tests again through the two
+// in-process transports: Session calls (what `tollgate run` uses) and the
+// Direct pipe. Every flow must give the same replies and the same ledger
+// as over gRPC.
+func TestFlowsInProcess(t *testing.T) {
+	flows := []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"ChatNonStream", TestChatNonStream},
+		{"ChatStream", TestChatStream},
+		{"ChatStreamEndedByTrailers", TestChatStreamEndedByTrailers},
+		{"ChatStreamWithoutUsage", TestChatStreamWithoutUsage},
+		{"StreamAbortedByUpstreamReset", TestStreamAbortedByUpstreamReset},
+		{"StreamAbortedByClientAfterUsage", TestStreamAbortedByClientAfterUsage},
+		{"AbortBeforeResponse", TestAbortBeforeResponse},
+		{"ProviderFlavours", TestProviderFlavours},
+		{"AzureStream", TestAzureStream},
+		{"Rejections", TestRejections},
+		{"RateLimited", TestRateLimited},
+		{"BudgetExceededWithKernel", TestBudgetExceededWithKernel},
+		{"ClampMaxTokens", TestClampMaxTokens},
+		{"StrictBudgetBoundsOutput", TestStrictBudgetBoundsOutput},
+		{"UpstreamErrors", TestUpstreamErrors},
+		{"UpstreamErrorOnStreamRequest", TestUpstreamErrorOnStreamRequest},
+		{"Models", TestModels},
+		{"ContentLength", TestContentLength},
+		{"CustomerScope", TestCustomerScope},
+		{"ResponseWithoutUsage", TestResponseWithoutUsage},
+		{"RateLimitHeadersOnSuccess", TestRateLimitHeadersOnSuccess},
+		{"ConcurrentRequests", TestConcurrentRequests},
+		{"DecisionErrors", TestDecisionErrors},
+	}
+	transports := []struct {
+		name    string
+		connect func(*Processor) extprocv3.ExternalProcessorClient
+	}{
+		{"sync", syncClient},
+		{"direct", func(p *Processor) extprocv3.ExternalProcessorClient { return envoytest.DirectOwned(p) }},
+	}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			inProcess = tr.connect
+			t.Cleanup(func() { inProcess = nil })
+			for _, f := range flows {
+				t.Run(f.name, f.fn)
+			}
+		})
+	}
+}
+
+// TestSessionEndsOnce: an immediate response ends the session (io.EOF, the
+// stream finished), later messages get no reply, and Close after that does
+// nothing; a Close before the end settles what was admitted.
+func TestSessionEndsOnce(t *testing.T) {
+	e := newTestEnv(t)
+	ss := e.proc.Session(context.Background())
+	hdrs := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+			{Key: ":method", RawValue: []byte("POST")},
+			{Key: ":path", RawValue: []byte("/v1/nope")},
+			{Key: "authorization", RawValue: []byte("Bearer " + clientKey)},
+		}},
+	}}}
+	var out []*extprocv3.ProcessingResponse
+	send := func(r *extprocv3.ProcessingResponse) { out = append(out, r) }
+	require.ErrorIs(t, ss.Handle(hdrs, send), io.EOF)
+	require.Len(t, out, 1)
+	require.Equal(t, int32(404), int32(out[0].GetImmediateResponse().GetStatus().GetCode()))
+	out = nil
+	require.ErrorIs(t, ss.Handle(hdrs, send), io.EOF)
+	require.Empty(t, out)
+	ss.Close()
+	require.Empty(t, e.acct.Records())
+}
