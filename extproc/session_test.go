@@ -8,14 +8,59 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
-// syncClient connects to p as the built-in data plane does: each message a
-// call to p's Session in the caller's goroutine.
-func syncClient(p *Processor) extprocv3.ExternalProcessorClient {
-	return envoytest.Sync(func(ctx context.Context) envoytest.SyncStream { return p.Session(ctx) })
+// checkedSyncClient connects to p as the built-in data plane does (each
+// message a call to p's Session in the caller's goroutine), holding the
+// processor to the SyncStream contract the client relies on to reuse its messages: Handle writes into
+// no part of a message, and keeps nothing of it. Each message is handed over
+// as a copy, compared with the original afterwards and then overwritten, so
+// that anything kept from it reads garbage later (a ledger record, a reply).
+func checkedSyncClient(t *testing.T) func(p *Processor) extprocv3.ExternalProcessorClient {
+	return func(p *Processor) extprocv3.ExternalProcessorClient {
+		return envoytest.Sync(func(ctx context.Context) envoytest.SyncStream {
+			return checkedSession{t: t, ss: p.Session(ctx)}
+		})
+	}
+}
+
+type checkedSession struct {
+	t  *testing.T
+	ss *Session
+}
+
+func (c checkedSession) Handle(m *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	own := proto.Clone(m).(*extprocv3.ProcessingRequest)
+	err := c.ss.Handle(own, send)
+	if !proto.Equal(m, own) {
+		c.t.Errorf("the processor wrote into a message it handled:\nsent %v\nnow  %v", m, own)
+	}
+	scribble(own)
+	return err
+}
+
+func (c checkedSession) Close() { c.ss.Close() }
+
+// scribble overwrites every byte of m's bodies and header values.
+func scribble(m *extprocv3.ProcessingRequest) {
+	fill := func(b []byte) {
+		for i := range b {
+			b[i] = '#'
+		}
+	}
+	for _, hm := range []*corev3.HeaderMap{
+		m.GetRequestHeaders().GetHeaders(), m.GetResponseHeaders().GetHeaders(),
+		m.GetRequestTrailers().GetTrailers(), m.GetResponseTrailers().GetTrailers(),
+	} {
+		for _, h := range hm.GetHeaders() {
+			fill(h.GetRawValue())
+		}
+	}
+	fill(m.GetRequestBody().GetBody())
+	fill(m.GetResponseBody().GetBody())
 }
 
 // TestFlowsInProcess runs the processor's flow tests again through the two
@@ -55,7 +100,7 @@ func TestFlowsInProcess(t *testing.T) {
 		name    string
 		connect func(*Processor) extprocv3.ExternalProcessorClient
 	}{
-		{"sync", syncClient},
+		{"sync", checkedSyncClient(t)},
 		{"direct", func(p *Processor) extprocv3.ExternalProcessorClient { return envoytest.DirectOwned(p) }},
 	}
 	for _, tr := range transports {

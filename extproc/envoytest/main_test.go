@@ -114,7 +114,11 @@ type fakeSync struct {
 }
 
 func (s *fakeSync) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
-	herr, _ := s.f.step(req, func(r *extprocv3.ProcessingResponse) error { send(r); return nil })
+	// The handlers are written for gRPC, where a processor owns what it
+	// receives (some keep requests across calls); a Sync processor that
+	// keeps anything must copy it, as this one does.
+	own := proto.Clone(req).(*extprocv3.ProcessingRequest)
+	herr, _ := s.f.step(own, func(r *extprocv3.ProcessingResponse) error { send(r); return nil })
 	if herr != nil {
 		s.end(nil)
 		if errors.Is(herr, errCloseOK) {

@@ -57,6 +57,7 @@ type Stream struct {
 	pending   []recvItem
 	pendBuf   [2]recvItem
 	queue     func(*extprocv3.ProcessingResponse) // Handle's send: appends to pending
+	scratch   *scratch                            // a Sync stream's reused messages
 
 	// timer is waitFor's, kept stopped between calls: one per stream
 	// rather than one per message.
@@ -150,6 +151,9 @@ func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 	cfg := &c.cfg // read-only: the client's copy, validated once
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ctx: sctx, cancel: cancel}
+	if _, ok := c.cc.(syncClient); ok {
+		s.scratch = &scratch{}
+	}
 	s.req = direction{s: s, request: true, attrs: o.reqAttrs}
 	s.resp = direction{s: s, attrs: o.respAttrs}
 	mode := cfg.mode()
@@ -339,7 +343,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		// R1.5c: one message per chunk, replies consumed in FIFO order.
 		data = bytes.Clone(data)
 		d.queue = append(d.queue, chunk{data: data, eos: eos})
-		s.send(d, d.bodyMsg(bytes.Clone(data), eos), cbStreamedBody)
+		s.send(d, d.bodyMsg(s.processorCopy(data), eos), cbStreamedBody)
 		if eos {
 			s.waitFor(func() bool { return len(d.queue) == 0 })
 		} else {
@@ -513,7 +517,11 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 		}
 		return
 	}
-	m.MetadataContext = &corev3.Metadata{} // R5.4
+	if s.scratch != nil {
+		m.MetadataContext = &s.scratch.meta // R5.4
+	} else {
+		m.MetadataContext = &corev3.Metadata{} // R5.4
+	}
 	if d.attrs != nil && !d.attrsSent {
 		// R5.3: attributes in the first message of the direction.
 		d.attrsSent = true
@@ -1003,6 +1011,9 @@ func (d *direction) restartTimer(v time.Duration) bool {
 }
 
 func (d *direction) headersMsg(eos bool) *extprocv3.ProcessingRequest {
+	if sc := d.s.scratch; sc != nil {
+		return sc.headers(d.request, d.held, eos)
+	}
 	hh := &extprocv3.HttpHeaders{Headers: d.held.toProto(), EndOfStream: eos}
 	if d.request {
 		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}}
@@ -1011,6 +1022,9 @@ func (d *direction) headersMsg(eos bool) *extprocv3.ProcessingRequest {
 }
 
 func (d *direction) bodyMsg(data []byte, eos bool) *extprocv3.ProcessingRequest {
+	if sc := d.s.scratch; sc != nil {
+		return sc.bodyChunk(d.request, data, eos)
+	}
 	b := &extprocv3.HttpBody{Body: data, EndOfStream: eos}
 	if d.request {
 		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: b}}
@@ -1019,6 +1033,9 @@ func (d *direction) bodyMsg(data []byte, eos bool) *extprocv3.ProcessingRequest 
 }
 
 func (d *direction) trailersMsg() *extprocv3.ProcessingRequest {
+	if sc := d.s.scratch; sc != nil {
+		return sc.trailers(d.request, d.trailers)
+	}
 	t := &extprocv3.HttpTrailers{Trailers: d.trailers.toProto()}
 	if d.request {
 		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: t}}
@@ -1027,10 +1044,21 @@ func (d *direction) trailersMsg() *extprocv3.ProcessingRequest {
 }
 
 // sendBuffered sends the whole buffered body (R1.5b, R1.5d); the processor
-// gets its own copy.
+// gets its own copy, unless it is a Sync stream's (which reads it only
+// while handling it).
 func (d *direction) sendBuffered(cb callback, eos bool) {
 	d.bodySent = true
-	d.s.send(d, d.bodyMsg(bytes.Clone(d.buf), eos), cb)
+	d.s.send(d, d.bodyMsg(d.s.processorCopy(d.buf), eos), cb)
+}
+
+// processorCopy is data as a message may carry it: a copy the processor may
+// keep, or data itself for a Sync stream's processor, which keeps nothing
+// of a message and never writes into it.
+func (s *Stream) processorCopy(data []byte) []byte {
+	if s.scratch != nil {
+		return data
+	}
+	return bytes.Clone(data)
 }
 
 // releaseHeaders lets the held headers go on, without content-length in the

@@ -24,9 +24,11 @@ type SyncStream interface {
 	// processor has finished (as if Process had returned) when Handle
 	// returns an error, and Handle is not called again.
 	//
-	// m is the processor's only while Handle runs: it keeps nothing of it
-	// afterwards. Replies are read, never written, by the client (so a
-	// processor may share one reply between streams, as with [DirectOwned]).
+	// m is the processor's only while Handle runs, and only to read: it
+	// writes into none of it (headers, body bytes) and keeps nothing of it
+	// afterwards; the client reuses the message, its header values and body
+	// buffer. Replies are read, never written, by the client (so a processor
+	// may share one reply between streams, as with [DirectOwned]).
 	Handle(m *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error
 	// Close ends the stream from the client's side: Envoy half-closed it, or
 	// reset it (the context given to the stream's open function is then

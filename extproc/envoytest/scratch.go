@@ -1,0 +1,104 @@
+package envoytest
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+)
+
+// scratch holds the request messages of a Sync stream, reused from one
+// message to the next: its processor keeps nothing of a message once Handle
+// returned and never writes into it (SyncStream), and the client never
+// touches a message after sending it. Over gRPC and Direct every message is
+// its own.
+type scratch struct {
+	req   extprocv3.ProcessingRequest
+	reqH  extprocv3.ProcessingRequest_RequestHeaders
+	respH extprocv3.ProcessingRequest_ResponseHeaders
+	reqB  extprocv3.ProcessingRequest_RequestBody
+	respB extprocv3.ProcessingRequest_ResponseBody
+	reqT  extprocv3.ProcessingRequest_RequestTrailers
+	respT extprocv3.ProcessingRequest_ResponseTrailers
+	hh    extprocv3.HttpHeaders
+	body  extprocv3.HttpBody
+	tr    extprocv3.HttpTrailers
+	hmap  corev3.HeaderMap
+	meta  corev3.Metadata // R5.4: always empty
+	ptrs  []*corev3.HeaderValue
+	vals  []corev3.HeaderValue
+	raw   []byte
+}
+
+// request returns the message, emptied.
+func (sc *scratch) request() *extprocv3.ProcessingRequest {
+	sc.req.Reset()
+	return &sc.req
+}
+
+// headerMap encodes h as toProto does, into the reused arrays.
+func (sc *scratch) headerMap(h Headers) *corev3.HeaderMap {
+	n := 0
+	for _, e := range h {
+		n += len(e.Value)
+	}
+	// Sized first: the values are slices of raw, which must not move.
+	if cap(sc.raw) < n {
+		sc.raw = make([]byte, 0, n)
+	}
+	if cap(sc.vals) < len(h) {
+		sc.vals = make([]corev3.HeaderValue, len(h))
+		sc.ptrs = make([]*corev3.HeaderValue, len(h))
+	}
+	raw, vals, ptrs := sc.raw[:0], sc.vals[:len(h)], sc.ptrs[:len(h)]
+	for i, e := range h {
+		start := len(raw)
+		raw = append(raw, e.Value...)
+		v := &vals[i]
+		v.Key, v.Value, v.RawValue = e.Key, "", raw[start:len(raw):len(raw)]
+		ptrs[i] = v
+	}
+	sc.hmap.Reset()
+	sc.hmap.Headers = ptrs
+	return &sc.hmap
+}
+
+func (sc *scratch) headers(request bool, h Headers, eos bool) *extprocv3.ProcessingRequest {
+	sc.hh.Reset()
+	sc.hh.Headers, sc.hh.EndOfStream = sc.headerMap(h), eos
+	m := sc.request()
+	if request {
+		sc.reqH.RequestHeaders = &sc.hh
+		m.Request = &sc.reqH
+	} else {
+		sc.respH.ResponseHeaders = &sc.hh
+		m.Request = &sc.respH
+	}
+	return m
+}
+
+func (sc *scratch) bodyChunk(request bool, data []byte, eos bool) *extprocv3.ProcessingRequest {
+	sc.body.Reset()
+	sc.body.Body, sc.body.EndOfStream = data, eos
+	m := sc.request()
+	if request {
+		sc.reqB.RequestBody = &sc.body
+		m.Request = &sc.reqB
+	} else {
+		sc.respB.ResponseBody = &sc.body
+		m.Request = &sc.respB
+	}
+	return m
+}
+
+func (sc *scratch) trailers(request bool, h Headers) *extprocv3.ProcessingRequest {
+	sc.tr.Reset()
+	sc.tr.Trailers = sc.headerMap(h)
+	m := sc.request()
+	if request {
+		sc.reqT.RequestTrailers = &sc.tr
+		m.Request = &sc.reqT
+	} else {
+		sc.respT.ResponseTrailers = &sc.tr
+		m.Request = &sc.respT
+	}
+	return m
+}
