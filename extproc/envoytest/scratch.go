@@ -28,12 +28,6 @@ type scratch struct {
 	raw   []byte
 }
 
-// request returns the message, emptied.
-func (sc *scratch) request() *extprocv3.ProcessingRequest {
-	sc.req.Reset()
-	return &sc.req
-}
-
 // headerMap encodes h as toProto does, into the reused arrays.
 func (sc *scratch) headerMap(h Headers) *corev3.HeaderMap {
 	n := 0
@@ -64,41 +58,47 @@ func (sc *scratch) headerMap(h Headers) *corev3.HeaderMap {
 func (sc *scratch) headers(request bool, h Headers, eos bool) *extprocv3.ProcessingRequest {
 	sc.hh.Reset()
 	sc.hh.Headers, sc.hh.EndOfStream = sc.headerMap(h), eos
-	m := sc.request()
-	if request {
-		sc.reqH.RequestHeaders = &sc.hh
-		m.Request = &sc.reqH
-	} else {
-		sc.respH.ResponseHeaders = &sc.hh
-		m.Request = &sc.respH
-	}
-	return m
+	return sc.message(request, partHeaders)
 }
 
 func (sc *scratch) bodyChunk(request bool, data []byte, eos bool) *extprocv3.ProcessingRequest {
 	sc.body.Reset()
 	sc.body.Body, sc.body.EndOfStream = data, eos
-	m := sc.request()
-	if request {
-		sc.reqB.RequestBody = &sc.body
-		m.Request = &sc.reqB
-	} else {
-		sc.respB.ResponseBody = &sc.body
-		m.Request = &sc.respB
-	}
-	return m
+	return sc.message(request, partBody)
 }
 
 func (sc *scratch) trailers(request bool, h Headers) *extprocv3.ProcessingRequest {
 	sc.tr.Reset()
 	sc.tr.Trailers = sc.headerMap(h)
-	m := sc.request()
-	if request {
-		sc.reqT.RequestTrailers = &sc.tr
-		m.Request = &sc.reqT
-	} else {
-		sc.respT.ResponseTrailers = &sc.tr
-		m.Request = &sc.respT
+	return sc.message(request, partTrailers)
+}
+
+type part int
+
+const (
+	partHeaders part = iota
+	partBody
+	partTrailers
+)
+
+// message returns the message emptied, carrying the filled part of one
+// direction.
+func (sc *scratch) message(request bool, p part) *extprocv3.ProcessingRequest {
+	sc.req.Reset()
+	m := &sc.req
+	switch {
+	case p == partHeaders && request:
+		sc.reqH.RequestHeaders, m.Request = &sc.hh, &sc.reqH
+	case p == partHeaders:
+		sc.respH.ResponseHeaders, m.Request = &sc.hh, &sc.respH
+	case p == partBody && request:
+		sc.reqB.RequestBody, m.Request = &sc.body, &sc.reqB
+	case p == partBody:
+		sc.respB.ResponseBody, m.Request = &sc.body, &sc.respB
+	case request:
+		sc.reqT.RequestTrailers, m.Request = &sc.tr, &sc.reqT
+	default:
+		sc.respT.ResponseTrailers, m.Request = &sc.tr, &sc.respT
 	}
 	return m
 }
