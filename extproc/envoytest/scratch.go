@@ -1,6 +1,8 @@
 package envoytest
 
 import (
+	"sync"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
@@ -53,6 +55,32 @@ func (sc *scratch) headerMap(h Headers) *corev3.HeaderMap {
 	sc.hmap.Reset()
 	sc.hmap.Headers = ptrs
 	return &sc.hmap
+}
+
+// scratches are the free scratch sets: a stream takes one when it starts
+// and gives it back once its processor finished.
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratchBytes bounds the header bytes a pooled scratch keeps.
+const maxScratchBytes = 16 << 10
+
+func getScratch() *scratch { return scratches.Get().(*scratch) }
+
+// putScratch gives sc back, dropping what it refers to.
+func putScratch(sc *scratch) {
+	clear(sc.ptrs)
+	for i := range sc.vals {
+		sc.vals[i].Key, sc.vals[i].RawValue = "", nil
+	}
+	if cap(sc.raw) > maxScratchBytes {
+		sc.raw, sc.vals, sc.ptrs = nil, nil, nil
+	}
+	sc.hh.Reset()
+	sc.body.Reset()
+	sc.tr.Reset()
+	sc.hmap.Reset()
+	sc.req.Reset()
+	scratches.Put(sc)
 }
 
 func (sc *scratch) headers(request bool, h Headers, eos bool) *extprocv3.ProcessingRequest {

@@ -152,7 +152,7 @@ func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ctx: sctx, cancel: cancel}
 	if _, ok := c.cc.(syncClient); ok {
-		s.scratch = &scratch{}
+		s.scratch = getScratch()
 	}
 	s.req = direction{s: s, request: true, attrs: o.reqAttrs}
 	s.resp = direction{s: s, attrs: o.respAttrs}
@@ -673,6 +673,11 @@ func (s *Stream) closeStream() {
 		if !s.syncEnded {
 			s.syncEnded = true
 			s.sync.Close()
+		}
+		// Nothing is sent once the stream is closed: its messages go back.
+		if s.scratch != nil {
+			putScratch(s.scratch)
+			s.scratch = nil
 		}
 		return
 	}

@@ -113,3 +113,34 @@ func (s *slowHandleSync) Handle(req *extprocv3.ProcessingRequest, send func(*ext
 	time.Sleep(s.after)
 	return err
 }
+
+// TestSyncReusesMessages: a Sync stream builds its messages in one reused
+// set, which goes back to a pool when the stream ends; each message still
+// carries exactly its own headers and body, whatever came before it in the
+// stream or in an earlier stream (a longer header list, a longer body).
+func TestSyncReusesMessages(t *testing.T) {
+	fake := newFake(continuer)
+	cc := Sync(fake.openSync)
+	cfg := testConfig()
+	long := postRequest(`{"model":"a-long-model-name","messages":[]}`)
+	long.Headers = append(long.Headers, Header{"x-extra-1", "one"}, Header{"x-extra-2", "two"})
+	short := getRequest()
+	for range 3 {
+		for _, req := range []*Request{long, short} {
+			before := len(fake.received())
+			resp := do(t, cc, cfg, req, sseUpstream("data: {}\n\n"))
+			require.Equal(t, 200, resp.Status)
+			got := fake.received()[before:]
+			require.Equal(t, "request_headers", kindOf(got[0]))
+			sent := req.Headers.normalize()
+			require.Equal(t, sent, HeadersFromProto(got[0].GetRequestHeaders().GetHeaders()))
+			if len(req.Body) > 0 {
+				require.Equal(t, "request_body", kindOf(got[1]))
+				require.Equal(t, req.Body[0], got[1].GetRequestBody().GetBody())
+			}
+			last := got[len(got)-1]
+			require.Equal(t, "response_body", kindOf(last))
+			require.Equal(t, "data: {}\n\n", string(last.GetResponseBody().GetBody()))
+		}
+	}
+}
