@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/extproc/envoytest"
@@ -20,19 +21,35 @@ func BenchmarkChat(b *testing.B) {
 	benchmarkThroughEdge(b, `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hello there"}]}`)
 }
 
+// processorClients are the in-process transports: Sync (what `tollgate run`
+// uses) and Direct.
+var processorClients = []struct {
+	name    string
+	connect func(*fakeProc) extprocv3.ExternalProcessorClient
+}{
+	{"sync", func(p *fakeProc) extprocv3.ExternalProcessorClient { return p.sync() }},
+	{"direct", func(p *fakeProc) extprocv3.ExternalProcessorClient { return envoytest.Direct(p) }},
+}
+
 // BenchmarkStream is the same with stream:true (SSE, STREAMED response).
 func BenchmarkStream(b *testing.B) {
 	benchmarkThroughEdge(b, `{"model":"m","max_tokens":16,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello there"}]}`)
 }
 
 func benchmarkThroughEdge(b *testing.B, body string) {
+	for _, pc := range processorClients {
+		b.Run(pc.name, func(b *testing.B) { benchmarkThroughEdgeWith(b, body, pc.connect(newFakeProc())) })
+	}
+}
+
+func benchmarkThroughEdgeWith(b *testing.B, body string, proc extprocv3.ExternalProcessorClient) {
 	cfg := mockllm.DefaultConfig()
 	cfg.Chunks = 4
 	mockAddr := startBenchMock(b, cfg)
 	x := startXDSBench(b)
 	x.set(b, listener(b, 1<<20, extProcFilter()), routes(deployment{id: "m", host: "mock"}),
 		upstreamCluster(b, "m", mockAddr, clusterOpts{}))
-	e := New(envoytest.Direct(newFakeProc()), WithListenOverride("127.0.0.1:0"))
+	e := New(proc, WithListenOverride("127.0.0.1:0"))
 	actx, acancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.RunADS(actx, x.conn, nodeID) }()

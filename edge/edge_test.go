@@ -45,7 +45,23 @@ func post(t *testing.T, c *http.Client, url, pick, body string) (*http.Response,
 	return resp, string(b)
 }
 
+// inProcess runs fn once per in-process transport: Sync (what `tollgate
+// run` uses: the processor called in the request's goroutine) and Direct (a
+// Process loop on its own goroutine).
+func inProcess(t *testing.T, fn func(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient)) {
+	t.Run("sync", func(t *testing.T) {
+		fn(t, func(p *fakeProc) extprocv3.ExternalProcessorClient { return p.sync() })
+	})
+	t.Run("direct", func(t *testing.T) {
+		fn(t, func(p *fakeProc) extprocv3.ExternalProcessorClient { return envoytest.Direct(p) })
+	})
+}
+
 func TestRoutesOnProcessorHeader(t *testing.T) {
+	inProcess(t, testRoutesOnProcessorHeader)
+}
+
+func testRoutesOnProcessorHeader(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient) {
 	a := upstream(t, named("a"))
 	b := upstream(t, named("b"))
 	x := startXDS(t)
@@ -53,7 +69,7 @@ func TestRoutesOnProcessorHeader(t *testing.T) {
 		routes(deployment{id: "a", host: "api.a.example"}, deployment{id: "b", host: "api.b.example"}),
 		upstreamCluster(t, "a", a, clusterOpts{}), upstreamCluster(t, "b", b, clusterOpts{}))
 	proc := newFakeProc()
-	e := startEdge(t, envoytest.Direct(proc), x)
+	e := startEdge(t, connect(proc), x)
 	url := "http://" + e.Addr().String()
 	c := client(t)
 
@@ -83,11 +99,15 @@ func TestRoutesOnProcessorHeader(t *testing.T) {
 }
 
 func TestCatchAllAndImmediateResponse(t *testing.T) {
+	inProcess(t, testCatchAllAndImmediateResponse)
+}
+
+func testCatchAllAndImmediateResponse(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient) {
 	a := upstream(t, named("a"))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
 	proc := newFakeProc()
-	e := startEdge(t, envoytest.Direct(proc), x)
+	e := startEdge(t, connect(proc), x)
 	url := "http://" + e.Addr().String()
 	c := client(t)
 
@@ -142,6 +162,10 @@ func TestRequestBodyLimit(t *testing.T) {
 // TestStreamsChunkByChunk: every SSE event reaches the client while the
 // upstream is still holding the rest of the stream.
 func TestStreamsChunkByChunk(t *testing.T) {
+	inProcess(t, testStreamsChunkByChunk)
+}
+
+func testStreamsChunkByChunk(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient) {
 	const events = 4
 	gate := make(chan struct{})
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -156,7 +180,7 @@ func TestStreamsChunkByChunk(t *testing.T) {
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
 	proc := newFakeProc()
-	e := startEdge(t, envoytest.Direct(proc), x)
+	e := startEdge(t, connect(proc), x)
 
 	req, err := http.NewRequest(http.MethodPost, "http://"+e.Addr().String()+"/v1/chat/completions", strings.NewReader(`{"stream":true}`))
 	require.NoError(t, err)
@@ -185,11 +209,11 @@ func TestStreamsChunkByChunk(t *testing.T) {
 }
 
 // TestClientDisconnect: the upstream request is cancelled and the ext_proc
-// stream ends, so the processor can settle; with the processor in-process and
-// over gRPC.
+// stream ends, so the processor can settle; with the processor in-process
+// (called, or on its own goroutine) and over gRPC.
 func TestClientDisconnect(t *testing.T) {
-	for _, overGRPC := range []bool{false, true} {
-		t.Run(map[bool]string{false: "direct", true: "grpc"}[overGRPC], func(t *testing.T) {
+	for _, via := range []string{"sync", "direct", "grpc"} {
+		t.Run(via, func(t *testing.T) {
 			cancelled := make(chan struct{})
 			a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
@@ -202,10 +226,11 @@ func TestClientDisconnect(t *testing.T) {
 			x := startXDS(t)
 			x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
 			proc := newFakeProc()
-			client := envoytest.Direct(proc)
-			if overGRPC {
-				client = grpcProcessor(t, proc)
-			}
+			client := map[string]func() extprocv3.ExternalProcessorClient{
+				"sync":   proc.sync,
+				"direct": func() extprocv3.ExternalProcessorClient { return envoytest.Direct(proc) },
+				"grpc":   func() extprocv3.ExternalProcessorClient { return grpcProcessor(t, proc) },
+			}[via]()
 			e := startEdge(t, client, x)
 
 			ctx, cancel := context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -42,6 +43,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -344,7 +346,7 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 	p.mu.Lock()
 	p.streams++
 	p.mu.Unlock()
-	var pick string
+	st := fakeStream{p: p}
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -354,49 +356,8 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 			}
 			return err
 		}
-		var resp *extprocv3.ProcessingResponse
-		switch r := req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			h := envoytest.HeadersFromProto(r.RequestHeaders.GetHeaders())
-			pick = h.Value("x-pick")
-			cr := &extprocv3.CommonResponse{}
-			if pick == "deny" {
-				resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
-					Status: &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
-					Body:   []byte(`{"error":"denied"}`),
-				}}}
-				break
-			}
-			if r.RequestHeaders.GetEndOfStream() {
-				cr.HeaderMutation = setRoute(pick)
-				cr.ClearRouteCache = true
-			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: cr}}}
-		case *extprocv3.ProcessingRequest_RequestBody:
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
-				Response: &extprocv3.CommonResponse{HeaderMutation: setRoute(pick), ClearRouteCache: true},
-			}}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			h := envoytest.HeadersFromProto(r.ResponseHeaders.GetHeaders())
-			hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{}}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}}
-			if strings.HasPrefix(h.Value("content-type"), "text/event-stream") {
-				hr.Response.HeaderMutation = &extprocv3.HeaderMutation{RemoveHeaders: []string{"content-length"}}
-				resp.ModeOverride = &extprocfilterv3.ProcessingMode{
-					RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED,
-					ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
-				}
-			}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			p.mu.Lock()
-			if len(p.chunks) < 1024 {
-				p.chunks = append(p.chunks, r.ResponseBody.GetBody())
-			}
-			p.mu.Unlock()
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
-		case *extprocv3.ProcessingRequest_ResponseTrailers:
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
-		default:
+		resp := st.handle(req, false)
+		if resp == nil {
 			continue
 		}
 		if err := stream.Send(resp); err != nil {
@@ -404,6 +365,97 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 			return err
 		}
 	}
+}
+
+// sync connects to p as the built-in data plane connects to Tollgate's
+// processor: each message a call in the request's goroutine.
+func (p *fakeProc) sync() extprocv3.ExternalProcessorClient {
+	return envoytest.Sync(func(ctx context.Context) envoytest.SyncStream {
+		p.mu.Lock()
+		p.streams++
+		p.mu.Unlock()
+		return &fakeSyncStream{fakeStream: fakeStream{p: p}, ctx: ctx}
+	})
+}
+
+type fakeSyncStream struct {
+	fakeStream
+	ctx context.Context
+}
+
+func (s *fakeSyncStream) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	if resp := s.handle(req, true); resp != nil {
+		send(resp)
+	}
+	return nil
+}
+
+// Close: what a Process loop's Recv would have returned.
+func (s *fakeSyncStream) Close() {
+	if err := s.ctx.Err(); err != nil {
+		s.p.end(status.FromContextError(err).Err())
+		return
+	}
+	s.p.end(io.EOF)
+}
+
+// fakeStream is the per-stream logic of fakeProc.
+type fakeStream struct {
+	p    *fakeProc
+	pick string
+}
+
+// handle returns the reply to req, nil for none. copyKept: req is the
+// processor's only while it handles it (Sync), so what it keeps is copied.
+func (st *fakeStream) handle(req *extprocv3.ProcessingRequest, copyKept bool) *extprocv3.ProcessingResponse {
+	p := st.p
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		h := envoytest.HeadersFromProto(r.RequestHeaders.GetHeaders())
+		st.pick = h.Value("x-pick")
+		if st.pick == "deny" {
+			return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
+				Status: &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+				Body:   []byte(`{"error":"denied"}`),
+			}}}
+		}
+		cr := &extprocv3.CommonResponse{}
+		if r.RequestHeaders.GetEndOfStream() {
+			cr.HeaderMutation = setRoute(st.pick)
+			cr.ClearRouteCache = true
+		}
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: cr}}}
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
+			Response: &extprocv3.CommonResponse{HeaderMutation: setRoute(st.pick), ClearRouteCache: true},
+		}}}
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		h := envoytest.HeadersFromProto(r.ResponseHeaders.GetHeaders())
+		hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{}}
+		resp := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}}
+		if strings.HasPrefix(h.Value("content-type"), "text/event-stream") {
+			hr.Response.HeaderMutation = &extprocv3.HeaderMutation{RemoveHeaders: []string{"content-length"}}
+			resp.ModeOverride = &extprocfilterv3.ProcessingMode{
+				RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED,
+				ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
+			}
+		}
+		return resp
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		body := r.ResponseBody.GetBody()
+		if copyKept {
+			body = bytes.Clone(body)
+		}
+		p.mu.Lock()
+		if len(p.chunks) < 1024 {
+			p.chunks = append(p.chunks, body)
+		}
+		p.mu.Unlock()
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}}
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
+	}
+	return nil
 }
 
 // --- edge under test ---
