@@ -404,6 +404,10 @@ func (s *Stream) waitFor(done func() bool) {
 		if s.req.cb == cbIdle && s.resp.cb == cbIdle {
 			return
 		}
+		// A Sync stream's replies are already here: no timer to arm.
+		if s.takePending() {
+			continue
+		}
 		var timerC <-chan time.Time
 		if dl, ok := s.nextDeadline(); ok {
 			if s.timer == nil {
@@ -412,9 +416,6 @@ func (s *Stream) waitFor(done func() bool) {
 				s.timer.Reset(time.Until(dl))
 			}
 			armed, timerC = true, s.timer.C
-		}
-		if s.takePending() {
-			continue
 		}
 		dresps, ddone := s.directChans()
 		select {
