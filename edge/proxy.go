@@ -153,7 +153,8 @@ func (x *exchange) run() {
 	noBody := x.r.Body == nil || x.r.Body == http.NoBody || x.r.ContentLength == 0
 	x.first = x.st.routes.match(h)
 	if x.first != nil && x.first.filter != nil {
-		x.f = x.first.filter.Start(x.ctx)
+		// Every header list the exchange passes is built for the call.
+		x.f = x.first.filter.Start(x.ctx, envoytest.WithOwnedHeaders())
 	} else {
 		x.f = passthrough{}
 	}
@@ -650,7 +651,9 @@ func (x *exchange) respond(resp *http.Response) {
 	if b, ok := resp.Body.(*h1Body); ok {
 		fields = b.fields
 	}
-	h := make(envoytest.Headers, 0, len(fields)+len(resp.Header)+2)
+	// Room for :status, a content-length and the headers a processor adds
+	// (the stream keeps and extends this list: WithOwnedHeaders).
+	h := make(envoytest.Headers, 0, len(fields)+len(resp.Header)+8)
 	h = append(h, envoytest.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
 	for _, f := range fields {
 		if !hopByHop(f.Key) {
@@ -914,7 +917,9 @@ func downstreamHeaders(w http.ResponseWriter, r *http.Request) envoytest.Headers
 	if h1 {
 		fields = rw.fields
 	}
-	h := make(envoytest.Headers, 0, len(fields)+len(r.Header)+6)
+	// Room for the pseudo-headers, x-forwarded-proto, x-request-id and the
+	// headers a processor sets (the stream keeps and extends this list).
+	h := make(envoytest.Headers, 0, len(fields)+len(r.Header)+12)
 	h = append(h,
 		envoytest.Header{Key: ":authority", Value: r.Host},
 		envoytest.Header{Key: ":path", Value: r.RequestURI},

@@ -131,6 +131,27 @@ func (h Headers) normalize() Headers {
 	return out
 }
 
+// normalized reports whether h is already as normalize would return it:
+// names lower-case, pseudo-headers first.
+func (h Headers) normalized() bool {
+	regular := false
+	for _, e := range h {
+		if strings.HasPrefix(e.Key, ":") {
+			if regular {
+				return false
+			}
+		} else {
+			regular = true
+		}
+		for i := 0; i < len(e.Key); i++ {
+			if c := e.Key[i]; 'A' <= c && c <= 'Z' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // toProto encodes headers as Envoy does: key and raw_value, value empty (R5.1).
 func (h Headers) toProto() *corev3.HeaderMap {
 	// One array for the values and one for their bytes, rather than two

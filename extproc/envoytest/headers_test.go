@@ -1,9 +1,11 @@
 package envoytest
 
 import (
+	"slices"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -54,4 +56,55 @@ func TestHeadersNormalizeAndProto(t *testing.T) {
 	require.Equal(t, h, HeadersFromProto(m))
 	// value is read when raw_value is empty.
 	require.Equal(t, Headers{{"x-v", "old"}}, HeadersFromProto(&corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "X-V", Value: "old"}}}))
+}
+
+func TestHeadersNormalized(t *testing.T) {
+	for _, tc := range []struct {
+		h    Headers
+		want bool
+	}{
+		{nil, true},
+		{Headers{{":method", "GET"}, {":path", "/"}, {"x-a", "A"}}, true},
+		{Headers{{"x-a", "a"}, {"content-type", "b"}}, true},
+		{Headers{{":method", "GET"}, {"x-a", "a"}, {":path", "/"}}, false}, // a pseudo-header after a regular one
+		{Headers{{":method", "GET"}, {"X-A", "a"}}, false},
+		{Headers{{":Path", "/"}}, false},
+	} {
+		require.Equal(t, tc.want, tc.h.normalized(), "%v", tc.h)
+		require.Equal(t, tc.want, slices.Equal(tc.h.normalize(), tc.h), "normalized agrees with normalize: %v", tc.h)
+	}
+}
+
+// TestOwnedHeaders: with WithOwnedHeaders a list already in Envoy's form is
+// held and mutated in place (no copy); any other list is normalised into a
+// copy, as without the option, and the processor sees the same headers
+// either way.
+func TestOwnedHeaders(t *testing.T) {
+	setter := func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+		return one(reply(req, &extprocv3.CommonResponse{HeaderMutation: setHeaders(rawSet("x-set", "1"))})), nil
+	}
+	cfg := testConfig()
+	for _, owned := range []bool{false, true} {
+		var opts []StartOption
+		if owned {
+			opts = append(opts, WithOwnedHeaders())
+		}
+		fake := newFake(setter)
+		in := make(Headers, 0, 8)
+		in = append(in, getRequest().Headers.normalize()...)
+		res, err := NewClient(Direct(fake), cfg).Start(testCtx(t), opts...).RequestHeaders(in, true)
+		require.NoError(t, err)
+		require.True(t, res.Continue)
+		require.Equal(t, "1", res.Headers.Value("x-set"))
+		require.Equal(t, owned, &res.Headers[0] == &in[0], "owned=%v: the list is kept, not copied", owned)
+		require.Equal(t, in[:len(getRequest().Headers)], HeadersFromProto(fake.received()[0].GetRequestHeaders().GetHeaders()))
+
+		// Not in Envoy's form: copied and normalised even when owned.
+		mixed := Headers{{"X-Mixed", "a"}, {":method", "GET"}, {":path", "/"}, {":authority", "a"}, {":scheme", "http"}}
+		res, err = NewClient(Direct(newFake(setter)), cfg).Start(testCtx(t), opts...).RequestHeaders(mixed, true)
+		require.NoError(t, err)
+		require.NotSame(t, &mixed[0], &res.Headers[0])
+		require.Equal(t, "a", res.Headers.Value("x-mixed"))
+		require.Equal(t, ":method", res.Headers[0].Key)
+	}
 }

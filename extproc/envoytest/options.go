@@ -16,11 +16,19 @@ const attributesKey = "envoy.filters.http.ext_proc"
 type StartOption func(*startOptions)
 
 type startOptions struct {
+	ownHeaders   bool
 	routeMode    *extprocfilterv3.ProcessingMode
 	reqAttrs     *structpb.Struct
 	respAttrs    *structpb.Struct
 	attrsInvalid error
 }
+
+// WithOwnedHeaders hands the stream the header lists given to
+// RequestHeaders and ResponseHeaders: the caller neither reads nor changes
+// them afterwards. A list already in Envoy's form (names lower-case,
+// pseudo-headers first) is then kept and changed in place rather than
+// copied. The built-in data plane builds a fresh list for every call.
+func WithOwnedHeaders() StartOption { return func(o *startOptions) { o.ownHeaders = true } }
 
 // WithRouteMode is a per-route ExtProcPerRoute processing_mode. It replaces the
 // whole filter-level mode for this request, so unset fields are DEFAULT or

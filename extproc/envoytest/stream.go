@@ -58,6 +58,8 @@ type Stream struct {
 	pendBuf   [2]recvItem
 	queue     func(*extprocv3.ProcessingResponse) // Handle's send: appends to pending
 	scratch   *scratch                            // a Sync stream's reused messages
+	// ownHeaders: the header lists passed in are the stream's (WithOwnedHeaders).
+	ownHeaders bool
 
 	// timer is waitFor's, kept stopped between calls: one per stream
 	// rather than one per message.
@@ -150,7 +152,7 @@ type direction struct {
 func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 	cfg := &c.cfg // read-only: the client's copy, validated once
 	sctx, cancel := context.WithCancel(ctx)
-	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ctx: sctx, cancel: cancel}
+	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ctx: sctx, cancel: cancel, ownHeaders: o.ownHeaders}
 	if _, ok := c.cc.(syncClient); ok {
 		s.scratch = getScratch()
 	}
@@ -274,7 +276,11 @@ func (s *Stream) onHeaders(d *direction, h Headers, eos bool) (*Result, error) {
 	d.started = true
 	d.noBody = eos
 	d.bodyEnded = eos
-	d.held = h.normalize()
+	if s.ownHeaders && h.normalized() {
+		d.held = h // the caller's to give (WithOwnedHeaders)
+	} else {
+		d.held = h.normalize()
+	}
 	d.holding = true
 	// R2.10: decided now; a later mode_override does not change it.
 	d.stripCL = !s.cfg.AllowContentLengthHeader && (d.bodyMode == extprocfilterv3.ProcessingMode_STREAMED ||
