@@ -66,7 +66,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 // Process runs one request's ext_proc stream to its end and settles the
 // request exactly once, whatever the end.
 func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error {
-	ss := p.newSession(srv.Context())
+	ss := p.Session(srv.Context())
 	defer ss.Close()
 	var rb *recvBuf
 	if _, ok := srv.(*grpc.GenericServerStream[extprocv3.ProcessingRequest, extprocv3.ProcessingResponse]); ok {
@@ -106,9 +106,7 @@ type Session struct {
 
 // Session starts a stream whose context is ctx (cancelled: the stream was
 // reset). End it with Close unless Handle returned an error.
-func (p *Processor) Session(ctx context.Context) *Session { return p.newSession(ctx) }
-
-func (p *Processor) newSession(ctx context.Context) *Session {
+func (p *Processor) Session(ctx context.Context) *Session {
 	ss := &Session{ctx: ctx}
 	ss.s.p = p
 	return ss
