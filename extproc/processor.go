@@ -115,8 +115,8 @@ func (p *Processor) Session(ctx context.Context) *Session {
 // Handle processes one message and sends its reply (none in observability
 // mode). io.EOF means the stream ended after the reply (an immediate
 // response, R1.8c): the stream finished and Handle is not called again. The
-// session keeps nothing of req; the reply is read-only (it may be shared
-// with other streams).
+// session only reads req, and keeps nothing of it (the data plane reuses
+// it); the reply is read-only (it may be shared with other streams).
 func (ss *Session) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
 	if ss.done {
 		return io.EOF
