@@ -82,10 +82,10 @@ func TestSyncProcess(t *testing.T) {
 // deadline.
 func TestSyncLateReply(t *testing.T) {
 	cfg := testConfig()
-	cfg.MessageTimeout = 50 * time.Millisecond
+	cfg.MessageTimeout = 200 * time.Millisecond
 
 	late := newFake(continuer)
-	late.delay = func(*extprocv3.ProcessingRequest, int) time.Duration { return 80 * time.Millisecond }
+	late.delay = func(*extprocv3.ProcessingRequest, int) time.Duration { return 400 * time.Millisecond }
 	res, err := NewClient(Sync(late.openSync), cfg).Start(testCtx(t)).RequestHeaders(getRequest().Headers, true)
 	require.NoError(t, err)
 	require.NotNil(t, res.LocalReply)
@@ -93,7 +93,7 @@ func TestSyncLateReply(t *testing.T) {
 	require.ErrorIs(t, res.Failure, ErrMessageTimeout)
 
 	inTime := newFake(continuer)
-	slowAfter := &slowHandleSync{fakeSync: fakeSync{f: inTime, ctx: testCtx(t)}, after: 80 * time.Millisecond}
+	slowAfter := &slowHandleSync{fakeSync: fakeSync{f: inTime, ctx: testCtx(t)}, after: 400 * time.Millisecond}
 	res, err = NewClient(Sync(func(context.Context) SyncStream { inTime.wg.Add(1); return slowAfter }), cfg).
 		Start(testCtx(t)).RequestHeaders(getRequest().Headers, true)
 	require.NoError(t, err)
