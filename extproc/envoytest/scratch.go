@@ -66,20 +66,17 @@ const maxScratchBytes = 16 << 10
 
 func getScratch() *scratch { return scratches.Get().(*scratch) }
 
-// putScratch gives sc back, dropping what it refers to.
+// putScratch gives sc back. Its messages point only into sc itself (and
+// each is emptied before it is built again), except for the header names
+// and the last body, which are dropped here.
 func putScratch(sc *scratch) {
-	clear(sc.ptrs)
-	for i := range sc.vals {
-		sc.vals[i].Key, sc.vals[i].RawValue = "", nil
-	}
 	if cap(sc.raw) > maxScratchBytes {
 		sc.raw, sc.vals, sc.ptrs = nil, nil, nil
 	}
-	sc.hh.Reset()
-	sc.body.Reset()
-	sc.tr.Reset()
-	sc.hmap.Reset()
-	sc.req.Reset()
+	for i := range sc.vals {
+		sc.vals[i].Key = ""
+	}
+	sc.body.Body = nil
 	scratches.Put(sc)
 }
 
