@@ -78,13 +78,7 @@ func (d directClient) start(ctx context.Context, cancel context.CancelFunc) *dir
 
 // serve runs the server's Process on the pipe and records its status.
 func (p *directPipe) serve() {
-	err := p.srv.Process(&p.server)
-	if err != nil {
-		if _, ok := status.FromError(err); !ok {
-			err = status.Error(codes.Unknown, err.Error())
-		}
-	}
-	p.finish(err)
+	p.finish(handlerStatus(p.srv.Process(&p.server)))
 }
 
 // Idle workers: at most maxIdleWorkers wait for the next stream, each for

@@ -75,6 +75,13 @@ func syncStatus(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.EOF
 	}
+	return handlerStatus(err)
+}
+
+// handlerStatus is what a gRPC client receives when a server's handler
+// returns err: err itself when it is a status (nil is OK), else
+// codes.Unknown, as grpc-go does.
+func handlerStatus(err error) error {
 	if _, ok := status.FromError(err); !ok {
 		return status.Error(codes.Unknown, err.Error())
 	}
