@@ -151,10 +151,16 @@ type direction struct {
 
 func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 	cfg := &c.cfg // read-only: the client's copy, validated once
-	sctx, cancel := context.WithCancel(ctx)
-	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ctx: sctx, cancel: cancel, ownHeaders: o.ownHeaders}
+	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ownHeaders: o.ownHeaders}
 	if _, ok := c.cc.(syncClient); ok {
+		// A Sync stream's calls run in its caller's goroutine: no call
+		// waits in a select that a reset must wake, so the stream lives on
+		// the context it was started with (one context and the parent's
+		// registration of it less per request).
+		s.ctx, s.cancel = ctx, func() {}
 		s.scratch = getScratch()
+	} else {
+		s.ctx, s.cancel = context.WithCancel(ctx)
 	}
 	s.req = direction{s: s, request: true, attrs: o.reqAttrs}
 	s.resp = direction{s: s, attrs: o.respAttrs}
@@ -224,8 +230,10 @@ func (s *Stream) ResponseTrailers(h Headers) (*Result, error) {
 // half-closes and cancels the gRPC stream (waiting up to RemoteCloseTimeout
 // for the server first with GracefulClose) and frees everything. It may be
 // called from another goroutine while a call waits for the processor: that is
-// an HTTP stream reset, the waiting call returns context.Canceled. It is safe
-// to call more than once.
+// an HTTP stream reset, the waiting call returns context.Canceled (over
+// [Sync] the processor runs in the call's goroutine and cannot be cut off:
+// Close waits for it, the call returns its result and the next one
+// ErrFinished). It is safe to call more than once.
 func (s *Stream) Close() {
 	if !s.mu.TryLock() {
 		s.cancel() // a call is waiting: reset, so that it returns
@@ -558,7 +566,7 @@ func (s *Stream) open() bool {
 	}
 	if sc, ok := s.c.cc.(syncClient); ok && s.ctx.Err() == nil {
 		// In-process, called directly: the processor's stream lives as long
-		// as this one, so it takes this stream's context.
+		// as this one, on the same context.
 		s.sync = sc.open(s.ctx)
 		s.pending = s.pendBuf[:0]
 		s.queue = func(r *extprocv3.ProcessingResponse) {

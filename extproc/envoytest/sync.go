@@ -31,20 +31,20 @@ type SyncStream interface {
 	// may share one reply between streams, as with [DirectOwned]).
 	Handle(m *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error
 	// Close ends the stream from the client's side: Envoy half-closed it, or
-	// reset it (the context given to the stream's open function is then
-	// cancelled). The processor finishes before Close returns. Close is
+	// reset it. The processor finishes before Close returns. Close is
 	// called at most once, and not after Handle returned an error.
 	Close()
 }
 
 // Sync returns an ExternalProcessorClient for an in-process processor whose
-// streams are [SyncStream]s: open starts one, with the stream's context. A
-// [Stream] on such a client calls the processor directly, in the goroutine
-// of the Stream's caller: no goroutine, channel or copy per message. It is
-// the cheapest in-process transport; the protocol is the same as over gRPC,
-// with one difference: a processor cannot be interrupted while it handles a
-// message, so a message timeout that expires meanwhile fires when Handle
-// returns (its replies are then too late, as they would be with Envoy).
+// streams are [SyncStream]s: open starts one, with the context the [Stream]
+// was started with. A Stream on such a client calls the processor directly,
+// in the goroutine of the Stream's caller: no goroutine, channel or copy per
+// message. It is the cheapest in-process transport; the protocol is the same
+// as over gRPC, with one difference: a processor cannot be interrupted while
+// it handles a message, so a message timeout that expires meanwhile fires
+// when Handle returns (its replies are then too late, as they would be with
+// Envoy).
 //
 // Process, for callers other than Stream, serves the processor behind a
 // ProcessClient: Send runs Handle, Recv returns the replies in order.

@@ -144,3 +144,54 @@ func TestSyncReusesMessages(t *testing.T) {
 		}
 	}
 }
+
+// gatedSync enters Handle, says so, and waits for the gate before handling.
+type gatedSync struct {
+	fakeSync
+	entered, gate chan struct{}
+}
+
+func (s *gatedSync) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	close(s.entered)
+	<-s.gate
+	return s.fakeSync.Handle(req, send)
+}
+
+// TestSyncCloseDuringCall: over Sync the processor runs in the caller's
+// goroutine, so a Close from another goroutine (a reset) waits for the call;
+// the call returns its result and the stream is finished afterwards. The
+// processor's stream lives on the context the Stream was started with.
+func TestSyncCloseDuringCall(t *testing.T) {
+	fake := newFake(continuer)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var opened context.Context
+	gs := &gatedSync{fakeSync: fakeSync{f: fake, ctx: ctx}, entered: make(chan struct{}), gate: make(chan struct{})}
+	s := NewClient(Sync(func(c context.Context) SyncStream { opened = c; fake.wg.Add(1); return gs }), testConfig()).Start(ctx)
+
+	type out struct {
+		res *Result
+		err error
+	}
+	call := make(chan out, 1)
+	go func() {
+		res, err := s.RequestHeaders(getRequest().Headers, true)
+		call <- out{res, err}
+	}()
+	<-gs.entered
+	require.Equal(t, ctx, opened)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while the processor was handling a message")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gs.gate)
+	got := <-call
+	require.NoError(t, got.err)
+	require.True(t, got.res.Continue)
+	<-closed
+	_, err := s.ResponseHeaders(Headers{{":status", "200"}}, true)
+	require.ErrorIs(t, err, ErrFinished)
+}
