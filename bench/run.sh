@@ -121,7 +121,10 @@ cell() {
     t1=$(ticks "$pid")
     reqs=$(field requests <<<"$out")
     cpu=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print "-" }')
-    rss=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$pid/status")
+    # The peak, then what it is made of at the end of the cell: anonymous
+    # memory (heap, stacks, SQLite's cache) and pages of the binary's file.
+    rss=$(awk '/VmHWM/ {h = $2} /RssAnon/ {a = $2} /RssFile/ {f = $2}
+      END {printf "%.1f (%.1f + %.1f)", h/1024, a/1024, f/1024}' "/proc/$pid/status")
   fi
   rps=$(field rps <<<"$out")
   row=$(printf '| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s |' "$s" "$c" "$target" \
@@ -139,7 +142,7 @@ if [ -n "$nginx_pid" ]; then
   taskset -c "$LOAD_CPU" bin/loadgen -url "http://$ngx" -model mock-gpt -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
 fi
 
-printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | CPU µs/req | peak RSS MiB | CPU vs nginx | CPU vs nginx at the same rate |\n'
+printf '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | CPU µs/req | peak RSS MiB (anon + file) | CPU vs nginx | CPU vs nginx at the same rate |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 # All scenarios at one connection count before the next: a cell that follows
 # 1,000 connections runs on a process that grew for them (more memory, pools,
