@@ -76,8 +76,11 @@ func headerIsEventStream(h *corev3.HeaderValue) bool {
 type headerSet struct {
 	opt corev3.HeaderValueOption
 	val corev3.HeaderValue
-	app wrapperspb.BoolValue // false
 }
+
+// appendFalse is every set header's append=false (R2.9), shared: replies are
+// read-only.
+var appendFalse = wrapperspb.Bool(false)
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" value.
 func bearerToken(v string) string {

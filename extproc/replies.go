@@ -184,7 +184,7 @@ func (l headerList) options() []*corev3.HeaderValueOption {
 	for i, kv := range l.kv {
 		hs := &sets[i]
 		hs.val.Key, hs.val.RawValue = kv.key, vals[kv.start:kv.end:kv.end]
-		hs.opt.Header, hs.opt.Append = &hs.val, &hs.app
+		hs.opt.Header, hs.opt.Append = &hs.val, appendFalse
 		out[i] = &hs.opt
 	}
 	return out
