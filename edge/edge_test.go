@@ -212,16 +212,20 @@ func testStreamsChunkByChunk(t *testing.T, connect func(*fakeProc) extprocv3.Ext
 // stream ends, so the processor can settle; with the processor in-process
 // (called, or on its own goroutine) and over gRPC.
 func TestClientDisconnect(t *testing.T) {
-	for _, via := range []string{"sync", "direct", "grpc"} {
-		t.Run(via, func(t *testing.T) {
+	for _, name := range []string{"sync", "direct", "grpc", "sync/h2c"} {
+		via, h2c := strings.CutSuffix(name, "/h2c")
+		t.Run(name, func(t *testing.T) {
 			cancelled := make(chan struct{})
 			a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				w.Header().Set("content-type", "text/event-stream")
 				_, _ = fmt.Fprint(w, "data: first\n\n")
 				w.(http.Flusher).Flush()
-				<-r.Context().Done()
-				close(cancelled)
+				select {
+				case <-r.Context().Done():
+					close(cancelled)
+				case <-t.Context().Done(): // failed: let the server close
+				}
 			}))
 			x := startXDS(t)
 			x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
@@ -237,9 +241,16 @@ func TestClientDisconnect(t *testing.T) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.Addr().String()+"/v1/chat/completions", strings.NewReader(`{"stream":true}`))
 			require.NoError(t, err)
 			req.Header.Set("x-pick", "a")
-			resp, err := (&http.Client{}).Do(req)
+			tr := &http.Transport{}
+			if h2c { // net/http's HTTP/2 server: the request's end comes from its context
+				tr.Protocols = new(http.Protocols)
+				tr.Protocols.SetUnencryptedHTTP2(true)
+			}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr}).Do(req)
 			require.NoError(t, err)
 			defer func() { _ = resp.Body.Close() }()
+			require.Equal(t, map[bool]int{false: 1, true: 2}[h2c], resp.ProtoMajor)
 			line, err := bufio.NewReader(resp.Body).ReadString('\n')
 			require.NoError(t, err)
 			require.Equal(t, "data: first\n", line)

@@ -123,14 +123,16 @@ func methodRequest(method string) *http.Request {
 // do sends wire, a serialised request, and returns its response; req is
 // what the response is for (its method decides whether a body follows). The
 // response body must be read to the end or closed; the connection goes back
-// to the pool at its end. Cancelling ctx makes a blocked write or read return.
-func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte) (*http.Response, error) {
+// to the pool at its end. Firing ab makes a blocked write or read return:
+// the caller fires it when it cancels ctx (ctx bounds the wait for a
+// connection and the dial).
+func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte, ab *upstreamAbort) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.get(ctx, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := t.exchange(ctx, c, req, wire)
+		resp, err := t.exchange(ctx, c, req, wire, ab)
 		if err == nil {
 			return resp, nil
 		}
@@ -148,11 +150,17 @@ func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte) (*htt
 
 // exchange writes the serialised request on c and reads the response
 // headers. On error c is closed.
-func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wire []byte) (*http.Response, error) {
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
+func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wire []byte, ab *upstreamAbort) (*http.Response, error) {
+	if !ab.arm(c) {
+		t.put(c) // untouched
+		if err := context.Cause(ctx); err != nil {
+			return nil, err
+		}
+		return nil, context.Canceled
+	}
 	before := c.nread
 	if _, err := c.Write(wire); err != nil {
-		stop()
+		ab.disarm()
 		t.discard(c)
 		return nil, staleIf(err, c.nread == before)
 	}
@@ -164,7 +172,7 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 	}
 	c.limit = 0
 	if err != nil {
-		stop()
+		ab.disarm()
 		t.discard(c)
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
@@ -172,7 +180,7 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		return nil, staleIf(err, c.nread == before)
 	}
 	resp := h.response(req, c.br)
-	resp.Body = &h1Body{rc: resp.Body, c: c, stop: stop, keep: !resp.Close, fields: h.fields}
+	resp.Body = &h1Body{rc: resp.Body, c: c, ab: ab, keep: !resp.Close, fields: h.fields}
 	return resp, nil
 }
 
@@ -311,7 +319,7 @@ type h1Body struct {
 	fields envoytest.Headers
 	rc     io.ReadCloser
 	c      *h1Conn
-	stop   func() bool
+	ab     *upstreamAbort
 	keep   bool // the connection may carry another request
 	done   bool
 }
@@ -337,9 +345,9 @@ func (b *h1Body) Close() error {
 
 func (b *h1Body) end(complete bool) {
 	b.done = true
-	// stop is false when the context's cancellation already set a
+	// disarm is false when the request's cancellation already set a
 	// deadline in the past on the connection: it cannot be reused.
-	if b.stop() && complete && b.keep && b.c.br.Buffered() == 0 {
+	if b.ab.disarm() && complete && b.keep && b.c.br.Buffered() == 0 {
 		b.c.cl.put(b.c)
 		return
 	}

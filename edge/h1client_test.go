@@ -85,7 +85,11 @@ func h1Post(t *testing.T, ctx context.Context, c *h1Client, body string) (*http.
 	require.NoError(t, err)
 	var wire bytes.Buffer
 	require.NoError(t, req.Write(&wire))
-	return c.do(ctx, req, wire.Bytes())
+	// As an exchange does when it cancels its upstream context.
+	ab := new(upstreamAbort)
+	stop := context.AfterFunc(ctx, ab.fire)
+	t.Cleanup(func() { stop() })
+	return c.do(ctx, req, wire.Bytes(), ab)
 }
 
 func readAll(t *testing.T, resp *http.Response) string {

@@ -181,6 +181,7 @@ type serverConn struct {
 	// or the end of the connection.
 	watchT     *time.Timer
 	cancel     context.CancelCauseFunc
+	gone       func(error) // the handler's hook for the client going away (onGone)
 	wantWatch  bool
 	bodyDone   bool
 	watching   bool
@@ -486,8 +487,25 @@ func (sc *serverConn) watchLocked() {
 		sc.mu.Unlock()
 		if err != nil && !stopping {
 			cancel(errClientGone)
+			sc.mu.Lock()
+			gone := sc.gone
+			sc.mu.Unlock()
+			if gone != nil {
+				gone(errClientGone)
+			}
 		}
 	}()
+}
+
+// onGone sets what the watch calls, after cancelling the request's context,
+// when the client goes away during the current request (nil: nothing). A
+// handler that would otherwise derive a context from the request's, only to
+// learn of its end, is told directly: no registration in the request's
+// context. It may still be called once after onGone(nil) returns.
+func (sc *serverConn) onGone(f func(error)) {
+	sc.mu.Lock()
+	sc.gone = f
+	sc.mu.Unlock()
 }
 
 // stopWatch ends the watch of the request that just ended.

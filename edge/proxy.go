@@ -103,8 +103,14 @@ type exchange struct {
 	async     chan *http.Response
 	asyncDone bool
 
+	// The upstream request's context: cancelled (cancelUp) by the timers,
+	// by a local reply, by the client going away and when the exchange
+	// ends; not a child of ctx, whose cancellation reaches it through the
+	// server's onGone hook, which costs no registration in ctx.
 	upCtx      context.Context
 	upCancel   context.CancelCauseFunc
+	upAbort    upstreamAbort              // the upstream connection in use, cut off by cancelUp
+	stopGone   func() bool                // the link from ctx when the server has no hook
 	idle       time.Duration              // stream idle timeout, 0 for none
 	deadline   int64                      // monoNow when the route timeout fires, 0 for none
 	timer      *time.Timer                // one timer for both
@@ -122,13 +128,33 @@ type exchange struct {
 
 func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
-	x.upCtx, x.upCancel = context.WithCancelCause(x.ctx)
+	x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
+	if rw, ok := w.(*response); ok {
+		rw.sc.onGone(x.cancelUp)
+	} else {
+		x.stopGone = context.AfterFunc(x.ctx, func() { x.cancelUp(context.Cause(x.ctx)) }) //nolint:contextcheck // x.ctx is r.Context()
+	}
+	if x.ctx.Err() != nil { // gone before the hook was set
+		x.cancelUp(context.Cause(x.ctx)) //nolint:contextcheck // x.ctx is r.Context()
+	}
 	defer x.finish()
 	x.run() //nolint:contextcheck // the exchange carries the request context
 }
 
+// cancelUp ends the upstream request with cause: its context, and the
+// connection it is using.
+func (x *exchange) cancelUp(cause error) {
+	x.upCancel(cause)
+	x.upAbort.fire()
+}
+
 func (x *exchange) finish() {
-	x.upCancel(nil)
+	if rw, ok := x.w.(*response); ok {
+		rw.sc.onGone(nil)
+	} else {
+		x.stopGone()
+	}
+	x.cancelUp(nil)
 	if x.async != nil && !x.asyncDone {
 		// The request ended while its upstream request was still running:
 		// wait for it (it sees the cancellation) before touching its state.
@@ -368,7 +394,7 @@ func (x *exchange) roundTrip(rt *route, body any, buffered bool) *http.Response 
 		}
 		var resp *http.Response
 		if wire != nil {
-			resp, err = cl.h1.do(x.upCtx, req, wire.Bytes())
+			resp, err = cl.h1.do(x.upCtx, req, wire.Bytes(), &x.upAbort)
 		} else {
 			resp, err = cl.transport.RoundTrip(req.WithContext(x.upCtx))
 		}
@@ -492,11 +518,11 @@ func (x *exchange) timerCheck() {
 	now := monoNow()
 	switch {
 	case x.deadline > 0 && now >= x.deadline:
-		x.upCancel(errRouteTimeout)
+		x.cancelUp(errRouteTimeout)
 	case x.attemptDeadline.Load() > 0 && now >= x.attemptDeadline.Load():
-		x.upCancel(errPerTry)
+		x.cancelUp(errPerTry)
 	case x.idle > 0 && x.idle <= time.Duration(now-x.lastActive.Load()):
-		x.upCancel(errIdleTimeout)
+		x.cancelUp(errIdleTimeout)
 	default:
 		x.timerP.Load().Reset(x.due(now))
 	}
@@ -777,7 +803,7 @@ func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool 
 	}
 	if len(res.Body) > 0 {
 		if _, err := x.w.Write(res.Body); err != nil {
-			x.upCancel(err)
+			x.cancelUp(err)
 			return false
 		}
 		wrote = true
@@ -789,7 +815,7 @@ func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool 
 	}
 	if wrote && more && x.flushEach {
 		if err := x.rc.Flush(); err != nil {
-			x.upCancel(err)
+			x.cancelUp(err)
 			return false
 		}
 		x.touch()

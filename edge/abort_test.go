@@ -1,0 +1,55 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// An upstream request whose abort fired before it started returns the
+// cancellation's cause and leaves the pooled connection untouched; one
+// aborted while its body is read costs its connection.
+func TestH1ClientAbort(t *testing.T) {
+	u := startRaw(t, reply(strings.Repeat("x", 10000), 100))
+	c := u.client(0)
+	defer c.CloseIdleConnections()
+	post := func(ctx context.Context, ab *upstreamAbort) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader("a"))
+		require.NoError(t, err)
+		return c.do(ctx, req, []byte("POST /v1/x HTTP/1.1\r\nHost: upstream\r\nContent-Length: 1\r\n\r\na"), ab)
+	}
+	resp, err := post(context.Background(), new(upstreamAbort))
+	require.NoError(t, err)
+	require.Len(t, readAll(t, resp), 10000)
+
+	cause := errors.New("the route's timeout")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	fired := new(upstreamAbort)
+	fired.fire()
+	_, err = post(ctx, fired)
+	require.ErrorIs(t, err, cause)
+	resp, err = post(context.Background(), new(upstreamAbort))
+	require.NoError(t, err)
+	require.Len(t, readAll(t, resp), 10000)
+	require.EqualValues(t, 1, u.conns.Load(), "the aborted request did not use the pooled connection")
+
+	ab := new(upstreamAbort)
+	resp, err = post(context.Background(), ab)
+	require.NoError(t, err)
+	_, err = io.ReadFull(resp.Body, make([]byte, 10))
+	require.NoError(t, err)
+	ab.fire()
+	_, err = io.ReadAll(resp.Body) // what was buffered, then the deadline
+	require.Error(t, err)
+	require.NoError(t, resp.Body.Close())
+	resp, err = post(context.Background(), new(upstreamAbort))
+	require.NoError(t, err)
+	require.Len(t, readAll(t, resp), 10000)
+	require.EqualValues(t, 2, u.conns.Load(), "the connection cut off was reused")
+}
