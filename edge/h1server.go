@@ -187,7 +187,14 @@ type serverConn struct {
 	watching   bool
 	stopping   bool
 	watchEnded chan struct{}
+
+	// held is the array a response holds its body in before the headers go
+	// out, reused by the connection's next response when small (keepHeld).
+	held []byte
 }
+
+// keepHeld bounds the held array a connection keeps between responses.
+const keepHeld = 2 << 10
 
 // headerLimit bounds what is read for a request's headers (with net/http's
 // slack over MaxHeaderBytes).
@@ -360,7 +367,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect}
+	w := &response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect, held: sc.held}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
@@ -837,6 +844,9 @@ func (w *response) sendHeader(final bool) {
 	held := w.held
 	w.held = nil
 	w.writeBody(held)
+	if cap(held) <= keepHeld {
+		w.sc.held = held[:0] // written: the next response may reuse it
+	}
 }
 
 var statusLines sync.Map // int → string

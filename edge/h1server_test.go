@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +348,23 @@ func TestH1ServerSetHeaders(t *testing.T) {
 		require.True(t, ok)
 		require.Regexp(t, "^HTTP/1.1 201 Created\r\nx-b: 1\r\ncontent-type: text/plain\r\nx-a: 2\r\n"+
 			framing+"connection: close\r\ndate: [^\r]+$", head, path)
+	}
+}
+
+// A connection reuses the array its responses hold their bodies in (when
+// small): each response still carries exactly its own body.
+func TestH1ServerReusesHeldBody(t *testing.T) {
+	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		_, _ = w.Write([]byte(strings.Repeat(r.URL.Path[1:2], n/2)))
+		_, _ = w.Write([]byte(strings.Repeat("z", n-n/2)))
+	})
+	c := dialRaw(t, addr)
+	for _, n := range []int{900, 5, 3000, 7, 1500, 1} {
+		c.send(t, fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		resp, body := c.response(t, "GET")
+		want := strings.Repeat(strconv.Itoa(n)[:1], n/2) + strings.Repeat("z", n-n/2)
+		require.Equal(t, want, body)
+		require.EqualValues(t, n, resp.ContentLength)
 	}
 }
