@@ -39,9 +39,9 @@ type h1Client struct {
 // h1Conn is one upstream connection.
 type h1Conn struct {
 	net.Conn
-	br       *bufio.Reader
-	nread    int64 // bytes read from the connection so far
-	limit    int64 // while > 0, reads stop at nread == limit (response heads)
+	br       *bufio.Reader // while a request is under way; nil in the pool
+	nread    int64         // bytes read from the connection so far
+	limit    int64         // while > 0, reads stop at nread == limit (response heads)
 	hp       headParser
 	lastUsed time.Time
 	cl       *h1Client
@@ -158,6 +158,10 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		}
 		return nil, context.Canceled
 	}
+	if c.br == nil {
+		c.br = upstreamReaders.Get().(*bufio.Reader) //nolint:forcetypeassert // the pool holds only these
+		c.br.Reset(c)
+	}
 	before := c.nread
 	if _, err := c.Write(wire); err != nil {
 		ab.disarm()
@@ -230,9 +234,7 @@ func (t *h1Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 		t.freeSlot()
 		return nil, false, err
 	}
-	c := &h1Conn{Conn: conn, cl: t}
-	c.br = bufio.NewReaderSize(c, 4<<10)
-	return c, false, nil
+	return &h1Conn{Conn: conn, cl: t}, false, nil
 }
 
 // waitSlot takes a connection slot (max_connections), or an idle connection
@@ -270,8 +272,19 @@ func (t *h1Client) popIdle() (*h1Conn, bool) {
 	return nil, false
 }
 
-// put returns a connection whose last response was read to its end.
+// upstreamReaders are the buffers upstream responses are read through. A
+// connection holds one from its request to its response's end and none
+// while it waits in the pool (4 KiB each: 4 MiB over 1,000 connections).
+var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// put returns a connection whose last response was read to its end (its
+// reader holds nothing more).
 func (t *h1Client) put(c *h1Conn) {
+	if c.br != nil && c.br.Buffered() == 0 {
+		c.br.Reset(nil)
+		upstreamReaders.Put(c.br)
+		c.br = nil
+	}
 	c.lastUsed = time.Now()
 	t.mu.Lock()
 	if !t.closed && len(t.idle) < maxIdlePerHost {

@@ -110,6 +110,10 @@ func TestH1ClientReusesConnections(t *testing.T) {
 		require.Equal(t, "pong", readAll(t, resp))
 	}
 	require.EqualValues(t, 1, u.conns.Load())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Len(t, c.idle, 1)
+	require.Nil(t, c.idle[0].br, "a pooled connection keeps its read buffer")
 }
 
 // A body closed before its end costs its connection, never the next

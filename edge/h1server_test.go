@@ -368,3 +368,27 @@ func TestH1ServerReusesHeldBody(t *testing.T) {
 		require.EqualValues(t, n, resp.ContentLength)
 	}
 }
+
+// A connection between requests holds no response buffer.
+func TestH1ServerIdleConnectionHoldsNoWriter(t *testing.T) {
+	s, addr := startH1(t, echo)
+	c := dialRaw(t, addr)
+	for range 3 {
+		c.send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+		_, body := c.response(t, "POST")
+		require.Equal(t, "/a hello", body)
+		require.Eventually(t, func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for sc := range s.conns {
+				sc.mu.Lock()
+				active := sc.active
+				sc.mu.Unlock()
+				if active || sc.bw != nil {
+					return false
+				}
+			}
+			return len(s.conns) == 1
+		}, 5*time.Second, time.Millisecond)
+	}
+}
