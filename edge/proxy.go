@@ -110,7 +110,8 @@ type exchange struct {
 	upCtx      context.Context
 	upCancel   context.CancelCauseFunc
 	upAbort    upstreamAbort              // the upstream connection in use, cut off by cancelUp
-	stopGone   func() bool                // the link from ctx when the server has no hook
+	goneHook   *serverConn                // the HTTP/1.1 connection whose onGone reaches cancelUp
+	stopGone   func() bool                // else the link from ctx, an AfterFunc
 	idle       time.Duration              // stream idle timeout, 0 for none
 	deadline   int64                      // monoNow when the route timeout fires, 0 for none
 	timer      *time.Timer                // one timer for both
@@ -130,7 +131,8 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
 	x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
 	if rw, ok := w.(*response); ok {
-		rw.sc.onGone(x.cancelUp)
+		x.goneHook = rw.sc
+		x.goneHook.onGone(x.cancelUp)
 	} else {
 		x.stopGone = context.AfterFunc(x.ctx, func() { x.cancelUp(context.Cause(x.ctx)) }) //nolint:contextcheck // x.ctx is r.Context()
 	}
@@ -149,8 +151,8 @@ func (x *exchange) cancelUp(cause error) {
 }
 
 func (x *exchange) finish() {
-	if rw, ok := x.w.(*response); ok {
-		rw.sc.onGone(nil)
+	if x.goneHook != nil {
+		x.goneHook.onGone(nil)
 	} else {
 		x.stopGone()
 	}
