@@ -19,9 +19,7 @@ func TestH1ClientAbort(t *testing.T) {
 	c := u.client(0)
 	defer c.CloseIdleConnections()
 	post := func(ctx context.Context, ab *upstreamAbort) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader("a"))
-		require.NoError(t, err)
-		return c.do(ctx, req, []byte("POST /v1/x HTTP/1.1\r\nHost: upstream\r\nContent-Length: 1\r\n\r\na"), ab)
+		return h1PostAbort(t, ctx, c, "a", ab)
 	}
 	resp, err := post(context.Background(), new(upstreamAbort))
 	require.NoError(t, err)

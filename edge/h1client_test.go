@@ -81,14 +81,20 @@ func reply(body string, n int) func(net.Conn, *bufio.Reader) {
 
 func h1Post(t *testing.T, ctx context.Context, c *h1Client, body string) (*http.Response, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader(body))
-	require.NoError(t, err)
-	var wire bytes.Buffer
-	require.NoError(t, req.Write(&wire))
 	// As an exchange does when it cancels its upstream context.
 	ab := new(upstreamAbort)
 	stop := context.AfterFunc(ctx, ab.fire)
 	t.Cleanup(func() { stop() })
+	return h1PostAbort(t, ctx, c, body, ab)
+}
+
+// h1PostAbort is h1Post with the abort the caller fires.
+func h1PostAbort(t *testing.T, ctx context.Context, c *h1Client, body string, ab *upstreamAbort) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader(body))
+	require.NoError(t, err)
+	var wire bytes.Buffer
+	require.NoError(t, req.Write(&wire))
 	return c.do(ctx, req, wire.Bytes(), ab)
 }
 
