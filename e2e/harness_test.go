@@ -81,25 +81,26 @@ func freePort(t *testing.T) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
 }
 
-// startProcess runs a binary until the test ends (SIGTERM, then SIGKILL after 15 s).
-func startProcess(t *testing.T, out io.Writer, env []string, name string, args ...string) *exec.Cmd {
+// startProcess runs a binary until the test ends (SIGTERM, then SIGKILL after
+// 15 s); done is closed when it exits.
+func startProcess(t *testing.T, out io.Writer, env []string, name string, args ...string) (cmd *exec.Cmd, done <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd = exec.Command(filepath.Join(bin, name), args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	})
-	return cmd
+	return cmd, exited
 }
 
 // startSystem starts mockllm (with the given extra flags) and tollgate run with
@@ -108,11 +109,12 @@ func startSystem(t *testing.T, mockFlags ...string) *system {
 	t.Helper()
 	s := &system{t: t, dir: t.TempDir(), logs: &lockedBuffer{}}
 	mockAddr := freePort(t)
-	startProcess(t, s.logs, nil, "mockllm", append([]string{"--listen", mockAddr}, mockFlags...)...)
+	_, mockDone := startProcess(t, s.logs, nil, "mockllm", append([]string{"--listen", mockAddr}, mockFlags...)...)
 	s.mockURL = "http://" + mockAddr
 	listen, adminAddr := freePort(t), freePort(t)
 	s.url, s.admin = "http://"+listen, adminAddr
-	s.tollgate = startProcess(t, s.logs, []string{"TOLLGATE_ADMIN_KEY=" + adminKey}, "tollgate", "run",
+	var tollgateDone <-chan struct{}
+	s.tollgate, tollgateDone = startProcess(t, s.logs, []string{"TOLLGATE_ADMIN_KEY=" + adminKey}, "tollgate", "run",
 		"--db", filepath.Join(s.dir, "tollgate.db"),
 		"--listen", listen, "--admin-addr", adminAddr,
 		"--xds-addr", freePort(t), "--extproc-addr", freePort(t),
@@ -130,6 +132,13 @@ func startSystem(t *testing.T, mockFlags ...string) *system {
 			if code, _ := s.get("/v1/models", s.demoKey); code == http.StatusOK {
 				break
 			}
+		}
+		select {
+		case <-tollgateDone:
+			t.Fatalf("tollgate exited before serving the demo key:\n%s", s.logs.String())
+		case <-mockDone:
+			t.Fatalf("mockllm exited:\n%s", s.logs.String())
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("tollgate did not serve the demo key within 60s:\n%s", s.logs.String())

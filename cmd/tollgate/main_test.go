@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/internal/mockllm"
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 )
 
 func TestRunPrintsVersionHelpAndBootstrap(t *testing.T) {
@@ -45,12 +47,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	require.Error(t, err)
 }
 
+// freeAddr is a loopback address no other freeAddr of this test binary
+// returned (testenv.FreePort): the four addresses of one run are bound later.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
 }
 
 // TestRunServesTheDemo is `make run` without make: the demo model and key work

@@ -6,19 +6,42 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
 
-// FreePort returns a free loopback TCP port.
+// handedOut are the ports FreePort returned in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago and that
+// no earlier call in this process returned. A port handed to a child process
+// stays unbound until the child binds it, and the kernel may offer it again
+// meanwhile: two addresses of one test must not come out the same.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testenv: free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("testenv: free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !handedOut.ports[port] {
+			if handedOut.ports == nil {
+				handedOut.ports = map[int]bool{}
+			}
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("testenv: the kernel offered only ports already handed out")
+	return 0
 }
 
 // PrivatePostgres is a PostgreSQL server owned by one test, so the test may
