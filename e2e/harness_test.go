@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -75,12 +73,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// freePort is a loopback host:port that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
-}
-
 // startProcess runs a binary until the test ends (SIGTERM, then SIGKILL after
 // 15 s); done is closed when it exits.
 func startProcess(t *testing.T, out io.Writer, env []string, name string, args ...string) (cmd *exec.Cmd, done <-chan struct{}) {
@@ -108,16 +100,16 @@ func startProcess(t *testing.T, out io.Writer, env []string, name string, args .
 func startSystem(t *testing.T, mockFlags ...string) *system {
 	t.Helper()
 	s := &system{t: t, dir: t.TempDir(), logs: &lockedBuffer{}}
-	mockAddr := freePort(t)
+	mockAddr := testenv.FreeAddr(t)
 	_, mockDone := startProcess(t, s.logs, nil, "mockllm", append([]string{"--listen", mockAddr}, mockFlags...)...)
 	s.mockURL = "http://" + mockAddr
-	listen, adminAddr := freePort(t), freePort(t)
+	listen, adminAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	s.url, s.admin = "http://"+listen, adminAddr
 	var tollgateDone <-chan struct{}
 	s.tollgate, tollgateDone = startProcess(t, s.logs, []string{"TOLLGATE_ADMIN_KEY=" + adminKey}, "tollgate", "run",
 		"--db", filepath.Join(s.dir, "tollgate.db"),
 		"--listen", listen, "--admin-addr", adminAddr,
-		"--xds-addr", freePort(t), "--extproc-addr", freePort(t),
+		"--xds-addr", testenv.FreeAddr(t), "--extproc-addr", testenv.FreeAddr(t),
 		"--demo-upstream", s.mockURL, "--log-level", "warn")
 	t.Cleanup(func() {
 		if t.Failed() {

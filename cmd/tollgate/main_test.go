@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +46,6 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	require.Error(t, err)
 }
 
-// freeAddr is a loopback address no other freeAddr of this test binary
-// returned (testenv.FreePort): the four addresses of one run are bound later.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
-}
-
 // TestRunServesTheDemo is `make run` without make: the demo model and key work
 // at once, and cancelling the context stops everything cleanly.
 func TestRunServesTheDemo(t *testing.T) {
@@ -64,10 +56,10 @@ func TestRunServesTheDemo(t *testing.T) {
 	go func() { _ = mock.Serve(ctx, ml) }()
 
 	dir := t.TempDir()
-	listen := freeAddr(t)
+	listen := testenv.FreeAddr(t)
 	args := []string{
 		"run", "--db", filepath.Join(dir, "tollgate.db"), "--listen", listen,
-		"--admin-addr", freeAddr(t), "--xds-addr", freeAddr(t), "--extproc-addr", freeAddr(t),
+		"--admin-addr", testenv.FreeAddr(t), "--xds-addr", testenv.FreeAddr(t), "--extproc-addr", testenv.FreeAddr(t),
 		"--demo-upstream", "http://" + ml.Addr().String(), "--log-level", "error",
 	}
 	var out syncBuffer

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +43,12 @@ func FreePort(t testing.TB) int {
 	}
 	t.Fatalf("testenv: the kernel offered only ports already handed out")
 	return 0
+}
+
+// FreeAddr is FreePort as a loopback host:port.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 }
 
 // PrivatePostgres is a PostgreSQL server owned by one test, so the test may
