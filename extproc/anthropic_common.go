@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -139,12 +140,9 @@ func anthropicMaxTokens(in *Inbound, t *Target) int64 {
 
 // anthropicUsage is the usage object of the Messages API: input_tokens are the
 // uncached input, cache reads and cache writes are counted apart.
-type anthropicUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-}
+//
+// It is the schema's type with the gateway's methods (kernel, update).
+type anthropicUsage anthropic.Usage
 
 // kernel maps the usage onto the kernel's disjoint kinds, each priced apart.
 func (u anthropicUsage) kernel() kernel.Usage {

@@ -37,7 +37,9 @@ type anthropicGolden struct {
 	Headers [][2]string `json:"headers"`
 	// Body is the exact upstream body, indented when JSON; "<unchanged>" when
 	// the client's is kept.
-	Body      json.RawMessage `json:"body"`
+	Body json.RawMessage `json:"body"`
+	// Reply is the gateway's own answer when the request does not go upstream.
+	Reply     json.RawMessage `json:"reply,omitempty"`
 	Client    json.RawMessage `json:"client,omitempty"`     // client body of a JSON response or error
 	ClientSSE string          `json:"client_sse,omitempty"` // client bytes of a stream
 	Usage     *kernel.Usage   `json:"usage,omitempty"`
@@ -59,6 +61,10 @@ func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
 	if out.Body != nil {
 		require.True(t, json.Valid(out.Body), "upstream body is not JSON: %s", out.Body)
 		g.Body = out.Body
+	}
+	if out.Reply != nil {
+		require.True(t, json.Valid(out.Reply), "reply is not JSON: %s", out.Reply)
+		g.Reply = out.Reply
 	}
 	switch {
 	case tc.Status >= 400:
@@ -139,5 +145,32 @@ func TestAnthropicGolden(t *testing.T) {
 			require.NoError(t, err, "run go test -run TestAnthropicGolden -update")
 			require.Equal(t, string(want), string(enc))
 		})
+	}
+}
+
+// TestTranslatorTableGolden: every pair of the translators table has at least
+// one golden case in testdata/translate/in or testdata/anthropic/in, and every
+// golden case names a pair of the table.
+func TestTranslatorTableGolden(t *testing.T) {
+	covered := map[translatorKey]bool{}
+	for _, dir := range []string{"testdata/translate/in", "testdata/anthropic/in"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, dir)
+		for _, file := range files {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var pair struct {
+				API      API          `json:"api"`
+				Provider ProviderType `json:"provider"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &pair), file)
+			k := translatorKey{pair.API, pair.Provider}
+			require.Contains(t, translators, k, "%s names a pair the table does not have", file)
+			covered[k] = true
+		}
+	}
+	for k := range translators {
+		require.True(t, covered[k], "no golden case for %s × %s", k.api, k.provider)
 	}
 }

@@ -9,16 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // anthropicNow is the clock of the "created" field of translated responses
 // (tests fix it).
 var anthropicNow = time.Now
-
-func init() {
-	registerTranslator(APIChat, ProviderAnthropic, func() Translator { return new(chatAnthropic) })
-}
 
 // chatAnthropic serves OpenAI's chat completions API from an Anthropic
 // deployment: the request becomes a Messages request (system and developer
@@ -51,116 +49,22 @@ var _ Translator = (*chatAnthropic)(nil)
 
 // --- request ------------------------------------------------------------------
 
-type oaChatRequest struct {
-	Messages          []oaMessage     `json:"messages"`
-	Temperature       *float64        `json:"temperature"`
-	TopP              *float64        `json:"top_p"`
-	Stop              json.RawMessage `json:"stop"`
-	Tools             []oaTool        `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	N                 *int            `json:"n"`
-}
-
-type oaMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []oaToolCall    `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-}
-
-type oaPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL *struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-// oaToolCall is a tool call of a chat message, read from requests and
-// responses and written to them.
-type oaToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type oaTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	} `json:"function"`
-}
-
-// anMessage and anBlock are the Messages API's message and content block, as
-// the gateway writes them.
-type anMessage struct {
-	Role    string    `json:"role"`
-	Content []anBlock `json:"content"`
-}
-
-type anBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	Thinking  string          `json:"thinking,omitempty"`
-	Source    *anSource       `json:"source,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   json.RawMessage `json:"content,omitempty"`
-}
-
-type anSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-type anTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-type anRequest struct {
-	Model         string          `json:"model"`
-	MaxTokens     int64           `json:"max_tokens"`
-	System        []anBlock       `json:"system,omitempty"`
-	Messages      []anMessage     `json:"messages"`
-	Temperature   *float64        `json:"temperature,omitempty"`
-	TopP          *float64        `json:"top_p,omitempty"`
-	StopSequences []string        `json:"stop_sequences,omitempty"`
-	Stream        bool            `json:"stream,omitempty"`
-	Tools         []anTool        `json:"tools,omitempty"`
-	ToolChoice    json.RawMessage `json:"tool_choice,omitempty"`
-	Metadata      *struct {
-		UserID string `json:"user_id"`
-	} `json:"metadata,omitempty"`
-}
-
 // Request builds the Messages request at base path + /messages.
 func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
 	t.includeUsage = in.IncludeUsage
 	t.created = anthropicNow().Unix()
-	var req oaChatRequest
+	var req openai.ChatRequest
 	if err := json.Unmarshal(in.Body, &req); err != nil {
 		return nil, fmt.Errorf("invalid chat completions request: %w", err)
 	}
 	if req.N != nil && *req.N > 1 {
 		return nil, errors.New("n: only one choice is supported by this model")
 	}
-	out := anRequest{
+	out := anthropic.UpstreamRequest{
 		Model:       target.ProviderModel,
 		MaxTokens:   anthropicMaxTokens(in, target),
-		Messages:    []anMessage{},
+		Messages:    []anthropic.UpstreamMessage{},
 		Temperature: req.Temperature,
 		TopP:        req.TopP,
 		Stream:      in.Stream,
@@ -169,9 +73,7 @@ func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) 
 		out.Model = in.Model
 	}
 	if in.User != "" {
-		out.Metadata = &struct {
-			UserID string `json:"user_id"`
-		}{in.User}
+		out.Metadata = &anthropic.Metadata{UserID: in.User}
 	}
 	stops, err := stopSequences(req.Stop)
 	if err != nil {
@@ -191,7 +93,7 @@ func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) 
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		out.Tools = append(out.Tools, anTool{Name: tool.Function.Name, Description: tool.Function.Description, InputSchema: schema})
+		out.Tools = append(out.Tools, anthropic.Tool{Name: tool.Function.Name, Description: tool.Function.Description, InputSchema: schema})
 	}
 	choice, err := toolChoice(req.ToolChoice, req.ParallelToolCalls)
 	if err != nil {
@@ -257,7 +159,7 @@ func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
 }
 
 // appendChatMessage adds one OpenAI message to the Messages request.
-func appendChatMessage(out *anRequest, m oaMessage) error {
+func appendChatMessage(out *anthropic.UpstreamRequest, m openai.ChatMessage) error {
 	switch m.Role {
 	case "system", "developer":
 		blocks, err := contentBlocks(m.Content, false)
@@ -285,7 +187,7 @@ func appendChatMessage(out *anRequest, m oaMessage) error {
 			} else if !json.Valid(args) {
 				return fmt.Errorf("tool call %s: arguments are not JSON", tc.ID)
 			}
-			blocks = append(blocks, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: args})
+			blocks = append(blocks, anthropic.UpstreamBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: args})
 		}
 		appendTurn(out, "assistant", blocks)
 		return nil
@@ -295,7 +197,7 @@ func appendChatMessage(out *anRequest, m oaMessage) error {
 			return err
 		}
 		content, _ := json.Marshal(text)
-		appendTurn(out, "user", []anBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content}})
+		appendTurn(out, "user", []anthropic.UpstreamBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content}})
 		return nil
 	default:
 		return fmt.Errorf("role %q is not supported", m.Role)
@@ -304,7 +206,7 @@ func appendChatMessage(out *anRequest, m oaMessage) error {
 
 // appendTurn adds blocks to the last message when it has the same role
 // (consecutive tool results and user text form one user turn), else a new one.
-func appendTurn(out *anRequest, role string, blocks []anBlock) {
+func appendTurn(out *anthropic.UpstreamRequest, role string, blocks []anthropic.UpstreamBlock) {
 	if len(blocks) == 0 {
 		return
 	}
@@ -312,12 +214,12 @@ func appendTurn(out *anRequest, role string, blocks []anBlock) {
 		out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)
 		return
 	}
-	out.Messages = append(out.Messages, anMessage{Role: role, Content: blocks})
+	out.Messages = append(out.Messages, anthropic.UpstreamMessage{Role: role, Content: blocks})
 }
 
 // contentBlocks converts an OpenAI content (string, parts or null) into
 // blocks; images are allowed only in user messages.
-func contentBlocks(raw json.RawMessage, images bool) ([]anBlock, error) {
+func contentBlocks(raw json.RawMessage, images bool) ([]anthropic.UpstreamBlock, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -326,18 +228,18 @@ func contentBlocks(raw json.RawMessage, images bool) ([]anBlock, error) {
 		if s == "" {
 			return nil, nil
 		}
-		return []anBlock{{Type: "text", Text: s}}, nil
+		return []anthropic.UpstreamBlock{{Type: "text", Text: s}}, nil
 	}
-	var parts []oaPart
+	var parts []openai.ChatContentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return nil, errors.New("content must be a string or an array of parts")
 	}
-	var blocks []anBlock
+	var blocks []anthropic.UpstreamBlock
 	for _, p := range parts {
 		switch p.Type {
 		case "text":
 			if p.Text != "" {
-				blocks = append(blocks, anBlock{Type: "text", Text: p.Text})
+				blocks = append(blocks, anthropic.UpstreamBlock{Type: "text", Text: p.Text})
 			}
 		case "image_url":
 			if !images || p.ImageURL == nil {
@@ -347,7 +249,7 @@ func contentBlocks(raw json.RawMessage, images bool) ([]anBlock, error) {
 			if err != nil {
 				return nil, err
 			}
-			blocks = append(blocks, anBlock{Type: "image", Source: src})
+			blocks = append(blocks, anthropic.UpstreamBlock{Type: "image", Source: src})
 		default:
 			return nil, fmt.Errorf("content part type %q is not supported by this model", p.Type)
 		}
@@ -370,44 +272,27 @@ func contentText(raw json.RawMessage) (string, error) {
 
 // imageSource maps an image URL: data:<media type>;base64,<data> → a base64
 // source, http(s) → a url source.
-func imageSource(u string) (*anSource, error) {
+func imageSource(u string) (*anthropic.ImageSource, error) {
 	if rest, ok := strings.CutPrefix(u, "data:"); ok {
 		meta, data, ok := strings.Cut(rest, ",")
 		mt, isB64 := strings.CutSuffix(meta, ";base64")
 		if !ok || !isB64 || mt == "" {
 			return nil, errors.New("image data URLs must be base64 (data:<type>;base64,...)")
 		}
-		return &anSource{Type: "base64", MediaType: mt, Data: data}, nil
+		return &anthropic.ImageSource{Type: "base64", MediaType: mt, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-		return &anSource{Type: "url", URL: u}, nil
+		return &anthropic.ImageSource{Type: "url", URL: u}, nil
 	}
 	return nil, errors.New("image_url.url must be an http(s) or data URL")
 }
 
 // --- response -----------------------------------------------------------------
 
-type anResponse struct {
-	ID         string         `json:"id"`
-	Model      string         `json:"model"`
-	Content    []anBlock      `json:"content"`
-	StopReason string         `json:"stop_reason"`
-	Usage      anthropicUsage `json:"usage"`
-}
-
-type oaUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
 // openAIUsageOf reports Anthropic's usage the OpenAI way: prompt_tokens
 // include cache reads and writes, cached_tokens are the reads.
-func openAIUsageOf(u anthropicUsage) oaUsage {
-	o := oaUsage{
+func openAIUsageOf(u anthropicUsage) openai.Usage {
+	o := openai.Usage{
 		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		CompletionTokens: u.OutputTokens,
 	}
@@ -440,37 +325,13 @@ func finishReason(s string) string {
 	}
 }
 
-type oaRespMessage struct {
-	Role    string  `json:"role"`
-	Content *string `json:"content"`
-	// ReasoningContent carries Anthropic's thinking blocks, as DeepSeek and
-	// vLLM name reasoning in chat completions.
-	ReasoningContent string       `json:"reasoning_content,omitempty"`
-	ToolCalls        []oaToolCall `json:"tool_calls,omitempty"`
-}
-
-type oaChoice struct {
-	Index        int           `json:"index"`
-	Message      oaRespMessage `json:"message"`
-	FinishReason string        `json:"finish_reason"`
-}
-
-type oaCompletion struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Created int64      `json:"created"`
-	Model   string     `json:"model"`
-	Choices []oaChoice `json:"choices"`
-	Usage   oaUsage    `json:"usage"`
-}
-
 // Response converts a message into a chat completion.
 func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
-	var r anResponse
+	var r anthropic.UpstreamResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, kernel.Usage{}, err
 	}
-	msg := oaRespMessage{Role: "assistant"}
+	msg := openai.ChatReplyMessage{Role: "assistant"}
 	var text strings.Builder
 	hasText := false
 	for _, b := range r.Content {
@@ -481,7 +342,7 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 		case "thinking":
 			msg.ReasoningContent += b.Thinking
 		case "tool_use":
-			tc := oaToolCall{ID: b.ID, Type: "function"}
+			tc := openai.ToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.Name, toolArguments(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		}
@@ -490,15 +351,15 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 		s := text.String()
 		msg.Content = &s
 	}
-	out, err := json.Marshal(oaCompletion{
+	out, err := json.Marshal(openai.ChatCompletion{
 		ID: r.ID, Object: "chat.completion", Created: t.created, Model: r.Model,
-		Choices: []oaChoice{{Message: msg, FinishReason: finishReason(r.StopReason)}},
-		Usage:   openAIUsageOf(r.Usage),
+		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finishReason(r.StopReason)}},
+		Usage:   openAIUsageOf(anthropicUsage(r.Usage)),
 	})
 	if err != nil {
 		return nil, kernel.Usage{}, err
 	}
-	return out, r.Usage.kernel(), nil
+	return out, anthropicUsage(r.Usage).kernel(), nil
 }
 
 // --- stream -------------------------------------------------------------------
@@ -516,30 +377,13 @@ func (t *chatAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	return append([]byte{}, t.out...), err
 }
 
-type streamEvent struct {
-	Type    string          `json:"type"`
-	Index   int64           `json:"index"`
-	Message *anResponse     `json:"message"`
-	Block   *anBlock        `json:"content_block"`
-	Delta   json.RawMessage `json:"delta"`
-	Error   json.RawMessage `json:"error"`
-}
-
-type streamDelta struct {
-	Type        string `json:"type"`
-	Text        string `json:"text"`
-	Thinking    string `json:"thinking"`
-	PartialJSON string `json:"partial_json"`
-	StopReason  string `json:"stop_reason"`
-}
-
 func (t *chatAnthropic) event(ev sseEvent) {
 	t.usage.observe(ev.Data)
-	var e streamEvent
+	var e anthropic.StreamEvent
 	if json.Unmarshal(ev.Data, &e) != nil {
 		return
 	}
-	var d streamDelta
+	var d anthropic.StreamDelta
 	if len(e.Delta) > 0 {
 		_ = json.Unmarshal(e.Delta, &d)
 	}

@@ -5,10 +5,6 @@ type chatAzure struct{ openAIFormat }
 
 var _ Translator = (*chatAzure)(nil)
 
-func init() {
-	registerTranslator(APIChat, ProviderAzure, func() Translator { return new(chatAzure) })
-}
-
 // Request targets /openai/deployments/{deployment}/chat/completions?api-version=... with the api-key header.
 func (t *chatAzure) Request(in *Inbound, target *Target) (*Outbound, error) {
 	return t.azureRequest(in, target, opChat), nil

@@ -5,10 +5,6 @@ type chatOpenAI struct{ openAIFormat }
 
 var _ Translator = (*chatOpenAI)(nil)
 
-func init() {
-	registerTranslator(APIChat, ProviderOpenAI, func() Translator { return new(chatOpenAI) })
-}
-
 // Request renames the model, asks for the stream's usage and clamps max tokens; the path is the base path + /chat/completions.
 func (t *chatOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
 	return t.openAIRequest(in, target, opChat), nil

@@ -5,10 +5,6 @@ type completionsAzure struct{ openAIFormat }
 
 var _ Translator = (*completionsAzure)(nil)
 
-func init() {
-	registerTranslator(APICompletions, ProviderAzure, func() Translator { return new(completionsAzure) })
-}
-
 // Request targets /openai/deployments/{deployment}/completions?api-version=... with the api-key header.
 func (t *completionsAzure) Request(in *Inbound, target *Target) (*Outbound, error) {
 	return t.azureRequest(in, target, opCompletions), nil

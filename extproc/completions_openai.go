@@ -5,10 +5,6 @@ type completionsOpenAI struct{ openAIFormat }
 
 var _ Translator = (*completionsOpenAI)(nil)
 
-func init() {
-	registerTranslator(APICompletions, ProviderOpenAI, func() Translator { return new(completionsOpenAI) })
-}
-
 // Request renames the model, asks for the stream's usage and clamps max_tokens; the path is the base path + /completions.
 func (t *completionsOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
 	return t.openAIRequest(in, target, opCompletions), nil

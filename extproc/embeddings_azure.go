@@ -5,10 +5,6 @@ type embeddingsAzure struct{ openAIFormat }
 
 var _ Translator = (*embeddingsAzure)(nil)
 
-func init() {
-	registerTranslator(APIEmbeddings, ProviderAzure, func() Translator { return new(embeddingsAzure) })
-}
-
 // Request targets /openai/deployments/{deployment}/embeddings?api-version=... with the api-key header.
 func (t *embeddingsAzure) Request(in *Inbound, target *Target) (*Outbound, error) {
 	return t.azureRequest(in, target, opEmbeddings), nil

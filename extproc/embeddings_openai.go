@@ -5,10 +5,6 @@ type embeddingsOpenAI struct{ openAIFormat }
 
 var _ Translator = (*embeddingsOpenAI)(nil)
 
-func init() {
-	registerTranslator(APIEmbeddings, ProviderOpenAI, func() Translator { return new(embeddingsOpenAI) })
-}
-
 // Request renames the model; the path is the base path + /embeddings.
 func (t *embeddingsOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
 	return t.openAIRequest(in, target, opEmbeddings), nil

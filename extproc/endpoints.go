@@ -115,4 +115,4 @@ func modelsReply(ctx context.Context, s *stream) *apiReply {
 //			API: APIMessages, ErrorBody: anthropicErrorBody})
 //	}
 //
-// and a translator per provider with registerTranslator(APIMessages, ...).
+// and a row per provider in the translators table (translators.go).

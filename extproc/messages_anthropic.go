@@ -21,8 +21,6 @@ func init() {
 		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
 		API: APIMessagesCount, NoOutput: true, ErrorBody: anthropicErrorBody,
 	})
-	registerTranslator(APIMessages, ProviderAnthropic, func() Translator { return new(messagesAnthropic) })
-	registerTranslator(APIMessagesCount, ProviderAnthropic, func() Translator { return &messagesAnthropic{count: true} })
 }
 
 // messagesAnthropic serves the Messages API from an Anthropic deployment with

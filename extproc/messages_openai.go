@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
-
-func init() {
-	registerTranslator(APIMessages, ProviderOpenAI, func() Translator { return new(messagesOpenAI) })
-	registerTranslator(APIMessages, ProviderAzure, func() Translator { return &messagesOpenAI{azure: true} })
-}
 
 // messagesOpenAI serves Anthropic's Messages API from an OpenAI-compatible (or
 // Azure OpenAI) deployment, so Anthropic clients such as Claude Code can use
@@ -45,65 +42,14 @@ var _ Translator = (*messagesOpenAI)(nil)
 
 // --- request ------------------------------------------------------------------
 
-type anInRequest struct {
-	System        json.RawMessage `json:"system"`
-	Messages      []anInMessage   `json:"messages"`
-	StopSequences []string        `json:"stop_sequences"`
-	Temperature   *float64        `json:"temperature"`
-	TopP          *float64        `json:"top_p"`
-	Tools         []anTool        `json:"tools"`
-	ToolChoice    *struct {
-		Type                   string `json:"type"`
-		Name                   string `json:"name"`
-		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
-	} `json:"tool_choice"`
-}
-
-type anInMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-type oaOutMessage struct {
-	Role       string       `json:"role"`
-	Content    any          `json:"content"`
-	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
-}
-
-type oaOutPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text,omitempty"`
-	ImageURL *struct {
-		URL string `json:"url"`
-	} `json:"image_url,omitempty"`
-}
-
-type oaOutRequest struct {
-	Model               string         `json:"model"`
-	Messages            []oaOutMessage `json:"messages"`
-	MaxCompletionTokens int64          `json:"max_completion_tokens"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	TopP                *float64       `json:"top_p,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	Stream              bool           `json:"stream,omitempty"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
-	Tools             []oaTool `json:"tools,omitempty"`
-	ToolChoice        any      `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty"`
-	User              string   `json:"user,omitempty"`
-}
-
 // Request builds the chat completions request.
 func (t *messagesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey, t.model, t.block = target.APIKey, in.Model, -1
-	var req anInRequest
+	var req anthropic.Request
 	if err := json.Unmarshal(in.Body, &req); err != nil {
 		return nil, fmt.Errorf("invalid messages request: %w", err)
 	}
-	out := oaOutRequest{
+	out := openai.UpstreamChatRequest{
 		Model:               target.ProviderModel,
 		MaxCompletionTokens: anthropicMaxTokens(in, target),
 		Temperature:         req.Temperature,
@@ -116,14 +62,12 @@ func (t *messagesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error)
 		out.Model = in.Model
 	}
 	if in.Stream {
-		out.StreamOptions = &struct {
-			IncludeUsage bool `json:"include_usage"`
-		}{true}
+		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	}
 	if sys, err := systemText(req.System); err != nil {
 		return nil, err
 	} else if sys != "" {
-		out.Messages = append(out.Messages, oaOutMessage{Role: "system", Content: sys})
+		out.Messages = append(out.Messages, openai.UpstreamChatMessage{Role: "system", Content: sys})
 	}
 	for i, m := range req.Messages {
 		msgs, err := chatMessages(m)
@@ -133,7 +77,7 @@ func (t *messagesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error)
 		out.Messages = append(out.Messages, msgs...)
 	}
 	for _, tool := range req.Tools {
-		var ot oaTool
+		var ot openai.Tool
 		ot.Type = "function"
 		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = tool.Name, tool.Description, tool.InputSchema
 		out.Tools = append(out.Tools, ot)
@@ -163,29 +107,16 @@ func (t *messagesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error)
 	return o, nil
 }
 
-// anInBlock is a content block of a client's Messages request.
-type anInBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Source    *anSource       `json:"source"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-}
-
 // blocksOf reads a content: a string is one text block.
-func blocksOf(raw json.RawMessage) ([]anInBlock, error) {
+func blocksOf(raw json.RawMessage) ([]anthropic.Block, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return []anInBlock{{Type: "text", Text: s}}, nil
+		return []anthropic.Block{{Type: "text", Text: s}}, nil
 	}
-	var blocks []anInBlock
+	var blocks []anthropic.Block
 	if err := json.Unmarshal(raw, &blocks); err != nil {
 		return nil, errors.New("content must be a string or an array of content blocks")
 	}
@@ -211,18 +142,18 @@ func systemText(raw json.RawMessage) (string, error) {
 // tool results become tool messages (first, as OpenAI requires them right
 // after the assistant's tool calls), an assistant's tool_use blocks its
 // tool_calls. Thinking blocks are dropped.
-func chatMessages(m anInMessage) ([]oaOutMessage, error) {
+func chatMessages(m anthropic.Message) ([]openai.UpstreamChatMessage, error) {
 	blocks, err := blocksOf(m.Content)
 	if err != nil {
 		return nil, err
 	}
-	var out []oaOutMessage
-	var parts []oaOutPart
-	var calls []oaToolCall
+	var out []openai.UpstreamChatMessage
+	var parts []openai.UpstreamContentPart
+	var calls []openai.ToolCall
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			parts = append(parts, oaOutPart{Type: "text", Text: b.Text})
+			parts = append(parts, openai.UpstreamContentPart{Type: "text", Text: b.Text})
 		case "image":
 			if b.Source == nil {
 				return nil, errors.New("image block without source")
@@ -231,11 +162,9 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 			if b.Source.Type == "base64" {
 				u = "data:" + b.Source.MediaType + ";base64," + b.Source.Data
 			}
-			parts = append(parts, oaOutPart{Type: "image_url", ImageURL: &struct {
-				URL string `json:"url"`
-			}{u}})
+			parts = append(parts, openai.UpstreamContentPart{Type: "image_url", ImageURL: &openai.ImageURL{URL: u}})
 		case "tool_use":
-			c := oaToolCall{ID: b.ID, Type: "function"}
+			c := openai.ToolCall{ID: b.ID, Type: "function"}
 			c.Function.Name, c.Function.Arguments = b.Name, toolArguments(b.Input)
 			calls = append(calls, c)
 		case "tool_result":
@@ -246,7 +175,7 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 			if b.IsError && text == "" {
 				text = "error"
 			}
-			out = append(out, oaOutMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
+			out = append(out, openai.UpstreamChatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
 		case "thinking", "redacted_thinking":
 		default:
 			return nil, fmt.Errorf("content block type %q is not supported by this model", b.Type)
@@ -255,10 +184,10 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 	switch m.Role {
 	case "user":
 		if len(parts) > 0 {
-			out = append(out, oaOutMessage{Role: "user", Content: flatten(parts)})
+			out = append(out, openai.UpstreamChatMessage{Role: "user", Content: flatten(parts)})
 		}
 	case "assistant":
-		msg := oaOutMessage{Role: "assistant", ToolCalls: calls}
+		msg := openai.UpstreamChatMessage{Role: "assistant", ToolCalls: calls}
 		if len(parts) > 0 {
 			msg.Content = flatten(parts)
 		}
@@ -273,7 +202,7 @@ func chatMessages(m anInMessage) ([]oaOutMessage, error) {
 
 // flatten sends text-only content as a plain string (every OpenAI-compatible
 // server accepts it), else the parts.
-func flatten(parts []oaOutPart) any {
+func flatten(parts []openai.UpstreamContentPart) any {
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type != "text" {
@@ -285,44 +214,6 @@ func flatten(parts []oaOutPart) any {
 }
 
 // --- response -----------------------------------------------------------------
-
-type oaInCompletion struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string      `json:"content"`
-			ToolCalls []oaToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-}
-
-type anOutBlock struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
-}
-
-type anOutUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-}
-
-type anOutMessage struct {
-	ID           string       `json:"id"`
-	Type         string       `json:"type"`
-	Role         string       `json:"role"`
-	Model        string       `json:"model"`
-	Content      []anOutBlock `json:"content"`
-	StopReason   *string      `json:"stop_reason"`
-	StopSequence *string      `json:"stop_sequence"`
-	Usage        anOutUsage   `json:"usage"`
-}
 
 // stopReason maps OpenAI's finish_reason to Anthropic's stop_reason.
 func stopReason(f string) string {
@@ -340,14 +231,14 @@ func stopReason(f string) string {
 
 // anthropicUsageOf reports OpenAI's usage the Anthropic way: input_tokens
 // exclude the cached tokens, reported as cache reads.
-func anthropicUsageOf(u openAIUsage) anOutUsage {
+func anthropicUsageOf(u openAIUsage) anthropic.Usage {
 	cached := min(u.cached, u.prompt)
-	return anOutUsage{InputTokens: u.prompt - cached, CacheReadInputTokens: cached, OutputTokens: u.completion}
+	return anthropic.Usage{InputTokens: u.prompt - cached, CacheReadInputTokens: cached, OutputTokens: u.completion}
 }
 
 // Response converts a chat completion into a message.
 func (t *messagesOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
-	var r oaInCompletion
+	var r openai.UpstreamChatCompletion
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, kernel.Usage{}, err
 	}
@@ -356,19 +247,19 @@ func (t *messagesOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
 		return nil, kernel.Usage{}, err
 	}
 	u, ok := parseOpenAIUsage(body, v)
-	msg := anOutMessage{ID: r.ID, Type: "message", Role: "assistant", Model: t.model, Content: []anOutBlock{}, Usage: anthropicUsageOf(u)}
+	msg := anthropic.ReplyMessage{ID: r.ID, Type: "message", Role: "assistant", Model: t.model, Content: []anthropic.ReplyBlock{}, Usage: anthropicUsageOf(u)}
 	stop := "end_turn"
 	if len(r.Choices) > 0 {
 		c := r.Choices[0]
 		if c.Message.Content != nil && *c.Message.Content != "" {
-			msg.Content = append(msg.Content, anOutBlock{Type: "text", Text: c.Message.Content})
+			msg.Content = append(msg.Content, anthropic.ReplyBlock{Type: "text", Text: c.Message.Content})
 		}
 		for _, tc := range c.Message.ToolCalls {
 			input := json.RawMessage(tc.Function.Arguments)
 			if !json.Valid(input) {
 				input = json.RawMessage(`{}`)
 			}
-			msg.Content = append(msg.Content, anOutBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+			msg.Content = append(msg.Content, anthropic.ReplyBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
 		}
 		stop = stopReason(c.FinishReason)
 	}
@@ -385,25 +276,6 @@ func (t *messagesOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
 
 // --- stream -------------------------------------------------------------------
 
-type oaChunk struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		Delta struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Error json.RawMessage `json:"error"`
-}
-
 // StreamChunk converts chat.completion.chunk events into Messages events:
 // message_start, content_block_start/delta/stop for text and each tool call,
 // message_delta (stop_reason and the usage) and message_stop at data: [DONE]
@@ -418,23 +290,6 @@ func (t *messagesOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 		}
 	}
 	return append([]byte{}, t.out...), err
-}
-
-// anDeltaEvent is a content_block_delta event, the one written for every
-// streamed token: a struct rather than a map, its members in the sorted order
-// the other events' maps are written in.
-type anDeltaEvent struct {
-	Delta anDelta `json:"delta"`
-	Index int     `json:"index"`
-	Type  string  `json:"type"`
-}
-
-// anDelta is a text_delta (Text) or an input_json_delta (PartialJSON), never
-// empty.
-type anDelta struct {
-	PartialJSON string `json:"partial_json,omitempty"`
-	Text        string `json:"text,omitempty"`
-	Type        string `json:"type"`
 }
 
 func (t *messagesOpenAI) emit(name string, data any) {
@@ -454,8 +309,8 @@ func (t *messagesOpenAI) start() {
 		return
 	}
 	t.started = true
-	t.emit("message_start", map[string]any{"type": "message_start", "message": anOutMessage{
-		ID: t.id, Type: "message", Role: "assistant", Model: t.model, Content: []anOutBlock{},
+	t.emit("message_start", map[string]any{"type": "message_start", "message": anthropic.ReplyMessage{
+		ID: t.id, Type: "message", Role: "assistant", Model: t.model, Content: []anthropic.ReplyBlock{},
 	}})
 }
 
@@ -466,7 +321,7 @@ func (t *messagesOpenAI) closeBlock() {
 	}
 }
 
-func (t *messagesOpenAI) openBlock(typ string, block anOutBlock) {
+func (t *messagesOpenAI) openBlock(typ string, block anthropic.ReplyBlock) {
 	t.closeBlock()
 	t.block, t.blockTyp = t.next, typ
 	t.next++
@@ -488,11 +343,11 @@ func (t *messagesOpenAI) end() {
 
 // deltaUsage is the usage message_delta reports: the provider's, else the
 // output estimated from the streamed text.
-func (t *messagesOpenAI) deltaUsage() anOutUsage {
+func (t *messagesOpenAI) deltaUsage() anthropic.Usage {
 	if t.usage.reported {
 		return anthropicUsageOf(t.usage.usage)
 	}
-	return anOutUsage{OutputTokens: estimateTokens(t.usage.text)}
+	return anthropic.Usage{OutputTokens: estimateTokens(t.usage.text)}
 }
 
 func (t *messagesOpenAI) event(ev sseEvent) {
@@ -504,7 +359,7 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 		return
 	}
 	t.usage.observe(ev.Data)
-	var c oaChunk
+	var c openai.UpstreamChatChunk
 	if json.Unmarshal(ev.Data, &c) != nil {
 		return
 	}
@@ -522,10 +377,10 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 		if d.Content != nil && *d.Content != "" {
 			if t.block < 0 || t.blockTyp != "text" {
 				empty := ""
-				t.openBlock("text", anOutBlock{Type: "text", Text: &empty})
+				t.openBlock("text", anthropic.ReplyBlock{Type: "text", Text: &empty})
 			}
-			t.emit("content_block_delta", anDeltaEvent{
-				Delta: anDelta{Text: *d.Content, Type: "text_delta"}, Index: t.block, Type: "content_block_delta",
+			t.emit("content_block_delta", anthropic.ContentBlockDeltaEvent{
+				Delta: anthropic.BlockDelta{Text: *d.Content, Type: "text_delta"}, Index: t.block, Type: "content_block_delta",
 			})
 		}
 		for _, tc := range d.ToolCalls {
@@ -534,13 +389,13 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 			}
 			bi, ok := t.tools[tc.Index]
 			if !ok {
-				t.openBlock("tool_use", anOutBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(`{}`)})
+				t.openBlock("tool_use", anthropic.ReplyBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(`{}`)})
 				bi = t.block
 				t.tools[tc.Index] = bi
 			}
 			if tc.Function.Arguments != "" && bi == t.block {
-				t.emit("content_block_delta", anDeltaEvent{
-					Delta: anDelta{PartialJSON: tc.Function.Arguments, Type: "input_json_delta"}, Index: bi, Type: "content_block_delta",
+				t.emit("content_block_delta", anthropic.ContentBlockDeltaEvent{
+					Delta: anthropic.BlockDelta{PartialJSON: tc.Function.Arguments, Type: "input_json_delta"}, Index: bi, Type: "content_block_delta",
 				})
 			}
 		}
@@ -567,11 +422,6 @@ func (t *messagesOpenAI) Error(status int, body []byte) []byte {
 type countTokensEstimate struct{}
 
 var _ Translator = countTokensEstimate{}
-
-func init() {
-	registerTranslator(APIMessagesCount, ProviderOpenAI, func() Translator { return countTokensEstimate{} })
-	registerTranslator(APIMessagesCount, ProviderAzure, func() Translator { return countTokensEstimate{} })
-}
 
 // Request answers {"input_tokens":N} at once (Outbound.Reply).
 func (countTokensEstimate) Request(in *Inbound, _ *Target) (*Outbound, error) {

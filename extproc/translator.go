@@ -89,27 +89,3 @@ type Translator interface {
 	// credentials (see redactSecrets).
 	Error(status int, body []byte) []byte
 }
-
-// TranslatorFactory makes a Translator for one request.
-type TranslatorFactory func() Translator
-
-// translatorKey indexes the registry.
-type translatorKey struct {
-	api      API
-	provider ProviderType
-}
-
-var translators = map[translatorKey]TranslatorFactory{}
-
-// registerTranslator is called from init in each translator file.
-func registerTranslator(api API, p ProviderType, f TranslatorFactory) {
-	translators[translatorKey{api, p}] = f
-}
-
-// newTranslator returns a translator for the pair, or nil when unsupported.
-func newTranslator(api API, p ProviderType) Translator {
-	if f, ok := translators[translatorKey{api, p}]; ok {
-		return f()
-	}
-	return nil
-}

@@ -1,0 +1,47 @@
+package extproc
+
+// translators is the gateway's translation table: for each client API (rows
+// grouped by it) and provider type, the translator that serves the one from
+// the other. A pair not listed is unsupported: the processor answers 400 for
+// it. Every pair here has golden cases in testdata (TestTranslatorTableGolden).
+var translators = map[translatorKey]TranslatorFactory{
+	// OpenAI chat completions (POST /v1/chat/completions)
+	{APIChat, ProviderOpenAI}:    func() Translator { return new(chatOpenAI) },
+	{APIChat, ProviderAzure}:     func() Translator { return new(chatAzure) },
+	{APIChat, ProviderAnthropic}: func() Translator { return new(chatAnthropic) },
+
+	// OpenAI completions (POST /v1/completions)
+	{APICompletions, ProviderOpenAI}: func() Translator { return new(completionsOpenAI) },
+	{APICompletions, ProviderAzure}:  func() Translator { return new(completionsAzure) },
+
+	// OpenAI embeddings (POST /v1/embeddings)
+	{APIEmbeddings, ProviderOpenAI}: func() Translator { return new(embeddingsOpenAI) },
+	{APIEmbeddings, ProviderAzure}:  func() Translator { return new(embeddingsAzure) },
+
+	// Anthropic Messages (POST /v1/messages)
+	{APIMessages, ProviderAnthropic}: func() Translator { return new(messagesAnthropic) },
+	{APIMessages, ProviderOpenAI}:    func() Translator { return new(messagesOpenAI) },
+	{APIMessages, ProviderAzure}:     func() Translator { return &messagesOpenAI{azure: true} },
+
+	// Anthropic count_tokens (POST /v1/messages/count_tokens)
+	{APIMessagesCount, ProviderAnthropic}: func() Translator { return &messagesAnthropic{count: true} },
+	{APIMessagesCount, ProviderOpenAI}:    func() Translator { return countTokensEstimate{} },
+	{APIMessagesCount, ProviderAzure}:     func() Translator { return countTokensEstimate{} },
+}
+
+// TranslatorFactory makes a Translator for one request.
+type TranslatorFactory func() Translator
+
+// translatorKey is a row of the table: client API × provider type.
+type translatorKey struct {
+	api      API
+	provider ProviderType
+}
+
+// newTranslator returns a translator for the pair, or nil when unsupported.
+func newTranslator(api API, p ProviderType) Translator {
+	if f, ok := translators[translatorKey{api, p}]; ok {
+		return f()
+	}
+	return nil
+}
