@@ -15,8 +15,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/envoy"
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 // state is one complete configuration, swapped atomically.
@@ -227,10 +227,10 @@ func (e *Edge) build(res *resources) (*state, error) {
 	if rc == nil {
 		return nil, nil
 	}
-	rt, err := compileRoutes(rc, lc, func(limit int) *envoytest.Client {
+	rt, err := compileRoutes(rc, lc, func(limit int) *extprocfilter.Client {
 		cfg := *lc.extProc
 		cfg.RequestBufferLimit = limit
-		return envoytest.NewClient(e.proc, cfg)
+		return extprocfilter.NewClient(e.proc, cfg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/internal/mockllm"
 )
 
@@ -25,10 +25,10 @@ func BenchmarkChat(b *testing.B) {
 // uses) and Direct.
 var processorClients = []struct {
 	name    string
-	connect func(*fakeProc) extprocv3.ExternalProcessorClient
+	connect func(*fakeProc) extprocfilter.Transport
 }{
-	{"sync", func(p *fakeProc) extprocv3.ExternalProcessorClient { return p.sync() }},
-	{"direct", func(p *fakeProc) extprocv3.ExternalProcessorClient { return envoytest.Direct(p) }},
+	{"sync", func(p *fakeProc) extprocfilter.Transport { return p.sync() }},
+	{"direct", func(p *fakeProc) extprocfilter.Transport { return extprocfilter.GRPC(extprocfiltertest.Direct(p)) }},
 }
 
 // BenchmarkStream is the same with stream:true (SSE, STREAMED response).
@@ -42,7 +42,7 @@ func benchmarkThroughEdge(b *testing.B, body string) {
 	}
 }
 
-func benchmarkThroughEdgeWith(b *testing.B, body string, proc extprocv3.ExternalProcessorClient) {
+func benchmarkThroughEdgeWith(b *testing.B, body string, proc extprocfilter.Transport) {
 	cfg := mockllm.DefaultConfig()
 	cfg.Chunks = 4
 	mockAddr := startBenchMock(b, cfg)

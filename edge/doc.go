@@ -6,7 +6,7 @@
 // state of the world, ACK/NACK like Envoy) and applies each accepted update
 // atomically: a request sees one configuration from start to end. Per request
 // it drives the ext_proc processor through the Envoy-faithful client of
-// extproc/envoytest (one Process stream per request, with the filter settings
+// edge/extprocfilter (one Process stream per request, with the filter settings
 // the listener's ext_proc filter carries), routes on the headers the processor
 // released (matching again after clear_route_cache), and forwards upstream
 // over pooled connections per cluster (TLS with SNI and the configured trust
@@ -88,10 +88,10 @@
 // Not modelled: listener address changes after the first bind (they need a
 // restart), EDS, request trailers upstream, upgrades (WebSocket), access
 // logs, tracing, stats, and the ext_proc grpc_service: the processor is the
-// ExternalProcessorClient given to New, in-process (envoytest.Sync or
-// envoytest.Direct) or over gRPC.
+// extprocfilter.Transport given to New, in-process (extprocfilter.Sync) or
+// over gRPC (extprocfilter.GRPC).
 //
 // The edge holds no gateway logic. It must not import extproc (the
 // processor), kernel, store, admin or gateway; only the Envoy protos, gRPC,
-// go-control-plane, envoy/ and extproc/envoytest.
+// go-control-plane, envoy/ and edge/extprocfilter.
 package edge

@@ -11,9 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // Errors.
@@ -28,10 +26,10 @@ var (
 // Edge is the built-in data plane. Create it with New, feed it configuration
 // with RunADS, stop it with Shutdown.
 type Edge struct {
-	proc           extprocv3.ExternalProcessorClient
+	proc           extprocfilter.Transport
 	logger         *slog.Logger
 	listenOverride string
-	base           envoytest.Config
+	base           extprocfilter.Config
 
 	state atomic.Pointer[state]
 
@@ -57,17 +55,17 @@ func WithListenOverride(addr string) Option { return func(e *Edge) { e.listenOve
 // WithEnvoyConfig sets the ext_proc client settings the xDS configuration
 // does not carry: the version toggles of spec §8 and MaxOutstandingChunks.
 // Every field the listener's ext_proc filter carries is taken from it.
-// Default: envoytest.DefaultConfig().
-func WithEnvoyConfig(c envoytest.Config) Option { return func(e *Edge) { e.base = c } }
+// Default: extprocfilter.DefaultConfig().
+func WithEnvoyConfig(c extprocfilter.Config) Option { return func(e *Edge) { e.base = c } }
 
-// New returns an edge that calls the ext_proc processor proc: in-process
-// with envoytest.Sync or envoytest.Direct(srv), or
-// extprocv3.NewExternalProcessorClient(conn) over gRPC.
-func New(proc extprocv3.ExternalProcessorClient, opts ...Option) *Edge {
+// New returns an edge that calls the ext_proc processor over proc:
+// in-process with extprocfilter.Sync, or over gRPC with
+// extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(conn)).
+func New(proc extprocfilter.Transport, opts ...Option) *Edge {
 	e := &Edge{
 		proc:   proc,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		base:   envoytest.DefaultConfig(),
+		base:   extprocfilter.DefaultConfig(),
 		ready:  make(chan struct{}),
 		served: make(chan struct{}),
 	}

@@ -17,7 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 )
 
 // named is an upstream that answers with its name and what it received.
@@ -48,12 +49,12 @@ func post(t *testing.T, c *http.Client, url, pick, body string) (*http.Response,
 // inProcess runs fn once per in-process transport: Sync (what `tollgate
 // run` uses: the processor called in the request's goroutine) and Direct (a
 // Process loop on its own goroutine).
-func inProcess(t *testing.T, fn func(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient)) {
+func inProcess(t *testing.T, fn func(t *testing.T, connect func(*fakeProc) extprocfilter.Transport)) {
 	t.Run("sync", func(t *testing.T) {
-		fn(t, func(p *fakeProc) extprocv3.ExternalProcessorClient { return p.sync() })
+		fn(t, func(p *fakeProc) extprocfilter.Transport { return p.sync() })
 	})
 	t.Run("direct", func(t *testing.T) {
-		fn(t, func(p *fakeProc) extprocv3.ExternalProcessorClient { return envoytest.Direct(p) })
+		fn(t, func(p *fakeProc) extprocfilter.Transport { return extprocfilter.GRPC(extprocfiltertest.Direct(p)) })
 	})
 }
 
@@ -61,7 +62,7 @@ func TestRoutesOnProcessorHeader(t *testing.T) {
 	inProcess(t, testRoutesOnProcessorHeader)
 }
 
-func testRoutesOnProcessorHeader(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient) {
+func testRoutesOnProcessorHeader(t *testing.T, connect func(*fakeProc) extprocfilter.Transport) {
 	a := upstream(t, named("a"))
 	b := upstream(t, named("b"))
 	x := startXDS(t)
@@ -102,7 +103,7 @@ func TestCatchAllAndImmediateResponse(t *testing.T) {
 	inProcess(t, testCatchAllAndImmediateResponse)
 }
 
-func testCatchAllAndImmediateResponse(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient) {
+func testCatchAllAndImmediateResponse(t *testing.T, connect func(*fakeProc) extprocfilter.Transport) {
 	a := upstream(t, named("a"))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
@@ -150,7 +151,7 @@ func TestRequestBodyLimit(t *testing.T) {
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
 	x := startXDS(t)
 	x.set(t, listener(t, 1024, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	c := client(t)
 	resp, _ := post(t, c, "http://"+e.Addr().String()+"/v1/chat/completions", "a", strings.Repeat("x", 4096))
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
@@ -165,7 +166,7 @@ func TestStreamsChunkByChunk(t *testing.T) {
 	inProcess(t, testStreamsChunkByChunk)
 }
 
-func testStreamsChunkByChunk(t *testing.T, connect func(*fakeProc) extprocv3.ExternalProcessorClient) {
+func testStreamsChunkByChunk(t *testing.T, connect func(*fakeProc) extprocfilter.Transport) {
 	const events = 4
 	gate := make(chan struct{})
 	a := upstream(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -230,10 +231,10 @@ func TestClientDisconnect(t *testing.T) {
 			x := startXDS(t)
 			x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "a"}), upstreamCluster(t, "a", a, clusterOpts{}))
 			proc := newFakeProc()
-			client := map[string]func() extprocv3.ExternalProcessorClient{
+			client := map[string]func() extprocfilter.Transport{
 				"sync":   proc.sync,
-				"direct": func() extprocv3.ExternalProcessorClient { return envoytest.Direct(proc) },
-				"grpc":   func() extprocv3.ExternalProcessorClient { return grpcProcessor(t, proc) },
+				"direct": func() extprocfilter.Transport { return extprocfilter.GRPC(extprocfiltertest.Direct(proc)) },
+				"grpc":   func() extprocfilter.Transport { return grpcProcessor(t, proc) },
 			}[via]()
 			e := startEdge(t, client, x)
 
@@ -271,7 +272,7 @@ func TestClientDisconnect(t *testing.T) {
 }
 
 // grpcProcessor serves p over gRPC on loopback and returns a client of it.
-func grpcProcessor(t *testing.T, p extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+func grpcProcessor(t *testing.T, p extprocv3.ExternalProcessorServer) extprocfilter.Transport {
 	t.Helper()
 	g := grpc.NewServer()
 	extprocv3.RegisterExternalProcessorServer(g, p)
@@ -284,7 +285,7 @@ func grpcProcessor(t *testing.T, p extprocv3.ExternalProcessorServer) extprocv3.
 		_ = conn.Close()
 		g.Stop()
 	})
-	return extprocv3.NewExternalProcessorClient(conn)
+	return extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(conn))
 }
 
 func TestGRPCProcessor(t *testing.T) {
@@ -306,7 +307,7 @@ func TestADSUpdateSwitchesRouting(t *testing.T) {
 	x := startXDS(t)
 	l := listener(t, 1<<20, extProcFilter())
 	x.set(t, l, routes(deployment{id: "d", host: "h"}), upstreamCluster(t, "d", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	url := "http://" + e.Addr().String() + "/v1/chat/completions"
 	c := client(t)
 	_, body := post(t, c, url, "d", `{}`)
@@ -332,7 +333,7 @@ func TestWithoutExtProc(t *testing.T) {
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, nil), routes(deployment{id: "a", host: "plain"}), upstreamCluster(t, "a", a, clusterOpts{}))
 	proc := newFakeProc()
-	e := startEdge(t, envoytest.Direct(proc), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(proc)), x)
 	req, err := http.NewRequest(http.MethodPost, "http://"+e.Addr().String()+"/v1/x", strings.NewReader(strings.Repeat("y", 3<<20)))
 	require.NoError(t, err)
 	req.Header.Set("x-tollgate-route", "a")

@@ -14,7 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 )
 
 // scriptedProc misbehaves on demand, by the x-pick header: "slow" never
@@ -29,7 +30,7 @@ func (p *scriptedProc) Process(stream extprocv3.ExternalProcessor_ProcessServer)
 	if err != nil {
 		return err
 	}
-	h := envoytest.HeadersFromProto(req.GetRequestHeaders().GetHeaders())
+	h := extprocfilter.HeadersFromProto(req.GetRequestHeaders().GetHeaders())
 	switch h.Value("x-pick") {
 	case "slow":
 		<-stream.Context().Done()
@@ -66,7 +67,7 @@ func TestExtProcFilterSettings(t *testing.T) {
 	ep.ProcessingMode.RequestBodyMode = extprocfilterv3.ProcessingMode_STREAMED
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, ep), routes(deployment{id: "a", host: "h"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(&scriptedProc{fakeProc: newFakeProc()}), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(&scriptedProc{fakeProc: newFakeProc()})), x)
 	url := "http://" + e.Addr().String() + "/v1/chat/completions"
 	c := client(t)
 

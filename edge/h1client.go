@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // h1Client forwards the common request of a plain-text HTTP/1.1 cluster: a
@@ -329,7 +329,7 @@ func (t *h1Client) CloseIdleConnections() {
 type h1Body struct {
 	// fields are the response's header fields (its Header is nil), names
 	// lower-cased, in order.
-	fields envoytest.Headers
+	fields extprocfilter.Headers
 	rc     io.ReadCloser
 	c      *h1Conn
 	ab     *upstreamAbort

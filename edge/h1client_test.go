@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // rawUpstream serves each connection with serve; it counts connections.
@@ -267,7 +267,7 @@ func TestH1ClientResponseFields(t *testing.T) {
 	require.Equal(t, 201, resp.StatusCode)
 	require.Equal(t, "201 Created", resp.Status)
 	require.Nil(t, resp.Header)
-	require.Equal(t, envoytestHeaders("x-b", "1", "content-type", "text/plain", "x-a", "2", "content-length", "2"),
+	require.Equal(t, filterHeaders("x-b", "1", "content-type", "text/plain", "x-a", "2", "content-length", "2"),
 		resp.Body.(*h1Body).fields)
 	require.Equal(t, "ok", readAll(t, resp))
 }
@@ -275,7 +275,7 @@ func TestH1ClientResponseFields(t *testing.T) {
 // The fast path writes the released headers as Envoy sends them over
 // HTTP/1.1: lower-case names, no hop-by-hop headers, the body's length.
 func TestWireRequest(t *testing.T) {
-	x := &exchange{fwd: envoytestHeaders(
+	x := &exchange{fwd: filterHeaders(
 		":method", "POST", ":path", "/v1/chat?x=1", ":authority", "api.example.com", ":scheme", "http",
 		"connection", "keep-alive", "content-length", "999", "expect", "100-continue",
 		"authorization", "Bearer sk-1", "x-evil", "a\r\nx-injected: 1",
@@ -291,14 +291,14 @@ func TestWireRequest(t *testing.T) {
 	require.Contains(t, buf.String(), "host: upstream.internal\r\n")
 	require.Contains(t, buf.String(), "content-length: 0\r\n")
 
-	x.fwd = envoytestHeaders(":method", "POST", ":path", "/a b")
+	x.fwd = filterHeaders(":method", "POST", ":path", "/a b")
 	require.False(t, x.wireRequest(&buf, &route{}, cl, nil))
 }
 
-func envoytestHeaders(kv ...string) envoytest.Headers {
-	var h envoytest.Headers
+func filterHeaders(kv ...string) extprocfilter.Headers {
+	var h extprocfilter.Headers
 	for i := 0; i < len(kv); i += 2 {
-		h = append(h, envoytest.Header{Key: kv[i], Value: kv[i+1]})
+		h = append(h, extprocfilter.Header{Key: kv[i], Value: kv[i+1]})
 	}
 	return h
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // headSeeds are requests net/http accepts and refuses, for the differential
@@ -161,7 +161,7 @@ func (p *parsed) finish(body io.Reader, trailer *http.Header) {
 // leanHeader is headParser's fields as net/http's header map would hold them
 // (without the field named skip): names canonical, and Cache-Control added
 // for "Pragma: no-cache" as net/http does (Envoy does not).
-func leanHeader(t *testing.T, fields envoytest.Headers, skip string) http.Header {
+func leanHeader(t *testing.T, fields extprocfilter.Headers, skip string) http.Header {
 	h := http.Header{}
 	for _, f := range fields {
 		require.Equal(t, strings.ToLower(f.Key), f.Key)

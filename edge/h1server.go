@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // h1Server serves the gateway listener. HTTP/1.x connections are served
@@ -593,12 +593,12 @@ type response struct {
 	req *http.Request
 	// fields are the request's header fields (req.Header is nil), names
 	// lower-cased, in order; Expect removed.
-	fields envoytest.Headers
+	fields extprocfilter.Headers
 	header http.Header
 	// out are the response headers when set with setHeaders (the edge's
 	// path): written in order, names as given (lower-case, as Envoy's codec
 	// writes them); header then holds only trailers.
-	out   envoytest.Headers
+	out   extprocfilter.Headers
 	badCL bool // out's content-length is not a length: not written
 
 	status        int
@@ -654,7 +654,7 @@ func (w *response) WriteHeader(code int) {
 // setHeaders sets the response headers to h (names lower-case, no
 // pseudo-headers or hop-by-hop fields), to be written in that order, and
 // the status; it is WriteHeader without a header map.
-func (w *response) setHeaders(code int, h envoytest.Headers) {
+func (w *response) setHeaders(code int, h extprocfilter.Headers) {
 	if w.wroteHeader || w.hijacked {
 		return
 	}

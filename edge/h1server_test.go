@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // startH1 serves h on a loopback listener; the server is shut down at the
@@ -325,9 +325,9 @@ func TestH1ServerFieldsAndTrailers(t *testing.T) {
 // chunked) and a date, and drops a content-length that is not one.
 func TestH1ServerSetHeaders(t *testing.T) {
 	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
-		h := envoytest.Headers{{Key: "x-b", Value: "1"}, {Key: "content-type", Value: "text/plain"}, {Key: "x-a", Value: "2"}}
+		h := extprocfilter.Headers{{Key: "x-b", Value: "1"}, {Key: "content-type", Value: "text/plain"}, {Key: "x-a", Value: "2"}}
 		if r.URL.Path == "/bad-length" {
-			h = append(h, envoytest.Header{Key: "content-length", Value: "x"})
+			h = append(h, extprocfilter.Header{Key: "content-length", Value: "x"})
 		}
 		w.(*response).setHeaders(http.StatusCreated, h)
 		_, _ = w.Write([]byte("hello"))

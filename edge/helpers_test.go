@@ -49,8 +49,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/envoy"
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -369,8 +369,8 @@ func (p *fakeProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) err
 
 // sync connects to p as the built-in data plane connects to Tollgate's
 // processor: each message a call in the request's goroutine.
-func (p *fakeProc) sync() extprocv3.ExternalProcessorClient {
-	return envoytest.Sync(func(ctx context.Context) envoytest.SyncStream {
+func (p *fakeProc) sync() extprocfilter.Transport {
+	return extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream {
 		p.mu.Lock()
 		p.streams++
 		p.mu.Unlock()
@@ -411,7 +411,7 @@ func (st *fakeStream) handle(req *extprocv3.ProcessingRequest, copyKept bool) *e
 	p := st.p
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
-		h := envoytest.HeadersFromProto(r.RequestHeaders.GetHeaders())
+		h := extprocfilter.HeadersFromProto(r.RequestHeaders.GetHeaders())
 		st.pick = h.Value("x-pick")
 		if st.pick == "deny" {
 			return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
@@ -430,7 +430,7 @@ func (st *fakeStream) handle(req *extprocv3.ProcessingRequest, copyKept bool) *e
 			Response: &extprocv3.CommonResponse{HeaderMutation: setRoute(st.pick), ClearRouteCache: true},
 		}}}
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
-		h := envoytest.HeadersFromProto(r.ResponseHeaders.GetHeaders())
+		h := extprocfilter.HeadersFromProto(r.ResponseHeaders.GetHeaders())
 		hr := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{}}
 		resp := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}}
 		if strings.HasPrefix(h.Value("content-type"), "text/event-stream") {
@@ -460,7 +460,7 @@ func (st *fakeStream) handle(req *extprocv3.ProcessingRequest, copyKept bool) *e
 
 // --- edge under test ---
 
-func startEdge(t *testing.T, proc extprocv3.ExternalProcessorClient, x *xdsServer, opts ...Option) *Edge {
+func startEdge(t *testing.T, proc extprocfilter.Transport, x *xdsServer, opts ...Option) *Edge {
 	t.Helper()
 	e := New(proc, append([]Option{WithListenOverride("127.0.0.1:0")}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())

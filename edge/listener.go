@@ -15,7 +15,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // Envoy defaults for fields the configuration leaves unset.
@@ -36,15 +36,15 @@ type listenerConf struct {
 	// when the HCM carries route_config.
 	rdsName      string
 	inline       *routev3.RouteConfiguration
-	extProc      *envoytest.Config // nil: no ext_proc filter
-	streamIdle   time.Duration     // 0: disabled
+	extProc      *extprocfilter.Config // nil: no ext_proc filter
+	streamIdle   time.Duration         // 0: disabled
 	maxHeadersKB int
 	maxHeaders   int
 }
 
 // compileListener reads l on top of base, the ext_proc client settings that
 // the configuration does not carry (version toggles).
-func compileListener(l *listenerv3.Listener, base envoytest.Config) (*listenerConf, error) {
+func compileListener(l *listenerv3.Listener, base extprocfilter.Config) (*listenerConf, error) {
 	if err := l.ValidateAll(); err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func compileListener(l *listenerv3.Listener, base envoytest.Config) (*listenerCo
 	return lc, nil
 }
 
-func (lc *listenerConf) readHCM(hcm *hcmv3.HttpConnectionManager, base envoytest.Config) error {
+func (lc *listenerConf) readHCM(hcm *hcmv3.HttpConnectionManager, base extprocfilter.Config) error {
 	switch {
 	case hcm.GetRds() != nil:
 		if hcm.GetRds().GetConfigSource().GetAds() == nil {
@@ -140,8 +140,8 @@ func (lc *listenerConf) readHCM(hcm *hcmv3.HttpConnectionManager, base envoytest
 	return nil
 }
 
-// extProcConfig is the envoytest configuration of an ext_proc filter.
-func extProcConfig(f *extprocfilterv3.ExternalProcessor, base envoytest.Config, lc *listenerConf) (envoytest.Config, error) {
+// extProcConfig is the extprocfilter configuration of an ext_proc filter.
+func extProcConfig(f *extprocfilterv3.ExternalProcessor, base extprocfilter.Config, lc *listenerConf) (extprocfilter.Config, error) {
 	switch {
 	case f.GetObservabilityMode():
 		return base, errors.New("observability_mode is not supported")

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // Body reads start with a small buffer, so that thousands of idle streams
@@ -46,7 +46,7 @@ type reader struct {
 func newReader() *reader { return &reader{buf: smallBufs.Get().(*[]byte)} }
 
 // read reads once into the reader's buffer. The chunk is valid until the
-// next read or close: the filter copies what it keeps (envoytest.Stream
+// next read or close: the filter copies what it keeps (extprocfilter.Stream
 // does, and the edge writes or appends a result's body before reading on).
 func (rd *reader) read(r io.Reader) ([]byte, error) {
 	if rd.grow {
@@ -91,8 +91,8 @@ type exchange struct {
 	f   filter
 
 	first      *route
-	fwd        envoytest.Headers // request headers released by the filter
-	body       []byte            // request body released before routing
+	fwd        extprocfilter.Headers // request headers released by the filter
+	body       []byte                // request body released before routing
 	clearRoute bool
 	rerouted   *route // the match after clearRoute, once rematched
 	rematched  bool
@@ -182,7 +182,7 @@ func (x *exchange) run() {
 	x.first = x.st.routes.match(h)
 	if x.first != nil && x.first.filter != nil {
 		// Every header list the exchange passes is built for the call.
-		x.f = x.first.filter.Start(x.ctx, envoytest.WithOwnedHeaders())
+		x.f = x.first.filter.Start(x.ctx, extprocfilter.WithOwnedHeaders())
 	} else {
 		x.f = passthrough{}
 	}
@@ -270,7 +270,7 @@ func (x *exchange) requestBody() bool {
 }
 
 // onRequest applies a request-direction result; false ends the exchange.
-func (x *exchange) onRequest(res *envoytest.Result, err error, last bool) bool {
+func (x *exchange) onRequest(res *extprocfilter.Result, err error, last bool) bool {
 	if err != nil {
 		if x.ctx.Err() != nil {
 			return false // the client went away
@@ -675,14 +675,14 @@ func (x *exchange) respond(resp *http.Response) {
 	defer func() { _ = resp.Body.Close() }()
 	// The HTTP/1 client hands the fields over in order (its Header is nil);
 	// net/http's transport fills Header.
-	var fields envoytest.Headers
+	var fields extprocfilter.Headers
 	if b, ok := resp.Body.(*h1Body); ok {
 		fields = b.fields
 	}
 	// Room for :status, a content-length and the headers a processor adds
 	// (the stream keeps and extends this list: WithOwnedHeaders).
-	h := make(envoytest.Headers, 0, len(fields)+len(resp.Header)+8)
-	h = append(h, envoytest.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
+	h := make(extprocfilter.Headers, 0, len(fields)+len(resp.Header)+8)
+	h = append(h, extprocfilter.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
 	for _, f := range fields {
 		if !hopByHop(f.Key) {
 			h = append(h, f)
@@ -694,11 +694,11 @@ func (x *exchange) respond(resp *http.Response) {
 			continue
 		}
 		for _, v := range vs {
-			h = append(h, envoytest.Header{Key: lk, Value: v})
+			h = append(h, extprocfilter.Header{Key: lk, Value: v})
 		}
 	}
 	if resp.ContentLength >= 0 && !h.Has("content-length") && resp.Request != nil {
-		h = append(h, envoytest.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
+		h = append(h, extprocfilter.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
 	}
 	noBody := resp.Body == http.NoBody || resp.ContentLength == 0 || x.fwd.Value(":method") == http.MethodHead
 	// A body of known length that is not an event stream goes out when the
@@ -777,7 +777,7 @@ func (x *exchange) upstreamFailed() {
 
 // onResponse applies a response-direction result; more means the response
 // continues (so what was written is flushed now). False ends the exchange.
-func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool {
+func (x *exchange) onResponse(res *extprocfilter.Result, err error, more bool) bool {
 	if err != nil {
 		if x.ctx.Err() != nil {
 			return false // the client went away
@@ -825,7 +825,7 @@ func (x *exchange) onResponse(res *envoytest.Result, err error, more bool) bool 
 	return true
 }
 
-func (x *exchange) writeHeaders(h envoytest.Headers) {
+func (x *exchange) writeHeaders(h extprocfilter.Headers) {
 	status := http.StatusOK
 	if rw, ok := x.w.(*response); ok {
 		// HTTP/1: the list goes out as it is, names lower-case as
@@ -876,23 +876,23 @@ func addHeader(h http.Header, k, v string, one []string) {
 }
 
 // writeLocal sends a local reply. h may carry :status and headers.
-func (x *exchange) writeLocal(status int, h envoytest.Headers, body []byte) {
+func (x *exchange) writeLocal(status int, h extprocfilter.Headers, body []byte) {
 	if x.sentHeaders {
 		abort(x.w)
 		return
 	}
 	if rw, ok := x.w.(*response); ok {
 		// HTTP/1: lower-case names in order, as for proxied responses.
-		out := make(envoytest.Headers, 0, len(h)+2)
+		out := make(extprocfilter.Headers, 0, len(h)+2)
 		for _, kv := range h {
 			if !strings.HasPrefix(kv.Key, ":") && !hopByHop(kv.Key) && kv.Key != "content-length" {
 				out = append(out, kv)
 			}
 		}
 		if len(body) > 0 && !out.Has("content-type") {
-			out = append(out, envoytest.Header{Key: "content-type", Value: "text/plain"})
+			out = append(out, extprocfilter.Header{Key: "content-type", Value: "text/plain"})
 		}
-		out = append(out, envoytest.Header{Key: "content-length", Value: strconv.Itoa(len(body))})
+		out = append(out, extprocfilter.Header{Key: "content-length", Value: strconv.Itoa(len(body))})
 		rw.setHeaders(status, out)
 	} else {
 		dst := x.w.Header()
@@ -939,20 +939,20 @@ func localResponse(status int, headers []headerOp, body []byte) *http.Response {
 // downstreamHeaders is the request as Envoy's HCM hands it to the filters:
 // from the fields the HTTP/1 server parsed (in order), else from r.Header
 // (HTTP/2).
-func downstreamHeaders(w http.ResponseWriter, r *http.Request) envoytest.Headers {
-	var fields envoytest.Headers
+func downstreamHeaders(w http.ResponseWriter, r *http.Request) extprocfilter.Headers {
+	var fields extprocfilter.Headers
 	rw, h1 := w.(*response)
 	if h1 {
 		fields = rw.fields
 	}
 	// Room for the pseudo-headers, x-forwarded-proto, x-request-id and the
 	// headers a processor sets (the stream keeps and extends this list).
-	h := make(envoytest.Headers, 0, len(fields)+len(r.Header)+12)
+	h := make(extprocfilter.Headers, 0, len(fields)+len(r.Header)+12)
 	h = append(h,
-		envoytest.Header{Key: ":authority", Value: r.Host},
-		envoytest.Header{Key: ":path", Value: r.RequestURI},
-		envoytest.Header{Key: ":method", Value: r.Method},
-		envoytest.Header{Key: ":scheme", Value: "http"},
+		extprocfilter.Header{Key: ":authority", Value: r.Host},
+		extprocfilter.Header{Key: ":path", Value: r.RequestURI},
+		extprocfilter.Header{Key: ":method", Value: r.Method},
+		extprocfilter.Header{Key: ":scheme", Value: "http"},
 	)
 	hasID := false
 	keep := func(lk string) bool {
@@ -972,13 +972,13 @@ func downstreamHeaders(w http.ResponseWriter, r *http.Request) envoytest.Headers
 	for k, vs := range r.Header {
 		if lk := lowerKey(k); keep(lk) {
 			for _, v := range vs {
-				h = append(h, envoytest.Header{Key: lk, Value: v})
+				h = append(h, extprocfilter.Header{Key: lk, Value: v})
 			}
 		}
 	}
-	h = append(h, envoytest.Header{Key: "x-forwarded-proto", Value: "http"})
+	h = append(h, extprocfilter.Header{Key: "x-forwarded-proto", Value: "http"})
 	if !hasID {
-		h = append(h, envoytest.Header{Key: "x-request-id", Value: requestID()})
+		h = append(h, extprocfilter.Header{Key: "x-request-id", Value: requestID()})
 	}
 	return h
 }
@@ -1036,11 +1036,11 @@ func lowerKey(k string) string {
 }
 
 // trailers converts Go trailers with values; nil when there are none.
-func trailers(t http.Header) envoytest.Headers {
-	var out envoytest.Headers
+func trailers(t http.Header) extprocfilter.Headers {
+	var out extprocfilter.Headers
 	for k, vs := range t {
 		for _, v := range vs {
-			out = append(out, envoytest.Header{Key: strings.ToLower(k), Value: v})
+			out = append(out, extprocfilter.Header{Key: strings.ToLower(k), Value: v})
 		}
 	}
 	return out

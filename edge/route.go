@@ -12,7 +12,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // routeTable is a compiled route configuration.
@@ -64,7 +64,7 @@ type route struct {
 
 	// filter is the ext_proc client of requests that first match this route
 	// (its request buffer limit), nil when ext_proc is off.
-	filter *envoytest.Client
+	filter *extprocfilter.Client
 }
 
 type directResponse struct {
@@ -80,13 +80,13 @@ type headerOp struct {
 
 // compileRoutes compiles rc for listener lc; newClient makes the ext_proc
 // client for a request buffer limit.
-func compileRoutes(rc *routev3.RouteConfiguration, lc *listenerConf, newClient func(limit int) *envoytest.Client) (*routeTable, error) {
+func compileRoutes(rc *routev3.RouteConfiguration, lc *listenerConf, newClient func(limit int) *extprocfilter.Client) (*routeTable, error) {
 	if err := rc.ValidateAll(); err != nil {
 		return nil, err
 	}
 	t := &routeTable{name: rc.GetName()}
-	clients := map[int]*envoytest.Client{}
-	clientFor := func(limit int) *envoytest.Client {
+	clients := map[int]*extprocfilter.Client{}
+	clientFor := func(limit int) *extprocfilter.Client {
 		if lc.extProc == nil {
 			return nil
 		}
@@ -321,7 +321,7 @@ func domainMatch(d, host string) (rank, n int) {
 }
 
 // match returns the first route of the table matching h, or nil.
-func (t *routeTable) match(h envoytest.Headers) *route {
+func (t *routeTable) match(h extprocfilter.Headers) *route {
 	v := t.vhostFor(h.Value(":authority"))
 	if v == nil {
 		return nil
@@ -338,7 +338,7 @@ func (t *routeTable) match(h envoytest.Headers) *route {
 	return nil
 }
 
-func (r *route) matches(path string, h envoytest.Headers) bool {
+func (r *route) matches(path string, h extprocfilter.Headers) bool {
 	p := path
 	switch r.kind {
 	case 0:
@@ -370,7 +370,7 @@ func (r *route) matches(path string, h envoytest.Headers) bool {
 	return true
 }
 
-func (m *headerMatcher) matches(h envoytest.Headers) bool {
+func (m *headerMatcher) matches(h extprocfilter.Headers) bool {
 	vals := h.Values(m.name)
 	var ok bool
 	if m.present {

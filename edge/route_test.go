@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 func strMatch(name string, sm *matcherv3.StringMatcher, invert bool) *routev3.HeaderMatcher {
@@ -51,15 +51,15 @@ func TestRouteMatching(t *testing.T) {
 	lc := &listenerConf{bufferLimit: 1 << 20}
 	rt, err := compileRoutes(rc, lc, nil)
 	require.NoError(t, err)
-	req := func(host, path string, kv ...string) envoytest.Headers {
-		h := envoytest.Headers{{Key: ":authority", Value: host}, {Key: ":path", Value: path}, {Key: ":method", Value: "POST"}}
+	req := func(host, path string, kv ...string) extprocfilter.Headers {
+		h := extprocfilter.Headers{{Key: ":authority", Value: host}, {Key: ":path", Value: path}, {Key: ":method", Value: "POST"}}
 		for i := 0; i+1 < len(kv); i += 2 {
-			h = append(h, envoytest.Header{Key: kv[i], Value: kv[i+1]})
+			h = append(h, extprocfilter.Header{Key: kv[i], Value: kv[i+1]})
 		}
 		return h
 	}
 	for _, tc := range []struct {
-		h    envoytest.Headers
+		h    extprocfilter.Headers
 		want string
 	}{
 		{req("api.example.com", "/x"), "exact-host"},
@@ -93,14 +93,14 @@ func TestRouteBufferLimitsAndClients(t *testing.T) {
 		Name: "v", Domains: []string{"*"}, RequestBodyBufferLimit: wrapperspb.UInt64(20),
 		Routes: []*routev3.Route{clusterRoute("a", &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/a"}}), direct},
 	}}}
-	cfg := envoytest.DefaultConfig()
+	cfg := extprocfilter.DefaultConfig()
 	lc := &listenerConf{bufferLimit: 30, extProc: &cfg}
 	var limits []int
-	rt, err := compileRoutes(rc, lc, func(limit int) *envoytest.Client {
+	rt, err := compileRoutes(rc, lc, func(limit int) *extprocfilter.Client {
 		limits = append(limits, limit)
 		c := cfg
 		c.RequestBufferLimit = limit
-		return envoytest.NewClient(nil, c)
+		return extprocfilter.NewClient(nil, c)
 	})
 	require.NoError(t, err)
 	require.Equal(t, []int{20, 10}, limits, "route limit over vhost limit over listener limit")

@@ -21,7 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/internal/mockllm"
 )
 
@@ -52,7 +53,7 @@ func TestUpstreamTLS(t *testing.T) {
 		upstreamCluster(t, "badsan", addr, clusterOpts{tlsSNI: "example.com", trustedCA: ca, san: "other.example"}),
 		upstreamCluster(t, "untrusted", addr, clusterOpts{tlsSNI: "example.com", trustedCA: writeOtherCA(t)}),
 	)
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	url := "http://" + e.Addr().String() + "/v1/chat/completions"
 	c := client(t)
 
@@ -93,7 +94,7 @@ func TestUpstreamH2CWithMockProvider(t *testing.T) {
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "mock", host: "mock.local"}),
 		upstreamCluster(t, "mock", lis.Addr().String(), clusterOpts{http2: true}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 
 	req, err := http.NewRequest(http.MethodPost, "http://"+e.Addr().String()+"/v1/chat/completions",
 		strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three four"}]}`))
@@ -128,7 +129,7 @@ func TestConnectFailureAndCircuitBreaker(t *testing.T) {
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "dead", host: "x"}, deployment{id: "ghost", host: "x"}),
 		upstreamCluster(t, "dead", dead, clusterOpts{}))
 	proc := newFakeProc()
-	e := startEdge(t, envoytest.Direct(proc), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(proc)), x)
 	url := "http://" + e.Addr().String() + "/v1/chat/completions"
 	resp, body := post(t, client(t), url, "dead", `{}`)
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
@@ -150,7 +151,7 @@ func TestIdleTimeout(t *testing.T) {
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "slow", host: "x", idle: 150 * time.Millisecond}),
 		upstreamCluster(t, "slow", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	t0 := time.Now()
 	resp, body := post(t, client(t), "http://"+e.Addr().String()+"/v1/chat/completions", "slow", `{}`)
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
@@ -179,7 +180,7 @@ func TestPerTryTimeout(t *testing.T) {
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "x", perTry: 150 * time.Millisecond}),
 		upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	base := "http://" + e.Addr().String()
 	t0 := time.Now()
 	resp, body := post(t, client(t), base+"/slow-headers", "a", `{}`)
@@ -202,7 +203,7 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	}))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "x"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	url := "http://" + e.Addr().String() + "/v1/chat/completions"
 	type result struct {
 		status int
@@ -237,7 +238,7 @@ func TestDownstreamH2C(t *testing.T) {
 	a := upstream(t, named("a"))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "h"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}
@@ -255,7 +256,7 @@ func TestRejectsUnsupportedConfig(t *testing.T) {
 	x := startXDS(t)
 	good := listener(t, 1<<20, extProcFilter())
 	x.set(t, good, routes(deployment{id: "a", host: "h"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 
 	bad := listener(t, 1<<20, extProcFilter())
 	var hcm hcmv3.HttpConnectionManager
@@ -286,7 +287,7 @@ func TestLargeBodies(t *testing.T) {
 	}))
 	x := startXDS(t)
 	x.set(t, listener(t, 1<<20, extProcFilter()), routes(deployment{id: "a", host: "h"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 	in := strings.Repeat("0123456789abcdef", 200<<10/16)
 	resp, body := post(t, client(t), "http://"+e.Addr().String()+"/v1/x", "a", in)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -305,7 +306,7 @@ func TestRequestBodyIdleTimeout(t *testing.T) {
 	hcm.StreamIdleTimeout = durationpb.New(150 * time.Millisecond)
 	l.FilterChains[0].Filters[0].ConfigType = listenerTyped(t, &hcm)
 	x.set(t, l, routes(deployment{id: "a", host: "x"}), upstreamCluster(t, "a", a, clusterOpts{}))
-	e := startEdge(t, envoytest.Direct(newFakeProc()), x)
+	e := startEdge(t, extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), x)
 
 	c, err := net.Dial("tcp", e.Addr().String())
 	require.NoError(t, err)

@@ -14,7 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/internal/mockllm"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -54,7 +55,7 @@ func TestWithTollgateXDS(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()
 
-	e := New(envoytest.Direct(newFakeProc()), WithListenOverride("127.0.0.1:0"), WithLogger(logger))
+	e := New(extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), WithListenOverride("127.0.0.1:0"), WithLogger(logger))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.RunADS(ctx, conn, "tollgate-edge") }()

@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -69,9 +70,9 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 		resp := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":21,"cache_creation_input_tokens":0,"cache_read_input_tokens":1000,"output_tokens":9}}`
 		up := &recorder{resp: jsonResponse(200, resp)}
 		got := e.do(t, post("/v1/messages", "", body,
-			envoytest.Header{Key: "x-api-key", Value: clientKey},
-			envoytest.Header{Key: "anthropic-version", Value: "2023-01-01"},
-			envoytest.Header{Key: "anthropic-beta", Value: "prompt-caching-2024-07-31"}), up.upstream)
+			extprocfilter.Header{Key: "x-api-key", Value: clientKey},
+			extprocfilter.Header{Key: "anthropic-version", Value: "2023-01-01"},
+			extprocfilter.Header{Key: "anthropic-beta", Value: "prompt-caching-2024-07-31"}), up.upstream)
 		require.Equal(t, 200, got.Status)
 		require.JSONEq(t, resp, string(got.Body), "native responses pass unchanged")
 		fwd := up.last(t)
@@ -172,7 +173,7 @@ func TestMessagesToOpenAI(t *testing.T) {
 	e := anthropicEnv(t)
 	up := &recorder{resp: jsonResponse(200, chatResponse)}
 	got := e.do(t, post("/v1/messages", clientKey, `{"model":"gpt-4o","max_tokens":50,"messages":[{"role":"user","content":"Say hello"}]}`,
-		envoytest.Header{Key: "anthropic-version", Value: "2023-06-01"}), up.upstream)
+		extprocfilter.Header{Key: "anthropic-version", Value: "2023-06-01"}), up.upstream)
 	require.Equal(t, 200, got.Status)
 	fwd := up.last(t)
 	require.Equal(t, "/v1/chat/completions", fwd.Headers.Value(":path"))
@@ -194,7 +195,7 @@ func TestAnthropicErrorShapes(t *testing.T) {
 	body := `{"model":"claude-sonnet","max_tokens":10,"messages":[{"role":"user","content":"Hi"}]}`
 	tests := []struct {
 		name    string
-		req     *envoytest.Request
+		req     *extprocfiltertest.Request
 		setup   func(e *testEnv)
 		status  int
 		typ     string
@@ -202,7 +203,7 @@ func TestAnthropicErrorShapes(t *testing.T) {
 		header  [2]string
 	}{
 		{name: "no key", req: post("/v1/messages", "", body), status: 401, typ: "authentication_error", message: "didn't provide an API key"},
-		{name: "bad key", req: post("/v1/messages", "", body, envoytest.Header{Key: "x-api-key", Value: "tg-wrong"}), status: 401, typ: "authentication_error", message: "Invalid API key"},
+		{name: "bad key", req: post("/v1/messages", "", body, extprocfilter.Header{Key: "x-api-key", Value: "tg-wrong"}), status: 401, typ: "authentication_error", message: "Invalid API key"},
 		{name: "unknown model", req: post("/v1/messages", clientKey, `{"model":"nope","max_tokens":1,"messages":[]}`), status: 404, typ: "not_found_error", message: "does not exist"},
 		{name: "not allowed", req: post("/v1/messages", otherKey, body), status: 403, typ: "permission_error", message: "not allowed"},
 		{name: "bad json", req: post("/v1/messages", clientKey, `{"model":`), status: 400, typ: "invalid_request_error", message: "parse"},

@@ -30,7 +30,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -272,11 +273,11 @@ func (s *benchServer) dial(b *testing.B) *grpc.ClientConn {
 
 // envoyClients returns n Envoy filter clients with the production filter
 // configuration (spec §6), each on its own connection: Envoy's workers.
-func (s *benchServer) envoyClients(b *testing.B, n int) []*envoytest.Client {
+func (s *benchServer) envoyClients(b *testing.B, n int) []*extprocfilter.Client {
 	b.Helper()
-	out := make([]*envoytest.Client, n)
+	out := make([]*extprocfilter.Client, n)
 	for i := range out {
-		out[i] = envoytest.NewClient(extprocv3.NewExternalProcessorClient(s.dial(b)), envoytest.DefaultConfig())
+		out[i] = extprocfilter.NewClient(extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(s.dial(b))), extprocfilter.DefaultConfig())
 	}
 	return out
 }
@@ -367,7 +368,7 @@ func roundTrip(st extprocv3.ExternalProcessor_ProcessClient, m *extprocv3.Proces
 }
 
 // BenchmarkNonStreamRequest: one whole non-streamed chat request per op,
-// driven the way Envoy drives the processor (envoytest, production filter
+// driven the way Envoy drives the processor (extprocfilter, production filter
 // config): request headers (authenticate), body (parse, resolve, admit,
 // rewrite), response headers, body (usage, settle), then Envoy's half-close and
 // reset. benchStreams requests are in flight at once over benchConns HTTP/2
@@ -380,7 +381,7 @@ func BenchmarkNonStreamRequest(b *testing.B) {
 // what the same four messages cost in gRPC alone, the floor under the
 // processor's cost.
 func BenchmarkGRPCBaseline(b *testing.B) {
-	benchNonStream(b, func(_, _ envoytest.Headers) error { return nil }, benchEchoEnv+"=1")
+	benchNonStream(b, func(_, _ extprocfilter.Headers) error { return nil }, benchEchoEnv+"=1")
 }
 
 const (
@@ -393,8 +394,8 @@ const (
 )
 
 // benchChatRequest is a chat request as a client sends it to Envoy.
-var benchChatRequest = &envoytest.Request{
-	Headers: envoytest.Headers{
+var benchChatRequest = &extprocfiltertest.Request{
+	Headers: extprocfilter.Headers{
 		{Key: ":authority", Value: "gateway.local"},
 		{Key: ":path", Value: "/v1/chat/completions"},
 		{Key: ":method", Value: "POST"},
@@ -410,10 +411,10 @@ var benchChatRequest = &envoytest.Request{
 }
 
 // benchUpstream answers every request with chatResponse.
-func benchUpstream(*envoytest.ForwardedRequest) *envoytest.UpstreamResponse {
-	return &envoytest.UpstreamResponse{
+func benchUpstream(*extprocfiltertest.ForwardedRequest) *extprocfiltertest.UpstreamResponse {
+	return &extprocfiltertest.UpstreamResponse{
 		Status: 200,
-		Headers: envoytest.Headers{
+		Headers: extprocfilter.Headers{
 			{Key: "content-type", Value: "application/json"},
 			{Key: "content-length", Value: strconv.Itoa(len(chatResponse))},
 			{Key: "date", Value: "Mon, 30 Nov 2026 04:00:00 GMT"},
@@ -430,19 +431,19 @@ var benchAttrs = map[string]any{"xds.route_name": "ai-chat"}
 // benchDo runs benchChatRequest through c as Envoy would, answered by
 // chatResponse, and returns the request headers sent upstream and the response
 // headers sent downstream.
-func benchDo(ctx context.Context, c *envoytest.Client) (up, down envoytest.Headers, err error) {
-	st := c.Start(ctx, envoytest.WithRequestAttributes(benchAttrs))
+func benchDo(ctx context.Context, c *extprocfilter.Client) (up, down extprocfilter.Headers, err error) {
+	st := c.Start(ctx, extprocfilter.WithRequestAttributes(benchAttrs))
 	defer st.Close()
 	resp := benchUpstream(nil)
 	return envoyExchange(st, benchChatRequest.Headers, benchReqBody,
-		append(envoytest.Headers{{Key: ":status", Value: "200"}}, resp.Headers...), resp.Chunks[0])
+		append(extprocfilter.Headers{{Key: ":status", Value: "200"}}, resp.Headers...), resp.Chunks[0])
 }
 
 // envoyExchange hands st the request headers and its whole body, the response
 // headers, then respBody as the whole response body (nil: none yet, the
 // response streams). It returns the request headers sent upstream and the
 // response headers sent downstream.
-func envoyExchange(st *envoytest.Stream, reqH envoytest.Headers, reqBody []byte, respH envoytest.Headers, respBody []byte) (up, down envoytest.Headers, err error) {
+func envoyExchange(st *extprocfilter.Stream, reqH extprocfilter.Headers, reqBody []byte, respH extprocfilter.Headers, respBody []byte) (up, down extprocfilter.Headers, err error) {
 	r, err := st.RequestHeaders(reqH, false)
 	if err = refused(r, err); err != nil {
 		return nil, nil, err
@@ -468,7 +469,7 @@ func envoyExchange(st *envoytest.Stream, reqH envoytest.Headers, reqBody []byte,
 
 // refused turns a call's error, or a result that is not a plain continue,
 // into an error.
-func refused(r *envoytest.Result, err error) error {
+func refused(r *extprocfilter.Result, err error) error {
 	switch {
 	case err != nil:
 		return err
@@ -482,7 +483,7 @@ func refused(r *envoytest.Result, err error) error {
 
 // checkProcessed fails unless the processor really routed, admitted and
 // settled the request: the benchmark must measure the whole path.
-func checkProcessed(up, down envoytest.Headers) error {
+func checkProcessed(up, down extprocfilter.Headers) error {
 	switch {
 	case up.Value(RouteHeader) != "openai-gpt4o":
 		return errors.New("request not routed")
@@ -492,7 +493,7 @@ func checkProcessed(up, down envoytest.Headers) error {
 	return nil
 }
 
-func benchNonStream(b *testing.B, check func(up, down envoytest.Headers) error, env ...string) {
+func benchNonStream(b *testing.B, check func(up, down extprocfilter.Headers) error, env ...string) {
 	for _, network := range []string{"tcp", "unix"} {
 		for _, streams := range []int{1, benchStreams} {
 			b.Run(fmt.Sprintf("%s/streams=%d", network, streams), func(b *testing.B) {
@@ -525,7 +526,7 @@ func benchNonStream(b *testing.B, check func(up, down envoytest.Headers) error, 
 
 // BenchmarkStreamChunk: one SSE chunk (one event) per op, through benchStreams
 // open streamed chat responses (STREAMED after the processor's mode_override)
-// sending at once, driven like Envoy (envoytest).
+// sending at once, driven like Envoy (extprocfilter).
 func BenchmarkStreamChunk(b *testing.B) {
 	benchStreamChunk(b)
 }
@@ -542,7 +543,7 @@ func benchStreamChunk(b *testing.B, env ...string) {
 			s := startBenchServer(b, network, env...)
 			clients := s.envoyClients(b, benchConns)
 			ctx := context.Background()
-			sts := make([]*envoytest.Stream, benchStreams)
+			sts := make([]*extprocfilter.Stream, benchStreams)
 			for i := range sts {
 				st, err := openEnvoyStream(ctx, clients[i%len(clients)])
 				require.NoError(b, err)
@@ -569,13 +570,13 @@ func benchStreamChunk(b *testing.B, env ...string) {
 
 // openEnvoyStream runs a streamed chat request up to its streamed response
 // body.
-func openEnvoyStream(ctx context.Context, c *envoytest.Client) (*envoytest.Stream, error) {
+func openEnvoyStream(ctx context.Context, c *extprocfilter.Client) (*extprocfilter.Stream, error) {
 	body := []byte(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"count to a million"}]}`)
 	h := slices.Clone(benchChatRequest.Headers)
 	h[5].Value = strconv.Itoa(len(body))
-	st := c.Start(ctx, envoytest.WithRequestAttributes(benchAttrs))
+	st := c.Start(ctx, extprocfilter.WithRequestAttributes(benchAttrs))
 	if _, _, err := envoyExchange(st, h, body,
-		envoytest.Headers{{Key: ":status", Value: "200"}, {Key: "content-type", Value: "text/event-stream"}}, nil); err != nil {
+		extprocfilter.Headers{{Key: ":status", Value: "200"}, {Key: "content-type", Value: "text/event-stream"}}, nil); err != nil {
 		st.Close()
 		return nil, err
 	}

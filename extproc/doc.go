@@ -67,7 +67,7 @@
 //
 // In-process, the built-in data plane does not go through a stream at all: a
 // Session is Process's loop without the transport, and the edge calls its
-// Handle for each message in the request's own goroutine (envoytest.Sync),
+// Handle for each message in the request's own goroutine (extprocfilter.Sync),
 // with no goroutine, channel or copy between them. Process runs on a Session
 // too, so both paths share every line of the request's handling.
 //

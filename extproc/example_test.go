@@ -6,7 +6,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 )
 
 // Example serves the processor on a loopback listener and drives it with the
@@ -26,8 +27,8 @@ func Example() {
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, lis) }() // Envoy connects to lis.Addr()
 
-	client := envoytest.NewClient(envoytest.Direct(p), envoytest.DefaultConfig())
-	resp, err := client.Do(ctx, &envoytest.Request{Headers: envoytest.Headers{
+	client := extprocfilter.NewClient(extprocfilter.GRPC(extprocfiltertest.Direct(p)), extprocfilter.DefaultConfig())
+	resp, err := extprocfiltertest.Do(ctx, client, &extprocfiltertest.Request{Headers: extprocfilter.Headers{
 		{Key: ":method", Value: "GET"},
 		{Key: ":path", Value: "/v1/models"},
 		{Key: ":authority", Value: "gw"},

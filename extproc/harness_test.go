@@ -16,7 +16,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -41,7 +42,7 @@ type testEnv struct {
 	cat    *fakeCatalog
 	acct   *stateAccountant
 	proc   *Processor
-	client *envoytest.Client
+	client *extprocfilter.Client
 	logs   *syncBuffer
 }
 
@@ -109,7 +110,7 @@ func newCatalog() *fakeCatalog {
 
 // inProcess, when set, is how newTestEnv connects its client to the
 // processor instead of gRPC over TCP (TestFlowsInProcess sets it).
-var inProcess func(p *Processor) extprocv3.ExternalProcessorClient
+var inProcess func(p *Processor) extprocfilter.Transport
 
 // newTestEnv serves a processor on 127.0.0.1 over TCP and returns a client
 // configured like production Envoy (spec §6).
@@ -119,11 +120,11 @@ func newTestEnv(t testing.TB, opts ...Option) *testEnv {
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.proc = New(e.cat, e.acct, append([]Option{WithLogger(log)}, opts...)...)
 	if inProcess != nil {
-		e.client = envoytest.NewClient(inProcess(e.proc), envoytest.DefaultConfig())
+		e.client = extprocfilter.NewClient(inProcess(e.proc), extprocfilter.DefaultConfig())
 	} else {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), envoytest.DefaultConfig())
+		e.client = extprocfilter.NewClient(dialProcessor(t, e.proc, lis), extprocfilter.DefaultConfig())
 	}
 	t.Cleanup(func() {
 		require.NotContains(t, e.logs.String(), clientKey)
@@ -135,7 +136,7 @@ func newTestEnv(t testing.TB, opts ...Option) *testEnv {
 
 // dialProcessor serves p on lis and returns a client connection to it; both
 // stop at the end of the test.
-func dialProcessor(t testing.TB, p *Processor, lis net.Listener) extprocv3.ExternalProcessorClient {
+func dialProcessor(t testing.TB, p *Processor, lis net.Listener) extprocfilter.Transport {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -159,12 +160,12 @@ func dialProcessor(t testing.TB, p *Processor, lis net.Listener) extprocv3.Exter
 			t.Error("Serve did not stop")
 		}
 	})
-	return extprocv3.NewExternalProcessorClient(cc)
+	return extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(cc))
 }
 
 // post builds a POST with the client key and a content-length.
-func post(path, key, body string, extra ...envoytest.Header) *envoytest.Request {
-	h := envoytest.Headers{
+func post(path, key, body string, extra ...extprocfilter.Header) *extprocfiltertest.Request {
+	h := extprocfilter.Headers{
 		{Key: ":method", Value: "POST"},
 		{Key: ":path", Value: path},
 		{Key: ":authority", Value: "gateway.local"},
@@ -173,14 +174,14 @@ func post(path, key, body string, extra ...envoytest.Header) *envoytest.Request 
 		{Key: "content-length", Value: strconv.Itoa(len(body))},
 	}
 	if key != "" {
-		h = append(h, envoytest.Header{Key: "authorization", Value: "Bearer " + key})
+		h = append(h, extprocfilter.Header{Key: "authorization", Value: "Bearer " + key})
 	}
 	h = append(h, extra...)
-	return &envoytest.Request{Headers: h, Body: [][]byte{[]byte(body)}}
+	return &extprocfiltertest.Request{Headers: h, Body: [][]byte{[]byte(body)}}
 }
 
-func get(path, key string) *envoytest.Request {
-	return &envoytest.Request{Headers: envoytest.Headers{
+func get(path, key string) *extprocfiltertest.Request {
+	return &extprocfiltertest.Request{Headers: extprocfilter.Headers{
 		{Key: ":method", Value: "GET"},
 		{Key: ":path", Value: path},
 		{Key: ":authority", Value: "gateway.local"},
@@ -193,18 +194,18 @@ func get(path, key string) *envoytest.Request {
 // with resp.
 type recorder struct {
 	mu   sync.Mutex
-	got  []*envoytest.ForwardedRequest
-	resp *envoytest.UpstreamResponse
+	got  []*extprocfiltertest.ForwardedRequest
+	resp *extprocfiltertest.UpstreamResponse
 }
 
-func (r *recorder) upstream(req *envoytest.ForwardedRequest) *envoytest.UpstreamResponse {
+func (r *recorder) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfiltertest.UpstreamResponse {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, req)
 	return r.resp
 }
 
-func (r *recorder) last(t testing.TB) *envoytest.ForwardedRequest {
+func (r *recorder) last(t testing.TB) *extprocfiltertest.ForwardedRequest {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,10 +213,10 @@ func (r *recorder) last(t testing.TB) *envoytest.ForwardedRequest {
 	return r.got[len(r.got)-1]
 }
 
-func jsonResponse(status int, body string) *envoytest.UpstreamResponse {
-	return &envoytest.UpstreamResponse{
+func jsonResponse(status int, body string) *extprocfiltertest.UpstreamResponse {
+	return &extprocfiltertest.UpstreamResponse{
 		Status: status,
-		Headers: envoytest.Headers{
+		Headers: extprocfilter.Headers{
 			{Key: "content-type", Value: "application/json"},
 			{Key: "content-length", Value: strconv.Itoa(len(body))},
 		},
@@ -224,25 +225,25 @@ func jsonResponse(status int, body string) *envoytest.UpstreamResponse {
 }
 
 // sseResponse splits body into chunks of size n (any boundary).
-func sseResponse(body string, n int) *envoytest.UpstreamResponse {
+func sseResponse(body string, n int) *extprocfiltertest.UpstreamResponse {
 	var chunks [][]byte
 	for b := []byte(body); len(b) > 0; {
 		k := min(n, len(b))
 		chunks = append(chunks, b[:k])
 		b = b[k:]
 	}
-	return &envoytest.UpstreamResponse{
+	return &extprocfiltertest.UpstreamResponse{
 		Status:  200,
-		Headers: envoytest.Headers{{Key: "content-type", Value: "text/event-stream; charset=utf-8"}},
+		Headers: extprocfilter.Headers{{Key: "content-type", Value: "text/event-stream; charset=utf-8"}},
 		Chunks:  chunks,
 	}
 }
 
-func (e *testEnv) do(t testing.TB, req *envoytest.Request, up envoytest.Upstream) *envoytest.Response {
+func (e *testEnv) do(t testing.TB, req *extprocfiltertest.Request, up extprocfiltertest.Upstream) *extprocfiltertest.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := e.client.Do(ctx, req, up)
+	resp, err := extprocfiltertest.Do(ctx, e.client, req, up)
 	require.NoError(t, err)
 	require.Empty(t, resp.Failures, "the Envoy client caught a protocol violation")
 	return resp

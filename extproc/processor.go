@@ -95,7 +95,7 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 
 // Session is one ext_proc stream handled by calls rather than over a gRPC
 // stream: the in-process data plane calls Handle for each message in its own
-// goroutine (envoytest.Sync), with no goroutine, channel or copy between
+// goroutine (extprocfilter.Sync), with no goroutine, channel or copy between
 // them. It is Process's loop without the transport: the same messages get
 // the same replies. A Session is used by one goroutine at a time.
 type Session struct {
@@ -162,7 +162,7 @@ func (ss *Session) Close() {
 
 // recv returns srv's next message: decoded into rb when it is not nil (the
 // stream keeps nothing of a message once handled), else the one Recv returns
-// (in-process, envoytest.Direct, the sender's own).
+// (in-process, extprocfiltertest.Direct, the sender's own).
 func recv(srv extprocv3.ExternalProcessor_ProcessServer, rb *recvBuf) (*extprocv3.ProcessingRequest, error) {
 	if rb == nil {
 		return srv.Recv()

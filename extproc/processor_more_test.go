@@ -17,12 +17,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
-func without(h envoytest.Headers, key string) envoytest.Headers {
-	var out envoytest.Headers
+func without(h extprocfilter.Headers, key string) extprocfilter.Headers {
+	var out extprocfilter.Headers
 	for _, e := range h {
 		if e.Key != key {
 			out = append(out, e)
@@ -70,7 +71,7 @@ func TestBudgetExceededWithKernel(t *testing.T) {
 	}
 	body := `{"model":"gpt-4o","max_tokens":100,"messages":[]}`
 	up := &recorder{resp: jsonResponse(200, chatResponse)}
-	var last *envoytest.Response
+	var last *extprocfiltertest.Response
 	for i := 0; i < 50; i++ {
 		last = e.do(t, post("/v1/chat/completions", clientKey, body), up.upstream)
 		if last.LocalReply != nil {
@@ -167,7 +168,7 @@ func TestUpstreamErrors(t *testing.T) {
 			r := jsonResponse(tt.status, tt.body)
 			resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: r}).upstream)
 			// Not a local reply: the upstream's response, rewritten.
-			resp.LocalReply = &envoytest.LocalReply{}
+			resp.LocalReply = &extprocfilter.LocalReply{}
 			requireOpenAIError(t, resp, tt.want)
 			require.Equal(t, strconv.Itoa(len(resp.Body)), resp.Headers.Value("content-length"))
 			recs := e.acct.Records()
@@ -185,7 +186,7 @@ func TestUpstreamErrorOnStreamRequest(t *testing.T) {
 	e := newTestEnv(t)
 	r := jsonResponse(400, `{"error":{"message":"bad messages","type":"invalid_request_error","param":"messages","code":null}}`)
 	resp := e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt-4o","stream":true}`), (&recorder{resp: r}).upstream)
-	resp.LocalReply = &envoytest.LocalReply{}
+	resp.LocalReply = &extprocfilter.LocalReply{}
 	requireOpenAIError(t, resp, wantError{400, "invalid_request_error", "", "messages", "bad messages"})
 	require.Equal(t, kernel.StatusFailed, e.acct.Records()[0].Status)
 }
@@ -257,9 +258,9 @@ func TestCustomerScope(t *testing.T) {
 			p := e.cat.keys[clientKey]
 			p.Scopes = append(make([]kernel.Scope, 0, 8), p.Scopes...)
 			before := len(p.Scopes)
-			var extra []envoytest.Header
+			var extra []extprocfilter.Header
 			if tt.hdr != "" {
-				extra = append(extra, envoytest.Header{Key: hdrCustomer, Value: tt.hdr})
+				extra = append(extra, extprocfilter.Header{Key: hdrCustomer, Value: tt.hdr})
 			}
 			up := &recorder{resp: jsonResponse(200, chatResponse)}
 			e.do(t, post("/v1/chat/completions", clientKey, tt.body, extra...), up.upstream)
@@ -285,7 +286,7 @@ func TestUnixSocket(t *testing.T) {
 	e.proc = New(e.cat, e.acct)
 	lis, err := net.Listen("unix", filepath.Join(t.TempDir(), "extproc.sock"))
 	require.NoError(t, err)
-	e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), envoytest.DefaultConfig())
+	e.client = extprocfilter.NewClient(dialProcessor(t, e.proc, lis), extprocfilter.DefaultConfig())
 	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
 	require.Equal(t, 200, resp.Status)
 	require.Len(t, e.acct.Records(), 1)
@@ -295,7 +296,7 @@ func TestInProcessDirect(t *testing.T) {
 	// The built-in data plane calls the processor in-process.
 	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t)}
 	e.proc = New(e.cat, e.acct, WithRequestIDs(func() string { return "fixed-id" }))
-	e.client = envoytest.NewClient(envoytest.Direct(e.proc), envoytest.DefaultConfig())
+	e.client = extprocfilter.NewClient(extprocfilter.GRPC(extprocfiltertest.Direct(e.proc)), extprocfilter.DefaultConfig())
 	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
 	require.Equal(t, "fixed-id", resp.Headers.Value(hdrRequestID))
 	require.Equal(t, "fixed-id", e.acct.Records()[0].RequestID)
@@ -355,13 +356,13 @@ func TestConcurrentRequests(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			var resp *envoytest.Response
+			var resp *extprocfiltertest.Response
 			var err error
 			if i%2 == 0 {
-				resp, err = e.client.Do(ctx, post("/v1/chat/completions", clientKey, testPromptBody),
+				resp, err = extprocfiltertest.Do(ctx, e.client, post("/v1/chat/completions", clientKey, testPromptBody),
 					(&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
 			} else {
-				resp, err = e.client.Do(ctx, post("/v1/chat/completions", clientKey, `{"model":"azure-gpt","stream":true}`),
+				resp, err = extprocfiltertest.Do(ctx, e.client, post("/v1/chat/completions", clientKey, `{"model":"azure-gpt","stream":true}`),
 					(&recorder{resp: sseResponse(streamBody(true), 10+i)}).upstream)
 			}
 			if !assert.NoError(t, err) || !assert.Equal(t, 200, resp.Status) {
@@ -414,8 +415,8 @@ func TestResolveUnavailable(t *testing.T) {
 	e := newTestEnv(t)
 	cat := &failingResolve{fakeCatalog: e.cat}
 	p := New(cat, e.acct)
-	client := envoytest.NewClient(envoytest.Direct(p), envoytest.DefaultConfig())
-	resp, err := client.Do(context.Background(), post("/v1/chat/completions", clientKey, testPromptBody), nil)
+	client := extprocfilter.NewClient(extprocfilter.GRPC(extprocfiltertest.Direct(p)), extprocfilter.DefaultConfig())
+	resp, err := extprocfiltertest.Do(context.Background(), client, post("/v1/chat/completions", clientKey, testPromptBody), nil)
 	require.NoError(t, err)
 	requireOpenAIError(t, resp, wantError{503, "server_error", "service_unavailable", "", "No deployment of the model `gpt-4o`"})
 }
@@ -450,9 +451,9 @@ func TestLargeBodyOverGRPC(t *testing.T) {
 	e.proc = New(e.cat, e.acct, WithMaxBodyBytes(8<<20))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	cfg := envoytest.DefaultConfig()
+	cfg := extprocfilter.DefaultConfig()
 	cfg.RequestBufferLimit = 16 << 20
-	e.client = envoytest.NewClient(dialProcessor(t, e.proc, lis), cfg)
+	e.client = extprocfilter.NewClient(dialProcessor(t, e.proc, lis), cfg)
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("a", 6<<20) + `"}]}`
 	up := &recorder{resp: jsonResponse(200, chatResponse)}
 	resp := e.do(t, post("/v1/chat/completions", clientKey, body), up.upstream)

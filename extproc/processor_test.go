@@ -12,7 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -26,8 +27,8 @@ func TestChatNonStream(t *testing.T) {
 	e := newTestEnv(t)
 	up := &recorder{resp: jsonResponse(200, chatResponse)}
 	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody,
-		envoytest.Header{Key: RouteHeader, Value: "attacker-chosen"},
-		envoytest.Header{Key: "x-api-key", Value: clientKey}), up.upstream)
+		extprocfilter.Header{Key: RouteHeader, Value: "attacker-chosen"},
+		extprocfilter.Header{Key: "x-api-key", Value: clientKey}), up.upstream)
 
 	fwd := up.last(t)
 	require.True(t, fwd.ClearRouteCache)
@@ -135,7 +136,7 @@ func TestChatStream(t *testing.T) {
 func TestChatStreamEndedByTrailers(t *testing.T) {
 	e := newTestEnv(t)
 	r := sseResponse(streamBody(true), 50)
-	r.Trailers = envoytest.Headers{{Key: "x-upstream-done", Value: "1"}}
+	r.Trailers = extprocfilter.Headers{{Key: "x-upstream-done", Value: "1"}}
 	resp := e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt-4o","stream":true}`), (&recorder{resp: r}).upstream)
 	require.Equal(t, 200, resp.Status)
 	recs := e.acct.Records()
@@ -187,7 +188,7 @@ func TestStreamAbortedByClientAfterUsage(t *testing.T) {
 	r, err = s.RequestBody(req.Body[0], true)
 	require.NoError(t, err)
 	require.Nil(t, r.LocalReply)
-	r, err = s.ResponseHeaders(envoytest.Headers{{Key: ":status", Value: "200"}, {Key: "content-type", Value: "text/event-stream"}}, false)
+	r, err = s.ResponseHeaders(extprocfilter.Headers{{Key: ":status", Value: "200"}, {Key: "content-type", Value: "text/event-stream"}}, false)
 	require.NoError(t, err)
 	require.Nil(t, r.LocalReply)
 	r, err = s.ResponseBody([]byte("data: "+streamUsageEvent+"\n\n"), false)
@@ -296,7 +297,7 @@ type wantError struct {
 	msg    string // substring
 }
 
-func requireOpenAIError(t *testing.T, resp *envoytest.Response, w wantError) {
+func requireOpenAIError(t *testing.T, resp *extprocfiltertest.Response, w wantError) {
 	t.Helper()
 	require.NotNil(t, resp.LocalReply, "expected an immediate response")
 	require.Equal(t, w.status, resp.Status)
@@ -335,12 +336,12 @@ func TestRejections(t *testing.T) {
 	noCL := post("/v1/chat/completions", clientKey, big)
 	noCL.Headers = without(noCL.Headers, "content-length")
 	noKey := post("/v1/chat/completions", "", testPromptBody)
-	xKey := post("/v1/chat/completions", "", `{"model":"nope"}`, envoytest.Header{Key: "x-api-key", Value: clientKey})
+	xKey := post("/v1/chat/completions", "", `{"model":"nope"}`, extprocfilter.Header{Key: "x-api-key", Value: clientKey})
 	noBody := post("/v1/chat/completions", clientKey, "")
 	noBody.Body = nil
 	tests := []struct {
 		name  string
-		req   *envoytest.Request
+		req   *extprocfiltertest.Request
 		setup func(e *testEnv)
 		want  wantError
 	}{

@@ -15,7 +15,7 @@ import (
 // CommonResponse, HeaderMutation, BodyMutation) are allocated together, and
 // its set_headers come from a headerList in three allocations whatever their
 // number. Replies are never touched once returned
-// (envoytest.DirectOwned passes them to the data plane by pointer).
+// (extprocfiltertest.DirectOwned passes them to the data plane by pointer).
 
 // The replies that are a plain CONTINUE are shared by every stream (the codec
 // sends them pre-encoded).

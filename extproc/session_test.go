@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 )
 
 // checkedSyncClient connects to p as the built-in data plane does (each
@@ -19,9 +20,9 @@ import (
 // no part of a message, and keeps nothing of it. Each message is handed over
 // as a copy, compared with the original afterwards and then overwritten, so
 // that anything kept from it reads garbage later (a ledger record, a reply).
-func checkedSyncClient(t *testing.T) func(p *Processor) extprocv3.ExternalProcessorClient {
-	return func(p *Processor) extprocv3.ExternalProcessorClient {
-		return envoytest.Sync(func(ctx context.Context) envoytest.SyncStream {
+func checkedSyncClient(t *testing.T) func(p *Processor) extprocfilter.Transport {
+	return func(p *Processor) extprocfilter.Transport {
+		return extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream {
 			return checkedSession{t: t, ss: p.Session(ctx)}
 		})
 	}
@@ -98,10 +99,12 @@ func TestFlowsInProcess(t *testing.T) {
 	}
 	transports := []struct {
 		name    string
-		connect func(*Processor) extprocv3.ExternalProcessorClient
+		connect func(*Processor) extprocfilter.Transport
 	}{
 		{"sync", checkedSyncClient(t)},
-		{"direct", func(p *Processor) extprocv3.ExternalProcessorClient { return envoytest.DirectOwned(p) }},
+		{"direct", func(p *Processor) extprocfilter.Transport {
+			return extprocfilter.GRPC(extprocfiltertest.DirectOwned(p))
+		}},
 	}
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {

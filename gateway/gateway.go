@@ -19,8 +19,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/edge"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/extproc"
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
@@ -180,17 +180,17 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	// Data plane.
 	var dp *edge.Edge
 	if cfg.DataPlane == DataPlaneBuiltin {
-		var pc extprocv3.ExternalProcessorClient
+		var pc extprocfilter.Transport
 		if cfg.ProcessorOverGRPC {
 			conn, err := grpc.NewClient(grpcTarget(g.ExtProcAddr), grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
-			pc = extprocv3.NewExternalProcessorClient(conn)
+			pc = extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(conn))
 		} else {
 			// In-process: each message is a call in the request's goroutine.
-			pc = envoytest.Sync(func(ctx context.Context) envoytest.SyncStream { return proc.Session(ctx) })
+			pc = extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream { return proc.Session(ctx) })
 		}
 		xconn, err := grpc.NewClient(g.XDSAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter
 
 import (
 	"errors"
@@ -119,20 +119,20 @@ func (c Config) Validate() error {
 		case extprocfilterv3.ProcessingMode_NONE, extprocfilterv3.ProcessingMode_STREAMED,
 			extprocfilterv3.ProcessingMode_BUFFERED, extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL:
 		default:
-			errs = append(errs, fmt.Errorf("envoytest: body mode %v not supported", m))
+			errs = append(errs, fmt.Errorf("extprocfilter: body mode %v not supported", m))
 		}
 	}
 	if c.MessageTimeout < 0 || c.MaxMessageTimeout < 0 || c.RemoteCloseTimeout < 0 {
-		errs = append(errs, errors.New("envoytest: negative timeout"))
+		errs = append(errs, errors.New("extprocfilter: negative timeout"))
 	}
 	if c.RequestBufferLimit <= 0 || c.ResponseBufferLimit <= 0 {
-		errs = append(errs, errors.New("envoytest: buffer limits must be positive"))
+		errs = append(errs, errors.New("extprocfilter: buffer limits must be positive"))
 	}
 	if c.StatusOnError != 0 && (c.StatusOnError < 200 || c.StatusOnError > 599) {
-		errs = append(errs, fmt.Errorf("envoytest: status_on_error %d out of range", c.StatusOnError))
+		errs = append(errs, fmt.Errorf("extprocfilter: status_on_error %d out of range", c.StatusOnError))
 	}
 	if c.MaxOutstandingChunks < 0 || c.MaxHeadersCount < 0 || c.MaxHeadersKB < 0 {
-		errs = append(errs, errors.New("envoytest: negative limit"))
+		errs = append(errs, errors.New("extprocfilter: negative limit"))
 	}
 	return errors.Join(errs...)
 }

@@ -1,8 +1,11 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"slices"
 	"testing"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -44,9 +47,9 @@ func TestHeaders(t *testing.T) {
 }
 
 func TestHeadersNormalizeAndProto(t *testing.T) {
-	h := Headers{{"Content-Type", "a"}, {":Path", "/"}, {"x-b", "b"}, {":method", "GET"}}.normalize()
+	h := Headers{{"Content-Type", "a"}, {":Path", "/"}, {"x-b", "b"}, {":method", "GET"}}.Normalize()
 	require.Equal(t, Headers{{":path", "/"}, {":method", "GET"}, {"content-type", "a"}, {"x-b", "b"}}, h)
-	m := h.toProto()
+	m := h.ToProto()
 	require.Empty(t, cmp.Diff(&corev3.HeaderMap{Headers: []*corev3.HeaderValue{
 		{Key: ":path", RawValue: []byte("/")},
 		{Key: ":method", RawValue: []byte("GET")},
@@ -70,8 +73,8 @@ func TestHeadersNormalized(t *testing.T) {
 		{Headers{{":method", "GET"}, {"X-A", "a"}}, false},
 		{Headers{{":Path", "/"}}, false},
 	} {
-		require.Equal(t, tc.want, tc.h.normalized(), "%v", tc.h)
-		require.Equal(t, tc.want, slices.Equal(tc.h.normalize(), tc.h), "normalized agrees with normalize: %v", tc.h)
+		require.Equal(t, tc.want, tc.h.Normalized(), "%v", tc.h)
+		require.Equal(t, tc.want, slices.Equal(tc.h.Normalize(), tc.h), "normalized agrees with normalize: %v", tc.h)
 	}
 }
 
@@ -91,8 +94,8 @@ func TestOwnedHeaders(t *testing.T) {
 		}
 		fake := newFake(setter)
 		in := make(Headers, 0, 8)
-		in = append(in, getRequest().Headers.normalize()...)
-		res, err := NewClient(Direct(fake), cfg).Start(testCtx(t), opts...).RequestHeaders(in, true)
+		in = append(in, getRequest().Headers.Normalize()...)
+		res, err := NewClient(GRPC(Direct(fake)), cfg).Start(testCtx(t), opts...).RequestHeaders(in, true)
 		require.NoError(t, err)
 		require.True(t, res.Continue)
 		require.Equal(t, "1", res.Headers.Value("x-set"))
@@ -101,7 +104,7 @@ func TestOwnedHeaders(t *testing.T) {
 
 		// Not in Envoy's form: copied and normalised even when owned.
 		mixed := Headers{{"X-Mixed", "a"}, {":method", "GET"}, {":path", "/"}, {":authority", "a"}, {":scheme", "http"}}
-		res, err = NewClient(Direct(newFake(setter)), cfg).Start(testCtx(t), opts...).RequestHeaders(mixed, true)
+		res, err = NewClient(GRPC(Direct(newFake(setter))), cfg).Start(testCtx(t), opts...).RequestHeaders(mixed, true)
 		require.NoError(t, err)
 		require.NotSame(t, &mixed[0], &res.Headers[0])
 		require.Equal(t, "a", res.Headers.Value("x-mixed"))

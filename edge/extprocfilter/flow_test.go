@@ -1,9 +1,12 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"bytes"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -17,7 +20,7 @@ import (
 // headers held until the buffered body reply, routing mutation and
 // clear_route_cache in the body reply, buffered response.
 func TestProductionFlow(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		const newBody = `{"model":"gpt-4o-2024"}`
 		fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
 			switch {
@@ -94,7 +97,7 @@ func TestProductionFlow(t *testing.T) {
 // released with the body reply.
 func TestHeldHeadersStepByStep(t *testing.T) {
 	fake := newFake(continuer)
-	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), testConfig()).Start(testCtx(t))
 	defer s.Close()
 	r, err := s.RequestHeaders(postRequest("ab").Headers, false)
 	require.NoError(t, err)
@@ -118,7 +121,7 @@ func TestHeldHeadersStepByStep(t *testing.T) {
 // TestGetNoBody: headers with end_of_stream; no body message follows (R1.4).
 func TestGetNoBody(t *testing.T) {
 	fake := newFake(continuer)
-	resp := do(t, Direct(fake), testConfig(), getRequest(), ok200("[]"))
+	resp := do(t, GRPC(Direct(fake)), testConfig(), getRequest(), ok200("[]"))
 	require.Nil(t, resp.LocalReply)
 	require.Equal(t, []string{"request_headers", "response_headers", "response_body"}, fake.kinds())
 	require.True(t, fake.received()[0].GetRequestHeaders().GetEndOfStream())
@@ -130,7 +133,7 @@ func TestGetNoBody(t *testing.T) {
 // STREAMED in the response_headers reply, one message per chunk, the mutated
 // bytes forwarded in order (R1.5c, R2.7).
 func TestStreamedResponseOverride(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
 			switch {
 			case isResponseHeaders(req):
@@ -167,7 +170,7 @@ func TestStreamedResponseOverride(t *testing.T) {
 // TestUpstreamReset: the upstream resets mid-body; Envoy resets downstream
 // and closes the ext_proc stream (R1.8d), which the processor sees.
 func TestUpstreamReset(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		fake := newFake(overrideOn(isResponseHeaders, streamedResponseOverride()))
 		resp := do(t, connect(fake), testConfig(), postRequest("{}"), func(*ForwardedRequest) *UpstreamResponse {
 			return &UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte("data: a\n\n")}, Reset: true}
@@ -187,7 +190,7 @@ func TestReplaceAddsBody(t *testing.T) {
 	fake := newFake(onRequestHeaders(func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 		return one(reply(req, &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE_AND_REPLACE, BodyMutation: bodyMut("added")}))
 	}))
-	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), testConfig()).Start(testCtx(t))
 	defer s.Close()
 	r, err := s.RequestHeaders(getRequest().Headers, true)
 	require.NoError(t, err)
@@ -216,7 +219,7 @@ func TestDownstreamAbort(t *testing.T) {
 	fake := newFake(overrideOn(isResponseHeaders, streamedResponseOverride()))
 	req := postRequest("{}")
 	req.AbortAfterChunks = 2
-	resp := do(t, Direct(fake), testConfig(), req, sseUpstream("a", "b", "c", "d"))
+	resp := do(t, GRPC(Direct(fake)), testConfig(), req, sseUpstream("a", "b", "c", "d"))
 	require.True(t, resp.Aborted)
 	require.Equal(t, "ab", string(resp.Body))
 	require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
@@ -108,7 +111,7 @@ func TestDirectSemantics(t *testing.T) {
 // TestGracefulClose: with the graceful toggle Envoy half-closes and waits for
 // the server's status before the reset (R1.8), so the server sees io.EOF.
 func TestGracefulClose(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		fake := newFake(continuer)
 		cfg := testConfig()
 		cfg.GracefulClose = true
@@ -147,7 +150,7 @@ func TestGracefulCloseTimeout(t *testing.T) {
 	cfg.GracefulClose = true
 	cfg.RemoteCloseTimeout = 50 * time.Millisecond
 	cfg.StreamCloseOptimization = false
-	s := NewClient(Direct(srv), cfg).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(srv)), cfg).Start(testCtx(t))
 	_, err := s.RequestHeaders(getRequest().Headers, true)
 	require.NoError(t, err)
 	start := time.Now()
@@ -209,7 +212,7 @@ func TestDirectOwnedOnlyReadsReplies(t *testing.T) {
 		wg.Go(func() {
 			req := postRequest(`{"a":1}`)
 			req.Headers = append(req.Headers, Header{"x-drop", "gone"})
-			resp, err := NewClient(cc, testConfig()).Do(testCtx(t), req, ok200(`{"b":2}`))
+			resp, err := Do(testCtx(t), NewClient(GRPC(cc), testConfig()), req, ok200(`{"b":2}`))
 			results <- result{resp, err}
 		})
 	}

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfiltertest
 
 import (
 	"testing"

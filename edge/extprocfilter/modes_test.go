@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -122,7 +125,7 @@ func TestModeOverride(t *testing.T) {
 				tc.cfg(&cfg)
 			}
 			fake := newFake(tc.h)
-			resp := do(t, Direct(fake), cfg, postRequest(`{"model":"m"}`), func(*ForwardedRequest) *UpstreamResponse {
+			resp := do(t, GRPC(Direct(fake)), cfg, postRequest(`{"model":"m"}`), func(*ForwardedRequest) *UpstreamResponse {
 				return &UpstreamResponse{Status: 200, Headers: Headers{{"content-length", "2"}}, Chunks: [][]byte{[]byte("o"), []byte("k")}}
 			})
 			require.Nil(t, resp.LocalReply)
@@ -159,7 +162,7 @@ func TestContentLengthStripped(t *testing.T) {
 			cfg := testConfig()
 			cfg.Mode = tc.mode
 			cfg.AllowContentLengthHeader = tc.allow
-			resp := do(t, Direct(fake), cfg, postRequest(`{"model":"m"}`), okUpstream)
+			resp := do(t, GRPC(Direct(fake)), cfg, postRequest(`{"model":"m"}`), okUpstream)
 			require.Nil(t, resp.LocalReply)
 			require.Equal(t, `{"model":"m"}`, string(resp.Forwarded.Body))
 			_, has := resp.Forwarded.Headers.Get("content-length")
@@ -181,7 +184,7 @@ func TestContinueAndReplace(t *testing.T) {
 				BodyMutation:   bodyMut("replaced"),
 			}))
 		}))
-		resp := do(t, Direct(fake), testConfig(), postRequest(`{"model":"m"}`), okUpstream)
+		resp := do(t, GRPC(Direct(fake)), testConfig(), postRequest(`{"model":"m"}`), okUpstream)
 		require.Nil(t, resp.LocalReply)
 		require.Equal(t, "replaced", string(resp.Forwarded.Body))
 		require.Equal(t, "PUT", resp.Forwarded.Headers.Value(":method"))
@@ -192,7 +195,7 @@ func TestContinueAndReplace(t *testing.T) {
 		fake := newFake(onRequestHeaders(func(req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 			return one(reply(req, &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE_AND_REPLACE}))
 		}))
-		resp := do(t, Direct(fake), testConfig(), postRequest(`{"model":`, `"m"}`), okUpstream)
+		resp := do(t, GRPC(Direct(fake)), testConfig(), postRequest(`{"model":`, `"m"}`), okUpstream)
 		require.Nil(t, resp.LocalReply)
 		require.Equal(t, `{"model":"m"}`, string(resp.Forwarded.Body))
 		require.Equal(t, "13", resp.Forwarded.Headers.Value("content-length"))
@@ -206,7 +209,7 @@ func TestContinueAndReplace(t *testing.T) {
 				BodyMutation:   bodyMut("new"),
 			}))
 		}))
-		resp := do(t, Direct(fake), testConfig(), postRequest(`{"model":"m"}`), okUpstream)
+		resp := do(t, GRPC(Direct(fake)), testConfig(), postRequest(`{"model":"m"}`), okUpstream)
 		require.Nil(t, resp.LocalReply)
 		require.Equal(t, "new", string(resp.Forwarded.Body))
 		require.Equal(t, []string{"request_headers", "request_body", "response_headers", "response_body"}, fake.kinds())
@@ -235,7 +238,7 @@ func TestClearRouteCache(t *testing.T) {
 			})
 			cfg := testConfig()
 			cfg.RouteCacheAction = tc.action
-			s := NewClient(Direct(fake), cfg).Start(testCtx(t))
+			s := NewClient(GRPC(Direct(fake)), cfg).Start(testCtx(t))
 			defer s.Close()
 			r, err := s.RequestHeaders(postRequest("{}").Headers, false)
 			require.NoError(t, err)
@@ -256,7 +259,7 @@ func TestBufferLimits(t *testing.T) {
 		fake := newFake(continuer)
 		cfg := testConfig()
 		cfg.RequestBufferLimit = 8
-		resp := do(t, Direct(fake), cfg, postRequest("12345", "67890"), okUpstream)
+		resp := do(t, GRPC(Direct(fake)), cfg, postRequest("12345", "67890"), okUpstream)
 		wantLocal(413, "request_payload_too_large", ErrBufferLimit)(t, resp, fake)
 		require.Equal(t, "Payload Too Large", string(resp.Body))
 		require.Equal(t, []string{"request_headers"}, fake.kinds())
@@ -265,14 +268,14 @@ func TestBufferLimits(t *testing.T) {
 		fake := newFake(continuer)
 		cfg := testConfig()
 		cfg.ResponseBufferLimit = 8
-		resp := do(t, Direct(fake), cfg, postRequest("{}"), sseUpstream("12345", "67890"))
+		resp := do(t, GRPC(Direct(fake)), cfg, postRequest("{}"), sseUpstream("12345", "67890"))
 		wantLocal(500, "response_payload_too_large", ErrBufferLimit)(t, resp, fake)
 	})
 	t.Run("streamed response is not limited", func(t *testing.T) {
 		fake := newFake(overrideOn(isResponseHeaders, streamedResponseOverride()))
 		cfg := testConfig()
 		cfg.ResponseBufferLimit = 8
-		resp := do(t, Direct(fake), cfg, postRequest("{}"), sseUpstream("12345", "67890"))
+		resp := do(t, GRPC(Direct(fake)), cfg, postRequest("{}"), sseUpstream("12345", "67890"))
 		require.Nil(t, resp.LocalReply)
 		require.Equal(t, "1234567890", string(resp.Body))
 	})
@@ -281,7 +284,7 @@ func TestBufferLimits(t *testing.T) {
 		cfg := testConfig()
 		cfg.ResponseBufferLimit = 8
 		cfg.Mode.ResponseHeaderMode = extprocfilterv3.ProcessingMode_SKIP
-		resp := do(t, Direct(fake), cfg, postRequest("{}"), sseUpstream("12345", "67890"))
+		resp := do(t, GRPC(Direct(fake)), cfg, postRequest("{}"), sseUpstream("12345", "67890"))
 		require.True(t, resp.Reset)
 		require.Equal(t, 200, resp.Status)
 	})
@@ -298,7 +301,7 @@ func TestTrailers(t *testing.T) {
 	})
 	req := postRequest(`{"model":"m"}`)
 	req.Trailers = Headers{{"x-req-trailer", "1"}}
-	resp := do(t, Direct(fake), testConfig(), req, func(*ForwardedRequest) *UpstreamResponse {
+	resp := do(t, GRPC(Direct(fake)), testConfig(), req, func(*ForwardedRequest) *UpstreamResponse {
 		return &UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte("a"), []byte("b")}, Trailers: Headers{{"grpc-status", "0"}}}
 	})
 	require.Nil(t, resp.LocalReply)
@@ -320,7 +323,7 @@ func TestStreamClose(t *testing.T) {
 	}
 	for _, optimize := range []bool{true, false} {
 		t.Run("optimization="+map[bool]string{true: "on", false: "off"}[optimize], func(t *testing.T) {
-			forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+			forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 				fake := newFake(continuer)
 				cfg := testConfig()
 				cfg.Mode = noResponse
@@ -355,7 +358,7 @@ func TestStreamClose(t *testing.T) {
 func TestContextCancel(t *testing.T) {
 	fake := newFake(func(*extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) { return nil, nil })
 	ctx, cancel := context.WithCancel(testCtx(t))
-	s := NewClient(Direct(fake), testConfig()).Start(ctx)
+	s := NewClient(GRPC(Direct(fake)), testConfig()).Start(ctx)
 	defer s.Close()
 	time.AfterFunc(20*time.Millisecond, cancel)
 	_, err := s.RequestHeaders(getRequest().Headers, true)
@@ -373,12 +376,12 @@ func (failingClient) Process(context.Context, ...grpc.CallOption) (extprocv3.Ext
 
 // TestOpenFailure: the stream cannot open (§4).
 func TestOpenFailure(t *testing.T) {
-	resp := do(t, failingClient{}, testConfig(), getRequest(), okUpstream)
+	resp := do(t, GRPC(failingClient{}), testConfig(), getRequest(), okUpstream)
 	wantLocal(500, "ext_proc_error_gRPC_error_14{no_route}", ErrGRPC)(t, resp, nil)
 
 	cfg := testConfig()
 	cfg.FailureModeAllow = true
-	resp = do(t, failingClient{}, cfg, getRequest(), okUpstream)
+	resp = do(t, GRPC(failingClient{}), cfg, getRequest(), okUpstream)
 	require.Nil(t, resp.LocalReply)
 	require.Equal(t, getRequest().Headers, resp.Forwarded.Headers)
 	require.Equal(t, "ok", string(resp.Body))
@@ -390,12 +393,12 @@ func TestOpenFailure(t *testing.T) {
 func TestLazyOpen(t *testing.T) {
 	cfg := testConfig()
 	cfg.Mode = &extprocfilterv3.ProcessingMode{RequestHeaderMode: extprocfilterv3.ProcessingMode_SKIP, ResponseHeaderMode: extprocfilterv3.ProcessingMode_SKIP}
-	resp := do(t, failingClient{}, cfg, postRequest("{}"), okUpstream)
+	resp := do(t, GRPC(failingClient{}), cfg, postRequest("{}"), okUpstream)
 	require.Nil(t, resp.LocalReply)
 
 	fake := newFake(continuer)
 	cfg.Mode = &extprocfilterv3.ProcessingMode{RequestHeaderMode: extprocfilterv3.ProcessingMode_SKIP}
-	resp = do(t, Direct(fake), cfg, postRequest("{}"), okUpstream)
+	resp = do(t, GRPC(Direct(fake)), cfg, postRequest("{}"), okUpstream)
 	require.Nil(t, resp.LocalReply)
 	require.Equal(t, []string{"response_headers"}, fake.kinds())
 	require.NotNil(t, fake.received()[0].GetProtocolConfig())
@@ -413,7 +416,7 @@ func TestConfigValidate(t *testing.T) {
 		c := DefaultConfig()
 		mut(&c)
 		require.Error(t, c.Validate(), "case %d", i)
-		_, err := NewClient(Direct(newFake(continuer)), c).Start(testCtx(t)).RequestHeaders(getRequest().Headers, true)
+		_, err := NewClient(GRPC(Direct(newFake(continuer))), c).Start(testCtx(t)).RequestHeaders(getRequest().Headers, true)
 		require.Error(t, err, "case %d", i)
 	}
 }
@@ -446,7 +449,7 @@ func TestBufferedPartial(t *testing.T) {
 			cfg := testConfig()
 			cfg.Mode = &extprocfilterv3.ProcessingMode{RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL}
 			cfg.RequestBufferLimit = 4
-			resp := do(t, Direct(fake), cfg, postRequest(tc.chunks...), okUpstream)
+			resp := do(t, GRPC(Direct(fake)), cfg, postRequest(tc.chunks...), okUpstream)
 			require.Nil(t, resp.LocalReply)
 			require.Equal(t, tc.want, string(resp.Forwarded.Body))
 			require.Equal(t, "1", resp.Forwarded.Headers.Value("x-seen")) // headers were held
@@ -468,7 +471,7 @@ func TestStreamedTimeoutWhileIdle(t *testing.T) {
 	cfg := testConfig()
 	cfg.MessageTimeout = 100 * time.Millisecond
 	cfg.MaxOutstandingChunks = 8
-	s := NewClient(Direct(fake), cfg).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), cfg).Start(testCtx(t))
 	defer s.Close()
 	_, err := s.RequestHeaders(getRequest().Headers, true)
 	require.NoError(t, err)
@@ -502,7 +505,7 @@ func TestStreamedBodyMutations(t *testing.T) {
 		n++
 		return one(reply(req, cr)), nil
 	}))
-	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), testConfig()).Start(testCtx(t))
 	defer s.Close()
 	_, err := s.RequestHeaders(getRequest().Headers, true)
 	require.NoError(t, err)
@@ -535,7 +538,7 @@ func TestRequestTrailersSent(t *testing.T) {
 	cfg.Mode.RequestTrailerMode = extprocfilterv3.ProcessingMode_SEND
 	req := postRequest("a", "b")
 	req.Trailers = Headers{{"x-drop", "1"}}
-	resp := do(t, Direct(fake), cfg, req, okUpstream)
+	resp := do(t, GRPC(Direct(fake)), cfg, req, okUpstream)
 	require.Nil(t, resp.LocalReply)
 	require.Equal(t, Headers{{"x-checksum", "ok"}}, resp.Forwarded.Trailers)
 	require.Equal(t, "ab", string(resp.Forwarded.Body))
@@ -548,14 +551,14 @@ func TestRequestTrailersSent(t *testing.T) {
 		}
 		return continuer(req)
 	})
-	resp = do(t, Direct(fake), cfg, req, okUpstream)
+	resp = do(t, GRPC(Direct(fake)), cfg, req, okUpstream)
 	wantLocal(500, "spurious_message", ErrSpurious)(t, resp, fake)
 }
 
 // TestConcurrentStreams: one Client serves many requests at once, each on its
 // own gRPC stream (R1.1).
 func TestConcurrentStreams(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		fake := newFake(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
 			if isRequestBody(req) {
 				b := req.GetRequestBody().GetBody()
@@ -571,7 +574,7 @@ func TestConcurrentStreams(t *testing.T) {
 		for i := range n {
 			go func() {
 				body := "req-" + itoa(i)
-				resp, err := c.Do(testCtx(t), postRequest(body), func(f *ForwardedRequest) *UpstreamResponse {
+				resp, err := Do(testCtx(t), c, postRequest(body), func(f *ForwardedRequest) *UpstreamResponse {
 					return &UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte(f.Headers.Value("x-tollgate-route"))}}
 				})
 				switch {
@@ -595,7 +598,7 @@ func TestConcurrentStreams(t *testing.T) {
 // waits for a processor that never answers.
 func TestCloseWhileWaiting(t *testing.T) {
 	fake := newFake(func(*extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) { return nil, nil })
-	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), testConfig()).Start(testCtx(t))
 	time.AfterFunc(20*time.Millisecond, s.Close)
 	start := time.Now()
 	_, err := s.RequestHeaders(getRequest().Headers, true)
@@ -629,7 +632,7 @@ func TestDirectionsInterleave(t *testing.T) {
 	// response_headers reply, and with no response body processing it would
 	// close the stream under the outstanding request chunk.
 	cfg.StreamCloseOptimization = false
-	s := NewClient(Direct(fake), cfg).Start(testCtx(t), WithRouteMode(&extprocfilterv3.ProcessingMode{
+	s := NewClient(GRPC(Direct(fake)), cfg).Start(testCtx(t), WithRouteMode(&extprocfilterv3.ProcessingMode{
 		RequestBodyMode:  extprocfilterv3.ProcessingMode_STREAMED,
 		ResponseBodyMode: extprocfilterv3.ProcessingMode_NONE,
 	}))
@@ -658,7 +661,7 @@ func TestContinueWhileBuffering(t *testing.T) {
 	})
 	cfg := testConfig()
 	cfg.Mode = &extprocfilterv3.ProcessingMode{RequestHeaderMode: extprocfilterv3.ProcessingMode_SKIP, RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED}
-	s := NewClient(Direct(fake), cfg).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), cfg).Start(testCtx(t))
 	defer s.Close()
 	r, err := s.RequestHeaders(postRequest("ab").Headers, false)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter
 
 import (
 	"strings"
@@ -117,4 +117,14 @@ func TestValueChecks(t *testing.T) {
 	}
 	require.False(t, cfg.allowed(opRemove, "host", ""))
 	require.False(t, cfg.allowed(opAppend, ":path", "/"))
+}
+
+// rawSet and setHeaders build mutations, as their namesakes of the external
+// tests do.
+func rawSet(k, v string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)}}
+}
+
+func setHeaders(opts ...*corev3.HeaderValueOption) *extprocv3.HeaderMutation {
+	return &extprocv3.HeaderMutation{SetHeaders: opts}
 }

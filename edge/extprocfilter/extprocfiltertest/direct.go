@@ -1,4 +1,4 @@
-package envoytest
+package extprocfiltertest
 
 import (
 	"context"
@@ -21,7 +21,8 @@ import (
 // 16 never blocks a real flow; each stream allocates both queues.
 const directQueue = 16
 
-// Direct returns an ExternalProcessorClient that runs srv.Process in-process on
+// Direct returns an ExternalProcessorClient (give it to extprocfilter.GRPC)
+// that runs srv.Process in-process on
 // a channel-backed stream pair: no serialisation and no network. Each Process
 // call starts srv.Process in its own goroutine, which ends when srv.Process
 // returns.
@@ -53,14 +54,7 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	return d.start(sctx, cancel), nil
-}
-
-// start runs the server's Process on a stream whose context is ctx, which
-// cancel cancels and nothing else uses (Stream.open passes its own: one
-// context per stream less).
-func (d directClient) start(ctx context.Context, cancel context.CancelFunc) *directStream {
+	ctx, cancel := context.WithCancel(ctx)
 	p := &directPipe{
 		srv:     d.srv,
 		owned:   d.owned,
@@ -73,7 +67,7 @@ func (d directClient) start(ctx context.Context, cancel context.CancelFunc) *dir
 	}
 	p.client.p, p.server.p = p, p
 	directWorkers.run(p)
-	return &p.client
+	return &p.client, nil
 }
 
 // serve runs the server's Process on the pipe and records its status.
@@ -241,6 +235,16 @@ func recvInto(recv func() (*extprocv3.ProcessingResponse, error), m any) error {
 	}
 	proto.Merge(m.(*extprocv3.ProcessingResponse), r)
 	return nil
+}
+
+// handlerStatus is what a gRPC client receives when a server's handler
+// returns err: err itself when it is a status (nil is OK), else
+// codes.Unknown, as grpc-go does.
+func handlerStatus(err error) error {
+	if _, ok := status.FromError(err); !ok {
+		return status.Error(codes.Unknown, err.Error())
+	}
+	return err
 }
 
 // directServer is the server end.

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
@@ -132,7 +135,7 @@ func TestSyncReusesMessages(t *testing.T) {
 			require.Equal(t, 200, resp.Status)
 			got := fake.received()[before:]
 			require.Equal(t, "request_headers", kindOf(got[0]))
-			sent := req.Headers.normalize()
+			sent := req.Headers.Normalize()
 			require.Equal(t, sent, HeadersFromProto(got[0].GetRequestHeaders().GetHeaders()))
 			if len(req.Body) > 0 {
 				require.Equal(t, "request_body", kindOf(got[1]))

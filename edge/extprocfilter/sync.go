@@ -1,16 +1,18 @@
-package envoytest
+package extprocfilter
 
 import (
 	"context"
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // SyncStream is one ext_proc stream of an in-process processor that handles
@@ -28,7 +30,7 @@ type SyncStream interface {
 	// writes into none of it (headers, body bytes) and keeps nothing of it
 	// afterwards; the client reuses the message, its header values and body
 	// buffer. Replies are read, never written, by the client (so a processor
-	// may share one reply between streams, as with [DirectOwned]).
+	// may share one reply between streams, as with extprocfiltertest.DirectOwned).
 	Handle(m *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error
 	// Close ends the stream from the client's side: Envoy half-closed it, or
 	// reset it. The processor finishes before Close returns. Close is
@@ -48,27 +50,108 @@ type SyncStream interface {
 //
 // Process, for callers other than Stream, serves the processor behind a
 // ProcessClient: Send runs Handle, Recv returns the replies in order.
-func Sync(open func(ctx context.Context) SyncStream) extprocv3.ExternalProcessorClient {
-	return syncClient{open: open}
+func Sync(open func(ctx context.Context) SyncStream) SyncTransport {
+	return SyncTransport{start: open}
 }
 
-type syncClient struct {
-	open func(ctx context.Context) SyncStream
+// SyncTransport is the in-process transport returned by [Sync].
+type SyncTransport struct {
+	start func(ctx context.Context) SyncStream
 }
 
-var _ extprocv3.ExternalProcessorClient = syncClient{}
+var (
+	_ Transport                         = SyncTransport{}
+	_ extprocv3.ExternalProcessorClient = SyncTransport{}
+)
 
-func (c syncClient) Process(ctx context.Context, _ ...grpc.CallOption) (extprocv3.ExternalProcessor_ProcessClient, error) {
+func (SyncTransport) inCall() bool { return true }
+
+// openLink starts the processor's stream on ctx (the Stream's own: the
+// processor's stream lives as long as it), its link kept in sc.
+func (c SyncTransport) open(ctx context.Context, sc *scratch) (link, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	l := &sc.link
+	l.ss, l.ended = c.start(ctx), false
+	l.pending = l.pendBuf[:0]
+	if l.queue == nil {
+		l.queue = func(r *extprocv3.ProcessingResponse) {
+			l.pending = append(l.pending, recvItem{resp: r, at: time.Now()})
+		}
+	}
+	return l, nil
+}
+
+// Process serves the processor behind a ProcessClient, for callers other
+// than a Stream: Send runs Handle, Recv returns the replies in order.
+func (c SyncTransport) Process(ctx context.Context, _ ...grpc.CallOption) (extprocv3.ExternalProcessor_ProcessClient, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	st := &syncProcessClient{ss: c.open(sctx), ctx: sctx, cancel: cancel, ready: make(chan struct{}, 1)}
+	st := &syncProcessClient{ss: c.start(sctx), ctx: sctx, cancel: cancel, ready: make(chan struct{}, 1)}
 	st.send = func(r *extprocv3.ProcessingResponse) { st.replies = append(st.replies, r) }
 	// A reset ends the processor as a gRPC cancellation would.
 	st.stop = context.AfterFunc(sctx, st.end)
 	return st, nil
 }
+
+// syncLink is a Sync stream's processor, called in the caller's goroutine.
+// It lives in the stream's scratch, reused from one request to the next.
+type syncLink struct {
+	ss    SyncStream
+	ended bool // the processor finished (Handle's error or Close)
+	// pending holds the replies (and the end) until the filter handles
+	// them, as a gRPC stream's receive queue would; pendBuf is pending's
+	// first array.
+	pending []recvItem
+	pendBuf [2]recvItem
+	queue   func(*extprocv3.ProcessingResponse) // Handle's send: appends to pending
+}
+
+var _ link = (*syncLink)(nil)
+
+// send hands m to the processor and queues its replies. After the processor
+// finished, m goes nowhere (a gRPC Send's io.EOF).
+func (l *syncLink) send(m *extprocv3.ProcessingRequest) error {
+	if l.ended {
+		return nil
+	}
+	if err := l.ss.Handle(m, l.queue); err != nil {
+		l.ended = true
+		l.pending = append(l.pending, recvItem{err: syncStatus(err), at: time.Now()})
+	}
+	return nil
+}
+
+func (l *syncLink) take() (recvItem, bool) {
+	if len(l.pending) == 0 {
+		return recvItem{}, false
+	}
+	it := l.pending[0]
+	l.pending[0] = recvItem{}
+	l.pending = l.pending[1:]
+	if len(l.pending) == 0 {
+		l.pending = l.pendBuf[:0]
+	}
+	return it, true
+}
+
+func (l *syncLink) arrivals() <-chan recvItem { return nil }
+
+// closeSend half-closes, or resets when the context ended: either way the
+// processor finishes now, as GracefulClose would wait for.
+func (l *syncLink) closeSend(bool, time.Duration) {
+	if !l.ended {
+		l.ended = true
+		l.ss.Close()
+	}
+	clear(l.pendBuf[:])
+	l.pending, l.ss = nil, nil
+}
+
+func (l *syncLink) wait() {}
 
 // syncStatus is the status a SyncStream's Handle error stands for.
 func syncStatus(err error) error {
@@ -190,3 +273,12 @@ func (s *syncProcessClient) Header() (metadata.MD, error) { return metadata.MD{}
 func (s *syncProcessClient) Trailer() metadata.MD         { return metadata.MD{} }
 func (s *syncProcessClient) SendMsg(m any) error          { return s.Send(m.(*extprocv3.ProcessingRequest)) }
 func (s *syncProcessClient) RecvMsg(m any) error          { return recvInto(s.Recv, m) }
+
+func recvInto(recv func() (*extprocv3.ProcessingResponse, error), m any) error {
+	r, err := recv()
+	if err != nil {
+		return err
+	}
+	proto.Merge(m.(*extprocv3.ProcessingResponse), r)
+	return nil
+}

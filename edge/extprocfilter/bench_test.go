@@ -1,28 +1,31 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"context"
 	"net"
 	"testing"
 
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
 )
 
 // benchClient connects to srv in-process or over loopback gRPC.
-func benchClient(b *testing.B, name string, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+func benchClient(b *testing.B, name string, srv extprocv3.ExternalProcessorServer) Transport {
 	b.Helper()
 	if name == "direct" {
-		return Direct(srv)
+		return GRPC(Direct(srv))
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
-	return serveGRPC(b, srv, lis, lis.Addr().String(), nil)
+	return GRPC(serveGRPC(b, srv, lis, lis.Addr().String(), nil))
 }
 
 // BenchmarkDo measures a whole non-streaming request (four messages) against
 // a processor that continues everything: the client's cost plus the
-// transport's. Run: go test -run XXX -bench . ./extproc/envoytest/
+// transport's. Run: go test -run XXX -bench . ./edge/extprocfilter/
 func BenchmarkDo(b *testing.B) {
 	for _, name := range []string{"direct", "grpc-tcp"} {
 		b.Run(name, func(b *testing.B) {
@@ -34,7 +37,7 @@ func BenchmarkDo(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Do(ctx, req, up); err != nil {
+				if _, err := Do(ctx, c, req, up); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -46,7 +49,7 @@ func BenchmarkDo(b *testing.B) {
 func BenchmarkStreamedChunk(b *testing.B) {
 	fake := newFake(overrideOn(isResponseHeaders, streamedResponseOverride()))
 	fake.record = false
-	c := NewClient(Direct(fake), DefaultConfig())
+	c := NewClient(GRPC(Direct(fake)), DefaultConfig())
 	s := c.Start(context.Background())
 	defer s.Close()
 	_, err := s.RequestHeaders(getRequest().Headers, true)

@@ -1,24 +1,23 @@
-package envoytest
+package extprocfilter
 
 import (
 	"context"
-
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
 // Client plays one ext_proc filter instance: one configuration and one
 // processor connection, shared by every request. It is safe for concurrent use.
 type Client struct {
-	cc     extprocv3.ExternalProcessorClient
+	t      Transport
 	cfg    Config // never changed: streams share it
 	cfgErr error  // cfg.Validate(), once
 }
 
-// NewClient returns a client that opens one Process stream per HTTP request on
-// cc with the filter configuration cfg (see DefaultConfig; cfg is copied).
-// Streams of a client whose cfg does not Validate fail on their first call.
-func NewClient(cc extprocv3.ExternalProcessorClient, cfg Config) *Client {
-	c := &Client{cc: cc, cfg: cfg.clone()}
+// NewClient returns a client that opens one processor stream per HTTP request
+// over t ([GRPC] or [Sync]) with the filter configuration cfg (see
+// DefaultConfig; cfg is copied). Streams of a client whose cfg does not
+// Validate fail on their first call.
+func NewClient(t Transport, cfg Config) *Client {
+	c := &Client{t: t, cfg: cfg.clone()}
 	c.cfgErr = c.cfg.Validate()
 	return c
 }

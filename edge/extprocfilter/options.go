@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func WithResponseAttributes(attrs map[string]any) StartOption {
 func (o *startOptions) attributes(attrs map[string]any) *structpb.Struct {
 	st, err := structpb.NewStruct(attrs)
 	if err != nil {
-		o.attrsInvalid = fmt.Errorf("envoytest: attributes: %w", err)
+		o.attrsInvalid = fmt.Errorf("extprocfilter: attributes: %w", err)
 		return nil
 	}
 	return st

@@ -1,4 +1,4 @@
-package envoytest_test
+package extprocfilter_test
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 )
 
 // router is a tiny processor: it routes on the request body reply, the way
@@ -44,13 +45,13 @@ func (router) Process(st extprocv3.ExternalProcessor_ProcessServer) error {
 	}
 }
 
-func ExampleClient_Do() {
-	c := envoytest.NewClient(envoytest.Direct(router{}), envoytest.DefaultConfig())
-	resp, err := c.Do(context.Background(), &envoytest.Request{
-		Headers: envoytest.Headers{{Key: ":method", Value: "POST"}, {Key: ":path", Value: "/v1/chat/completions"}},
+func Example_do() {
+	c := extprocfilter.NewClient(extprocfilter.GRPC(extprocfiltertest.Direct(router{})), extprocfilter.DefaultConfig())
+	resp, err := extprocfiltertest.Do(context.Background(), c, &extprocfiltertest.Request{
+		Headers: extprocfilter.Headers{{Key: ":method", Value: "POST"}, {Key: ":path", Value: "/v1/chat/completions"}},
 		Body:    [][]byte{[]byte(`{"model":"gpt-4o"}`)},
-	}, func(req *envoytest.ForwardedRequest) *envoytest.UpstreamResponse {
-		return &envoytest.UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte("routed to " + req.Headers.Value("x-tollgate-route"))}}
+	}, func(req *extprocfiltertest.ForwardedRequest) *extprocfiltertest.UpstreamResponse {
+		return &extprocfiltertest.UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte("routed to " + req.Headers.Value("x-tollgate-route"))}}
 	})
 	if err != nil {
 		panic(err)
@@ -60,10 +61,10 @@ func ExampleClient_Do() {
 }
 
 func ExampleStream() {
-	c := envoytest.NewClient(envoytest.Direct(router{}), envoytest.DefaultConfig())
+	c := extprocfilter.NewClient(extprocfilter.GRPC(extprocfiltertest.Direct(router{})), extprocfilter.DefaultConfig())
 	s := c.Start(context.Background())
 	defer s.Close()
-	r, _ := s.RequestHeaders(envoytest.Headers{{Key: ":method", Value: "POST"}, {Key: ":path", Value: "/v1/embeddings"}}, false)
+	r, _ := s.RequestHeaders(extprocfilter.Headers{{Key: ":method", Value: "POST"}, {Key: ":path", Value: "/v1/embeddings"}}, false)
 	fmt.Println("after headers, released:", r.Continue)
 	r, _ = s.RequestBody([]byte(`{"model":"m"}`), true)
 	fmt.Println("after body, released:", r.Continue, r.Headers.Value("x-tollgate-route"), string(r.Body))

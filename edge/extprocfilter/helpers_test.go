@@ -1,10 +1,13 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"context"
 	"strconv"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -121,9 +124,9 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func do(t *testing.T, cc extprocv3.ExternalProcessorClient, cfg Config, req *Request, up Upstream) *Response {
+func do(t *testing.T, tr Transport, cfg Config, req *Request, up Upstream) *Response {
 	t.Helper()
-	resp, err := NewClient(cc, cfg).Do(testCtx(t), req, up)
+	resp, err := Do(testCtx(t), NewClient(tr, cfg), req, up)
 	require.NoError(t, err)
 	return resp
 }

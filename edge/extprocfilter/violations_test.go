@@ -1,9 +1,12 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"bytes"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -403,7 +406,7 @@ func violationCases() []violationCase {
 func TestViolations(t *testing.T) {
 	for _, tc := range violationCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+			forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 				cfg := testConfig()
 				if tc.cfg != nil {
 					tc.cfg(&cfg)
@@ -467,7 +470,7 @@ func TestDeniedHeaders(t *testing.T) {
 				cfg.DisallowIsError = isError
 				req := postRequest(`{"model":"m"}`)
 				req.Headers = append(req.Headers, Header{"host", "gw.local"})
-				resp := do(t, Direct(fake), cfg, req, func(*ForwardedRequest) *UpstreamResponse {
+				resp := do(t, GRPC(Direct(fake)), cfg, req, func(*ForwardedRequest) *UpstreamResponse {
 					return &UpstreamResponse{Status: 200, Chunks: [][]byte{[]byte("ok")}}
 				})
 				if isError {
@@ -502,7 +505,7 @@ func TestAllowedHeaders(t *testing.T) {
 	})
 	req := postRequest(`{"model":"m"}`)
 	req.Headers = append(req.Headers, Header{"x-tag", "a"}, Header{"x-one", "1"})
-	resp := do(t, Direct(fake), testConfig(), req, ok200("{}"))
+	resp := do(t, GRPC(Direct(fake)), testConfig(), req, ok200("{}"))
 	require.Nil(t, resp.LocalReply)
 	require.Equal(t, "/v2", resp.Forwarded.Headers.Value(":path"))
 	require.Equal(t, "text/plain", resp.Forwarded.Headers.Value("content-type"))
@@ -516,7 +519,7 @@ func TestAllowedHeaders(t *testing.T) {
 // until it has three chunks, so a client that waited after each chunk would
 // time out.
 func TestStreamedChunksOutstanding(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		var pending []*extprocv3.ProcessingRequest
 		fake := newFake(streamingOverride(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
 			pending = append(pending, req)
@@ -552,7 +555,7 @@ func TestStreamedWindowOfOne(t *testing.T) {
 	}))
 	cfg := testConfig()
 	cfg.MessageTimeout = 150 * time.Millisecond
-	resp := do(t, Direct(fake), cfg, postRequest("{}"), sseUpstream("a", "b", "c"))
+	resp := do(t, GRPC(Direct(fake)), cfg, postRequest("{}"), sseUpstream("a", "b", "c"))
 	require.True(t, resp.Reset) // the response had started downstream
 	require.ErrorIs(t, resp.Failures[0], ErrMessageTimeout)
 }
@@ -560,7 +563,7 @@ func TestStreamedWindowOfOne(t *testing.T) {
 // TestServerCloseReleasesQueuedChunks: R1.9 with STREAMED chunks outstanding:
 // they go out unmodified.
 func TestServerCloseReleasesQueuedChunks(t *testing.T) {
-	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient) {
+	forEachTransport(t, func(t *testing.T, connect func(extprocv3.ExternalProcessorServer) Transport) {
 		n := 0
 		fake := newFake(streamingOverride(func(req *extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
 			n++

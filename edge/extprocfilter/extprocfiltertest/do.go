@@ -1,20 +1,22 @@
-package envoytest
+package extprocfiltertest
 
 import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
-// Request is a whole HTTP request for Client.Do.
+// Request is a whole HTTP request for Do.
 type Request struct {
 	// Headers include the pseudo-headers :method, :path, :authority, :scheme.
-	Headers Headers
+	Headers extprocfilter.Headers
 	// Body is the body in chunks, as the codec would deliver them; nil or
 	// empty means no body (the headers end the request).
 	Body [][]byte
 	// Trailers, when non-nil, end the request after the body.
-	Trailers Headers
+	Trailers extprocfilter.Headers
 	// AbortAfterChunks, when > 0, makes the downstream client go away after
 	// that many response body calls: the HTTP stream is reset and Envoy closes
 	// the ext_proc stream (R1.8d).
@@ -23,9 +25,9 @@ type Request struct {
 
 // ForwardedRequest is what Envoy sends upstream after the filter.
 type ForwardedRequest struct {
-	Headers  Headers
+	Headers  extprocfilter.Headers
 	Body     []byte
-	Trailers Headers
+	Trailers extprocfilter.Headers
 	// ClearRouteCache: some reply asked for the route to be re-matched (R3.2).
 	ClearRouteCache bool
 }
@@ -33,11 +35,11 @@ type ForwardedRequest struct {
 // UpstreamResponse is what a fake upstream answers.
 type UpstreamResponse struct {
 	Status  int
-	Headers Headers // without :status
+	Headers extprocfilter.Headers // without :status
 	// Chunks of the body, delivered one ResponseBody call each.
 	Chunks [][]byte
 	// Trailers, when non-nil, end the response after the body.
-	Trailers Headers
+	Trailers extprocfilter.Headers
 	// Reset: the upstream resets the stream after sending Chunks, without an
 	// end of stream; Envoy resets the downstream stream too.
 	Reset bool
@@ -49,15 +51,15 @@ type Upstream func(req *ForwardedRequest) *UpstreamResponse
 // Response is what the downstream client received.
 type Response struct {
 	Status   int
-	Headers  Headers
+	Headers  extprocfilter.Headers
 	Body     []byte   // the whole body received
 	Chunks   [][]byte // the non-empty body pieces in the order they were forwarded
-	Trailers Headers
+	Trailers extprocfilter.Headers
 	// Forwarded is what went upstream; nil when the request never got there.
 	Forwarded *ForwardedRequest
 	// LocalReply is set when the filter answered (immediate response or an
 	// Envoy-generated reply); Status, Headers and Body are then the reply's.
-	LocalReply *LocalReply
+	LocalReply *extprocfilter.LocalReply
 	// Reset: the downstream stream was reset (LocalReply, if set, was not sent).
 	Reset bool
 	// Aborted: the downstream client went away (Request.AbortAfterChunks).
@@ -71,14 +73,14 @@ type Response struct {
 // would: request headers, body chunks and trailers through the filter, the
 // forwarded request to upstream, then its response back through the filter.
 // A nil upstream answers 200 with no body.
-func (c *Client) Do(ctx context.Context, req *Request, upstream Upstream) (*Response, error) {
+func Do(ctx context.Context, c *extprocfilter.Client, req *Request, upstream Upstream) (*Response, error) {
 	s := c.Start(ctx)
 	defer s.Close()
 	out := &Response{}
 	fwd := &ForwardedRequest{}
 
 	// stop reports whether r ended the exchange.
-	stop := func(r *Result) bool {
+	stop := func(r *extprocfilter.Result) bool {
 		if r.Failure != nil {
 			out.Failures = append(out.Failures, r.Failure)
 		}
@@ -96,7 +98,7 @@ func (c *Client) Do(ctx context.Context, req *Request, upstream Upstream) (*Resp
 		}
 		return true
 	}
-	forward := func(r *Result) {
+	forward := func(r *extprocfilter.Result) {
 		if r.Headers != nil {
 			fwd.Headers = r.Headers
 		}
@@ -140,7 +142,7 @@ func (c *Client) Do(ctx context.Context, req *Request, upstream Upstream) (*Resp
 		forward(r)
 	}
 	if fwd.Headers == nil {
-		return nil, fmt.Errorf("envoytest: the filter never released the request headers")
+		return nil, fmt.Errorf("extprocfilter: the filter never released the request headers")
 	}
 	out.Forwarded = fwd
 
@@ -151,10 +153,10 @@ func (c *Client) Do(ctx context.Context, req *Request, upstream Upstream) (*Resp
 	if up == nil {
 		up = &UpstreamResponse{Status: 200}
 	}
-	h := append(Headers{{":status", strconv.Itoa(up.Status)}}, up.Headers.Clone()...)
+	h := append(extprocfilter.Headers{{Key: ":status", Value: strconv.Itoa(up.Status)}}, up.Headers.Clone()...)
 	chunks := up.Chunks
 	noBody := len(chunks) == 0 && up.Trailers == nil && !up.Reset
-	emit := func(r *Result) {
+	emit := func(r *extprocfilter.Result) {
 		if r.Headers != nil {
 			out.Headers = r.Headers
 			out.Status, _ = strconv.Atoi(r.Headers.Value(":status"))

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter
 
 import (
 	"sync"
@@ -10,8 +10,7 @@ import (
 // scratch holds the request messages of a Sync stream, reused from one
 // message to the next: its processor keeps nothing of a message once Handle
 // returned and never writes into it (SyncStream), and the client never
-// touches a message after sending it. Over gRPC and Direct every message is
-// its own.
+// touches a message after sending it. Over gRPC every message is its own.
 type scratch struct {
 	req   extprocv3.ProcessingRequest
 	reqH  extprocv3.ProcessingRequest_RequestHeaders
@@ -28,6 +27,7 @@ type scratch struct {
 	ptrs  []*corev3.HeaderValue
 	vals  []corev3.HeaderValue
 	raw   []byte
+	link  syncLink // the Sync transport's link of the stream
 }
 
 // headerMap encodes h as toProto does, into the reused arrays.

@@ -1,7 +1,10 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"testing"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -16,7 +19,7 @@ import (
 // filter-level mode (R2.7).
 func TestRouteMode(t *testing.T) {
 	fake := newFake(overrideOn(isResponseHeaders, &extprocfilterv3.ProcessingMode{ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED}))
-	s := NewClient(Direct(fake), testConfig()).Start(testCtx(t), WithRouteMode(&extprocfilterv3.ProcessingMode{
+	s := NewClient(GRPC(Direct(fake)), testConfig()).Start(testCtx(t), WithRouteMode(&extprocfilterv3.ProcessingMode{
 		RequestBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
 	}))
 	defer s.Close()
@@ -45,7 +48,7 @@ func TestRouteMode(t *testing.T) {
 // attributes in the first response message (R5.3).
 func TestAttributes(t *testing.T) {
 	fake := newFake(continuer)
-	c := NewClient(Direct(fake), testConfig())
+	c := NewClient(GRPC(Direct(fake)), testConfig())
 	s := c.Start(testCtx(t), WithRequestAttributes(map[string]any{"xds.route_name": "ai"}), WithResponseAttributes(map[string]any{"response.code": 200}))
 	defer s.Close()
 	_, err := s.RequestHeaders(postRequest("{}").Headers, false)
@@ -87,7 +90,7 @@ func TestDynamicMetadata(t *testing.T) {
 	})
 	cfg := testConfig()
 	cfg.ReceivingNamespaces = []string{"ai_gateway", "ai_gateway_scalar"}
-	s := NewClient(Direct(fake), cfg).Start(testCtx(t))
+	s := NewClient(GRPC(Direct(fake)), cfg).Start(testCtx(t))
 	defer s.Close()
 	_, err = s.RequestHeaders(postRequest("{}").Headers, false)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	. "github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
@@ -185,24 +188,24 @@ func kindOf(r *extprocv3.ProcessingRequest) string {
 // transport connects a client to a processor.
 type transport struct {
 	name    string
-	connect func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient
+	connect func(t *testing.T, srv extprocv3.ExternalProcessorServer) Transport
 }
 
 var transports = []transport{
-	{"direct", func(_ *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
-		return Direct(srv)
+	{"direct", func(_ *testing.T, srv extprocv3.ExternalProcessorServer) Transport {
+		return GRPC(Direct(srv))
 	}},
-	{"grpc-tcp", func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+	{"grpc-tcp", func(t *testing.T, srv extprocv3.ExternalProcessorServer) Transport {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		return serveGRPC(t, srv, lis, lis.Addr().String(), nil)
+		return GRPC(serveGRPC(t, srv, lis, lis.Addr().String(), nil))
 	}},
-	{"grpc-bufconn", func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+	{"grpc-bufconn", func(t *testing.T, srv extprocv3.ExternalProcessorServer) Transport {
 		lis := bufconn.Listen(1 << 20)
 		dial := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
-		return serveGRPC(t, srv, lis, "passthrough:///bufconn", dial)
+		return GRPC(serveGRPC(t, srv, lis, "passthrough:///bufconn", dial))
 	}},
-	{"sync", func(t *testing.T, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+	{"sync", func(t *testing.T, srv extprocv3.ExternalProcessorServer) Transport {
 		f, ok := srv.(*fakeProcessor)
 		require.True(t, ok, "the sync transport runs fake processors only, not %T", srv)
 		return Sync(f.openSync)
@@ -241,10 +244,10 @@ func serveGRPC(t testing.TB, srv extprocv3.ExternalProcessorServer, lis net.List
 }
 
 // forEachTransport runs fn once per transport with a fresh processor.
-func forEachTransport(t *testing.T, fn func(t *testing.T, connect func(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient)) {
+func forEachTransport(t *testing.T, fn func(t *testing.T, connect func(srv extprocv3.ExternalProcessorServer) Transport)) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			fn(t, func(srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
+			fn(t, func(srv extprocv3.ExternalProcessorServer) Transport {
 				return tr.connect(t, srv)
 			})
 		})

@@ -1,4 +1,4 @@
-package envoytest
+package extprocfilter
 
 import (
 	"net"

@@ -1,0 +1,14 @@
+package extprocfilter
+
+import corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+// Normalize exports normalize to the package's external tests, which need
+// the test-support transports of extprocfiltertest (importing it from an
+// internal test would be a cycle).
+func (h Headers) Normalize() Headers { return h.normalize() }
+
+// Normalized exports normalized to the external tests.
+func (h Headers) Normalized() bool { return h.normalized() }
+
+// ToProto exports toProto to the external tests.
+func (h Headers) ToProto() *corev3.HeaderMap { return h.toProto() }
