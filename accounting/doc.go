@@ -1,7 +1,32 @@
-// Package redis holds the admission counters shared by every Tollgate replica
-// in Redis (go-redis v9), with exactly the semantics of kernel.State.
+// Package accounting holds the accountants: how an admission and a settlement
+// reach the kernel's rules, the counters (in this process or in Redis, shared
+// by replicas) and the durable ledger.
 //
-// # What is stored
+// # The money path
+//
+// The processor (extproc) calls Accountant.Admit when a request's body has
+// been read and Accountant.Settle when it ended (gateway adapts
+// extproc.Accountant to these two calls).
+//
+//   - Admit asks the Counters. LocalCounters apply kernel.State.Admit in this
+//     process; RedisCounters run the same rules as one Lua script on Redis,
+//     atomically over every scope and replica (below). Either reserves the
+//     worst-case cost on every budget window of every scope, or nothing.
+//   - Settle asks the Counters to release the reservation and charge the exact
+//     cost (kernel.Cost of the usage at the reservation's price); the
+//     settlement, exactly once per request id, becomes a store.LedgerEntry
+//     appended to the store's ledger (store.Ledger, group-committed by the
+//     backend). The ledger is the truth; counters are rebuilt from it.
+//   - ExpireLoop settles, every few seconds, reservations whose lease ended
+//     (kernel.State.Expire, or the leases sorted set in Redis) and records
+//     them in the ledger too.
+//
+// Budget windows start from the ledger: the local accountant seeds kernel
+// State from store.Spend for every new configuration snapshot (Seed); Redis
+// counters seed each window they meet unseeded through a SeedFunc
+// (LedgerSeed: flush this replica's ledger queue, then store.Spend.ScopeSpend).
+//
+// # Redis counters: what is stored
 //
 // All keys share the hash tag "{prefix}" (WithPrefix, default "tg"), so every
 // script's keys are in one slot (Redis Cluster works, on one shard).
@@ -36,7 +61,7 @@
 // of an older layout reads as gone; fields of an older layout are ignored
 // (their scope starts from zero counters and unseeded windows).
 //
-// # Scripts and batches
+// # Redis counters: scripts and batches
 //
 // Admissions and settlements are operations of one Lua script, batchLua. The
 // pipeliner (WithPipeline: one goroutine by default, or a few, each taking
@@ -116,5 +141,9 @@
 // ErrUnavailable; the caller still appends the ledger entry, and the lease
 // expires the reservation (at its worst cost) once Redis is back.
 //
-// This package imports kernel and go-redis only.
-package redis
+// # Imports
+//
+// This package imports kernel, store (its interfaces and the ledger entry
+// type; never a backend) and go-redis, and nothing else of Tollgate. The
+// processor reaches it through extproc.Accountant, adapted in gateway.
+package accounting
