@@ -137,9 +137,23 @@
 // ErrUnavailable (the gateway answers 503). LocalFallback admits against an
 // in-process kernel.State, its windows seeded from the ledger on first use:
 // limits then hold per replica only, and reservations made locally are settled
-// locally. Settle of a Redis reservation while Redis is down returns
-// ErrUnavailable; the caller still appends the ledger entry, and the lease
-// expires the reservation (at its worst cost) once Redis is back.
+// locally.
+//
+// A settlement never waits for Redis: Redis is the counter, the ledger is the
+// truth. When the replica that admitted a request settles it (the processor
+// always does) and Redis cannot be reached, or answers that the reservation is
+// gone while its lease still runs (Redis restarted empty or was flushed), the
+// cost comes from the price the replica kept at admission and the entry goes
+// to the ledger as usual. Redis is corrected afterwards: an unreachable Redis
+// gets the close it missed from a queue of corrections (PendingCorrections,
+// bounded at 100,000) that Expire applies, oldest first, once Redis answers —
+// idempotent, because the script closes a reservation at most once; a Redis
+// that lost its data re-seeds the windows from the ledger. Two gaps remain: a
+// reservation settled after its window was re-seeded is counted at the next
+// seeding only, and an outage longer than the lease lets another replica
+// expire the reservation (worst cost, in the ledger too) before the
+// correction arrives. A reservation admitted by another replica is settled
+// only through Redis (ErrUnavailable while it is down).
 //
 // # Imports
 //

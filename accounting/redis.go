@@ -96,8 +96,9 @@ type RedisCounters struct {
 	tag  string // "{prefix}:"
 	pipe *pipeliner
 
-	mu    sync.Mutex
-	cache map[string]*record // reservations admitted by this replica, for Settle
+	mu          sync.Mutex
+	cache       map[string]*record // reservations admitted by this replica, for Settle
+	corrections []correction       // settlements Redis has not counted yet (settleWithout)
 
 	local       *kernel.State
 	localSeeded map[windowID]bool
@@ -396,7 +397,8 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	c.mu.Lock()
 	rec := c.cache[id]
 	c.mu.Unlock()
-	if rec == nil {
+	cached := rec != nil
+	if !cached {
 		var err error
 		rec, err = c.load(ctx, id)
 		if err != nil {
@@ -407,7 +409,12 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 		}
 	}
 	cost := kernel.Cost(rec.Price, u)
-	ok, cost, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
+	ok, charged, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
+	if cached && (err != nil || !ok && now.UnixNano() < rec.Deadline) {
+		// This replica admitted the request and knows its price: the
+		// settlement stands whatever happened to Redis (see settleWithout).
+		return c.settleWithout(now, rec, u, cost, st, err), true, nil
+	}
 	if err != nil {
 		return kernel.Settlement{}, false, err
 	}
@@ -417,7 +424,7 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	if !ok {
 		return kernel.Settlement{}, false, nil
 	}
-	return settlement(rec, now, u, cost, reserved, st), true, nil
+	return settlement(rec, now, u, charged, reserved, st), true, nil
 }
 
 func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kernel.Money, st kernel.Status) kernel.Settlement {
@@ -487,6 +494,9 @@ func (c *RedisCounters) close(ctx context.Context, now time.Time, rec *record, c
 // and its worst-case cost (kernel.State.Expire), oldest deadline first.
 func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Settlement, error) {
 	out := c.expireLocal(now)
+	if err := c.applyCorrections(ctx); err != nil {
+		return out, err
+	}
 	nowN := now.UnixNano()
 	ids, err := c.rdb.ZRangeByScore(ctx, c.leasesKey(), &goredis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(leaseScore(nowN), 10), Count: 10000,
