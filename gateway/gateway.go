@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
@@ -39,7 +40,7 @@ type Options struct {
 	EnvoyOutput io.Writer
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
-	Counters Counters
+	Counters accounting.Counters
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -48,7 +49,7 @@ type Gateway struct {
 	Store      store.Store
 	Sealer     *secret.Sealer
 	Catalog    *Catalog
-	Accountant *Accountant
+	Accountant *accounting.Accountant
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
@@ -88,9 +89,9 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 		Catalog: NewCatalog(now),
 	}
 	if opts.Counters != nil {
-		g.Accountant = NewAccountant(opts.Counters, st, now, log)
+		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log)
 	} else {
-		g.Accountant = NewLocalAccountant(st, st, now, log)
+		g.Accountant = accounting.NewLocalAccountant(st, st, now, log)
 	}
 
 	for _, f := range cfg.ApplyFiles {
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	g.xds = xds.NewServer(log) //nolint:contextcheck // its streams live until Stop
 
 	// Processor.
-	proc := extproc.New(g.Catalog, g.Accountant, //nolint:contextcheck // streams carry their own contexts
+	proc := extproc.New(g.Catalog, processorAccountant{g.Accountant}, //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)))
 	procLis, err := listen(cfg.ExtProcAddr)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/mockllm"
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -37,7 +38,7 @@ func start(t *testing.T, overGRPC bool) *running {
 	return startWith(t, overGRPC, memstore.New(), nil)
 }
 
-func startWith(t *testing.T, overGRPC bool, st store.Store, counters gateway.Counters) *running {
+func startWith(t *testing.T, overGRPC bool, st store.Store, counters accounting.Counters) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 

@@ -11,11 +11,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/gateway"
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store/memstore"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // Two replicas (two gateways, each with its own Redis client and data plane)
@@ -30,7 +29,7 @@ func TestReplicasShareLimitsThroughRedis(t *testing.T) {
 	for range 2 {
 		client := goredis.NewClient(opts)
 		t.Cleanup(func() { _ = client.Close() })
-		c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithPrefix(prefix))
+		c := accounting.NewRedisCounters(client, accounting.LedgerSeed(st), accounting.WithPrefix(prefix))
 		t.Cleanup(c.Close)
 		replicas = append(replicas, startWith(t, false, st, c))
 	}

@@ -2,7 +2,7 @@
 // budget periods and their windows, and State, which admits and settles
 // requests against rate limits and budgets across the scope hierarchy.
 //
-// It owns the rules; the stores (store/redis mirrors these rules in Lua) and the
+// It owns the rules; the accountants (accounting/, whose Redis counters mirror these rules in Lua) and the
 // gateway apply them. It imports the standard library only, does no I/O, no
 // logging, and takes the time as an argument, so that every rule below is
 // tested with generated operation sequences.

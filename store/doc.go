@@ -11,7 +11,6 @@
 //
 //   - sqlite: the embedded default, one file (modernc.org/sqlite, pure Go).
 //   - postgres: PostgreSQL through pgx, for several replicas.
-//   - redis: the counters shared by replicas (go-redis).
 //   - memstore: everything in memory, for tests of the consuming packages.
 //
 // and their shared parts:

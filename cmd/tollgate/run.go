@@ -15,11 +15,11 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 	"github.com/tollgate-ai/tollgate/store/sqlite"
 )
 
@@ -130,22 +130,22 @@ func openStore(ctx context.Context, db string) (store.Store, error) {
 	return st, nil
 }
 
-func openRedis(url, policy string, st store.Store, log *slog.Logger) (gateway.Counters, func(), error) {
+func openRedis(url, policy string, st store.Store, log *slog.Logger) (accounting.Counters, func(), error) {
 	ro, err := goredis.ParseURL(url)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--redis: %w", err)
 	}
-	var p tgredis.FailurePolicy
+	var p accounting.FailurePolicy
 	switch policy {
 	case "closed":
-		p = tgredis.FailClosed
+		p = accounting.FailClosed
 	case "local":
-		p = tgredis.LocalFallback
+		p = accounting.LocalFallback
 	default:
 		return nil, nil, fmt.Errorf("--redis-failure %q: want closed or local", policy)
 	}
 	client := goredis.NewClient(ro)
-	c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithFailurePolicy(p), tgredis.WithLogger(log))
+	c := accounting.NewRedisCounters(client, accounting.LedgerSeed(st), accounting.WithFailurePolicy(p), accounting.WithLogger(log))
 	return c, func() { c.Close(); _ = client.Close() }, nil
 }
 

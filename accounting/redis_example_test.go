@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"context"
@@ -7,21 +7,21 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/kernel"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // Counters shared by replicas: admit on every scope at once, settle with the
 // exact usage. The SeedFunc is the ledger's ScopeSpend (a PostgreSQL store's,
 // flushed first).
-func ExampleNew() {
+func ExampleNewRedisCounters() {
 	ctx := context.Background()
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
 	defer func() { _ = rdb.Close() }()
 	ledger := func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
 		return 0, nil // e.g. pg.Flush(ctx) then pg.ScopeSpend(ctx, scope, since, until)
 	}
-	c := tgredis.New(rdb, ledger, tgredis.WithFailurePolicy(tgredis.FailClosed))
+	c := accounting.NewRedisCounters(rdb, ledger, accounting.WithFailurePolicy(accounting.FailClosed))
 	defer c.Close()
 
 	key := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k1"}, Limits: &kernel.Limits{

@@ -1,4 +1,4 @@
-package redis
+package accounting
 
 import goredis "github.com/redis/go-redis/v9"
 

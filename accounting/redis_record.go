@@ -1,4 +1,4 @@
-package redis
+package accounting
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // TestOutages runs a load against private Redis and PostgreSQL servers and,
@@ -68,7 +68,7 @@ func TestOutages(t *testing.T) {
 				})
 				cancel()
 				if err != nil {
-					if !errors.Is(err, tgredis.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+					if !errors.Is(err, accounting.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 						t.Errorf("admit: %v", err)
 						return
 					}
@@ -89,7 +89,7 @@ func TestOutages(t *testing.T) {
 				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				err = r.settle(sctx, time.Now(), id, key, kernel.Usage{Output: perRequest}, price)
 				cancel()
-				if err != nil && !errors.Is(err, tgredis.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+				if err != nil && !errors.Is(err, accounting.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("settle: %v", err)
 				}
 				settled.Store(id, true)

@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/kernel"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // BenchmarkAdmitSettle: admit + settle pairs through Redis from 64 concurrent
@@ -24,7 +24,7 @@ func BenchmarkAdmitSettle(b *testing.B) {
 func benchAdmitSettle(b *testing.B, callers int) {
 	rdb := client(b)
 	pfx := prefix(b, rdb)
-	c := tgredis.New(rdb, zeroSeed, tgredis.WithPrefix(pfx))
+	c := accounting.NewRedisCounters(rdb, zeroSeed, accounting.WithPrefix(pfx))
 	b.Cleanup(c.Close)
 	ctx := b.Context()
 	lim := &kernel.Limits{

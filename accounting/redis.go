@@ -1,4 +1,4 @@
-package redis
+package accounting
 
 import (
 	"cmp"
@@ -25,8 +25,8 @@ import (
 var (
 	// ErrUnavailable: Redis (or, for seeding, the ledger) cannot be reached and
 	// the failure policy is FailClosed. The gateway answers 503.
-	ErrUnavailable = errors.New("redis: counters unavailable")
-	errClosed      = errors.New("redis: counters closed")
+	ErrUnavailable = errors.New("accounting: redis counters unavailable")
+	errClosed      = errors.New("accounting: redis counters closed")
 )
 
 // SeedFunc reads what the durable ledger charged to scope for requests that
@@ -46,8 +46,8 @@ const (
 	LocalFallback
 )
 
-// Option configures Counters.
-type Option func(*options)
+// RedisOption configures RedisCounters.
+type RedisOption func(*options)
 
 type options struct {
 	prefix   string
@@ -61,10 +61,10 @@ type options struct {
 
 // WithPrefix sets the key prefix (default "tg"). Every key is in the hash slot
 // of "{prefix}", so the scripts work on Redis Cluster too.
-func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+func WithPrefix(p string) RedisOption { return func(o *options) { o.prefix = p } }
 
 // WithFailurePolicy sets what happens when Redis is unreachable (default FailClosed).
-func WithFailurePolicy(p FailurePolicy) Option { return func(o *options) { o.policy = p } }
+func WithFailurePolicy(p FailurePolicy) RedisOption { return func(o *options) { o.policy = p } }
 
 // WithPipeline sets how many batches may be in flight (workers, default 1)
 // and how many admissions and settlements one batch (one EVALSHA) carries at
@@ -73,31 +73,32 @@ func WithFailurePolicy(p FailurePolicy) Option { return func(o *options) { o.pol
 // make batches smaller; in BenchmarkAdmitSettle (64 callers, Redis on the same
 // 2-core machine) 1 worker beat 2 and 4 on Redis CPU per pair and on pairs/s.
 // More may pay when Redis is far away (a long round trip per batch).
-func WithPipeline(workers, maxBatch int) Option {
+func WithPipeline(workers, maxBatch int) RedisOption {
 	return func(o *options) { o.workers, o.batch = max(workers, 1), max(maxBatch, 1) }
 }
 
 // WithTimeout bounds one batch's round trip to Redis (default 3s).
-func WithTimeout(d time.Duration) Option {
+func WithTimeout(d time.Duration) RedisOption {
 	return func(o *options) { o.timeout = max(d, time.Millisecond) }
 }
 
 // WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+func WithLogger(l *slog.Logger) RedisOption { return func(o *options) { o.logger = l } }
 
-// Counters are the admission counters shared by every replica through Redis:
+// RedisCounters are the admission counters shared by every replica through Redis:
 // in-flight requests, requests and tokens of the current minute per scope, and
 // spent and reserved money per budget window, with open reservations and
 // their leases. Safe for concurrent use.
-type Counters struct {
+type RedisCounters struct {
 	rdb  goredis.UniversalClient
 	seed SeedFunc
 	opts options
 	tag  string // "{prefix}:"
 	pipe *pipeliner
 
-	mu    sync.Mutex
-	cache map[string]*record // reservations admitted by this replica, for Settle
+	mu          sync.Mutex
+	cache       map[string]*record // reservations admitted by this replica, for Settle
+	corrections []correction       // settlements Redis has not counted yet (settleWithout)
 
 	local       *kernel.State
 	localSeeded map[windowID]bool
@@ -110,8 +111,8 @@ type windowID struct {
 	start  int64
 }
 
-// New returns Counters over client; seed rebuilds budget windows from the ledger.
-func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counters {
+// NewRedisCounters returns RedisCounters over client; seed rebuilds budget windows from the ledger.
+func NewRedisCounters(client goredis.UniversalClient, seed SeedFunc, opts ...RedisOption) *RedisCounters {
 	o := options{
 		prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour,
 		workers: 1, batch: 128, timeout: 3 * time.Second,
@@ -119,7 +120,7 @@ func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counter
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Counters{
+	c := &RedisCounters{
 		rdb: client, seed: seed, opts: o, tag: "{" + o.prefix + "}:",
 		cache: make(map[string]*record), local: kernel.NewState(), localSeeded: make(map[windowID]bool),
 	}
@@ -128,7 +129,7 @@ func New(client goredis.UniversalClient, seed SeedFunc, opts ...Option) *Counter
 }
 
 // Close stops the pipeline goroutines. It does not close the Redis client.
-func (c *Counters) Close() { c.pipe.close() }
+func (c *RedisCounters) Close() { c.pipe.close() }
 
 // record is a reservation as stored in Redis (field "d" of its hash, JSON).
 type record struct {
@@ -153,12 +154,12 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (c *Counters) scopeKey(ref kernel.ScopeRef) string {
+func (c *RedisCounters) scopeKey(ref kernel.ScopeRef) string {
 	return c.tag + "s:" + strconv.Itoa(int(ref.Kind)) + ":" + ref.ID
 }
 
-func (c *Counters) recordKey(id string) string { return c.tag + "r:" + id }
-func (c *Counters) leasesKey() string          { return c.tag + "leases" }
+func (c *RedisCounters) recordKey(id string) string { return c.tag + "r:" + id }
+func (c *RedisCounters) leasesKey() string          { return c.tag + "leases" }
 
 // span is one budget window: field "<period>:<start>:" of its scope's hash
 // (seeded marker, spent, reserved; packed, see batchLua).
@@ -201,7 +202,7 @@ const outputDefault = 4096
 
 // Admit decides on req at now with the rules of kernel.State.Admit, atomically
 // over all scopes of the request and all replicas.
-func (c *Counters) Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+func (c *RedisCounters) Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
 	d, err := c.admitRedis(ctx, now, req)
 	if err == nil || !errors.Is(err, ErrUnavailable) || c.opts.policy != LocalFallback {
 		return d, err
@@ -210,7 +211,7 @@ func (c *Counters) Admit(ctx context.Context, now time.Time, req *kernel.AdmitRe
 	return c.admitLocal(ctx, now, req)
 }
 
-func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
 	nowN := now.UnixNano()
 	minute := floorDiv(nowN, int64(time.Minute))
 	minuteLeft := time.Duration((minute+1)*int64(time.Minute) - nowN)
@@ -364,7 +365,7 @@ func (c *Counters) admitRedis(ctx context.Context, now time.Time, req *kernel.Ad
 
 // seedWindows reads the ledger's spend of the windows Redis has not seen since
 // it started (or since they began) and marks them seeded.
-func (c *Counters) seedWindows(ctx context.Context, spans []span, idx []any) error {
+func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any) error {
 	keys := make([]string, 0, len(idx))
 	args := make([]any, 0, 1+3*len(idx))
 	args = append(args, int64(c.opts.scopeTTL/time.Second))
@@ -389,14 +390,15 @@ func (c *Counters) seedWindows(ctx context.Context, spans []span, idx []any) err
 
 // Settle charges the exact cost of u to reservation id at now (kernel.State.Settle).
 // ok is false when id is not open (unknown, already settled or expired).
-func (c *Counters) Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error) {
+func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error) {
 	if s, ok := c.settleLocal(now, id, u, st); ok {
 		return s, true, nil
 	}
 	c.mu.Lock()
 	rec := c.cache[id]
 	c.mu.Unlock()
-	if rec == nil {
+	cached := rec != nil
+	if !cached {
 		var err error
 		rec, err = c.load(ctx, id)
 		if err != nil {
@@ -407,7 +409,12 @@ func (c *Counters) Settle(ctx context.Context, now time.Time, id string, u kerne
 		}
 	}
 	cost := kernel.Cost(rec.Price, u)
-	ok, cost, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
+	ok, charged, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
+	if cached && (err != nil || !ok && now.UnixNano() < rec.Deadline) {
+		// This replica admitted the request and knows its price: the
+		// settlement stands whatever happened to Redis (see settleWithout).
+		return c.settleWithout(now, rec, u, cost, st, err), true, nil
+	}
 	if err != nil {
 		return kernel.Settlement{}, false, err
 	}
@@ -417,7 +424,7 @@ func (c *Counters) Settle(ctx context.Context, now time.Time, id string, u kerne
 	if !ok {
 		return kernel.Settlement{}, false, nil
 	}
-	return settlement(rec, now, u, cost, reserved, st), true, nil
+	return settlement(rec, now, u, charged, reserved, st), true, nil
 }
 
 func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kernel.Money, st kernel.Status) kernel.Settlement {
@@ -429,7 +436,7 @@ func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kerne
 
 // load reads a reservation record from Redis; nil when there is none. The
 // record is "<reserved> <worst> <tokens> <minute> <JSON>".
-func (c *Counters) load(ctx context.Context, id string) (*record, error) {
+func (c *RedisCounters) load(ctx context.Context, id string) (*record, error) {
 	v, err := c.rdb.Get(ctx, c.recordKey(id)).Result()
 	if errors.Is(err, goredis.Nil) || err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
 		return nil, nil // none, or a record of an older layout (a hash): treated as gone
@@ -452,7 +459,7 @@ func (c *Counters) load(ctx context.Context, id string) (*record, error) {
 
 // close runs settleLua for rec; cost < 0 charges the worst cost (expiry). The
 // windows a scope reserved in are those of its budget periods at admission.
-func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost int64, fix bool, actual int64) (bool, kernel.Money, kernel.Money, error) {
+func (c *RedisCounters) close(ctx context.Context, now time.Time, rec *record, cost int64, fix bool, actual int64) (bool, kernel.Money, kernel.Money, error) {
 	nowN := now.UnixNano()
 	o := newOp(opSettle, 1+len(rec.Scopes), 10+len(rec.Scopes), 5)
 	o.keys = append(o.keys, c.recordKey(rec.ID))
@@ -485,8 +492,11 @@ func (c *Counters) close(ctx context.Context, now time.Time, rec *record, cost i
 
 // Expire settles every reservation whose lease ended by now with StatusExpired
 // and its worst-case cost (kernel.State.Expire), oldest deadline first.
-func (c *Counters) Expire(ctx context.Context, now time.Time) ([]kernel.Settlement, error) {
+func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Settlement, error) {
 	out := c.expireLocal(now)
+	if err := c.applyCorrections(ctx); err != nil {
+		return out, err
+	}
 	nowN := now.UnixNano()
 	ids, err := c.rdb.ZRangeByScore(ctx, c.leasesKey(), &goredis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(leaseScore(nowN), 10), Count: 10000,

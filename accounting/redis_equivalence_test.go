@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/kernel"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // TestSameAsKernel runs generated operation sequences against kernel.State and
@@ -22,7 +22,7 @@ func TestSameAsKernel(t *testing.T) {
 		ctx := t.Context()
 		p := prefix(t, rdb)
 		k := kernel.NewState()
-		c := tgredis.New(rdb, zeroSeed, tgredis.WithPrefix(p))
+		c := accounting.NewRedisCounters(rdb, zeroSeed, accounting.WithPrefix(p))
 		defer c.Close()
 
 		daily := kernel.Period{Kind: kernel.PeriodDaily}

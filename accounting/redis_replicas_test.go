@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"context"
@@ -12,22 +12,22 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // replica is one gateway replica's accounting: its own Redis client and
 // counters, and its own PostgreSQL store (pool and ledger writer).
 type replica struct {
 	rdb      *goredis.Client
-	counters *tgredis.Counters
+	counters *accounting.RedisCounters
 	store    *postgres.Store
 }
 
-func newReplica(t testing.TB, redisURL, pgURL, pfx string, opts ...tgredis.Option) *replica {
+func newReplica(t testing.TB, redisURL, pgURL, pfx string, opts ...accounting.RedisOption) *replica {
 	t.Helper()
 	opt, err := goredis.ParseURL(redisURL)
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func newReplica(t testing.TB, redisURL, pgURL, pfx string, opts ...tgredis.Optio
 		}
 		return st.ScopeSpend(ctx, scope, since, until)
 	}
-	r.counters = tgredis.New(rdb, seed, append([]tgredis.Option{tgredis.WithPrefix(pfx), tgredis.WithTimeout(10 * time.Second)}, opts...)...)
+	r.counters = accounting.NewRedisCounters(rdb, seed, append([]accounting.RedisOption{accounting.WithPrefix(pfx), accounting.WithTimeout(10 * time.Second)}, opts...)...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

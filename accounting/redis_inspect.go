@@ -1,4 +1,4 @@
-package redis
+package accounting
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // Usage is the spent and reserved money of ref's window of p current at now,
 // as Redis holds them (zero when the window was never touched).
-func (c *Counters) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (spent, reserved kernel.Money, err error) {
+func (c *RedisCounters) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (spent, reserved kernel.Money, err error) {
 	sp := windowAt(c.scopeKey(ref), ref, p, now)
 	v, err := c.rdb.HGet(ctx, sp.key, sp.field).Result()
 	if errors.Is(err, goredis.Nil) {
@@ -29,7 +29,7 @@ func (c *Counters) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Peri
 }
 
 // InFlight is the number of open reservations charged to ref.
-func (c *Counters) InFlight(ctx context.Context, ref kernel.ScopeRef) (int64, error) {
+func (c *RedisCounters) InFlight(ctx context.Context, ref kernel.ScopeRef) (int64, error) {
 	v, err := c.rdb.HGet(ctx, c.scopeKey(ref), "n").Result()
 	if errors.Is(err, goredis.Nil) {
 		return 0, nil

@@ -1,4 +1,4 @@
-package redis_test
+package accounting_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
-	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
 // deadClient is a client of a port nothing listens on.
@@ -26,12 +26,12 @@ func deadClient(t *testing.T) *goredis.Client {
 }
 
 func TestFailClosed(t *testing.T) {
-	c := tgredis.New(deadClient(t), zeroSeed)
+	c := accounting.NewRedisCounters(deadClient(t), zeroSeed)
 	t.Cleanup(c.Close)
 	d, err := c.Admit(t.Context(), time.Now(), &kernel.AdmitRequest{
 		ID: "x", Scopes: []kernel.Scope{{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}, Limits: &kernel.Limits{}}},
 	})
-	require.ErrorIs(t, err, tgredis.ErrUnavailable)
+	require.ErrorIs(t, err, accounting.ErrUnavailable)
 	require.False(t, d.Admitted)
 }
 
@@ -49,7 +49,7 @@ func TestLocalFallback(t *testing.T) {
 		require.Equal(t, key, ref)
 		return 95, nil // already spent according to the ledger
 	}
-	c := tgredis.New(deadClient(t), seed, tgredis.WithFailurePolicy(tgredis.LocalFallback))
+	c := accounting.NewRedisCounters(deadClient(t), seed, accounting.WithFailurePolicy(accounting.LocalFallback))
 	t.Cleanup(c.Close)
 	lim := &kernel.Limits{RPM: 3, Shortfall: kernel.Reject, Budgets: []kernel.BudgetWindow{
 		{Limit: 100, Period: kernel.Period{Kind: kernel.PeriodDaily}},
@@ -72,5 +72,5 @@ func TestLocalFallback(t *testing.T) {
 
 	ledgerDown = true
 	_, err = c.Admit(ctx, now.Add(24*time.Hour), req("c", 1)) // a new daily window needs seeding
-	require.ErrorIs(t, err, tgredis.ErrUnavailable)
+	require.ErrorIs(t, err, accounting.ErrUnavailable)
 }

@@ -1,4 +1,4 @@
-package gateway
+package accounting
 
 import (
 	"context"
@@ -8,14 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 )
 
 // Counters are the admission counters an Accountant admits against: the
 // kernel's State in this process (LocalCounters), or counters shared by
-// replicas (store/redis).
+// replicas through Redis (RedisCounters).
 type Counters interface {
 	Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error)
 	Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error)
@@ -64,8 +63,6 @@ type seedKey struct {
 	period string // kernel.Period.String, the canonical spelling
 }
 
-var _ extproc.Accountant = (*Accountant)(nil)
-
 // LedgerSeed returns the function shared counters rebuild a budget window
 // with: this replica's queued settlements are flushed first, so the ledger holds
 // everything it charged.
@@ -76,7 +73,7 @@ func LedgerSeed(st interface {
 ) func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
 	return func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
 		if err := st.Flush(ctx); err != nil {
-			return 0, fmt.Errorf("gateway: flush before seeding: %w", err)
+			return 0, fmt.Errorf("accounting: flush before seeding: %w", err)
 		}
 		return st.ScopeSpend(ctx, scope, since, until)
 	}
@@ -134,28 +131,32 @@ func (a *Accountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
 	return errors.Join(errs...)
 }
 
-// Admit implements extproc.Accountant.
+// Admit checks and reserves req on every scope at once (req.ID is the
+// request id).
 func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kernel.Decision, error) {
 	return a.counters.Admit(ctx, a.now(), req)
 }
 
-// Settle implements extproc.Accountant.
-func (a *Accountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Money, error) {
-	s, ok, err := a.counters.Settle(ctx, a.now(), rec.RequestID, rec.Usage, rec.Status)
+// Settle charges the exact cost of a finished request, releases its
+// reservation and records it in the ledger; idempotent by e.RequestID. e is the
+// ledger entry as the data plane observed it: Settle sets its Cost and EndedAt
+// (the settlement time) and returns the cost charged.
+func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
+	s, ok, err := a.counters.Settle(ctx, a.now(), e.RequestID, e.Usage, e.Status)
 	if err != nil {
-		return 0, fmt.Errorf("gateway: settle %s: %w", rec.RequestID, err)
+		return 0, fmt.Errorf("accounting: settle %s: %w", e.RequestID, err)
 	}
 	if !ok {
 		return 0, nil // already settled (or expired): exactly once
 	}
-	e := ledgerEntry(rec, s)
+	e.Cost, e.EndedAt = s.Cost, s.SettledAt
 	if err := a.ledger.Append(ctx, e); err != nil {
 		// The counters already hold the charge; keep the entry for the durable
 		// record on a fresh context so a cancelled request cannot lose it.
 		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if err2 := a.ledger.Append(ctx2, e); err2 != nil {
-			return s.Cost, fmt.Errorf("gateway: ledger append: %w", errors.Join(err, err2))
+			return s.Cost, fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
 		}
 	}
 	return s.Cost, nil
@@ -183,26 +184,6 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
-}
-
-func ledgerEntry(rec *extproc.Record, s kernel.Settlement) store.LedgerEntry {
-	e := store.LedgerEntry{
-		RequestID:  rec.RequestID,
-		CustomerID: rec.CustomerID,
-		Model:      rec.Model,
-		Deployment: rec.Deployment,
-		Usage:      rec.Usage,
-		Cost:       s.Cost,
-		Status:     rec.Status,
-		HTTPStatus: rec.HTTPStatus,
-		Stream:     rec.Stream,
-		StartedAt:  rec.StartedAt,
-		EndedAt:    s.SettledAt,
-	}
-	if p := rec.Principal; p != nil {
-		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID
-	}
-	return e
 }
 
 // expiredEntry records a reservation settled by its lease: the scopes come

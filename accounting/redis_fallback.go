@@ -1,4 +1,4 @@
-package redis
+package accounting
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // admitLocal admits against the in-process kernel.State (LocalFallback), after
 // seeding each budget window it has not seen from the ledger: a window that
 // cannot be seeded refuses admission with ErrUnavailable.
-func (c *Counters) admitLocal(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+func (c *RedisCounters) admitLocal(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
 	c.localMu.Lock()
 	defer c.localMu.Unlock()
 	for i := range req.Scopes {
@@ -41,14 +41,14 @@ func (c *Counters) admitLocal(ctx context.Context, now time.Time, req *kernel.Ad
 	return c.local.Admit(now, req), nil
 }
 
-func (c *Counters) settleLocal(now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool) {
+func (c *RedisCounters) settleLocal(now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool) {
 	if c.opts.policy != LocalFallback {
 		return kernel.Settlement{}, false
 	}
 	return c.local.Settle(now, id, u, st)
 }
 
-func (c *Counters) expireLocal(now time.Time) []kernel.Settlement {
+func (c *RedisCounters) expireLocal(now time.Time) []kernel.Settlement {
 	if c.opts.policy != LocalFallback {
 		return nil
 	}

@@ -1,7 +1,32 @@
-// Package redis holds the admission counters shared by every Tollgate replica
-// in Redis (go-redis v9), with exactly the semantics of kernel.State.
+// Package accounting holds the accountants: how an admission and a settlement
+// reach the kernel's rules, the counters (in this process or in Redis, shared
+// by replicas) and the durable ledger.
 //
-// # What is stored
+// # The money path
+//
+// The processor (extproc) calls Accountant.Admit when a request's body has
+// been read and Accountant.Settle when it ended (gateway adapts
+// extproc.Accountant to these two calls).
+//
+//   - Admit asks the Counters. LocalCounters apply kernel.State.Admit in this
+//     process; RedisCounters run the same rules as one Lua script on Redis,
+//     atomically over every scope and replica (below). Either reserves the
+//     worst-case cost on every budget window of every scope, or nothing.
+//   - Settle asks the Counters to release the reservation and charge the exact
+//     cost (kernel.Cost of the usage at the reservation's price); the
+//     settlement, exactly once per request id, becomes a store.LedgerEntry
+//     appended to the store's ledger (store.Ledger, group-committed by the
+//     backend). The ledger is the truth; counters are rebuilt from it.
+//   - ExpireLoop settles, every few seconds, reservations whose lease ended
+//     (kernel.State.Expire, or the leases sorted set in Redis) and records
+//     them in the ledger too.
+//
+// Budget windows start from the ledger: the local accountant seeds kernel
+// State from store.Spend for every new configuration snapshot (Seed); Redis
+// counters seed each window they meet unseeded through a SeedFunc
+// (LedgerSeed: flush this replica's ledger queue, then store.Spend.ScopeSpend).
+//
+// # Redis counters: what is stored
 //
 // All keys share the hash tag "{prefix}" (WithPrefix, default "tg"), so every
 // script's keys are in one slot (Redis Cluster works, on one shard).
@@ -36,7 +61,7 @@
 // of an older layout reads as gone; fields of an older layout are ignored
 // (their scope starts from zero counters and unseeded windows).
 //
-// # Scripts and batches
+// # Redis counters: scripts and batches
 //
 // Admissions and settlements are operations of one Lua script, batchLua. The
 // pipeliner (WithPipeline: one goroutine by default, or a few, each taking
@@ -112,9 +137,27 @@
 // ErrUnavailable (the gateway answers 503). LocalFallback admits against an
 // in-process kernel.State, its windows seeded from the ledger on first use:
 // limits then hold per replica only, and reservations made locally are settled
-// locally. Settle of a Redis reservation while Redis is down returns
-// ErrUnavailable; the caller still appends the ledger entry, and the lease
-// expires the reservation (at its worst cost) once Redis is back.
+// locally.
 //
-// This package imports kernel and go-redis only.
-package redis
+// A settlement never waits for Redis: Redis is the counter, the ledger is the
+// truth. When the replica that admitted a request settles it (the processor
+// always does) and Redis cannot be reached, or answers that the reservation is
+// gone while its lease still runs (Redis restarted empty or was flushed), the
+// cost comes from the price the replica kept at admission and the entry goes
+// to the ledger as usual. Redis is corrected afterwards: an unreachable Redis
+// gets the close it missed from a queue of corrections (PendingCorrections,
+// bounded at 100,000) that Expire applies, oldest first, once Redis answers —
+// idempotent, because the script closes a reservation at most once; a Redis
+// that lost its data re-seeds the windows from the ledger. Two gaps remain: a
+// reservation settled after its window was re-seeded is counted at the next
+// seeding only, and an outage longer than the lease lets another replica
+// expire the reservation (worst cost, in the ledger too) before the
+// correction arrives. A reservation admitted by another replica is settled
+// only through Redis (ErrUnavailable while it is down).
+//
+// # Imports
+//
+// This package imports kernel, store (its interfaces and the ledger entry
+// type; never a backend) and go-redis, and nothing else of Tollgate. The
+// processor reaches it through extproc.Accountant, adapted in gateway.
+package accounting

@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+// processorAccountant is the accountant as the processor sees it: it turns
+// what the processor observed of a request into the ledger entry the
+// accountant settles.
+type processorAccountant struct{ *accounting.Accountant }
+
+var _ extproc.Accountant = processorAccountant{}
+
+// Settle implements extproc.Accountant.
+func (a processorAccountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Money, error) {
+	return a.Accountant.Settle(ctx, ledgerEntry(rec))
+}
+
+// ledgerEntry is the ledger entry of rec before settlement (no cost yet).
+func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
+	e := store.LedgerEntry{
+		RequestID:  rec.RequestID,
+		CustomerID: rec.CustomerID,
+		Model:      rec.Model,
+		Deployment: rec.Deployment,
+		Usage:      rec.Usage,
+		Status:     rec.Status,
+		HTTPStatus: rec.HTTPStatus,
+		Stream:     rec.Stream,
+		StartedAt:  rec.StartedAt,
+		EndedAt:    rec.EndedAt,
+	}
+	if p := rec.Principal; p != nil {
+		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID
+	}
+	return e
+}
