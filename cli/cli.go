@@ -72,8 +72,8 @@ func Usage(w io.Writer) {
 		_, _ = fmt.Fprintf(&b, "  %-*s  %s\n", width, lines[i], c.help)
 	}
 	b.WriteString(`
-  Flags of every command: --addr HOST:PORT (or TOLLGATE_ADDR, default 127.0.0.1:9090),
-  --admin-key SECRET (or TOLLGATE_ADMIN_KEY), -o table|json. Money is in dollars.
+  Flags of every command, before or after it: --addr HOST:PORT (or TOLLGATE_ADDR, default
+  127.0.0.1:9090), --admin-key SECRET (or TOLLGATE_ADMIN_KEY), -o table|json. Money is in dollars.
   Run "tollgate NOUN VERB -h" for the flags of a command.
 `)
 	_, _ = io.WriteString(w, b.String())
