@@ -255,13 +255,13 @@ func periodFromDoc(f string, b BudgetDoc) (kernel.Period, error) {
 // may be ${ENV_VAR} references, resolved from the process environment.
 // Everything is checked before anything is written. actor names the caller in
 // the audit log.
-func Apply(ctx context.Context, st store.Store, sealer *secret.Sealer, doc []byte, actor string) (ApplyResult, error) {
+func Apply(ctx context.Context, st ConfigStore, sealer *secret.Sealer, doc []byte, actor string) (ApplyResult, error) {
 	a := applier{st: st, sealer: sealer, actor: actor, now: time.Now().UTC(), lookup: os.LookupEnv}
 	return a.apply(ctx, doc)
 }
 
 type applier struct {
-	st     store.Store
+	st     ConfigStore
 	sealer *secret.Sealer
 	actor  string
 	now    time.Time

@@ -212,7 +212,7 @@ func denyOtherTeam(ctx context.Context, team string) error {
 // exists. The secret is fromEnv when not empty (e.g. TOLLGATE_ADMIN_KEY), else
 // a generated one, returned so the caller can print it once. When a credential
 // already exists it does nothing and returns ("", false, nil).
-func Bootstrap(ctx context.Context, st store.Store, fromEnv string) (string, bool, error) {
+func Bootstrap(ctx context.Context, st ConfigStore, fromEnv string) (string, bool, error) {
 	existing, err := st.List(ctx, store.KindAdmin, "", 1)
 	if err != nil {
 		return "", false, fmt.Errorf("admin: bootstrap: %w", err)

@@ -6,7 +6,9 @@
 // logging with slog, recovery, auth, validation).
 //
 // It imports kernel, proto/ (adminv1), the store interfaces and entities (never
-// a store backend) and internal/secret. Every change it makes is a store write,
+// a store backend) and internal/secret. It takes its store as the narrow
+// interfaces it declares (Store for the Server, ConfigStore for Apply and
+// Bootstrap): configuration, audit log and spend, never the ledger's writes. Every change it makes is a store write,
 // which bumps the store revision; the gateway and xDS pick changes up from
 // store.Config.Watch.
 //

@@ -42,7 +42,7 @@ type Server struct {
 	adminv1.UnimplementedAdminCredentialServiceServer
 	adminv1.UnimplementedConfigServiceServer
 
-	st     store.Store
+	st     Store
 	sealer *secret.Sealer
 	log    *slog.Logger
 	now    func() time.Time
@@ -60,7 +60,7 @@ func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = n
 
 // New returns a Server over st. sealer seals provider credentials; when nil,
 // requests carrying a credential fail with FailedPrecondition.
-func New(st store.Store, sealer *secret.Sealer, opts ...Option) *Server {
+func New(st Store, sealer *secret.Sealer, opts ...Option) *Server {
 	s := &Server{st: st, sealer: sealer, log: slog.Default(), now: time.Now, health: health.NewServer()}
 	for _, o := range opts {
 		o(s)

@@ -72,8 +72,8 @@ func Usage(w io.Writer) {
 		_, _ = fmt.Fprintf(&b, "  %-*s  %s\n", width, lines[i], c.help)
 	}
 	b.WriteString(`
-  Flags of every command: --addr HOST:PORT (or TOLLGATE_ADDR, default 127.0.0.1:9090),
-  --admin-key SECRET (or TOLLGATE_ADMIN_KEY), -o table|json. Money is in dollars.
+  Flags of every command, before or after it: --addr HOST:PORT (or TOLLGATE_ADDR, default
+  127.0.0.1:9090), --admin-key SECRET (or TOLLGATE_ADMIN_KEY), -o table|json. Money is in dollars.
   Run "tollgate NOUN VERB -h" for the flags of a command.
 `)
 	_, _ = io.WriteString(w, b.String())
@@ -97,6 +97,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Usage(stdout)
 		return nil
 	}
+	args = hoistGlobalFlags(args)
 	noun := args[0]
 	if noun == "apply" && len(args) > 1 {
 		if f, ok := strings.CutPrefix(args[1], "-f="); ok {
@@ -134,7 +135,8 @@ func runCommand(ctx context.Context, cmd *command, args []string, stdout, stderr
 	fs := flag.NewFlagSet("tollgate "+cmd.name(), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", envOr(EnvAddr, DefaultAddr), "admin API address (env "+EnvAddr+")")
-	key := fs.String("admin-key", os.Getenv(EnvAdminKey), "admin credential (env "+EnvAdminKey+")")
+	// The secret's default is read after parsing, so that -h never prints it.
+	key := fs.String("admin-key", "", "admin credential (default: env "+EnvAdminKey+")")
 	output := fs.String("o", "table", "output format: table or json")
 	run := cmd.setup(fs)
 	fs.Usage = func() {
@@ -150,6 +152,9 @@ func runCommand(ctx context.Context, cmd *command, args []string, stdout, stderr
 	}
 	if want := countArgs(cmd.args); len(pos) != want && !strings.Contains(cmd.args, "...") {
 		return fmt.Errorf("%w: tollgate %s takes %s (got %d arguments)", ErrUsage, cmd.name(), argsOrNone(cmd.args), len(pos))
+	}
+	if *key == "" {
+		*key = os.Getenv(EnvAdminKey)
 	}
 	if *output != "table" && *output != "json" {
 		return fmt.Errorf("%w: -o must be table or json, not %q", ErrUsage, *output)

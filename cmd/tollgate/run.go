@@ -40,17 +40,27 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (runs --envoy as a child), none (an Envoy started elsewhere), or auto (envoy when on PATH, else builtin)")
 	fs.StringVar(&cfg.EnvoyPath, "envoy", cfg.EnvoyPath, "envoy binary for --dataplane envoy")
 	fs.BoolVar(&cfg.ProcessorOverGRPC, "processor-grpc", false, "built-in data plane calls the processor over gRPC instead of in-process")
-	db := fs.String("db", envOr("TOLLGATE_DB", "tollgate.db"), "embedded store file (SQLite), or a postgres:// URL")
+	// Defaults that may hold a password are read from the environment after
+	// parsing, so that -h does not print them.
+	db := fs.String("db", "", "embedded store file (SQLite), or a postgres:// URL (default: env TOLLGATE_DB, else tollgate.db)")
 	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
-	redisURL := fs.String("redis", os.Getenv("TOLLGATE_REDIS"), "redis://… URL: admission counters shared by every replica (with a PostgreSQL store)")
+	redisURL := fs.String("redis", "", "redis://… URL: admission counters shared by every replica (with a PostgreSQL store; default: env TOLLGATE_REDIS)")
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
+	}
+	*db = orEnv(*db, "TOLLGATE_DB", "tollgate.db")
+	*redisURL = orEnv(*redisURL, "TOLLGATE_REDIS", "")
+	if *demo != "" && isURL(*db) {
+		return errors.New("--demo-upstream keeps the demo key in a file beside the --db file: use it with the embedded store (a --db file), not a database URL")
 	}
 	switch *dp {
 	case "auto":
@@ -158,12 +168,23 @@ func masterKey(db, file string) ([]byte, error) {
 		return k, nil
 	}
 	if file == "" {
-		if strings.Contains(db, "://") {
+		if isURL(db) {
 			return nil, errors.New("with a PostgreSQL store, set TOLLGATE_MASTER_KEY or --master-key-file so every replica shares the master key")
 		}
 		file = db + ".key"
 	}
 	return secret.LoadOrCreateMasterKey(file)
+}
+
+// isURL reports whether --db names a database server rather than a file.
+func isURL(db string) bool { return strings.Contains(db, "://") }
+
+// orEnv is v, else the environment variable name, else def.
+func orEnv(v, name, def string) string {
+	if v != "" {
+		return v
+	}
+	return envOr(name, def)
 }
 
 func envOr(name, def string) string {

@@ -1,0 +1,349 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tollgate-ai/tollgate/admin"
+	"github.com/tollgate-ai/tollgate/edge"
+	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/xds"
+)
+
+// dataPlaneReadyTimeout bounds the wait for the built-in data plane's first
+// configuration (over in-process xDS it takes milliseconds).
+const dataPlaneReadyTimeout = 30 * time.Second
+
+// shutdownTimeout bounds draining in-flight requests and flushing settlements.
+const shutdownTimeout = 30 * time.Second
+
+// startStep is one step of start-up; its name prefixes its error.
+type startStep struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// start runs the start steps in order and stops at the first error; shutdown
+// then stops what the earlier steps started.
+func (g *Gateway) start(ctx context.Context) error {
+	steps := []startStep{
+		{"apply configuration", g.applyFiles},
+		{"data plane listener", g.bindDataPlane},
+		{"ext_proc processor", g.startProcessor},
+		{"xDS server", g.startXDS},
+		{"admin API", g.startAdmin},
+		{"store watch", g.startWatchers},
+		{"data plane", g.startDataPlane},
+		{"admin credential", g.bootstrapAdmin},
+		{"start hook", g.runStartHooks},
+	}
+	for _, s := range steps {
+		if err := s.run(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		g.log.Debug("start step done", "step", s.name)
+	}
+	return nil
+}
+
+// wait blocks until ctx ends (nil) or a service stops with an error.
+func (g *Gateway) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-g.errc:
+		return err
+	}
+}
+
+// shutdown stops whatever start started, in order: stop taking requests and
+// drain them, stop the servers, end the goroutines (cancel), then flush every
+// settlement to the store.
+func (g *Gateway) shutdown(ctx context.Context, cancel context.CancelFunc) error {
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer scancel()
+	var errs []error
+	if g.edge != nil {
+		errs = append(errs, g.edge.Shutdown(sctx))
+	}
+	if g.dataLis != nil {
+		_ = g.dataLis.Close()
+	}
+	if g.child != nil {
+		errs = append(errs, g.child.Stop(sctx))
+	}
+	for _, srv := range []*grpc.Server{g.procSrv, g.adminSrv} {
+		if srv != nil {
+			srv.GracefulStop()
+		}
+	}
+	if g.xdsSrv != nil {
+		g.xdsSrv.Stop()
+	}
+	if g.xds != nil {
+		g.xds.Stop()
+	}
+	cancel()
+	g.wg.Wait()
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+	errs = append(errs, g.Store.Flush(sctx))
+	return errors.Join(errs...)
+}
+
+// serve runs f in a goroutine of the gateway; its error (other than a stop)
+// ends Run.
+func (g *Gateway) serve(name string, f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, context.Canceled) {
+			g.errc <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// applyFiles applies the declarative configuration files of Config.ApplyFiles.
+func (g *Gateway) applyFiles(ctx context.Context) error {
+	for _, f := range g.Config.ApplyFiles {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		res, err := admin.Apply(ctx, g.Store, g.Sealer, doc, "apply:"+f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		g.log.Info("applied configuration", "file", f, "result", fmt.Sprintf("%+v", res))
+	}
+	return nil
+}
+
+// bindDataPlane binds the built-in data plane's listener now, so that a port
+// in use ends start-up instead of being retried on every xDS update. For Envoy
+// the address is checked free (Envoy binds it itself from xDS); a port 0
+// (tests) is resolved to a free port, since the address is programmed over xDS.
+func (g *Gateway) bindDataPlane(ctx context.Context) error {
+	switch g.Config.DataPlane {
+	case DataPlaneBuiltin:
+		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", g.Config.Listen)
+		if err != nil {
+			return err
+		}
+		g.dataLis = l
+		g.Config.Listen = l.Addr().String()
+	case DataPlaneEnvoy:
+		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", g.Config.Listen)
+		if err != nil {
+			return err
+		}
+		g.Config.Listen = l.Addr().String()
+		return l.Close()
+	default:
+		addr, err := resolvePort(ctx, g.Config.Listen)
+		if err != nil {
+			return err
+		}
+		g.Config.Listen = addr
+	}
+	return nil
+}
+
+// startProcessor serves the ext_proc processor over gRPC (for Envoy, and for
+// the built-in data plane with ProcessorOverGRPC).
+func (g *Gateway) startProcessor(context.Context) error {
+	g.proc = extproc.New(g.Catalog, processorAccountant{g.Accountant}, //nolint:contextcheck // streams carry their own contexts
+		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)))
+	l, err := listen(g.Config.ExtProcAddr)
+	if err != nil {
+		return err
+	}
+	g.ExtProcAddr = addrString(l)
+	g.procSrv = extproc.NewGRPCServer(g.proc)
+	g.serve("ext_proc", func() error { return g.procSrv.Serve(l) })
+	return nil
+}
+
+// startXDS serves ADS and publishes the first configuration snapshot, before
+// anything is admitted.
+func (g *Gateway) startXDS(ctx context.Context) error {
+	g.xds = xds.NewServer(g.log) //nolint:contextcheck // its streams live until Stop
+	l, err := net.Listen("tcp", g.Config.XDSAddr)
+	if err != nil {
+		return err
+	}
+	g.XDSAddr = l.Addr().String()
+	g.xdsSrv = grpc.NewServer()
+	g.xds.Register(g.xdsSrv)
+	g.serve("xds", func() error { return g.xdsSrv.Serve(l) })
+	return g.refresh(ctx)
+}
+
+// startAdmin serves the gRPC admin API.
+func (g *Gateway) startAdmin(context.Context) error {
+	adm := admin.New(g.Store, g.Sealer, admin.WithLogger(g.log), admin.WithClock(g.now))
+	l, err := net.Listen("tcp", g.Config.AdminAddr)
+	if err != nil {
+		return err
+	}
+	g.AdminAddr = l.Addr().String()
+	g.adminSrv = grpc.NewServer(admin.ServerOptions(adm)...)
+	adm.Register(g.adminSrv)
+	g.serve("admin", func() error { return g.adminSrv.Serve(l) })
+	return nil
+}
+
+// startWatchers follows configuration changes (snapshot, counters, xDS) and
+// expires abandoned reservations.
+func (g *Gateway) startWatchers(ctx context.Context) error {
+	g.wg.Add(2)
+	go func() { defer g.wg.Done(); g.watch(ctx) }()
+	go func() { defer g.wg.Done(); g.Accountant.ExpireLoop(ctx, 5*time.Second) }()
+	return nil
+}
+
+// startDataPlane starts the configured data plane: the built-in one (until it
+// serves its first configuration) or a child Envoy.
+func (g *Gateway) startDataPlane(ctx context.Context) error {
+	switch g.Config.DataPlane {
+	case DataPlaneBuiltin:
+		return g.startEdge(ctx)
+	case DataPlaneEnvoy:
+		return g.startChildEnvoy(ctx)
+	default:
+		return nil
+	}
+}
+
+func (g *Gateway) startEdge(ctx context.Context) error {
+	var pc extprocfilter.Transport
+	if g.Config.ProcessorOverGRPC {
+		conn, err := grpc.NewClient(grpcTarget(g.ExtProcAddr), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		g.conns = append(g.conns, conn)
+		pc = extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(conn))
+	} else {
+		// In-process: each message is a call in the request's goroutine.
+		pc = extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream { return g.proc.Session(ctx) })
+	}
+	xconn, err := grpc.NewClient(g.XDSAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	g.conns = append(g.conns, xconn)
+	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis))
+	g.dataLis = nil // the edge owns it now
+	g.serve("data plane", func() error { return g.edge.RunADS(ctx, xconn, g.Config.NodeID) })
+	t := time.NewTimer(dataPlaneReadyTimeout)
+	defer t.Stop()
+	select {
+	case <-g.edge.Ready():
+		g.ListenAddr = g.edge.Addr().String()
+		return nil
+	case err := <-g.errc:
+		return err
+	case <-t.C:
+		return fmt.Errorf("no configuration from xDS after %v (see the log)", dataPlaneReadyTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *Gateway) startChildEnvoy(ctx context.Context) error {
+	child, err := startEnvoy(g.Config, g.XDSAddr, g.envoyOutput)
+	if err != nil {
+		return err
+	}
+	g.child = child
+	g.ListenAddr = g.Config.Listen
+	g.serve("envoy", func() error {
+		select {
+		case <-child.Exited():
+			if ctx.Err() == nil {
+				err := child.Err()
+				if err == nil {
+					err = errors.New("status 0")
+				}
+				return fmt.Errorf("exited unexpectedly: %w", err)
+			}
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	return nil
+}
+
+// bootstrapAdmin creates the first admin credential when there is none, and
+// prints its secret once: only now that the gateway serves, so that a failed
+// start neither shows a secret nor loses one.
+func (g *Gateway) bootstrapAdmin(ctx context.Context) error {
+	secretOnce, created, err := admin.Bootstrap(ctx, g.Store, g.Config.AdminKey)
+	if err != nil {
+		return err
+	}
+	if created && g.Config.AdminKey == "" {
+		g.AdminSecret = secretOnce
+		_, err = fmt.Fprintf(g.stdout, "Bootstrap admin key (shown once, keep it): %s\n", secretOnce)
+	}
+	return err
+}
+
+func (g *Gateway) runStartHooks(ctx context.Context) error {
+	for _, h := range g.onStart {
+		if err := h(ctx, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolvePort turns a port 0 into a free port.
+func resolvePort(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port != "0" {
+		return addr, err
+	}
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// listen binds host:port or unix:/path (a stale socket file is removed first).
+func listen(addr string) (net.Listener, error) {
+	network, address := "tcp", addr
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		_ = os.Remove(path)
+		network, address = "unix", path
+	}
+	return net.Listen(network, address)
+}
+
+func addrString(l net.Listener) string {
+	if l.Addr().Network() == "unix" {
+		return "unix:" + l.Addr().String()
+	}
+	return l.Addr().String()
+}
+
+func grpcTarget(addr string) string {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return "unix://" + path
+	}
+	return addr
+}
