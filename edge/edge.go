@@ -50,14 +50,14 @@ type Option func(*Edge)
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(e *Edge) { e.logger = l } }
 
+// WithListenOverride binds the gateway listener to addr instead of the
+// listener's socket address (e.g. "127.0.0.1:0").
+func WithListenOverride(addr string) Option { return func(e *Edge) { e.listenOverride = addr } }
+
 // WithListener serves on l, bound by the caller, instead of binding the
 // listener's socket address: a bind error is then the caller's to report at
 // start. The edge closes l on Shutdown.
 func WithListener(l net.Listener) Option { return func(e *Edge) { e.lis = l } }
-
-// WithListenOverride binds the gateway listener to addr instead of the
-// listener's socket address (e.g. "127.0.0.1:0").
-func WithListenOverride(addr string) Option { return func(e *Edge) { e.listenOverride = addr } }
 
 // WithEnvoyConfig sets the ext_proc client settings the xDS configuration
 // does not carry: the version toggles of spec §8 and MaxOutstandingChunks.
