@@ -41,6 +41,9 @@ type Options struct {
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters accounting.Counters
+	// Spill, when set, receives every settlement before the ledger queue does
+	// (accounting.Spill): a crash while the ledger cannot commit loses none.
+	Spill *accounting.Spill
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -88,10 +91,14 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 		Config: cfg, Store: st, Sealer: sealer, log: log, now: now,
 		Catalog: NewCatalog(now),
 	}
+	var acctOpts []accounting.Option
+	if opts.Spill != nil {
+		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
+	}
 	if opts.Counters != nil {
-		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log)
+		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {
-		g.Accountant = accounting.NewLocalAccountant(st, st, now, log)
+		g.Accountant = accounting.NewLocalAccountant(st, st, now, log, acctOpts...)
 	}
 
 	for _, f := range cfg.ApplyFiles {
