@@ -327,6 +327,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if err != nil {
 		return s.reject(bodyError(err))
 	}
+	choices, err := in.choices()
+	if err != nil {
+		return s.reject(bodyError(err))
+	}
 	if in.Model == "" {
 		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
 	}
@@ -367,6 +371,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
+	} else {
+		reserveChoices(areq, choices) // n × the output bound (choices.go)
 	}
 	d, err := s.p.acct.Admit(ctx, areq)
 	if err != nil {
@@ -381,7 +387,11 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		// The reservation covers d.MaxTokens output tokens: send that bound when
 		// the kernel lowered it, and when the client gave none while a strict
 		// budget applies (else the provider's own default could exceed it).
-		in.ClampMaxTokens = d.MaxTokens
+		// Each of the request's choices gets an equal share.
+		if in.ClampMaxTokens = perChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
+			s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
+			return s.reject(decisionError(budgetRefusal(scopes), in.Model))
+		}
 	}
 	out, err := tr.Request(in, target)
 	if err != nil {

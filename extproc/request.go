@@ -16,6 +16,7 @@ type requestFields struct {
 	user                span
 	streamOptions       span
 	metadata            span // Anthropic's metadata (user_id)
+	n, bestOf           span // OpenAI's choices per request (chat, completions)
 }
 
 type fieldError struct {
@@ -35,7 +36,7 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 	f := &x.f
 	*f = requestFields{
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
-		user: absent, streamOptions: absent, metadata: absent,
+		user: absent, streamOptions: absent, metadata: absent, n: absent, bestOf: absent,
 	}
 	f.open = skipSpace(body, 0)
 	members := 0
@@ -64,6 +65,10 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 			set(&f.streamOptions, "stream_options", v)
 		case keyIs(key, "metadata"):
 			set(&f.metadata, "metadata", v)
+		case keyIs(key, "n"):
+			set(&f.n, "n", v)
+		case keyIs(key, "best_of"):
+			set(&f.bestOf, "best_of", v)
 		}
 		return nil
 	})
