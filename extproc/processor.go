@@ -187,6 +187,7 @@ type stream struct {
 	tr          Translator
 	in          *Inbound
 	promptBytes int64
+	promptText  int64 // bytes of the prompt's text (estimate.go)
 	decision    kernel.Decision
 	customer    string
 	started     time.Time
@@ -337,6 +338,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	s.in = in
 	in.AnthropicVersion = s.anthropicVersion
 	s.promptBytes = int64(len(body))
+	s.promptText = promptTextBytes(in)
 	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
 	if err != nil || target == nil {
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
@@ -616,14 +618,15 @@ func (s *stream) finish(ctx context.Context) {
 }
 
 // settle charges the request once. Without reported usage, input is estimated
-// from the prompt bytes (4 bytes a token) so an admitted request is never free.
+// from the prompt's text (4 bytes a token; the whole body when it has no text
+// the estimate can find) so an admitted request is never free.
 func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u kernel.Usage, reported bool) (kernel.Money, bool) {
 	if !s.admitted || s.settled {
 		return 0, false
 	}
 	s.settled = true
 	if !reported && u.Input+u.CachedInput+u.CacheWrite == 0 {
-		u.Input = estimateTokens(s.promptBytes)
+		u.Input = s.inputEstimate()
 	}
 	rec := &s.rec
 	*rec = Record{
