@@ -141,6 +141,9 @@ func (a *Accountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
 // Admit checks and reserves req on every scope at once (req.ID is the
 // request id).
 func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	if req.Lease == 0 {
+		req.Lease = a.lease
+	}
 	return a.counters.Admit(ctx, a.now(), req)
 }
 
@@ -203,16 +206,25 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			expired, err := a.counters.Expire(ctx, a.now())
-			if err != nil {
-				a.log.Warn("expiring reservations failed; retrying at the next tick", "err", err)
-			}
-			for _, s := range expired {
-				e := expiredEntry(s)
-				if err := a.record(ctx, &e); err != nil {
-					a.log.Error("ledger append of an expired reservation failed", "request_id", s.ID, "err", err)
-				}
-			}
+			a.ExpireNow(ctx)
+		}
+	}
+}
+
+// ExpireNow settles the reservations whose lease ended by now: the counters
+// charge each its worst-case cost (the reservation is the only bound known on
+// what the provider did) and the ledger gets an expired entry — unless it
+// already holds the request (the ledger keeps the first entry of a request
+// id), e.g. a settlement replayed from a crashed replica's spill.
+func (a *Accountant) ExpireNow(ctx context.Context) {
+	expired, err := a.counters.Expire(ctx, a.now())
+	if err != nil {
+		a.log.Warn("expiring reservations failed; retrying at the next tick", "err", err)
+	}
+	for _, s := range expired {
+		e := expiredEntry(s)
+		if err := a.record(ctx, &e); err != nil {
+			a.log.Error("ledger append of an expired reservation failed", "request_id", s.ID, "err", err)
 		}
 	}
 }

@@ -13,6 +13,13 @@ type Option func(*Accountant)
 // ledger (see Spill).
 func WithSpill(s *Spill) Option { return func(a *Accountant) { a.spill = s } }
 
+// WithLease sets how long a reservation lives unsettled before ExpireLoop
+// settles it (kernel.AdmitRequest.Lease; default kernel.DefaultLease). A
+// request still running past its lease is settled by expiry (its worst cost)
+// and its own settlement then finds nothing to settle: keep the lease above
+// the longest request (the route timeout) a deployment allows.
+func WithLease(d time.Duration) Option { return func(a *Accountant) { a.lease = d } }
+
 // WithLedgerWarnEvery sets how often, at most, the accountant logs that the
 // ledger cannot flush (default 10s).
 func WithLedgerWarnEvery(d time.Duration) Option {
@@ -22,6 +29,7 @@ func WithLedgerWarnEvery(d time.Duration) Option {
 // ledgerState is what the accountant knows of the ledger's progress.
 type ledgerState struct {
 	spill     *Spill
+	lease     time.Duration // 0: kernel.DefaultLease
 	warnEvery time.Duration
 	appended  atomic.Int64 // entries appended to the ledger by this accountant
 	durable   atomic.Int64 // of those, how many a successful flush covered

@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 		Config: cfg, Store: st, Sealer: sealer, log: log, now: now,
 		Catalog: NewCatalog(now),
 	}
-	var acctOpts []accounting.Option
+	acctOpts := []accounting.Option{accounting.WithLease(cfg.ReservationLease)}
 	if opts.Spill != nil {
 		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
 	}

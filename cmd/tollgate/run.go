@@ -43,6 +43,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	db := fs.String("db", envOr("TOLLGATE_DB", "tollgate.db"), "embedded store file (SQLite), or a postgres:// URL")
 	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
+	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", cfg.ReservationLease, "how long an admitted request's reservation lives unsettled (a crashed replica) before it is settled by expiry at its worst-case cost; keep it above the longest request")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
 	redisURL := fs.String("redis", os.Getenv("TOLLGATE_REDIS"), "redis://… URL: admission counters shared by every replica (with a PostgreSQL store)")
