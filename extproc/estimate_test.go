@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
@@ -55,4 +56,14 @@ func TestNeverReachedProviderIsFree(t *testing.T) {
 			require.Zero(t, kernel.Cost(testPrice, recs[0].Usage), "never reached the provider: $0")
 		})
 	}
+}
+
+// TestUnavailableSaysWhenToRetry: when the counters cannot be reached (Redis
+// down, fail closed), the 503 carries retry-after so clients back off briefly.
+func TestUnavailableSaysWhenToRetry(t *testing.T) {
+	e := newTestEnv(t)
+	e.acct.admitErr = errors.New("redis: counters unavailable")
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+	requireOpenAIError(t, resp, wantError{503, "server_error", "service_unavailable", "", "retry shortly"})
+	require.Equal(t, "1", resp.Headers.Value("retry-after"))
 }

@@ -696,6 +696,7 @@ func errUnavailable() *apiError {
 	return &apiError{
 		Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
 		Message: "The gateway cannot check limits and budgets right now; retry shortly.",
+		Headers: retryAfterHeaders(time.Second), // counters or configuration briefly out of reach
 	}
 }
 
