@@ -56,6 +56,8 @@ type Accountant struct {
 
 	mu     sync.Mutex
 	seeded map[seedKey]time.Time // window start seeded from the ledger
+
+	ledgerState
 }
 
 type seedKey struct {
@@ -80,15 +82,20 @@ func LedgerSeed(st interface {
 }
 
 // NewAccountant returns an accountant over shared counters.
-func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *slog.Logger) *Accountant {
-	return &Accountant{counters: c, ledger: ledger, now: now, log: log, seeded: map[seedKey]time.Time{}}
+func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *slog.Logger, opts ...Option) *Accountant {
+	a := &Accountant{counters: c, ledger: ledger, now: now, log: log, seeded: map[seedKey]time.Time{}}
+	a.ledgerState.warnEvery = 10 * time.Second
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // NewLocalAccountant returns an accountant over counters in this process,
 // seeded from spend.
-func NewLocalAccountant(ledger store.Ledger, spend store.Spend, now func() time.Time, log *slog.Logger) *Accountant {
+func NewLocalAccountant(ledger store.Ledger, spend store.Spend, now func() time.Time, log *slog.Logger, opts ...Option) *Accountant {
 	st := kernel.NewState()
-	a := NewAccountant(LocalCounters{State: st}, ledger, now, log)
+	a := NewAccountant(LocalCounters{State: st}, ledger, now, log, opts...)
 	a.local, a.spend = st, spend
 	return a
 }
@@ -134,6 +141,9 @@ func (a *Accountant) Seed(ctx context.Context, scopes []kernel.Scope) error {
 // Admit checks and reserves req on every scope at once (req.ID is the
 // request id).
 func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	if req.Lease == 0 {
+		req.Lease = a.lease
+	}
 	return a.counters.Admit(ctx, a.now(), req)
 }
 
@@ -150,21 +160,45 @@ func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Mo
 		return 0, nil // already settled (or expired): exactly once
 	}
 	e.Cost, e.EndedAt = s.Cost, s.SettledAt
-	if err := a.ledger.Append(ctx, e); err != nil {
-		// The counters already hold the charge; keep the entry for the durable
-		// record on a fresh context so a cancelled request cannot lose it.
-		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err2 := a.ledger.Append(ctx2, e); err2 != nil {
-			return s.Cost, fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
+	return s.Cost, a.record(ctx, &e)
+}
+
+// record appends e to the ledger, written ahead to the spill when there is
+// one. The ledger holds the charge whatever happens to the request's context.
+func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
+	appendOne := func() error {
+		if err := a.ledger.Append(ctx, *e); err != nil {
+			// Keep the entry for the durable record on a fresh context so a
+			// cancelled request cannot lose it.
+			ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err2 := a.ledger.Append(ctx2, *e); err2 != nil {
+				return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
+			}
 		}
+		a.appended.Add(1)
+		return nil
 	}
-	return s.Cost, nil
+	if a.spill == nil {
+		return appendOne()
+	}
+	err := a.spill.writeThen(e, appendOne)
+	if err == nil || errors.Is(err, errAppend) {
+		return err
+	}
+	if a.spillErr.CompareAndSwap(false, true) {
+		a.log.Error("ledger spill write failed; settlements are in memory only until the ledger commits them",
+			"request_id", e.RequestID, "err", err)
+	}
+	return appendOne()
 }
 
 // ExpireLoop settles reservations whose lease ran out, every interval, until
-// ctx ends.
+// ctx ends. Beside it, every second, it checkpoints the ledger (watchLedger).
 func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
+	done := make(chan struct{})
+	go func() { defer close(done); a.watchLedger(ctx, time.Second) }()
+	defer func() { <-done }()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -172,16 +206,25 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			expired, err := a.counters.Expire(ctx, a.now())
-			if err != nil {
-				a.log.Warn("expiring reservations failed; retrying at the next tick", "err", err)
-			}
-			for _, s := range expired {
-				e := expiredEntry(s)
-				if err := a.ledger.Append(ctx, e); err != nil {
-					a.log.Error("ledger append of an expired reservation failed", "request_id", s.ID, "err", err)
-				}
-			}
+			a.ExpireNow(ctx)
+		}
+	}
+}
+
+// ExpireNow settles the reservations whose lease ended by now: the counters
+// charge each its worst-case cost (the reservation is the only bound known on
+// what the provider did) and the ledger gets an expired entry — unless it
+// already holds the request (the ledger keeps the first entry of a request
+// id), e.g. a settlement replayed from a crashed replica's spill.
+func (a *Accountant) ExpireNow(ctx context.Context) {
+	expired, err := a.counters.Expire(ctx, a.now())
+	if err != nil {
+		a.log.Warn("expiring reservations failed; retrying at the next tick", "err", err)
+	}
+	for _, s := range expired {
+		e := expiredEntry(s)
+		if err := a.record(ctx, &e); err != nil {
+			a.log.Error("ledger append of an expired reservation failed", "request_id", s.ID, "err", err)
 		}
 	}
 }

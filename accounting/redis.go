@@ -198,8 +198,6 @@ func startNanos(start time.Time) int64 {
 	return start.UnixNano()
 }
 
-const outputDefault = 4096
-
 // Admit decides on req at now with the rules of kernel.State.Admit, atomically
 // over all scopes of the request and all replicas.
 func (c *RedisCounters) Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
@@ -226,7 +224,7 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 		outBound = req.DefaultMaxTokens
 	}
 	if outBound <= 0 {
-		outBound = outputDefault
+		outBound = kernel.DefaultOutputBound
 	}
 	// Split the input cost and the output price so that Lua's doubles stay exact:
 	// input cost = qi·1e6 + ri (in nano-USD·1e-6), output price = qo·1e6 + ro.

@@ -187,6 +187,7 @@ type stream struct {
 	tr          Translator
 	in          *Inbound
 	promptBytes int64
+	promptText  int64 // bytes of the prompt's text (estimate.go)
 	decision    kernel.Decision
 	customer    string
 	started     time.Time
@@ -327,12 +328,17 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if err != nil {
 		return s.reject(bodyError(err))
 	}
+	choices, err := in.choices()
+	if err != nil {
+		return s.reject(bodyError(err))
+	}
 	if in.Model == "" {
 		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
 	}
 	s.in = in
 	in.AnthropicVersion = s.anthropicVersion
 	s.promptBytes = int64(len(body))
+	s.promptText = promptTextBytes(in)
 	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
 	if err != nil || target == nil {
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
@@ -367,6 +373,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
+	} else {
+		reserveChoices(areq, choices) // n × the output bound (choices.go)
 	}
 	d, err := s.p.acct.Admit(ctx, areq)
 	if err != nil {
@@ -381,7 +389,11 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		// The reservation covers d.MaxTokens output tokens: send that bound when
 		// the kernel lowered it, and when the client gave none while a strict
 		// budget applies (else the provider's own default could exceed it).
-		in.ClampMaxTokens = d.MaxTokens
+		// Each of the request's choices gets an equal share.
+		if in.ClampMaxTokens = perChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
+			s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
+			return s.reject(decisionError(budgetRefusal(scopes), in.Model))
+		}
 	}
 	out, err := tr.Request(in, target)
 	if err != nil {
@@ -606,14 +618,15 @@ func (s *stream) finish(ctx context.Context) {
 }
 
 // settle charges the request once. Without reported usage, input is estimated
-// from the prompt bytes (4 bytes a token) so an admitted request is never free.
+// from the prompt's text (4 bytes a token; the whole body when it has no text
+// the estimate can find) so an admitted request is never free.
 func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u kernel.Usage, reported bool) (kernel.Money, bool) {
 	if !s.admitted || s.settled {
 		return 0, false
 	}
 	s.settled = true
 	if !reported && u.Input+u.CachedInput+u.CacheWrite == 0 {
-		u.Input = estimateTokens(s.promptBytes)
+		u.Input = s.inputEstimate()
 	}
 	rec := &s.rec
 	*rec = Record{
@@ -683,6 +696,7 @@ func errUnavailable() *apiError {
 	return &apiError{
 		Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
 		Message: "The gateway cannot check limits and budgets right now; retry shortly.",
+		Headers: retryAfterHeaders(time.Second), // counters or configuration briefly out of reach
 	}
 }
 

@@ -327,7 +327,7 @@ func TestResponseWithoutUsage(t *testing.T) {
 	recs := e.acct.Records()
 	require.Len(t, recs, 1)
 	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
-	require.Equal(t, kernel.Usage{Input: estimateTokens(int64(len(testPromptBody))), Output: 4}, recs[0].Usage)
+	require.Equal(t, kernel.Usage{Input: estimateTokens(int64(len("Say hello"))), Output: 4}, recs[0].Usage)
 	require.NotEqual(t, formatUSD(0), resp.Headers.Value(hdrCost))
 }
 

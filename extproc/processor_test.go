@@ -169,7 +169,7 @@ func TestStreamAbortedByUpstreamReset(t *testing.T) {
 	require.True(t, resp.Reset)
 	recs := e.acct.waitRecords(t, 1)
 	require.Equal(t, kernel.StatusAborted, recs[0].Status)
-	require.Equal(t, estimateTokens(int64(len(req))), recs[0].Usage.Input, "input charged at minimum")
+	require.Equal(t, estimateTokens(int64(len("tell me a story"))), recs[0].Usage.Input, "input charged at minimum, from the prompt's text")
 	require.Equal(t, estimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output, "output estimated from the text")
 	require.Positive(t, kernel.Cost(testPrice, recs[0].Usage), "never $0")
 }
@@ -214,7 +214,7 @@ func TestAbortBeforeResponse(t *testing.T) {
 	s.Close()
 	recs := e.acct.waitRecords(t, 1)
 	require.Equal(t, kernel.StatusAborted, recs[0].Status)
-	require.Equal(t, estimateTokens(int64(len(testPromptBody))), recs[0].Usage.Input)
+	require.Equal(t, estimateTokens(int64(len("Say hello"))), recs[0].Usage.Input, "from the prompt's text, not the body")
 	require.Zero(t, recs[0].Usage.Output)
 }
 

@@ -16,6 +16,9 @@ type requestFields struct {
 	user                span
 	streamOptions       span
 	metadata            span // Anthropic's metadata (user_id)
+	n, bestOf           span // OpenAI's choices per request (chat, completions)
+	// The prompt outside message contents, for the input estimate (estimate.go).
+	system, prompt, input, instructions, tools span
 }
 
 type fieldError struct {
@@ -35,7 +38,8 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 	f := &x.f
 	*f = requestFields{
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
-		user: absent, streamOptions: absent, metadata: absent,
+		user: absent, streamOptions: absent, metadata: absent, n: absent, bestOf: absent,
+		system: absent, prompt: absent, input: absent, instructions: absent, tools: absent,
 	}
 	f.open = skipSpace(body, 0)
 	members := 0
@@ -64,6 +68,20 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 			set(&f.streamOptions, "stream_options", v)
 		case keyIs(key, "metadata"):
 			set(&f.metadata, "metadata", v)
+		case keyIs(key, "n"):
+			set(&f.n, "n", v)
+		case keyIs(key, "best_of"):
+			set(&f.bestOf, "best_of", v)
+		case keyIs(key, "system"):
+			f.system = v
+		case keyIs(key, "prompt"):
+			f.prompt = v
+		case keyIs(key, "input"):
+			f.input = v
+		case keyIs(key, "instructions"):
+			f.instructions = v
+		case keyIs(key, "tools"):
+			f.tools = v
 		}
 		return nil
 	})

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // DataPlane selects what serves the gateway's HTTP traffic.
@@ -54,6 +56,9 @@ type Config struct {
 	EnvoyPath string
 	// EnvoyAdmin is the admin address of a child Envoy (loopback).
 	EnvoyAdmin string
+	// ReservationLease is how long an admitted request's reservation lives
+	// unsettled (a crashed processor) before it is settled by expiry.
+	ReservationLease time.Duration
 }
 
 // DefaultConfig returns the settings `tollgate run` starts with.
@@ -68,6 +73,8 @@ func DefaultConfig() Config {
 		NodeID:       "tollgate-builtin",
 		EnvoyPath:    "envoy",
 		EnvoyAdmin:   envoy.DefaultAdmin,
+
+		ReservationLease: kernel.DefaultLease,
 	}
 }
 
@@ -96,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("max body bytes must be positive"))
+	}
+	if c.ReservationLease < 0 {
+		errs = append(errs, errors.New("reservation lease must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -37,6 +37,9 @@ type Options struct {
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters accounting.Counters
+	// Spill, when set, receives every settlement before the ledger queue does
+	// (accounting.Spill): a crash while the ledger cannot commit loses none.
+	Spill *accounting.Spill
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -122,10 +125,14 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 		log: log, stdout: stdout, envoyOutput: opts.EnvoyOutput, onStart: opts.OnStart, now: now,
 		errc: make(chan error, 8),
 	}
+	acctOpts := []accounting.Option{accounting.WithLease(cfg.ReservationLease)}
+	if opts.Spill != nil {
+		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
+	}
 	if opts.Counters != nil {
-		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log)
+		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {
-		g.Accountant = accounting.NewLocalAccountant(st, st, now, log)
+		g.Accountant = accounting.NewLocalAccountant(st, st, now, log, acctOpts...)
 	}
 	return g, nil
 }

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// defaultOutputBound bounds the output of a request that gives neither
+// DefaultOutputBound bounds the output of a request that gives neither
 // MaxTokens nor DefaultMaxTokens.
-const defaultOutputBound = 4096
+const DefaultOutputBound = 4096
 
 // parallelRetry is the RetryAfter of ReasonParallelLimit.
 const parallelRetry = time.Second
@@ -175,7 +175,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		outBound = req.DefaultMaxTokens
 	}
 	if outBound <= 0 {
-		outBound = defaultOutputBound
+		outBound = DefaultOutputBound
 	}
 	inPrice, outPrice := req.Price.bounds()
 

@@ -45,10 +45,12 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	db := fs.String("db", "", "embedded store file (SQLite), or a postgres:// URL (default: env TOLLGATE_DB, else tollgate.db)")
 	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
+	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", cfg.ReservationLease, "how long an admitted request's reservation lives unsettled (a crashed replica) before it is settled by expiry at its worst-case cost; keep it above the longest request")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
 	redisURL := fs.String("redis", "", "redis://… URL: admission counters shared by every replica (with a PostgreSQL store; default: env TOLLGATE_REDIS)")
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
+	spillDir := fs.String("ledger-spill-dir", "auto", "directory of the ledger's write-ahead spill (settlements survive a crash while the store cannot commit); auto: a directory per database under the user cache directory with a PostgreSQL store, off with SQLite; off: none")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
 	if err := fs.Parse(args); err != nil {
@@ -107,6 +109,14 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}()
 
 	opts := gateway.Options{Log: log, Stdout: stdout, EnvoyOutput: stderr}
+	sp, err := openSpill(ctx, *spillDir, *db, st, log)
+	if err != nil {
+		return err
+	}
+	if sp != nil {
+		defer closeSpill(ctx, sp, st, log)
+		opts.Spill = sp
+	}
 	log.Info("data plane", "kind", cfg.DataPlane)
 	if *redisURL != "" {
 		counters, closeRedis, err := openRedis(*redisURL, *redisPolicy, st, log)

@@ -1,0 +1,90 @@
+package accounting
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Option configures an Accountant.
+type Option func(*Accountant)
+
+// WithSpill writes every settlement ahead to s before it is queued for the
+// ledger (see Spill).
+func WithSpill(s *Spill) Option { return func(a *Accountant) { a.spill = s } }
+
+// WithLease sets how long a reservation lives unsettled before ExpireLoop
+// settles it (kernel.AdmitRequest.Lease; default kernel.DefaultLease). A
+// request still running past its lease is settled by expiry (its worst cost)
+// and its own settlement then finds nothing to settle: keep the lease above
+// the longest request (the route timeout) a deployment allows.
+func WithLease(d time.Duration) Option { return func(a *Accountant) { a.lease = d } }
+
+// WithLedgerWarnEvery sets how often, at most, the accountant logs that the
+// ledger cannot flush (default 10s).
+func WithLedgerWarnEvery(d time.Duration) Option {
+	return func(a *Accountant) { a.warnEvery = d }
+}
+
+// ledgerState is what the accountant knows of the ledger's progress.
+type ledgerState struct {
+	spill     *Spill
+	lease     time.Duration // 0: kernel.DefaultLease
+	warnEvery time.Duration
+	appended  atomic.Int64 // entries appended to the ledger by this accountant
+	durable   atomic.Int64 // of those, how many a successful flush covered
+	lastWarn  time.Time    // watchLedger's goroutine only
+	spillErr  atomic.Bool  // a spill write failed (logged once)
+}
+
+// Pending is the number of settlements this accountant appended to the ledger
+// that no flush has yet confirmed durable: the ledger queue's depth, as of the
+// last checkpoint (at most a second old while the ledger is healthy).
+func (a *Accountant) Pending() int {
+	return int(a.appended.Load() - a.durable.Load())
+}
+
+// watchLedger checkpoints the ledger every interval until ctx ends: one flush
+// (bounded by five intervals) confirms what was appended before it, and lets
+// the spill delete its files. While the ledger cannot flush, it logs a warning
+// at most every warnEvery, with the number of settlements waiting.
+func (a *Accountant) watchLedger(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.checkpoint(ctx, 5*every); err != nil && ctx.Err() == nil {
+				if now := time.Now(); now.Sub(a.lastWarn) >= a.warnEvery {
+					a.lastWarn = now
+					a.log.Warn("ledger cannot flush: settlements are waiting to be written", "pending", a.Pending(),
+						"spill", a.spill != nil, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// checkpoint flushes the ledger and records what it made durable.
+func (a *Accountant) checkpoint(ctx context.Context, timeout time.Duration) error {
+	n := a.appended.Load()
+	if n == a.durable.Load() {
+		return nil // nothing new since the last checkpoint
+	}
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
+	if a.spill != nil {
+		err = a.spill.checkpoint(fctx, a.ledger)
+	} else {
+		err = a.ledger.Flush(fctx)
+	}
+	if err != nil {
+		return err
+	}
+	for d := a.durable.Load(); d < n && !a.durable.CompareAndSwap(d, n); d = a.durable.Load() {
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package extproc
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+func TestPromptTextBytes(t *testing.T) {
+	tests := []struct {
+		name string
+		api  API
+		body string
+		want int
+	}{
+		{"chat", APIChat, `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say hello"}]}`, len("Be brief.") + len("Say hello")},
+		{"chat parts", APIChat, `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"abc"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`, len("abc")},
+		{"anthropic system string", APIMessages, `{"model":"m","system":"You are terse.","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, len("You are terse.") + len("hi")},
+		{"anthropic system blocks", APIMessages, `{"model":"m","system":[{"type":"text","text":"sys"}],"messages":[{"role":"user","content":"hi"}]}`, len("sys") + len("hi")},
+		{"completions prompt", APICompletions, `{"model":"m","prompt":"once upon a time"}`, len("once upon a time")},
+		{"completions prompt list", APICompletions, `{"model":"m","prompt":["ab","cde"]}`, 5},
+		{"embeddings input", APIEmbeddings, `{"model":"m","input":["one","three"]}`, 8},
+		{"tools", APIChat, `{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 1 + len(`[{"type":"function"}]`)},
+		{"no text", APIChat, `{"model":"m","stream":true}`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := parseRequest(tt.api, []byte(tt.body))
+			require.NoError(t, err)
+			require.Equal(t, int64(tt.want), promptTextBytes(in))
+		})
+	}
+}
+
+// TestNeverReachedProviderIsFree: the data plane could not connect to the
+// provider (its local reply goes through the response direction, as Envoy
+// 1.37+ and the built-in data plane send it), so the request never reached
+// the provider: settled as failed at $0, input included.
+func TestNeverReachedProviderIsFree(t *testing.T) {
+	for _, reason := range []string{"remote connection failure", "overflow", "connection timeout"} {
+		t.Run(reason, func(t *testing.T) {
+			e := newTestEnv(t)
+			body := "upstream connect error or disconnect/reset before headers. reset reason: " + reason
+			r := &envoytest.UpstreamResponse{Status: 503, Headers: envoytest.Headers{
+				{Key: "content-type", Value: "text/plain"}, {Key: "content-length", Value: strconv.Itoa(len(body))},
+			}, Chunks: [][]byte{[]byte(body)}}
+			resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: r}).upstream)
+			require.Equal(t, 503, resp.Status)
+			recs := e.acct.waitRecords(t, 1)
+			require.Equal(t, kernel.StatusFailed, recs[0].Status)
+			require.Zero(t, kernel.Cost(testPrice, recs[0].Usage), "never reached the provider: $0")
+		})
+	}
+}
+
+// TestUnavailableSaysWhenToRetry: when the counters cannot be reached (Redis
+// down, fail closed), the 503 carries retry-after so clients back off briefly.
+func TestUnavailableSaysWhenToRetry(t *testing.T) {
+	e := newTestEnv(t)
+	e.acct.admitErr = errors.New("redis: counters unavailable")
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: jsonResponse(200, chatResponse)}).upstream)
+	requireOpenAIError(t, resp, wantError{503, "server_error", "service_unavailable", "", "retry shortly"})
+	require.Equal(t, "1", resp.Headers.Value("retry-after"))
+}
