@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -16,11 +16,9 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
-// h1Server serves the gateway listener. HTTP/1.x connections are served
+// Server serves the gateway listener. HTTP/1.x connections are served
 // here: one goroutine per connection reads a request head (headParser:
 // net/http's rules, no header map), runs the handler in the same goroutine, and writes the
 // response with one write when the handler ends (a flush writes at once);
@@ -28,7 +26,7 @@ import (
 // and a read per request watching for the client to go away, plus buffers
 // and state for features the edge does not use. Connections that open with
 // the HTTP/2 preface (h2c with prior knowledge) go to h2, a net/http server.
-type h1Server struct {
+type Server struct {
 	handler        http.HandlerFunc
 	maxHeaderBytes int
 	logger         *slog.Logger
@@ -63,10 +61,10 @@ const (
 	maxHeld = 16 << 10
 )
 
-var errClientGone = errors.New("edge: client closed the connection")
+var ErrClientGone = errors.New("edge: client closed the connection")
 
-func newH1Server(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logger) *h1Server {
-	s := &h1Server{handler: handler, maxHeaderBytes: maxHeaderBytes, logger: logger, conns: map[*serverConn]struct{}{}}
+func NewServer(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logger) *Server {
+	s := &Server{handler: handler, maxHeaderBytes: maxHeaderBytes, logger: logger, conns: map[*serverConn]struct{}{}}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -83,7 +81,7 @@ func newH1Server(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logg
 }
 
 // Serve accepts connections on lis until it is closed.
-func (s *h1Server) Serve(lis net.Listener) error {
+func (s *Server) Serve(lis net.Listener) error {
 	s.mu.Lock()
 	s.lis = lis
 	s.h2conns = newConnListener(lis.Addr())
@@ -132,7 +130,7 @@ func (s *h1Server) Serve(lis net.Listener) error {
 // Shutdown stops accepting, closes idle connections, lets requests in
 // flight finish (their connections close after them) and waits for them or
 // for ctx; then it closes what is left and returns ctx's error.
-func (s *h1Server) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdown.Store(true)
 	s.mu.Lock()
 	if s.lis != nil {
@@ -162,7 +160,7 @@ func (s *h1Server) Shutdown(ctx context.Context) error {
 
 // serverConn is one downstream connection.
 type serverConn struct {
-	s  *h1Server
+	s  *Server
 	c  net.Conn
 	lr limitReader
 	hp headParser
@@ -390,7 +388,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect, held: sc.held}
+	w := &Response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect, held: sc.held}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
@@ -412,7 +410,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	case expect != nil && !expect.sent:
 		// The client waits for "100 Continue" before it sends the body;
 		// after the final response it must not come (it would read as the
-		// next response), so the connection ends instead (the response
+		// next Response), so the connection ends instead (the response
 		// said so when its headers were written then).
 		sc.markClosed()
 		sc.linger = true
@@ -517,12 +515,12 @@ func (sc *serverConn) watchLocked() {
 		stopping := sc.stopping
 		sc.mu.Unlock()
 		if err != nil && !stopping {
-			cancel(errClientGone)
+			cancel(ErrClientGone)
 			sc.mu.Lock()
 			gone := sc.gone
 			sc.mu.Unlock()
 			if gone != nil {
-				gone(errClientGone)
+				gone(ErrClientGone)
 			}
 		}
 	}()
@@ -588,17 +586,17 @@ func (r *continueReader) Read(p []byte) (int, error) {
 }
 
 // response is the http.ResponseWriter of one request.
-type response struct {
+type Response struct {
 	sc  *serverConn
 	req *http.Request
 	// fields are the request's header fields (req.Header is nil), names
 	// lower-cased, in order; Expect removed.
-	fields extprocfilter.Headers
+	fields Fields
 	header http.Header
 	// out are the response headers when set with setHeaders (the edge's
 	// path): written in order, names as given (lower-case, as Envoy's codec
 	// writes them); header then holds only trailers.
-	out   extprocfilter.Headers
+	out   Fields
 	badCL bool // out's content-length is not a length: not written
 
 	status        int
@@ -617,14 +615,26 @@ type response struct {
 }
 
 var (
-	_ http.ResponseWriter = (*response)(nil)
-	_ http.Flusher        = (*response)(nil)
-	_ http.Hijacker       = (*response)(nil)
+	_ http.ResponseWriter = (*Response)(nil)
+	_ http.Flusher        = (*Response)(nil)
+	_ http.Hijacker       = (*Response)(nil)
 )
 
-func (w *response) Header() http.Header { return w.header }
+func (w *Response) Header() http.Header { return w.header }
 
-func (w *response) WriteHeader(code int) {
+// Fields are the request's header fields (the http.Request's Header is
+// nil), names lower-cased, in order; Expect removed.
+func (w *Response) Fields() Fields { return w.fields }
+
+// OnGone sets what is called, after the request's context is cancelled
+// with ErrClientGone, when the client goes away during the request (nil:
+// nothing). A handler that would otherwise derive a context from the
+// request's, only to learn of its end, is told directly: no registration in
+// the request's context. It may still be called once after OnGone(nil)
+// returns.
+func (w *Response) OnGone(f func(error)) { w.sc.onGone(f) }
+
+func (w *Response) WriteHeader(code int) {
 	if w.wroteHeader || w.hijacked {
 		return
 	}
@@ -654,7 +664,7 @@ func (w *response) WriteHeader(code int) {
 // setHeaders sets the response headers to h (names lower-case, no
 // pseudo-headers or hop-by-hop fields), to be written in that order, and
 // the status; it is WriteHeader without a header map.
-func (w *response) setHeaders(code int, h extprocfilter.Headers) {
+func (w *Response) SetHeaders(code int, h Fields) {
 	if w.wroteHeader || w.hijacked {
 		return
 	}
@@ -662,7 +672,7 @@ func (w *response) setHeaders(code int, h extprocfilter.Headers) {
 	w.WriteHeader(code)
 }
 
-func (w *response) Write(p []byte) (int, error) {
+func (w *Response) Write(p []byte) (int, error) {
 	if w.hijacked {
 		return 0, http.ErrHijacked
 	}
@@ -697,7 +707,7 @@ func (w *response) Write(p []byte) (int, error) {
 }
 
 // writeBody writes p with the response's framing.
-func (w *response) writeBody(p []byte) {
+func (w *Response) writeBody(p []byte) {
 	if len(p) == 0 || w.err != nil {
 		return
 	}
@@ -715,10 +725,10 @@ func (w *response) writeBody(p []byte) {
 }
 
 // Flush sends the headers and what is held, and flushes.
-func (w *response) Flush() { _ = w.FlushError() }
+func (w *Response) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush with its error (http.ResponseController uses it).
-func (w *response) FlushError() error {
+func (w *Response) FlushError() error {
 	if w.hijacked {
 		return http.ErrHijacked
 	}
@@ -736,9 +746,9 @@ func (w *response) FlushError() error {
 
 // SetReadDeadline bounds the reads of the request body
 // (http.ResponseController uses it).
-func (w *response) SetReadDeadline(t time.Time) error { return w.sc.c.SetReadDeadline(t) }
+func (w *Response) SetReadDeadline(t time.Time) error { return w.sc.c.SetReadDeadline(t) }
 
-func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *Response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
 		return nil, nil, http.ErrHijacked
 	}
@@ -747,7 +757,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // finish completes the response after the handler returned.
-func (w *response) finish() error {
+func (w *Response) finish() error {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -763,7 +773,7 @@ func (w *response) finish() error {
 				continue
 			}
 			for _, v := range vs {
-				writeField(bw, http.CanonicalHeaderKey(name), v)
+				WriteField(bw, http.CanonicalHeaderKey(name), v)
 			}
 		}
 		_, w.err = bw.WriteString("\r\n")
@@ -781,7 +791,7 @@ func (w *response) finish() error {
 
 // sendHeader writes the status line and headers into the buffer; final
 // means the handler has returned, so a held body is the whole body.
-func (w *response) sendHeader(final bool) {
+func (w *Response) sendHeader(final bool) {
 	w.headerSent = true
 	var (
 		dropCL = w.badCL
@@ -832,24 +842,24 @@ func (w *response) sendHeader(final bool) {
 	}
 	for _, f := range w.out {
 		if httpguts.ValidHeaderFieldName(f.Key) && !skip(f.Key) {
-			writeField(bw, f.Key, f.Value)
+			WriteField(bw, f.Key, f.Value)
 		}
 	}
 	for k, vs := range w.header {
-		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) || skip(lowerKey(k)) {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) || skip(LowerKey(k)) {
 			continue
 		}
 		for _, v := range vs {
-			writeField(bw, k, v)
+			WriteField(bw, k, v)
 		}
 	}
 	// The fields added here are named like the others: lower-case after
 	// setHeaders, canonical otherwise.
 	add := func(canonical, lower, v string) {
 		if w.out != nil {
-			writeField(bw, lower, v)
+			WriteField(bw, lower, v)
 		} else {
-			writeField(bw, canonical, v)
+			WriteField(bw, canonical, v)
 		}
 	}
 	if length != "" {

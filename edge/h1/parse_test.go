@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // headSeeds are requests net/http accepts and refuses, for the differential
@@ -161,7 +159,7 @@ func (p *parsed) finish(body io.Reader, trailer *http.Header) {
 // leanHeader is headParser's fields as net/http's header map would hold them
 // (without the field named skip): names canonical, and Cache-Control added
 // for "Pragma: no-cache" as net/http does (Envoy does not).
-func leanHeader(t *testing.T, fields extprocfilter.Headers, skip string) http.Header {
+func leanHeader(t *testing.T, fields Fields, skip string) http.Header {
 	h := http.Header{}
 	for _, f := range fields {
 		require.Equal(t, strings.ToLower(f.Key), f.Key)

@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -16,8 +16,6 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // headParser reads the HTTP/1.x request heads of one downstream connection,
@@ -57,7 +55,7 @@ type reqHead struct {
 	// net/http's framing rules: Transfer-Encoding and (with chunked)
 	// Content-Length removed, a repeated Content-Length kept once, a
 	// declared Trailer removed when the body is chunked.
-	fields        extprocfilter.Headers
+	fields        Fields
 	contentLength int64 // -1: chunked
 	close         bool
 	trailer       http.Header // declared trailer names (chunked bodies)
@@ -233,7 +231,7 @@ type framing struct {
 	chunked       bool
 	close         bool
 	trailer       http.Header
-	fields        extprocfilter.Headers
+	fields        Fields
 }
 
 // frame reads the framing of a message of the given version from its
@@ -309,7 +307,7 @@ func (f *framing) frame(text string, spans []fieldSpan, major, minor int, dropCo
 		}
 		f.trailer = t
 	}
-	f.fields = make(extprocfilter.Headers, 0, len(spans))
+	f.fields = make(Fields, 0, len(spans))
 	seenCL := false
 	for _, sp := range spans {
 		k := text[sp.k0:sp.k1]
@@ -330,7 +328,7 @@ func (f *framing) frame(text string, spans []fieldSpan, major, minor int, dropCo
 				continue
 			}
 		}
-		f.fields = append(f.fields, extprocfilter.Header{Key: k, Value: text[sp.v0:sp.v1]})
+		f.fields = append(f.fields, Field{Key: k, Value: text[sp.v0:sp.v1]})
 	}
 	return nil
 }
