@@ -156,7 +156,13 @@ func (e *Edge) publish(st *state) {
 	if e.serving || e.closed || e.lis == nil {
 		return
 	}
-	e.srv = h1.NewServer(e.serveHTTP, st.listener.maxHeadersKB<<10, e.logger)
+	lc := st.listener
+	e.srv = h1.NewServer(e.serveHTTP, h1.Limits{
+		MaxHeaderBytes: lc.maxHeadersKB << 10,
+		MaxHeaders:     lc.maxHeaders,
+		HeadersTimeout: lc.headersTimeout,
+		IdleTimeout:    lc.idleTimeout,
+	}, e.logger)
 	e.serving = true
 	srv, lis := e.srv, e.lis
 	go func() {

@@ -423,9 +423,13 @@ func downstreamHeaders(w http.ResponseWriter, r *http.Request) extprocfilter.Hea
 		extprocfilter.Header{Key: ":scheme", Value: "http"},
 	)
 	hasID := false
+	conn := fields.ConnectionValues()
+	if v := r.Header["Connection"]; v != nil {
+		conn = append(conn, v...)
+	}
 	keep := func(lk string) bool {
 		switch {
-		case h1.HopByHop(lk), lk == "host", lk == "x-forwarded-proto":
+		case h1.HopByHop(lk), h1.Nominated(conn, lk), lk == "host", lk == "x-forwarded-proto":
 			return false
 		case lk == "x-request-id":
 			hasID = true

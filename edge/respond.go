@@ -25,14 +25,18 @@ func (x *exchange) respond(resp *http.Response) {
 	// (the stream keeps and extends this list: WithOwnedHeaders).
 	h := make(extprocfilter.Headers, 0, len(fields)+len(resp.Header)+8)
 	h = append(h, extprocfilter.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
+	conn := fields.ConnectionValues()
+	if v := resp.Header["Connection"]; v != nil {
+		conn = append(conn, v...)
+	}
 	for _, f := range fields {
-		if !h1.HopByHop(f.Key) {
+		if !h1.HopByHop(f.Key) && !h1.Nominated(conn, f.Key) {
 			h = append(h, extprocfilter.Header{Key: f.Key, Value: f.Value})
 		}
 	}
 	for k, vs := range resp.Header {
 		lk := h1.LowerKey(k)
-		if h1.HopByHop(lk) {
+		if h1.HopByHop(lk) || h1.Nominated(conn, lk) {
 			continue
 		}
 		for _, v := range vs {

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Field is one header field: a name (lower-case as Envoy's codec writes it,
@@ -94,4 +96,24 @@ func HopByHop(k string) bool {
 		return true
 	}
 	return false
+}
+
+// ConnectionValues are the values of f's Connection fields; nil when it has
+// none (the usual case, which costs nothing).
+func (f Fields) ConnectionValues() []string {
+	var vs []string
+	for _, kv := range f {
+		if kv.Key == "connection" {
+			vs = append(vs, kv.Value)
+		}
+	}
+	return vs
+}
+
+// Nominated reports whether the lower-case field name k is listed in conn,
+// the values of a message's Connection fields: RFC 9110 §7.6.1 makes every
+// field a Connection field names hop-by-hop, so a proxy removes it before
+// forwarding the message (docs/dataplane.md H1).
+func Nominated(conn []string, k string) bool {
+	return conn != nil && httpguts.HeaderValuesContainsToken(conn, k)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,11 +28,11 @@ import (
 // and state for features the edge does not use. Connections that open with
 // the HTTP/2 preface (h2c with prior knowledge) go to h2, a net/http server.
 type Server struct {
-	handler        http.HandlerFunc
-	maxHeaderBytes int
-	logger         *slog.Logger
-	h2             *http.Server
-	h2conns        *connListener
+	handler http.HandlerFunc
+	limits  Limits
+	logger  *slog.Logger
+	h2      *http.Server
+	h2conns *connListener
 
 	mu       sync.Mutex
 	lis      net.Listener
@@ -40,11 +41,52 @@ type Server struct {
 	wg       sync.WaitGroup
 }
 
-// Server timeouts: the time to send request headers once a request has
-// begun, and the time an idle keep-alive connection is kept.
+// Limits are the listener's bounds on what a client may send and how
+// slowly (docs/dataplane.md L1–L4); zero fields take the defaults.
+type Limits struct {
+	// MaxHeaderBytes bounds a request head, request line included: the
+	// HCM's max_request_headers_kb (default 60 KiB). Above it: 431.
+	MaxHeaderBytes int
+	// MaxHeaders bounds the header fields of a request: the HCM's
+	// common_http_protocol_options.max_headers_count (default 100). Above
+	// it: 431.
+	MaxHeaders int
+	// HeadersTimeout bounds the time from a request's first byte (a new
+	// connection's accept) to the end of its head: the HCM's
+	// request_headers_timeout. Envoy leaves it off; the built-in data
+	// plane, which faces clients directly, defaults to 10 s. Expired: 408
+	// and the connection closes.
+	HeadersTimeout time.Duration
+	// IdleTimeout closes a connection with no request in flight for this
+	// long: common_http_protocol_options.idle_timeout (default 1 h).
+	IdleTimeout time.Duration
+}
+
+// Defaults of Limits.
 const (
-	headerTimeout = time.Minute
-	idleTimeout   = time.Hour // Envoy's downstream idle_timeout
+	DefaultMaxHeaderBytes = 60 << 10
+	DefaultMaxHeaders     = 100
+	DefaultHeadersTimeout = 10 * time.Second
+	DefaultIdleTimeout    = time.Hour
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if l.MaxHeaders <= 0 {
+		l.MaxHeaders = DefaultMaxHeaders
+	}
+	if l.HeadersTimeout <= 0 {
+		l.HeadersTimeout = DefaultHeadersTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	return l
+}
+
+const (
 	// watchAfter: a request still running after this long has its connection
 	// watched, so that a client going away cancels the request's context.
 	// Watching costs a goroutine and a read per request; a completion that
@@ -63,17 +105,19 @@ const (
 
 var ErrClientGone = errors.New("edge: client closed the connection")
 
-func NewServer(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logger) *Server {
-	s := &Server{handler: handler, maxHeaderBytes: maxHeaderBytes, logger: logger, conns: map[*serverConn]struct{}{}}
+// NewServer returns a server of handler with the listener's limits.
+func NewServer(handler http.HandlerFunc, limits Limits, logger *slog.Logger) *Server {
+	limits = limits.withDefaults()
+	s := &Server{handler: handler, limits: limits, logger: logger, conns: map[*serverConn]struct{}{}}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	s.h2 = &http.Server{
 		Handler:           handler,
 		Protocols:         &protocols,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: headerTimeout,
-		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    limits.MaxHeaderBytes,
+		ReadHeaderTimeout: limits.HeadersTimeout,
+		IdleTimeout:       limits.IdleTimeout,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1 << 16},
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
@@ -218,9 +262,10 @@ func (sc *serverConn) releaseWriter() {
 	}
 }
 
-// headerLimit bounds what is read for a request's headers (with net/http's
-// slack over MaxHeaderBytes).
-func (sc *serverConn) headerLimit() int64 { return int64(sc.s.maxHeaderBytes) + 4096 }
+// headerLimit bounds what is read from the connection for a request's head:
+// the parser counts the head itself (MaxHeaderBytes); this bounds the
+// buffered read-ahead beyond it.
+func (sc *serverConn) headerLimit() int64 { return int64(sc.s.limits.MaxHeaderBytes) + 4096 }
 
 // limitReader reads from c, at most n bytes while n >= 0: it bounds the
 // request headers.
@@ -228,8 +273,6 @@ type limitReader struct {
 	c net.Conn
 	n int64 // < 0: no limit
 }
-
-var errHeadersTooLarge = errors.New("edge: request headers too large")
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.n == 0 {
@@ -270,11 +313,12 @@ func (sc *serverConn) serve() {
 		s.wg.Done()
 	}()
 	sc.lr = limitReader{c: sc.c, n: sc.headerLimit()}
+	sc.hp.strict, sc.hp.maxBytes, sc.hp.maxFields = true, s.limits.MaxHeaderBytes, s.limits.MaxHeaders
 	sc.br = bufio.NewReaderSize(&sc.lr, 4<<10)
 	if !sc.idle() {
 		return
 	}
-	_ = sc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+	_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.HeadersTimeout))
 	if sc.closing() { // closeIfIdle's deadline was overwritten
 		return
 	}
@@ -295,14 +339,14 @@ func (sc *serverConn) serve() {
 			return
 		}
 		sc.lr.n = sc.headerLimit()
-		_ = sc.c.SetReadDeadline(time.Now().Add(idleTimeout))
+		_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.IdleTimeout))
 		if sc.closing() {
 			return
 		}
 		if _, err := sc.br.Peek(1); err != nil {
 			return
 		}
-		_ = sc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+		_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.HeadersTimeout))
 	}
 }
 
@@ -338,8 +382,12 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	if err != nil {
 		var te *teError
 		switch {
-		case errors.Is(err, errHeadersTooLarge):
+		case errors.Is(err, errHeadersTooLarge), errors.Is(err, errTooManyHeaders):
+			// L1, L2: before any handler, so before the processor.
 			sc.fail(http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large")
+		case errors.Is(err, os.ErrDeadlineExceeded) && sc.hp.n > 0:
+			// L3: request_headers_timeout, Envoy's 408.
+			sc.fail(http.StatusRequestTimeout, "request headers timeout")
 		case errors.Is(err, io.EOF), isNetError(err):
 		case errors.As(err, &te):
 			sc.fail(http.StatusNotImplemented, "Unsupported transfer encoding")
@@ -395,6 +443,21 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		cancel(nil)
 		return true
 	}
+	if wb != nil && wb.broken {
+		// F7: the body's framing broke (a bad chunk, data cut short): the
+		// connection cannot find the next request, so it ends, and a
+		// handler that gave up without answering gets Envoy's 400, never
+		// a default 200.
+		sc.stopWatch()
+		cancel(nil)
+		if !w.wroteHeader {
+			sc.releaseWriter()
+			sc.fail(http.StatusBadRequest, "400 Bad Request: malformed body")
+			sc.markClosed()
+			return false
+		}
+		w.closeAfter, sc.linger = true, true
+	}
 	if wb != nil && !wb.done && (req.ContentLength < 0 || req.ContentLength > maxDrain) {
 		// The handler answered without reading a body too large to skip:
 		// the connection ends after this response, which says so.
@@ -446,8 +509,8 @@ func (sc *serverConn) markClosed() {
 // fail writes a bare error response on a connection that will close.
 func (sc *serverConn) fail(status int, text string) {
 	_ = sc.c.SetWriteDeadline(time.Now().Add(time.Second))
-	if _, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), text); err == nil {
+	if _, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(text), text); err == nil {
 		sc.linger = true
 	}
 }
@@ -551,17 +614,20 @@ func (sc *serverConn) stopWatch() {
 	}
 }
 
-// watchedBody tells the watch when the request body has been read.
+// watchedBody tells the watch when the request body has been read, and
+// remembers whether it ended broken.
 type watchedBody struct {
 	io.ReadCloser
-	sc   *serverConn
-	done bool
+	sc     *serverConn
+	done   bool
+	broken bool // ended with an error other than io.EOF
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !b.done {
 		b.done = true
+		b.broken = !errors.Is(err, io.EOF)
 		b.sc.bodyRead()
 	}
 	return n, err
