@@ -20,6 +20,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+
+	"github.com/tollgate-ai/tollgate/edge/h1"
 )
 
 const httpOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
@@ -28,7 +30,7 @@ const httpOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 const (
 	defaultConnectTimeout = 5 * time.Second
 	defaultCircuitMax     = 1024
-	maxIdlePerHost        = 1024
+	maxIdlePerHost        = h1.MaxIdleConns
 )
 
 // cluster is a compiled upstream cluster with its connection pool.
@@ -40,7 +42,7 @@ type cluster struct {
 	endpoints []endpoint
 	next      atomic.Uint64
 	transport *http.Transport
-	h1        *h1Client // the plain-text HTTP/1.1 fast path; nil for TLS and HTTP/2
+	h1        *h1.Client // the plain-text HTTP/1.1 fast path; nil for TLS and HTTP/2
 	maxReqs   int64
 	inflight  atomic.Int64
 }
@@ -137,7 +139,7 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 		tr.TLSClientConfig = cfg
 		cl.scheme = "https"
 	} else if !h2 {
-		cl.h1 = newH1Client(dial, maxConns)
+		cl.h1 = h1.NewClient(dial, maxConns)
 	}
 	cl.transport = tr
 	return cl, nil

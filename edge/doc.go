@@ -63,8 +63,8 @@
 //
 // The HTTP layer is lean on purpose, because on a small machine it is most
 // of a request's cost. HTTP/1.x downstream connections are served by the
-// edge's own loop (h1server.go): headParser (h1parse.go, net/http's rules
-// held by a differential fuzz test, no header map) reads each request head,
+// edge's own loop (package edge/h1, framed as Envoy frames: docs/dataplane.md;
+// its head parser has no header map) reads each request head,
 // the fields reach the filter in order with lower-case names, and the
 // handler runs in the connection's goroutine; responses go out with
 // lower-case names in the filter's order; a response the handler
@@ -74,8 +74,8 @@
 // spends a goroutine and a read on every request for this). Connections
 // opening with the HTTP/2 preface are handed to a net/http server (h2c).
 // Upstream, a request whose body the filter released whole goes to a
-// plain-text HTTP/1.1 cluster through h1client.go: serialised into one
-// buffer, one write, the response head parsed by headParser in the
+// plain-text HTTP/1.1 cluster through h1.Client: serialised into one
+// buffer, one write, the response head parsed by h1's parser in the
 // caller's goroutine, stale
 // pooled connections retried once; streamed bodies, TLS and HTTP/2 go
 // through http.Transport.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/h1"
 )
 
 // Errors.
@@ -35,7 +36,7 @@ type Edge struct {
 
 	mu      sync.Mutex
 	lis     net.Listener
-	srv     *h1Server
+	srv     *h1.Server
 	serving bool
 	closed  bool
 	ready   chan struct{}
@@ -160,7 +161,13 @@ func (e *Edge) publish(st *state) {
 	if e.serving || e.closed || e.lis == nil {
 		return
 	}
-	e.srv = newH1Server(e.serveHTTP, st.listener.maxHeadersKB<<10, e.logger)
+	lc := st.listener
+	e.srv = h1.NewServer(e.serveHTTP, h1.Limits{
+		MaxHeaderBytes: lc.maxHeadersKB << 10,
+		MaxHeaders:     lc.maxHeaders,
+		HeadersTimeout: lc.headersTimeout,
+		IdleTimeout:    lc.idleTimeout,
+	}, e.logger)
 	e.serving = true
 	srv, lis := e.srv, e.lis
 	go func() {

@@ -40,6 +40,10 @@ type listenerConf struct {
 	streamIdle   time.Duration         // 0: disabled
 	maxHeadersKB int
 	maxHeaders   int
+	// headersTimeout and idleTimeout are the HCM's request_headers_timeout
+	// and common_http_protocol_options.idle_timeout; 0: h1's defaults.
+	headersTimeout time.Duration
+	idleTimeout    time.Duration
 }
 
 // compileListener reads l on top of base, the ext_proc client settings that
@@ -94,6 +98,12 @@ func (lc *listenerConf) readHCM(hcm *hcmv3.HttpConnectionManager, base extprocfi
 	lc.maxHeaders = defaultMaxHeaders
 	if v := hcm.GetCommonHttpProtocolOptions().GetMaxHeadersCount(); v != nil {
 		lc.maxHeaders = int(v.GetValue())
+	}
+	if d := hcm.GetRequestHeadersTimeout(); d != nil {
+		lc.headersTimeout = d.AsDuration()
+	}
+	if d := hcm.GetCommonHttpProtocolOptions().GetIdleTimeout(); d != nil {
+		lc.idleTimeout = d.AsDuration()
 	}
 	filters := hcm.GetHttpFilters()
 	if len(filters) == 0 {

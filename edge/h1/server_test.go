@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -15,17 +15,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // startH1 serves h on a loopback listener; the server is shut down at the
 // end of the test.
-func startH1(t *testing.T, h http.HandlerFunc) (*h1Server, string) {
+func startH1(t *testing.T, h http.HandlerFunc) (*Server, string) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := newH1Server(h, 1<<10, slog.New(slog.DiscardHandler))
+	s := NewServer(h, Limits{MaxHeaderBytes: 1 << 10}, slog.New(slog.DiscardHandler))
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(lis) }()
 	t.Cleanup(func() {
@@ -211,7 +209,7 @@ func TestH1ServerClientGoneCancelsContext(t *testing.T) {
 	c.send(t, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
 	time.Sleep(2 * watchAfter)
 	require.NoError(t, c.Close())
-	require.ErrorIs(t, <-cause, errClientGone)
+	require.ErrorIs(t, <-cause, ErrClientGone)
 }
 
 // Shutdown closes idle connections at once and lets a request in flight
@@ -220,13 +218,13 @@ func TestH1ServerShutdown(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	started, release := make(chan struct{}), make(chan struct{})
-	s := newH1Server(func(w http.ResponseWriter, r *http.Request) {
+	s := NewServer(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			close(started)
 			<-release
 		}
 		_, _ = w.Write([]byte("done"))
-	}, 1<<10, slog.New(slog.DiscardHandler))
+	}, Limits{MaxHeaderBytes: 1 << 10}, slog.New(slog.DiscardHandler))
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(lis) }()
 
@@ -301,19 +299,19 @@ func TestH1ServerFieldsAndTrailers(t *testing.T) {
 			b = []byte("read error: " + err.Error())
 		}
 		var fs []string
-		for _, f := range w.(*response).fields {
+		for _, f := range w.(*Response).fields {
 			fs = append(fs, f.Key+"="+f.Value)
 		}
 		got <- seen{fs, r.Host, string(b), r.Trailer, r.ContentLength}
 	})
 	c := dialRaw(t, addr)
 	c.send(t, "POST /p HTTP/1.1\r\nX-B: 1\r\nHost: h\r\nAUTHORIZATION:  Bearer k \r\nx-b: 2\r\n"+
-		"Trailer: X-Cost\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nX-Folded: a\r\n b\r\n\r\n"+
+		"Trailer: X-Cost\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		"2\r\nab\r\n1\r\nc\r\n0\r\nX-Cost: 7\r\n\r\n")
 	resp, _ := c.response(t, "POST")
 	require.Equal(t, 200, resp.StatusCode)
 	s := <-got
-	require.Equal(t, []string{"x-b=1", "host=h", "authorization=Bearer k", "x-b=2", "x-folded=a b"}, s.fields)
+	require.Equal(t, []string{"x-b=1", "host=h", "authorization=Bearer k", "x-b=2"}, s.fields)
 	require.Equal(t, "h", s.host)
 	require.Equal(t, "abc", s.body)
 	require.Equal(t, int64(-1), s.length)
@@ -325,11 +323,11 @@ func TestH1ServerFieldsAndTrailers(t *testing.T) {
 // chunked) and a date, and drops a content-length that is not one.
 func TestH1ServerSetHeaders(t *testing.T) {
 	_, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
-		h := extprocfilter.Headers{{Key: "x-b", Value: "1"}, {Key: "content-type", Value: "text/plain"}, {Key: "x-a", Value: "2"}}
+		h := Fields{{Key: "x-b", Value: "1"}, {Key: "content-type", Value: "text/plain"}, {Key: "x-a", Value: "2"}}
 		if r.URL.Path == "/bad-length" {
-			h = append(h, extprocfilter.Header{Key: "content-length", Value: "x"})
+			h = append(h, Field{Key: "content-length", Value: "x"})
 		}
-		w.(*response).setHeaders(http.StatusCreated, h)
+		w.(*Response).SetHeaders(http.StatusCreated, h)
 		_, _ = w.Write([]byte("hello"))
 		if r.URL.Path == "/flush" {
 			w.(http.Flusher).Flush()

@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // headSeeds are requests net/http accepts and refuses, for the differential
@@ -116,16 +114,22 @@ func fromNetHTTP(raw []byte) parsed {
 	return p
 }
 
-func fromLean(t *testing.T, raw []byte) parsed {
-	var hp headParser
+// fromLean parses raw with headParser; strict applies the server's request
+// rules (refusedByRule: a refusal those rules add to net/http's).
+func fromLean(t *testing.T, raw []byte, strict bool) (p parsed, refusedByRule bool) {
+	hp := headParser{strict: strict}
+	if strict {
+		hp.maxBytes, hp.maxFields = DefaultMaxHeaderBytes, DefaultMaxHeaders
+	}
 	br := bufio.NewReader(bytes.NewReader(raw))
 	h, err := hp.read(br)
 	if err != nil {
 		var te *teError
-		return parsed{err: true, eof: errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF), te: errors.As(err, &te)}
+		byRule := errors.Is(err, errStrict) || errors.Is(err, errTooManyHeaders) || errors.Is(err, errHeadersTooLarge)
+		return parsed{err: true, eof: errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF), te: errors.As(err, &te)}, byRule
 	}
 	req := h.request(context.Background(), br)
-	p := parsed{
+	p = parsed{
 		method: req.Method, uri: req.RequestURI, proto: req.Proto, host: req.Host,
 		major: req.ProtoMajor, minor: req.ProtoMinor, close: req.Close, contentLength: req.ContentLength,
 		path: req.URL.Path, rawQuery: req.URL.RawQuery, urlHost: req.URL.Host,
@@ -134,7 +138,7 @@ func fromLean(t *testing.T, raw []byte) parsed {
 	// ReadRequest moves Host to Request.Host (the edge skips the field).
 	p.header = leanHeader(t, h.fields, "Host")
 	p.finish(req.Body, &req.Trailer)
-	return p
+	return p, false
 }
 
 // agreeOnOrder: a head with both an invalid header name and an unsupported
@@ -161,7 +165,7 @@ func (p *parsed) finish(body io.Reader, trailer *http.Header) {
 // leanHeader is headParser's fields as net/http's header map would hold them
 // (without the field named skip): names canonical, and Cache-Control added
 // for "Pragma: no-cache" as net/http does (Envoy does not).
-func leanHeader(t *testing.T, fields extprocfilter.Headers, skip string) http.Header {
+func leanHeader(t *testing.T, fields Fields, skip string) http.Header {
 	h := http.Header{}
 	for _, f := range fields {
 		require.Equal(t, strings.ToLower(f.Key), f.Key)
@@ -181,9 +185,17 @@ func checkSameAsNetHTTP(t *testing.T, raw []byte) {
 	if !want.err && want.method == "PRI" {
 		return // net/http's h2 upgrade marker; the server hands "PRI" to h2 first
 	}
-	got := fromLean(t, raw)
+	got, _ := fromLean(t, raw, false)
 	agreeOnOrder(&want, got)
 	require.Equal(t, want, got, "request %q", raw)
+	// The server's rules only add refusals (docs/dataplane.md): what they
+	// accept, they parse as net/http does.
+	strict, byRule := fromLean(t, raw, true)
+	if byRule {
+		return
+	}
+	agreeOnOrder(&want, strict)
+	require.Equal(t, want, strict, "request %q with the server's rules", raw)
 }
 
 // go test runs the fuzz targets on their seeds (the tables above); -fuzz

@@ -1,18 +1,18 @@
-package edge
+package h1
 
 import (
 	"net"
 	"sync"
 )
 
-// upstreamAbort cuts off the connection an upstream request is using when
+// Abort cuts off the connection an upstream request is using when
 // that request is cancelled: its deadline goes into the past, so that a
 // blocked write or read returns. An exchange holds one and fires it wherever
 // it cancels its upstream context (cancelUp); callers with only a context
 // bridge it with one context.AfterFunc. It replaces a context.AfterFunc per
 // upstream request, whose registration cost a node and a map in the
 // context, about half a kilobyte per request.
-type upstreamAbort struct {
+type Abort struct {
 	mu    sync.Mutex
 	c     net.Conn // the connection in use; nil between requests
 	fired bool
@@ -20,7 +20,7 @@ type upstreamAbort struct {
 
 // arm registers c as the connection in use; false when the abort already
 // fired (c is left alone).
-func (a *upstreamAbort) arm(c net.Conn) bool {
+func (a *Abort) arm(c net.Conn) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.fired {
@@ -32,7 +32,7 @@ func (a *upstreamAbort) arm(c net.Conn) bool {
 
 // disarm ends the use of the armed connection; false when the abort fired
 // meanwhile: its deadline is in the past and it cannot carry another request.
-func (a *upstreamAbort) disarm() bool {
+func (a *Abort) disarm() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.c = nil
@@ -40,7 +40,7 @@ func (a *upstreamAbort) disarm() bool {
 }
 
 // fire aborts the armed connection, and makes every later arm fail.
-func (a *upstreamAbort) fire() {
+func (a *Abort) Fire() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.fired {

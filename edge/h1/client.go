@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -11,11 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
-// h1Client forwards the common request of a plain-text HTTP/1.1 cluster: a
+// Client forwards the common request of a plain-text HTTP/1.1 cluster: a
 // body that the filter released whole, serialised by the exchange into one
 // buffer (wireRequest). It runs in the caller's goroutine: one write, and the
 // response head parsed from the connection by the caller (headParser, with
@@ -23,7 +21,7 @@ import (
 // (Go's http.Transport has both, and on a small machine they cost more than
 // the rest of the exchange). Streamed request bodies, TLS and HTTP/2 go
 // through the cluster's http.Transport.
-type h1Client struct {
+type Client struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	// slots bounds the open connections (max_connections); nil: no bound.
 	slots chan struct{}
@@ -44,8 +42,12 @@ type h1Conn struct {
 	limit    int64         // while > 0, reads stop at nread == limit (response heads)
 	hp       headParser
 	lastUsed time.Time
-	cl       *h1Client
+	cl       *Client
 }
+
+// MaxIdleConns bounds the idle connections a Client keeps (the cluster's
+// http.Transport keeps as many per host).
+const MaxIdleConns = 1024
 
 // maxResponseHead bounds a response's status line and headers, as
 // http.Transport's MaxResponseHeaderBytes does by default.
@@ -71,9 +73,9 @@ func (c *h1Conn) Read(p []byte) (int, error) {
 // return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// maxSerialised bounds the requests h1Client takes: larger bodies are
+// MaxSerialised bounds the requests Client takes: larger bodies are
 // streamed by http.Transport rather than copied into one buffer.
-const maxSerialised = 1 << 20
+const MaxSerialised = 1 << 20
 
 // idleConnTimeout: a pooled connection unused this long is closed rather
 // than reused (http.Transport's IdleConnTimeout in the cluster).
@@ -81,8 +83,8 @@ const idleConnTimeout = 90 * time.Second
 
 var reqBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func newH1Client(dial func(ctx context.Context) (net.Conn, error), maxConns int) *h1Client {
-	c := &h1Client{dial: dial}
+func NewClient(dial func(ctx context.Context) (net.Conn, error), maxConns int) *Client {
+	c := &Client{dial: dial}
 	if maxConns > 0 {
 		c.slots = make(chan struct{}, maxConns)
 		c.returned = make(chan struct{}, 1)
@@ -90,13 +92,13 @@ func newH1Client(dial func(ctx context.Context) (net.Conn, error), maxConns int)
 	return c
 }
 
-func getReqBuf() *bytes.Buffer {
+func GetRequestBuffer() *bytes.Buffer {
 	buf := reqBufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	return buf
 }
 
-func putReqBuf(buf *bytes.Buffer) {
+func PutRequestBuffer(buf *bytes.Buffer) {
 	if buf.Cap() <= 64<<10 {
 		reqBufs.Put(buf)
 	}
@@ -109,8 +111,8 @@ var (
 	getRequest  = &http.Request{Method: http.MethodGet}
 )
 
-// methodRequest is a request of method for a response.
-func methodRequest(method string) *http.Request {
+// MethodRequest is a request of method for a response.
+func MethodRequest(method string) *http.Request {
 	switch method {
 	case http.MethodPost:
 		return postRequest
@@ -126,7 +128,7 @@ func methodRequest(method string) *http.Request {
 // to the pool at its end. Firing ab makes a blocked write or read return:
 // the caller fires it when it cancels ctx (ctx bounds the wait for a
 // connection and the dial).
-func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte, ab *upstreamAbort) (*http.Response, error) {
+func (t *Client) Do(ctx context.Context, req *http.Request, wire []byte, ab *Abort) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.get(ctx, attempt > 0)
 		if err != nil {
@@ -150,7 +152,7 @@ func (t *h1Client) do(ctx context.Context, req *http.Request, wire []byte, ab *u
 
 // exchange writes the serialised request on c and reads the response
 // headers. On error c is closed.
-func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wire []byte, ab *upstreamAbort) (*http.Response, error) {
+func (t *Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wire []byte, ab *Abort) (*http.Response, error) {
 	if !ab.arm(c) {
 		t.put(c) // untouched
 		if err := context.Cause(ctx); err != nil {
@@ -184,7 +186,7 @@ func (t *h1Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, w
 		return nil, staleIf(err, c.nread == before)
 	}
 	resp := h.response(req, c.br)
-	resp.Body = &h1Body{rc: resp.Body, c: c, ab: ab, keep: !resp.Close, fields: h.fields}
+	resp.Body = &Body{rc: resp.Body, c: c, ab: ab, keep: !resp.Close, fields: h.fields}
 	return resp, nil
 }
 
@@ -208,7 +210,7 @@ func staleConn(err error) bool {
 
 // get returns an idle connection (reused) or, when there is none or fresh is
 // set, a new one.
-func (t *h1Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
+func (t *Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 	now := time.Now()
 	t.mu.Lock()
 	for !fresh && len(t.idle) > 0 {
@@ -239,7 +241,7 @@ func (t *h1Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 
 // waitSlot takes a connection slot (max_connections), or an idle connection
 // that came back to the pool while it waited.
-func (t *h1Client) waitSlot(ctx context.Context) (*h1Conn, error) {
+func (t *Client) waitSlot(ctx context.Context) (*h1Conn, error) {
 	for {
 		select {
 		case t.slots <- struct{}{}:
@@ -261,7 +263,7 @@ func (t *h1Client) waitSlot(ctx context.Context) (*h1Conn, error) {
 	}
 }
 
-func (t *h1Client) popIdle() (*h1Conn, bool) {
+func (t *Client) popIdle() (*h1Conn, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if n := len(t.idle); n > 0 {
@@ -279,7 +281,7 @@ var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil
 
 // put returns a connection whose last response was read to its end (its
 // reader holds nothing more).
-func (t *h1Client) put(c *h1Conn) {
+func (t *Client) put(c *h1Conn) {
 	if c.br != nil && c.br.Buffered() == 0 {
 		c.br.Reset(nil)
 		upstreamReaders.Put(c.br)
@@ -287,7 +289,7 @@ func (t *h1Client) put(c *h1Conn) {
 	}
 	c.lastUsed = time.Now()
 	t.mu.Lock()
-	if !t.closed && len(t.idle) < maxIdlePerHost {
+	if !t.closed && len(t.idle) < MaxIdleConns {
 		t.idle = append(t.idle, c)
 		t.mu.Unlock()
 		if t.returned != nil {
@@ -302,12 +304,12 @@ func (t *h1Client) put(c *h1Conn) {
 	t.discard(c)
 }
 
-func (t *h1Client) discard(c *h1Conn) {
+func (t *Client) discard(c *h1Conn) {
 	_ = c.Close()
 	t.freeSlot()
 }
 
-func (t *h1Client) freeSlot() {
+func (t *Client) freeSlot() {
 	if t.slots != nil {
 		<-t.slots
 	}
@@ -315,7 +317,7 @@ func (t *h1Client) freeSlot() {
 
 // CloseIdleConnections closes the pooled connections; later responses close
 // theirs at their end.
-func (t *h1Client) CloseIdleConnections() {
+func (t *Client) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle, t.closed = nil, true
@@ -325,19 +327,23 @@ func (t *h1Client) CloseIdleConnections() {
 	}
 }
 
-// h1Body is a response body; its end gives the connection back.
-type h1Body struct {
+// Body is a response body; its end gives the connection back.
+type Body struct {
 	// fields are the response's header fields (its Header is nil), names
 	// lower-cased, in order.
-	fields extprocfilter.Headers
+	fields Fields
 	rc     io.ReadCloser
 	c      *h1Conn
-	ab     *upstreamAbort
+	ab     *Abort
 	keep   bool // the connection may carry another request
 	done   bool
 }
 
-func (b *h1Body) Read(p []byte) (int, error) {
+// Fields are the response's header fields, names lower-cased, in order (the
+// http.Response's Header is nil).
+func (b *Body) Fields() Fields { return b.fields }
+
+func (b *Body) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
@@ -349,14 +355,14 @@ func (b *h1Body) Read(p []byte) (int, error) {
 }
 
 // Close ends the body; a body not read to its end costs the connection.
-func (b *h1Body) Close() error {
+func (b *Body) Close() error {
 	if !b.done {
 		b.end(false)
 	}
 	return nil
 }
 
-func (b *h1Body) end(complete bool) {
+func (b *Body) end(complete bool) {
 	b.done = true
 	// disarm is false when the request's cancellation already set a
 	// deadline in the past on the connection: it cannot be reused.

@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,11 +17,9 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
-// h1Server serves the gateway listener. HTTP/1.x connections are served
+// Server serves the gateway listener. HTTP/1.x connections are served
 // here: one goroutine per connection reads a request head (headParser:
 // net/http's rules, no header map), runs the handler in the same goroutine, and writes the
 // response with one write when the handler ends (a flush writes at once);
@@ -28,12 +27,12 @@ import (
 // and a read per request watching for the client to go away, plus buffers
 // and state for features the edge does not use. Connections that open with
 // the HTTP/2 preface (h2c with prior knowledge) go to h2, a net/http server.
-type h1Server struct {
-	handler        http.HandlerFunc
-	maxHeaderBytes int
-	logger         *slog.Logger
-	h2             *http.Server
-	h2conns        *connListener
+type Server struct {
+	handler http.HandlerFunc
+	limits  Limits
+	logger  *slog.Logger
+	h2      *http.Server
+	h2conns *connListener
 
 	mu       sync.Mutex
 	lis      net.Listener
@@ -42,11 +41,52 @@ type h1Server struct {
 	wg       sync.WaitGroup
 }
 
-// Server timeouts: the time to send request headers once a request has
-// begun, and the time an idle keep-alive connection is kept.
+// Limits are the listener's bounds on what a client may send and how
+// slowly (docs/dataplane.md L1–L4); zero fields take the defaults.
+type Limits struct {
+	// MaxHeaderBytes bounds a request head, request line included: the
+	// HCM's max_request_headers_kb (default 60 KiB). Above it: 431.
+	MaxHeaderBytes int
+	// MaxHeaders bounds the header fields of a request: the HCM's
+	// common_http_protocol_options.max_headers_count (default 100). Above
+	// it: 431.
+	MaxHeaders int
+	// HeadersTimeout bounds the time from a request's first byte (a new
+	// connection's accept) to the end of its head: the HCM's
+	// request_headers_timeout. Envoy leaves it off; the built-in data
+	// plane, which faces clients directly, defaults to 10 s. Expired: 408
+	// and the connection closes.
+	HeadersTimeout time.Duration
+	// IdleTimeout closes a connection with no request in flight for this
+	// long: common_http_protocol_options.idle_timeout (default 1 h).
+	IdleTimeout time.Duration
+}
+
+// Defaults of Limits.
 const (
-	headerTimeout = time.Minute
-	idleTimeout   = time.Hour // Envoy's downstream idle_timeout
+	DefaultMaxHeaderBytes = 60 << 10
+	DefaultMaxHeaders     = 100
+	DefaultHeadersTimeout = 10 * time.Second
+	DefaultIdleTimeout    = time.Hour
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if l.MaxHeaders <= 0 {
+		l.MaxHeaders = DefaultMaxHeaders
+	}
+	if l.HeadersTimeout <= 0 {
+		l.HeadersTimeout = DefaultHeadersTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	return l
+}
+
+const (
 	// watchAfter: a request still running after this long has its connection
 	// watched, so that a client going away cancels the request's context.
 	// Watching costs a goroutine and a read per request; a completion that
@@ -63,19 +103,21 @@ const (
 	maxHeld = 16 << 10
 )
 
-var errClientGone = errors.New("edge: client closed the connection")
+var ErrClientGone = errors.New("edge: client closed the connection")
 
-func newH1Server(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logger) *h1Server {
-	s := &h1Server{handler: handler, maxHeaderBytes: maxHeaderBytes, logger: logger, conns: map[*serverConn]struct{}{}}
+// NewServer returns a server of handler with the listener's limits.
+func NewServer(handler http.HandlerFunc, limits Limits, logger *slog.Logger) *Server {
+	limits = limits.withDefaults()
+	s := &Server{handler: handler, limits: limits, logger: logger, conns: map[*serverConn]struct{}{}}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	s.h2 = &http.Server{
 		Handler:           handler,
 		Protocols:         &protocols,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: headerTimeout,
-		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    limits.MaxHeaderBytes,
+		ReadHeaderTimeout: limits.HeadersTimeout,
+		IdleTimeout:       limits.IdleTimeout,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1 << 16},
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
@@ -83,7 +125,7 @@ func newH1Server(handler http.HandlerFunc, maxHeaderBytes int, logger *slog.Logg
 }
 
 // Serve accepts connections on lis until it is closed.
-func (s *h1Server) Serve(lis net.Listener) error {
+func (s *Server) Serve(lis net.Listener) error {
 	s.mu.Lock()
 	s.lis = lis
 	s.h2conns = newConnListener(lis.Addr())
@@ -132,7 +174,7 @@ func (s *h1Server) Serve(lis net.Listener) error {
 // Shutdown stops accepting, closes idle connections, lets requests in
 // flight finish (their connections close after them) and waits for them or
 // for ctx; then it closes what is left and returns ctx's error.
-func (s *h1Server) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdown.Store(true)
 	s.mu.Lock()
 	if s.lis != nil {
@@ -162,7 +204,7 @@ func (s *h1Server) Shutdown(ctx context.Context) error {
 
 // serverConn is one downstream connection.
 type serverConn struct {
-	s  *h1Server
+	s  *Server
 	c  net.Conn
 	lr limitReader
 	hp headParser
@@ -220,9 +262,10 @@ func (sc *serverConn) releaseWriter() {
 	}
 }
 
-// headerLimit bounds what is read for a request's headers (with net/http's
-// slack over MaxHeaderBytes).
-func (sc *serverConn) headerLimit() int64 { return int64(sc.s.maxHeaderBytes) + 4096 }
+// headerLimit bounds what is read from the connection for a request's head:
+// the parser counts the head itself (MaxHeaderBytes); this bounds the
+// buffered read-ahead beyond it.
+func (sc *serverConn) headerLimit() int64 { return int64(sc.s.limits.MaxHeaderBytes) + 4096 }
 
 // limitReader reads from c, at most n bytes while n >= 0: it bounds the
 // request headers.
@@ -230,8 +273,6 @@ type limitReader struct {
 	c net.Conn
 	n int64 // < 0: no limit
 }
-
-var errHeadersTooLarge = errors.New("edge: request headers too large")
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.n == 0 {
@@ -272,11 +313,12 @@ func (sc *serverConn) serve() {
 		s.wg.Done()
 	}()
 	sc.lr = limitReader{c: sc.c, n: sc.headerLimit()}
+	sc.hp.strict, sc.hp.maxBytes, sc.hp.maxFields = true, s.limits.MaxHeaderBytes, s.limits.MaxHeaders
 	sc.br = bufio.NewReaderSize(&sc.lr, 4<<10)
 	if !sc.idle() {
 		return
 	}
-	_ = sc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+	_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.HeadersTimeout))
 	if sc.closing() { // closeIfIdle's deadline was overwritten
 		return
 	}
@@ -297,14 +339,14 @@ func (sc *serverConn) serve() {
 			return
 		}
 		sc.lr.n = sc.headerLimit()
-		_ = sc.c.SetReadDeadline(time.Now().Add(idleTimeout))
+		_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.IdleTimeout))
 		if sc.closing() {
 			return
 		}
 		if _, err := sc.br.Peek(1); err != nil {
 			return
 		}
-		_ = sc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+		_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.HeadersTimeout))
 	}
 }
 
@@ -340,8 +382,12 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	if err != nil {
 		var te *teError
 		switch {
-		case errors.Is(err, errHeadersTooLarge):
+		case errors.Is(err, errHeadersTooLarge), errors.Is(err, errTooManyHeaders):
+			// L1, L2: before any handler, so before the processor.
 			sc.fail(http.StatusRequestHeaderFieldsTooLarge, "431 Request Header Fields Too Large")
+		case errors.Is(err, os.ErrDeadlineExceeded) && sc.hp.n > 0:
+			// L3: request_headers_timeout, Envoy's 408.
+			sc.fail(http.StatusRequestTimeout, "request headers timeout")
 		case errors.Is(err, io.EOF), isNetError(err):
 		case errors.As(err, &te):
 			sc.fail(http.StatusNotImplemented, "Unsupported transfer encoding")
@@ -390,12 +436,27 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect, held: sc.held}
+	w := &Response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect, held: sc.held}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
 		cancel(nil)
 		return true
+	}
+	if wb != nil && wb.broken {
+		// F7: the body's framing broke (a bad chunk, data cut short): the
+		// connection cannot find the next request, so it ends, and a
+		// handler that gave up without answering gets Envoy's 400, never
+		// a default 200.
+		sc.stopWatch()
+		cancel(nil)
+		if !w.wroteHeader {
+			sc.releaseWriter()
+			sc.fail(http.StatusBadRequest, "400 Bad Request: malformed body")
+			sc.markClosed()
+			return false
+		}
+		w.closeAfter, sc.linger = true, true
 	}
 	if wb != nil && !wb.done && (req.ContentLength < 0 || req.ContentLength > maxDrain) {
 		// The handler answered without reading a body too large to skip:
@@ -412,7 +473,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 	case expect != nil && !expect.sent:
 		// The client waits for "100 Continue" before it sends the body;
 		// after the final response it must not come (it would read as the
-		// next response), so the connection ends instead (the response
+		// next Response), so the connection ends instead (the response
 		// said so when its headers were written then).
 		sc.markClosed()
 		sc.linger = true
@@ -448,8 +509,8 @@ func (sc *serverConn) markClosed() {
 // fail writes a bare error response on a connection that will close.
 func (sc *serverConn) fail(status int, text string) {
 	_ = sc.c.SetWriteDeadline(time.Now().Add(time.Second))
-	if _, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), text); err == nil {
+	if _, err := fmt.Fprintf(sc.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(text), text); err == nil {
 		sc.linger = true
 	}
 }
@@ -517,12 +578,12 @@ func (sc *serverConn) watchLocked() {
 		stopping := sc.stopping
 		sc.mu.Unlock()
 		if err != nil && !stopping {
-			cancel(errClientGone)
+			cancel(ErrClientGone)
 			sc.mu.Lock()
 			gone := sc.gone
 			sc.mu.Unlock()
 			if gone != nil {
-				gone(errClientGone)
+				gone(ErrClientGone)
 			}
 		}
 	}()
@@ -553,17 +614,20 @@ func (sc *serverConn) stopWatch() {
 	}
 }
 
-// watchedBody tells the watch when the request body has been read.
+// watchedBody tells the watch when the request body has been read, and
+// remembers whether it ended broken.
 type watchedBody struct {
 	io.ReadCloser
-	sc   *serverConn
-	done bool
+	sc     *serverConn
+	done   bool
+	broken bool // ended with an error other than io.EOF
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !b.done {
 		b.done = true
+		b.broken = !errors.Is(err, io.EOF)
 		b.sc.bodyRead()
 	}
 	return n, err
@@ -588,17 +652,17 @@ func (r *continueReader) Read(p []byte) (int, error) {
 }
 
 // response is the http.ResponseWriter of one request.
-type response struct {
+type Response struct {
 	sc  *serverConn
 	req *http.Request
 	// fields are the request's header fields (req.Header is nil), names
 	// lower-cased, in order; Expect removed.
-	fields extprocfilter.Headers
+	fields Fields
 	header http.Header
 	// out are the response headers when set with setHeaders (the edge's
 	// path): written in order, names as given (lower-case, as Envoy's codec
 	// writes them); header then holds only trailers.
-	out   extprocfilter.Headers
+	out   Fields
 	badCL bool // out's content-length is not a length: not written
 
 	status        int
@@ -617,14 +681,26 @@ type response struct {
 }
 
 var (
-	_ http.ResponseWriter = (*response)(nil)
-	_ http.Flusher        = (*response)(nil)
-	_ http.Hijacker       = (*response)(nil)
+	_ http.ResponseWriter = (*Response)(nil)
+	_ http.Flusher        = (*Response)(nil)
+	_ http.Hijacker       = (*Response)(nil)
 )
 
-func (w *response) Header() http.Header { return w.header }
+func (w *Response) Header() http.Header { return w.header }
 
-func (w *response) WriteHeader(code int) {
+// Fields are the request's header fields (the http.Request's Header is
+// nil), names lower-cased, in order; Expect removed.
+func (w *Response) Fields() Fields { return w.fields }
+
+// OnGone sets what is called, after the request's context is cancelled
+// with ErrClientGone, when the client goes away during the request (nil:
+// nothing). A handler that would otherwise derive a context from the
+// request's, only to learn of its end, is told directly: no registration in
+// the request's context. It may still be called once after OnGone(nil)
+// returns.
+func (w *Response) OnGone(f func(error)) { w.sc.onGone(f) }
+
+func (w *Response) WriteHeader(code int) {
 	if w.wroteHeader || w.hijacked {
 		return
 	}
@@ -654,7 +730,7 @@ func (w *response) WriteHeader(code int) {
 // setHeaders sets the response headers to h (names lower-case, no
 // pseudo-headers or hop-by-hop fields), to be written in that order, and
 // the status; it is WriteHeader without a header map.
-func (w *response) setHeaders(code int, h extprocfilter.Headers) {
+func (w *Response) SetHeaders(code int, h Fields) {
 	if w.wroteHeader || w.hijacked {
 		return
 	}
@@ -662,7 +738,7 @@ func (w *response) setHeaders(code int, h extprocfilter.Headers) {
 	w.WriteHeader(code)
 }
 
-func (w *response) Write(p []byte) (int, error) {
+func (w *Response) Write(p []byte) (int, error) {
 	if w.hijacked {
 		return 0, http.ErrHijacked
 	}
@@ -697,7 +773,7 @@ func (w *response) Write(p []byte) (int, error) {
 }
 
 // writeBody writes p with the response's framing.
-func (w *response) writeBody(p []byte) {
+func (w *Response) writeBody(p []byte) {
 	if len(p) == 0 || w.err != nil {
 		return
 	}
@@ -715,10 +791,10 @@ func (w *response) writeBody(p []byte) {
 }
 
 // Flush sends the headers and what is held, and flushes.
-func (w *response) Flush() { _ = w.FlushError() }
+func (w *Response) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush with its error (http.ResponseController uses it).
-func (w *response) FlushError() error {
+func (w *Response) FlushError() error {
 	if w.hijacked {
 		return http.ErrHijacked
 	}
@@ -736,9 +812,9 @@ func (w *response) FlushError() error {
 
 // SetReadDeadline bounds the reads of the request body
 // (http.ResponseController uses it).
-func (w *response) SetReadDeadline(t time.Time) error { return w.sc.c.SetReadDeadline(t) }
+func (w *Response) SetReadDeadline(t time.Time) error { return w.sc.c.SetReadDeadline(t) }
 
-func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *Response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
 		return nil, nil, http.ErrHijacked
 	}
@@ -747,7 +823,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // finish completes the response after the handler returned.
-func (w *response) finish() error {
+func (w *Response) finish() error {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -763,7 +839,7 @@ func (w *response) finish() error {
 				continue
 			}
 			for _, v := range vs {
-				writeField(bw, http.CanonicalHeaderKey(name), v)
+				WriteField(bw, http.CanonicalHeaderKey(name), v)
 			}
 		}
 		_, w.err = bw.WriteString("\r\n")
@@ -781,7 +857,7 @@ func (w *response) finish() error {
 
 // sendHeader writes the status line and headers into the buffer; final
 // means the handler has returned, so a held body is the whole body.
-func (w *response) sendHeader(final bool) {
+func (w *Response) sendHeader(final bool) {
 	w.headerSent = true
 	var (
 		dropCL = w.badCL
@@ -832,24 +908,24 @@ func (w *response) sendHeader(final bool) {
 	}
 	for _, f := range w.out {
 		if httpguts.ValidHeaderFieldName(f.Key) && !skip(f.Key) {
-			writeField(bw, f.Key, f.Value)
+			WriteField(bw, f.Key, f.Value)
 		}
 	}
 	for k, vs := range w.header {
-		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) || skip(lowerKey(k)) {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) || skip(LowerKey(k)) {
 			continue
 		}
 		for _, v := range vs {
-			writeField(bw, k, v)
+			WriteField(bw, k, v)
 		}
 	}
 	// The fields added here are named like the others: lower-case after
 	// setHeaders, canonical otherwise.
 	add := func(canonical, lower, v string) {
 		if w.out != nil {
-			writeField(bw, lower, v)
+			WriteField(bw, lower, v)
 		} else {
-			writeField(bw, canonical, v)
+			WriteField(bw, canonical, v)
 		}
 	}
 	if length != "" {

@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -16,14 +16,13 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // headParser reads the HTTP/1.x request heads of one downstream connection,
 // or the response heads of one upstream connection. It accepts and refuses
 // exactly what net/http's ReadRequest (ReadResponse) does — differential fuzz
-// tests hold it to that — but builds no header map: the fields keep their order
+// tests hold it to that — plus, for requests (strict), the refusals of
+// docs/dataplane.md; it builds no header map: the fields keep their order
 // with lower-case names, as Envoy's codec hands them on, and all their text
 // is one string. Two differences, both Envoy's behaviour: no Cache-Control is
 // added for "Pragma: no-cache", and an unsupported Transfer-Encoding is a
@@ -31,6 +30,16 @@ import (
 type headParser struct {
 	buf   []byte // the head's text, names lower-cased; reused
 	spans []fieldSpan
+
+	// strict applies the request rules of docs/dataplane.md on top of
+	// net/http's (the server's parser; an upstream's responses are read
+	// with net/http's rules): lines end with CRLF, no obs-fold, at most
+	// maxFields fields and maxBytes bytes of head, and the framing rules of
+	// requestFraming.
+	strict    bool
+	maxBytes  int // 0: no bound
+	maxFields int // 0: no bound
+	n         int // head bytes read so far
 }
 
 // maxKeptHead is the largest head buffer a connection keeps between
@@ -41,7 +50,7 @@ func (p *headParser) reset() {
 	if cap(p.buf) > maxKeptHead {
 		p.buf, p.spans = nil, nil
 	}
-	p.buf, p.spans = p.buf[:0], p.spans[:0]
+	p.buf, p.spans, p.n = p.buf[:0], p.spans[:0], 0
 }
 
 // fieldSpan locates one field in headParser.buf.
@@ -57,7 +66,7 @@ type reqHead struct {
 	// net/http's framing rules: Transfer-Encoding and (with chunked)
 	// Content-Length removed, a repeated Content-Length kept once, a
 	// declared Trailer removed when the body is chunked.
-	fields        extprocfilter.Headers
+	fields        Fields
 	contentLength int64 // -1: chunked
 	close         bool
 	trailer       http.Header // declared trailer names (chunked bodies)
@@ -69,6 +78,21 @@ type teError struct{ msg string }
 func (e *teError) Error() string { return e.msg }
 
 var errMalformedHead = errors.New("edge: malformed request head")
+
+// Request heads refused by the rules of docs/dataplane.md that net/http's
+// parser does not have (the differential tests tell them apart).
+var (
+	// errStrict: a head Envoy's codec (or RFC 9112) refuses with a 400.
+	errStrict = fmt.Errorf("%w (Envoy's framing rules)", errMalformedHead)
+	// errHeadersTooLarge: more than max_request_headers_kb of head (431).
+	errHeadersTooLarge = errors.New("edge: request headers too large")
+	// errTooManyHeaders: more than max_headers_count fields (431).
+	errTooManyHeaders = errors.New("edge: too many request headers")
+)
+
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errStrict}, args...)...)
+}
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errMalformedHead}, args...)...)
@@ -111,7 +135,7 @@ func (p *headParser) readRest(br *bufio.Reader) (*reqHead, error) {
 		return nil, err
 	}
 	// One allocation for the text of all the fields.
-	return h, h.frame(string(p.buf), p.spans)
+	return h, h.frame(string(p.buf), p.spans, p.strict)
 }
 
 // readFields reads a field block up to its blank line into p.buf and
@@ -155,6 +179,9 @@ func (p *headParser) readFields(br *bufio.Reader) error {
 			v0++
 		}
 		p.spans = append(p.spans, fieldSpan{s, s + colon, v0, len(p.buf)})
+		if p.maxFields > 0 && len(p.spans) > p.maxFields {
+			return errTooManyHeaders // L2: max_headers_count
+		}
 	}
 }
 
@@ -233,7 +260,7 @@ type framing struct {
 	chunked       bool
 	close         bool
 	trailer       http.Header
-	fields        extprocfilter.Headers
+	fields        Fields
 }
 
 // frame reads the framing of a message of the given version from its
@@ -309,7 +336,7 @@ func (f *framing) frame(text string, spans []fieldSpan, major, minor int, dropCo
 		}
 		f.trailer = t
 	}
-	f.fields = make(extprocfilter.Headers, 0, len(spans))
+	f.fields = make(Fields, 0, len(spans))
 	seenCL := false
 	for _, sp := range spans {
 		k := text[sp.k0:sp.k1]
@@ -330,13 +357,18 @@ func (f *framing) frame(text string, spans []fieldSpan, major, minor int, dropCo
 				continue
 			}
 		}
-		f.fields = append(f.fields, extprocfilter.Header{Key: k, Value: text[sp.v0:sp.v1]})
+		f.fields = append(f.fields, Field{Key: k, Value: text[sp.v0:sp.v1]})
 	}
 	return nil
 }
 
 // frame applies the framing rules of a request.
-func (h *reqHead) frame(text string, spans []fieldSpan) error {
+func (h *reqHead) frame(text string, spans []fieldSpan, strict bool) error {
+	if strict {
+		if err := requestFraming(text, spans, h.major, h.minor); err != nil {
+			return err
+		}
+	}
 	var f framing
 	if err := f.frame(text, spans, h.major, h.minor, false, false); err != nil {
 		return err
@@ -353,6 +385,37 @@ func (h *reqHead) frame(text string, spans []fieldSpan) error {
 		h.contentLength = -1
 	case f.hasCL:
 		h.contentLength = f.contentLength
+	}
+	return nil
+}
+
+// requestFraming refuses the request framings Envoy's HTTP/1 codec refuses
+// (docs/dataplane.md, F1–F3), which net/http's rules let through:
+// Content-Length together with Transfer-Encoding, Content-Length more than
+// once, and Transfer-Encoding in an HTTP/1.0 request.
+func requestFraming(text string, spans []fieldSpan, major, minor int) error {
+	cls, tes := 0, 0
+	for _, sp := range spans {
+		switch text[sp.k0:sp.k1] {
+		case "content-length":
+			cls++
+		case "transfer-encoding":
+			tes++
+		}
+	}
+	switch {
+	case cls > 0 && tes > 0:
+		// F1: RFC 9112 §6.3 (3) lets a server drop Content-Length; Envoy
+		// refuses the request unless http_protocol_options.allow_chunked_length.
+		return refused("Content-Length with Transfer-Encoding")
+	case cls > 1:
+		// F2: RFC 9112 §6.3 (5); Envoy's parser refuses any repeated
+		// Content-Length (disallow_multiple_content_length).
+		return refused("multiple Content-Length fields")
+	case tes > 0 && major == 1 && minor == 0:
+		// F3: RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has
+		// faulty framing.
+		return refused("Transfer-Encoding in an HTTP/1.0 request")
 	}
 	return nil
 }
@@ -383,6 +446,9 @@ func declaredTrailer(values []string) (http.Header, error) {
 // readLine appends one line to p.buf without its line end, as net/textproto
 // reads it.
 func (p *headParser) readLine(br *bufio.Reader) error {
+	if p.strict {
+		return p.readCRLFLine(br)
+	}
 	for {
 		l, more, err := br.ReadLine()
 		if err != nil {
@@ -393,6 +459,41 @@ func (p *headParser) readLine(br *bufio.Reader) error {
 			return nil
 		}
 	}
+}
+
+// readCRLFLine is readLine for requests: the line must end with CRLF (F4:
+// RFC 9112 §2.2 lets a recipient accept a bare LF; a server in front of
+// which another proxy frames differently must not), and the head must stay
+// within maxBytes (L1: max_request_headers_kb).
+func (p *headParser) readCRLFLine(br *bufio.Reader) error {
+	s := len(p.buf)
+	for {
+		l, err := br.ReadSlice('\n')
+		p.buf = append(p.buf, l...)
+		p.n += len(l)
+		if p.maxBytes > 0 && p.n > p.maxBytes {
+			return errHeadersTooLarge
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if len(p.buf) == s && p.n == 0 {
+				return err // nothing of a request: io.EOF
+			}
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		break
+	}
+	end := len(p.buf)
+	if end-s < 2 || p.buf[end-2] != '\r' {
+		return refused("line ends with a bare LF")
+	}
+	p.buf = p.buf[:end-2]
+	return nil
 }
 
 // readField appends one field line, with its continuation lines folded in,
@@ -410,6 +511,14 @@ func (p *headParser) readField(br *bufio.Reader) error {
 		return malformed("header line without a colon")
 	}
 	p.trimFrom(s)
+	if p.strict {
+		// F5: obs-fold. RFC 9112 §5.2 lets a server refuse it or unfold
+		// it; refusing cannot disagree with a proxy in front.
+		if b, err := br.Peek(1); err == nil && (b[0] == ' ' || b[0] == '\t') {
+			return refused("obs-fold")
+		}
+		return nil
+	}
 	if br.Buffered() > 1 {
 		if b, _ := br.Peek(2); isASCIILetter(b[0]) || b[0] == '\n' || b[0] == '\r' && b[1] == '\n' {
 			return nil // the common case: the next line is no continuation
@@ -522,7 +631,10 @@ func (b *fixedBody) Read(p []byte) (int, error) {
 func (b *fixedBody) Close() error { return nil }
 
 // chunkedBody is a chunked body; its trailers go into *trailer when it
-// ends (the message's Trailer), as with net/http.
+// ends (the message's Trailer), as with net/http. Its chunk reader refuses
+// a chunk size that is not hexadecimal or above 2^63 and chunk data not
+// followed by CRLF (F6: RFC 9112 §7.1, Envoy's HPE_INVALID_CHUNK_SIZE); the
+// error ends the request with a 400 and the connection (F7).
 type chunkedBody struct {
 	br      *bufio.Reader
 	cr      io.Reader

@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"context"
@@ -18,35 +18,35 @@ func TestH1ClientAbort(t *testing.T) {
 	u := startRaw(t, reply(strings.Repeat("x", 10000), 100))
 	c := u.client(0)
 	defer c.CloseIdleConnections()
-	post := func(ctx context.Context, ab *upstreamAbort) (*http.Response, error) {
+	post := func(ctx context.Context, ab *Abort) (*http.Response, error) {
 		return h1PostAbort(t, ctx, c, "a", ab)
 	}
-	resp, err := post(context.Background(), new(upstreamAbort))
+	resp, err := post(context.Background(), new(Abort))
 	require.NoError(t, err)
 	require.Len(t, readAll(t, resp), 10000)
 
 	cause := errors.New("the route's timeout")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
-	fired := new(upstreamAbort)
-	fired.fire()
+	fired := new(Abort)
+	fired.Fire()
 	_, err = post(ctx, fired)
 	require.ErrorIs(t, err, cause)
-	resp, err = post(context.Background(), new(upstreamAbort))
+	resp, err = post(context.Background(), new(Abort))
 	require.NoError(t, err)
 	require.Len(t, readAll(t, resp), 10000)
 	require.EqualValues(t, 1, u.conns.Load(), "the aborted request did not use the pooled connection")
 
-	ab := new(upstreamAbort)
+	ab := new(Abort)
 	resp, err = post(context.Background(), ab)
 	require.NoError(t, err)
 	_, err = io.ReadFull(resp.Body, make([]byte, 10))
 	require.NoError(t, err)
-	ab.fire()
+	ab.Fire()
 	_, err = io.ReadAll(resp.Body) // what was buffered, then the deadline
 	require.Error(t, err)
 	require.NoError(t, resp.Body.Close())
-	resp, err = post(context.Background(), new(upstreamAbort))
+	resp, err = post(context.Background(), new(Abort))
 	require.NoError(t, err)
 	require.Len(t, readAll(t, resp), 10000)
 	require.EqualValues(t, 2, u.conns.Load(), "the connection cut off was reused")

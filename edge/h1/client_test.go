@@ -1,4 +1,4 @@
-package edge
+package h1
 
 import (
 	"bufio"
@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 )
 
 // rawUpstream serves each connection with serve; it counts connections.
@@ -52,10 +50,10 @@ func startRaw(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) *rawUpstre
 	return u
 }
 
-func (u *rawUpstream) client(maxConns int) *h1Client {
+func (u *rawUpstream) client(maxConns int) *Client {
 	d := &net.Dialer{}
 	addr := u.lis.Addr().String()
-	return newH1Client(func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }, maxConns)
+	return NewClient(func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }, maxConns)
 }
 
 // reply answers every request on the connection with body, n times, then
@@ -79,23 +77,23 @@ func reply(body string, n int) func(net.Conn, *bufio.Reader) {
 	}
 }
 
-func h1Post(t *testing.T, ctx context.Context, c *h1Client, body string) (*http.Response, error) {
+func h1Post(t *testing.T, ctx context.Context, c *Client, body string) (*http.Response, error) {
 	t.Helper()
 	// As an exchange does when it cancels its upstream context.
-	ab := new(upstreamAbort)
-	stop := context.AfterFunc(ctx, ab.fire)
+	ab := new(Abort)
+	stop := context.AfterFunc(ctx, ab.Fire)
 	t.Cleanup(func() { stop() })
 	return h1PostAbort(t, ctx, c, body, ab)
 }
 
 // h1PostAbort is h1Post with the abort the caller fires.
-func h1PostAbort(t *testing.T, ctx context.Context, c *h1Client, body string, ab *upstreamAbort) (*http.Response, error) {
+func h1PostAbort(t *testing.T, ctx context.Context, c *Client, body string, ab *Abort) (*http.Response, error) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/v1/x", strings.NewReader(body))
 	require.NoError(t, err)
 	var wire bytes.Buffer
 	require.NoError(t, req.Write(&wire))
-	return c.do(ctx, req, wire.Bytes(), ab)
+	return c.Do(ctx, req, wire.Bytes(), ab)
 }
 
 func readAll(t *testing.T, resp *http.Response) string {
@@ -267,38 +265,16 @@ func TestH1ClientResponseFields(t *testing.T) {
 	require.Equal(t, 201, resp.StatusCode)
 	require.Equal(t, "201 Created", resp.Status)
 	require.Nil(t, resp.Header)
-	require.Equal(t, filterHeaders("x-b", "1", "content-type", "text/plain", "x-a", "2", "content-length", "2"),
-		resp.Body.(*h1Body).fields)
+	require.Equal(t, fieldsOf("x-b", "1", "content-type", "text/plain", "x-a", "2", "content-length", "2"),
+		resp.Body.(*Body).fields)
 	require.Equal(t, "ok", readAll(t, resp))
 }
 
-// The fast path writes the released headers as Envoy sends them over
-// HTTP/1.1: lower-case names, no hop-by-hop headers, the body's length.
-func TestWireRequest(t *testing.T) {
-	x := &exchange{fwd: filterHeaders(
-		":method", "POST", ":path", "/v1/chat?x=1", ":authority", "api.example.com", ":scheme", "http",
-		"connection", "keep-alive", "content-length", "999", "expect", "100-continue",
-		"authorization", "Bearer sk-1", "x-evil", "a\r\nx-injected: 1",
-	)}
-	cl := &cluster{urlHost: "10.0.0.1:80"}
-	var buf bytes.Buffer
-	require.True(t, x.wireRequest(&buf, &route{}, cl, []byte("{}")))
-	require.Equal(t, "POST /v1/chat?x=1 HTTP/1.1\r\nhost: api.example.com\r\nauthorization: Bearer sk-1\r\n"+
-		"x-evil: a  x-injected: 1\r\ncontent-length: 2\r\n\r\n{}", buf.String())
-
-	buf.Reset()
-	require.True(t, x.wireRequest(&buf, &route{hostRewrite: "upstream.internal"}, cl, nil))
-	require.Contains(t, buf.String(), "host: upstream.internal\r\n")
-	require.Contains(t, buf.String(), "content-length: 0\r\n")
-
-	x.fwd = filterHeaders(":method", "POST", ":path", "/a b")
-	require.False(t, x.wireRequest(&buf, &route{}, cl, nil))
-}
-
-func filterHeaders(kv ...string) extprocfilter.Headers {
-	var h extprocfilter.Headers
+// fieldsOf is a field list from name, value pairs.
+func fieldsOf(kv ...string) Fields {
+	var h Fields
 	for i := 0; i < len(kv); i += 2 {
-		h = append(h, extprocfilter.Header{Key: kv[i], Value: kv[i+1]})
+		h = append(h, Field{Key: kv[i], Value: kv[i+1]})
 	}
 	return h
 }

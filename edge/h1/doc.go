@@ -1,0 +1,21 @@
+// Package h1 is the built-in data plane's HTTP/1.1 layer: the downstream
+// server (Server: one goroutine per connection, the request head read by a
+// field-list parser without a header map, the handler run in the
+// connection's goroutine, the response written in one write) and the
+// upstream client of the plain-text fast path (Client: a serialised request,
+// one write, the response head parsed in the caller's goroutine, pooled
+// connections).
+//
+// Framing follows Envoy's HTTP/1 codec (and RFC 9112) rather than net/http's
+// leniency, because the edge is what single-machine users put on a network:
+// every rule, with the Envoy setting or RFC section it follows, is in
+// docs/dataplane.md and cited where it is enforced.
+//
+// The exchange (edge) reaches what net/http's interfaces do not carry
+// through *Response (the request's header fields in order, SetHeaders, the
+// OnGone "client gone" hook) and *Body (the upstream response's fields).
+//
+// It owns no gateway or Envoy logic: it must not import the edge, the ext_proc
+// filter, the processor or anything else of Tollgate; stdlib and
+// golang.org/x/net only.
+package h1
