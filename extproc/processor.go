@@ -331,7 +331,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
 	}
 	s.in = in
-	in.AnthropicVersion = s.anthropicVersion
+	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
 	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
 	if err != nil || target == nil {

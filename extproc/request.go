@@ -13,6 +13,9 @@ type requestFields struct {
 	stream              span
 	maxTokens           span
 	maxCompletionTokens span
+	maxOutputTokens     span // the Responses API's max_output_tokens
+	messages            span // chat and Messages: must be an array
+	input               span // Responses: a string or an array
 	user                span
 	streamOptions       span
 	metadata            span // Anthropic's metadata (user_id)
@@ -36,6 +39,7 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 	*f = requestFields{
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
 		user: absent, streamOptions: absent, metadata: absent,
+		maxOutputTokens: absent, messages: absent, input: absent,
 	}
 	f.open = skipSpace(body, 0)
 	members := 0
@@ -64,6 +68,12 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 			set(&f.streamOptions, "stream_options", v)
 		case keyIs(key, "metadata"):
 			set(&f.metadata, "metadata", v)
+		case keyIs(key, "max_output_tokens"):
+			set(&f.maxOutputTokens, "max_output_tokens", v)
+		case keyIs(key, "messages"):
+			set(&f.messages, "messages", v)
+		case keyIs(key, "input"):
+			set(&f.input, "input", v)
 		}
 		return nil
 	})
@@ -95,7 +105,7 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 	for _, m := range []struct {
 		name string
 		s    span
-	}{{"max_tokens", f.maxTokens}, {"max_completion_tokens", f.maxCompletionTokens}} {
+	}{{"max_tokens", f.maxTokens}, {"max_completion_tokens", f.maxCompletionTokens}, {"max_output_tokens", f.maxOutputTokens}} {
 		if !m.s.ok() || m.s.isNull(body) {
 			continue
 		}
@@ -103,10 +113,14 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 		if !ok {
 			return nil, &fieldError{m.name, "must be a non-negative integer"}
 		}
-		// max_completion_tokens supersedes max_tokens in OpenAI's chat API.
-		if m.name == "max_completion_tokens" || in.MaxTokens == 0 {
+		// max_completion_tokens supersedes max_tokens in OpenAI's chat API;
+		// max_output_tokens is the Responses API's only bound.
+		if m.name != "max_tokens" || in.MaxTokens == 0 {
 			in.MaxTokens = n
 		}
+	}
+	if err := checkShapes(api, body, f); err != nil {
+		return nil, err
 	}
 	if f.user.ok() && !f.user.isNull(body) {
 		s, ok := stringValue(body, f.user)
@@ -186,4 +200,21 @@ func (e *bodyEdits) apply(b []byte, f *requestFields) []byte {
 	}
 	sortEdits(edits)
 	return applyEdits(b, edits)
+}
+
+// checkShapes refuses, with the gateway's own 400 naming the member, the
+// members whose JSON type is wrong for the API (a provider would answer with
+// its own error text, or worse, accept it).
+func checkShapes(api API, body []byte, f *requestFields) error {
+	switch api {
+	case APIChat, APIMessages, APIMessagesCount:
+		if f.messages.ok() && body[f.messages.start] != '[' {
+			return &fieldError{"messages", "must be an array of messages"}
+		}
+	case APIResponses:
+		if f.input.ok() && body[f.input.start] != '[' && body[f.input.start] != '"' {
+			return &fieldError{"input", "must be a string or an array of input items"}
+		}
+	}
+	return nil
 }
