@@ -262,7 +262,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		epPath, epMethod = ep.Path, ep.Method
 	}
 	s.path, s.method = headerValueAs(path, epPath), headerValueAs(method, epMethod)
-	if ep == nil || ep.Method != s.method {
+	if ep == nil || ep.Method != "" && ep.Method != s.method {
 		pathOnly, _, _ := strings.Cut(s.path, "?")
 		return s.reject(&apiError{
 			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeUnknownURL,

@@ -120,14 +120,14 @@ type IncompleteDetails struct {
 // OutputItem is one item of a response's output: a message (Role, Content) or
 // a function_call (CallID, Name, Arguments).
 type OutputItem struct {
-	Type      string          `json:"type"`
-	ID        string          `json:"id"`
-	Status    string          `json:"status,omitempty"`
-	Role      string          `json:"role,omitempty"`
+	Type      string           `json:"type"`
+	ID        string           `json:"id"`
+	Status    string           `json:"status,omitempty"`
+	Role      string           `json:"role,omitempty"`
 	Content   *[]OutputContent `json:"content,omitempty"` // a message's: never nil
-	CallID    string          `json:"call_id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Arguments *string         `json:"arguments,omitempty"`
+	CallID    string           `json:"call_id,omitempty"`
+	Name      string           `json:"name,omitempty"`
+	Arguments *string          `json:"arguments,omitempty"`
 }
 
 // OutputContent is one content part of an output message: output_text, with
@@ -173,29 +173,29 @@ type OutputTokensDetails struct {
 //     .done: ItemID, OutputIndex, Name, Arguments;
 //   - error: Code, Message, Param.
 type ResponseEvent struct {
-	Type           string            `json:"type"`
-	SequenceNumber int64             `json:"sequence_number"`
-	Response       *Response         `json:"response,omitempty"`
-	OutputIndex    *int              `json:"output_index,omitempty"`
-	Item           *OutputItem       `json:"item,omitempty"`
-	ItemID         string            `json:"item_id,omitempty"`
-	ContentIndex   *int              `json:"content_index,omitempty"`
-	Part           *OutputContent    `json:"part,omitempty"`
-	Delta          *string           `json:"delta,omitempty"`
-	Text           *string           `json:"text,omitempty"`
-	Name           string            `json:"name,omitempty"`
-	Arguments      *string           `json:"arguments,omitempty"`
+	Type           string             `json:"type"`
+	SequenceNumber int64              `json:"sequence_number"`
+	Response       *Response          `json:"response,omitempty"`
+	OutputIndex    *int               `json:"output_index,omitempty"`
+	Item           *OutputItem        `json:"item,omitempty"`
+	ItemID         string             `json:"item_id,omitempty"`
+	ContentIndex   *int               `json:"content_index,omitempty"`
+	Part           *OutputContent     `json:"part,omitempty"`
+	Delta          *string            `json:"delta,omitempty"`
+	Text           *string            `json:"text,omitempty"`
+	Name           string             `json:"name,omitempty"`
+	Arguments      *string            `json:"arguments,omitempty"`
 	Logprobs       *[]json.RawMessage `json:"logprobs,omitempty"`
-	Code           *string           `json:"code,omitempty"`
-	Message        string            `json:"message,omitempty"`
-	Param          *string           `json:"param,omitempty"`
+	Code           *string            `json:"code,omitempty"`
+	Message        string             `json:"message,omitempty"`
+	Param          *string            `json:"param,omitempty"`
 }
 
 // UpstreamChatUsage is the usage of a chat completion as a provider reports
 // it, with the details the Responses usage carries over.
 type UpstreamChatUsage struct {
-	PromptTokens            int64 `json:"prompt_tokens"`
-	CompletionTokens        int64 `json:"completion_tokens"`
+	PromptTokens            int64                `json:"prompt_tokens"`
+	CompletionTokens        int64                `json:"completion_tokens"`
 	PromptTokensDetails     *PromptTokensDetails `json:"prompt_tokens_details"`
 	CompletionTokensDetails *struct {
 		ReasoningTokens int64 `json:"reasoning_tokens"`
