@@ -34,6 +34,7 @@ type Processor struct {
 	settleTimeout   time.Duration
 	shutdownTimeout time.Duration
 	health          *health.Server
+	responses       ResponseStore // stored responses of the Responses API (nil: none)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -346,6 +347,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		})
 	}
 	s.tr = tr
+	if e := s.prepareResponses(ctx); e != nil {
+		return s.reject(e)
+	}
 
 	scopes := s.principal.Scopes
 	if id := s.customerID(); id != "" {

@@ -20,12 +20,8 @@ type responsesOpenAI struct {
 	Translator
 }
 
-// Request picks the way and builds the upstream request.
+// Request picks the way (once, see chatPath) and builds the upstream request.
 func (t *responsesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
-	if target.NativeResponses {
-		t.Translator = new(responsesNative)
-	} else {
-		t.Translator = newResponsesViaChat(new(chatOpenAI))
-	}
+	t.chatPath(target)
 	return t.Translator.Request(in, target)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/envoy"
 )
@@ -54,6 +55,9 @@ type Config struct {
 	EnvoyPath string
 	// EnvoyAdmin is the admin address of a child Envoy (loopback).
 	EnvoyAdmin string
+	// ResponsesRetention is how long stored responses of the Responses API
+	// are kept (0: DefaultResponsesRetention).
+	ResponsesRetention time.Duration
 }
 
 // DefaultConfig returns the settings `tollgate run` starts with.

@@ -137,8 +137,12 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	g.xds = xds.NewServer(log) //nolint:contextcheck // its streams live until Stop
 
 	// Processor.
-	proc := extproc.New(g.Catalog, g.Accountant, //nolint:contextcheck // streams carry their own contexts
-		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)))
+	respOpts, purgeResponses := processorResponseOptions(st, &cfg, now, log)
+	proc := extproc.New(g.Catalog, g.Accountant, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
+		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes))}, respOpts...)...)
+	if purgeResponses != nil {
+		goServe("responses purge", func() error { return purgeResponses(ctx) })
+	}
 	procLis, err := listen(cfg.ExtProcAddr)
 	if err != nil {
 		return err

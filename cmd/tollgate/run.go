@@ -44,6 +44,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
+	fs.DurationVar(&cfg.ResponsesRetention, "responses-retention", gateway.DefaultResponsesRetention, "how long stored responses of the Responses API are kept")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
 	redisURL := fs.String("redis", os.Getenv("TOLLGATE_REDIS"), "redis://… URL: admission counters shared by every replica (with a PostgreSQL store)")
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
