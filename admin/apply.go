@@ -48,6 +48,8 @@ type ProviderDoc struct {
 	BaseURL    string `yaml:"base_url"`
 	APIVersion string `yaml:"api_version"`
 	Credential string `yaml:"credential"`
+	// ResponsesAPI: the upstream serves the Responses API itself.
+	ResponsesAPI bool `yaml:"responses_api"`
 }
 
 // DeploymentDoc is a deployment.
@@ -65,6 +67,7 @@ type ModelDoc struct {
 	ID               string   `yaml:"id"` // the public model name
 	Deployments      []string `yaml:"deployments"`
 	DefaultMaxTokens int64    `yaml:"default_max_tokens"`
+	Aliases          []string `yaml:"aliases"` // other names clients may ask for
 }
 
 // LimitsDoc is kernel.Limits as written in YAML: money in dollars.
@@ -483,7 +486,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if cred != "" && a.sealer == nil {
 			return nil, fmt.Errorf("%s.credential: %w", f, ErrNoSealer)
 		}
-		want := store.Provider{ID: p.ID, Type: typ, BaseURL: p.BaseURL, APIVersion: p.APIVersion}
+		want := store.Provider{ID: p.ID, Type: typ, BaseURL: p.BaseURL, APIVersion: p.APIVersion, ResponsesAPI: p.ResponsesAPI}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Provider, found bool) (store.Provider, error) {
 			w := want
 			switch {
@@ -521,7 +524,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if m.DefaultMaxTokens < 0 {
 			return nil, errorf(ErrInvalid, "%s.default_max_tokens: must not be negative", f)
 		}
-		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens}
+		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.ModelGroup, bool) (store.ModelGroup, error) { return want, nil }))
 	}
 	priced := map[string]bool{}

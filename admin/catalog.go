@@ -24,13 +24,13 @@ var (
 func providerView(p *store.Provider) *adminv1.Provider {
 	return &adminv1.Provider{
 		Id: p.ID, Type: providerTypesOut[p.Type], BaseUrl: p.BaseURL, ApiVersion: p.APIVersion,
-		HasCredential: len(p.Credential) > 0,
+		HasCredential: len(p.Credential) > 0, ResponsesApi: p.ResponsesAPI,
 	}
 }
 
 // providerAudit is what the audit log keeps of a provider: never the credential.
 func providerAudit(p *store.Provider) any {
-	return map[string]any{"type": p.Type, "base_url": p.BaseURL, "api_version": p.APIVersion, "has_credential": len(p.Credential) > 0}
+	return map[string]any{"type": p.Type, "base_url": p.BaseURL, "api_version": p.APIVersion, "has_credential": len(p.Credential) > 0, "responses_api": p.ResponsesAPI}
 }
 
 // seal encrypts a provider credential ("" stays empty).
@@ -52,7 +52,7 @@ func sealWith(sealer *secret.Sealer, credential string) ([]byte, error) {
 func (s *Server) CreateProvider(ctx context.Context, req *adminv1.CreateProviderRequest) (*adminv1.CreateProviderResponse, error) {
 	in := req.GetProvider()
 	sealed, err := s.seal(req.GetCredential())
-	p := store.Provider{ID: in.GetId(), Type: providerTypesIn[in.GetType()], BaseURL: in.GetBaseUrl(), APIVersion: in.GetApiVersion(), Credential: sealed}
+	p := store.Provider{ID: in.GetId(), Type: providerTypesIn[in.GetType()], BaseURL: in.GetBaseUrl(), APIVersion: in.GetApiVersion(), Credential: sealed, ResponsesAPI: in.GetResponsesApi()}
 	if err == nil {
 		err = create(ctx, s.st, p.ID, &p)
 	}
@@ -112,6 +112,9 @@ func (s *Server) UpdateProvider(ctx context.Context, req *adminv1.UpdateProvider
 			}
 			if hasPath(paths, "api_version") {
 				p.APIVersion = in.GetApiVersion()
+			}
+			if hasPath(paths, "responses_api") {
+				p.ResponsesAPI = in.GetResponsesApi()
 			}
 			if hasPath(paths, "credential") {
 				p.Credential = sealed
@@ -252,7 +255,7 @@ func (s *Server) DeleteDeployment(ctx context.Context, req *adminv1.DeleteDeploy
 }
 
 func modelView(m *store.ModelGroup) *adminv1.Model {
-	return &adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens}
+	return &adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}
 }
 
 // checkDeployments fails when a deployment does not exist or is listed twice.
@@ -271,7 +274,7 @@ func (s *Server) checkDeployments(ctx context.Context, ids []string) error {
 // CreateModel creates a model group.
 func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelRequest) (*adminv1.CreateModelResponse, error) {
 	in := req.GetModel()
-	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens()}
+	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens(), Aliases: slices.Clone(in.GetAliases())}
 	if m.Deployments == nil {
 		m.Deployments = []string{}
 	}
@@ -325,6 +328,9 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 			}
 			if hasPath(paths, "default_max_tokens") {
 				m.DefaultMaxTokens = in.GetDefaultMaxTokens()
+			}
+			if hasPath(paths, "aliases") {
+				m.Aliases = slices.Clone(in.GetAliases())
 			}
 			return nil
 		})

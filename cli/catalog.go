@@ -116,6 +116,7 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	typ := fs.String("type", "", "openai, azure or anthropic (required)")
 	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required)")
 	version := fs.String("api-version", "", "Azure api-version or anthropic-version")
+	responses := fs.Bool("responses-api", false, "the upstream serves OpenAI's Responses API itself (OpenAI, vLLM)")
 	cf.register(fs)
 	return func(r *runner, pos []string) error {
 		t, err := parseProviderType(*typ)
@@ -127,7 +128,7 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		resp, err := adminv1.NewProviderServiceClient(r.conn).CreateProvider(r.ctx, &adminv1.CreateProviderRequest{
-			Provider: &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version}, Credential: cred,
+			Provider: &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}, Credential: cred,
 		})
 		if err != nil {
 			return err
@@ -175,10 +176,11 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	typ := fs.String("type", "", "openai, azure or anthropic")
 	baseURL := fs.String("base-url", "", "new API base URL")
 	version := fs.String("api-version", "", "new Azure api-version or anthropic-version")
+	responses := fs.Bool("responses-api", false, "the upstream serves OpenAI's Responses API itself")
 	clearCred := fs.Bool("clear-credential", false, "remove the stored credential")
 	cf.register(fs)
 	return func(r *runner, pos []string) error {
-		p := &adminv1.Provider{Id: pos[0], BaseUrl: *baseURL, ApiVersion: *version}
+		p := &adminv1.Provider{Id: pos[0], BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}
 		if r.set["type"] {
 			t, err := parseProviderType(*typ)
 			if err != nil {
@@ -190,7 +192,7 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		mask, err := updateMask(r.set, map[string]string{"type": "type", "base-url": "base_url", "api-version": "api_version"}, nil)
+		mask, err := updateMask(r.set, map[string]string{"type": "type", "base-url": "base_url", "api-version": "api_version", "responses-api": "responses_api"}, nil)
 		if err != nil && !given && !*clearCred {
 			return err
 		}
@@ -332,15 +334,17 @@ func (r *runner) model(m *adminv1.Model) {
 		{"NAME", m.GetId()},
 		{"DEPLOYMENTS", orDash(strings.Join(m.GetDeployments(), ", "))},
 		{"DEFAULT MAX TOKENS", num(m.GetDefaultMaxTokens())},
+		{"ALIASES", orDash(strings.Join(m.GetAliases(), ", "))},
 	})
 }
 
 func modelCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
+	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated")
 	return func(r *runner, pos []string) error {
 		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{
-			Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens,
+			Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases),
 		}})
 		if err != nil {
 			return err
@@ -385,13 +389,14 @@ func modelGet(*flag.FlagSet) func(*runner, []string) error {
 func modelUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated (replaces the list)")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
+	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated (replaces the list)")
 	return func(r *runner, pos []string) error {
-		mask, err := updateMask(r.set, map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens"}, nil)
+		mask, err := updateMask(r.set, map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens", "aliases": "aliases"}, nil)
 		if err != nil {
 			return err
 		}
 		resp, err := adminv1.NewModelServiceClient(r.conn).UpdateModel(r.ctx, &adminv1.UpdateModelRequest{
-			Model: &adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens}, UpdateMask: mask,
+			Model: &adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases)}, UpdateMask: mask,
 		})
 		if err != nil {
 			return err

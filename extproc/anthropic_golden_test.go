@@ -123,8 +123,10 @@ func TestAnthropicGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	now := anthropicNow
+	rnow := responsesNow
 	anthropicNow = func() time.Time { return time.Unix(1_750_000_000, 0) }
-	t.Cleanup(func() { anthropicNow = now })
+	responsesNow = anthropicNow
+	t.Cleanup(func() { anthropicNow, responsesNow = now, rnow })
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		t.Run(name, func(t *testing.T) {

@@ -82,7 +82,8 @@ func TestChatAnthropicRequestErrors(t *testing.T) {
 
 func TestMessagesOpenAIRequestErrors(t *testing.T) {
 	tests := []struct{ name, body, want string }{
-		{"bad role", `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, `role "system"`},
+		{"bad role", `{"model":"m","max_tokens":1,"messages":[{"role":"tool","content":"x"}]}`, `role "tool"`},
+		{"system with a tool call", `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]}]}`, "text only"},
 		{"document", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`, `"document"`},
 		{"image without source", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image"}]}]}`, "without source"},
 		{"content not blocks", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":5}]}`, "content must be"},

@@ -51,7 +51,7 @@ var _ Translator = (*chatAnthropic)(nil)
 
 // Request builds the Messages request at base path + /messages.
 func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
-	t.apiKey = target.APIKey
+	t.apiKey, t.model = target.APIKey, in.Model // replies name the model the client asked for
 	t.includeUsage = in.IncludeUsage
 	t.created = anthropicNow().Unix()
 	var req openai.ChatRequest
@@ -352,7 +352,7 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 		msg.Content = &s
 	}
 	out, err := json.Marshal(openai.ChatCompletion{
-		ID: r.ID, Object: "chat.completion", Created: t.created, Model: r.Model,
+		ID: r.ID, Object: "chat.completion", Created: t.created, Model: t.model,
 		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finishReason(r.StopReason)}},
 		Usage:   openAIUsageOf(anthropicUsage(r.Usage)),
 	})
@@ -390,7 +390,7 @@ func (t *chatAnthropic) event(ev sseEvent) {
 	switch e.Type {
 	case "message_start":
 		if e.Message != nil {
-			t.id, t.model, t.head = e.Message.ID, e.Message.Model, nil
+			t.id, t.head = e.Message.ID, nil
 		}
 		t.chunk(`{"role":"assistant","content":""}`, "")
 	case "content_block_start":

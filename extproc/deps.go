@@ -57,6 +57,10 @@ type Target struct {
 	Price         kernel.Price
 	// DefaultMaxTokens bounds the output when the client gives no max_tokens.
 	DefaultMaxTokens int64
+	// NativeResponses: the upstream serves OpenAI's Responses API itself
+	// (OpenAI-compatible providers that declare it); otherwise the gateway
+	// translates Responses requests to chat completions.
+	NativeResponses bool
 }
 
 // ModelInfo is one entry of GET /v1/models.

@@ -25,6 +25,9 @@ type endpoint struct {
 	Reply func(ctx context.Context, s *stream) *apiReply
 	// ErrorBody renders errors in the endpoint's API shape; nil means OpenAI's.
 	ErrorBody func(e *apiError) []byte
+	// Prefix: Path is a prefix followed by one or more path segments
+	// (/v1/models/{id}); Method "" accepts any method (Reply tells them apart).
+	Prefix bool
 }
 
 // apiReply is a complete response produced by the gateway itself.
@@ -35,9 +38,29 @@ type apiReply struct {
 
 var endpoints = map[string]*endpoint{}
 
+// prefixEndpoints are the endpoints with path parameters, tried in order
+// when no exact path matches.
+var prefixEndpoints []*endpoint
+
 // registerEndpoint is called from init; the path is matched exactly (query
-// string excluded).
-func registerEndpoint(e *endpoint) { endpoints[e.Path] = e }
+// string excluded), or as a prefix when e.Prefix.
+func registerEndpoint(e *endpoint) {
+	if e.Prefix {
+		prefixEndpoints = append(prefixEndpoints, e)
+		return
+	}
+	endpoints[e.Path] = e
+}
+
+// lookupPrefix finds the prefix endpoint of a path (query excluded).
+func lookupPrefix(path string) *endpoint {
+	for _, e := range prefixEndpoints {
+		if rest, ok := strings.CutPrefix(path, e.Path); ok && rest != "" {
+			return e
+		}
+	}
+	return nil
+}
 
 func init() {
 	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/chat/completions", API: APIChat})
@@ -51,7 +74,10 @@ func lookupEndpoint(path string) *endpoint {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
-	return endpoints[path]
+	if e := endpoints[path]; e != nil {
+		return e
+	}
+	return lookupPrefix(path)
 }
 
 // lookupEndpointHeader is lookupEndpoint of a :path header.
@@ -63,7 +89,10 @@ func lookupEndpointHeader(h *corev3.HeaderValue) *endpoint {
 	if i := bytes.IndexByte(raw, '?'); i >= 0 {
 		raw = raw[:i]
 	}
-	return endpoints[string(raw)]
+	if e := endpoints[string(raw)]; e != nil {
+		return e
+	}
+	return lookupPrefix(string(raw))
 }
 
 func (e *endpoint) errorBody(err *apiError) []byte {
@@ -85,9 +114,13 @@ type modelEntry struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-// modelsReply lists the models the key may use, in OpenAI's list format.
+// modelsReply lists the models the key may use, in OpenAI's list format (in
+// Anthropic's when the client sent anthropic-version).
 func modelsReply(ctx context.Context, s *stream) *apiReply {
 	models := s.p.cat.Models(ctx, s.principal)
+	if s.anthropicVersion != "" {
+		return anthropicModelsReply(models)
+	}
 	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(models))}
 	for _, m := range models {
 		owned := m.OwnedBy

@@ -7,7 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/envoytest"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -46,7 +47,7 @@ func TestNeverReachedProviderIsFree(t *testing.T) {
 		t.Run(reason, func(t *testing.T) {
 			e := newTestEnv(t)
 			body := "upstream connect error or disconnect/reset before headers. reset reason: " + reason
-			r := &envoytest.UpstreamResponse{Status: 503, Headers: envoytest.Headers{
+			r := &extprocfiltertest.UpstreamResponse{Status: 503, Headers: extprocfilter.Headers{
 				{Key: "content-type", Value: "text/plain"}, {Key: "content-length", Value: strconv.Itoa(len(body))},
 			}, Chunks: [][]byte{[]byte(body)}}
 			resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), (&recorder{resp: r}).upstream)

@@ -186,6 +186,18 @@ func chatMessages(m anthropic.Message) ([]openai.UpstreamChatMessage, error) {
 		if len(parts) > 0 {
 			out = append(out, openai.UpstreamChatMessage{Role: "user", Content: flatten(parts)})
 		}
+	case "system": // Anthropic's API accepts them (Claude Code sends them): kept in place
+		if len(calls) > 0 || len(out) > 0 {
+			return nil, errors.New("a system message takes text only")
+		}
+		for _, p := range parts {
+			if p.Type != "text" {
+				return nil, errors.New("a system message takes text only")
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, openai.UpstreamChatMessage{Role: "system", Content: flatten(parts)})
+		}
 	case "assistant":
 		msg := openai.UpstreamChatMessage{Role: "assistant", ToolCalls: calls}
 		if len(parts) > 0 {
@@ -247,7 +259,7 @@ func (t *messagesOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
 		return nil, kernel.Usage{}, err
 	}
 	u, ok := parseOpenAIUsage(body, v)
-	msg := anthropic.ReplyMessage{ID: r.ID, Type: "message", Role: "assistant", Model: t.model, Content: []anthropic.ReplyBlock{}, Usage: anthropicUsageOf(u)}
+	msg := anthropic.ReplyMessage{ID: anthropicMessageID(r.ID), Type: "message", Role: "assistant", Model: t.model, Content: []anthropic.ReplyBlock{}, Usage: anthropicUsageOf(u)}
 	stop := "end_turn"
 	if len(r.Choices) > 0 {
 		c := r.Choices[0]
@@ -369,7 +381,7 @@ func (t *messagesOpenAI) event(ev sseEvent) {
 		return
 	}
 	if t.id == "" {
-		t.id = c.ID
+		t.id = anthropicMessageID(c.ID)
 	}
 	t.start()
 	for _, ch := range c.Choices {
@@ -457,4 +469,13 @@ func (countTokensEstimate) StreamUsage() (kernel.Usage, bool) { return kernel.Us
 // Error renders an upstream error in Anthropic's shape (not reached).
 func (countTokensEstimate) Error(status int, body []byte) []byte {
 	return anthropicErrorBody(upstreamOpenAIError(status, body, ""))
+}
+
+// anthropicMessageID is the id of a translated message: Anthropic's ids start
+// with msg_, and clients (Claude Code) expect it.
+func anthropicMessageID(id string) string {
+	if strings.HasPrefix(id, "msg_") {
+		return id
+	}
+	return "msg_" + strings.TrimPrefix(id, "chatcmpl-")
 }

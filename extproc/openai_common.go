@@ -91,7 +91,7 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 	if in.ClampMaxTokens > 0 {
 		n := strconv.AppendInt(nil, in.ClampMaxTokens, 10)
 		clamped := false
-		for _, s := range []span{f.maxTokens, f.maxCompletionTokens} {
+		for _, s := range []span{f.maxTokens, f.maxCompletionTokens, f.maxOutputTokens} {
 			if s.ok() && !s.isNull(b) {
 				e.replace(s, n)
 				clamped = true
@@ -100,7 +100,7 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 		if !clamped && op.maxTokensKey != "" {
 			// A null member stays; the added one comes first and wins nowhere, so
 			// replace nulls too.
-			for _, s := range []span{f.maxTokens, f.maxCompletionTokens} {
+			for _, s := range []span{f.maxTokens, f.maxCompletionTokens, f.maxOutputTokens} {
 				if s.ok() {
 					e.replace(s, n)
 					clamped = true

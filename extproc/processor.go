@@ -34,6 +34,7 @@ type Processor struct {
 	settleTimeout   time.Duration
 	shutdownTimeout time.Duration
 	health          *health.Server
+	responses       ResponseStore // stored responses of the Responses API (nil: none)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -263,7 +264,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		epPath, epMethod = ep.Path, ep.Method
 	}
 	s.path, s.method = headerValueAs(path, epPath), headerValueAs(method, epMethod)
-	if ep == nil || ep.Method != s.method {
+	if ep == nil || ep.Method != "" && ep.Method != s.method {
 		pathOnly, _, _ := strings.Cut(s.path, "?")
 		return s.reject(&apiError{
 			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeUnknownURL,
@@ -336,7 +337,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
 	}
 	s.in = in
-	in.AnthropicVersion = s.anthropicVersion
+	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
 	s.promptText = promptTextBytes(in)
 	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
@@ -352,6 +353,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		})
 	}
 	s.tr = tr
+	if e := s.prepareResponses(ctx); e != nil {
+		return s.reject(e)
+	}
 
 	scopes := s.principal.Scopes
 	if id := s.customerID(); id != "" {

@@ -13,12 +13,15 @@ type requestFields struct {
 	stream              span
 	maxTokens           span
 	maxCompletionTokens span
+	maxOutputTokens     span // the Responses API's max_output_tokens
+	messages            span // chat and Messages: must be an array
+	input               span // Responses: a string or an array
 	user                span
 	streamOptions       span
 	metadata            span // Anthropic's metadata (user_id)
 	n, bestOf           span // OpenAI's choices per request (chat, completions)
 	// The prompt outside message contents, for the input estimate (estimate.go).
-	system, prompt, input, instructions, tools span
+	system, prompt, instructions, tools span // and input, above
 }
 
 type fieldError struct {
@@ -40,6 +43,7 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,
 		user: absent, streamOptions: absent, metadata: absent, n: absent, bestOf: absent,
 		system: absent, prompt: absent, input: absent, instructions: absent, tools: absent,
+		maxOutputTokens: absent, messages: absent,
 	}
 	f.open = skipSpace(body, 0)
 	members := 0
@@ -76,12 +80,16 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 			f.system = v
 		case keyIs(key, "prompt"):
 			f.prompt = v
-		case keyIs(key, "input"):
-			f.input = v
 		case keyIs(key, "instructions"):
 			f.instructions = v
 		case keyIs(key, "tools"):
 			f.tools = v
+		case keyIs(key, "max_output_tokens"):
+			set(&f.maxOutputTokens, "max_output_tokens", v)
+		case keyIs(key, "messages"):
+			set(&f.messages, "messages", v)
+		case keyIs(key, "input"):
+			set(&f.input, "input", v)
 		}
 		return nil
 	})
@@ -113,7 +121,7 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 	for _, m := range []struct {
 		name string
 		s    span
-	}{{"max_tokens", f.maxTokens}, {"max_completion_tokens", f.maxCompletionTokens}} {
+	}{{"max_tokens", f.maxTokens}, {"max_completion_tokens", f.maxCompletionTokens}, {"max_output_tokens", f.maxOutputTokens}} {
 		if !m.s.ok() || m.s.isNull(body) {
 			continue
 		}
@@ -121,10 +129,14 @@ func parseRequest(api API, body []byte) (*Inbound, error) {
 		if !ok {
 			return nil, &fieldError{m.name, "must be a non-negative integer"}
 		}
-		// max_completion_tokens supersedes max_tokens in OpenAI's chat API.
-		if m.name == "max_completion_tokens" || in.MaxTokens == 0 {
+		// max_completion_tokens supersedes max_tokens in OpenAI's chat API;
+		// max_output_tokens is the Responses API's only bound.
+		if m.name != "max_tokens" || in.MaxTokens == 0 {
 			in.MaxTokens = n
 		}
+	}
+	if err := checkShapes(api, body, f); err != nil {
+		return nil, err
 	}
 	if f.user.ok() && !f.user.isNull(body) {
 		s, ok := stringValue(body, f.user)
@@ -204,4 +216,21 @@ func (e *bodyEdits) apply(b []byte, f *requestFields) []byte {
 	}
 	sortEdits(edits)
 	return applyEdits(b, edits)
+}
+
+// checkShapes refuses, with the gateway's own 400 naming the member, the
+// members whose JSON type is wrong for the API (a provider would answer with
+// its own error text, or worse, accept it).
+func checkShapes(api API, body []byte, f *requestFields) error {
+	switch api {
+	case APIChat, APIMessages, APIMessagesCount:
+		if f.messages.ok() && body[f.messages.start] != '[' {
+			return &fieldError{"messages", "must be an array of messages"}
+		}
+	case APIResponses:
+		if f.input.ok() && body[f.input.start] != '[' && body[f.input.start] != '"' {
+			return &fieldError{"input", "must be a string or an array of input items"}
+		}
+	}
+	return nil
 }

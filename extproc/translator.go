@@ -15,11 +15,13 @@ const (
 	APIEmbeddings    API = "openai.embeddings"       // POST /v1/embeddings
 	APIMessages      API = "anthropic.messages"      // POST /v1/messages
 	APIMessagesCount API = "anthropic.count_tokens"  // POST /v1/messages/count_tokens
+	APIResponses     API = "openai.responses"        // POST /v1/responses
 )
 
 // Inbound is what the processor parsed from the client's request body.
 type Inbound struct {
 	API       API
+	RequestID string // the gateway's id of the request
 	Body      []byte // the client's body, as received
 	Model     string
 	Stream    bool

@@ -18,6 +18,11 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIEmbeddings, ProviderOpenAI}: func() Translator { return new(embeddingsOpenAI) },
 	{APIEmbeddings, ProviderAzure}:  func() Translator { return new(embeddingsAzure) },
 
+	// OpenAI Responses (POST /v1/responses)
+	{APIResponses, ProviderOpenAI}:    func() Translator { return new(responsesOpenAI) },
+	{APIResponses, ProviderAzure}:     func() Translator { return &responsesNative{azure: true} },
+	{APIResponses, ProviderAnthropic}: func() Translator { return newResponsesViaChat(new(chatAnthropic)) },
+
 	// Anthropic Messages (POST /v1/messages)
 	{APIMessages, ProviderAnthropic}: func() Translator { return new(messagesAnthropic) },
 	{APIMessages, ProviderOpenAI}:    func() Translator { return new(messagesOpenAI) },

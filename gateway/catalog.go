@@ -50,7 +50,7 @@ func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string)
 	if !ok || len(m.targets) == 0 {
 		return nil, extproc.ErrModelNotFound
 	}
-	if !allowed(p, model) {
+	if !allowed(p, m.info.ID) { // an alias is allowed with its group
 		return nil, extproc.ErrModelNotAllowed
 	}
 	if len(m.targets) == 1 {

@@ -59,6 +59,9 @@ type Config struct {
 	// ReservationLease is how long an admitted request's reservation lives
 	// unsettled (a crashed processor) before it is settled by expiry.
 	ReservationLease time.Duration
+	// ResponsesRetention is how long stored responses of the Responses API
+	// are kept (0: DefaultResponsesRetention).
+	ResponsesRetention time.Duration
 }
 
 // DefaultConfig returns the settings `tollgate run` starts with.

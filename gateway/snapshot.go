@@ -211,6 +211,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 		}
 	}
 	slices.SortFunc(s.served, func(a, b *modelEntry) int { return strings.Compare(a.info.ID, b.info.ID) })
+	addAliases(s, groups, log)
 	return s, nil
 }
 
@@ -267,6 +268,25 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		ProviderModel:    d.ProviderModel,
 		Price:            price,
 		DefaultMaxTokens: g.DefaultMaxTokens,
+		NativeResponses:  p.ResponsesAPI,
 	}
 	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port}, nil
+}
+
+// addAliases makes each group's aliases resolve to the group: a key allowed
+// the group may ask for any of its names. A group's own name wins over an
+// alias of another group, and the first group listing an alias wins.
+func addAliases(s *Snapshot, groups []store.ModelGroup, log *slog.Logger) {
+	for _, g := range groups {
+		m := s.models[g.ID]
+		for _, a := range g.Aliases {
+			if other, taken := s.models[a]; taken {
+				if other != m {
+					log.Warn("model alias already names another group", "model", g.ID, "alias", a, "group", other.info.ID)
+				}
+				continue
+			}
+			s.models[a] = m
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
@@ -89,4 +90,41 @@ func TestCatalogModelsSortedAndAllowed(t *testing.T) {
 	}
 	require.Equal(t, []string{"alpha", "mid", "zeta"}, ids(s))
 	require.Equal(t, []string{"alpha", "zeta"}, ids(s+"x"))
+}
+
+// TestCatalogAliases: a group's aliases resolve to the group (its targets,
+// its name as Target.Model) for any key allowed the group; a group's own name
+// wins over another group's alias; the provider's responses_api reaches the
+// target.
+func TestCatalogAliases(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	s := secret.New("tg-")
+	_, err := store.Put(ctx, st, "p", &store.Provider{ID: "p", Type: store.ProviderOpenAI, BaseURL: "http://upstream:8000/v1", ResponsesAPI: true}, -1)
+	require.NoError(t, err)
+	_, err = store.Put(ctx, st, "d", &store.Deployment{ID: "d", Provider: "p", ProviderModel: "m"}, -1)
+	require.NoError(t, err)
+	for _, g := range []store.ModelGroup{
+		{ID: "demo", Deployments: []string{"d"}, Aliases: []string{"claude-sonnet-4-5", "other"}},
+		{ID: "other", Deployments: []string{"d"}},
+	} {
+		_, err = store.Put(ctx, st, g.ID, &g, -1)
+		require.NoError(t, err)
+	}
+	_, err = store.Put(ctx, st, "narrow", &store.Key{ID: "narrow", Limits: kernel.Limits{Models: []string{"demo"}}, Hashes: []store.KeyHash{{Hash: secret.Hash(s)}}}, -1)
+	require.NoError(t, err)
+	snap, err := buildSnapshot(ctx, st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now())
+	require.NoError(t, err)
+	c := NewCatalog(time.Now)
+	c.Swap(snap)
+	p, err := c.Authenticate(ctx, s)
+	require.NoError(t, err)
+	tg, err := c.Resolve(ctx, p, "claude-sonnet-4-5")
+	require.NoError(t, err)
+	require.Equal(t, "demo", tg.Model)
+	require.True(t, tg.NativeResponses)
+	_, err = c.Resolve(ctx, p, "other") // the group "other", not demo's alias
+	require.ErrorIs(t, err, extproc.ErrModelNotAllowed)
+	_, err = c.Resolve(ctx, p, "nope")
+	require.ErrorIs(t, err, extproc.ErrModelNotFound)
 }

@@ -162,9 +162,14 @@ func (g *Gateway) bindDataPlane(ctx context.Context) error {
 
 // startProcessor serves the ext_proc processor over gRPC (for Envoy, and for
 // the built-in data plane with ProcessorOverGRPC).
-func (g *Gateway) startProcessor(context.Context) error {
-	g.proc = extproc.New(g.Catalog, processorAccountant{g.Accountant}, //nolint:contextcheck // streams carry their own contexts
-		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)))
+func (g *Gateway) startProcessor(ctx context.Context) error {
+	respOpts, purgeResponses := processorResponseOptions(g.Store, &g.Config, g.now, g.log)
+	g.proc = extproc.New(g.Catalog, processorAccountant{g.Accountant}, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
+		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)),
+	}, respOpts...)...)
+	if purgeResponses != nil {
+		g.serve("responses purge", func() error { return purgeResponses(ctx) })
+	}
 	l, err := listen(g.Config.ExtProcAddr)
 	if err != nil {
 		return err

@@ -89,6 +89,8 @@ type Provider struct {
 	Credential []byte `json:"credential,omitempty"`
 	// APIVersion is Azure's api-version or Anthropic's anthropic-version.
 	APIVersion string `json:"api_version,omitempty"`
+	// ResponsesAPI: the upstream serves OpenAI's Responses API itself.
+	ResponsesAPI bool `json:"responses_api,omitempty"`
 }
 
 // Deployment is one provider model that can serve a model group.
@@ -106,6 +108,8 @@ type ModelGroup struct {
 	ID               string   `json:"id"` // the public model name
 	Deployments      []string `json:"deployments"`
 	DefaultMaxTokens int64    `json:"default_max_tokens,omitempty"`
+	// Aliases are other names of the group clients may ask for.
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // ModelPrice is the price of a model (by public model name or provider model name).

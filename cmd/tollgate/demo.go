@@ -25,7 +25,8 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 	if !strings.HasSuffix(base, "/v1") {
 		base += "/v1"
 	}
-	prov := store.Provider{ID: "demo-mock", Type: store.ProviderOpenAI, BaseURL: base, Credential: g.Sealer.Seal([]byte("sk-demo-upstream"))}
+	// The mock serves the Responses API itself, as OpenAI does.
+	prov := store.Provider{ID: "demo-mock", Type: store.ProviderOpenAI, BaseURL: base, Credential: g.Sealer.Seal([]byte("sk-demo-upstream")), ResponsesAPI: true}
 	if _, err := store.Put(ctx, st, prov.ID, &prov, -1); err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 	if _, err := store.Put(ctx, st, dep.ID, &dep, -1); err != nil {
 		return err
 	}
-	group := store.ModelGroup{ID: "demo", Deployments: []string{dep.ID}, DefaultMaxTokens: 256}
+	group := store.ModelGroup{ID: "demo", Deployments: []string{dep.ID}, DefaultMaxTokens: 256, Aliases: claudeCodeModels}
 	if _, err := store.Put(ctx, st, group.ID, &group, -1); err != nil {
 		return err
 	}
@@ -95,4 +96,18 @@ func demoKey(ctx context.Context, st store.Store, keyFile string) (string, error
 		return "", errors.Join(errors.New("demo key created but not saved"), err)
 	}
 	return s, nil
+}
+
+// claudeCodeModels are the model names Claude Code asks for by default (its
+// main and small fast models, current and recent): the demo group answers to
+// them so that Claude Code works against `make run` with no model settings.
+var claudeCodeModels = []string{
+	"claude-sonnet-4-5", "claude-sonnet-4-5-20250929",
+	"claude-haiku-4-5", "claude-haiku-4-5-20251001",
+	"claude-opus-4-5", "claude-opus-4-5-20251101",
+	"claude-opus-4-1", "claude-opus-4-1-20250805",
+	"claude-sonnet-4-0", "claude-sonnet-4-20250514",
+	"claude-opus-4-0", "claude-opus-4-20250514",
+	"claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219",
+	"claude-3-5-haiku-latest", "claude-3-5-haiku-20241022",
 }

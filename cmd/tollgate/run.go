@@ -47,6 +47,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
 	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", cfg.ReservationLease, "how long an admitted request's reservation lives unsettled (a crashed replica) before it is settled by expiry at its worst-case cost; keep it above the longest request")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
+	fs.DurationVar(&cfg.ResponsesRetention, "responses-retention", gateway.DefaultResponsesRetention, "how long stored responses of the Responses API are kept")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
 	redisURL := fs.String("redis", "", "redis://… URL: admission counters shared by every replica (with a PostgreSQL store; default: env TOLLGATE_REDIS)")
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")

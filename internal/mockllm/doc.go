@@ -1,6 +1,9 @@
 // Package mockllm is a deterministic mock of the LLM provider APIs Tollgate
 // fronts: OpenAI (chat completions, completions, embeddings, models), Azure
-// OpenAI (the same under /openai/deployments/{d}/…) and the Anthropic Messages
+// OpenAI (the same under /openai/deployments/{d}/…), OpenAI's Responses API
+// (POST /v1/responses, and Azure's /openai/v1/responses; JSON and SSE, see
+// responses.go; function_call_output strings and instructions count as prompt
+// text) and the Anthropic Messages
 // API (JSON and SSE, count_tokens). It serves tests, demos and benchmarks, and
 // keeps its own bill (GET /stats) so Tollgate's ledger can be reconciled
 // against what the "provider" actually delivered.

@@ -52,6 +52,8 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.azure(s.chat))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/completions", s.azure(s.completions))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/embeddings", s.azure(s.embeddings))
+	s.mux.HandleFunc("POST /v1/responses", s.openAI(s.responses))
+	s.mux.HandleFunc("POST /openai/v1/responses", s.openAI(s.responses)) // Azure's v1 API
 	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
 	s.mux.HandleFunc("GET /stats", s.getStats)

@@ -51,6 +51,8 @@ type Store struct {
 	dirty   bool                // rows appended since the last sort
 	totals  map[bucketKey]*bucket
 	audit   []store.AuditEntry
+	// responses are the Responses API's stored responses (responses.go).
+	responses map[responseKey]store.StoredResponse
 }
 
 var _ store.Store = (*Store)(nil)

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Spend", s.spendTests()},
 		{"Entries", s.entriesTests()},
 		{"Audit", s.auditTests()},
+		{"Responses", s.responsesTests()},
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {

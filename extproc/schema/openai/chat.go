@@ -113,7 +113,7 @@ type ChatCompletion struct {
 type UpstreamChatRequest struct {
 	Model               string                `json:"model"`
 	Messages            []UpstreamChatMessage `json:"messages"`
-	MaxCompletionTokens int64                 `json:"max_completion_tokens"`
+	MaxCompletionTokens int64                 `json:"max_completion_tokens,omitempty"`
 	Temperature         *float64              `json:"temperature,omitempty"`
 	TopP                *float64              `json:"top_p,omitempty"`
 	Stop                []string              `json:"stop,omitempty"`
@@ -123,6 +123,7 @@ type UpstreamChatRequest struct {
 	ToolChoice          any                   `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool                 `json:"parallel_tool_calls,omitempty"`
 	User                string                `json:"user,omitempty"`
+	ResponseFormat      any                   `json:"response_format,omitempty"`
 }
 
 // StreamOptions asks a streamed chat completion for its usage event.

@@ -87,6 +87,11 @@ type Provider struct {
 	ApiVersion string `protobuf:"bytes,4,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
 	// has_credential says whether a credential is stored (output only).
 	HasCredential bool `protobuf:"varint,5,opt,name=has_credential,json=hasCredential,proto3" json:"has_credential,omitempty"`
+	// responses_api: the upstream serves OpenAI's Responses API itself
+	// (OpenAI, vLLM): /v1/responses passes through natively. Otherwise the
+	// gateway translates Responses requests to chat completions. Azure always
+	// serves it (its v1 API); Anthropic never.
+	ResponsesApi  bool `protobuf:"varint,6,opt,name=responses_api,json=responsesApi,proto3" json:"responses_api,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -152,6 +157,13 @@ func (x *Provider) GetApiVersion() string {
 func (x *Provider) GetHasCredential() bool {
 	if x != nil {
 		return x.HasCredential
+	}
+	return false
+}
+
+func (x *Provider) GetResponsesApi() bool {
+	if x != nil {
+		return x.ResponsesApi
 	}
 	return false
 }
@@ -449,7 +461,7 @@ type UpdateProviderRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Provider   *Provider              `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
 	Credential string                 `protobuf:"bytes,2,opt,name=credential,proto3" json:"credential,omitempty"`
-	// update_mask: "type", "base_url", "api_version", "credential".
+	// update_mask: "type", "base_url", "api_version", "credential", "responses_api".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1189,8 +1201,12 @@ type Model struct {
 	Id               string   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Deployments      []string `protobuf:"bytes,2,rep,name=deployments,proto3" json:"deployments,omitempty"`
 	DefaultMaxTokens int64    `protobuf:"varint,3,opt,name=default_max_tokens,json=defaultMaxTokens,proto3" json:"default_max_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// aliases are other names clients may ask for (e.g. the model names a
+	// client such as Claude Code asks for by default); any key allowed the
+	// group may use them.
+	Aliases       []string `protobuf:"bytes,4,rep,name=aliases,proto3" json:"aliases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -1242,6 +1258,13 @@ func (x *Model) GetDefaultMaxTokens() int64 {
 		return x.DefaultMaxTokens
 	}
 	return 0
+}
+
+func (x *Model) GetAliases() []string {
+	if x != nil {
+		return x.Aliases
+	}
+	return nil
 }
 
 type CreateModelRequest struct {
@@ -1527,7 +1550,7 @@ func (x *ListModelsResponse) GetNextPageToken() string {
 type UpdateModelRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Model *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	// update_mask: "deployments", "default_max_tokens".
+	// update_mask: "deployments", "default_max_tokens", "aliases".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2243,14 +2266,15 @@ var File_tollgate_admin_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a google/protobuf/field_mask.proto\x1a\x1etollgate/admin/v1/common.proto\"\xb2\x01\n" +
+	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a google/protobuf/field_mask.proto\x1a\x1etollgate/admin/v1/common.proto\"\xd7\x01\n" +
 	"\bProvider\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1f.tollgate.admin.v1.ProviderTypeR\x04type\x12\x19\n" +
 	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\x12\x1f\n" +
 	"\vapi_version\x18\x04 \x01(\tR\n" +
 	"apiVersion\x12%\n" +
-	"\x0ehas_credential\x18\x05 \x01(\bR\rhasCredential\"p\n" +
+	"\x0ehas_credential\x18\x05 \x01(\bR\rhasCredential\x12#\n" +
+	"\rresponses_api\x18\x06 \x01(\bR\fresponsesApi\"p\n" +
 	"\x15CreateProviderRequest\x127\n" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\x12\x1e\n" +
 	"\n" +
@@ -2323,11 +2347,12 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"deployment\")\n" +
 	"\x17DeleteDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1a\n" +
-	"\x18DeleteDeploymentResponse\"g\n" +
+	"\x18DeleteDeploymentResponse\"\x81\x01\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdeployments\x18\x02 \x03(\tR\vdeployments\x12,\n" +
-	"\x12default_max_tokens\x18\x03 \x01(\x03R\x10defaultMaxTokens\"D\n" +
+	"\x12default_max_tokens\x18\x03 \x01(\x03R\x10defaultMaxTokens\x12\x18\n" +
+	"\aaliases\x18\x04 \x03(\tR\aaliases\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"E\n" +
 	"\x13CreateModelResponse\x12.\n" +
