@@ -148,14 +148,17 @@ func (s *Server) DeleteProvider(ctx context.Context, req *adminv1.DeleteProvider
 }
 
 func deploymentView(d *store.Deployment) *adminv1.Deployment {
-	return &adminv1.Deployment{Id: d.ID, Provider: d.Provider, ProviderModel: d.ProviderModel, Weight: int32(d.Weight), Rpm: d.RPM, Tpm: d.TPM}
+	return deploymentPolicyView(&adminv1.Deployment{Id: d.ID, Provider: d.Provider, ProviderModel: d.ProviderModel, Weight: int32(d.Weight), Rpm: d.RPM, Tpm: d.TPM}, &d.DeploymentPolicy)
 }
 
 // CreateDeployment creates a deployment of an existing provider.
 func (s *Server) CreateDeployment(ctx context.Context, req *adminv1.CreateDeploymentRequest) (*adminv1.CreateDeploymentResponse, error) {
 	in := req.GetDeployment()
-	d := store.Deployment{ID: in.GetId(), Provider: in.GetProvider(), ProviderModel: in.GetProviderModel(), Weight: int(in.GetWeight()), RPM: in.GetRpm(), TPM: in.GetTpm()}
-	_, _, err := get[store.Provider](ctx, s.st, d.Provider)
+	d := store.Deployment{ID: in.GetId(), Provider: in.GetProvider(), ProviderModel: in.GetProviderModel(), Weight: int(in.GetWeight()), RPM: in.GetRpm(), TPM: in.GetTpm(), DeploymentPolicy: deploymentPolicyOf(in)}
+	err := policyError(d.DeploymentPolicy.Validate())
+	if err == nil {
+		_, _, err = get[store.Provider](ctx, s.st, d.Provider)
+	}
 	if err == nil {
 		err = create(ctx, s.st, d.ID, &d)
 	}
@@ -174,7 +177,9 @@ func (s *Server) GetDeployment(ctx context.Context, req *adminv1.GetDeploymentRe
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.GetDeploymentResponse{Deployment: deploymentView(&d)}, nil
+	out := &adminv1.GetDeploymentResponse{Deployment: deploymentView(&d)}
+	s.stateView(ctx, []*adminv1.Deployment{out.Deployment})
+	return out, nil
 }
 
 // ListDeployments lists deployments, optionally of one provider.
@@ -189,6 +194,7 @@ func (s *Server) ListDeployments(ctx context.Context, req *adminv1.ListDeploymen
 	for i := range ds {
 		out.Deployments = append(out.Deployments, deploymentView(&ds[i]))
 	}
+	s.stateView(ctx, out.Deployments)
 	return out, nil
 }
 
@@ -220,7 +226,7 @@ func (s *Server) UpdateDeployment(ctx context.Context, req *adminv1.UpdateDeploy
 			if hasPath(paths, "tpm") {
 				d.TPM = in.GetTpm()
 			}
-			return nil
+			return updateDeploymentPolicy(&d.DeploymentPolicy, in, paths)
 		})
 	}
 	if err == nil {
@@ -252,7 +258,7 @@ func (s *Server) DeleteDeployment(ctx context.Context, req *adminv1.DeleteDeploy
 }
 
 func modelView(m *store.ModelGroup) *adminv1.Model {
-	return &adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens}
+	return groupRoutingView(&adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens}, &m.GroupRouting)
 }
 
 // checkDeployments fails when a deployment does not exist or is listed twice.
@@ -271,11 +277,14 @@ func (s *Server) checkDeployments(ctx context.Context, ids []string) error {
 // CreateModel creates a model group.
 func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelRequest) (*adminv1.CreateModelResponse, error) {
 	in := req.GetModel()
-	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens()}
+	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens(), GroupRouting: groupRoutingOf(in)}
 	if m.Deployments == nil {
 		m.Deployments = []string{}
 	}
 	err := s.checkDeployments(ctx, m.Deployments)
+	if err == nil {
+		err = s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
+	}
 	if err == nil {
 		err = create(ctx, s.st, m.ID, &m)
 	}
@@ -326,7 +335,8 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 			if hasPath(paths, "default_max_tokens") {
 				m.DefaultMaxTokens = in.GetDefaultMaxTokens()
 			}
-			return nil
+			updateGroupRouting(&m.GroupRouting, in, paths)
+			return s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
 		})
 	}
 	if err == nil {

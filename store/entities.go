@@ -99,6 +99,7 @@ type Deployment struct {
 	Weight        int    `json:"weight,omitempty"`
 	RPM           int64  `json:"rpm,omitempty"`
 	TPM           int64  `json:"tpm,omitempty"`
+	DeploymentPolicy
 }
 
 // ModelGroup is a public model name and the deployments that serve it.
@@ -106,6 +107,7 @@ type ModelGroup struct {
 	ID               string   `json:"id"` // the public model name
 	Deployments      []string `json:"deployments"`
 	DefaultMaxTokens int64    `json:"default_max_tokens,omitempty"`
+	GroupRouting
 }
 
 // ModelPrice is the price of a model (by public model name or provider model name).
