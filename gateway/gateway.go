@@ -137,8 +137,9 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	g.xds = xds.NewServer(log) //nolint:contextcheck // its streams live until Stop
 
 	// Processor.
+	router := extproc.NewRouter()
 	proc := extproc.New(g.Catalog, g.Accountant, //nolint:contextcheck // streams carry their own contexts
-		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)))
+		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)), extproc.WithRouter(router))
 	procLis, err := listen(cfg.ExtProcAddr)
 	if err != nil {
 		return err
@@ -162,7 +163,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	}
 
 	// Admin API.
-	adm := admin.New(st, sealer, admin.WithLogger(log), admin.WithClock(now))
+	adm := admin.New(st, sealer, admin.WithLogger(log), admin.WithClock(now), admin.WithRoutingStates(routingStates{router, now}))
 	adminLis, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", cfg.AdminAddr, err)
