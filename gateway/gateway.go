@@ -49,6 +49,7 @@ type Gateway struct {
 	Sealer     *secret.Sealer
 	Catalog    *Catalog
 	Accountant *Accountant
+	Router     *extproc.Router // deployment health: cooldowns, latency, in flight
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
@@ -138,6 +139,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 
 	// Processor.
 	router := extproc.NewRouter()
+	g.Router = router
 	proc := extproc.New(g.Catalog, g.Accountant, //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)), extproc.WithRouter(router))
 	procLis, err := listen(cfg.ExtProcAddr)
@@ -175,6 +177,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 
 	// Configuration changes → snapshot, counters, xDS.
 	wg.Add(2)
+	shareCooldowns(ctx, &wg, router, opts.Counters, now)
 	go func() { defer wg.Done(); g.watch(ctx) }()
 	go func() { defer wg.Done(); g.Accountant.ExpireLoop(ctx, 5*time.Second) }()
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/admin"
@@ -49,6 +50,34 @@ func routedGroup(g *store.ModelGroup, targets []*extproc.Target, deps map[string
 	}
 	return extproc.NewGroup(out)
 }
+
+// cooldownSharer is implemented by counters shared by replicas (Redis):
+// cooldowns spread through them like the limits do.
+type cooldownSharer interface {
+	PublishCooldown(id string, until time.Time)
+	WatchCooldowns(ctx context.Context, every time.Duration, now func() time.Time, adopt func(id string, until time.Time))
+}
+
+// cooldownPoll is how often a replica reads the others' cooldowns.
+const cooldownPoll = 250 * time.Millisecond
+
+// shareCooldowns makes router publish its cooldowns through counters and
+// adopt the other replicas', when the counters can (until ctx ends).
+func shareCooldowns(ctx context.Context, wg *sync.WaitGroup, router *extproc.Router, counters Counters, now func() time.Time) {
+	cs, ok := counters.(cooldownSharer)
+	if !ok {
+		return
+	}
+	router.SetShare(publishFunc(cs.PublishCooldown))
+	wg.Add(1)
+	go func() { defer wg.Done(); cs.WatchCooldowns(ctx, cooldownPoll, now, router.Adopt) }()
+}
+
+// publishFunc adapts a function to extproc.CooldownShare.
+type publishFunc func(id string, until time.Time)
+
+// Publish implements extproc.CooldownShare.
+func (f publishFunc) Publish(id string, until time.Time) { f(id, until) }
 
 // routingStates shows the router's view in the admin API.
 type routingStates struct {

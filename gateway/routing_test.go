@@ -1,0 +1,128 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/gateway"
+	"github.com/tollgate-ai/tollgate/internal/mockllm"
+	"github.com/tollgate-ai/tollgate/internal/testenv"
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/memstore"
+	tgredis "github.com/tollgate-ai/tollgate/store/redis"
+)
+
+// A deployment's rpm (the provider's quota) holds across two replicas
+// sharing Redis: with rpm 2, the third request of the minute goes to the
+// group's other deployment, whichever replica takes it; a group with no
+// other deployment refuses it with 429. The mock counts what each
+// deployment received.
+func TestDeploymentRPMAcrossReplicasThroughRedis(t *testing.T) {
+	url := testenv.Redis(t)
+	opts, err := goredis.ParseURL(url)
+	require.NoError(t, err)
+	st := memstore.New()
+	prefix := fmt.Sprintf("gw-route-%d", time.Now().UnixNano())
+	var replicas []*running
+	for range 2 {
+		client := goredis.NewClient(opts)
+		t.Cleanup(func() { _ = client.Close() })
+		c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithPrefix(prefix))
+		t.Cleanup(c.Close)
+		replicas = append(replicas, startWith(t, false, st, c))
+	}
+	mockURL := replicas[0].mockURL
+	for _, name := range []string{"a", "b"} {
+		put(t, st, "p"+name, &store.Provider{ID: "p" + name, Type: store.ProviderOpenAI, BaseURL: mockURL + "/d/" + name + "/v1"})
+	}
+	put(t, st, "a", &store.Deployment{ID: "a", Provider: "pa", ProviderModel: "mock-gpt", Weight: 1000, RPM: 2})
+	put(t, st, "b", &store.Deployment{ID: "b", Provider: "pb", ProviderModel: "mock-gpt"})
+	put(t, st, "routed", &store.ModelGroup{ID: "routed", Deployments: []string{"a", "b"}})
+	put(t, st, "solo", &store.ModelGroup{ID: "solo", Deployments: []string{"a"}})
+	key := replicas[0].key(t, "k", kernel.Limits{})
+	for _, r := range replicas { // both replicas have the snapshot with the groups
+		eventually(t, func() bool {
+			resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+	if s := time.Now().Second(); s > 50 { // stay inside one rpm window
+		time.Sleep(time.Duration(61-s) * time.Second)
+	}
+	body := func(model string) string {
+		return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
+	}
+	var served []string
+	for i := range 3 {
+		resp, b := replicas[i%2].post(t, key, "/v1/chat/completions", body("routed"))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+		served = append(served, resp.Header.Get("x-tollgate-deployment"))
+	}
+	require.Equal(t, []string{"a", "a", "b"}, served)
+	deps := replicas[0].mock.Deployments()
+	require.EqualValues(t, 2, deps["a"].Received)
+	require.EqualValues(t, 1, deps["b"].Received)
+
+	resp, b := replicas[1].post(t, key, "/v1/chat/completions", body("solo"))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, string(b))
+	require.NotEmpty(t, resp.Header.Get("retry-after"))
+	require.EqualValues(t, 2, replicas[0].mock.Deployments()["a"].Received, "a deployment at its limit is not called")
+}
+
+// One dead and one healthy deployment behind the built-in data plane, on two
+// replicas sharing Redis: the dead one takes allowed_fails failures on the
+// first replica and is then out of rotation on both: the second replica
+// sends it nothing once it adopted the cooldown.
+func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
+	url := testenv.Redis(t)
+	opts, err := goredis.ParseURL(url)
+	require.NoError(t, err)
+	st := memstore.New()
+	prefix := fmt.Sprintf("gw-cool-%d", time.Now().UnixNano())
+	var replicas []*running
+	for range 2 {
+		client := goredis.NewClient(opts)
+		t.Cleanup(func() { _ = client.Close() })
+		c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithPrefix(prefix))
+		t.Cleanup(c.Close)
+		replicas = append(replicas, startWith(t, false, st, c))
+	}
+	mock := replicas[0].mock
+	require.NoError(t, mock.SetFault("dead", &mockllm.Fault{Mode: mockllm.FaultError500}))
+	for _, name := range []string{"dead", "ok"} {
+		put(t, st, "p"+name, &store.Provider{ID: "p" + name, Type: store.ProviderOpenAI, BaseURL: replicas[0].mockURL + "/d/" + name + "/v1"})
+	}
+	put(t, st, "dead", &store.Deployment{ID: "dead", Provider: "pdead", ProviderModel: "mock-gpt", Weight: 1000,
+		DeploymentPolicy: store.DeploymentPolicy{AllowedFails: 2, Cooldown: time.Hour}})
+	put(t, st, "ok", &store.Deployment{ID: "ok", Provider: "pok", ProviderModel: "mock-gpt"})
+	put(t, st, "routed", &store.ModelGroup{ID: "routed", Deployments: []string{"dead", "ok"}})
+	key := replicas[0].key(t, "k", kernel.Limits{})
+	body := `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
+	for _, r := range replicas {
+		eventually(t, func() bool {
+			resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+	codes := map[int]int{}
+	for range 20 {
+		resp, _ := replicas[0].post(t, key, "/v1/chat/completions", body)
+		codes[resp.StatusCode]++
+	}
+	require.Equal(t, map[int]int{http.StatusInternalServerError: 2, http.StatusOK: 18}, codes)
+	require.EqualValues(t, 2, mock.Deployments()["dead"].Received)
+
+	eventually(t, func() bool { return !replicas[1].g.Router.States(time.Now())["dead"].CoolingUntil.IsZero() })
+	for range 20 {
+		resp, b := replicas[1].post(t, key, "/v1/chat/completions", body)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+		require.Equal(t, "ok", resp.Header.Get("x-tollgate-deployment"))
+	}
+	require.EqualValues(t, 2, mock.Deployments()["dead"].Received, "nothing more during the cooldown, from either replica")
+}
