@@ -186,7 +186,8 @@ type stream struct {
 	customerHdr string
 	principal   *Principal
 	target      *Target
-	rt          *route // routing state when the catalog routes by group
+	rt          *route // routing state when the catalog routes by group (&rtState)
+	rtState     route
 	tr          Translator
 	in          *Inbound
 	promptBytes int64

@@ -111,6 +111,7 @@ type route struct {
 	current *Deployment   // the deployment the request was admitted on
 	sentAt  time.Time     // when the request left for it (time to first byte)
 	tried   int           // deployments tried at admission (limits full)
+	first   [1]*Group     // backing array of groups (no allocation without fallbacks)
 }
 
 // resolve finds the request's first deployment: the catalog's choice, or with
@@ -124,7 +125,9 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	if err != nil || g == nil {
 		return nil, err
 	}
-	s.rt = &route{groups: []*Group{g}}
+	s.rtState = route{groups: s.rtState.first[:0]}
+	s.rt = &s.rtState
+	s.rt.groups = append(s.rt.groups, g)
 	s.rt.cands = s.p.router.order(g, s.p.now())
 	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
 		return nil, &unavailableError{retryAfter: s.p.router.soonest(g, s.p.now())}

@@ -361,3 +361,24 @@ func TestParseRetryAfter(t *testing.T) {
 		require.Equal(t, want, parseRetryAfter(v, now), strconv.Quote(v))
 	}
 }
+
+// BenchmarkHandleNonStreamRouted is BenchmarkHandleNonStream through a
+// routing catalog with a one-deployment group: the routing path's own cost.
+func BenchmarkHandleNonStreamRouted(b *testing.B) {
+	base := newCatalog()
+	gc := &groupCatalog{fakeCatalog: base, groups: map[string]*Group{
+		"gpt-4o": NewGroup(&Group{Name: "gpt-4o", Deployments: []*Deployment{{Target: base.targets["gpt-4o"]}}}),
+	}}
+	p := New(gc, benchAccountant{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s := &stream{p: p}
+		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
+			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
+				b.Fatalf("unexpected reply %v", r)
+			}
+		}
+		s.finish(ctx)
+	}
+}

@@ -98,8 +98,10 @@ func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
 	for _, name := range []string{"dead", "ok"} {
 		put(t, st, "p"+name, &store.Provider{ID: "p" + name, Type: store.ProviderOpenAI, BaseURL: replicas[0].mockURL + "/d/" + name + "/v1"})
 	}
-	put(t, st, "dead", &store.Deployment{ID: "dead", Provider: "pdead", ProviderModel: "mock-gpt", Weight: 1000,
-		DeploymentPolicy: store.DeploymentPolicy{AllowedFails: 2, Cooldown: time.Hour}})
+	put(t, st, "dead", &store.Deployment{
+		ID: "dead", Provider: "pdead", ProviderModel: "mock-gpt", Weight: 1000,
+		DeploymentPolicy: store.DeploymentPolicy{AllowedFails: 2, Cooldown: time.Hour},
+	})
 	put(t, st, "ok", &store.Deployment{ID: "ok", Provider: "pok", ProviderModel: "mock-gpt"})
 	put(t, st, "routed", &store.ModelGroup{ID: "routed", Deployments: []string{"dead", "ok"}})
 	key := replicas[0].key(t, "k", kernel.Limits{})

@@ -33,7 +33,10 @@ func TestCooldownsSharedByReplicas(t *testing.T) {
 	a.PublishCooldown("gone", now.Add(-time.Second))   // already over
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); b.WatchCooldowns(ctx, 10*time.Millisecond, func() time.Time { return now }, adopt) }()
+	go func() {
+		defer close(done)
+		b.WatchCooldowns(ctx, 10*time.Millisecond, func() time.Time { return now }, adopt)
+	}()
 	require.Eventually(t, func() bool { return get("dead").Equal(now.Add(30 * time.Second)) }, 5*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
 		n, err := c.HLen(context.Background(), "{"+p+"}:cooldowns").Result()
