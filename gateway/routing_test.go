@@ -128,3 +128,54 @@ func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
 	}
 	require.EqualValues(t, 2, mock.Deployments()["dead"].Received, "nothing more during the cooldown, from either replica")
 }
+
+// Through the built-in data plane, deployments whose provider refuses
+// connections (a closed port), resets them before any byte, or answers 429
+// with retry-after cool down like a 5xx: the processor sees Envoy's local
+// 503 (or the 429) and the healthy deployment takes the rest. The mock
+// counts what each deployment received.
+func TestFailuresOfEveryKindCoolDown(t *testing.T) {
+	r := start(t, false)
+	require.NoError(t, r.mock.SetFault("reset", &mockllm.Fault{Mode: mockllm.FaultRefuse}))
+	require.NoError(t, r.mock.SetFault("limited", &mockllm.Fault{Mode: mockllm.FaultRateLimit, RetryAfter: 3600}))
+	bases := map[string]string{
+		"closed":  "http://" + testenv.FreeAddr(t) + "/v1",
+		"reset":   r.mockURL + "/d/reset/v1",
+		"limited": r.mockURL + "/d/limited/v1",
+		"ok":      r.mockURL + "/d/ok/v1",
+	}
+	var deps []string
+	for name, base := range bases {
+		put(t, r.st, "p"+name, &store.Provider{ID: "p" + name, Type: store.ProviderOpenAI, BaseURL: base})
+		w := 1000
+		if name == "ok" {
+			w = 1
+		}
+		put(t, r.st, name, &store.Deployment{
+			ID: name, Provider: "p" + name, ProviderModel: "mock-gpt", Weight: w,
+			DeploymentPolicy: store.DeploymentPolicy{AllowedFails: 1, Cooldown: time.Hour},
+		})
+		deps = append(deps, name)
+	}
+	put(t, r.st, "routed", &store.ModelGroup{ID: "routed", Deployments: deps})
+	key := r.key(t, "k", kernel.Limits{})
+	eventually(t, func() bool {
+		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+		return resp.StatusCode == http.StatusOK
+	})
+	body := `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
+	failed := map[string]int{}
+	for range 30 {
+		resp, _ := r.post(t, key, "/v1/chat/completions", body)
+		if resp.StatusCode != http.StatusOK {
+			failed[resp.Header.Get("x-tollgate-deployment")]++
+		}
+	}
+	require.Equal(t, map[string]int{"closed": 1, "reset": 1, "limited": 1}, failed, "each failing deployment fails once, then cools down")
+	states := r.g.Router.States(time.Now())
+	for _, name := range []string{"closed", "reset", "limited"} {
+		require.False(t, states[name].CoolingUntil.IsZero(), name)
+	}
+	require.True(t, states["ok"].CoolingUntil.IsZero())
+	require.EqualValues(t, 27, r.mock.Deployments()["ok"].Received)
+}
