@@ -155,7 +155,7 @@ func deploymentView(d *store.Deployment) *adminv1.Deployment {
 func (s *Server) CreateDeployment(ctx context.Context, req *adminv1.CreateDeploymentRequest) (*adminv1.CreateDeploymentResponse, error) {
 	in := req.GetDeployment()
 	d := store.Deployment{ID: in.GetId(), Provider: in.GetProvider(), ProviderModel: in.GetProviderModel(), Weight: int(in.GetWeight()), RPM: in.GetRpm(), TPM: in.GetTpm(), DeploymentPolicy: deploymentPolicyOf(in)}
-	err := policyError(d.DeploymentPolicy.Validate())
+	err := policyError(d.Validate())
 	if err == nil {
 		_, _, err = get[store.Provider](ctx, s.st, d.Provider)
 	}

@@ -41,7 +41,7 @@ func routedGroup(g *store.ModelGroup, targets []*extproc.Target, deps map[string
 	}
 	for _, t := range targets {
 		d := deps[t.Deployment]
-		pol := d.DeploymentPolicy.WithDefaults()
+		pol := d.WithDefaults()
 		out.Deployments = append(out.Deployments, &extproc.Deployment{
 			Target: t, Weight: d.Weight, RPM: d.RPM, TPM: d.TPM,
 			Cooldown: pol.Cooldown, AllowedFails: int(pol.AllowedFails),

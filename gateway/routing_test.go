@@ -18,25 +18,32 @@ import (
 	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 )
 
-// A deployment's rpm (the provider's quota) holds across two replicas
-// sharing Redis: with rpm 2, the third request of the minute goes to the
-// group's other deployment, whichever replica takes it; a group with no
-// other deployment refuses it with 429. The mock counts what each
-// deployment received.
-func TestDeploymentRPMAcrossReplicasThroughRedis(t *testing.T) {
-	url := testenv.Redis(t)
-	opts, err := goredis.ParseURL(url)
+// redisReplicas starts n gateways sharing one memory store and one Redis
+// (a key prefix of their own).
+func redisReplicas(t *testing.T, n int) (store.Store, []*running) {
+	t.Helper()
+	opts, err := goredis.ParseURL(testenv.Redis(t))
 	require.NoError(t, err)
 	st := memstore.New()
 	prefix := fmt.Sprintf("gw-route-%d", time.Now().UnixNano())
 	var replicas []*running
-	for range 2 {
+	for range n {
 		client := goredis.NewClient(opts)
 		t.Cleanup(func() { _ = client.Close() })
 		c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithPrefix(prefix))
 		t.Cleanup(c.Close)
 		replicas = append(replicas, startWith(t, false, st, c))
 	}
+	return st, replicas
+}
+
+// A deployment's rpm (the provider's quota) holds across two replicas
+// sharing Redis: with rpm 2, the third request of the minute goes to the
+// group's other deployment, whichever replica takes it; a group with no
+// other deployment refuses it with 429. The mock counts what each
+// deployment received.
+func TestDeploymentRPMAcrossReplicasThroughRedis(t *testing.T) {
+	st, replicas := redisReplicas(t, 2)
 	mockURL := replicas[0].mockURL
 	for _, name := range []string{"a", "b"} {
 		put(t, st, "p"+name, &store.Provider{ID: "p" + name, Type: store.ProviderOpenAI, BaseURL: mockURL + "/d/" + name + "/v1"})
@@ -80,19 +87,7 @@ func TestDeploymentRPMAcrossReplicasThroughRedis(t *testing.T) {
 // first replica and is then out of rotation on both: the second replica
 // sends it nothing once it adopted the cooldown.
 func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
-	url := testenv.Redis(t)
-	opts, err := goredis.ParseURL(url)
-	require.NoError(t, err)
-	st := memstore.New()
-	prefix := fmt.Sprintf("gw-cool-%d", time.Now().UnixNano())
-	var replicas []*running
-	for range 2 {
-		client := goredis.NewClient(opts)
-		t.Cleanup(func() { _ = client.Close() })
-		c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithPrefix(prefix))
-		t.Cleanup(c.Close)
-		replicas = append(replicas, startWith(t, false, st, c))
-	}
+	st, replicas := redisReplicas(t, 2)
 	mock := replicas[0].mock
 	require.NoError(t, mock.SetFault("dead", &mockllm.Fault{Mode: mockllm.FaultError500}))
 	for _, name := range []string{"dead", "ok"} {
