@@ -174,3 +174,29 @@ func TestFailuresOfEveryKindCoolDown(t *testing.T) {
 	require.True(t, states["ok"].CoolingUntil.IsZero())
 	require.EqualValues(t, 27, r.mock.Deployments()["ok"].Received)
 }
+
+// The latency strategy through the built-in data plane: a deployment whose
+// provider answers a second late is measured once and then avoided; the
+// fast one takes the rest.
+func TestLatencyRoutingAvoidsTheSlowProvider(t *testing.T) {
+	r := start(t, false)
+	require.NoError(t, r.mock.SetFault("slow", &mockllm.Fault{Mode: mockllm.FaultSlow, DelayMS: 1000}))
+	for _, name := range []string{"slow", "fast"} {
+		put(t, r.st, "p"+name, &store.Provider{ID: "p" + name, Type: store.ProviderOpenAI, BaseURL: r.mockURL + "/d/" + name + "/v1"})
+		put(t, r.st, name, &store.Deployment{ID: name, Provider: "p" + name, ProviderModel: "mock-gpt"})
+	}
+	put(t, r.st, "routed", &store.ModelGroup{ID: "routed", Deployments: []string{"slow", "fast"}, GroupRouting: store.GroupRouting{Routing: store.RoutingLatency}})
+	key := r.key(t, "k", kernel.Limits{})
+	eventually(t, func() bool {
+		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+		return resp.StatusCode == http.StatusOK
+	})
+	for range 20 {
+		resp, b := r.post(t, key, "/v1/chat/completions", `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	}
+	deps := r.mock.Deployments()
+	require.EqualValues(t, 1, deps["slow"].Received, "unmeasured deployments go first: measured once, then avoided")
+	require.EqualValues(t, 19, deps["fast"].Received)
+	require.Greater(t, r.g.Router.States(time.Now())["slow"].Latency, r.g.Router.States(time.Now())["fast"].Latency)
+}

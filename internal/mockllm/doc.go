@@ -82,7 +82,8 @@
 // port is the real refusal); "context_window" and "content_policy" (400 in
 // the provider's shape: OpenAI code context_length_exceeded /
 // content_policy_violation, Anthropic invalid_request_error "prompt is too
-// long" / "Output blocked by content filtering policy"). A fault with times
+// long" / "Output blocked by content filtering policy"); "slow" (a normal
+// reply after delay_ms, as x-mock-latency). A fault with times
 // n clears itself after n requests.
 //
 // # The bill (GET /stats, POST /stats/reset)

@@ -21,6 +21,8 @@ type Fault struct {
 	// Times is how many requests the fault hits before it clears itself; 0
 	// means until cleared.
 	Times int64 `json:"times,omitempty"`
+	// DelayMS is the delay before the first response byte of mode "slow".
+	DelayMS int `json:"delay_ms,omitempty"`
 }
 
 // Fault modes.
@@ -32,6 +34,7 @@ const (
 	FaultRefuse        = "refuse"         // the connection is closed (RST) before any response byte
 	FaultContextWindow = "context_window" // 400 context-window-exceeded, in the provider's shape
 	FaultContentPolicy = "content_policy" // 400 content-policy refusal, in the provider's shape
+	FaultSlow          = "slow"           // a normal reply after delay_ms (x-mock-latency)
 )
 
 // DeploymentStats is what one deployment of the mock received.
@@ -169,12 +172,12 @@ func (s *Server) ResetDeployments() {
 
 func (f *Fault) validate() error {
 	switch f.Mode {
-	case FaultError500, FaultRateLimit, FaultHang, FaultReset, FaultRefuse, FaultContextWindow, FaultContentPolicy:
+	case FaultError500, FaultRateLimit, FaultHang, FaultReset, FaultRefuse, FaultContextWindow, FaultContentPolicy, FaultSlow:
 	default:
 		return fmt.Errorf("mockllm: unknown fault mode %q", f.Mode)
 	}
-	if f.RetryAfter < 0 || f.Times < 0 {
-		return fmt.Errorf("mockllm: negative retry_after or times")
+	if f.RetryAfter < 0 || f.Times < 0 || f.DelayMS < 0 {
+		return fmt.Errorf("mockllm: negative retry_after, times or delay_ms")
 	}
 	return nil
 }
@@ -208,6 +211,9 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault) bo
 		return true
 	case FaultReset:
 		r.Header.Set("X-Mock-Disconnect-After", "1")
+		return false
+	case FaultSlow:
+		r.Header.Set("X-Mock-Latency", strconv.Itoa(f.DelayMS)+"ms")
 		return false
 	case FaultContextWindow:
 		writeFaultBody(w, fl, contextWindowBody)

@@ -39,6 +39,11 @@ func TestFaultsPerDeployment(t *testing.T) {
 	decodeJSON(t, h.post("/d/b/v1/chat/completions", chatBody("x", nil)), http.StatusInternalServerError)
 	decodeJSON(t, h.post("/d/b/v1/chat/completions", chatBody("x", nil)), http.StatusOK) // cleared itself
 
+	h.putFault("slow", Fault{Mode: FaultSlow, DelayMS: 120})
+	t0 := time.Now()
+	decodeJSON(t, h.post("/d/slow/v1/chat/completions", chatBody("x", nil)), http.StatusOK)
+	require.GreaterOrEqual(t, time.Since(t0), 120*time.Millisecond, "served after the delay")
+
 	h.putFault("c", Fault{Mode: FaultContextWindow})
 	m = decodeJSON(t, h.post("/d/c/v1/chat/completions", chatBody("x", nil)), http.StatusBadRequest)
 	require.Equal(t, "context_length_exceeded", m["error"].(map[string]any)["code"])
@@ -57,7 +62,7 @@ func TestFaultsPerDeployment(t *testing.T) {
 	require.Equal(t, int64(1), deps["d"].Received)
 
 	m = decodeJSON(t, h.get("/faults"), http.StatusOK)
-	require.Equal(t, []any{"a", "b", "c", "d"}, m["names"])
+	require.Equal(t, []any{"a", "b", "c", "d", "slow"}, m["names"])
 	req, _ := http.NewRequest(http.MethodDelete, h.url+"/faults", nil)
 	resp, err := h.client.Do(req)
 	require.NoError(t, err)
