@@ -60,6 +60,8 @@ type DeploymentDoc struct {
 	Weight        int    `yaml:"weight"`
 	RPM           int64  `yaml:"rpm"`
 	TPM           int64  `yaml:"tpm"`
+
+	DeploymentRoutingDoc `yaml:",inline"`
 }
 
 // ModelDoc is a model group.
@@ -68,6 +70,8 @@ type ModelDoc struct {
 	Deployments      []string `yaml:"deployments"`
 	DefaultMaxTokens int64    `yaml:"default_max_tokens"`
 	Aliases          []string `yaml:"aliases"` // other names clients may ask for
+
+	ModelRoutingDoc `yaml:",inline"`
 }
 
 // LimitsDoc is kernel.Limits as written in YAML: money in dollars.
@@ -406,7 +410,8 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ids(d.Models, func(m *ModelDoc) string { return m.ID }, "models"); err != nil {
+	modelIDs, err := ids(d.Models, func(m *ModelDoc) string { return m.ID }, "models")
+	if err != nil {
 		return nil, err
 	}
 	if _, err := ids(d.Keys, func(k *KeyDoc) string { return k.ID }, "keys"); err != nil {
@@ -511,7 +516,11 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if dp.Weight < 0 || dp.RPM < 0 || dp.TPM < 0 {
 			return nil, errorf(ErrInvalid, "%s: weight, rpm and tpm must not be negative", f)
 		}
-		want := store.Deployment{ID: dp.ID, Provider: dp.Provider, ProviderModel: dp.ProviderModel, Weight: dp.Weight, RPM: dp.RPM, TPM: dp.TPM}
+		pol, err := dp.policy(f)
+		if err != nil {
+			return nil, err
+		}
+		want := store.Deployment{ID: dp.ID, Provider: dp.Provider, ProviderModel: dp.ProviderModel, Weight: dp.Weight, RPM: dp.RPM, TPM: dp.TPM, DeploymentPolicy: pol}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Deployment, bool) (store.Deployment, error) { return want, nil }))
 	}
 	for i, m := range d.Models {
@@ -524,7 +533,11 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if m.DefaultMaxTokens < 0 {
 			return nil, errorf(ErrInvalid, "%s.default_max_tokens: must not be negative", f)
 		}
-		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}
+		rt, err := a.routing(ctx, f, m.ID, &m.ModelRoutingDoc, modelIDs)
+		if err != nil {
+			return nil, err
+		}
+		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases), GroupRouting: rt}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.ModelGroup, bool) (store.ModelGroup, error) { return want, nil }))
 	}
 	priced := map[string]bool{}

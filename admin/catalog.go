@@ -151,14 +151,17 @@ func (s *Server) DeleteProvider(ctx context.Context, req *adminv1.DeleteProvider
 }
 
 func deploymentView(d *store.Deployment) *adminv1.Deployment {
-	return &adminv1.Deployment{Id: d.ID, Provider: d.Provider, ProviderModel: d.ProviderModel, Weight: int32(d.Weight), Rpm: d.RPM, Tpm: d.TPM}
+	return deploymentPolicyView(&adminv1.Deployment{Id: d.ID, Provider: d.Provider, ProviderModel: d.ProviderModel, Weight: int32(d.Weight), Rpm: d.RPM, Tpm: d.TPM}, &d.DeploymentPolicy)
 }
 
 // CreateDeployment creates a deployment of an existing provider.
 func (s *Server) CreateDeployment(ctx context.Context, req *adminv1.CreateDeploymentRequest) (*adminv1.CreateDeploymentResponse, error) {
 	in := req.GetDeployment()
-	d := store.Deployment{ID: in.GetId(), Provider: in.GetProvider(), ProviderModel: in.GetProviderModel(), Weight: int(in.GetWeight()), RPM: in.GetRpm(), TPM: in.GetTpm()}
-	_, _, err := get[store.Provider](ctx, s.st, d.Provider)
+	d := store.Deployment{ID: in.GetId(), Provider: in.GetProvider(), ProviderModel: in.GetProviderModel(), Weight: int(in.GetWeight()), RPM: in.GetRpm(), TPM: in.GetTpm(), DeploymentPolicy: deploymentPolicyOf(in)}
+	err := policyError(d.Validate())
+	if err == nil {
+		_, _, err = get[store.Provider](ctx, s.st, d.Provider)
+	}
 	if err == nil {
 		err = create(ctx, s.st, d.ID, &d)
 	}
@@ -177,7 +180,9 @@ func (s *Server) GetDeployment(ctx context.Context, req *adminv1.GetDeploymentRe
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.GetDeploymentResponse{Deployment: deploymentView(&d)}, nil
+	out := &adminv1.GetDeploymentResponse{Deployment: deploymentView(&d)}
+	s.stateView(ctx, []*adminv1.Deployment{out.Deployment})
+	return out, nil
 }
 
 // ListDeployments lists deployments, optionally of one provider.
@@ -192,6 +197,7 @@ func (s *Server) ListDeployments(ctx context.Context, req *adminv1.ListDeploymen
 	for i := range ds {
 		out.Deployments = append(out.Deployments, deploymentView(&ds[i]))
 	}
+	s.stateView(ctx, out.Deployments)
 	return out, nil
 }
 
@@ -223,7 +229,7 @@ func (s *Server) UpdateDeployment(ctx context.Context, req *adminv1.UpdateDeploy
 			if hasPath(paths, "tpm") {
 				d.TPM = in.GetTpm()
 			}
-			return nil
+			return updateDeploymentPolicy(&d.DeploymentPolicy, in, paths)
 		})
 	}
 	if err == nil {
@@ -255,7 +261,7 @@ func (s *Server) DeleteDeployment(ctx context.Context, req *adminv1.DeleteDeploy
 }
 
 func modelView(m *store.ModelGroup) *adminv1.Model {
-	return &adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}
+	return groupRoutingView(&adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}, &m.GroupRouting)
 }
 
 // checkDeployments fails when a deployment does not exist or is listed twice.
@@ -274,11 +280,14 @@ func (s *Server) checkDeployments(ctx context.Context, ids []string) error {
 // CreateModel creates a model group.
 func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelRequest) (*adminv1.CreateModelResponse, error) {
 	in := req.GetModel()
-	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens(), Aliases: slices.Clone(in.GetAliases())}
+	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens(), Aliases: slices.Clone(in.GetAliases()), GroupRouting: groupRoutingOf(in)}
 	if m.Deployments == nil {
 		m.Deployments = []string{}
 	}
 	err := s.checkDeployments(ctx, m.Deployments)
+	if err == nil {
+		err = s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
+	}
 	if err == nil {
 		err = create(ctx, s.st, m.ID, &m)
 	}
@@ -332,7 +341,8 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 			if hasPath(paths, "aliases") {
 				m.Aliases = slices.Clone(in.GetAliases())
 			}
-			return nil
+			updateGroupRouting(&m.GroupRouting, in, paths)
+			return s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
 		})
 	}
 	if err == nil {

@@ -8,12 +8,14 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tollgate-ai/tollgate/admin"
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
@@ -157,6 +159,57 @@ func TestDeploymentsAndModels(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.models.GetModel(ctx, &adminv1.GetModelRequest{Id: "gpt-4o"})
 		requireCode(t, codes.NotFound, err)
+	})
+}
+
+func TestRoutingConfiguration(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		c := clients(e)
+		ctx := e.admin(t)
+		_, err := c.providers.CreateProvider(ctx, &adminv1.CreateProviderRequest{Provider: &adminv1.Provider{
+			Id: "oa", Type: adminv1.ProviderType_PROVIDER_TYPE_OPENAI, BaseUrl: "https://api.openai.com/v1",
+		}})
+		require.NoError(t, err)
+		d, err := c.deployments.CreateDeployment(ctx, &adminv1.CreateDeploymentRequest{Deployment: &adminv1.Deployment{
+			Id: "a", Provider: "oa", ProviderModel: "gpt-4o", Cooldown: durationpb.New(30 * time.Second), AllowedFails: 3,
+			Timeout: durationpb.New(time.Minute), FirstByteTimeout: durationpb.New(10 * time.Second),
+		}})
+		require.NoError(t, err)
+		require.Equal(t, 30*time.Second, d.GetDeployment().GetCooldown().AsDuration())
+		require.EqualValues(t, 3, d.GetDeployment().GetAllowedFails())
+		_, err = c.deployments.CreateDeployment(ctx, &adminv1.CreateDeploymentRequest{Deployment: &adminv1.Deployment{
+			Id: "b", Provider: "oa", ProviderModel: "gpt-4o", Timeout: durationpb.New(time.Second), FirstByteTimeout: durationpb.New(time.Minute),
+		}})
+		requireCode(t, codes.InvalidArgument, err)
+		_, err = c.deployments.CreateDeployment(ctx, &adminv1.CreateDeploymentRequest{Deployment: &adminv1.Deployment{Id: "b", Provider: "oa", ProviderModel: "gpt-4o", AllowedFails: -1}})
+		requireCode(t, codes.InvalidArgument, err)
+		ud, err := c.deployments.UpdateDeployment(ctx, &adminv1.UpdateDeploymentRequest{Deployment: &adminv1.Deployment{Id: "a", Cooldown: durationpb.New(5 * time.Second)}, UpdateMask: mask("cooldown")})
+		require.NoError(t, err)
+		require.Equal(t, 5*time.Second, ud.GetDeployment().GetCooldown().AsDuration())
+		require.Equal(t, time.Minute, ud.GetDeployment().GetTimeout().AsDuration(), "not in the mask: kept")
+
+		_, err = c.models.CreateModel(ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{Id: "big", Deployments: []string{"a"}}})
+		require.NoError(t, err)
+		_, err = c.models.CreateModel(ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{Id: "m", Deployments: []string{"a"}, Routing: "fastest"}})
+		requireCode(t, codes.InvalidArgument, err)
+		_, err = c.models.CreateModel(ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{Id: "m", Deployments: []string{"a"}, Fallbacks: []string{"ghost"}}})
+		requireCode(t, codes.NotFound, err)
+		_, err = c.models.CreateModel(ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{Id: "m", Deployments: []string{"a"}, Fallbacks: []string{"m"}}})
+		requireCode(t, codes.InvalidArgument, err)
+		zero := int32(0)
+		m, err := c.models.CreateModel(ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{
+			Id: "m", Deployments: []string{"a"}, Routing: "least-busy", Retries: &zero, Fallbacks: []string{"big"}, ContextWindowFallbacks: []string{"big"},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, "least-busy", m.GetModel().GetRouting())
+		require.NotNil(t, m.GetModel().Retries)
+		require.EqualValues(t, 0, m.GetModel().GetRetries())
+		require.Equal(t, []string{"big"}, m.GetModel().GetContextWindowFallbacks())
+		um, err := c.models.UpdateModel(ctx, &adminv1.UpdateModelRequest{Model: &adminv1.Model{Id: "m", Routing: "latency", ContentPolicyFallbacks: []string{"big"}}, UpdateMask: mask("routing", "content_policy_fallbacks")})
+		require.NoError(t, err)
+		require.Equal(t, "latency", um.GetModel().GetRouting())
+		require.Equal(t, []string{"big"}, um.GetModel().GetContentPolicyFallbacks())
+		require.Equal(t, []string{"big"}, um.GetModel().GetFallbacks(), "not in the mask: kept")
 	})
 }
 

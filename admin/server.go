@@ -42,11 +42,12 @@ type Server struct {
 	adminv1.UnimplementedAdminCredentialServiceServer
 	adminv1.UnimplementedConfigServiceServer
 
-	st     Store
-	sealer *secret.Sealer
-	log    *slog.Logger
-	now    func() time.Time
-	health *health.Server
+	st      Store
+	routing RoutingStates // nil: deployment states unknown (routing.go)
+	sealer  *secret.Sealer
+	log     *slog.Logger
+	now     func() time.Time
+	health  *health.Server
 }
 
 // Option configures a Server.

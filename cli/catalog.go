@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 
@@ -29,7 +30,7 @@ func init() {
 		&command{noun: "model", verb: "create", args: "NAME", help: "publish a model name served by --deployments", setup: modelCreate},
 		&command{noun: "model", verb: "list", help: "list model names and their deployments", setup: modelList},
 		&command{noun: "model", verb: "get", args: "NAME", help: "show a model", setup: modelGet},
-		&command{noun: "model", verb: "update", args: "NAME", help: "change a model's deployments or default max tokens", setup: modelUpdate},
+		&command{noun: "model", verb: "update", args: "NAME", help: "change a model's deployments, default max tokens or routing", setup: modelUpdate},
 		&command{noun: "model", verb: "delete", args: "NAME", help: "unpublish a model name", setup: modelDelete},
 
 		&command{noun: "price", verb: "set", args: "MODEL", help: "set a model's price in dollars per million tokens", setup: priceSet},
@@ -218,10 +219,10 @@ func providerDelete(*flag.FlagSet) func(*runner, []string) error {
 }
 
 func deploymentRow(d *adminv1.Deployment) []string {
-	return []string{d.GetId(), d.GetProvider(), d.GetProviderModel(), num(int64(d.GetWeight())), num(d.GetRpm()), num(d.GetTpm())}
+	return []string{d.GetId(), d.GetProvider(), d.GetProviderModel(), num(int64(d.GetWeight())), num(d.GetRpm()), num(d.GetTpm()), deploymentState(d)}
 }
 
-var deploymentHeader = []string{"ID", "PROVIDER", "PROVIDER MODEL", "WEIGHT", "RPM", "TPM"}
+var deploymentHeader = []string{"ID", "PROVIDER", "PROVIDER MODEL", "WEIGHT", "RPM", "TPM", "STATE"}
 
 func (r *runner) deployment(d *adminv1.Deployment) {
 	row := deploymentRow(d)
@@ -229,6 +230,13 @@ func (r *runner) deployment(d *adminv1.Deployment) {
 	for i := range row {
 		pairs[i] = [2]string{deploymentHeader[i], row[i]}
 	}
+	pairs = append(pairs, [][2]string{
+		{"COOLDOWN", durationText(d.GetCooldown())},
+		{"ALLOWED FAILS", num(int64(d.GetAllowedFails()))},
+		{"TIMEOUT", durationText(d.GetTimeout())},
+		{"FIRST BYTE TIMEOUT", durationText(d.GetFirstByteTimeout())},
+		{"CONNECT TIMEOUT", durationText(d.GetConnectTimeout())},
+	}...)
 	r.fields(pairs)
 }
 
@@ -236,6 +244,7 @@ type deploymentFlags struct {
 	provider, model string
 	weight          int
 	rpm, tpm        int64
+	routing         deploymentRoutingFlags
 }
 
 func (f *deploymentFlags) register(fs *flag.FlagSet) {
@@ -244,10 +253,11 @@ func (f *deploymentFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.weight, "weight", 0, "routing weight among the model's deployments (0 means 1)")
 	fs.Int64Var(&f.rpm, "rpm", 0, "requests per minute this deployment takes (0: no limit)")
 	fs.Int64Var(&f.tpm, "tpm", 0, "tokens per minute this deployment takes (0: no limit)")
+	f.routing.register(fs)
 }
 
 func (f *deploymentFlags) message(id string) *adminv1.Deployment {
-	return &adminv1.Deployment{Id: id, Provider: f.provider, ProviderModel: f.model, Weight: int32(f.weight), Rpm: f.rpm, Tpm: f.tpm}
+	return f.routing.set(&adminv1.Deployment{Id: id, Provider: f.provider, ProviderModel: f.model, Weight: int32(f.weight), Rpm: f.rpm, Tpm: f.tpm})
 }
 
 func deploymentCreate(fs *flag.FlagSet) func(*runner, []string) error {
@@ -300,7 +310,9 @@ func deploymentUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	var df deploymentFlags
 	df.register(fs)
 	return func(r *runner, pos []string) error {
-		mask, err := updateMask(r.set, map[string]string{"provider": "provider", "model": "provider_model", "weight": "weight", "rpm": "rpm", "tpm": "tpm"}, nil)
+		fields := map[string]string{"provider": "provider", "model": "provider_model", "weight": "weight", "rpm": "rpm", "tpm": "tpm"}
+		maps.Copy(fields, deploymentRoutingMask)
+		mask, err := updateMask(r.set, fields, nil)
 		if err != nil {
 			return err
 		}
@@ -330,22 +342,24 @@ func splitList(s string) []string {
 }
 
 func (r *runner) model(m *adminv1.Model) {
-	r.fields([][2]string{
+	r.fields(append([][2]string{
 		{"NAME", m.GetId()},
 		{"DEPLOYMENTS", orDash(strings.Join(m.GetDeployments(), ", "))},
 		{"DEFAULT MAX TOKENS", num(m.GetDefaultMaxTokens())},
 		{"ALIASES", orDash(strings.Join(m.GetAliases(), ", "))},
-	})
+	}, r.modelRouting(m)...))
 }
 
 func modelCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
 	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated")
+	var rf modelRoutingFlags
+	rf.register(fs)
 	return func(r *runner, pos []string) error {
-		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: &adminv1.Model{
+		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: rf.set(&adminv1.Model{
 			Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases),
-		}})
+		}, r.set)})
 		if err != nil {
 			return err
 		}
@@ -390,13 +404,17 @@ func modelUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated (replaces the list)")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
 	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated (replaces the list)")
+	var rf modelRoutingFlags
+	rf.register(fs)
 	return func(r *runner, pos []string) error {
-		mask, err := updateMask(r.set, map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens", "aliases": "aliases"}, nil)
+		fields := map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens", "aliases": "aliases"}
+		maps.Copy(fields, modelRoutingMask)
+		mask, err := updateMask(r.set, fields, nil)
 		if err != nil {
 			return err
 		}
 		resp, err := adminv1.NewModelServiceClient(r.conn).UpdateModel(r.ctx, &adminv1.UpdateModelRequest{
-			Model: &adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases)}, UpdateMask: mask,
+			Model: rf.set(&adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases)}, r.set), UpdateMask: mask,
 		})
 		if err != nil {
 			return err

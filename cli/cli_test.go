@@ -168,6 +168,17 @@ func TestCommands(t *testing.T) {
 				{args: []string{"model", "update", "gpt-4o", "--default-max-tokens", "2048"}, want: []string{"2048"}},
 				{args: []string{"model", "get", "gpt-4o"}, want: []string{"2048"}},
 				{args: []string{"model", "list"}, want: []string{"gpt-4o", "d1"}},
+				// Routing: deployment policy, strategy, retries, fallbacks.
+				{args: []string{"deployment", "create", "d3", "--provider", "openai", "--model", "gpt-4o", "--cooldown", "30s", "--allowed-fails", "3", "--timeout", "60s", "--first-byte-timeout", "10s"}, want: []string{"30s", "1m0s", "10s"}},
+				{args: []string{"deployment", "update", "d3", "--cooldown", "5s"}, want: []string{"5s", "1m0s"}},
+				{args: []string{"model", "create", "other", "--deployments", "d3"}, want: []string{"weighted"}},
+				{args: []string{"model", "create", "routed", "--deployments", "d1,d3", "--routing", "least-busy", "--retries", "1", "--fallbacks", "other,gpt-4o", "--context-window-fallbacks", "gpt-4o", "--content-policy-fallbacks", "other"}, want: []string{"least-busy", "other, gpt-4o"}},
+				{args: []string{"model", "update", "routed", "--routing", "latency", "--retries", "0"}, want: []string{"latency", "RETRIES"}},
+				{args: []string{"model", "create", "bad", "--deployments", "d1", "--routing", "fastest"}, wantErr: "routing"},
+				{args: []string{"model", "create", "bad", "--deployments", "d1", "--fallbacks", "ghost"}, wantErr: "ghost"},
+				{args: []string{"model", "delete", "routed"}, want: []string{"deleted"}},
+				{args: []string{"model", "delete", "other"}, want: []string{"deleted"}},
+				{args: []string{"deployment", "delete", "d3"}, want: []string{"deleted"}},
 				{args: []string{"model", "create", "tmp", "--deployments", "d1"}, want: []string{"tmp"}},
 				{args: []string{"model", "delete", "tmp"}, want: []string{"model tmp deleted"}},
 				{args: []string{"price", "set", "gpt-4o", "--input", "2.50", "--output", "10", "--cached-input", "1.25"}, want: []string{"$2.50", "$10.00", "$1.25"}},
@@ -324,16 +335,28 @@ func TestApplyCommand(t *testing.T) {
     type: anthropic
     base_url: https://api.anthropic.com/v1
     credential: ${TEST_CLI_CRED}
+deployments:
+  - {id: d, provider: p, provider_model: claude, cooldown: 30s, allowed_fails: 3, timeout: 60s, first_byte_timeout: 10s}
+models:
+  - {id: big, deployments: [d]}
+  - {id: m, deployments: [d], routing: least-busy, retries: 2, fallbacks: [big], context_window_fallbacks: [big], content_policy_fallbacks: [big]}
 keys:
   - {id: k, alias: generated}
 `), 0o600))
 	out, err := s.run(t, "apply", "-f", path)
 	require.NoError(t, err)
-	require.Contains(t, out, "2 created, 0 updated, 0 unchanged")
+	require.Contains(t, out, "5 created, 0 updated, 0 unchanged")
 	require.Contains(t, out, "secret of key k (shown only now): tg-")
 	out, err = s.run(t, "apply", "-f="+path)
 	require.NoError(t, err)
-	require.Contains(t, out, "0 created, 0 updated, 2 unchanged")
+	require.Contains(t, out, "0 created, 0 updated, 5 unchanged")
+	m, _, err := store.Get[store.ModelGroup](context.Background(), s.st, "m")
+	require.NoError(t, err)
+	require.Equal(t, store.RoutingLeastBusy, m.Routing)
+	require.Equal(t, []string{"big"}, m.ContentPolicyFallbacks)
+	dep, _, err := store.Get[store.Deployment](context.Background(), s.st, "d")
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second, dep.FirstByteTimeout)
 
 	p, _, err := store.Get[store.Provider](context.Background(), s.st, "p")
 	require.NoError(t, err)

@@ -295,4 +295,3 @@ func setHCM(t *testing.T, l *listenerv3.Listener, change func(*hcmv3.HttpConnect
 	change(&hcm)
 	f.ConfigType = listenerTyped(t, &hcm)
 }
-

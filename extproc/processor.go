@@ -35,6 +35,7 @@ type Processor struct {
 	shutdownTimeout time.Duration
 	health          *health.Server
 	responses       ResponseStore // stored responses of the Responses API (nil: none)
+	router          *Router       // deployment health and choice (routing.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -53,6 +54,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		settleTimeout:   10 * time.Second,
 		shutdownTimeout: 30 * time.Second,
 		health:          health.NewServer(),
+		router:          NewRouter(),
 	}
 	for _, o := range opts {
 		o(p)
@@ -185,6 +187,8 @@ type stream struct {
 	customerHdr string
 	principal   *Principal
 	target      *Target
+	rt          *route // routing state when the catalog routes by group (&rtState)
+	rtState     route
 	tr          Translator
 	in          *Inbound
 	promptBytes int64
@@ -340,7 +344,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
 	s.promptText = promptTextBytes(in)
-	target, err := s.p.cat.Resolve(ctx, s.principal, in.Model)
+	target, err := s.resolve(ctx, in.Model)
 	if err != nil || target == nil {
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
 	}
@@ -380,13 +384,13 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	} else {
 		reserveChoices(areq, choices) // n × the output bound (choices.go)
 	}
-	d, err := s.p.acct.Admit(ctx, areq)
+	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
 		return s.reject(errUnavailable())
 	}
 	if !d.Admitted {
-		return s.reject(decisionError(d, in.Model))
+		return s.reject(s.refused(d, in.Model))
 	}
 	s.admitted, s.decision = true, d
 	if !s.ep.NoOutput && d.MaxTokens > 0 && (d.Clamped || in.MaxTokens == 0 && strictBudget(scopes)) {
@@ -399,7 +403,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 			return s.reject(decisionError(budgetRefusal(scopes), in.Model))
 		}
 	}
-	out, err := tr.Request(in, target)
+	out, err := s.tr.Request(in, s.target)
 	if err != nil {
 		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
 		return s.reject(errInvalidRequest(err.Error(), ""))
@@ -414,7 +418,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	var kvs [8]headerKV
 	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
-	l = l.add(RouteHeader, target.Deployment)
+	l = l.add(RouteHeader, s.target.Deployment)
 	l = l.addAll(out.Headers)
 	if out.Path != "" && out.Path != s.path {
 		l = l.add(":path", out.Path)
@@ -477,11 +481,13 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	if !s.admitted {
 		return replyContinueResponseHeaders
 	}
+	s.observeResponse(h)
 	pr, x := newResponseHeadersReply()
 	var kvs [8]headerKV
 	var vals [256]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(hdrRequestID, s.id)
+	l = l.add(hdrDeployment, s.target.Deployment)
 	l = l.addRateLimits(s.decision.RateLimit)
 	ok := s.status >= 200 && s.status < 300
 	if ok && headerIsEventStream(contentType) && !h.GetEndOfStream() {
@@ -629,6 +635,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		return 0, false
 	}
 	s.settled = true
+	s.doneRouting(u)
 	if !reported && u.Input+u.CachedInput+u.CacheWrite == 0 {
 		u.Input = s.inputEstimate()
 	}
@@ -736,6 +743,8 @@ func resolveError(id string, log *slog.Logger, model string, err error) *apiErro
 			Status: http.StatusForbidden, Type: typeInvalidRequest, Code: codeModelNotAllowed, Param: "model",
 			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
 		}
+	case asUnavailable(err) != nil:
+		return unavailableReply(model, nil, asUnavailable(err).retryAfter)
 	case err == nil || errors.Is(err, ErrModelNotFound):
 		return &apiError{
 			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",

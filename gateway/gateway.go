@@ -49,6 +49,8 @@ type Gateway struct {
 	Sealer     *secret.Sealer
 	Catalog    *Catalog
 	Accountant *accounting.Accountant
+	Router     *extproc.Router // deployment health: cooldowns, latency, in flight
+	counters   accounting.Counters
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
@@ -129,6 +131,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 	if opts.Spill != nil {
 		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
 	}
+	g.counters = opts.Counters
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {

@@ -30,7 +30,9 @@ type running struct {
 	st   store.Store
 	mock *mockllm.Server
 	url  string
-	done chan error
+	// mockURL is the mock provider's base URL (http://host:port).
+	mockURL string
+	done    chan error
 }
 
 func start(t *testing.T, overGRPC bool) *running {
@@ -55,7 +57,7 @@ func startWith(t *testing.T, overGRPC bool, st store.Store, counters accounting.
 	cfg.MaxBodyBytes = 1 << 20
 
 	started := make(chan *gateway.Gateway, 1)
-	r := &running{st: st, mock: mock, done: make(chan error, 1)}
+	r := &running{st: st, mock: mock, mockURL: "http://" + ml.Addr().String(), done: make(chan error, 1)}
 	go func() {
 		r.done <- gateway.Run(ctx, cfg, st, gateway.Options{
 			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),

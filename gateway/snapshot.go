@@ -47,7 +47,8 @@ type keyEntry struct {
 type modelEntry struct {
 	info    extproc.ModelInfo
 	targets []*extproc.Target
-	weights []int // cumulative
+	weights []int          // cumulative
+	group   *extproc.Group // the same deployments, for the router (routing.go)
 }
 
 // buildSnapshot reads the whole configuration from the store.
@@ -205,6 +206,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 				s.Upstreams = append(s.Upstreams, up)
 			}
 		}
+		m.group = routedGroup(&g, m.targets, depByID)
 		s.models[g.ID] = m
 		if len(m.targets) > 0 {
 			s.served = append(s.served, m)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/edge"
-	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/xds"
 )
 
@@ -164,6 +164,8 @@ func (g *Gateway) bindDataPlane(ctx context.Context) error {
 // the built-in data plane with ProcessorOverGRPC).
 func (g *Gateway) startProcessor(ctx context.Context) error {
 	respOpts, purgeResponses := processorResponseOptions(g.Store, &g.Config, g.now, g.log)
+	g.Router = extproc.NewRouter()
+	respOpts = append(respOpts, extproc.WithRouter(g.Router))
 	g.proc = extproc.New(g.Catalog, processorAccountant{g.Accountant}, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)),
 	}, respOpts...)...)
@@ -197,7 +199,7 @@ func (g *Gateway) startXDS(ctx context.Context) error {
 
 // startAdmin serves the gRPC admin API.
 func (g *Gateway) startAdmin(context.Context) error {
-	adm := admin.New(g.Store, g.Sealer, admin.WithLogger(g.log), admin.WithClock(g.now))
+	adm := admin.New(g.Store, g.Sealer, admin.WithLogger(g.log), admin.WithClock(g.now), admin.WithRoutingStates(routingStates{g.Router, g.now}))
 	l, err := net.Listen("tcp", g.Config.AdminAddr)
 	if err != nil {
 		return err
@@ -213,6 +215,7 @@ func (g *Gateway) startAdmin(context.Context) error {
 // expires abandoned reservations.
 func (g *Gateway) startWatchers(ctx context.Context) error {
 	g.wg.Add(2)
+	shareCooldowns(ctx, &g.wg, g.Router, g.counters, g.now)
 	go func() { defer g.wg.Done(); g.watch(ctx) }()
 	go func() { defer g.wg.Done(); g.Accountant.ExpireLoop(ctx, 5*time.Second) }()
 	return nil

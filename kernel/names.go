@@ -7,7 +7,7 @@ import (
 
 // Names of the enumerations, as written in JSON documents and CLI output.
 var (
-	scopeKindNames  = [...]string{ScopeGlobal: "global", ScopeOrg: "org", ScopeTeam: "team", ScopeUser: "user", ScopeCustomer: "customer", ScopeKey: "key"}
+	scopeKindNames  = [...]string{ScopeGlobal: "global", ScopeOrg: "org", ScopeTeam: "team", ScopeUser: "user", ScopeCustomer: "customer", ScopeKey: "key", ScopeDeployment: "deployment"}
 	periodKindNames = [...]string{PeriodTotal: "total", PeriodDaily: "daily", PeriodWeekly: "weekly", PeriodMonthly: "monthly", PeriodRolling: "rolling"}
 	modeNames       = [...]string{Strict: "strict", Estimate: "estimate"}
 	shortfallNames  = [...]string{Clamp: "clamp", Reject: "reject"}

@@ -54,6 +54,10 @@ const (
 	ScopeUser
 	ScopeCustomer
 	ScopeKey
+	// ScopeDeployment is a provider deployment's own quota (rpm/tpm), which
+	// the router adds to a request's scopes; it is outside the hierarchy and
+	// carries no budget.
+	ScopeDeployment
 )
 
 // ScopeRef names one scope: a kind and an id ("" for ScopeGlobal).

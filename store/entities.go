@@ -101,6 +101,7 @@ type Deployment struct {
 	Weight        int    `json:"weight,omitempty"`
 	RPM           int64  `json:"rpm,omitempty"`
 	TPM           int64  `json:"tpm,omitempty"`
+	DeploymentPolicy
 }
 
 // ModelGroup is a public model name and the deployments that serve it.
@@ -110,6 +111,7 @@ type ModelGroup struct {
 	DefaultMaxTokens int64    `json:"default_max_tokens,omitempty"`
 	// Aliases are other names of the group clients may ask for.
 	Aliases []string `json:"aliases,omitempty"`
+	GroupRouting
 }
 
 // ModelPrice is the price of a model (by public model name or provider model name).

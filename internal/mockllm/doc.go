@@ -69,6 +69,26 @@
 //     second the rest, as delivered output in /stats. Without such a tool the
 //     header is ignored.
 //
+// # Faults per deployment (faults.go)
+//
+// One mock stands for several deployments: a request under /d/NAME/ (e.g. a
+// provider base URL http://127.0.0.1:9090/d/a/v1) is served as the path
+// without the prefix by deployment NAME; x-mock-deployment: NAME names it
+// too. Each deployment counts what it received, faulty or not, and can be
+// made to fail, through the control endpoint (PUT /faults/NAME with
+// {"mode":…, "retry_after":s, "times":n}; DELETE /faults/NAME; GET /faults
+// lists the counts; DELETE /faults clears everything) or per request with
+// x-mock-fault: MODE (and x-mock-retry-after: s). Modes: "500"; "429" with
+// retry-after (default 1); "hang" (no reply until the client goes away);
+// "reset" (streams: the connection closes after the first event; JSON: before
+// any byte); "refuse" (the connection is reset before any byte — a closed
+// port is the real refusal); "context_window" and "content_policy" (400 in
+// the provider's shape: OpenAI code context_length_exceeded /
+// content_policy_violation, Anthropic invalid_request_error "prompt is too
+// long" / "Output blocked by content filtering policy"); "slow" (a normal
+// reply after delay_ms, as x-mock-latency). A fault with times
+// n clears itself after n requests.
+//
 // # The bill (GET /stats, POST /stats/reset)
 //
 // Usage is recorded per API key (Authorization: Bearer, else api-key, else

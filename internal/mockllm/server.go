@@ -27,6 +27,7 @@ type Server struct {
 	now   func() time.Time
 	// active counts requests being served (tests wait on it).
 	active atomic.Int64
+	faults faults // per-deployment faults and counts (faults.go)
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -68,6 +69,9 @@ func New(cfg Config) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.active.Add(1)
 	defer s.active.Add(-1)
+	if s.intercept(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

@@ -19,6 +19,27 @@ func obj(kind store.Kind, id, doc string) store.Object {
 
 func (s *suite) configTests() []test {
 	return []test{
+		{"RoutingFieldsRoundTrip", func(t *testing.T) {
+			st := s.fresh(t)
+			retries := int32(0)
+			m := store.ModelGroup{ID: "m", Deployments: []string{"a", "b"}, GroupRouting: store.GroupRouting{
+				Routing: store.RoutingLatency, Retries: &retries, Fallbacks: []string{"f1", "f2"},
+				ContextWindowFallbacks: []string{"big"}, ContentPolicyFallbacks: []string{"f1"},
+			}}
+			_, err := store.Put(t.Context(), st, m.ID, &m, 0)
+			require.NoError(t, err)
+			gotM, _, err := store.Get[store.ModelGroup](t.Context(), st, "m")
+			require.NoError(t, err)
+			require.Equal(t, m, gotM, "retries 0 stays 0, not the default")
+			d := store.Deployment{ID: "a", Provider: "p", ProviderModel: "x", RPM: 2, DeploymentPolicy: store.DeploymentPolicy{
+				Cooldown: 30 * time.Second, AllowedFails: 3, Timeout: time.Minute, FirstByteTimeout: 10 * time.Second, ConnectTimeout: time.Second,
+			}}
+			_, err = store.Put(t.Context(), st, d.ID, &d, 0)
+			require.NoError(t, err)
+			gotD, _, err := store.Get[store.Deployment](t.Context(), st, "a")
+			require.NoError(t, err)
+			require.Equal(t, d, gotD)
+		}},
 		{"GetMissing", func(t *testing.T) {
 			st := s.fresh(t)
 			_, err := st.Get(t.Context(), store.KindKey, "nope")

@@ -9,7 +9,9 @@ package adminv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -650,8 +652,27 @@ type Deployment struct {
 	// provider_model is the model name upstream (Azure: the deployment name).
 	ProviderModel string `protobuf:"bytes,3,opt,name=provider_model,json=providerModel,proto3" json:"provider_model,omitempty"`
 	Weight        int32  `protobuf:"varint,4,opt,name=weight,proto3" json:"weight,omitempty"`
-	Rpm           int64  `protobuf:"varint,5,opt,name=rpm,proto3" json:"rpm,omitempty"`
-	Tpm           int64  `protobuf:"varint,6,opt,name=tpm,proto3" json:"tpm,omitempty"`
+	// rpm and tpm are the provider's quota for this deployment: a deployment at
+	// its limit is skipped at routing time (0: no limit).
+	Rpm int64 `protobuf:"varint,5,opt,name=rpm,proto3" json:"rpm,omitempty"`
+	Tpm int64 `protobuf:"varint,6,opt,name=tpm,proto3" json:"tpm,omitempty"`
+	// cooldown is how long the deployment is out of rotation after allowed_fails
+	// failures within a minute, or after a 429 without retry-after (unset: 30s).
+	Cooldown *durationpb.Duration `protobuf:"bytes,7,opt,name=cooldown,proto3" json:"cooldown,omitempty"`
+	// allowed_fails is the number of failures within a minute a deployment
+	// takes before it cools down (0: 3).
+	AllowedFails int32 `protobuf:"varint,8,opt,name=allowed_fails,json=allowedFails,proto3" json:"allowed_fails,omitempty"`
+	// timeout bounds one attempt on this deployment, whole reply included
+	// (unset: 600s).
+	Timeout *durationpb.Duration `protobuf:"bytes,9,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// first_byte_timeout bounds the wait for the response headers of one
+	// attempt; past it the attempt is retried elsewhere (unset: 60s).
+	FirstByteTimeout *durationpb.Duration `protobuf:"bytes,10,opt,name=first_byte_timeout,json=firstByteTimeout,proto3" json:"first_byte_timeout,omitempty"`
+	// connect_timeout bounds opening a connection to the provider (unset: 5s).
+	ConnectTimeout *durationpb.Duration `protobuf:"bytes,11,opt,name=connect_timeout,json=connectTimeout,proto3" json:"connect_timeout,omitempty"`
+	// state is the deployment's routing state as the gateway sees it now
+	// (output only; absent when the admin server has no view of it).
+	State         *DeploymentState `protobuf:"bytes,12,opt,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -728,6 +749,130 @@ func (x *Deployment) GetTpm() int64 {
 	return 0
 }
 
+func (x *Deployment) GetCooldown() *durationpb.Duration {
+	if x != nil {
+		return x.Cooldown
+	}
+	return nil
+}
+
+func (x *Deployment) GetAllowedFails() int32 {
+	if x != nil {
+		return x.AllowedFails
+	}
+	return 0
+}
+
+func (x *Deployment) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *Deployment) GetFirstByteTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.FirstByteTimeout
+	}
+	return nil
+}
+
+func (x *Deployment) GetConnectTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.ConnectTimeout
+	}
+	return nil
+}
+
+func (x *Deployment) GetState() *DeploymentState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// DeploymentState is what the router knows of a deployment.
+type DeploymentState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// health is "healthy" or "cooling_down".
+	Health string `protobuf:"bytes,1,opt,name=health,proto3" json:"health,omitempty"`
+	// cooldown_until is when a cooling deployment is probed back in.
+	CooldownUntil *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=cooldown_until,json=cooldownUntil,proto3" json:"cooldown_until,omitempty"`
+	// error_rate is the share of failed attempts among the recent ones (0..1).
+	ErrorRate float64 `protobuf:"fixed64,3,opt,name=error_rate,json=errorRate,proto3" json:"error_rate,omitempty"`
+	// latency is the recent time to first byte (EWMA).
+	Latency *durationpb.Duration `protobuf:"bytes,4,opt,name=latency,proto3" json:"latency,omitempty"`
+	// in_flight is the number of requests on the deployment now (this replica).
+	InFlight      int64 `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeploymentState) Reset() {
+	*x = DeploymentState{}
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeploymentState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeploymentState) ProtoMessage() {}
+
+func (x *DeploymentState) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeploymentState.ProtoReflect.Descriptor instead.
+func (*DeploymentState) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DeploymentState) GetHealth() string {
+	if x != nil {
+		return x.Health
+	}
+	return ""
+}
+
+func (x *DeploymentState) GetCooldownUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CooldownUntil
+	}
+	return nil
+}
+
+func (x *DeploymentState) GetErrorRate() float64 {
+	if x != nil {
+		return x.ErrorRate
+	}
+	return 0
+}
+
+func (x *DeploymentState) GetLatency() *durationpb.Duration {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+func (x *DeploymentState) GetInFlight() int64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
 type CreateDeploymentRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Deployment    *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
@@ -737,7 +882,7 @@ type CreateDeploymentRequest struct {
 
 func (x *CreateDeploymentRequest) Reset() {
 	*x = CreateDeploymentRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[12]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +894,7 @@ func (x *CreateDeploymentRequest) String() string {
 func (*CreateDeploymentRequest) ProtoMessage() {}
 
 func (x *CreateDeploymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[12]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +907,7 @@ func (x *CreateDeploymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDeploymentRequest.ProtoReflect.Descriptor instead.
 func (*CreateDeploymentRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateDeploymentRequest) GetDeployment() *Deployment {
@@ -781,7 +926,7 @@ type CreateDeploymentResponse struct {
 
 func (x *CreateDeploymentResponse) Reset() {
 	*x = CreateDeploymentResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[13]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +938,7 @@ func (x *CreateDeploymentResponse) String() string {
 func (*CreateDeploymentResponse) ProtoMessage() {}
 
 func (x *CreateDeploymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[13]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +951,7 @@ func (x *CreateDeploymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDeploymentResponse.ProtoReflect.Descriptor instead.
 func (*CreateDeploymentResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateDeploymentResponse) GetDeployment() *Deployment {
@@ -825,7 +970,7 @@ type GetDeploymentRequest struct {
 
 func (x *GetDeploymentRequest) Reset() {
 	*x = GetDeploymentRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[14]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +982,7 @@ func (x *GetDeploymentRequest) String() string {
 func (*GetDeploymentRequest) ProtoMessage() {}
 
 func (x *GetDeploymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[14]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +995,7 @@ func (x *GetDeploymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeploymentRequest.ProtoReflect.Descriptor instead.
 func (*GetDeploymentRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetDeploymentRequest) GetId() string {
@@ -869,7 +1014,7 @@ type GetDeploymentResponse struct {
 
 func (x *GetDeploymentResponse) Reset() {
 	*x = GetDeploymentResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[15]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1026,7 @@ func (x *GetDeploymentResponse) String() string {
 func (*GetDeploymentResponse) ProtoMessage() {}
 
 func (x *GetDeploymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[15]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1039,7 @@ func (x *GetDeploymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeploymentResponse.ProtoReflect.Descriptor instead.
 func (*GetDeploymentResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetDeploymentResponse) GetDeployment() *Deployment {
@@ -916,7 +1061,7 @@ type ListDeploymentsRequest struct {
 
 func (x *ListDeploymentsRequest) Reset() {
 	*x = ListDeploymentsRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[16]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1073,7 @@ func (x *ListDeploymentsRequest) String() string {
 func (*ListDeploymentsRequest) ProtoMessage() {}
 
 func (x *ListDeploymentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[16]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1086,7 @@ func (x *ListDeploymentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeploymentsRequest.ProtoReflect.Descriptor instead.
 func (*ListDeploymentsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListDeploymentsRequest) GetProvider() string {
@@ -975,7 +1120,7 @@ type ListDeploymentsResponse struct {
 
 func (x *ListDeploymentsResponse) Reset() {
 	*x = ListDeploymentsResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[17]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1132,7 @@ func (x *ListDeploymentsResponse) String() string {
 func (*ListDeploymentsResponse) ProtoMessage() {}
 
 func (x *ListDeploymentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[17]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1145,7 @@ func (x *ListDeploymentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeploymentsResponse.ProtoReflect.Descriptor instead.
 func (*ListDeploymentsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListDeploymentsResponse) GetDeployments() []*Deployment {
@@ -1020,7 +1165,9 @@ func (x *ListDeploymentsResponse) GetNextPageToken() string {
 type UpdateDeploymentRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Deployment *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
-	// update_mask: "provider", "provider_model", "weight", "rpm", "tpm".
+	// update_mask: "provider", "provider_model", "weight", "rpm", "tpm",
+	// "cooldown", "allowed_fails", "timeout", "first_byte_timeout",
+	// "connect_timeout".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1028,7 +1175,7 @@ type UpdateDeploymentRequest struct {
 
 func (x *UpdateDeploymentRequest) Reset() {
 	*x = UpdateDeploymentRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[18]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1187,7 @@ func (x *UpdateDeploymentRequest) String() string {
 func (*UpdateDeploymentRequest) ProtoMessage() {}
 
 func (x *UpdateDeploymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[18]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1200,7 @@ func (x *UpdateDeploymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDeploymentRequest.ProtoReflect.Descriptor instead.
 func (*UpdateDeploymentRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateDeploymentRequest) GetDeployment() *Deployment {
@@ -1079,7 +1226,7 @@ type UpdateDeploymentResponse struct {
 
 func (x *UpdateDeploymentResponse) Reset() {
 	*x = UpdateDeploymentResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[19]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1238,7 @@ func (x *UpdateDeploymentResponse) String() string {
 func (*UpdateDeploymentResponse) ProtoMessage() {}
 
 func (x *UpdateDeploymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[19]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1251,7 @@ func (x *UpdateDeploymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDeploymentResponse.ProtoReflect.Descriptor instead.
 func (*UpdateDeploymentResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateDeploymentResponse) GetDeployment() *Deployment {
@@ -1123,7 +1270,7 @@ type DeleteDeploymentRequest struct {
 
 func (x *DeleteDeploymentRequest) Reset() {
 	*x = DeleteDeploymentRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[20]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1282,7 @@ func (x *DeleteDeploymentRequest) String() string {
 func (*DeleteDeploymentRequest) ProtoMessage() {}
 
 func (x *DeleteDeploymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[20]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1295,7 @@ func (x *DeleteDeploymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeploymentRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeploymentRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteDeploymentRequest) GetId() string {
@@ -1166,7 +1313,7 @@ type DeleteDeploymentResponse struct {
 
 func (x *DeleteDeploymentResponse) Reset() {
 	*x = DeleteDeploymentResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[21]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1325,7 @@ func (x *DeleteDeploymentResponse) String() string {
 func (*DeleteDeploymentResponse) ProtoMessage() {}
 
 func (x *DeleteDeploymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[21]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1338,7 @@ func (x *DeleteDeploymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeploymentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeploymentResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{22}
 }
 
 // Model is a model group: a public model name served by deployments.
@@ -1204,14 +1351,28 @@ type Model struct {
 	// aliases are other names clients may ask for (e.g. the model names a
 	// client such as Claude Code asks for by default); any key allowed the
 	// group may use them.
-	Aliases       []string `protobuf:"bytes,4,rep,name=aliases,proto3" json:"aliases,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Aliases []string `protobuf:"bytes,4,rep,name=aliases,proto3" json:"aliases,omitempty"`
+	// routing is the balancing strategy among the deployments: "weighted"
+	// (default), "least-busy", "latency" or "usage".
+	Routing string `protobuf:"bytes,5,opt,name=routing,proto3" json:"routing,omitempty"`
+	// retries is how many more attempts a failed request gets, each on another
+	// deployment when there is one (unset: 2).
+	Retries *int32 `protobuf:"varint,6,opt,name=retries,proto3,oneof" json:"retries,omitempty"`
+	// fallbacks are model groups tried in order once every deployment of this
+	// one failed or is unavailable.
+	Fallbacks []string `protobuf:"bytes,7,rep,name=fallbacks,proto3" json:"fallbacks,omitempty"`
+	// context_window_fallbacks are tried when a provider says the prompt is
+	// longer than the model's context window.
+	ContextWindowFallbacks []string `protobuf:"bytes,8,rep,name=context_window_fallbacks,json=contextWindowFallbacks,proto3" json:"context_window_fallbacks,omitempty"`
+	// content_policy_fallbacks are tried when a provider refuses the content.
+	ContentPolicyFallbacks []string `protobuf:"bytes,9,rep,name=content_policy_fallbacks,json=contentPolicyFallbacks,proto3" json:"content_policy_fallbacks,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
 	*x = Model{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[22]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1384,7 @@ func (x *Model) String() string {
 func (*Model) ProtoMessage() {}
 
 func (x *Model) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[22]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1397,7 @@ func (x *Model) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Model.ProtoReflect.Descriptor instead.
 func (*Model) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{22}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Model) GetId() string {
@@ -1267,6 +1428,41 @@ func (x *Model) GetAliases() []string {
 	return nil
 }
 
+func (x *Model) GetRouting() string {
+	if x != nil {
+		return x.Routing
+	}
+	return ""
+}
+
+func (x *Model) GetRetries() int32 {
+	if x != nil && x.Retries != nil {
+		return *x.Retries
+	}
+	return 0
+}
+
+func (x *Model) GetFallbacks() []string {
+	if x != nil {
+		return x.Fallbacks
+	}
+	return nil
+}
+
+func (x *Model) GetContextWindowFallbacks() []string {
+	if x != nil {
+		return x.ContextWindowFallbacks
+	}
+	return nil
+}
+
+func (x *Model) GetContentPolicyFallbacks() []string {
+	if x != nil {
+		return x.ContentPolicyFallbacks
+	}
+	return nil
+}
+
 type CreateModelRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Model         *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -1276,7 +1472,7 @@ type CreateModelRequest struct {
 
 func (x *CreateModelRequest) Reset() {
 	*x = CreateModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[23]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1484,7 @@ func (x *CreateModelRequest) String() string {
 func (*CreateModelRequest) ProtoMessage() {}
 
 func (x *CreateModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[23]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1497,7 @@ func (x *CreateModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateModelRequest.ProtoReflect.Descriptor instead.
 func (*CreateModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateModelRequest) GetModel() *Model {
@@ -1320,7 +1516,7 @@ type CreateModelResponse struct {
 
 func (x *CreateModelResponse) Reset() {
 	*x = CreateModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1528,7 @@ func (x *CreateModelResponse) String() string {
 func (*CreateModelResponse) ProtoMessage() {}
 
 func (x *CreateModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1541,7 @@ func (x *CreateModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateModelResponse.ProtoReflect.Descriptor instead.
 func (*CreateModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateModelResponse) GetModel() *Model {
@@ -1364,7 +1560,7 @@ type GetModelRequest struct {
 
 func (x *GetModelRequest) Reset() {
 	*x = GetModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1572,7 @@ func (x *GetModelRequest) String() string {
 func (*GetModelRequest) ProtoMessage() {}
 
 func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1585,7 @@ func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelRequest.ProtoReflect.Descriptor instead.
 func (*GetModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetModelRequest) GetId() string {
@@ -1408,7 +1604,7 @@ type GetModelResponse struct {
 
 func (x *GetModelResponse) Reset() {
 	*x = GetModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1616,7 @@ func (x *GetModelResponse) String() string {
 func (*GetModelResponse) ProtoMessage() {}
 
 func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1629,7 @@ func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelResponse.ProtoReflect.Descriptor instead.
 func (*GetModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetModelResponse) GetModel() *Model {
@@ -1453,7 +1649,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1661,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1674,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{27}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListModelsRequest) GetPageSize() int32 {
@@ -1505,7 +1701,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1713,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1726,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{28}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListModelsResponse) GetModels() []*Model {
@@ -1550,7 +1746,8 @@ func (x *ListModelsResponse) GetNextPageToken() string {
 type UpdateModelRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Model *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	// update_mask: "deployments", "default_max_tokens", "aliases".
+	// update_mask: "deployments", "default_max_tokens", "aliases", "routing",
+	// "retries", "fallbacks", "context_window_fallbacks", "content_policy_fallbacks".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1558,7 +1755,7 @@ type UpdateModelRequest struct {
 
 func (x *UpdateModelRequest) Reset() {
 	*x = UpdateModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +1767,7 @@ func (x *UpdateModelRequest) String() string {
 func (*UpdateModelRequest) ProtoMessage() {}
 
 func (x *UpdateModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +1780,7 @@ func (x *UpdateModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateModelRequest.ProtoReflect.Descriptor instead.
 func (*UpdateModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{29}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateModelRequest) GetModel() *Model {
@@ -1609,7 +1806,7 @@ type UpdateModelResponse struct {
 
 func (x *UpdateModelResponse) Reset() {
 	*x = UpdateModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1818,7 @@ func (x *UpdateModelResponse) String() string {
 func (*UpdateModelResponse) ProtoMessage() {}
 
 func (x *UpdateModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1831,7 @@ func (x *UpdateModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateModelResponse.ProtoReflect.Descriptor instead.
 func (*UpdateModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{30}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateModelResponse) GetModel() *Model {
@@ -1653,7 +1850,7 @@ type DeleteModelRequest struct {
 
 func (x *DeleteModelRequest) Reset() {
 	*x = DeleteModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1862,7 @@ func (x *DeleteModelRequest) String() string {
 func (*DeleteModelRequest) ProtoMessage() {}
 
 func (x *DeleteModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1875,7 @@ func (x *DeleteModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteModelRequest.ProtoReflect.Descriptor instead.
 func (*DeleteModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{31}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteModelRequest) GetId() string {
@@ -1696,7 +1893,7 @@ type DeleteModelResponse struct {
 
 func (x *DeleteModelResponse) Reset() {
 	*x = DeleteModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1905,7 @@ func (x *DeleteModelResponse) String() string {
 func (*DeleteModelResponse) ProtoMessage() {}
 
 func (x *DeleteModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1918,7 @@ func (x *DeleteModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteModelResponse.ProtoReflect.Descriptor instead.
 func (*DeleteModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{32}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{33}
 }
 
 // Price is what a model costs per million tokens of each kind. An unset
@@ -1742,7 +1939,7 @@ type Price struct {
 
 func (x *Price) Reset() {
 	*x = Price{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1951,7 @@ func (x *Price) String() string {
 func (*Price) ProtoMessage() {}
 
 func (x *Price) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1964,7 @@ func (x *Price) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Price.ProtoReflect.Descriptor instead.
 func (*Price) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{33}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Price) GetModel() string {
@@ -1821,7 +2018,7 @@ type SetPriceRequest struct {
 
 func (x *SetPriceRequest) Reset() {
 	*x = SetPriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2030,7 @@ func (x *SetPriceRequest) String() string {
 func (*SetPriceRequest) ProtoMessage() {}
 
 func (x *SetPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2043,7 @@ func (x *SetPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPriceRequest.ProtoReflect.Descriptor instead.
 func (*SetPriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{34}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetPriceRequest) GetPrice() *Price {
@@ -1865,7 +2062,7 @@ type SetPriceResponse struct {
 
 func (x *SetPriceResponse) Reset() {
 	*x = SetPriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +2074,7 @@ func (x *SetPriceResponse) String() string {
 func (*SetPriceResponse) ProtoMessage() {}
 
 func (x *SetPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2087,7 @@ func (x *SetPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPriceResponse.ProtoReflect.Descriptor instead.
 func (*SetPriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{35}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetPriceResponse) GetPrice() *Price {
@@ -1909,7 +2106,7 @@ type GetPriceRequest struct {
 
 func (x *GetPriceRequest) Reset() {
 	*x = GetPriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +2118,7 @@ func (x *GetPriceRequest) String() string {
 func (*GetPriceRequest) ProtoMessage() {}
 
 func (x *GetPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2131,7 @@ func (x *GetPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{36}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetPriceRequest) GetModel() string {
@@ -1953,7 +2150,7 @@ type GetPriceResponse struct {
 
 func (x *GetPriceResponse) Reset() {
 	*x = GetPriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2162,7 @@ func (x *GetPriceResponse) String() string {
 func (*GetPriceResponse) ProtoMessage() {}
 
 func (x *GetPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2175,7 @@ func (x *GetPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{37}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetPriceResponse) GetPrice() *Price {
@@ -1998,7 +2195,7 @@ type ListPricesRequest struct {
 
 func (x *ListPricesRequest) Reset() {
 	*x = ListPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2207,7 @@ func (x *ListPricesRequest) String() string {
 func (*ListPricesRequest) ProtoMessage() {}
 
 func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2220,7 @@ func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPricesRequest.ProtoReflect.Descriptor instead.
 func (*ListPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{38}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListPricesRequest) GetPageSize() int32 {
@@ -2050,7 +2247,7 @@ type ListPricesResponse struct {
 
 func (x *ListPricesResponse) Reset() {
 	*x = ListPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2259,7 @@ func (x *ListPricesResponse) String() string {
 func (*ListPricesResponse) ProtoMessage() {}
 
 func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2272,7 @@ func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPricesResponse.ProtoReflect.Descriptor instead.
 func (*ListPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{39}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListPricesResponse) GetPrices() []*Price {
@@ -2101,7 +2298,7 @@ type DeletePriceRequest struct {
 
 func (x *DeletePriceRequest) Reset() {
 	*x = DeletePriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2310,7 @@ func (x *DeletePriceRequest) String() string {
 func (*DeletePriceRequest) ProtoMessage() {}
 
 func (x *DeletePriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2323,7 @@ func (x *DeletePriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceRequest.ProtoReflect.Descriptor instead.
 func (*DeletePriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{40}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeletePriceRequest) GetModel() string {
@@ -2144,7 +2341,7 @@ type DeletePriceResponse struct {
 
 func (x *DeletePriceResponse) Reset() {
 	*x = DeletePriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2353,7 @@ func (x *DeletePriceResponse) String() string {
 func (*DeletePriceResponse) ProtoMessage() {}
 
 func (x *DeletePriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2366,7 @@ func (x *DeletePriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceResponse.ProtoReflect.Descriptor instead.
 func (*DeletePriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{41}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{42}
 }
 
 type LoadDefaultPricesRequest struct {
@@ -2182,7 +2379,7 @@ type LoadDefaultPricesRequest struct {
 
 func (x *LoadDefaultPricesRequest) Reset() {
 	*x = LoadDefaultPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2391,7 @@ func (x *LoadDefaultPricesRequest) String() string {
 func (*LoadDefaultPricesRequest) ProtoMessage() {}
 
 func (x *LoadDefaultPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2404,7 @@ func (x *LoadDefaultPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadDefaultPricesRequest.ProtoReflect.Descriptor instead.
 func (*LoadDefaultPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{42}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LoadDefaultPricesRequest) GetOverwrite() bool {
@@ -2227,7 +2424,7 @@ type LoadDefaultPricesResponse struct {
 
 func (x *LoadDefaultPricesResponse) Reset() {
 	*x = LoadDefaultPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2436,7 @@ func (x *LoadDefaultPricesResponse) String() string {
 func (*LoadDefaultPricesResponse) ProtoMessage() {}
 
 func (x *LoadDefaultPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2449,7 @@ func (x *LoadDefaultPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadDefaultPricesResponse.ProtoReflect.Descriptor instead.
 func (*LoadDefaultPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{43}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LoadDefaultPricesResponse) GetModels() []string {
@@ -2266,7 +2463,7 @@ var File_tollgate_admin_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a google/protobuf/field_mask.proto\x1a\x1etollgate/admin/v1/common.proto\"\xd7\x01\n" +
+	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xd7\x01\n" +
 	"\bProvider\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1f.tollgate.admin.v1.ProviderTypeR\x04type\x12\x19\n" +
@@ -2304,7 +2501,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\"'\n" +
 	"\x15DeleteProviderRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x18\n" +
-	"\x16DeleteProviderResponse\"\x9b\x01\n" +
+	"\x16DeleteProviderResponse\"\xf3\x03\n" +
 	"\n" +
 	"Deployment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
@@ -2312,7 +2509,21 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x0eprovider_model\x18\x03 \x01(\tR\rproviderModel\x12\x16\n" +
 	"\x06weight\x18\x04 \x01(\x05R\x06weight\x12\x10\n" +
 	"\x03rpm\x18\x05 \x01(\x03R\x03rpm\x12\x10\n" +
-	"\x03tpm\x18\x06 \x01(\x03R\x03tpm\"X\n" +
+	"\x03tpm\x18\x06 \x01(\x03R\x03tpm\x125\n" +
+	"\bcooldown\x18\a \x01(\v2\x19.google.protobuf.DurationR\bcooldown\x12#\n" +
+	"\rallowed_fails\x18\b \x01(\x05R\fallowedFails\x123\n" +
+	"\atimeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12G\n" +
+	"\x12first_byte_timeout\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x10firstByteTimeout\x12B\n" +
+	"\x0fconnect_timeout\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0econnectTimeout\x128\n" +
+	"\x05state\x18\f \x01(\v2\".tollgate.admin.v1.DeploymentStateR\x05state\"\xdd\x01\n" +
+	"\x0fDeploymentState\x12\x16\n" +
+	"\x06health\x18\x01 \x01(\tR\x06health\x12A\n" +
+	"\x0ecooldown_until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rcooldownUntil\x12\x1d\n" +
+	"\n" +
+	"error_rate\x18\x03 \x01(\x01R\terrorRate\x123\n" +
+	"\alatency\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\alatency\x12\x1b\n" +
+	"\tin_flight\x18\x05 \x01(\x03R\binFlight\"X\n" +
 	"\x17CreateDeploymentRequest\x12=\n" +
 	"\n" +
 	"deployment\x18\x01 \x01(\v2\x1d.tollgate.admin.v1.DeploymentR\n" +
@@ -2347,12 +2558,19 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"deployment\")\n" +
 	"\x17DeleteDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1a\n" +
-	"\x18DeleteDeploymentResponse\"\x81\x01\n" +
+	"\x18DeleteDeploymentResponse\"\xd8\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdeployments\x18\x02 \x03(\tR\vdeployments\x12,\n" +
 	"\x12default_max_tokens\x18\x03 \x01(\x03R\x10defaultMaxTokens\x12\x18\n" +
-	"\aaliases\x18\x04 \x03(\tR\aaliases\"D\n" +
+	"\aaliases\x18\x04 \x03(\tR\aaliases\x12\x18\n" +
+	"\arouting\x18\x05 \x01(\tR\arouting\x12\x1d\n" +
+	"\aretries\x18\x06 \x01(\x05H\x00R\aretries\x88\x01\x01\x12\x1c\n" +
+	"\tfallbacks\x18\a \x03(\tR\tfallbacks\x128\n" +
+	"\x18context_window_fallbacks\x18\b \x03(\tR\x16contextWindowFallbacks\x128\n" +
+	"\x18content_policy_fallbacks\x18\t \x03(\tR\x16contentPolicyFallbacksB\n" +
+	"\n" +
+	"\b_retries\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"E\n" +
 	"\x13CreateModelResponse\x12.\n" +
@@ -2452,7 +2670,7 @@ func file_tollgate_admin_v1_catalog_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_catalog_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(ProviderType)(0),                 // 0: tollgate.admin.v1.ProviderType
 	(*Provider)(nil),                  // 1: tollgate.admin.v1.Provider
@@ -2467,40 +2685,43 @@ var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(*DeleteProviderRequest)(nil),     // 10: tollgate.admin.v1.DeleteProviderRequest
 	(*DeleteProviderResponse)(nil),    // 11: tollgate.admin.v1.DeleteProviderResponse
 	(*Deployment)(nil),                // 12: tollgate.admin.v1.Deployment
-	(*CreateDeploymentRequest)(nil),   // 13: tollgate.admin.v1.CreateDeploymentRequest
-	(*CreateDeploymentResponse)(nil),  // 14: tollgate.admin.v1.CreateDeploymentResponse
-	(*GetDeploymentRequest)(nil),      // 15: tollgate.admin.v1.GetDeploymentRequest
-	(*GetDeploymentResponse)(nil),     // 16: tollgate.admin.v1.GetDeploymentResponse
-	(*ListDeploymentsRequest)(nil),    // 17: tollgate.admin.v1.ListDeploymentsRequest
-	(*ListDeploymentsResponse)(nil),   // 18: tollgate.admin.v1.ListDeploymentsResponse
-	(*UpdateDeploymentRequest)(nil),   // 19: tollgate.admin.v1.UpdateDeploymentRequest
-	(*UpdateDeploymentResponse)(nil),  // 20: tollgate.admin.v1.UpdateDeploymentResponse
-	(*DeleteDeploymentRequest)(nil),   // 21: tollgate.admin.v1.DeleteDeploymentRequest
-	(*DeleteDeploymentResponse)(nil),  // 22: tollgate.admin.v1.DeleteDeploymentResponse
-	(*Model)(nil),                     // 23: tollgate.admin.v1.Model
-	(*CreateModelRequest)(nil),        // 24: tollgate.admin.v1.CreateModelRequest
-	(*CreateModelResponse)(nil),       // 25: tollgate.admin.v1.CreateModelResponse
-	(*GetModelRequest)(nil),           // 26: tollgate.admin.v1.GetModelRequest
-	(*GetModelResponse)(nil),          // 27: tollgate.admin.v1.GetModelResponse
-	(*ListModelsRequest)(nil),         // 28: tollgate.admin.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),        // 29: tollgate.admin.v1.ListModelsResponse
-	(*UpdateModelRequest)(nil),        // 30: tollgate.admin.v1.UpdateModelRequest
-	(*UpdateModelResponse)(nil),       // 31: tollgate.admin.v1.UpdateModelResponse
-	(*DeleteModelRequest)(nil),        // 32: tollgate.admin.v1.DeleteModelRequest
-	(*DeleteModelResponse)(nil),       // 33: tollgate.admin.v1.DeleteModelResponse
-	(*Price)(nil),                     // 34: tollgate.admin.v1.Price
-	(*SetPriceRequest)(nil),           // 35: tollgate.admin.v1.SetPriceRequest
-	(*SetPriceResponse)(nil),          // 36: tollgate.admin.v1.SetPriceResponse
-	(*GetPriceRequest)(nil),           // 37: tollgate.admin.v1.GetPriceRequest
-	(*GetPriceResponse)(nil),          // 38: tollgate.admin.v1.GetPriceResponse
-	(*ListPricesRequest)(nil),         // 39: tollgate.admin.v1.ListPricesRequest
-	(*ListPricesResponse)(nil),        // 40: tollgate.admin.v1.ListPricesResponse
-	(*DeletePriceRequest)(nil),        // 41: tollgate.admin.v1.DeletePriceRequest
-	(*DeletePriceResponse)(nil),       // 42: tollgate.admin.v1.DeletePriceResponse
-	(*LoadDefaultPricesRequest)(nil),  // 43: tollgate.admin.v1.LoadDefaultPricesRequest
-	(*LoadDefaultPricesResponse)(nil), // 44: tollgate.admin.v1.LoadDefaultPricesResponse
-	(*fieldmaskpb.FieldMask)(nil),     // 45: google.protobuf.FieldMask
-	(*Money)(nil),                     // 46: tollgate.admin.v1.Money
+	(*DeploymentState)(nil),           // 13: tollgate.admin.v1.DeploymentState
+	(*CreateDeploymentRequest)(nil),   // 14: tollgate.admin.v1.CreateDeploymentRequest
+	(*CreateDeploymentResponse)(nil),  // 15: tollgate.admin.v1.CreateDeploymentResponse
+	(*GetDeploymentRequest)(nil),      // 16: tollgate.admin.v1.GetDeploymentRequest
+	(*GetDeploymentResponse)(nil),     // 17: tollgate.admin.v1.GetDeploymentResponse
+	(*ListDeploymentsRequest)(nil),    // 18: tollgate.admin.v1.ListDeploymentsRequest
+	(*ListDeploymentsResponse)(nil),   // 19: tollgate.admin.v1.ListDeploymentsResponse
+	(*UpdateDeploymentRequest)(nil),   // 20: tollgate.admin.v1.UpdateDeploymentRequest
+	(*UpdateDeploymentResponse)(nil),  // 21: tollgate.admin.v1.UpdateDeploymentResponse
+	(*DeleteDeploymentRequest)(nil),   // 22: tollgate.admin.v1.DeleteDeploymentRequest
+	(*DeleteDeploymentResponse)(nil),  // 23: tollgate.admin.v1.DeleteDeploymentResponse
+	(*Model)(nil),                     // 24: tollgate.admin.v1.Model
+	(*CreateModelRequest)(nil),        // 25: tollgate.admin.v1.CreateModelRequest
+	(*CreateModelResponse)(nil),       // 26: tollgate.admin.v1.CreateModelResponse
+	(*GetModelRequest)(nil),           // 27: tollgate.admin.v1.GetModelRequest
+	(*GetModelResponse)(nil),          // 28: tollgate.admin.v1.GetModelResponse
+	(*ListModelsRequest)(nil),         // 29: tollgate.admin.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),        // 30: tollgate.admin.v1.ListModelsResponse
+	(*UpdateModelRequest)(nil),        // 31: tollgate.admin.v1.UpdateModelRequest
+	(*UpdateModelResponse)(nil),       // 32: tollgate.admin.v1.UpdateModelResponse
+	(*DeleteModelRequest)(nil),        // 33: tollgate.admin.v1.DeleteModelRequest
+	(*DeleteModelResponse)(nil),       // 34: tollgate.admin.v1.DeleteModelResponse
+	(*Price)(nil),                     // 35: tollgate.admin.v1.Price
+	(*SetPriceRequest)(nil),           // 36: tollgate.admin.v1.SetPriceRequest
+	(*SetPriceResponse)(nil),          // 37: tollgate.admin.v1.SetPriceResponse
+	(*GetPriceRequest)(nil),           // 38: tollgate.admin.v1.GetPriceRequest
+	(*GetPriceResponse)(nil),          // 39: tollgate.admin.v1.GetPriceResponse
+	(*ListPricesRequest)(nil),         // 40: tollgate.admin.v1.ListPricesRequest
+	(*ListPricesResponse)(nil),        // 41: tollgate.admin.v1.ListPricesResponse
+	(*DeletePriceRequest)(nil),        // 42: tollgate.admin.v1.DeletePriceRequest
+	(*DeletePriceResponse)(nil),       // 43: tollgate.admin.v1.DeletePriceResponse
+	(*LoadDefaultPricesRequest)(nil),  // 44: tollgate.admin.v1.LoadDefaultPricesRequest
+	(*LoadDefaultPricesResponse)(nil), // 45: tollgate.admin.v1.LoadDefaultPricesResponse
+	(*fieldmaskpb.FieldMask)(nil),     // 46: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),       // 47: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 48: google.protobuf.Timestamp
+	(*Money)(nil),                     // 49: tollgate.admin.v1.Money
 }
 var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	0,  // 0: tollgate.admin.v1.Provider.type:type_name -> tollgate.admin.v1.ProviderType
@@ -2509,76 +2730,83 @@ var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	1,  // 3: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 4: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
 	1,  // 5: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	45, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
+	46, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
 	1,  // 7: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	12, // 8: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	12, // 9: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	12, // 10: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	12, // 11: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
-	12, // 12: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	45, // 13: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
-	12, // 14: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	23, // 15: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	23, // 16: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	23, // 17: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
-	23, // 18: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
-	23, // 19: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	45, // 20: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
-	23, // 21: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	46, // 22: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	46, // 23: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	46, // 24: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	46, // 25: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	46, // 26: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	34, // 27: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	34, // 28: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	34, // 29: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	34, // 30: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	2,  // 31: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 32: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 33: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 34: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 35: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	13, // 36: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	15, // 37: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	17, // 38: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	19, // 39: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	21, // 40: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	24, // 41: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	26, // 42: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	28, // 43: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	30, // 44: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	32, // 45: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	35, // 46: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	37, // 47: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	39, // 48: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	41, // 49: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	43, // 50: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	3,  // 51: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 52: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 53: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 54: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 55: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	14, // 56: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	16, // 57: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	18, // 58: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	20, // 59: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	22, // 60: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	25, // 61: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	27, // 62: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	29, // 63: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	31, // 64: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	33, // 65: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	36, // 66: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	38, // 67: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	40, // 68: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	42, // 69: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	44, // 70: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	51, // [51:71] is the sub-list for method output_type
-	31, // [31:51] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	47, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
+	47, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
+	47, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
+	47, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
+	13, // 12: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
+	48, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
+	47, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
+	12, // 15: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
+	12, // 16: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
+	12, // 17: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
+	12, // 18: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
+	12, // 19: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
+	46, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
+	12, // 21: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
+	24, // 22: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	24, // 23: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 24: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 25: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
+	24, // 26: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	46, // 27: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 28: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	49, // 29: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	49, // 30: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	49, // 31: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	49, // 32: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	49, // 33: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	35, // 34: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	35, // 35: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	35, // 36: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	35, // 37: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	2,  // 38: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 39: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 40: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 41: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 42: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 43: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 44: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 45: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 46: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 47: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	25, // 48: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	27, // 49: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	29, // 50: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	31, // 51: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	33, // 52: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	36, // 53: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	38, // 54: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	40, // 55: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	42, // 56: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	44, // 57: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	3,  // 58: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 59: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 60: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 61: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 62: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 63: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 64: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 65: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 66: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 67: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	26, // 68: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	28, // 69: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	30, // 70: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	32, // 71: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	34, // 72: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	37, // 73: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	39, // 74: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	41, // 75: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	43, // 76: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	45, // 77: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	58, // [58:78] is the sub-list for method output_type
+	38, // [38:58] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }
@@ -2587,13 +2815,14 @@ func file_tollgate_admin_v1_catalog_proto_init() {
 		return
 	}
 	file_tollgate_admin_v1_common_proto_init()
+	file_tollgate_admin_v1_catalog_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_catalog_proto_rawDesc), len(file_tollgate_admin_v1_catalog_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

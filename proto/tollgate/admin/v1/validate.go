@@ -452,7 +452,7 @@ func (d *Deployment) validate() error {
 	}
 	return first(id("deployment.id", d.GetId()), optID("deployment.provider", d.GetProvider()),
 		text("deployment.provider_model", d.GetProviderModel()),
-		nonNeg("deployment.rpm", d.GetRpm()), nonNeg("deployment.tpm", d.GetTpm()))
+		nonNeg("deployment.rpm", d.GetRpm()), nonNeg("deployment.tpm", d.GetTpm()), d.validateRouting())
 }
 
 // Validate implements the go-grpc-middleware validator interface.
@@ -475,7 +475,7 @@ func (r *ListDeploymentsRequest) Validate() error {
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateDeploymentRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), "provider", "provider_model", "weight", "rpm", "tpm"),
+	return first(mask("update_mask", r.GetUpdateMask(), append([]string{"provider", "provider_model", "weight", "rpm", "tpm"}, DeploymentRoutingPaths...)...),
 		r.GetDeployment().validate())
 }
 
@@ -488,7 +488,7 @@ func (m *Model) validate() error {
 			return err
 		}
 	}
-	return first(id("model.id", m.GetId()), nonNeg("model.default_max_tokens", m.GetDefaultMaxTokens()))
+	return first(id("model.id", m.GetId()), nonNeg("model.default_max_tokens", m.GetDefaultMaxTokens()), m.validateRouting())
 }
 
 // Validate implements the go-grpc-middleware validator interface.
@@ -507,7 +507,7 @@ func (r *ListModelsRequest) Validate() error { return page("", r.GetPageSize()) 
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateModelRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), "deployments", "default_max_tokens"), r.GetModel().validate())
+	return first(mask("update_mask", r.GetUpdateMask(), append([]string{"deployments", "default_max_tokens"}, ModelRoutingPaths...)...), r.GetModel().validate())
 }
 
 // Validate implements the go-grpc-middleware validator interface.

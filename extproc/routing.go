@@ -1,0 +1,304 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// Routing: the choice of a deployment among a model group's, shared by both
+// data planes (docs/internals.md, "Routing"). A catalog that implements
+// GroupCatalog hands the processor whole model groups; the processor then
+// skips deployments that are cooling down, orders the rest by the group's
+// strategy, admits the request with the deployment's own rpm/tpm scope (the
+// provider's quota, counted like every other limit, across replicas when
+// the counters are shared) and moves to the next deployment when that scope
+// is full. A group with no deployment left hands over to its fallback groups,
+// in order. Responses feed the Router (health.go): failures cool a
+// deployment down, times to first byte feed the latency strategy.
+
+// Strategy is how a group balances among its available deployments.
+type Strategy uint8
+
+// Strategies (the names of store.RoutingStrategies).
+const (
+	StrategyWeighted  Strategy = iota // random in proportion to the weights
+	StrategyLeastBusy                 // fewest requests in flight on this replica
+	StrategyLatency                   // lowest time to first byte (EWMA); unmeasured first
+	StrategyUsage                     // most rpm (then tpm) headroom left this minute
+)
+
+// ParseStrategy reads "weighted", "least-busy", "latency" or "usage" ("" and
+// unknown names are weighted).
+func ParseStrategy(s string) Strategy {
+	switch s {
+	case "least-busy":
+		return StrategyLeastBusy
+	case "latency":
+		return StrategyLatency
+	case "usage":
+		return StrategyUsage
+	default:
+		return StrategyWeighted
+	}
+}
+
+// ScopeDeployment is the kernel scope a deployment's rpm/tpm are counted in.
+const ScopeDeployment = kernel.ScopeDeployment
+
+// Deployment is one deployment of a group and its routing policy.
+type Deployment struct {
+	Target       *Target
+	Weight       int   // ≤ 0 counts as 1
+	RPM, TPM     int64 // the provider's quota; 0: none
+	Cooldown     time.Duration
+	AllowedFails int
+	// Timeout, FirstByteTimeout and ConnectTimeout bound one attempt; the
+	// data plane applies them (xDS per-try timeouts, the edge the same).
+	Timeout, FirstByteTimeout, ConnectTimeout time.Duration
+
+	scope kernel.Scope // the rpm/tpm scope; Limits nil when none
+}
+
+// Group is a model group as the router sees it. Build it with NewGroup; it is
+// immutable afterwards and shared by concurrent requests.
+type Group struct {
+	Name                   string
+	Strategy               Strategy
+	Retries                int
+	Fallbacks              []string
+	ContextWindowFallbacks []string
+	ContentPolicyFallbacks []string
+	Deployments            []*Deployment
+}
+
+// NewGroup prepares g for routing (each deployment's limit scope) and returns it.
+func NewGroup(g *Group) *Group {
+	for _, d := range g.Deployments {
+		d.scope = kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeDeployment, ID: d.Target.Deployment}}
+		if d.RPM > 0 || d.TPM > 0 {
+			d.scope.Limits = &kernel.Limits{RPM: d.RPM, TPM: d.TPM}
+		}
+		if d.Weight <= 0 {
+			d.Weight = 1
+		}
+	}
+	return g
+}
+
+// GroupCatalog is implemented by a Catalog that routes by model group; the
+// processor then uses ResolveGroup instead of Resolve.
+type GroupCatalog interface {
+	// ResolveGroup returns the named group for this key: ErrModelNotFound or
+	// ErrModelNotAllowed when it cannot.
+	ResolveGroup(ctx context.Context, p *Principal, model string) (*Group, error)
+}
+
+// maxFallbackDepth bounds how far fallbacks of fallbacks are followed.
+const maxFallbackDepth = 3
+
+// route is the routing state of one request: the candidates left, in order.
+type route struct {
+	groups  []*Group      // groups visited, first the requested one
+	cands   []*Deployment // candidates of the current group, next first
+	current *Deployment   // the deployment the request was admitted on
+	sentAt  time.Time     // when the request left for it (time to first byte)
+	tried   int           // deployments tried at admission (limits full)
+	first   [1]*Group     // backing array of groups (no allocation without fallbacks)
+}
+
+// resolve finds the request's first deployment: the catalog's choice, or with
+// a GroupCatalog the first candidate of the group (or of a fallback group).
+func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
+	gc, ok := s.p.cat.(GroupCatalog)
+	if !ok {
+		return s.p.cat.Resolve(ctx, s.principal, model)
+	}
+	g, err := gc.ResolveGroup(ctx, s.principal, model)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	s.rtState = route{groups: s.rtState.first[:0]}
+	s.rt = &s.rtState
+	s.rt.groups = append(s.rt.groups, g)
+	s.rt.cands = s.p.router.order(g, s.p.now())
+	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
+		return nil, &unavailableError{retryAfter: s.p.router.soonest(g, s.p.now())}
+	}
+	return s.rt.cands[0].Target, nil
+}
+
+// nextGroup moves to the first fallback group with a deployment available
+// (the key must be allowed to use it); false when there is none.
+func (s *stream) nextGroup(ctx context.Context, names []string) bool {
+	gc := s.p.cat.(GroupCatalog)
+	now := s.p.now()
+	for _, name := range names {
+		if len(s.rt.groups) > maxFallbackDepth || slices.ContainsFunc(s.rt.groups, func(g *Group) bool { return g.Name == name }) {
+			continue
+		}
+		g, err := gc.ResolveGroup(ctx, s.principal, name)
+		if err != nil || g == nil {
+			continue
+		}
+		s.rt.groups = append(s.rt.groups, g)
+		if c := s.p.router.order(g, now); len(c) > 0 {
+			s.rt.cands = c
+			return true
+		}
+		if s.nextGroup(ctx, g.Fallbacks) {
+			return true
+		}
+	}
+	return false
+}
+
+// hdrDeployment names, on the reply, the deployment that served it.
+const hdrDeployment = "x-tollgate-deployment"
+
+// refused maps a refused admission: a deployment's full quota (every
+// candidate's, since admit moves on while one is left) is the model's 429.
+func (s *stream) refused(d kernel.Decision, model string) *apiError {
+	if d.Scope.Kind == kernel.ScopeDeployment {
+		return unavailableReply(model, &d, 0)
+	}
+	return decisionError(d, model)
+}
+
+// asUnavailable returns err as an *unavailableError, or nil.
+func asUnavailable(err error) *unavailableError {
+	var ue *unavailableError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	return nil
+}
+
+// unavailableError: every deployment of the group and its fallbacks is
+// cooling down.
+type unavailableError struct{ retryAfter time.Duration }
+
+func (e *unavailableError) Error() string { return "extproc: no deployment available" }
+
+// admit admits areq on the current candidate, adding its rpm/tpm scope; when
+// that scope is full it moves to the next candidate (then the fallback
+// groups) and admits again, re-priced. It sets s.target and s.tr to where
+// the request goes.
+func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.Decision, error) {
+	if s.rt == nil {
+		return s.p.acct.Admit(ctx, areq)
+	}
+	base := areq.Scopes
+	for {
+		dep := s.rt.cands[0]
+		t := dep.Target
+		areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
+		areq.Scopes = base
+		if dep.scope.Limits != nil {
+			areq.Scopes = append(slices.Clip(base), dep.scope)
+		}
+		d, err := s.p.acct.Admit(ctx, areq)
+		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
+			if err == nil && d.Admitted {
+				s.rt.current, s.rt.sentAt = dep, s.p.now()
+				s.p.router.start(dep)
+			}
+			return d, err
+		}
+		// This deployment's quota is full this minute: the next one.
+		s.rt.tried++
+		s.rt.cands = s.rt.cands[1:]
+		if len(s.rt.cands) == 0 && !s.nextGroup(ctx, s.rt.groups[len(s.rt.groups)-1].Fallbacks) {
+			return d, nil
+		}
+		next := s.rt.cands[0].Target
+		if next.Provider != t.Provider {
+			tr := newTranslator(s.ep.API, next.Provider)
+			if tr == nil {
+				return d, nil
+			}
+			s.tr = tr
+		}
+		s.target = next
+	}
+}
+
+// observeResponse feeds the router with the current attempt's response
+// status (its headers h, read only for a 429's retry-after).
+func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
+	if s.rt == nil || s.rt.current == nil {
+		return
+	}
+	now := s.p.now()
+	var retryAfter time.Duration
+	if s.status == 429 {
+		for _, hv := range h.GetHeaders().GetHeaders() {
+			if hv.GetKey() == hdrRetryAfter {
+				retryAfter = parseRetryAfter(headerValue(hv), now)
+			}
+		}
+	}
+	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
+}
+
+// doneRouting ends the request's use of its deployment (in flight count);
+// an attempt that never saw response headers (reset, timeout) failed.
+func (s *stream) doneRouting(u kernel.Usage) {
+	if s.rt == nil || s.rt.current == nil {
+		return
+	}
+	dep := s.rt.current
+	s.rt.current = nil
+	if s.status == 0 {
+		now := s.p.now()
+		s.p.router.observe(dep, 0, 0, now.Sub(s.rt.sentAt), now)
+	}
+	s.p.router.finish(dep, u.Total())
+}
+
+// unavailableReply is the client error when no deployment can take the
+// request: 429 when every one is at its rpm/tpm quota, 503 when they are
+// cooling down (retry-after: the soonest end).
+func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *apiError {
+	if d != nil {
+		e := &apiError{
+			Status: 429, Type: "requests", Code: codeRateLimit,
+			Message: "Rate limit reached for every deployment of the model `" + model + "`: the providers' quotas are used up for this minute.",
+		}
+		e.Headers = retryAfterHeaders(d.RetryAfter)
+		return e
+	}
+	e := errUnavailable()
+	e.Message = "No deployment of the model `" + model + "` is available right now: every one is cooling down after failures."
+	e.Headers = retryAfterHeaders(retryAfter)
+	return e
+}
+
+// weightedPick returns an index of ds drawn in proportion to the weights.
+func weightedPick(ds []*Deployment, r *rand.Rand) int {
+	total := 0
+	for _, d := range ds {
+		total += d.Weight
+	}
+	n := r.IntN(total)
+	for i, d := range ds {
+		if n < d.Weight {
+			return i
+		}
+		n -= d.Weight
+	}
+	return len(ds) - 1
+}
+
+// sortBy orders ds (in place) by key ascending, keeping the order of ties
+// (which is the weighted draw).
+func sortBy(ds []*Deployment, key func(*Deployment) int64) {
+	sort.SliceStable(ds, func(i, j int) bool { return key(ds[i]) < key(ds[j]) })
+}

@@ -1,0 +1,385 @@
+package extproc
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// groupCatalog is fakeCatalog plus model groups: the processor routes.
+type groupCatalog struct {
+	*fakeCatalog
+	groups map[string]*Group
+}
+
+var _ GroupCatalog = (*groupCatalog)(nil)
+
+func (c *groupCatalog) ResolveGroup(_ context.Context, p *Principal, model string) (*Group, error) {
+	g, ok := c.groups[model]
+	if !ok {
+		return nil, ErrModelNotFound
+	}
+	if !c.may(p, model) {
+		return nil, ErrModelNotAllowed
+	}
+	return g, nil
+}
+
+// testClock is a settable clock.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// routedEnv serves a processor over gRPC, driven by the Envoy-faithful
+// client, whose catalog routes groups.
+func routedEnv(t *testing.T, groups ...*Group) (*testEnv, *testClock) {
+	t.Helper()
+	clk := &testClock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t), logs: &syncBuffer{}}
+	e.acct.now = clk.now
+	gc := &groupCatalog{fakeCatalog: e.cat, groups: map[string]*Group{}}
+	for _, g := range groups {
+		gc.groups[g.Name] = NewGroup(g)
+	}
+	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.proc = New(gc, e.acct, WithLogger(log), WithClock(clk.now))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	e.client = extprocfilter.NewClient(dialProcessor(t, e.proc, lis), extprocfilter.DefaultConfig())
+	return e, clk
+}
+
+// openAIDep is an OpenAI deployment of group model.
+func openAIDep(model, id string) *Deployment {
+	return &Deployment{Target: &Target{
+		Model: model, Deployment: id, Provider: ProviderOpenAI, BasePath: "/v1", APIKey: openAIKey,
+		ProviderModel: "gpt-4o", Price: testPrice, DefaultMaxTokens: 64,
+	}}
+}
+
+// anthropicDep is an Anthropic deployment of group model.
+func anthropicDep(model, id string) *Deployment {
+	return &Deployment{Target: &Target{
+		Model: model, Deployment: id, Provider: ProviderAnthropic, BasePath: "/v1", APIKey: anthropicKey,
+		ProviderModel: "claude-sonnet-4-5", Price: anthropicPrice, DefaultMaxTokens: 64,
+	}}
+}
+
+const chatBody = `{"model":"gpt","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
+
+const chatOK = `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
+
+const messagesOK = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}`
+
+// byDeployment is a fake upstream answering per deployment (the route header)
+// and counting what each received.
+type byDeployment struct {
+	mu     sync.Mutex
+	got    map[string]int
+	answer map[string]func() *extprocfiltertest.UpstreamResponse
+	before func(dep string) // runs before answering (e.g. advances the clock)
+}
+
+func newByDeployment() *byDeployment {
+	return &byDeployment{got: map[string]int{}, answer: map[string]func() *extprocfiltertest.UpstreamResponse{}}
+}
+
+func (b *byDeployment) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfiltertest.UpstreamResponse {
+	dep := req.Headers.Value(RouteHeader)
+	b.mu.Lock()
+	b.got[dep]++
+	f := b.answer[dep]
+	before := b.before
+	b.mu.Unlock()
+	if before != nil {
+		before(dep)
+	}
+	if f == nil {
+		return jsonResponse(200, chatOK)
+	}
+	return f()
+}
+
+func (b *byDeployment) count(dep string) int { b.mu.Lock(); defer b.mu.Unlock(); return b.got[dep] }
+
+func failing(status int, headers ...extprocfilter.Header) func() *extprocfiltertest.UpstreamResponse {
+	return func() *extprocfiltertest.UpstreamResponse {
+		r := jsonResponse(status, `{"error":{"message":"down","type":"server_error","param":null,"code":null}}`)
+		r.Headers = append(r.Headers, headers...)
+		return r
+	}
+}
+
+// TestDeadDeploymentCoolsDown: a group of a dead and a healthy deployment.
+// The dead one takes allowed_fails failures, then nothing at all while it
+// cools down; after the cooldown it is probed again. Every reply names the
+// deployment that served it.
+func TestDeadDeploymentCoolsDown(t *testing.T) {
+	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
+	dead.AllowedFails, dead.Cooldown = 3, 30*time.Second
+	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{dead, ok}})
+	up := newByDeployment()
+	up.answer["dead"] = failing(503)
+	clientErrors := 0
+	for range 200 {
+		got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+		if got.Status != 200 {
+			clientErrors++
+			require.Equal(t, "dead", got.Headers.Value(hdrDeployment))
+			continue
+		}
+		require.Equal(t, "ok", got.Headers.Value(hdrDeployment))
+	}
+	require.Equal(t, 3, up.count("dead"), "three failures, then out of rotation for the whole cooldown")
+	require.Equal(t, 3, clientErrors, "without retries (docs/envoy.md) the failures themselves reach the client")
+	require.Equal(t, 197, up.count("ok"))
+	st := e.proc.router.States(clk.now())["dead"]
+	require.True(t, clk.now().Add(30*time.Second).Equal(st.CoolingUntil), "%v", st.CoolingUntil)
+	require.Positive(t, st.ErrorRate)
+
+	clk.advance(31 * time.Second)
+	for range 50 {
+		e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+	}
+	require.Greater(t, up.count("dead"), 3, "probed back in after the cooldown")
+}
+
+// TestRetryAfterCoolsForItsDuration: a 429 with retry-after: 5 keeps the
+// deployment out for exactly 5 s.
+func TestRetryAfterCoolsForItsDuration(t *testing.T) {
+	limited, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "ok")
+	limited.Weight = 1000 // chosen first whenever it is in rotation
+	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{limited, ok}})
+	up := newByDeployment()
+	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
+	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+	require.Equal(t, 429, got.Status)
+	for range 20 {
+		clk.advance(200 * time.Millisecond) // 4 s in all
+		got = e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+		require.Equal(t, 200, got.Status)
+	}
+	require.Equal(t, 1, up.count("limited"), "nothing for 5 s")
+	clk.advance(time.Second + time.Millisecond)
+	e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+	require.Equal(t, 2, up.count("limited"), "back once the 5 s are over")
+}
+
+// TestDeploymentRPMIsEnforcedAtRouting: rpm 2 on the preferred deployment;
+// the third request in the minute goes to the other one; with no other one
+// it is refused with 429, and the next minute it is served again.
+func TestDeploymentRPMIsEnforcedAtRouting(t *testing.T) {
+	small, big := openAIDep("gpt", "small"), openAIDep("gpt", "big")
+	small.RPM, small.Weight = 2, 1000
+	solo := openAIDep("solo", "solo")
+	solo.RPM = 2
+	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{small, big}}, &Group{Name: "solo", Deployments: []*Deployment{solo}})
+	up := newByDeployment()
+	for range 3 {
+		require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+	}
+	require.Equal(t, 2, up.count("small"))
+	require.Equal(t, 1, up.count("big"), "the third request in the minute goes to the other deployment")
+
+	soloBody := `{"model":"solo","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
+	for range 2 {
+		require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, soloBody), up.upstream).Status)
+	}
+	got := e.do(t, post("/v1/chat/completions", clientKey, soloBody), up.upstream)
+	require.Equal(t, 429, got.Status, string(got.Body))
+	require.Contains(t, string(got.Body), "every deployment of the model `solo`")
+	require.NotEmpty(t, got.Headers.Value("retry-after"))
+	require.Equal(t, 2, up.count("solo"), "a deployment at its limit is not called")
+	clk.advance(time.Minute)
+	require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, soloBody), up.upstream).Status)
+}
+
+// TestFallbackToAnthropicGroup: a group whose only deployment fails falls
+// back to an Anthropic group once it cools down: OpenAI and Anthropic
+// clients, JSON and streamed, are served through translation, and the
+// ledger names the fallback group and deployment.
+func TestFallbackToAnthropicGroup(t *testing.T) {
+	bad := openAIDep("gpt", "bad")
+	bad.AllowedFails = 1
+	e, _ := routedEnv(t,
+		&Group{Name: "gpt", Deployments: []*Deployment{bad}, Fallbacks: []string{"claude"}},
+		&Group{Name: "claude", Deployments: []*Deployment{anthropicDep("claude", "anthropic")}},
+	)
+	up := newByDeployment()
+	up.answer["bad"] = failing(500)
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
+	require.Equal(t, 500, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+
+	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+	require.Equal(t, 200, got.Status, string(got.Body))
+	require.Equal(t, "anthropic", got.Headers.Value(hdrDeployment))
+	require.Contains(t, string(got.Body), `"chat.completion"`, "translated back to the client's API")
+	require.Equal(t, "/v1/messages", got.Forwarded.Headers.Value(":path"))
+
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 17) }
+	got = e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`), up.upstream)
+	require.Equal(t, 200, got.Status)
+	require.Contains(t, string(got.Body), "chat.completion.chunk")
+
+	msgs := `{"model":"gpt","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
+	got = e.do(t, post("/v1/messages", clientKey, msgs), up.upstream)
+	require.Equal(t, 200, got.Status, string(got.Body))
+	require.JSONEq(t, messagesOK, string(got.Body))
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) }
+	got = e.do(t, post("/v1/messages", clientKey, `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`), up.upstream)
+	require.Equal(t, 200, got.Status)
+	require.Equal(t, nativeStream, string(got.Body))
+
+	recs := e.acct.waitRecords(t, 5)
+	require.Equal(t, "bad", recs[0].Deployment)
+	require.Equal(t, kernel.StatusFailed, recs[0].Status)
+	for _, r := range recs[1:] {
+		require.Equal(t, "claude", r.Model, "charged to the group that served, at its price")
+		require.Equal(t, "anthropic", r.Deployment)
+		require.Equal(t, kernel.StatusCompleted, r.Status)
+	}
+	for _, a := range e.acct.Admits()[1:] {
+		require.Equal(t, anthropicPrice, a.Price, "the reservation is priced for the fallback")
+	}
+	require.Equal(t, 1, up.count("bad"))
+}
+
+// TestNoDeploymentAvailable: every deployment cooling and no fallback: 503
+// with the retry-after of the soonest return.
+func TestNoDeploymentAvailable(t *testing.T) {
+	d := openAIDep("gpt", "only")
+	d.AllowedFails, d.Cooldown = 1, 10*time.Second
+	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{d}})
+	up := newByDeployment()
+	up.answer["only"] = failing(502)
+	require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+	clk.advance(4 * time.Second)
+	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+	require.Equal(t, 503, got.Status)
+	require.Equal(t, "6", got.Headers.Value("retry-after"))
+	require.Equal(t, 1, up.count("only"))
+	require.Len(t, e.acct.Admits(), 1, "nothing admitted while no deployment can serve")
+}
+
+// TestLatencyStrategyAvoidsTheSlowDeployment: with "latency", once both
+// deployments were measured the slow one gets no more traffic.
+func TestLatencyStrategyAvoidsTheSlowDeployment(t *testing.T) {
+	e, clk := routedEnv(t, &Group{Name: "gpt", Strategy: StrategyLatency, Deployments: []*Deployment{openAIDep("gpt", "slow"), openAIDep("gpt", "fast")}})
+	up := newByDeployment()
+	up.before = func(dep string) {
+		if dep == "slow" {
+			clk.advance(800 * time.Millisecond)
+		} else {
+			clk.advance(50 * time.Millisecond)
+		}
+	}
+	for range 100 {
+		require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+	}
+	require.LessOrEqual(t, up.count("slow"), 1, "measured once (unmeasured deployments go first), then avoided")
+	require.GreaterOrEqual(t, up.count("fast"), 99)
+	st := e.proc.router.States(clk.now())
+	require.Equal(t, 50*time.Millisecond, st["fast"].Latency)
+}
+
+// TestStrategiesOrder: the order each strategy gives, on the router alone.
+func TestStrategiesOrder(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(s Strategy) (*Router, *Group) {
+		a, b := openAIDep("g", "a"), openAIDep("g", "b")
+		a.RPM, b.RPM = 10, 10
+		return NewRouter(), NewGroup(&Group{Name: "g", Strategy: s, Deployments: []*Deployment{a, b}})
+	}
+	ids := func(ds []*Deployment) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Target.Deployment)
+		}
+		return out
+	}
+
+	r, g := mk(StrategyLeastBusy)
+	r.start(g.Deployments[0])
+	r.start(g.Deployments[0])
+	r.start(g.Deployments[1])
+	for range 20 {
+		require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)), "fewest in flight first")
+	}
+	r.finish(g.Deployments[0], 0)
+	r.finish(g.Deployments[0], 0)
+	for range 20 {
+		require.Equal(t, []string{"a", "b"}, ids(r.order(g, now)))
+	}
+
+	r, g = mk(StrategyLatency)
+	r.observe(g.Deployments[0], 200, 0, 300*time.Millisecond, now)
+	r.observe(g.Deployments[1], 200, 0, 100*time.Millisecond, now)
+	require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)))
+	for range 20 { // b slows down: its EWMA overtakes a's
+		r.observe(g.Deployments[1], 200, 0, time.Second, now)
+	}
+	require.Equal(t, []string{"a", "b"}, ids(r.order(g, now)))
+
+	r, g = mk(StrategyUsage)
+	for range 7 {
+		r.observe(g.Deployments[0], 200, 0, time.Millisecond, now)
+	}
+	r.observe(g.Deployments[1], 200, 0, time.Millisecond, now)
+	require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)), "most rpm headroom first")
+
+	r, g = mk(StrategyWeighted)
+	g.Deployments[0].Weight, g.Deployments[1].Weight = 3, 1
+	first := map[string]int{}
+	for range 4000 {
+		first[r.order(g, now)[0].Target.Deployment]++
+	}
+	require.InDelta(t, 3000, first["a"], 250, "in proportion to the weights")
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"5": 5 * time.Second, "0.5": 500 * time.Millisecond, "": 0, "soon": 0, "-3": 0, "99999": time.Hour,
+		now.Add(7 * time.Second).Format(http.TimeFormat): 7 * time.Second,
+	} {
+		require.Equal(t, want, parseRetryAfter(v, now), strconv.Quote(v))
+	}
+}
+
+// BenchmarkHandleNonStreamRouted is BenchmarkHandleNonStream through a
+// routing catalog with a one-deployment group: the routing path's own cost.
+func BenchmarkHandleNonStreamRouted(b *testing.B) {
+	base := newCatalog()
+	gc := &groupCatalog{fakeCatalog: base, groups: map[string]*Group{
+		"gpt-4o": NewGroup(&Group{Name: "gpt-4o", Deployments: []*Deployment{{Target: base.targets["gpt-4o"]}}}),
+	}}
+	p := New(gc, benchAccountant{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s := &stream{p: p}
+		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
+			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
+				b.Fatalf("unexpected reply %v", r)
+			}
+		}
+		s.finish(ctx)
+	}
+}
