@@ -25,10 +25,15 @@ func TestHeaderLimitsAnswer431BeforeAdmission(t *testing.T) {
 	r := start(t, false)
 	key := r.key(t, "k-limits", kernel.Limits{RPM: 2})
 	body := `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`
+	// Wait for the configuration with another key, so that only one request
+	// of this key is admitted before the refused heads.
+	warm := r.key(t, "k-limits-warm", kernel.Limits{})
 	eventually(t, func() bool {
-		resp, _ := r.post(t, key, "/v1/chat/completions", body)
+		resp, _ := r.post(t, warm, "/v1/chat/completions", body)
 		return resp.StatusCode == http.StatusOK
 	})
+	first, _ := r.post(t, key, "/v1/chat/completions", body)
+	require.Equal(t, http.StatusOK, first.StatusCode)
 	require.NoError(t, r.st.Flush(context.Background()))
 	entries, err := r.st.Entries(context.Background(), store.LedgerFilter{Limit: 1000})
 	require.NoError(t, err)
