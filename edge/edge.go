@@ -32,6 +32,9 @@ type Edge struct {
 	logger         *slog.Logger
 	listenOverride string
 	base           envoytest.Config
+	// health answers healthPaths before routing (WithHealth).
+	health      http.Handler
+	healthPaths []string
 
 	state atomic.Pointer[state]
 

@@ -54,7 +54,14 @@ type Config struct {
 	EnvoyPath string
 	// EnvoyAdmin is the admin address of a child Envoy (loopback).
 	EnvoyAdmin string
+	// MetricsAddr serves /metrics, /healthz and /readyz over HTTP ("": no
+	// metrics; health stays on the data-plane port).
+	MetricsAddr string
 }
+
+// DefaultMetricsAddr is where /metrics is served unless told otherwise:
+// loopback, port 9464 (the OpenTelemetry Prometheus exporter's).
+const DefaultMetricsAddr = "127.0.0.1:9464"
 
 // DefaultConfig returns the settings `tollgate run` starts with.
 func DefaultConfig() Config {
@@ -68,6 +75,7 @@ func DefaultConfig() Config {
 		NodeID:       "tollgate-builtin",
 		EnvoyPath:    "envoy",
 		EnvoyAdmin:   envoy.DefaultAdmin,
+		MetricsAddr:  DefaultMetricsAddr,
 	}
 }
 

@@ -40,6 +40,8 @@ type Options struct {
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters Counters
+	// Observe are the metrics, access log, traces and readiness settings.
+	Observe Observability
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -53,10 +55,12 @@ type Gateway struct {
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
 	ListenAddr, AdminAddr, XDSAddr, ExtProcAddr string
+	MetricsAddr                                 string // "" when metrics are off
 
 	log     *slog.Logger
 	now     func() time.Time
 	xds     *xds.Server
+	obs     *observability
 	builtMu sync.Mutex
 }
 
@@ -136,9 +140,16 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 	g.Config.Listen = cfg.Listen
 	g.xds = xds.NewServer(log) //nolint:contextcheck // its streams live until Stop
 
+	if err := g.startObserve(ctx, opts.Observe); err != nil {
+		return err
+	}
+	defer func() { _ = g.stopObserve(ctx) }()
+
 	// Processor.
-	proc := extproc.New(g.Catalog, g.Accountant, //nolint:contextcheck // streams carry their own contexts
-		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)))
+	acct, observer := g.observeProcessor()
+	proc := extproc.New(g.Catalog, acct, //nolint:contextcheck // streams carry their own contexts
+		extproc.WithLogger(log), extproc.WithClock(now), extproc.WithMaxBodyBytes(int(cfg.MaxBodyBytes)), observer)
+	g.observed(proc)
 	procLis, err := listen(cfg.ExtProcAddr)
 	if err != nil {
 		return err
@@ -197,7 +208,7 @@ func Run(ctx context.Context, cfg Config, st store.Store, opts Options) error {
 			return err
 		}
 		defer xconn.Close()
-		dp = edge.New(pc, edge.WithLogger(log), edge.WithListenOverride(cfg.Listen))
+		dp = edge.New(pc, edge.WithLogger(log), edge.WithListenOverride(cfg.Listen), g.edgeHealth())
 		goServe("data plane", func() error { return dp.RunADS(ctx, xconn, cfg.NodeID) })
 		select {
 		case <-dp.Ready():
@@ -292,6 +303,7 @@ func (g *Gateway) refresh(ctx context.Context) error {
 		return err
 	}
 	g.Catalog.Swap(s)
+	g.snapshotPublished(s)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/observe"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 	tgredis "github.com/tollgate-ai/tollgate/store/redis"
@@ -49,6 +50,11 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
+	var of observeFlags
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus /metrics, /healthz and /readyz on this address (metrics off when empty)")
+	fs.BoolVar(&of.perKey, "metrics-per-key", false, "add per-virtual-key metric series (one series per key: mind the cardinality)")
+	fs.StringVar(&of.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&of.accessLog, "access-log", true, "log one line per request (at info level)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,7 +73,10 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	log, err := newLogger(stderr, of.logFormat, lvl)
+	if err != nil {
+		return err
+	}
 
 	if *debugAddr != "" {
 		if err := serveDebug(ctx, *debugAddr, log); err != nil {
@@ -97,14 +106,18 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}()
 
 	opts := gateway.Options{Log: log, Stdout: stdout, EnvoyOutput: stderr}
+	if opts.Observe, err = of.observability(ctx, log); err != nil {
+		return err
+	}
 	log.Info("data plane", "kind", cfg.DataPlane)
 	if *redisURL != "" {
-		counters, closeRedis, err := openRedis(*redisURL, *redisPolicy, st, log)
+		counters, closeRedis, check, err := openRedis(*redisURL, *redisPolicy, st, log)
 		if err != nil {
 			return err
 		}
 		defer closeRedis()
 		opts.Counters = counters
+		opts.Observe.Checks = append(opts.Observe.Checks, check)
 	}
 
 	if *demo != "" {
@@ -130,10 +143,10 @@ func openStore(ctx context.Context, db string) (store.Store, error) {
 	return st, nil
 }
 
-func openRedis(url, policy string, st store.Store, log *slog.Logger) (gateway.Counters, func(), error) {
+func openRedis(url, policy string, st store.Store, log *slog.Logger) (gateway.Counters, func(), observe.Check, error) {
 	ro, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--redis: %w", err)
+		return nil, nil, observe.Check{}, fmt.Errorf("--redis: %w", err)
 	}
 	var p tgredis.FailurePolicy
 	switch policy {
@@ -142,11 +155,11 @@ func openRedis(url, policy string, st store.Store, log *slog.Logger) (gateway.Co
 	case "local":
 		p = tgredis.LocalFallback
 	default:
-		return nil, nil, fmt.Errorf("--redis-failure %q: want closed or local", policy)
+		return nil, nil, observe.Check{}, fmt.Errorf("--redis-failure %q: want closed or local", policy)
 	}
 	client := goredis.NewClient(ro)
 	c := tgredis.New(client, gateway.LedgerSeed(st), tgredis.WithFailurePolicy(p), tgredis.WithLogger(log))
-	return c, func() { c.Close(); _ = client.Close() }, nil
+	return c, func() { c.Close(); _ = client.Close() }, redisCheck(client), nil
 }
 
 func masterKey(db, file string) ([]byte, error) {
