@@ -62,7 +62,7 @@ type Report struct {
 	// Times on the processor's clock; zero when the step did not happen.
 	Started     time.Time // request headers received
 	AdmitStart  time.Time // request body received, admission starts
-	Forwarded   time.Time // admission done, request released upstream
+	Forwarded   time.Time // request released upstream, or answered by the gateway
 	FirstByte   time.Time // upstream response headers
 	FirstToken  time.Time // first streamed response chunk
 	SettleStart time.Time
@@ -130,11 +130,7 @@ func (s *stream) fillReport() {
 }
 
 // rejected records the error a request was refused with.
-func (s *stream) rejected(e *apiError) {
-	if s.p.obs != nil {
-		s.report.HTTPStatus, s.report.ErrorType = e.Status, e.Code
-	}
-}
+func (s *stream) rejected(e *apiError) { s.report.ErrorType = e.Code }
 
 // settled records a settlement's outcome.
 func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {

@@ -673,6 +673,8 @@ func (s *stream) reject(e *apiError) *extprocv3.ProcessingResponse {
 }
 
 func (s *stream) immediate(status int, body []byte, headers [][2]string) *extprocv3.ProcessingResponse {
+	s.mark(&s.report.Forwarded) // answered: nothing goes upstream
+	s.report.HTTPStatus = status
 	x := &struct {
 		pr extprocv3.ProcessingResponse
 		w  extprocv3.ProcessingResponse_ImmediateResponse

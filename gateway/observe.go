@@ -115,7 +115,8 @@ func (g *Gateway) startObserve(ctx context.Context, o Observability) error {
 			}
 		})
 	}
-	obs.observer = observe.Join(metrics, accessLog, tracing)
+	// Metrics last: what a scrape counts is already logged and traced.
+	obs.observer = observe.Join(accessLog, tracing, metrics)
 
 	// The gRPC health service follows readiness.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -236,11 +236,15 @@ func (m *Metrics) Observe(r *extproc.Report) {
 		return
 	}
 	s := m.seriesOf(r)
-	if r.HTTPStatus == http.StatusOK && r.ErrorType == "" {
-		s.reqOK.Inc()
-	} else {
-		m.requests.WithLabelValues(s.key.model, s.key.deployment, team, strconv.Itoa(r.HTTPStatus), r.ErrorType).Inc()
-	}
+	// The request counter last: a scrape that counts a request sees the
+	// rest of its series.
+	defer func() {
+		if r.HTTPStatus == http.StatusOK && r.ErrorType == "" {
+			s.reqOK.Inc()
+		} else {
+			m.requests.WithLabelValues(s.key.model, s.key.deployment, team, strconv.Itoa(r.HTTPStatus), r.ErrorType).Inc()
+		}
+	}()
 	if r.Settled {
 		u := &r.Usage
 		addTokens(s.tIn, u.Input)
