@@ -10,15 +10,23 @@ import (
 // AccessLog writes one line per request to its logger, at info level, with
 // the message "request". It never logs a secret: the key appears as its id
 // and alias, the prompt and completion never.
-type AccessLog struct{ log *slog.Logger }
+type AccessLog struct {
+	log *slog.Logger
+	on  bool // info enabled: checked once, not per request
+}
 
 var _ extproc.Observer = (*AccessLog)(nil)
 
 // NewAccessLog logs requests to log.
-func NewAccessLog(log *slog.Logger) *AccessLog { return &AccessLog{log: log} }
+func NewAccessLog(log *slog.Logger) *AccessLog {
+	return &AccessLog{log: log, on: log.Enabled(context.Background(), slog.LevelInfo)}
+}
 
 // Observe implements extproc.Observer.
 func (a *AccessLog) Observe(r *extproc.Report) {
+	if !a.on {
+		return
+	}
 	var keyID, alias, team string
 	if p := r.Principal; p != nil {
 		keyID, alias, team = p.KeyID, p.KeyAlias, p.TeamID
