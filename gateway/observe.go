@@ -52,9 +52,18 @@ type observability struct {
 	cancel    context.CancelFunc
 }
 
-// ledgerStatser is a store whose ledger writer reports its counters.
-type ledgerStatser interface {
-	LedgerStats() groupcommit.Stats
+// ledgerStats returns the counters of st's ledger writer: SQLite's
+// LedgerStats, PostgreSQL's Stats (its writers summed); nil for a store
+// without one.
+func ledgerStats(st any) func() groupcommit.Stats {
+	switch s := st.(type) {
+	case interface{ LedgerStats() groupcommit.Stats }:
+		return s.LedgerStats
+	case interface{ Stats() groupcommit.Stats }:
+		return s.Stats
+	default:
+		return nil
+	}
 }
 
 // startObserve sets up metrics, health and reporting, and serves
@@ -72,9 +81,9 @@ func (g *Gateway) startObserve(ctx context.Context, o Observability) error {
 		return nil
 	}})
 	var ledger func() observe.LedgerStats
-	if ls, ok := g.Store.(ledgerStatser); ok {
+	if stats := ledgerStats(g.Store); stats != nil {
 		ledger = func() observe.LedgerStats {
-			s := ls.LedgerStats()
+			s := stats()
 			return observe.LedgerStats{
 				Batches: s.Batches, Entries: s.Entries, FlushErrors: s.FlushErrors,
 				Pending: s.QueueDepth, FlushTime: s.FlushTime,
