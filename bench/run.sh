@@ -6,6 +6,7 @@
 #   D=5s CONNS="64" SCEN="chat" bench/run.sh
 #   REPEAT=5 D=5s CONNS=64 SCEN=chat bench/run.sh   # nginx/tollgate pairs 5 times per cell
 #   WARMUP=3s                    # unmeasured chat load on each proxy before the first cell
+#   PORT_OFFSET=100              # every port of the run moved by 100
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -49,28 +50,30 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mock=127.0.0.1:19400
-gw=127.0.0.1:18080
-ngx=127.0.0.1:18090
-admin=127.0.0.1:19090
+# PORT_OFFSET moves every port (when another run holds them).
+P=${PORT_OFFSET:-0}
+mock=127.0.0.1:$((19400 + P))
+gw=127.0.0.1:$((18080 + P))
+ngx=127.0.0.1:$((18090 + P))
+admin=127.0.0.1:$((19090 + P))
 export TOLLGATE_ADMIN_KEY=tga-bench-admin-secret-0123456789abcdefghij
 export TOLLGATE_ADDR=$admin
 
 taskset -c "$LOAD_CPU" bin/mockllm --listen "$mock" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/bench.db" --listen "$gw" --admin-addr "$admin" \
-  --xds-addr 127.0.0.1:19000 --extproc-addr 127.0.0.1:19051 --metrics-addr 127.0.0.1:19464 \
+  --xds-addr 127.0.0.1:$((19000 + P)) --extproc-addr 127.0.0.1:$((19051 + P)) --metrics-addr 127.0.0.1:$((19464 + P)) \
   --demo-upstream "http://$mock" --log-level error >"$tmp/tollgate.log" 2>&1 &
 gwpid=$!
 pids+=($gwpid)
 # The same gateway without metrics (METRICS_AB=1): its own store and ports.
-gw2=127.0.0.1:18081
-admin2=127.0.0.1:19091
+gw2=127.0.0.1:$((18081 + P))
+admin2=127.0.0.1:$((19091 + P))
 gw2pid=
 if [ "${METRICS_AB:-}" = 1 ]; then
   mkdir -p "$tmp/off"
   taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/off/bench.db" --listen "$gw2" --admin-addr "$admin2" \
-    --xds-addr 127.0.0.1:19001 --extproc-addr 127.0.0.1:19052 --metrics-addr= --access-log=false \
+    --xds-addr 127.0.0.1:$((19001 + P)) --extproc-addr 127.0.0.1:$((19052 + P)) --metrics-addr= --access-log=false \
     --demo-upstream "http://$mock" --log-level error >"$tmp/off/tollgate.log" 2>&1 &
   gw2pid=$!
   pids+=($gw2pid)

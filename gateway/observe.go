@@ -29,6 +29,10 @@ type Observability struct {
 	// Checks are readiness checks beyond the store's, the ledger writer's and
 	// the first snapshot's (Redis, when the counters live there).
 	Checks []observe.Check
+	// MetricsAddrDefaulted says Config.MetricsAddr is the default, not asked
+	// for: when it is taken (another tollgate on the machine), Run warns and
+	// goes on without metrics instead of failing.
+	MetricsAddrDefaulted bool
 }
 
 // ErrNoSnapshot is the readiness failure before the first configuration
@@ -102,16 +106,23 @@ func (g *Gateway) startObserve(ctx context.Context, o Observability) error {
 		tracing = o.Tracing
 	}
 	var metrics extproc.Observer
+	var lis net.Listener
 	if g.Config.MetricsAddr != "" {
+		var err error
+		lis, err = net.Listen("tcp", g.Config.MetricsAddr)
+		switch {
+		case err != nil && o.MetricsAddrDefaulted:
+			g.log.Warn("the default metrics address is taken: no /metrics (set --metrics-addr)", "addr", g.Config.MetricsAddr, "err", err)
+		case err != nil:
+			return fmt.Errorf("metrics listen %s: %w", g.Config.MetricsAddr, err)
+		}
+	}
+	if lis != nil {
 		obs.metrics = observe.NewMetrics(observe.WithPerKeyLabels(o.PerKeyLabels))
 		if ledger != nil {
 			obs.metrics.WatchLedger(ledger)
 		}
 		metrics = obs.metrics
-		lis, err := net.Listen("tcp", g.Config.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("metrics listen %s: %w", g.Config.MetricsAddr, err)
-		}
 		g.MetricsAddr = lis.Addr().String()
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", obs.metrics.Handler())

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/observe"
 	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/memstore"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 	tgredis "github.com/tollgate-ai/tollgate/store/redis"
 	"github.com/tollgate-ai/tollgate/store/sqlite"
@@ -288,4 +290,22 @@ func TestReadinessFollowsPostgresAndRedis(t *testing.T) {
 	ready(http.StatusServiceUnavailable, "redis")
 	rd.Start(t)
 	ready(http.StatusOK, "")
+}
+
+// A default metrics address that another process holds does not stop the
+// gateway (tests and tools run several on one machine): it serves without
+// /metrics, and health stays on the data-plane port.
+func TestTakenDefaultMetricsAddrIsSkipped(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Close() })
+	r := startWith(t, false, memstore.New(), nil, func(c *gateway.Config, o *gateway.Options) {
+		c.MetricsAddr, o.Observe.MetricsAddrDefaulted = held.Addr().String(), true
+	})
+	require.Empty(t, r.g.MetricsAddr)
+	require.Nil(t, r.g.Metrics())
+	eventually(t, func() bool {
+		code, _ := get(t, r.url+observe.PathReady)
+		return code == http.StatusOK
+	})
 }

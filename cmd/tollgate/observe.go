@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,6 +50,13 @@ func (f *observeFlags) observability(ctx context.Context, log *slog.Logger) (gat
 		log.Info("tracing on: OTLP/gRPC exporter from OTEL_* variables")
 	}
 	return o, nil
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // redisCheck is the readiness check of the Redis counters.

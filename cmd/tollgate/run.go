@@ -109,6 +109,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if opts.Observe, err = of.observability(ctx, log); err != nil {
 		return err
 	}
+	opts.Observe.MetricsAddrDefaulted = !flagSet(fs, "metrics-addr")
 	log.Info("data plane", "kind", cfg.DataPlane)
 	if *redisURL != "" {
 		counters, closeRedis, check, err := openRedis(*redisURL, *redisPolicy, st, log)
