@@ -18,6 +18,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/testenv"
@@ -263,8 +266,21 @@ func TestReadinessFollowsPostgresAndRedis(t *testing.T) {
 		}})
 	})
 	metrics := "http://" + r.g.MetricsAddr
+	cc, err := grpc.NewClient(r.g.ExtProcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cc.Close() })
+	hc := healthpb.NewHealthClient(cc)
 	ready := func(want int, check string) {
 		t.Helper()
+		// The processor's gRPC health service follows /readyz.
+		wantGRPC := healthpb.HealthCheckResponse_SERVING
+		if want != http.StatusOK {
+			wantGRPC = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		require.Eventually(t, func() bool {
+			resp, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+			return err == nil && resp.GetStatus() == wantGRPC
+		}, 20*time.Second, 50*time.Millisecond, "gRPC health for %s", check)
 		for _, base := range []string{metrics, r.url} {
 			var body string
 			require.Eventually(t, func() bool {
