@@ -6,6 +6,10 @@
 #   D=5s CONNS="64" SCEN="chat" bench/run.sh
 #   REPEAT=5 D=5s CONNS=64 SCEN=chat bench/run.sh   # nginx/tollgate pairs 5 times per cell
 #   WARMUP=3s                    # unmeasured chat load on each proxy before the first cell
+#   PORT_OFFSET=100              # every port of the run moved by 100
+#   METRICS_AB=1                 # also a second gateway with metrics and the access log off
+#                                # (--metrics-addr= --access-log=false), measured right after
+#                                # the first in every repetition: last column = on / off
 #
 # The gateway is pinned to core 0 (GOMAXPROCS follows the affinity mask); mockllm and the
 # load generator share core 1. CPU per request = the gateway's user+system time over the
@@ -46,20 +50,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mock=127.0.0.1:19400
-gw=127.0.0.1:18080
-ngx=127.0.0.1:18090
-admin=127.0.0.1:19090
+# PORT_OFFSET moves every port (when another run holds them).
+P=${PORT_OFFSET:-0}
+mock=127.0.0.1:$((19400 + P))
+gw=127.0.0.1:$((18080 + P))
+ngx=127.0.0.1:$((18090 + P))
+admin=127.0.0.1:$((19090 + P))
 export TOLLGATE_ADMIN_KEY=tga-bench-admin-secret-0123456789abcdefghij
 export TOLLGATE_ADDR=$admin
 
 taskset -c "$LOAD_CPU" bin/mockllm --listen "$mock" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/bench.db" --listen "$gw" --admin-addr "$admin" \
-  --xds-addr 127.0.0.1:19000 --extproc-addr 127.0.0.1:19051 --demo-upstream "http://$mock" \
-  --log-level error >"$tmp/tollgate.log" 2>&1 &
+  --xds-addr 127.0.0.1:$((19000 + P)) --extproc-addr 127.0.0.1:$((19051 + P)) --metrics-addr 127.0.0.1:$((19464 + P)) \
+  --demo-upstream "http://$mock" --log-level error >"$tmp/tollgate.log" 2>&1 &
 gwpid=$!
 pids+=($gwpid)
+# The same gateway without metrics (METRICS_AB=1): its own store and ports.
+gw2=127.0.0.1:$((18081 + P))
+admin2=127.0.0.1:$((19091 + P))
+gw2pid=
+if [ "${METRICS_AB:-}" = 1 ]; then
+  mkdir -p "$tmp/off"
+  taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/off/bench.db" --listen "$gw2" --admin-addr "$admin2" \
+    --xds-addr 127.0.0.1:$((19001 + P)) --extproc-addr 127.0.0.1:$((19052 + P)) --metrics-addr= --access-log=false \
+    --demo-upstream "http://$mock" --log-level error >"$tmp/off/tollgate.log" 2>&1 &
+  gw2pid=$!
+  pids+=($gw2pid)
+fi
 
 nginx_pid=
 if command -v nginx >/dev/null 2>&1; then
@@ -104,6 +122,15 @@ done
 # A key without a budget, so the benchmark measures the gateway, not the demo budget.
 key=$(bin/tollgate key create --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
 [ -n "$key" ] || { echo "bench: could not create the bench key" >&2; exit 1; }
+key2=
+if [ -n "$gw2pid" ]; then
+  for _ in $(seq 1 300); do
+    [ -f "$tmp/off/.tollgate-demo-key" ] && break
+    sleep 0.1
+  done
+  key2=$(bin/tollgate key create --addr "$admin2" --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
+  [ -n "$key2" ] || { cat "$tmp/off/tollgate.log"; echo "bench: could not create the second gateway's key" >&2; exit 1; }
+fi
 sleep 1
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -138,6 +165,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b != "-" && b > 0) pr
 # the ledger file, the heap growing to its working size).
 WARMUP=${WARMUP:-3s}
 taskset -c "$LOAD_CPU" bin/loadgen -url "http://$gw" -key "$key" -model demo -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
+if [ -n "$gw2pid" ]; then
+  taskset -c "$LOAD_CPU" bin/loadgen -url "http://$gw2" -key "$key2" -model demo -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
+fi
 if [ -n "$nginx_pid" ]; then
   taskset -c "$LOAD_CPU" bin/loadgen -url "http://$ngx" -model mock-gpt -scenario chat -c 64 -d "$WARMUP" -warmup 0s >/dev/null
 fi
@@ -173,6 +203,10 @@ for c in $CONNS; do
         paced_cpu=-
       fi
       printf '%s %s | %s |\n' "$gw_row" "$(ratio "$gw_cpu" "$ngx_cpu")" "$(ratio "$gw_cpu" "$paced_cpu")"
+      if [ -n "$gw2pid" ]; then
+        cell "tollgate, metrics off" "http://$gw2" "$gw2pid" "$key2" demo
+        printf '%s %s | metrics on/off %s |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")" "$(ratio "$gw_cpu" "$cpu")"
+      fi
     done
   done
 done

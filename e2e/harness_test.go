@@ -109,7 +109,7 @@ func startSystem(t *testing.T, mockFlags ...string) *system {
 	s.tollgate, tollgateDone = startProcess(t, s.logs, []string{"TOLLGATE_ADMIN_KEY=" + adminKey}, "tollgate", "run",
 		"--db", filepath.Join(s.dir, "tollgate.db"),
 		"--listen", listen, "--admin-addr", adminAddr,
-		"--xds-addr", testenv.FreeAddr(t), "--extproc-addr", testenv.FreeAddr(t),
+		"--xds-addr", testenv.FreeAddr(t), "--extproc-addr", testenv.FreeAddr(t), "--metrics-addr", testenv.FreeAddr(t),
 		"--demo-upstream", s.mockURL, "--log-level", "warn")
 	t.Cleanup(func() {
 		if t.Failed() {

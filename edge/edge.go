@@ -31,6 +31,9 @@ type Edge struct {
 	logger         *slog.Logger
 	listenOverride string
 	base           extprocfilter.Config
+	// health answers healthPaths before routing (WithHealth).
+	health      http.Handler
+	healthPaths []string
 
 	state atomic.Pointer[state]
 

@@ -116,6 +116,9 @@ type exchange struct {
 }
 
 func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.health != nil && e.serveHealth(w, r) {
+		return
+	}
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
 	x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
 	if rw, ok := w.(*h1.Response); ok {

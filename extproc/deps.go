@@ -32,6 +32,8 @@ type Principal struct {
 	// Scopes in admission order: key first, then user, team, org, global. The
 	// processor appends the customer scope of the request when there is one.
 	Scopes []kernel.Scope
+	// KeyAlias is the key's display name (access logs); not a secret.
+	KeyAlias string
 }
 
 // ProviderType is the wire format of a deployment's provider.

@@ -39,6 +39,10 @@ type Processor struct {
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
+	// obs receives every request's Report (nil: none); tracer is obs's
+	// Tracer side, when it has one.
+	obs    Observer
+	tracer Tracer
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -161,6 +165,7 @@ func (ss *Session) Close() {
 	}
 	ss.done = true
 	ss.s.finish(ss.ctx)
+	ss.s.observed()
 }
 
 // recv returns srv's next message: decoded into rb when it is not nil (the
@@ -209,6 +214,8 @@ type stream struct {
 	// (each is made once).
 	areq kernel.AdmitRequest
 	rec  Record
+	// report is what Observer gets (filled only when there is one).
+	report Report
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -257,6 +264,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		case hdrContentLength:
 			contentLength = hv
 			s.hadCL = true
+		case hdrTraceparent:
+			s.report.ClientTraceparent = headerValue(hv)
 		}
 	}
 	if s.p.debug {
@@ -384,6 +393,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	} else {
 		reserveChoices(areq, choices) // n × the output bound (choices.go)
 	}
+	s.mark(&s.report.AdmitStart)
 	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
@@ -420,6 +430,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(RouteHeader, s.target.Deployment)
 	l = l.addAll(out.Headers)
+	l = s.traceHeader(l)
 	if out.Path != "" && out.Path != s.path {
 		l = l.add(":path", out.Path)
 	}
@@ -474,6 +485,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		case ":status":
 			n, _ := headerInt(hv)
 			s.status = int(n)
+			s.mark(&s.report.FirstByte)
 		case hdrContentType:
 			contentType = hv
 		}
@@ -527,6 +539,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if s.settled { // bytes after the end (trailers already settled): pass
 			return replyContinueResponseBody
 		}
+		s.mark(&s.report.FirstToken)
 		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
 		if err != nil {
 			if out == nil {
@@ -658,7 +671,9 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)
 		defer cancel()
 	}
+	s.mark(&s.report.SettleStart)
 	cost, err := s.p.acct.Settle(ctx, rec)
+	s.settledReport(rec, cost, err)
 	if err != nil {
 		s.p.log.Warn("settle failed", "request_id", s.id, "model", rec.Model, "err", err)
 		return 0, false
@@ -677,10 +692,13 @@ func (s *stream) reject(e *apiError) *extprocv3.ProcessingResponse {
 	if s.p.debug {
 		s.p.log.Debug("rejected", "request_id", s.id, "status", e.Status, "code", e.Code)
 	}
+	s.rejected(e)
 	return s.immediate(e.Status, s.ep.errorBody(e), e.Headers)
 }
 
 func (s *stream) immediate(status int, body []byte, headers [][2]string) *extprocv3.ProcessingResponse {
+	s.mark(&s.report.Forwarded) // answered: nothing goes upstream
+	s.report.HTTPStatus = status
 	x := &struct {
 		pr extprocv3.ProcessingResponse
 		w  extprocv3.ProcessingResponse_ImmediateResponse

@@ -62,7 +62,14 @@ type Config struct {
 	// ResponsesRetention is how long stored responses of the Responses API
 	// are kept (0: DefaultResponsesRetention).
 	ResponsesRetention time.Duration
+	// MetricsAddr serves /metrics, /healthz and /readyz over HTTP ("": no
+	// metrics; health stays on the data-plane port).
+	MetricsAddr string
 }
+
+// DefaultMetricsAddr is where /metrics is served unless told otherwise:
+// loopback, port 9464 (the OpenTelemetry Prometheus exporter's).
+const DefaultMetricsAddr = "127.0.0.1:9464"
 
 // DefaultConfig returns the settings `tollgate run` starts with.
 func DefaultConfig() Config {
@@ -78,6 +85,7 @@ func DefaultConfig() Config {
 		EnvoyAdmin:   envoy.DefaultAdmin,
 
 		ReservationLease: kernel.DefaultLease,
+		MetricsAddr:      DefaultMetricsAddr,
 	}
 }
 

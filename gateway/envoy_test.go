@@ -33,6 +33,7 @@ while true; do sleep 0.05; done
 
 	cfg := gateway.DefaultConfig()
 	cfg.Listen, cfg.AdminAddr, cfg.XDSAddr, cfg.ExtProcAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.MetricsAddr = "127.0.0.1:0"
 	cfg.MasterKey = make([]byte, 32)
 	cfg.AdminKey = "tga-test"
 	cfg.DataPlane = gateway.DataPlaneEnvoy

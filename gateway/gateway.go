@@ -37,6 +37,8 @@ type Options struct {
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters accounting.Counters
+	// Observe are the metrics, access log, traces and readiness settings.
+	Observe Observability
 	// Spill, when set, receives every settlement before the ledger queue does
 	// (accounting.Spill): a crash while the ledger cannot commit loses none.
 	Spill *accounting.Spill
@@ -51,10 +53,13 @@ type Gateway struct {
 	Accountant *accounting.Accountant
 	Router     *extproc.Router // deployment health: cooldowns, latency, in flight
 	counters   accounting.Counters
+	obsOpts    Observability
+	obs        *observability
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
 	ListenAddr, AdminAddr, XDSAddr, ExtProcAddr string
+	MetricsAddr                                 string // "" when metrics are off
 
 	log         *slog.Logger
 	stdout      io.Writer
@@ -131,7 +136,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 	if opts.Spill != nil {
 		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
 	}
-	g.counters = opts.Counters
+	g.counters, g.obsOpts = opts.Counters, opts.Observe
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {
@@ -162,6 +167,7 @@ func (g *Gateway) refresh(ctx context.Context) error {
 		return err
 	}
 	g.Catalog.Swap(s)
+	g.snapshotPublished(s)
 	return nil
 }
 

@@ -40,7 +40,7 @@ func start(t *testing.T, overGRPC bool) *running {
 	return startWith(t, overGRPC, memstore.New(), nil)
 }
 
-func startWith(t *testing.T, overGRPC bool, st store.Store, counters accounting.Counters) *running {
+func startWith(t *testing.T, overGRPC bool, st store.Store, counters accounting.Counters, with ...func(*gateway.Config, *gateway.Options)) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 
@@ -51,6 +51,7 @@ func startWith(t *testing.T, overGRPC bool, st store.Store, counters accounting.
 
 	cfg := gateway.DefaultConfig()
 	cfg.Listen, cfg.AdminAddr, cfg.XDSAddr, cfg.ExtProcAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.MetricsAddr = "127.0.0.1:0"
 	cfg.MasterKey = make([]byte, 32)
 	cfg.AdminKey = "tga-test-admin-secret"
 	cfg.ProcessorOverGRPC = overGRPC
@@ -58,16 +59,18 @@ func startWith(t *testing.T, overGRPC bool, st store.Store, counters accounting.
 
 	started := make(chan *gateway.Gateway, 1)
 	r := &running{st: st, mock: mock, mockURL: "http://" + ml.Addr().String(), done: make(chan error, 1)}
-	go func() {
-		r.done <- gateway.Run(ctx, cfg, st, gateway.Options{
-			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Counters: counters,
-			OnStart: []gateway.StartHook{func(_ context.Context, g *gateway.Gateway) error {
-				started <- g
-				return nil
-			}},
-		})
-	}()
+	opts := gateway.Options{
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Counters: counters,
+		OnStart: []gateway.StartHook{func(_ context.Context, g *gateway.Gateway) error {
+			started <- g
+			return nil
+		}},
+	}
+	for _, f := range with {
+		f(&cfg, &opts)
+	}
+	go func() { r.done <- gateway.Run(ctx, cfg, st, opts) }()
 	select {
 	case r.g = <-started:
 	case err := <-r.done:

@@ -155,7 +155,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			}
 			s.keys[h.Hash] = &keyEntry{
 				principal: extproc.Principal{
-					KeyID: k.ID, UserID: k.UserID, TeamID: k.TeamID, OrgID: orgID, Scopes: scopes,
+					KeyID: k.ID, KeyAlias: k.Alias, UserID: k.UserID, TeamID: k.TeamID, OrgID: orgID, Scopes: scopes,
 				},
 				validUntil: validUntil,
 			}

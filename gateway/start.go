@@ -39,6 +39,7 @@ func (g *Gateway) start(ctx context.Context) error {
 	steps := []startStep{
 		{"apply configuration", g.applyFiles},
 		{"data plane listener", g.bindDataPlane},
+		{"observability", func(ctx context.Context) error { return g.startObserve(ctx, g.obsOpts) }},
 		{"ext_proc processor", g.startProcessor},
 		{"xDS server", g.startXDS},
 		{"admin API", g.startAdmin},
@@ -98,7 +99,7 @@ func (g *Gateway) shutdown(ctx context.Context, cancel context.CancelFunc) error
 	for _, c := range g.conns {
 		_ = c.Close()
 	}
-	errs = append(errs, g.Store.Flush(sctx))
+	errs = append(errs, g.Store.Flush(sctx), g.stopObserve(sctx))
 	return errors.Join(errs...)
 }
 
@@ -166,9 +167,11 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	respOpts, purgeResponses := processorResponseOptions(g.Store, &g.Config, g.now, g.log)
 	g.Router = extproc.NewRouter()
 	respOpts = append(respOpts, extproc.WithRouter(g.Router))
-	g.proc = extproc.New(g.Catalog, processorAccountant{g.Accountant}, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
-		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)),
+	acct, observer := g.observeProcessor()
+	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
+		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)), observer,
 	}, respOpts...)...)
+	g.observed(g.proc)
 	if purgeResponses != nil {
 		g.serve("responses purge", func() error { return purgeResponses(ctx) })
 	}
@@ -252,7 +255,7 @@ func (g *Gateway) startEdge(ctx context.Context) error {
 		return err
 	}
 	g.conns = append(g.conns, xconn)
-	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis))
+	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis), g.edgeHealth())
 	g.dataLis = nil // the edge owns it now
 	g.serve("data plane", func() error { return g.edge.RunADS(ctx, xconn, g.Config.NodeID) })
 	t := time.NewTimer(dataPlaneReadyTimeout)

@@ -180,7 +180,13 @@ func TestRoutesAndClusters(t *testing.T) {
 	vh := rc.GetVirtualHosts()[0]
 	require.Equal(t, []string{"*"}, vh.GetDomains())
 	routes := vh.GetRoutes()
-	require.Len(t, routes, 3)
+	require.Len(t, routes, 5)
+	for i, p := range HealthPaths {
+		require.Equal(t, p, routes[i].GetMatch().GetPath())
+		require.Equal(t, uint32(200), routes[i].GetDirectResponse().GetStatus())
+		require.Contains(t, routes[i].GetTypedPerFilterConfig(), envoy.ExtProcFilter, "no key needed for health")
+	}
+	routes = routes[len(HealthPaths):]
 	for i, tc := range []struct {
 		id, cluster, host string
 	}{

@@ -19,13 +19,14 @@ const NotFoundBody = `{"error":{"message":"no deployment serves this request","t
 // ext_proc or the client.
 const retryOn = "connect-failure,refused-stream"
 
-// routeConfiguration builds envoy.RouteConfigName: one virtual host, one
-// route per upstream on the exact envoy.RouteHeader value, then the
+// routeConfiguration builds envoy.RouteConfigName: one virtual host, the
+// health routes (health.go), one route per upstream on the exact envoy.RouteHeader value, then the
 // catch-all 404.
 func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 	in := b.in
 	limit := wrapperspb.UInt64(uint64(in.MaxRequestBodyBytes))
-	routes := make([]*routev3.Route, 0, len(in.Upstreams)+1)
+	routes := make([]*routev3.Route, 0, len(in.Upstreams)+len(HealthPaths)+1)
+	routes = append(routes, healthRoutes()...)
 	for _, u := range in.Upstreams {
 		routes = append(routes, b.upstreamRoute(u, limit))
 	}

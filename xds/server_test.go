@@ -230,7 +230,7 @@ func TestServerADS(t *testing.T) {
 	require.ElementsMatch(t, []string{"deployment_openai", "deployment_anthropic", envoy.ExtProcCluster},
 		clusterNames(t, got[resource.ClusterType]))
 	require.NoError(t, got[resource.RouteType].GetResources()[0].UnmarshalTo(&rc))
-	require.Len(t, rc.GetVirtualHosts()[0].GetRoutes(), 3)
+	require.Len(t, rc.GetVirtualHosts()[0].GetRoutes(), len(HealthPaths)+3)
 
 	// Stop ends the stream.
 	s.Stop()

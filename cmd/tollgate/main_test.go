@@ -60,6 +60,7 @@ func TestRunServesTheDemo(t *testing.T) {
 	args := []string{
 		"run", "--db", filepath.Join(dir, "tollgate.db"), "--listen", listen,
 		"--admin-addr", testenv.FreeAddr(t), "--xds-addr", testenv.FreeAddr(t), "--extproc-addr", testenv.FreeAddr(t),
+		"--metrics-addr", testenv.FreeAddr(t),
 		"--demo-upstream", "http://" + ml.Addr().String(), "--log-level", "error",
 	}
 	var out syncBuffer

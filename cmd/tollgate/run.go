@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/observe"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 	"github.com/tollgate-ai/tollgate/store/sqlite"
@@ -54,6 +55,11 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	spillDir := fs.String("ledger-spill-dir", "auto", "directory of the ledger's write-ahead spill (settlements survive a crash while the store cannot commit); auto: a directory per database under the user cache directory with a PostgreSQL store, off with SQLite; off: none")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
+	var of observeFlags
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus /metrics, /healthz and /readyz on this address (metrics off when empty)")
+	fs.BoolVar(&of.perKey, "metrics-per-key", false, "add per-virtual-key metric series (one series per key: mind the cardinality)")
+	fs.StringVar(&of.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&of.accessLog, "access-log", true, "log one line per request (at info level)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -80,7 +86,10 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	log, err := newLogger(stderr, of.logFormat, lvl)
+	if err != nil {
+		return err
+	}
 
 	if *debugAddr != "" {
 		if err := serveDebug(ctx, *debugAddr, log); err != nil {
@@ -118,14 +127,19 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		defer closeSpill(ctx, sp, st, log)
 		opts.Spill = sp
 	}
+	if opts.Observe, err = of.observability(ctx, log); err != nil {
+		return err
+	}
+	opts.Observe.MetricsAddrDefaulted = !flagSet(fs, "metrics-addr")
 	log.Info("data plane", "kind", cfg.DataPlane)
 	if *redisURL != "" {
-		counters, closeRedis, err := openRedis(*redisURL, *redisPolicy, st, log)
+		counters, closeRedis, check, err := openRedis(*redisURL, *redisPolicy, st, log)
 		if err != nil {
 			return err
 		}
 		defer closeRedis()
 		opts.Counters = counters
+		opts.Observe.Checks = append(opts.Observe.Checks, check)
 	}
 
 	if *demo != "" {
@@ -151,10 +165,10 @@ func openStore(ctx context.Context, db string) (store.Store, error) {
 	return st, nil
 }
 
-func openRedis(url, policy string, st store.Store, log *slog.Logger) (accounting.Counters, func(), error) {
+func openRedis(url, policy string, st store.Store, log *slog.Logger) (accounting.Counters, func(), observe.Check, error) {
 	ro, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--redis: %w", err)
+		return nil, nil, observe.Check{}, fmt.Errorf("--redis: %w", err)
 	}
 	var p accounting.FailurePolicy
 	switch policy {
@@ -163,11 +177,11 @@ func openRedis(url, policy string, st store.Store, log *slog.Logger) (accounting
 	case "local":
 		p = accounting.LocalFallback
 	default:
-		return nil, nil, fmt.Errorf("--redis-failure %q: want closed or local", policy)
+		return nil, nil, observe.Check{}, fmt.Errorf("--redis-failure %q: want closed or local", policy)
 	}
 	client := goredis.NewClient(ro)
 	c := accounting.NewRedisCounters(client, accounting.LedgerSeed(st), accounting.WithFailurePolicy(p), accounting.WithLogger(log))
-	return c, func() { c.Close(); _ = client.Close() }, nil
+	return c, func() { c.Close(); _ = client.Close() }, redisCheck(client), nil
 }
 
 func masterKey(db, file string) ([]byte, error) {

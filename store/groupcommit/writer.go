@@ -99,6 +99,9 @@ type Stats struct {
 	Entries     uint64 // entries written (repeated request ids included)
 	FlushErrors uint64 // failed attempts to write a batch (each one retried)
 	QueueDepth  int    // entries appended and not yet written
+	// FlushTime is the time spent writing batches, failed attempts included:
+	// over Batches, the mean commit latency.
+	FlushTime time.Duration
 }
 
 // Writer queues ledger entries and writes them in batches through a FlushFunc,
@@ -128,6 +131,7 @@ type Writer struct {
 	cancel context.CancelFunc
 
 	batches, entries, flushErrors atomic.Uint64
+	flushNanos                    atomic.Int64 // time spent in flush, failed attempts included
 }
 
 type waiter struct {
@@ -300,6 +304,7 @@ func (w *Writer) Stats() Stats {
 		Batches:     w.batches.Load(),
 		Entries:     w.entries.Load(),
 		FlushErrors: w.flushErrors.Load(),
+		FlushTime:   time.Duration(w.flushNanos.Load()),
 		QueueDepth:  depth,
 	}
 }
@@ -385,7 +390,9 @@ func (w *Writer) take() []store.LedgerEntry {
 // was told to give up.
 func (w *Writer) write(batch []store.LedgerEntry) bool {
 	for attempt := 1; ; attempt++ {
+		t0 := time.Now()
 		err := w.flush(w.ctx, batch)
+		w.flushNanos.Add(int64(time.Since(t0)))
 		if err == nil {
 			break
 		}

@@ -66,6 +66,7 @@ func (s *Store) Stats() groupcommit.Stats {
 		st.Entries += x.Entries
 		st.FlushErrors += x.FlushErrors
 		st.QueueDepth += x.QueueDepth
+		st.FlushTime += x.FlushTime
 	}
 	return st
 }
