@@ -25,6 +25,20 @@ type endpoint struct {
 	Reply func(ctx context.Context, s *stream) *apiReply
 	// ErrorBody renders errors in the endpoint's API shape; nil means OpenAI's.
 	ErrorBody func(e *apiError) []byte
+	// Parse reads the request (the :path, query included, and the body); nil
+	// means parseRequest of the body (the Gemini API takes the model from the
+	// path).
+	Parse func(path string, body []byte) (*Inbound, error)
+	// QueryKey: the virtual key may come in the query (?key=, Google's APIs).
+	QueryKey bool
+}
+
+// parse reads the request of the endpoint.
+func (e *endpoint) parse(path string, body []byte) (*Inbound, error) {
+	if e.Parse != nil {
+		return e.Parse(path, body)
+	}
+	return parseRequest(e.API, body)
 }
 
 // apiReply is a complete response produced by the gateway itself.
@@ -51,7 +65,10 @@ func lookupEndpoint(path string) *endpoint {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
-	return endpoints[path]
+	if e := endpoints[path]; e != nil {
+		return e
+	}
+	return geminiModelEndpoint(path)
 }
 
 // lookupEndpointHeader is lookupEndpoint of a :path header.
@@ -63,7 +80,10 @@ func lookupEndpointHeader(h *corev3.HeaderValue) *endpoint {
 	if i := bytes.IndexByte(raw, '?'); i >= 0 {
 		raw = raw[:i]
 	}
-	return endpoints[string(raw)]
+	if e := endpoints[string(raw)]; e != nil {
+		return e
+	}
+	return geminiModelEndpoint(string(raw))
 }
 
 func (e *endpoint) errorBody(err *apiError) []byte {

@@ -229,7 +229,7 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	s.started = s.p.now()
 	s.id = s.p.newID()
-	var bearer, xKey, apiKey string
+	var bearer, xKey, apiKey, googKey string
 	// Read after the loop, without copies where they are the endpoint's.
 	var path, method, contentLength *corev3.HeaderValue
 	for _, hv := range h.GetHeaders().GetHeaders() {
@@ -244,6 +244,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			xKey = headerValue(hv)
 		case hdrAPIKey:
 			apiKey = headerValue(hv)
+		case hdrGoogAPIKey:
+			googKey = headerValue(hv)
 		case hdrCustomer:
 			s.customerHdr = headerValue(hv)
 		case hdrAnthropicVersion:
@@ -276,6 +278,12 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	}
 	if secret == "" {
 		secret = apiKey
+	}
+	if secret == "" {
+		secret = googKey
+	}
+	if secret == "" && ep.QueryKey {
+		secret = queryKey(s.path)
 	}
 	if secret == "" {
 		return s.reject(&apiError{
@@ -323,7 +331,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if len(body) > s.p.maxBody {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
-	in, err := parseRequest(s.ep.API, body)
+	in, err := s.ep.parse(s.path, body)
 	if err != nil {
 		return s.reject(bodyError(err))
 	}
@@ -472,6 +480,9 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		s.sse = true
 		x.hm.RemoveHeaders = contentLengthHeader
 		pr.ModeOverride = modeStreamed
+		if ct, ok := s.tr.(streamContentTyper); ok && ct.streamContentType() != "" {
+			l = l.add(hdrContentType, ct.streamContentType())
+		}
 	} else if h.GetEndOfStream() { // no body follows (204, HEAD-like): settle now
 		st := kernel.StatusCompleted
 		if !ok {
