@@ -40,9 +40,13 @@ func init() {
 	)
 }
 
+// geminiBaseURL is the Gemini API's base URL, the default of a gemini provider.
+const geminiBaseURL = "https://generativelanguage.googleapis.com/v1beta"
+
 var providerTypes = map[string]adminv1.ProviderType{
 	"openai": adminv1.ProviderType_PROVIDER_TYPE_OPENAI, "azure": adminv1.ProviderType_PROVIDER_TYPE_AZURE,
 	"anthropic": adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC,
+	"gemini":    adminv1.ProviderType_PROVIDER_TYPE_GEMINI,
 }
 
 func providerTypeName(t adminv1.ProviderType) string {
@@ -106,21 +110,24 @@ func (c *credentialFlags) read(stdin io.Reader) (string, bool, error) {
 func parseProviderType(s string) (adminv1.ProviderType, error) {
 	t, ok := providerTypes[s]
 	if !ok {
-		return 0, fmt.Errorf("%w: --type %q: use openai, azure or anthropic", ErrUsage, s)
+		return 0, fmt.Errorf("%w: --type %q: use openai, azure, anthropic or gemini", ErrUsage, s)
 	}
 	return t, nil
 }
 
 func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	var cf credentialFlags
-	typ := fs.String("type", "", "openai, azure or anthropic (required)")
-	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required)")
+	typ := fs.String("type", "", "openai, azure, anthropic or gemini (required)")
+	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required; gemini: "+geminiBaseURL+" when empty)")
 	version := fs.String("api-version", "", "Azure api-version or anthropic-version")
 	cf.register(fs)
 	return func(r *runner, pos []string) error {
 		t, err := parseProviderType(*typ)
 		if err != nil {
 			return err
+		}
+		if *baseURL == "" && t == adminv1.ProviderType_PROVIDER_TYPE_GEMINI {
+			*baseURL = geminiBaseURL
 		}
 		cred, _, err := cf.read(os.Stdin)
 		if err != nil {

@@ -169,3 +169,19 @@ func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
 type streamContentTyper interface {
 	streamContentType() string
 }
+
+// redactQueryKey hides the value of a key= query parameter of a :path (the
+// Gemini API's key in the URL) for logs.
+func redactQueryKey(path string) string {
+	p, q, ok := strings.Cut(path, "?")
+	if !ok || !strings.Contains(q, "key=") {
+		return path
+	}
+	params := strings.Split(q, "&")
+	for i, kv := range params {
+		if strings.HasPrefix(kv, "key=") {
+			params[i] = "key=[redacted]"
+		}
+	}
+	return p + "?" + strings.Join(params, "&")
+}

@@ -107,6 +107,8 @@ func redactedHeaders(hm *corev3.HeaderMap) []string {
 		v := headerValue(h)
 		if isSensitiveHeader(h.GetKey()) {
 			v = "[redacted]"
+		} else if h.GetKey() == ":path" {
+			v = redactQueryKey(v)
 		}
 		out = append(out, h.GetKey()+": "+v)
 	}

@@ -77,6 +77,7 @@ const (
 	ProviderOpenAI    ProviderType = "openai"    // OpenAI and any OpenAI-compatible server
 	ProviderAzure     ProviderType = "azure"     // Azure OpenAI
 	ProviderAnthropic ProviderType = "anthropic" // Anthropic Messages API
+	ProviderGemini    ProviderType = "gemini"    // Google Gemini API (AI Studio)
 )
 
 // Provider is an upstream API account.
