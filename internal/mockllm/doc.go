@@ -1,7 +1,9 @@
 // Package mockllm is a deterministic mock of the LLM provider APIs Tollgate
 // fronts: OpenAI (chat completions, completions, embeddings, models), Azure
-// OpenAI (the same under /openai/deployments/{d}/…) and the Anthropic Messages
-// API (JSON and SSE, count_tokens). It serves tests, demos and benchmarks, and
+// OpenAI (the same under /openai/deployments/{d}/…), the Anthropic Messages
+// API (JSON and SSE, count_tokens) and Google's Gemini API (generateContent,
+// streamGenerateContent as SSE or a JSON array, countTokens, embeddings,
+// models; gemini.go documents its rules). It serves tests, demos and benchmarks, and
 // keeps its own bill (GET /stats) so Tollgate's ledger can be reconciled
 // against what the "provider" actually delivered.
 //
@@ -69,7 +71,7 @@
 // # The bill (GET /stats, POST /stats/reset)
 //
 // Usage is recorded per API key (Authorization: Bearer, else api-key, else
-// x-api-key; "" when none) and only for what was delivered:
+// x-api-key, else x-goog-api-key or ?key=; "" when none) and only for what was delivered:
 //
 //   - requests counts billable replies (chat, completions, embeddings,
 //     messages) whose 2xx headers were written; errors counts injected error

@@ -54,6 +54,9 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/embeddings", s.azure(s.embeddings))
 	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
+	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini) // gemini.go
+	s.mux.HandleFunc("POST /v1/models/{call}", s.gemini)
+	s.mux.HandleFunc("GET /v1beta/models", s.geminiModels)
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +127,7 @@ type flavor int
 const (
 	flavorOpenAI flavor = iota
 	flavorAnthropic
+	flavorGemini
 )
 
 // call is one parsed request with its overrides.
@@ -280,7 +284,10 @@ func apiKey(r *http.Request) string {
 	if v := header(r.Header, "Api-Key"); v != "" {
 		return v
 	}
-	return header(r.Header, "X-Api-Key")
+	if v := header(r.Header, "X-Api-Key"); v != "" {
+		return v
+	}
+	return geminiKey(r)
 }
 
 // sleep waits d or until ctx is done; it reports whether d elapsed.
@@ -313,7 +320,9 @@ func abort(w http.ResponseWriter) {
 // writeError writes a provider-shaped error reply.
 func writeError(w http.ResponseWriter, f flavor, status int, msg string) {
 	b := make([]byte, 0, 160)
-	if f == flavorAnthropic {
+	if f == flavorGemini {
+		b = appendGeminiError(b, status, msg)
+	} else if f == flavorAnthropic {
 		b = append(b, `{"type":"error","error":{"type":`...)
 		b = appendString(b, anthropicErrorType(status))
 		b = append(b, `,"message":`...)
