@@ -57,6 +57,9 @@ type Target struct {
 	Price         kernel.Price
 	// DefaultMaxTokens bounds the output when the client gives no max_tokens.
 	DefaultMaxTokens int64
+	// Signer, when set, signs each upstream request once its body is final
+	// (bedrock: AWS SigV4); see signer.go.
+	Signer RequestSigner `json:"-"`
 }
 
 // ModelInfo is one entry of GET /v1/models.

@@ -94,6 +94,19 @@ type oaEmbeddingList struct {
 	} `json:"usage"`
 }
 
+// embeddingValue is a vector as OpenAI writes it: floats, or with
+// encoding_format=base64 the little-endian float32s in base64.
+func embeddingValue(v []float64, b64 bool) any {
+	if !b64 {
+		return v
+	}
+	raw := make([]byte, 4*len(v))
+	for j, f := range v {
+		binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(float32(f)))
+	}
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
 // Response converts the vectors into OpenAI's list.
 func (t *embeddingsGemini) Response(body []byte) ([]byte, kernel.Usage, error) {
 	var r gemini.BatchEmbedContentsResponse
@@ -102,15 +115,7 @@ func (t *embeddingsGemini) Response(body []byte) ([]byte, kernel.Usage, error) {
 	}
 	list := oaEmbeddingList{Object: "list", Data: make([]oaEmbedding, len(r.Embeddings)), Model: t.model}
 	for i, e := range r.Embeddings {
-		var v any = e.Values
-		if t.base64 {
-			raw := make([]byte, 4*len(e.Values))
-			for j, f := range e.Values {
-				binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(float32(f)))
-			}
-			v = base64.StdEncoding.EncodeToString(raw)
-		}
-		list.Data[i] = oaEmbedding{Object: "embedding", Index: i, Embedding: v}
+		list.Data[i] = oaEmbedding{Object: "embedding", Index: i, Embedding: embeddingValue(e.Values, t.base64)}
 	}
 	list.Usage.PromptTokens, list.Usage.TotalTokens = t.tokens, t.tokens
 	out, err := json.Marshal(list)
@@ -124,7 +129,9 @@ func (t *embeddingsGemini) Response(body []byte) ([]byte, kernel.Usage, error) {
 func (t *embeddingsGemini) StreamChunk(chunk []byte, _ bool) ([]byte, error) { return chunk, nil }
 
 // StreamUsage is the input estimate.
-func (t *embeddingsGemini) StreamUsage() (kernel.Usage, bool) { return kernel.Usage{Input: t.tokens}, false }
+func (t *embeddingsGemini) StreamUsage() (kernel.Usage, bool) {
+	return kernel.Usage{Input: t.tokens}, false
+}
 
 // Error converts a Google error into OpenAI's error shape.
 func (t *embeddingsGemini) Error(status int, body []byte) []byte {

@@ -39,7 +39,7 @@ var _ Translator = (*messagesGemini)(nil)
 // geminiMessagesRequest is the part of a Messages request the Gemini
 // translator reads.
 type geminiMessagesRequest struct {
-	anInRequest // shared Anthropic request type
+	anInRequest          // shared Anthropic request type
 	TopK        *float64 `json:"top_k"`
 	Thinking    *struct {
 		Type         string `json:"type"`
@@ -376,15 +376,29 @@ func (w *anthropicEventWriter) thinking(s string) {
 	if w.block < 0 || w.blockTyp != "thinking" {
 		w.open("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
 	}
-	w.emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": w.block,
-		"delta": map[string]any{"type": "thinking_delta", "thinking": s}})
+	w.emit("content_block_delta", map[string]any{
+		"type": "content_block_delta", "index": w.block,
+		"delta": map[string]any{"type": "thinking_delta", "thinking": s},
+	})
 }
 
 // toolUse writes one whole tool_use block.
 func (w *anthropicEventWriter) toolUse(id, name, args string) {
-	w.open("tool_use", map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}})
-	w.emit("content_block_delta", anDeltaEvent{Delta: anDelta{PartialJSON: args, Type: "input_json_delta"}, Index: w.block, Type: "content_block_delta"})
+	w.openTool(id, name)
+	w.inputDelta(args)
 	w.closeBlock()
+}
+
+// openTool opens a tool_use block whose input follows in inputDelta calls.
+func (w *anthropicEventWriter) openTool(id, name string) {
+	w.open("tool_use", map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}})
+}
+
+// inputDelta writes a piece of the open tool_use block's input JSON.
+func (w *anthropicEventWriter) inputDelta(partial string) {
+	if w.block >= 0 && w.blockTyp == "tool_use" && partial != "" {
+		w.emit("content_block_delta", anDeltaEvent{Delta: anDelta{PartialJSON: partial, Type: "input_json_delta"}, Index: w.block, Type: "content_block_delta"})
+	}
 }
 
 // end writes message_delta and message_stop.

@@ -400,6 +400,16 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		s.settle(ctx, kernel.StatusCompleted, http.StatusOK, kernel.Usage{}, true)
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
+	if target.Signer != nil { // signer.go: after the body is final
+		if err := s.signOutbound(ctx, out); err != nil {
+			s.p.log.Warn("signing the upstream request failed", "request_id", s.id, "deployment", target.Deployment, "err", err)
+			s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)
+			return s.reject(&apiError{
+				Status: http.StatusBadGateway, Type: typeServer, Code: "upstream_auth_error",
+				Message: "The gateway could not sign the request for this deployment.",
+			})
+		}
+	}
 
 	pr, x := newRequestBodyReply()
 	x.c.ClearRouteCache = true
@@ -476,7 +486,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l = l.add(hdrRequestID, s.id)
 	l = l.addRateLimits(s.decision.RateLimit)
 	ok := s.status >= 200 && s.status < 300
-	if ok && headerIsEventStream(contentType) && !h.GetEndOfStream() {
+	if ok && upstreamStreams(contentType) && !h.GetEndOfStream() {
 		s.sse = true
 		x.hm.RemoveHeaders = contentLengthHeader
 		pr.ModeOverride = modeStreamed
