@@ -18,6 +18,7 @@ var (
 		adminv1.ProviderType_PROVIDER_TYPE_AZURE:     store.ProviderAzure,
 		adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC: store.ProviderAnthropic,
 		adminv1.ProviderType_PROVIDER_TYPE_GEMINI:    store.ProviderGemini,
+		adminv1.ProviderType_PROVIDER_TYPE_BEDROCK:   store.ProviderBedrock,
 	}
 	providerTypesOut = inverse(providerTypesIn)
 )

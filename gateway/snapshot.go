@@ -268,5 +268,12 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		Price:            price,
 		DefaultMaxTokens: g.DefaultMaxTokens,
 	}
+	if p.Type == store.ProviderBedrock { // bedrock.go: SigV4 instead of a key header
+		sig, err := newBedrockSigner(context.Background(), apiKey, p.APIVersion, host)
+		if err != nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
+		}
+		t.Signer, t.APIKey = sig, ""
+	}
 	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port}, nil
 }

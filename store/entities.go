@@ -78,6 +78,7 @@ const (
 	ProviderAzure     ProviderType = "azure"     // Azure OpenAI
 	ProviderAnthropic ProviderType = "anthropic" // Anthropic Messages API
 	ProviderGemini    ProviderType = "gemini"    // Google Gemini API (AI Studio)
+	ProviderBedrock   ProviderType = "bedrock"   // Amazon Bedrock runtime (Converse, InvokeModel)
 )
 
 // Provider is an upstream API account.
