@@ -1,9 +1,11 @@
 // Package mockllm is a deterministic mock of the LLM provider APIs Tollgate
 // fronts: OpenAI (chat completions, completions, embeddings, models), Azure
 // OpenAI (the same under /openai/deployments/{d}/…), the Anthropic Messages
-// API (JSON and SSE, count_tokens) and Google's Gemini API (generateContent,
+// API (JSON and SSE, count_tokens), Google's Gemini API (generateContent,
 // streamGenerateContent as SSE or a JSON array, countTokens, embeddings,
-// models; gemini.go documents its rules). It serves tests, demos and benchmarks, and
+// models; gemini.go documents its rules) and the Amazon Bedrock runtime
+// (Converse, ConverseStream as AWS event-stream frames, InvokeModel
+// embeddings; every SigV4 signature verified; bedrock.go). It serves tests, demos and benchmarks, and
 // keeps its own bill (GET /stats) so Tollgate's ledger can be reconciled
 // against what the "provider" actually delivered.
 //
@@ -83,5 +85,7 @@
 //     flushed (for JSON replies: all of them once the body is written).
 //
 // The package must not import anything from Tollgate: it stands in for an
-// external provider.
+// external provider (it uses the providers' own SDK pieces where the wire is
+// framing- or security-critical: aws-sdk-go-v2's event-stream encoder and
+// SigV4 signer).
 package mockllm

@@ -219,7 +219,7 @@ func (s *Server) streamGemini(c *call, g *geminiReply, b billed, sse bool) {
 	if !ok {
 		return
 	}
-	gs := &geminiStream{st: st, sse: sse}
+	gs := newGeminiStream(st, sse)
 	if g.tool != nil {
 		data := g.appendResponse(nil, g.toolParts(), true, g.output)
 		if gs.content(0, data, g.output) {
@@ -260,47 +260,82 @@ func (s *Server) startArrayStream(c *call, b billed) (*stream, bool) {
 	return st, true
 }
 
-// geminiStream writes a Gemini stream's events: "data: …\r\n\r\n" with
-// alt=sse, else the elements of a JSON array.
-type geminiStream struct {
-	st  *stream
-	sse bool
-	n   int
-	out []byte
+// frameStream writes the events of a stream whose framing is not plain SSE
+// (Gemini's CRLF SSE or JSON array, Bedrock's event stream): frame appends
+// the n-th event's bytes, honouring x-mock-disconnect-after and counting
+// what was delivered as stream.content does.
+type frameStream struct {
+	st    *stream
+	n     int
+	out   []byte
+	frame func(out, data []byte, n int) []byte
 }
 
-// content writes one event after the chunk delay (not before the first) and
-// counts its words as delivered; false when the stream ended.
-func (gs *geminiStream) content(i int, data []byte, words int64) bool {
-	st := gs.st
-	if i > 0 && !sleep(st.c.r.Context(), st.c.chunkDelay) {
-		st.ctr.aborted.Add(1)
+// content writes one content event after the chunk delay (not before the
+// first) and counts its words as delivered; false when the stream ended.
+func (fs *frameStream) content(i int, data []byte, words int64) bool {
+	if i > 0 && !sleep(fs.st.c.r.Context(), fs.st.c.chunkDelay) {
+		fs.st.ctr.aborted.Add(1)
 		return false
 	}
+	if !fs.send(data) {
+		return false
+	}
+	fs.st.ctr.output.Add(words)
+	return true
+}
+
+// send writes one event.
+func (fs *frameStream) send(data []byte) bool {
+	st := fs.st
 	if st.c.disconnect >= 0 && st.events >= st.c.disconnect {
 		st.ctr.aborted.Add(1)
 		abort(st.c.w)
 		return false
 	}
-	out := gs.out[:0]
-	switch {
-	case gs.sse:
-		out = append(out, "data: "...)
-		out = append(out, data...)
-		out = append(out, "\r\n\r\n"...)
-	case gs.n == 0:
-		out = append(append(out, '['), data...)
-	default:
-		out = append(append(out, ",\r\n"...), data...)
-	}
-	gs.out = out
-	gs.n++
-	if !gs.write(out) {
+	fs.out = fs.frame(fs.out[:0], data, fs.n)
+	fs.n++
+	if !fs.write(fs.out) {
 		return false
 	}
 	st.events++
-	st.ctr.output.Add(words)
 	return true
+}
+
+func (fs *frameStream) write(b []byte) bool {
+	if _, err := fs.st.c.w.Write(b); err != nil {
+		fs.st.ctr.aborted.Add(1)
+		return false
+	}
+	if err := fs.st.rc.Flush(); err != nil {
+		fs.st.ctr.aborted.Add(1)
+		return false
+	}
+	return true
+}
+
+// geminiStream writes a Gemini stream: "data: …\r\n\r\n" with alt=sse,
+// else the elements of a JSON array.
+type geminiStream struct {
+	frameStream
+	sse bool
+}
+
+func newGeminiStream(st *stream, sse bool) *geminiStream {
+	gs := &geminiStream{frameStream: frameStream{st: st}, sse: sse}
+	gs.frame = func(out, data []byte, n int) []byte {
+		switch {
+		case sse:
+			out = append(out, "data: "...)
+			out = append(out, data...)
+			return append(out, "\r\n\r\n"...)
+		case n == 0:
+			return append(append(out, '['), data...)
+		default:
+			return append(append(out, ",\r\n"...), data...)
+		}
+	}
+	return gs
 }
 
 // end closes a JSON array stream.
@@ -308,18 +343,6 @@ func (gs *geminiStream) end() {
 	if !gs.sse {
 		gs.write([]byte("]"))
 	}
-}
-
-func (gs *geminiStream) write(b []byte) bool {
-	if _, err := gs.st.c.w.Write(b); err != nil {
-		gs.st.ctr.aborted.Add(1)
-		return false
-	}
-	if err := gs.st.rc.Flush(); err != nil {
-		gs.st.ctr.aborted.Add(1)
-		return false
-	}
-	return true
 }
 
 // geminiCount answers countTokens (contents or generateContentRequest): the

@@ -57,6 +57,9 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini) // gemini.go
 	s.mux.HandleFunc("POST /v1/models/{call}", s.gemini)
 	s.mux.HandleFunc("GET /v1beta/models", s.geminiModels)
+	s.mux.HandleFunc("POST /model/{model}/converse", s.bedrock(s.converse)) // bedrock.go
+	s.mux.HandleFunc("POST /model/{model}/converse-stream", s.bedrock(s.converseStream))
+	s.mux.HandleFunc("POST /model/{model}/invoke", s.bedrock(s.invoke))
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -128,6 +131,7 @@ const (
 	flavorOpenAI flavor = iota
 	flavorAnthropic
 	flavorGemini
+	flavorBedrock
 )
 
 // call is one parsed request with its overrides.
@@ -276,6 +280,9 @@ func setJSON(h http.Header, n int) {
 // apiKey is the caller's key: Authorization Bearer, else api-key, else x-api-key.
 func apiKey(r *http.Request) string {
 	if v := header(r.Header, "Authorization"); v != "" {
+		if id := awsAccessKey(v); id != "" { // SigV4: billed to the access key
+			return id
+		}
 		if k, ok := strings.CutPrefix(v, "Bearer "); ok {
 			return strings.TrimSpace(k)
 		}
@@ -319,6 +326,10 @@ func abort(w http.ResponseWriter) {
 
 // writeError writes a provider-shaped error reply.
 func writeError(w http.ResponseWriter, f flavor, status int, msg string) {
+	if f == flavorBedrock {
+		writeBedrockError(w, status, bedrockErrorType(status), msg)
+		return
+	}
 	b := make([]byte, 0, 160)
 	if f == flavorGemini {
 		b = appendGeminiError(b, status, msg)
