@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,4 +131,14 @@ func (a *awsSigner) SignRequest(ctx context.Context, r *extproc.UpstreamRequest)
 		h = append(h, [2]string{"x-amz-security-token", tok})
 	}
 	return h, nil
+}
+
+// upstreamHostHeader is the Host the data plane sends to an upstream (xDS's
+// host_rewrite_literal): the host, with the port when it is not the
+// scheme's default. A signature must cover exactly this value.
+func upstreamHostHeader(scheme, host string, port uint32) string {
+	if scheme == "https" && port == 443 || scheme == "http" && port == 80 {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.FormatUint(uint64(port), 10))
 }

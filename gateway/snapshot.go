@@ -269,7 +269,7 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		DefaultMaxTokens: g.DefaultMaxTokens,
 	}
 	if p.Type == store.ProviderBedrock { // bedrock.go: SigV4 instead of a key header
-		sig, err := newBedrockSigner(context.Background(), apiKey, p.APIVersion, host)
+		sig, err := newBedrockSigner(context.Background(), apiKey, p.APIVersion, upstreamHostHeader(u.Scheme, host, port))
 		if err != nil {
 			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
 		}
