@@ -108,7 +108,9 @@ func (t *embeddingsBedrock) Response(body []byte) ([]byte, kernel.Usage, error) 
 func (t *embeddingsBedrock) StreamChunk(chunk []byte, _ bool) ([]byte, error) { return chunk, nil }
 
 // StreamUsage is the input estimate.
-func (t *embeddingsBedrock) StreamUsage() (kernel.Usage, bool) { return kernel.Usage{Input: t.tokens}, false }
+func (t *embeddingsBedrock) StreamUsage() (kernel.Usage, bool) {
+	return kernel.Usage{Input: t.tokens}, false
+}
 
 // Error converts a Bedrock error into OpenAI's error shape.
 func (t *embeddingsBedrock) Error(status int, body []byte) []byte {

@@ -38,7 +38,11 @@ func geminiPath(t *Target, in *Inbound, method string) string {
 	if model == "" {
 		model = in.Model
 	}
-	p := joinPath(t.BasePath, "/models/"+url.PathEscape(strings.TrimPrefix(model, "models/"))+":"+method)
+	prefix := "/models/"
+	if t.Provider == ProviderVertex {
+		prefix = "/publishers/google/models/"
+	}
+	p := joinPath(t.BasePath, prefix+url.PathEscape(strings.TrimPrefix(model, "models/"))+":"+method)
 	if method == geminiStream {
 		p += "?alt=sse"
 	}
@@ -47,7 +51,7 @@ func geminiPath(t *Target, in *Inbound, method string) string {
 
 // geminiHeaders are the credentials of a Gemini API request.
 func geminiHeaders(t *Target) [][2]string {
-	if t.APIKey == "" {
+	if t.APIKey == "" || t.Provider == ProviderVertex { // Vertex: an OAuth2 bearer (Target.Signer)
 		return nil
 	}
 	return [][2]string{{hdrGoogAPIKey, t.APIKey}}

@@ -151,8 +151,8 @@ type StreamEvent struct {
 		} `json:"toolUse,omitempty"`
 	} `json:"start,omitempty"`
 	Delta *struct {
-		Text             *string `json:"text,omitempty"`
-		ToolUse          *struct {
+		Text    *string `json:"text,omitempty"`
+		ToolUse *struct {
 			Input string `json:"input"`
 		} `json:"toolUse,omitempty"`
 		ReasoningContent *struct {
