@@ -49,6 +49,7 @@ var providerTypes = map[string]adminv1.ProviderType{
 	"anthropic": adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC,
 	"gemini":    adminv1.ProviderType_PROVIDER_TYPE_GEMINI,
 	"bedrock":   adminv1.ProviderType_PROVIDER_TYPE_BEDROCK,
+	"vertex":    adminv1.ProviderType_PROVIDER_TYPE_VERTEX,
 }
 
 func providerTypeName(t adminv1.ProviderType) string {
@@ -131,17 +132,29 @@ func bedrockProvider(region, profile, baseURL, version *string, cred string) (st
 	return cred, nil
 }
 
+// vertexBaseURL is Vertex AI's base URL for a project and location (the
+// global location has no regional host).
+func vertexBaseURL(project, location string) string {
+	host := location + "-aiplatform.googleapis.com"
+	if location == "global" {
+		host = "aiplatform.googleapis.com"
+	}
+	return "https://" + host + "/v1/projects/" + project + "/locations/" + location
+}
+
 func parseProviderType(s string) (adminv1.ProviderType, error) {
 	t, ok := providerTypes[s]
 	if !ok {
-		return 0, fmt.Errorf("%w: --type %q: use openai, azure, anthropic, gemini or bedrock", ErrUsage, s)
+		return 0, fmt.Errorf("%w: --type %q: use openai, azure, anthropic, gemini, bedrock or vertex", ErrUsage, s)
 	}
 	return t, nil
 }
 
 func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	var cf credentialFlags
-	typ := fs.String("type", "", "openai, azure, anthropic, gemini or bedrock (required)")
+	typ := fs.String("type", "", "openai, azure, anthropic, gemini, bedrock or vertex (required)")
+	project := fs.String("project", "", "vertex: the Google Cloud project (with --location: the base URL)")
+	location := fs.String("location", "", "vertex: the location, e.g. us-central1 or global")
 	region := fs.String("region", "", "bedrock: the AWS region (stored as the api version; the base URL defaults to its bedrock-runtime endpoint)")
 	profile := fs.String("aws-profile", "", "bedrock: sign with this shared-config profile instead of keys (no credential: the default AWS chain)")
 	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required; gemini: "+geminiBaseURL+" when empty)")
@@ -158,6 +171,9 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		cred, _, err := cf.read(os.Stdin)
 		if err != nil {
 			return err
+		}
+		if t == adminv1.ProviderType_PROVIDER_TYPE_VERTEX && *baseURL == "" && *project != "" && *location != "" {
+			*baseURL = vertexBaseURL(*project, *location)
 		}
 		if t == adminv1.ProviderType_PROVIDER_TYPE_BEDROCK {
 			if cred, err = bedrockProvider(region, profile, baseURL, version, cred); err != nil {

@@ -275,5 +275,12 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		}
 		t.Signer, t.APIKey = sig, ""
 	}
+	if p.Type == store.ProviderVertex { // vertex.go: an OAuth2 access token
+		sig, err := newVertexSigner(context.Background(), apiKey)
+		if err != nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
+		}
+		t.Signer, t.APIKey = sig, ""
+	}
 	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port}, nil
 }

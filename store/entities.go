@@ -79,6 +79,7 @@ const (
 	ProviderAnthropic ProviderType = "anthropic" // Anthropic Messages API
 	ProviderGemini    ProviderType = "gemini"    // Google Gemini API (AI Studio)
 	ProviderBedrock   ProviderType = "bedrock"   // Amazon Bedrock runtime (Converse, InvokeModel)
+	ProviderVertex    ProviderType = "vertex"    // Google Cloud Vertex AI (Gemini and Claude models)
 )
 
 // Provider is an upstream API account.

@@ -23,8 +23,11 @@ type Server struct {
 	seq   atomic.Uint64
 	stats sync.Map // api key → *counters
 	cache sync.Map // cacheKey → struct{}: prompt prefixes seen (Anthropic caching)
-	seed  maphash.Seed
-	now   func() time.Time
+	// tokens maps the access tokens POST /token issued to their service
+	// account (vertex.go).
+	tokens sync.Map
+	seed   maphash.Seed
+	now    func() time.Time
 	// active counts requests being served (tests wait on it).
 	active atomic.Int64
 }
@@ -60,6 +63,9 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /model/{model}/converse", s.bedrock(s.converse)) // bedrock.go
 	s.mux.HandleFunc("POST /model/{model}/converse-stream", s.bedrock(s.converseStream))
 	s.mux.HandleFunc("POST /model/{model}/invoke", s.bedrock(s.invoke))
+	s.mux.HandleFunc("POST /token", s.vertexToken) // vertex.go
+	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.vertexGoogle)
+	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}", s.vertexAnthropic)
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
