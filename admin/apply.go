@@ -44,7 +44,7 @@ type Document struct {
 // ProviderDoc is a provider; credential may be a ${ENV_VAR} reference.
 type ProviderDoc struct {
 	ID         string `yaml:"id"`
-	Type       string `yaml:"type"` // openai | azure | anthropic
+	Type       string `yaml:"type"` // openai | azure | anthropic | gemini | bedrock | vertex
 	BaseURL    string `yaml:"base_url"`
 	APIVersion string `yaml:"api_version"`
 	Credential string `yaml:"credential"`
@@ -479,7 +479,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		f := fmt.Sprintf("providers[%d]", i)
 		typ := store.ProviderType(p.Type)
 		if _, known := providerTypesOut[typ]; !known {
-			return nil, errorf(ErrInvalid, "%s.type: %q is not openai, azure or anthropic", f, p.Type)
+			return nil, errorf(ErrInvalid, "%s.type: %q is not openai, azure, anthropic, gemini, bedrock or vertex", f, p.Type)
 		}
 		if !adminv1.ValidBaseURL(p.BaseURL) {
 			return nil, errorf(ErrInvalid, "%s.base_url: %q must be an absolute http or https URL", f, p.BaseURL)

@@ -116,7 +116,7 @@ func TestApplyErrors(t *testing.T) {
 	}{
 		{"unknown field", "providerz: []\n", "field providerz not found"},
 		{"missing env", "providers:\n  - {id: p, type: openai, base_url: 'https://x', credential: '${TG_TEST_UNSET_VAR}'}\n", "providers[0].credential: environment variable TG_TEST_UNSET_VAR is not set"},
-		{"bad type", "providers:\n  - {id: p, type: bedrock, base_url: 'https://x'}\n", "providers[0].type"},
+		{"bad type", "providers:\n  - {id: p, type: watsonx, base_url: 'https://x'}\n", "providers[0].type"},
 		{"unknown provider", "deployments:\n  - {id: d, provider: ghost, provider_model: m}\n", `deployments[0].provider: provider "ghost"`},
 		{"unknown deployment", "models:\n  - {id: m, deployments: [ghost]}\n", "models[0].deployments[0]"},
 		{"bad budget", "teams:\n  - {id: t, limits: {budgets: [{limit: '1.5.0', period: monthly}]}}\n", "teams[0].limits.budgets[0].limit"},

@@ -17,6 +17,9 @@ var (
 		adminv1.ProviderType_PROVIDER_TYPE_OPENAI:    store.ProviderOpenAI,
 		adminv1.ProviderType_PROVIDER_TYPE_AZURE:     store.ProviderAzure,
 		adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC: store.ProviderAnthropic,
+		adminv1.ProviderType_PROVIDER_TYPE_GEMINI:    store.ProviderGemini,
+		adminv1.ProviderType_PROVIDER_TYPE_BEDROCK:   store.ProviderBedrock,
+		adminv1.ProviderType_PROVIDER_TYPE_VERTEX:    store.ProviderVertex,
 	}
 	providerTypesOut = inverse(providerTypesIn)
 )

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -41,9 +42,15 @@ func init() {
 	)
 }
 
+// geminiBaseURL is the Gemini API's base URL, the default of a gemini provider.
+const geminiBaseURL = "https://generativelanguage.googleapis.com/v1beta"
+
 var providerTypes = map[string]adminv1.ProviderType{
 	"openai": adminv1.ProviderType_PROVIDER_TYPE_OPENAI, "azure": adminv1.ProviderType_PROVIDER_TYPE_AZURE,
 	"anthropic": adminv1.ProviderType_PROVIDER_TYPE_ANTHROPIC,
+	"gemini":    adminv1.ProviderType_PROVIDER_TYPE_GEMINI,
+	"bedrock":   adminv1.ProviderType_PROVIDER_TYPE_BEDROCK,
+	"vertex":    adminv1.ProviderType_PROVIDER_TYPE_VERTEX,
 }
 
 func providerTypeName(t adminv1.ProviderType) string {
@@ -104,18 +111,54 @@ func (c *credentialFlags) read(stdin io.Reader) (string, bool, error) {
 	return "", false, nil
 }
 
+// bedrockProvider fills a bedrock provider's flags: --region becomes the api
+// version and, without --base-url, the bedrock-runtime endpoint of the
+// region; --aws-profile becomes the credential {"profile":…}. A credential
+// given with --credential-env/-file is JSON {"access_key_id",
+// "secret_access_key"[,"session_token"]}.
+func bedrockProvider(region, profile, baseURL, version *string, cred string) (string, error) {
+	if *region != "" {
+		*version = *region
+		if *baseURL == "" {
+			*baseURL = "https://bedrock-runtime." + *region + ".amazonaws.com"
+		}
+	}
+	if *profile != "" {
+		if cred != "" {
+			return "", fmt.Errorf("%w: give --aws-profile or a credential, not both", ErrUsage)
+		}
+		b, err := json.Marshal(map[string]string{"profile": *profile})
+		return string(b), err
+	}
+	return cred, nil
+}
+
+// vertexBaseURL is Vertex AI's base URL for a project and location (the
+// global location has no regional host).
+func vertexBaseURL(project, location string) string {
+	host := location + "-aiplatform.googleapis.com"
+	if location == "global" {
+		host = "aiplatform.googleapis.com"
+	}
+	return "https://" + host + "/v1/projects/" + project + "/locations/" + location
+}
+
 func parseProviderType(s string) (adminv1.ProviderType, error) {
 	t, ok := providerTypes[s]
 	if !ok {
-		return 0, fmt.Errorf("%w: --type %q: use openai, azure or anthropic", ErrUsage, s)
+		return 0, fmt.Errorf("%w: --type %q: use openai, azure, anthropic, gemini, bedrock or vertex", ErrUsage, s)
 	}
 	return t, nil
 }
 
 func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	var cf credentialFlags
-	typ := fs.String("type", "", "openai, azure or anthropic (required)")
-	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required)")
+	typ := fs.String("type", "", "openai, azure, anthropic, gemini, bedrock or vertex (required)")
+	project := fs.String("project", "", "vertex: the Google Cloud project (with --location: the base URL)")
+	location := fs.String("location", "", "vertex: the location, e.g. us-central1 or global")
+	region := fs.String("region", "", "bedrock: the AWS region (stored as the api version; the base URL defaults to its bedrock-runtime endpoint)")
+	profile := fs.String("aws-profile", "", "bedrock: sign with this shared-config profile instead of keys (no credential: the default AWS chain)")
+	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required; gemini: "+geminiBaseURL+" when empty)")
 	version := fs.String("api-version", "", "Azure api-version or anthropic-version")
 	responses := fs.Bool("responses-api", false, "the upstream serves OpenAI's Responses API itself (OpenAI, vLLM)")
 	cf.register(fs)
@@ -124,9 +167,20 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		if *baseURL == "" && t == adminv1.ProviderType_PROVIDER_TYPE_GEMINI {
+			*baseURL = geminiBaseURL
+		}
 		cred, _, err := cf.read(os.Stdin)
 		if err != nil {
 			return err
+		}
+		if t == adminv1.ProviderType_PROVIDER_TYPE_VERTEX && *baseURL == "" && *project != "" && *location != "" {
+			*baseURL = vertexBaseURL(*project, *location)
+		}
+		if t == adminv1.ProviderType_PROVIDER_TYPE_BEDROCK {
+			if cred, err = bedrockProvider(region, profile, baseURL, version, cred); err != nil {
+				return err
+			}
 		}
 		resp, err := adminv1.NewProviderServiceClient(r.conn).CreateProvider(r.ctx, &adminv1.CreateProviderRequest{
 			Provider: &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}, Credential: cred,

@@ -63,6 +63,9 @@ type Target struct {
 	// (OpenAI-compatible providers that declare it); otherwise the gateway
 	// translates Responses requests to chat completions.
 	NativeResponses bool
+	// Signer, when set, signs each upstream request once its body is final
+	// (bedrock: AWS SigV4); see signer.go.
+	Signer RequestSigner `json:"-"`
 }
 
 // ModelInfo is one entry of GET /v1/models.

@@ -28,6 +28,20 @@ type endpoint struct {
 	// Prefix: Path is a prefix followed by one or more path segments
 	// (/v1/models/{id}); Method "" accepts any method (Reply tells them apart).
 	Prefix bool
+	// Parse reads the request (the :path, query included, and the body); nil
+	// means parseRequest of the body (the Gemini API takes the model from the
+	// path).
+	Parse func(path string, body []byte) (*Inbound, error)
+	// QueryKey: the virtual key may come in the query (?key=, Google's APIs).
+	QueryKey bool
+}
+
+// parse reads the request of the endpoint.
+func (e *endpoint) parse(path string, body []byte) (*Inbound, error) {
+	if e.Parse != nil {
+		return e.Parse(path, body)
+	}
+	return parseRequest(e.API, body)
 }
 
 // apiReply is a complete response produced by the gateway itself.
@@ -77,6 +91,9 @@ func lookupEndpoint(path string) *endpoint {
 	if e := endpoints[path]; e != nil {
 		return e
 	}
+	if e := geminiModelEndpoint(path); e != nil {
+		return e
+	}
 	return lookupPrefix(path)
 }
 
@@ -90,6 +107,9 @@ func lookupEndpointHeader(h *corev3.HeaderValue) *endpoint {
 		raw = raw[:i]
 	}
 	if e := endpoints[string(raw)]; e != nil {
+		return e
+	}
+	if e := geminiModelEndpoint(string(raw)); e != nil {
 		return e
 	}
 	return lookupPrefix(string(raw))

@@ -26,7 +26,7 @@ const (
 )
 
 // clientCredentialHeaders are removed from every request sent upstream.
-var clientCredentialHeaders = []string{hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrCustomer}
+var clientCredentialHeaders = []string{hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrCustomer, hdrGoogAPIKey}
 
 // headerValue is the value of one HeaderValue: raw_value, or value from an
 // Envoy that sends only that.
@@ -94,7 +94,7 @@ func bearerToken(v string) string {
 // isSensitiveHeader reports headers whose values are never logged.
 func isSensitiveHeader(k string) bool {
 	switch strings.ToLower(k) {
-	case hdrAuthorization, hdrXAPIKey, hdrAPIKey, "proxy-authorization", "cookie", "set-cookie":
+	case hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
 		return true
 	}
 	return false
@@ -107,6 +107,8 @@ func redactedHeaders(hm *corev3.HeaderMap) []string {
 		v := headerValue(h)
 		if isSensitiveHeader(h.GetKey()) {
 			v = "[redacted]"
+		} else if h.GetKey() == ":path" {
+			v = redactQueryKey(v)
 		}
 		out = append(out, h.GetKey()+": "+v)
 	}

@@ -242,7 +242,7 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	s.started = s.p.now()
 	s.id = s.p.newID()
-	var bearer, xKey, apiKey string
+	var bearer, xKey, apiKey, googKey string
 	// Read after the loop, without copies where they are the endpoint's.
 	var path, method, contentLength *corev3.HeaderValue
 	for _, hv := range h.GetHeaders().GetHeaders() {
@@ -257,6 +257,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			xKey = headerValue(hv)
 		case hdrAPIKey:
 			apiKey = headerValue(hv)
+		case hdrGoogAPIKey:
+			googKey = headerValue(hv)
 		case hdrCustomer:
 			s.customerHdr = headerValue(hv)
 		case hdrAnthropicVersion:
@@ -291,6 +293,12 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	}
 	if secret == "" {
 		secret = apiKey
+	}
+	if secret == "" {
+		secret = googKey
+	}
+	if secret == "" && ep.QueryKey {
+		secret = queryKey(s.path)
 	}
 	if secret == "" {
 		return s.reject(&apiError{
@@ -338,7 +346,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if len(body) > s.p.maxBody {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
-	in, err := parseRequest(s.ep.API, body)
+	in, err := s.ep.parse(s.path, body)
 	if err != nil {
 		return s.reject(bodyError(err))
 	}
@@ -422,6 +430,16 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		s.settle(ctx, kernel.StatusCompleted, http.StatusOK, kernel.Usage{}, true)
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
+	if target.Signer != nil { // signer.go: after the body is final
+		if err := s.signOutbound(ctx, out); err != nil {
+			s.p.log.Warn("signing the upstream request failed", "request_id", s.id, "deployment", target.Deployment, "err", err)
+			s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)
+			return s.reject(&apiError{
+				Status: http.StatusBadGateway, Type: typeServer, Code: "upstream_auth_error",
+				Message: "The gateway could not sign the request for this deployment.",
+			})
+		}
+	}
 
 	pr, x := newRequestBodyReply()
 	x.c.ClearRouteCache = true
@@ -502,10 +520,13 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l = l.add(hdrDeployment, s.target.Deployment)
 	l = l.addRateLimits(s.decision.RateLimit)
 	ok := s.status >= 200 && s.status < 300
-	if ok && headerIsEventStream(contentType) && !h.GetEndOfStream() {
+	if ok && upstreamStreams(contentType) && !h.GetEndOfStream() {
 		s.sse = true
 		x.hm.RemoveHeaders = contentLengthHeader
 		pr.ModeOverride = modeStreamed
+		if ct, ok := s.tr.(streamContentTyper); ok && ct.streamContentType() != "" {
+			l = l.add(hdrContentType, ct.streamContentType())
+		}
 	} else if h.GetEndOfStream() { // no body follows (204, HEAD-like): settle now
 		st := kernel.StatusCompleted
 		if !ok {

@@ -36,6 +36,9 @@ type Inbound struct {
 	// AnthropicVersion is the client's anthropic-version header ("" when
 	// absent): Anthropic translators pass it upstream.
 	AnthropicVersion string
+	// Path is the client's :path, query included, for APIs that carry
+	// request parameters there (the Gemini API: model, method, alt=sse).
+	Path string
 
 	// fields locates the members above (and stream_options, metadata) in Body,
 	// so translators rewrite only what changes without decoding the body.

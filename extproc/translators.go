@@ -9,14 +9,19 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIChat, ProviderOpenAI}:    func() Translator { return new(chatOpenAI) },
 	{APIChat, ProviderAzure}:     func() Translator { return new(chatAzure) },
 	{APIChat, ProviderAnthropic}: func() Translator { return new(chatAnthropic) },
+	{APIChat, ProviderGemini}:    func() Translator { return new(chatGemini) },
+	{APIChat, ProviderBedrock}:   func() Translator { return new(chatBedrock) },
+	{APIChat, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIChat} },
 
 	// OpenAI completions (POST /v1/completions)
 	{APICompletions, ProviderOpenAI}: func() Translator { return new(completionsOpenAI) },
 	{APICompletions, ProviderAzure}:  func() Translator { return new(completionsAzure) },
 
 	// OpenAI embeddings (POST /v1/embeddings)
-	{APIEmbeddings, ProviderOpenAI}: func() Translator { return new(embeddingsOpenAI) },
-	{APIEmbeddings, ProviderAzure}:  func() Translator { return new(embeddingsAzure) },
+	{APIEmbeddings, ProviderOpenAI}:  func() Translator { return new(embeddingsOpenAI) },
+	{APIEmbeddings, ProviderAzure}:   func() Translator { return new(embeddingsAzure) },
+	{APIEmbeddings, ProviderGemini}:  func() Translator { return new(embeddingsGemini) },
+	{APIEmbeddings, ProviderBedrock}: func() Translator { return new(embeddingsBedrock) },
 
 	// OpenAI Responses (POST /v1/responses)
 	{APIResponses, ProviderOpenAI}:    func() Translator { return new(responsesOpenAI) },
@@ -27,11 +32,31 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIMessages, ProviderAnthropic}: func() Translator { return new(messagesAnthropic) },
 	{APIMessages, ProviderOpenAI}:    func() Translator { return new(messagesOpenAI) },
 	{APIMessages, ProviderAzure}:     func() Translator { return &messagesOpenAI{azure: true} },
+	{APIMessages, ProviderGemini}:    func() Translator { return new(messagesGemini) },
+	{APIMessages, ProviderBedrock}:   func() Translator { return new(messagesBedrock) },
+	{APIMessages, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIMessages} },
 
 	// Anthropic count_tokens (POST /v1/messages/count_tokens)
 	{APIMessagesCount, ProviderAnthropic}: func() Translator { return &messagesAnthropic{count: true} },
 	{APIMessagesCount, ProviderOpenAI}:    func() Translator { return countTokensEstimate{} },
 	{APIMessagesCount, ProviderAzure}:     func() Translator { return countTokensEstimate{} },
+	{APIMessagesCount, ProviderGemini}:    func() Translator { return countTokensEstimate{} },
+	{APIMessagesCount, ProviderBedrock}:   func() Translator { return countTokensEstimate{} },
+	{APIMessagesCount, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIMessagesCount} },
+
+	// Gemini generateContent / streamGenerateContent (POST /v1beta/models/{m}:…)
+	{APIGeminiGenerate, ProviderGemini}:    func() Translator { return new(generateGemini) },
+	{APIGeminiGenerate, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIGeminiGenerate} },
+	{APIGeminiGenerate, ProviderOpenAI}:    func() Translator { return new(generateOpenAI) },
+	{APIGeminiGenerate, ProviderAzure}:     func() Translator { return &generateOpenAI{azure: true} },
+	{APIGeminiGenerate, ProviderAnthropic}: func() Translator { return new(generateAnthropic) },
+
+	// Gemini countTokens (POST /v1beta/models/{m}:countTokens)
+	{APIGeminiCount, ProviderGemini}:    func() Translator { return &generateGemini{count: true} },
+	{APIGeminiCount, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIGeminiCount} },
+	{APIGeminiCount, ProviderOpenAI}:    func() Translator { return geminiCountEstimate{} },
+	{APIGeminiCount, ProviderAzure}:     func() Translator { return geminiCountEstimate{} },
+	{APIGeminiCount, ProviderAnthropic}: func() Translator { return geminiCountEstimate{} },
 }
 
 // TranslatorFactory makes a Translator for one request.

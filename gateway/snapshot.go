@@ -272,6 +272,20 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		DefaultMaxTokens: g.DefaultMaxTokens,
 		NativeResponses:  p.ResponsesAPI,
 	}
+	if p.Type == store.ProviderBedrock { // bedrock.go: SigV4 instead of a key header
+		sig, err := newBedrockSigner(context.Background(), apiKey, p.APIVersion, upstreamHostHeader(u.Scheme, host, port))
+		if err != nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
+		}
+		t.Signer, t.APIKey = sig, ""
+	}
+	if p.Type == store.ProviderVertex { // vertex.go: an OAuth2 access token
+		sig, err := newVertexSigner(context.Background(), apiKey)
+		if err != nil {
+			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
+		}
+		t.Signer, t.APIKey = sig, ""
+	}
 	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port}, nil
 }
 

@@ -77,6 +77,9 @@ const (
 	ProviderOpenAI    ProviderType = "openai"    // OpenAI and any OpenAI-compatible server
 	ProviderAzure     ProviderType = "azure"     // Azure OpenAI
 	ProviderAnthropic ProviderType = "anthropic" // Anthropic Messages API
+	ProviderGemini    ProviderType = "gemini"    // Google Gemini API (AI Studio)
+	ProviderBedrock   ProviderType = "bedrock"   // Amazon Bedrock runtime (Converse, InvokeModel)
+	ProviderVertex    ProviderType = "vertex"    // Google Cloud Vertex AI (Gemini and Claude models)
 )
 
 // Provider is an upstream API account.

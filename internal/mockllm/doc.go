@@ -3,8 +3,12 @@
 // OpenAI (the same under /openai/deployments/{d}/…), OpenAI's Responses API
 // (POST /v1/responses, and Azure's /openai/v1/responses; JSON and SSE, see
 // responses.go; function_call_output strings and instructions count as prompt
-// text) and the Anthropic Messages
-// API (JSON and SSE, count_tokens). It serves tests, demos and benchmarks, and
+// text), the Anthropic Messages
+// API (JSON and SSE, count_tokens), Google's Gemini API (generateContent,
+// streamGenerateContent as SSE or a JSON array, countTokens, embeddings,
+// models; gemini.go documents its rules) and the Amazon Bedrock runtime
+// (Converse, ConverseStream as AWS event-stream frames, InvokeModel
+// embeddings; every SigV4 signature verified; bedrock.go). It serves tests, demos and benchmarks, and
 // keeps its own bill (GET /stats) so Tollgate's ledger can be reconciled
 // against what the "provider" actually delivered.
 //
@@ -92,7 +96,7 @@
 // # The bill (GET /stats, POST /stats/reset)
 //
 // Usage is recorded per API key (Authorization: Bearer, else api-key, else
-// x-api-key; "" when none) and only for what was delivered:
+// x-api-key, else x-goog-api-key or ?key=; "" when none) and only for what was delivered:
 //
 //   - requests counts billable replies (chat, completions, embeddings,
 //     messages) whose 2xx headers were written; errors counts injected error
@@ -104,5 +108,7 @@
 //     flushed (for JSON replies: all of them once the body is written).
 //
 // The package must not import anything from Tollgate: it stands in for an
-// external provider.
+// external provider (it uses the providers' own SDK pieces where the wire is
+// framing- or security-critical: aws-sdk-go-v2's event-stream encoder and
+// SigV4 signer).
 package mockllm

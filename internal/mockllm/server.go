@@ -23,8 +23,11 @@ type Server struct {
 	seq   atomic.Uint64
 	stats sync.Map // api key → *counters
 	cache sync.Map // cacheKey → struct{}: prompt prefixes seen (Anthropic caching)
-	seed  maphash.Seed
-	now   func() time.Time
+	// tokens maps the access tokens POST /token issued to their service
+	// account (vertex.go).
+	tokens sync.Map
+	seed   maphash.Seed
+	now    func() time.Time
 	// active counts requests being served (tests wait on it).
 	active atomic.Int64
 	faults faults // per-deployment faults and counts (faults.go)
@@ -57,6 +60,15 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /openai/v1/responses", s.openAI(s.responses)) // Azure's v1 API
 	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
+	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini) // gemini.go
+	s.mux.HandleFunc("POST /v1/models/{call}", s.gemini)
+	s.mux.HandleFunc("GET /v1beta/models", s.geminiModels)
+	s.mux.HandleFunc("POST /model/{model}/converse", s.bedrock(s.converse)) // bedrock.go
+	s.mux.HandleFunc("POST /model/{model}/converse-stream", s.bedrock(s.converseStream))
+	s.mux.HandleFunc("POST /model/{model}/invoke", s.bedrock(s.invoke))
+	s.mux.HandleFunc("POST /token", s.vertexToken) // vertex.go
+	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.vertexGoogle)
+	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}", s.vertexAnthropic)
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -130,6 +142,8 @@ type flavor int
 const (
 	flavorOpenAI flavor = iota
 	flavorAnthropic
+	flavorGemini
+	flavorBedrock
 )
 
 // call is one parsed request with its overrides.
@@ -278,6 +292,9 @@ func setJSON(h http.Header, n int) {
 // apiKey is the caller's key: Authorization Bearer, else api-key, else x-api-key.
 func apiKey(r *http.Request) string {
 	if v := header(r.Header, "Authorization"); v != "" {
+		if id := awsAccessKey(v); id != "" { // SigV4: billed to the access key
+			return id
+		}
 		if k, ok := strings.CutPrefix(v, "Bearer "); ok {
 			return strings.TrimSpace(k)
 		}
@@ -286,7 +303,10 @@ func apiKey(r *http.Request) string {
 	if v := header(r.Header, "Api-Key"); v != "" {
 		return v
 	}
-	return header(r.Header, "X-Api-Key")
+	if v := header(r.Header, "X-Api-Key"); v != "" {
+		return v
+	}
+	return geminiKey(r)
 }
 
 // sleep waits d or until ctx is done; it reports whether d elapsed.
@@ -318,8 +338,14 @@ func abort(w http.ResponseWriter) {
 
 // writeError writes a provider-shaped error reply.
 func writeError(w http.ResponseWriter, f flavor, status int, msg string) {
+	if f == flavorBedrock {
+		writeBedrockError(w, status, bedrockErrorType(status), msg)
+		return
+	}
 	b := make([]byte, 0, 160)
-	if f == flavorAnthropic {
+	if f == flavorGemini {
+		b = appendGeminiError(b, status, msg)
+	} else if f == flavorAnthropic {
 		b = append(b, `{"type":"error","error":{"type":`...)
 		b = appendString(b, anthropicErrorType(status))
 		b = append(b, `,"message":`...)

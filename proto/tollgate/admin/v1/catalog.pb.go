@@ -33,6 +33,14 @@ const (
 	ProviderType_PROVIDER_TYPE_OPENAI    ProviderType = 1
 	ProviderType_PROVIDER_TYPE_AZURE     ProviderType = 2
 	ProviderType_PROVIDER_TYPE_ANTHROPIC ProviderType = 3
+	// PROVIDER_TYPE_GEMINI is Google's Gemini API (AI Studio), key in x-goog-api-key.
+	ProviderType_PROVIDER_TYPE_GEMINI ProviderType = 4
+	// PROVIDER_TYPE_BEDROCK is Amazon Bedrock, signed with SigV4; api_version
+	// holds the AWS region, the credential is JSON keys or a profile.
+	ProviderType_PROVIDER_TYPE_BEDROCK ProviderType = 5
+	// PROVIDER_TYPE_VERTEX is Google Cloud Vertex AI; the credential is a
+	// service-account key (JSON), or none for application default credentials.
+	ProviderType_PROVIDER_TYPE_VERTEX ProviderType = 6
 )
 
 // Enum value maps for ProviderType.
@@ -42,12 +50,18 @@ var (
 		1: "PROVIDER_TYPE_OPENAI",
 		2: "PROVIDER_TYPE_AZURE",
 		3: "PROVIDER_TYPE_ANTHROPIC",
+		4: "PROVIDER_TYPE_GEMINI",
+		5: "PROVIDER_TYPE_BEDROCK",
+		6: "PROVIDER_TYPE_VERTEX",
 	}
 	ProviderType_value = map[string]int32{
 		"PROVIDER_TYPE_UNSPECIFIED": 0,
 		"PROVIDER_TYPE_OPENAI":      1,
 		"PROVIDER_TYPE_AZURE":       2,
 		"PROVIDER_TYPE_ANTHROPIC":   3,
+		"PROVIDER_TYPE_GEMINI":      4,
+		"PROVIDER_TYPE_BEDROCK":     5,
+		"PROVIDER_TYPE_VERTEX":      6,
 	}
 )
 
@@ -2624,12 +2638,15 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x18LoadDefaultPricesRequest\x12\x1c\n" +
 	"\toverwrite\x18\x01 \x01(\bR\toverwrite\"3\n" +
 	"\x19LoadDefaultPricesResponse\x12\x16\n" +
-	"\x06models\x18\x01 \x03(\tR\x06models*}\n" +
+	"\x06models\x18\x01 \x03(\tR\x06models*\xcc\x01\n" +
 	"\fProviderType\x12\x1d\n" +
 	"\x19PROVIDER_TYPE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PROVIDER_TYPE_OPENAI\x10\x01\x12\x17\n" +
 	"\x13PROVIDER_TYPE_AZURE\x10\x02\x12\x1b\n" +
-	"\x17PROVIDER_TYPE_ANTHROPIC\x10\x032\x88\x04\n" +
+	"\x17PROVIDER_TYPE_ANTHROPIC\x10\x03\x12\x18\n" +
+	"\x14PROVIDER_TYPE_GEMINI\x10\x04\x12\x19\n" +
+	"\x15PROVIDER_TYPE_BEDROCK\x10\x05\x12\x18\n" +
+	"\x14PROVIDER_TYPE_VERTEX\x10\x062\x88\x04\n" +
 	"\x0fProviderService\x12e\n" +
 	"\x0eCreateProvider\x12(.tollgate.admin.v1.CreateProviderRequest\x1a).tollgate.admin.v1.CreateProviderResponse\x12\\\n" +
 	"\vGetProvider\x12%.tollgate.admin.v1.GetProviderRequest\x1a&.tollgate.admin.v1.GetProviderResponse\x12b\n" +

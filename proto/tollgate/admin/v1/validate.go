@@ -399,9 +399,9 @@ func (r *DeleteCustomerRequest) Validate() error { return id("id", r.GetId()) }
 
 func (p *Provider) validate(needType bool) error {
 	if needType && p.GetType() == ProviderType_PROVIDER_TYPE_UNSPECIFIED {
-		return bad("provider.type", "is required (openai, azure or anthropic)")
+		return bad("provider.type", "is required (openai, azure, anthropic, gemini, bedrock or vertex)")
 	}
-	if err := enumValue("provider.type", p.GetType(), ProviderType_PROVIDER_TYPE_ANTHROPIC); err != nil {
+	if err := enumValue("provider.type", p.GetType(), ProviderType_PROVIDER_TYPE_VERTEX); err != nil {
 		return err
 	}
 	if needType && p.GetBaseUrl() == "" {

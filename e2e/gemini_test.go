@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/internal/testenv"
+)
+
+// geminiGroup makes a gemini provider on mockllm's Gemini API with its own
+// credential, a deployment of "gemini-mock" and a priced model group.
+func (s *system) geminiGroup(name, providerKey string) {
+	s.t.Helper()
+	s.cli(nil, []string{"CRED=" + providerKey}, "provider", "create", "p-"+name, "--type", "gemini",
+		"--base-url", s.mockURL+"/v1beta", "--credential-env", "CRED")
+	s.cli(nil, nil, "deployment", "create", "d-"+name, "--provider", "p-"+name, "--model", "gemini-mock")
+	s.cli(nil, nil, "model", "create", name, "--deployments", "d-"+name)
+	s.cli(nil, nil, "price", "set", name, "--input", "0.30", "--output", "2.50")
+}
+
+type geminiUsage struct {
+	Prompt     int64 `json:"promptTokenCount"`
+	Candidates int64 `json:"candidatesTokenCount"`
+	Cached     int64 `json:"cachedContentTokenCount"`
+	Total      int64 `json:"totalTokenCount"`
+}
+
+// TestGeminiGenAISDK drives Tollgate's Gemini API with Google's @google/genai
+// (generateContent, generateContentStream, function calls, countTokens, a
+// bad key) against a gemini model group served natively by mockllm's Gemini
+// API and against the demo OpenAI model group through translation; and the
+// OpenAI and Anthropic SDKs against the gemini group.
+func TestGeminiGenAISDK(t *testing.T) {
+	s := startSystem(t)
+	testenv.NodePackage(t, "@google/genai")
+	const model = "gemini-flash"
+	s.geminiGroup(model, "AIza-e2e-gemini-provider")
+	_, key := s.createKey("--alias", "genai", "--models", model+",demo")
+	s.waitKey(key)
+	for _, tc := range []struct{ name, model, version string }{
+		{"gemini v1", model, ""},
+		{"gemini v1beta", model, "v1beta"},
+		{"openai through translation", "demo", ""},
+	} {
+		env := []string{"TOLLGATE_MODEL=" + tc.model, "TOLLGATE_API_VERSION=" + tc.version}
+		t.Run(tc.name+" generateContent", func(t *testing.T) {
+			var out struct {
+				Text, Finish string
+				Usage        geminiUsage
+			}
+			s.node("gemini.mjs", "generate", key, &out, env...)
+			require.NotEmpty(t, out.Text)
+			require.Equal(t, "MAX_TOKENS", out.Finish)
+			require.Equal(t, int64(8), out.Usage.Candidates)
+			require.Positive(t, out.Usage.Prompt)
+		})
+		t.Run(tc.name+" generateContentStream", func(t *testing.T) {
+			var out struct {
+				Text, Finish string
+				Usage        geminiUsage
+				Chunks       int
+			}
+			s.node("gemini.mjs", "stream", key, &out, env...)
+			require.Len(t, strings.Fields(out.Text), 8, out.Text)
+			require.Greater(t, out.Chunks, 1)
+			require.Equal(t, int64(8), out.Usage.Candidates)
+			require.Positive(t, out.Usage.Prompt)
+		})
+		t.Run(tc.name+" function call", func(t *testing.T) {
+			var out struct {
+				Name string
+				Args struct{ City string }
+			}
+			s.node("gemini.mjs", "toolcall", key, &out, env...)
+			require.Equal(t, "get_weather", out.Name)
+			require.Equal(t, "Paris", out.Args.City)
+		})
+		t.Run(tc.name+" countTokens", func(t *testing.T) {
+			var out struct{ Total int64 }
+			s.node("gemini.mjs", "count", key, &out, env...)
+			require.Positive(t, out.Total)
+		})
+	}
+	t.Run("bad key", func(t *testing.T) {
+		var out struct{ Error *errInfo }
+		s.node("gemini.mjs", "badkey", key, &out, "TOLLGATE_MODEL="+model)
+		require.NotNil(t, out.Error)
+		require.Equal(t, 401, out.Error.Status)
+		require.Contains(t, out.Error.Message, "UNAUTHENTICATED")
+	})
+
+	env := []string{"TOLLGATE_MODEL=" + model}
+	t.Run("OpenAI SDK chat on the gemini group", func(t *testing.T) {
+		var out struct {
+			Content, Finish string
+			Usage           struct {
+				CompletionTokens int64 `json:"completion_tokens"`
+			}
+		}
+		s.node("openai.mjs", "chat", key, &out, env...)
+		require.NotEmpty(t, out.Content)
+		require.Equal(t, "length", out.Finish)
+		require.Equal(t, int64(8), out.Usage.CompletionTokens)
+	})
+	t.Run("OpenAI SDK stream and tool stream on the gemini group", func(t *testing.T) {
+		var out struct {
+			Text  string
+			Usage struct {
+				CompletionTokens int64 `json:"completion_tokens"`
+			}
+		}
+		s.node("openai.mjs", "stream", key, &out, env...)
+		require.Len(t, strings.Fields(out.Text), 8)
+		require.Equal(t, int64(8), out.Usage.CompletionTokens)
+		var tc struct {
+			Name, Finish string
+			Args         struct{ City string }
+		}
+		s.node("openai.mjs", "toolstream", key, &tc, env...)
+		require.Equal(t, "get_weather", tc.Name)
+		require.Equal(t, "Paris", tc.Args.City)
+		require.Equal(t, "tool_calls", tc.Finish)
+	})
+	t.Run("Anthropic SDK on the gemini group", func(t *testing.T) {
+		var out struct {
+			Type, Text, Stop string
+			Usage            anthropicUsage
+		}
+		s.node("anthropic.mjs", "messages", key, &out, env...)
+		require.Equal(t, "message", out.Type)
+		require.NotEmpty(t, out.Text)
+		require.Equal(t, "max_tokens", out.Stop)
+		require.Equal(t, int64(8), out.Usage.Output)
+		var st struct {
+			Text, Stop string
+			Delta      anthropicUsage
+			Events     []string
+		}
+		s.node("anthropic.mjs", "stream", key, &st, env...)
+		require.NotEmpty(t, st.Text)
+		require.Equal(t, "message_stop", st.Events[len(st.Events)-1])
+		require.Equal(t, int64(8), st.Delta.Output)
+		var tc struct {
+			Name, Stop string
+			Input      struct{ City string }
+		}
+		s.node("anthropic.mjs", "toolstream", key, &tc, env...)
+		require.Equal(t, "get_weather", tc.Name)
+		require.Equal(t, "Paris", tc.Input.City)
+		require.Equal(t, "tool_use", tc.Stop)
+	})
+}
+
+// TestLedgerReconcilesGemini: for a gemini provider, through the Gemini API
+// natively (JSON, SSE and JSON-array streams) and through the OpenAI chat
+// translation (JSON and streams), the ledger's tokens equal what mockllm
+// served, exactly.
+func TestLedgerReconcilesGemini(t *testing.T) {
+	s := startSystem(t)
+	const model, providerKey = "gem-rec", "AIza-e2e-reconcile"
+	s.geminiGroup(model, providerKey)
+	id, key := s.createKey("--alias", "gem-rec", "--models", model)
+	s.waitKey(key)
+	n := 0
+	for i := range 4 {
+		words := 3 + i
+		gen := fmt.Sprintf(`{"contents":[{"role":"user","parts":[{"text":"reconcile these words please"}]}],"generationConfig":{"maxOutputTokens":%d}}`, words)
+		for _, path := range []string{
+			"/v1beta/models/" + model + ":generateContent",
+			"/v1beta/models/" + model + ":streamGenerateContent?alt=sse",
+			"/v1/models/" + model + ":streamGenerateContent",
+		} {
+			code, _, b := s.post(key, path, gen, "x-mock-cached-tokens", "2")
+			require.Equal(t, http.StatusOK, code, string(b))
+			n++
+		}
+		for _, stream := range []bool{false, true} {
+			code, _, b := s.post(key, "/v1/chat/completions", chatBody(model, stream, i%2 == 0, words))
+			require.Equal(t, http.StatusOK, code, string(b))
+			n++
+		}
+	}
+	bill := s.mockStats()[providerKey]
+	var rows []ledgerRow
+	require.Eventually(t, func() bool {
+		rows = s.ledger(id)
+		return len(rows) == n
+	}, 10*time.Second, 100*time.Millisecond, "every request is in the ledger")
+	var in, cached, out int64
+	for _, r := range rows {
+		require.Equal(t, "REQUEST_STATUS_COMPLETED", r.Status, "%+v", r)
+		require.Positive(t, r.Cost.NanoUSD)
+		in += r.Usage.Input
+		cached += r.Usage.CachedInput
+		out += r.Usage.Output + r.Usage.Reasoning
+	}
+	require.Equal(t, int64(n), bill.Requests)
+	require.Equal(t, bill.InputTokens, in)
+	require.Equal(t, bill.CachedTokens, cached)
+	require.Positive(t, cached)
+	require.Equal(t, bill.OutputTokens, out)
+}

@@ -1,0 +1,76 @@
+package extproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
+)
+
+// bedrockEvent is one ConverseStream message of a golden case: an event
+// (Type) or an exception (Exception), with its JSON payload.
+type bedrockEvent struct {
+	Type      string          `json:"type"`
+	Exception string          `json:"exception"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// encodeBedrockEvents frames events as ConverseStream does, with the SDK's
+// encoder.
+func encodeBedrockEvents(t testing.TB, events []bedrockEvent) string {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, ev := range events {
+		h := map[string]string{bedrock.HeaderMessageType: "event", bedrock.HeaderEventType: ev.Type, bedrock.HeaderContentType: "application/json"}
+		if ev.Exception != "" {
+			h = map[string]string{bedrock.HeaderMessageType: "exception", bedrock.HeaderExceptionType: ev.Exception, bedrock.HeaderContentType: "application/json"}
+		}
+		require.NoError(t, bedrock.Encode(&buf, h, ev.Payload))
+	}
+	return buf.String()
+}
+
+// TestBedrockGolden runs every testdata/bedrock/in case (streams given as
+// events, framed with the SDK's encoder) and compares with
+// testdata/bedrock/out (go test -run TestBedrockGolden -update rewrites).
+func TestBedrockGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/bedrock/in/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	now := anthropicNow
+	anthropicNow = func() time.Time { return time.Unix(1_750_000_000, 0) }
+	t.Cleanup(func() { anthropicNow = now })
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var tc struct {
+				geminiCase
+				Events []bedrockEvent `json:"events"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &tc))
+			if len(tc.Events) > 0 {
+				tc.Stream = encodeBedrockEvents(t, tc.Events)
+			}
+			g := runGeminiCase(t, &tc.geminiCase)
+			enc, err := json.MarshalIndent(g, "", "  ")
+			require.NoError(t, err)
+			enc = append(enc, '\n')
+			golden := filepath.Join("testdata/bedrock/out", name+".json")
+			if *update {
+				require.NoError(t, os.WriteFile(golden, enc, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test -run TestBedrockGolden -update")
+			require.Equal(t, string(want), string(enc))
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package extproc
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// geminiCase is an anthropicCase with the client's :path, from which the
+// Gemini API's endpoints take the model, the method and alt=sse.
+type geminiCase struct {
+	anthropicCase
+	Path string `json:"path"`
+}
+
+// geminiInbound parses a case's request as the processor would.
+func geminiInbound(t *testing.T, tc *geminiCase) *Inbound {
+	t.Helper()
+	ep := &endpoint{API: tc.API}
+	if tc.Path != "" {
+		ep = lookupEndpoint(tc.Path)
+		require.NotNil(t, ep, "no endpoint for %s", tc.Path)
+		require.Equal(t, tc.API, ep.API)
+	}
+	in, err := ep.parse(tc.Path, tc.Request)
+	require.NoError(t, err)
+	in.ClampMaxTokens, in.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
+	return in
+}
+
+// runGeminiCase runs one case through its translator (runAnthropicCase's
+// steps, with the Gemini API's parsing) and returns its golden record.
+func runGeminiCase(t *testing.T, tc *geminiCase) anthropicGolden {
+	t.Helper()
+	in := geminiInbound(t, tc)
+	tr := newTranslator(tc.API, tc.Provider)
+	require.NotNil(t, tr, "no translator for %s × %s", tc.API, tc.Provider)
+	out, err := tr.Request(in, &tc.Target)
+	require.NoError(t, err)
+	require.Equal(t, string(tc.Request), string(in.Body), "client body must not be modified")
+	g := anthropicGolden{Path: out.Path, Headers: out.Headers, Body: json.RawMessage(`"<unchanged>"`)}
+	switch {
+	case out.Reply != nil:
+		g.Client = out.Reply
+		return g
+	case out.Body != nil:
+		require.True(t, json.Valid(out.Body), "upstream body is not JSON: %s", out.Body)
+		g.Body = out.Body
+	}
+	switch {
+	case tc.Status >= 400:
+		g.Client = tr.Error(tc.Status, tc.Response)
+		require.True(t, json.Valid(g.Client), "error body is not JSON: %s", g.Client)
+	case len(tc.Response) > 0:
+		body, u, err := tr.Response(tc.Response)
+		require.NoError(t, err)
+		require.True(t, json.Valid(body), "client body is not JSON: %s", body)
+		g.Client, g.Usage = body, &u
+	case tc.Stream != "":
+		whole := feedStream(t, tr, []byte(tc.Stream), -1)
+		u, rep := tr.StreamUsage()
+		g.ClientSSE, g.Usage, g.Reported = string(whole), &u, &rep
+		for i := 0; i <= len(tc.Stream); i++ {
+			tr2 := newTranslator(tc.API, tc.Provider)
+			_, err = tr2.Request(geminiInbound(t, tc), &tc.Target)
+			require.NoError(t, err)
+			got := feedStream(t, tr2, []byte(tc.Stream), i)
+			require.Equal(t, string(whole), string(got), "split at byte %d", i)
+			u2, rep2 := tr2.StreamUsage()
+			require.Equal(t, u, u2, "split at byte %d", i)
+			require.Equal(t, rep, rep2, "split at byte %d", i)
+		}
+	}
+	return g
+}
+
+// TestGeminiGolden runs every testdata/gemini/in case and compares with
+// testdata/gemini/out (go test -run TestGeminiGolden -update rewrites).
+func TestGeminiGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/gemini/in/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	now := anthropicNow
+	anthropicNow = func() time.Time { return time.Unix(1_750_000_000, 0) }
+	t.Cleanup(func() { anthropicNow = now })
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var tc geminiCase
+			require.NoError(t, json.Unmarshal(raw, &tc))
+			g := runGeminiCase(t, &tc)
+			enc, err := json.MarshalIndent(g, "", "  ")
+			require.NoError(t, err)
+			enc = append(enc, '\n')
+			golden := filepath.Join("testdata/gemini/out", name+".json")
+			if *update {
+				require.NoError(t, os.WriteFile(golden, enc, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test -run TestGeminiGolden -update")
+			require.Equal(t, string(want), string(enc))
+		})
+	}
+}
