@@ -37,8 +37,10 @@ func (s *system) responsesModels(names ...string) map[string]string {
 		case strings.HasPrefix(n, "claude"):
 			typ = "anthropic"
 		}
-		s.cli(nil, []string{"CRED=sk-" + n}, append([]string{"provider", "create", "p-" + n, "--type", typ,
-			"--base-url", s.mockURL + "/v1", "--credential-env", "CRED"}, extra...)...)
+		s.cli(nil, []string{"CRED=sk-" + n}, append([]string{
+			"provider", "create", "p-" + n, "--type", typ,
+			"--base-url", s.mockURL + "/v1", "--credential-env", "CRED",
+		}, extra...)...)
 		s.cli(nil, nil, "deployment", "create", "d-"+n, "--provider", "p-"+n, "--model", "mock-"+n)
 		s.cli(nil, nil, "model", "create", "m-"+n, "--deployments", "d-"+n)
 		s.cli(nil, nil, "price", "set", "m-"+n, "--input", "1", "--output", "2")
@@ -121,8 +123,11 @@ func TestResponsesNodeSDK(t *testing.T) {
 			})
 			t.Run("function call and its output", func(t *testing.T) {
 				var out struct {
-					First  respSummary
-					Call   struct{ Name, CallID string; Args map[string]any }
+					First respSummary
+					Call  struct {
+						Name, CallID string
+						Args         map[string]any
+					}
 					Second respSummary
 				}
 				s.node("responses.mjs", "tools", s.demoKey, &out, env...)
