@@ -253,4 +253,33 @@ func TestLedgerReconcilesResponses(t *testing.T) {
 		require.Equal(t, b.OutputTokens, out, kind)
 		require.Equal(t, int64(2*each), b.Requests, kind)
 	}
+
+	// Aborted: the provider drops the stream after four events; the client
+	// sees the cut; the request is charged the prompt and the text delivered,
+	// never $0.
+	for kind, model := range models {
+		id, key := s.createKey("--alias", "cut-"+kind, "--models", model)
+		s.waitKey(key)
+		req, err := http.NewRequest(http.MethodPost, s.url+"/v1/responses", strings.NewReader(
+			fmt.Sprintf(`{"model":%q,"input":"reconcile these words please","stream":true,"store":false}`, model)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("x-mock-disconnect-after", "4")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotContains(t, string(b), "response.completed", kind)
+		if kind == "native" {
+			require.Error(t, err, "the cut reaches the client: %s", b)
+		} // translated: the gateway ends the stream with response.failed
+		var rows []ledgerRow
+		require.Eventually(t, func() bool {
+			rows = s.ledger(id)
+			return len(rows) == 1
+		}, 10*time.Second, 100*time.Millisecond, "%s: the aborted request is in the ledger", kind)
+		require.Equal(t, "REQUEST_STATUS_ABORTED", rows[0].Status, "%s: %+v", kind, rows[0])
+		require.Positive(t, rows[0].Cost.NanoUSD, "%s: an aborted request is never free", kind)
+	}
 }
