@@ -3,6 +3,7 @@
 // TOLLGATE_URL, TOLLGATE_KEY, TOLLGATE_MODEL. Prints one JSON object with what
 // the scenario observed; the Go test asserts on it.
 import OpenAI from "openai";
+import { runScenario } from "./scenario.mjs";
 
 const client = (key = process.env.TOLLGATE_KEY) =>
   new OpenAI({ baseURL: process.env.TOLLGATE_URL + "/v1", apiKey: key, maxRetries: 0, timeout: 20000 });
@@ -163,13 +164,4 @@ const scenarios = {
   },
 };
 
-const name = process.argv[2];
-if (!scenarios[name]) {
-  console.error("unknown scenario", name);
-  process.exit(2);
-}
-try {
-  console.log(JSON.stringify(await scenarios[name]()));
-} catch (e) {
-  console.log(JSON.stringify({ fatal: errorInfo(e), stack: e?.stack }));
-}
+await runScenario(scenarios, errorInfo);

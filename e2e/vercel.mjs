@@ -3,6 +3,7 @@
 // env TOLLGATE_URL, TOLLGATE_KEY, TOLLGATE_MODEL. Prints one JSON object.
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, streamText } from "ai";
+import { runScenario } from "./scenario.mjs";
 
 const openai = createOpenAI({ baseURL: process.env.TOLLGATE_URL + "/v1", apiKey: process.env.TOLLGATE_KEY });
 const model = openai(process.env.TOLLGATE_MODEL ?? "demo");
@@ -24,13 +25,4 @@ const scenarios = {
   },
 };
 
-const name = process.argv[2];
-if (!scenarios[name]) {
-  console.error("unknown scenario", name);
-  process.exit(2);
-}
-try {
-  console.log(JSON.stringify(await scenarios[name]()));
-} catch (e) {
-  console.log(JSON.stringify({ fatal: { class: e?.constructor?.name, message: e?.message, status: e?.statusCode, body: e?.responseBody } }));
-}
+await runScenario(scenarios, (e) => ({ class: e?.constructor?.name, message: e?.message, status: e?.statusCode, body: e?.responseBody }));
