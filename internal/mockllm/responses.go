@@ -134,14 +134,14 @@ func (s *Server) responses(c *call) {
 }
 
 type responsesOutputItem struct {
-	Type      string                `json:"type"`
-	ID        string                `json:"id"`
-	Status    string                `json:"status"`
-	Role      string                `json:"role,omitempty"`
-	Content   *[]responsesTextPart  `json:"content,omitempty"`
-	CallID    string                `json:"call_id,omitempty"`
-	Name      string                `json:"name,omitempty"`
-	Arguments *string               `json:"arguments,omitempty"`
+	Type      string               `json:"type"`
+	ID        string               `json:"id"`
+	Status    string               `json:"status"`
+	Role      string               `json:"role,omitempty"`
+	Content   *[]responsesTextPart `json:"content,omitempty"`
+	CallID    string               `json:"call_id,omitempty"`
+	Name      string               `json:"name,omitempty"`
+	Arguments *string              `json:"arguments,omitempty"`
 }
 
 type responsesTextPart struct {

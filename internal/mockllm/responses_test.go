@@ -69,8 +69,10 @@ func TestResponsesStream(t *testing.T) {
 	require.Equal(t, Usage{Requests: 1, InputTokens: 6, OutputTokens: 7}, h.srv.Stats().Keys["k2"])
 
 	// x-mock-tool-call: one function_call item, arguments in two deltas.
-	resp = h.post("/v1/responses", map[string]any{"model": "m", "input": "weather in Paris", "stream": true,
-		"tools": []any{map[string]any{"type": "function", "name": "get_weather"}}}, "X-Mock-Tool-Call", "get_weather")
+	resp = h.post("/v1/responses", map[string]any{
+		"model": "m", "input": "weather in Paris", "stream": true,
+		"tools": []any{map[string]any{"type": "function", "name": "get_weather"}},
+	}, "X-Mock-Tool-Call", "get_weather")
 	evs, err = readEvents(resp.Body)
 	require.NoError(t, err)
 	var args strings.Builder
