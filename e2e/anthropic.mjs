@@ -39,6 +39,11 @@ const weatherTools = [
 const toolMessages = [{ role: "user", content: "What is the weather in Paris" }];
 
 const scenarios = {
+  async models() {
+    const page = await client().models.list();
+    const one = await client().models.retrieve(page.data[0].id);
+    return { ids: page.data.map((m) => m.id), types: page.data.map((m) => m.type), hasMore: page.has_more, one };
+  },
   async messages() {
     const r = await client().messages.create({
       model: model(),

@@ -55,6 +55,19 @@ func TestAnthropicNodeSDK(t *testing.T) {
 	s.waitKey(key)
 	env := []string{"TOLLGATE_MODEL=" + model}
 
+	t.Run("models.list in Anthropic's shape", func(t *testing.T) {
+		var out struct {
+			IDs, Types []string
+			HasMore    bool
+			One        struct{ Type, ID string }
+		}
+		s.node("anthropic.mjs", "models", key, &out, env...)
+		require.Equal(t, []string{model}, out.IDs)
+		require.Equal(t, []string{"model"}, out.Types)
+		require.False(t, out.HasMore)
+		require.Equal(t, model, out.One.ID)
+		require.Equal(t, "model", out.One.Type)
+	})
 	t.Run("messages write then read the prompt cache", func(t *testing.T) {
 		var first, second struct {
 			Type, Text, Stop string

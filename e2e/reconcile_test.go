@@ -210,3 +210,76 @@ func TestRush(t *testing.T) {
 	// requests, on a CI machine running other test packages at the same time.
 	require.Less(t, p99, 30*time.Second)
 }
+
+// TestLedgerReconcilesResponses: Responses API requests, served natively,
+// translated to chat completions and translated to Anthropic Messages, JSON
+// and streams, are in the ledger with exactly the tokens mockllm billed.
+func TestLedgerReconcilesResponses(t *testing.T) {
+	s := startSystem(t)
+	models := s.responsesModels("native", "chat", "claude")
+	const each = 4
+	ids := map[string]string{}
+	for kind, model := range models {
+		id, key := s.createKey("--alias", "r-"+kind, "--models", model)
+		s.waitKey(key)
+		ids[kind] = id
+		for i := range each {
+			for _, stream := range []bool{false, true} {
+				body := fmt.Sprintf(`{"model":%q,"input":"reconcile these words please","max_output_tokens":%d,"stream":%t,"store":false}`, model, 3+i, stream)
+				code, _, b := s.post(key, "/v1/responses", body)
+				require.Equal(t, http.StatusOK, code, string(b))
+				if stream {
+					require.Contains(t, string(b), "event: response.incomplete", "max_output_tokens below the mock's 16 words")
+				}
+			}
+		}
+	}
+	bill := s.mockStats()
+	for kind := range models {
+		var rows []ledgerRow
+		require.Eventually(t, func() bool {
+			rows = s.ledger(ids[kind])
+			return len(rows) == 2*each
+		}, 10*time.Second, 100*time.Millisecond, "%s: every request is in the ledger", kind)
+		var in, out int64
+		for _, r := range rows {
+			require.Equal(t, "REQUEST_STATUS_COMPLETED", r.Status, "%s: %+v", kind, r)
+			require.Positive(t, r.Cost.NanoUSD)
+			in += r.Usage.Input + r.Usage.CachedInput + r.Usage.CacheWrite
+			out += r.Usage.Output + r.Usage.Reasoning
+		}
+		b := bill["sk-"+kind]
+		require.Equal(t, b.InputTokens+b.CachedTokens, in, kind)
+		require.Equal(t, b.OutputTokens, out, kind)
+		require.Equal(t, int64(2*each), b.Requests, kind)
+	}
+
+	// Aborted: the provider drops the stream after four events; the client
+	// sees the cut; the request is charged the prompt and the text delivered,
+	// never $0.
+	for kind, model := range models {
+		id, key := s.createKey("--alias", "cut-"+kind, "--models", model)
+		s.waitKey(key)
+		req, err := http.NewRequest(http.MethodPost, s.url+"/v1/responses", strings.NewReader(
+			fmt.Sprintf(`{"model":%q,"input":"reconcile these words please","stream":true,"store":false}`, model)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("x-mock-disconnect-after", "4")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotContains(t, string(b), "response.completed", kind)
+		if kind == "native" {
+			require.Error(t, err, "the cut reaches the client: %s", b)
+		} // translated: the gateway ends the stream with response.failed
+		var rows []ledgerRow
+		require.Eventually(t, func() bool {
+			rows = s.ledger(id)
+			return len(rows) == 1
+		}, 10*time.Second, 100*time.Millisecond, "%s: the aborted request is in the ledger", kind)
+		require.Equal(t, "REQUEST_STATUS_ABORTED", rows[0].Status, "%s: %+v", kind, rows[0])
+		require.Positive(t, rows[0].Cost.NanoUSD, "%s: an aborted request is never free", kind)
+	}
+}

@@ -39,26 +39,35 @@ func FuzzAnthropicStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		p := pairs[int(which)%len(pairs)]
-		run := func(parts ...[]byte) (string, any, bool) {
-			in, err := parseRequest(p.api, []byte(p.body))
-			require.NoError(t, err)
-			tr := newTranslator(p.api, p.prov)
-			_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})
-			require.NoError(t, err)
-			var got []byte
-			for i, part := range parts {
-				out, _ := tr.StreamChunk(part, i == len(parts)-1)
-				got = append(got, out...)
-			}
-			u, rep := tr.StreamUsage()
-			return string(got), u, rep
-		}
-		i := min(int(s1), len(b))
-		j := min(i+int(s2), len(b))
-		w, u1, r1 := run(b, nil)
-		s, u2, r2 := run(b[:i], b[i:j], b[j:], nil)
-		require.Equal(t, w, s)
-		require.Equal(t, u1, u2)
-		require.Equal(t, r1, r2)
+		requireSplitInvariant(t, p.api, p.prov, p.body, b, s1, s2)
 	})
+}
+
+// requireSplitInvariant feeds the provider bytes b to a fresh translator of
+// the pair, whole and split in three at s1 and s1+s2, and requires the same
+// client bytes and usage both ways; it returns the client bytes.
+func requireSplitInvariant(t *testing.T, api API, prov ProviderType, body string, b []byte, s1, s2 uint8) string {
+	t.Helper()
+	run := func(parts ...[]byte) (string, any, bool) {
+		in, err := parseRequest(api, []byte(body))
+		require.NoError(t, err)
+		tr := newTranslator(api, prov)
+		_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})
+		require.NoError(t, err)
+		var got []byte
+		for i, part := range parts {
+			out, _ := tr.StreamChunk(part, i == len(parts)-1)
+			got = append(got, out...)
+		}
+		u, rep := tr.StreamUsage()
+		return string(got), u, rep
+	}
+	i := min(int(s1), len(b))
+	j := min(i+int(s2), len(b))
+	w, u1, r1 := run(b, nil)
+	s, u2, r2 := run(b[:i], b[i:j], b[j:], nil)
+	require.Equal(t, w, s)
+	require.Equal(t, u1, u2)
+	require.Equal(t, r1, r2)
+	return w
 }

@@ -49,9 +49,10 @@
 //	                           budget does not refill by retrying, so not a 429
 //	503 service_unavailable    Catalog or Accountant failing
 //
-// Endpoints are small specs registered by path; providers are Translators, one
-// file per client-API × provider pair (chat_openai.go, chat_azure.go, ...),
-// registered by API and provider type. Everything a request needs lives in its
+// Endpoints are small specs registered by path (or path prefix, for path
+// parameters); providers are Translators, one file per client-API × provider
+// pair (chat_openai.go, chat_azure.go, ...), listed in one table by API and
+// provider type (translators.go). Wire types are in extproc/schema/<api>. Everything a request needs lives in its
 // stream; the Processor holds only immutable configuration, so there is no
 // lock on the request path.
 //

@@ -79,35 +79,8 @@ func (t *responsesNative) Error(status int, body []byte) []byte {
 // parseResponsesUsage reads a Responses usage object (input_tokens,
 // output_tokens, input_tokens_details.cached_tokens,
 // output_tokens_details.reasoning_tokens) into OpenAI's overlapping counts.
-func parseResponsesUsage(b []byte, v span) (u openAIUsage, ok bool) {
-	if !v.isObject(b) {
-		return u, false
-	}
-	detail := func(v span, name string) (n int64) {
-		if v.isObject(b) {
-			_, _ = scanObject(b, v.start, false, func(key []byte, v span) error {
-				if keyIs(key, name) {
-					n, _ = intValue(b, v)
-				}
-				return nil
-			})
-		}
-		return n
-	}
-	_, err := scanObject(b, v.start, false, func(key []byte, v span) error {
-		switch {
-		case keyIs(key, "input_tokens"):
-			u.prompt, _ = intValue(b, v)
-		case keyIs(key, "output_tokens"):
-			u.completion, _ = intValue(b, v)
-		case keyIs(key, "input_tokens_details"):
-			u.cached = detail(v, "cached_tokens")
-		case keyIs(key, "output_tokens_details"):
-			u.reasoning = detail(v, "reasoning_tokens")
-		}
-		return nil
-	})
-	return u, err == nil
+func parseResponsesUsage(b []byte, v span) (openAIUsage, bool) {
+	return parseUsageNamed(b, v, &responsesUsageNames)
 }
 
 // responsesStreamUsage accumulates the usage of a Responses SSE stream: the

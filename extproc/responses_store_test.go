@@ -123,3 +123,32 @@ func TestStoredResponses(t *testing.T) {
 	require.Equal(t, 404, resp.Status)
 	require.Equal(t, 0, rs.len())
 }
+
+// TestResponsesAdmission: a Responses request is admitted as chat is, its
+// reservation bounded by max_output_tokens; a refused admission is OpenAI's
+// error; on a native upstream the clamp rewrites max_output_tokens.
+func TestResponsesAdmission(t *testing.T) {
+	e := newTestEnv(t)
+	e.cat.targets["native"] = &Target{
+		Model: "native", Deployment: "openai-native", Provider: ProviderOpenAI, BasePath: "/v1",
+		APIKey: openAIKey, ProviderModel: "gpt-5", Price: testPrice, NativeResponses: true,
+	}
+	body := `{"id":"resp_u","object":"response","status":"completed","output":[],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}}`
+	up := &recorder{resp: jsonResponse(200, body)}
+	resp := e.do(t, post("/v1/responses", clientKey, `{"model":"native","input":"hi","max_output_tokens":77}`), up.upstream)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	require.Equal(t, body, string(resp.Body), "a native reply passes unchanged")
+	require.EqualValues(t, 77, e.acct.Admits()[0].MaxTokens)
+	require.Equal(t, "/v1/responses", up.last(t).Headers.Value(":path"))
+	require.JSONEq(t, `{"model":"gpt-5","input":"hi","max_output_tokens":77}`, string(up.last(t).Body))
+	rec := e.acct.waitRecords(t, 1)[0]
+	require.EqualValues(t, 3, rec.Usage.Input)
+	require.EqualValues(t, 2, rec.Usage.CachedInput)
+	require.EqualValues(t, 2, rec.Usage.Output)
+	require.EqualValues(t, 1, rec.Usage.Reasoning)
+
+	resp = e.do(t, post("/v1/responses", clientKey, `{"model":"native","input":5}`), up.upstream)
+	requireOpenAIError(t, resp, wantError{400, "invalid_request_error", "", "input", "must be a string or an array"})
+	resp = e.do(t, post("/v1/responses", clientKey, `{"model":"native","input":"x"`), up.upstream)
+	requireOpenAIError(t, resp, wantError{400, "invalid_request_error", "invalid_json", "", "line 1"})
+}

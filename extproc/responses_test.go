@@ -35,27 +35,7 @@ func FuzzResponsesStream(f *testing.F) {
 	provs := []ProviderType{ProviderOpenAI, ProviderAnthropic}
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		prov := provs[int(which)%len(provs)]
-		run := func(parts ...[]byte) (string, any, bool) {
-			in, err := parseRequest(APIResponses, []byte(`{"model":"m","input":"hi","stream":true}`))
-			require.NoError(t, err)
-			tr := newTranslator(APIResponses, prov)
-			_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})
-			require.NoError(t, err)
-			var got []byte
-			for i, part := range parts {
-				out, _ := tr.StreamChunk(part, i == len(parts)-1)
-				got = append(got, out...)
-			}
-			u, rep := tr.StreamUsage()
-			return string(got), u, rep
-		}
-		i := min(int(s1), len(b))
-		j := min(i+int(s2), len(b))
-		w, u1, r1 := run(b, nil)
-		s, u2, r2 := run(b[:i], b[i:j], b[j:], nil)
-		require.Equal(t, w, s)
-		require.Equal(t, u1, u2)
-		require.Equal(t, r1, r2)
+		w := requireSplitInvariant(t, APIResponses, prov, `{"model":"m","input":"hi","stream":true}`, b, s1, s2)
 		var p sseParser
 		var seq int64
 		require.NoError(t, p.Feed([]byte(w), func(ev sseEvent) {

@@ -24,11 +24,28 @@ func (u openAIUsage) kernel() kernel.Usage {
 	}
 }
 
+// usageNames are the member names of an OpenAI usage object.
+type usageNames struct {
+	prompt, completion, promptDetails, completionDetails string
+}
+
+var (
+	// chatUsageNames: chat, completions and embeddings.
+	chatUsageNames = usageNames{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	// responsesUsageNames: the Responses API.
+	responsesUsageNames = usageNames{"input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"}
+)
+
 // parseOpenAIUsage reads the usage object at v (chat, completions and
 // embeddings share its shape: prompt_tokens, completion_tokens,
 // prompt_tokens_details.cached_tokens, completion_tokens_details.reasoning_tokens).
 // ok=false when v is absent, null or not an object.
 func parseOpenAIUsage(b []byte, v span) (u openAIUsage, ok bool) {
+	return parseUsageNamed(b, v, &chatUsageNames)
+}
+
+// parseUsageNamed reads a usage object whose members are named by n.
+func parseUsageNamed(b []byte, v span, n *usageNames) (u openAIUsage, ok bool) {
 	if !v.isObject(b) {
 		return u, false
 	}
@@ -46,13 +63,13 @@ func parseOpenAIUsage(b []byte, v span) (u openAIUsage, ok bool) {
 	}
 	_, err := scanObject(b, v.start, false, func(key []byte, v span) error {
 		switch {
-		case keyIs(key, "prompt_tokens"):
+		case keyIs(key, n.prompt):
 			u.prompt, _ = intValue(b, v)
-		case keyIs(key, "completion_tokens"):
+		case keyIs(key, n.completion):
 			u.completion, _ = intValue(b, v)
-		case keyIs(key, "prompt_tokens_details"):
+		case keyIs(key, n.promptDetails):
 			u.cached = detail(v, "cached_tokens")
-		case keyIs(key, "completion_tokens_details"):
+		case keyIs(key, n.completionDetails):
 			u.reasoning = detail(v, "reasoning_tokens")
 		}
 		return nil

@@ -1,0 +1,167 @@
+// Scenarios of OpenAI's Responses API run with the official OpenAI Node SDK
+// against a running Tollgate. Usage: node responses.mjs <scenario>; env
+// TOLLGATE_URL, TOLLGATE_KEY, TOLLGATE_MODEL. Prints one JSON object with what
+// the scenario observed; the Go test asserts on it.
+import OpenAI from "openai";
+import { runScenario } from "./scenario.mjs";
+
+const client = (key = process.env.TOLLGATE_KEY) =>
+  new OpenAI({ baseURL: process.env.TOLLGATE_URL + "/v1", apiKey: key, maxRetries: 0, timeout: 20000 });
+const model = process.env.TOLLGATE_MODEL ?? "demo";
+
+function errorInfo(e) {
+  return { class: e?.constructor?.name, status: e?.status, type: e?.error?.type ?? e?.type, code: e?.error?.code ?? e?.code, message: e?.message };
+}
+
+const weatherTool = {
+  type: "function",
+  name: "get_weather",
+  description: "Current weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
+  strict: true,
+};
+
+const summary = (r) => ({
+  id: r.id,
+  object: r.object,
+  status: r.status,
+  model: r.model,
+  text: r.output_text,
+  types: r.output.map((o) => o.type),
+  usage: r.usage,
+  incomplete: r.incomplete_details?.reason ?? null,
+});
+
+const scenarios = {
+  async create() {
+    const r = await client().responses.create({ model, instructions: "Answer briefly.", input: "Hello from the Responses API", max_output_tokens: 6 });
+    return summary(r);
+  },
+  async items() {
+    const r = await client().responses.create({
+      model,
+      input: [
+        { role: "developer", content: "Be terse." },
+        { role: "user", content: [{ type: "input_text", text: "Say something" }] },
+      ],
+      temperature: 0.5,
+      top_p: 0.9,
+      metadata: { run: "e2e" },
+      user: "e2e-user",
+    });
+    return { ...summary(r), metadata: r.metadata };
+  },
+  // The raw event stream: names, sequence numbers, deltas, the final usage.
+  async stream() {
+    const s = await client().responses.create({ model, input: "Stream some words to me", max_output_tokens: 5, stream: true });
+    const types = [];
+    const seqs = [];
+    let text = "";
+    let final = null;
+    for await (const ev of s) {
+      types.push(ev.type);
+      seqs.push(ev.sequence_number);
+      if (ev.type === "response.output_text.delta") text += ev.delta;
+      if (ev.type === "response.completed" || ev.type === "response.incomplete") final = ev.response;
+    }
+    return { types, seqs, text, final: final && summary(final) };
+  },
+  // The SDK's stream helper, which checks the event order and builds the response.
+  async final() {
+    const stream = client().responses.stream({ model, input: "Final response please", max_output_tokens: 7 });
+    let deltas = "";
+    stream.on("response.output_text.delta", (ev) => (deltas += ev.delta));
+    const r = await stream.finalResponse();
+    return { ...summary(r), deltas };
+  },
+  // A function call (mockllm answers get_weather), then its output sent back
+  // with previous_response_id (stored responses) or as explicit items (store: false).
+  async tools() {
+    const c = client();
+    const opts = { headers: { "x-mock-tool-call": "get_weather" } };
+    const first = await c.responses.create({ model, input: "What is the weather in Paris", tools: [weatherTool], tool_choice: "auto" }, opts);
+    const call = first.output.find((o) => o.type === "function_call");
+    const out = { type: "function_call_output", call_id: call.call_id, output: JSON.stringify({ temperature: 18 }) };
+    const second = process.env.TOLLGATE_STORED
+      ? await c.responses.create({ model, previous_response_id: first.id, input: [out], tools: [weatherTool] })
+      : await c.responses.create({ model, input: [{ role: "user", content: "What is the weather in Paris" }, call, out], tools: [weatherTool], store: false });
+    return { first: summary(first), call: { name: call.name, callID: call.call_id, args: JSON.parse(call.arguments) }, second: summary(second) };
+  },
+  async toolstream() {
+    const stream = client().responses.stream(
+      { model, input: "What is the weather in Rome", tools: [weatherTool] },
+      { headers: { "x-mock-tool-call": "get_weather" } },
+    );
+    let args = "";
+    stream.on("response.function_call_arguments.delta", (ev) => (args += ev.delta));
+    const r = await stream.finalResponse();
+    const call = r.output.find((o) => o.type === "function_call");
+    return { ...summary(r), args, call: call && { name: call.name, args: JSON.parse(call.arguments) } };
+  },
+  // Stored conversations: previous_response_id, retrieve, input_items, delete, store: false.
+  async stored() {
+    const c = client();
+    const r1 = await c.responses.create({ model, input: "alpha beta gamma" });
+    const r2 = await c.responses.create({ model, previous_response_id: r1.id, input: "delta epsilon" });
+    const got = await c.responses.retrieve(r1.id);
+    const items = [];
+    for await (const it of c.responses.inputItems.list(r2.id, { order: "asc" })) items.push(it);
+    const unstored = await c.responses.create({ model, input: "not kept", store: false });
+    let unstoredErr = null;
+    try {
+      await c.responses.retrieve(unstored.id);
+    } catch (e) {
+      unstoredErr = errorInfo(e);
+    }
+    let otherErr = null;
+    try {
+      await client(process.env.TOLLGATE_OTHER_KEY).responses.retrieve(r1.id);
+    } catch (e) {
+      otherErr = errorInfo(e);
+    }
+    await c.responses.delete(r1.id);
+    let deletedErr = null;
+    try {
+      await c.responses.retrieve(r1.id);
+    } catch (e) {
+      deletedErr = errorInfo(e);
+    }
+    return {
+      r1: summary(r1),
+      r2: summary(r2),
+      retrieved: summary(got),
+      items: items.map((i) => ({ type: i.type, role: i.role, id: i.id })),
+      unstoredErr,
+      otherErr,
+      deletedErr,
+    };
+  },
+  async badtool() {
+    try {
+      await client().responses.create({ model, input: "x", tools: [{ type: "web_search" }] });
+      return { error: null };
+    } catch (e) {
+      return { error: errorInfo(e), isBadRequest: e instanceof OpenAI.BadRequestError };
+    }
+  },
+  async unknownmodel() {
+    try {
+      await client().responses.create({ model: "no-such-model", input: "x" });
+      return { error: null };
+    } catch (e) {
+      return { error: errorInfo(e), isNotFound: e instanceof OpenAI.NotFoundError };
+    }
+  },
+  async retrieveModel() {
+    const m = await client().models.retrieve(model);
+    let missing = null;
+    try {
+      await client().models.retrieve("no-such-model");
+    } catch (e) {
+      missing = errorInfo(e);
+    }
+    return { id: m.id, object: m.object, missing };
+  },
+};
+
+await runScenario(scenarios, errorInfo);
