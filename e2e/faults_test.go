@@ -114,11 +114,17 @@ func (c *faultCluster) start(r *faultReplica) {
 func (c *faultCluster) catalog(name string) (secret, keyID string) {
 	c.t.Helper()
 	secrets, ids := c.sys.catalog(name)
-	c.sys.cli(nil, nil, "price", "set", "m-"+name, "--input", "1", "--output", "2")
+	c.waitKey(secrets[name])
+	return secrets[name], ids[name]
+}
+
+// waitKey waits until every replica accepts secret.
+func (c *faultCluster) waitKey(secret string) {
+	c.t.Helper()
 	for _, r := range c.replicas {
 		require.Eventually(c.t, func() bool {
 			req, _ := http.NewRequest(http.MethodGet, r.url+"/v1/models", nil)
-			req.Header.Set("Authorization", "Bearer "+secrets[name])
+			req.Header.Set("Authorization", "Bearer "+secret)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return false
@@ -127,7 +133,6 @@ func (c *faultCluster) catalog(name string) (secret, keyID string) {
 			return resp.StatusCode == http.StatusOK
 		}, 10*time.Second, 50*time.Millisecond, "replica %s knows the key", r.name)
 	}
-	return secrets[name], ids[name]
 }
 
 // outcome is one client request as the client saw it.
@@ -412,6 +417,79 @@ func TestFaultKill9(t *testing.T) {
 			require.LessOrEqual(t, l.Cost-l.ExpiredCost, b.Cost, "settled rows never exceed the bill")
 			require.GreaterOrEqual(t, l.Cost, b.Cost, "with the expired reservations' worst case, the ledger covers the bill")
 			require.LessOrEqual(t, l.Expired, int64(12), "at most the requests in flight on the killed replica expire")
+		})
+	}
+}
+
+// TestFaultStrictBudgetAcrossReplicas: 64 clients spread over three replicas
+// spend one strict budget until every client is refused with budget_exceeded;
+// the provider's bill never exceeds the budget, and the ledger equals it.
+func TestFaultStrictBudgetAcrossReplicas(t *testing.T) {
+	const budget = 10_000_000 // $0.01 in nano-USD
+	for _, tc := range []struct {
+		shortfall    string
+		redisRestart bool // Redis stopped 3 s mid-run and restarted empty
+	}{{"clamp", false}, {"reject", false}, {"clamp", true}} {
+		shortfall := tc.shortfall
+		name := "sb" + shortfall
+		if tc.redisRestart {
+			name += "-redis-restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := startCluster(t, "closed")
+			c.sys.catalog(name)
+			keyID, secret := c.sys.createKey("--alias", "budget-"+shortfall, "--models", "m-"+name,
+				"--budget", "0.01", "--shortfall", shortfall)
+			c.waitKey(secret)
+
+			var refused, served, other, unavailable atomic.Int64
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(90 * time.Second)
+			for w := range 64 {
+				wg.Go(func() {
+					for i := 0; time.Now().Before(deadline); i++ {
+						r := c.replicas[(w+i)%len(c.replicas)]
+						req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/chat/completions",
+							strings.NewReader(chatBody("m-"+name, i%2 == 0, true, 8)))
+						req.Header.Set("Authorization", "Bearer "+secret)
+						req.Header.Set("Content-Type", "application/json")
+						resp, err := http.DefaultClient.Do(req)
+						if err != nil {
+							other.Add(1)
+							continue
+						}
+						b, _ := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						switch {
+						case resp.StatusCode == http.StatusOK:
+							served.Add(1)
+						case resp.StatusCode == http.StatusServiceUnavailable && tc.redisRestart:
+							unavailable.Add(1)
+							time.Sleep(50 * time.Millisecond)
+						case strings.Contains(string(b), "budget_exceeded"):
+							refused.Add(1)
+							return
+						default:
+							other.Add(1)
+						}
+					}
+				})
+			}
+			if tc.redisRestart {
+				require.Eventually(t, func() bool { return c.bill(name).Cost > budget/2 }, 60*time.Second, 20*time.Millisecond)
+				c.redis.Stop()
+				time.Sleep(3 * time.Second)
+				c.redis.Start(t) // empty: the windows are re-seeded from the ledger
+			}
+			wg.Wait()
+			l, b := c.settleDown(name, keyID, func(l ledgerSum, b bill) bool { return l.Cost == b.Cost })
+			t.Logf("strict budget %d n$, shortfall %s, 64 clients on 3 replicas: %d served, %d clients refused, %d 503 (Redis down), %d other; "+
+				"bill %d n$ (%.1f %% of the budget), ledger %d n$", budget, shortfall, served.Load(), refused.Load(), unavailable.Load(), other.Load(),
+				b.Cost, 100*float64(b.Cost)/budget, l.Cost)
+			require.Equal(t, int64(64), refused.Load(), "every client ends on budget_exceeded")
+			require.Zero(t, other.Load())
+			require.LessOrEqual(t, b.Cost, int64(budget), "the provider's bill never exceeds a strict budget")
+			require.Equal(t, b.Cost, l.Cost, "Σ ledger == the provider's bill")
 		})
 	}
 }
