@@ -199,6 +199,11 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 	done := make(chan struct{})
 	go func() { defer close(done); a.watchLedger(ctx, time.Second) }()
 	defer func() { <-done }()
+	everyTick(ctx, every, func() { a.ExpireNow(ctx) })
+}
+
+// everyTick calls f every interval until ctx ends.
+func everyTick(ctx context.Context, every time.Duration, f func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -206,7 +211,7 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			a.ExpireNow(ctx)
+			f()
 		}
 	}
 }
