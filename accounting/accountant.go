@@ -84,7 +84,7 @@ func LedgerSeed(st interface {
 // NewAccountant returns an accountant over shared counters.
 func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *slog.Logger, opts ...Option) *Accountant {
 	a := &Accountant{counters: c, ledger: ledger, now: now, log: log, seeded: map[seedKey]time.Time{}}
-	a.ledgerState.warnEvery = 10 * time.Second
+	a.warnEvery = 10 * time.Second
 	for _, o := range opts {
 		o(a)
 	}

@@ -206,7 +206,7 @@ func (c *faultCluster) ledger(keyID string) ledgerSum {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, c.pg.URL)
 	require.NoError(c.t, err)
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	// Status numbers: kernel.Status (0 completed, 1 aborted, 2 failed, 3 expired).
 	var s ledgerSum
 	err = conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(cost),0), coalesce(sum(input+cached_input+cache_write),0),
@@ -260,18 +260,18 @@ func count(outs []outcome, keep func(outcome) bool) tally {
 			continue
 		}
 		t.total++
-		switch {
-		case o.code == http.StatusOK:
+		switch o.code {
+		case http.StatusOK:
 			t.ok++
 			if o.complete {
 				t.complete++
 			}
-		case o.code == http.StatusServiceUnavailable:
+		case http.StatusServiceUnavailable:
 			t.unavailable++
 			if o.retryAfter != "" {
 				t.withRetryAfter++
 			}
-		case o.code == 0:
+		case 0:
 			t.refused++
 		default:
 			t.other++
