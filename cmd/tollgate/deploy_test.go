@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"net"
 	"os"
@@ -91,7 +90,7 @@ func runFlags(t *testing.T) map[string]string {
 	t.Helper()
 	var out bytes.Buffer
 	err := Run(context.Background(), []string{"run", "-h"}, &out, &out)
-	require.True(t, errors.Is(err, flag.ErrHelp), "%v", err)
+	require.ErrorIs(t, err, flag.ErrHelp)
 	flags := map[string]string{}
 	name := ""
 	for _, line := range strings.Split(out.String(), "\n") {
