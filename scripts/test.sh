@@ -17,6 +17,8 @@ else
   if [ -f e2e/package-lock.json ]; then
     (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
   fi
+  # The machine-checked accounting (formal/, docs/accounting.md): the Coq proofs.
+  formal/check-coq.sh
   go test -count=1 -timeout 25m -skip '^TestRush$' ${TESTFLAGS:-} ./...
   if ! command -v envoy >/dev/null 2>&1; then
     echo "note: xds TestRealEnvoyRoutesThroughExtProc was SKIPPED, NOT PASSED: no envoy binary on PATH (see deploy/envoy/README.md)"

@@ -118,6 +118,22 @@ Proof.
   rewrite ?Z.leb_le, ?Z.leb_gt in *; lia.
 Qed.
 
+Lemma sum5_le : forall a b c d e pI pC pW pO pR I O X Y,
+  0 <= a -> 0 <= b -> 0 <= c -> 0 <= d -> 0 <= e -> 0 <= I -> 0 <= O ->
+  pI <= I -> pC <= I -> pW <= I -> pO <= O -> pR <= O -> a + b + c <= X -> d + e <= Y ->
+  a * pI + b * pC + c * pW + d * pO + e * pR <= X * I + Y * O.
+Proof.
+  intros.
+  pose proof (Z.mul_le_mono_nonneg_l pI I a H H6).
+  pose proof (Z.mul_le_mono_nonneg_l pC I b H0 H7).
+  pose proof (Z.mul_le_mono_nonneg_l pW I c H1 H8).
+  pose proof (Z.mul_le_mono_nonneg_l pO O d H2 H9).
+  pose proof (Z.mul_le_mono_nonneg_l pR O e H3 H10).
+  pose proof (Z.mul_le_mono_nonneg_r (a + b + c) X I ltac:(lia) H11).
+  pose proof (Z.mul_le_mono_nonneg_r (d + e) Y O ltac:(lia) H12).
+  lia.
+Qed.
+
 (* A usage within the bounds admission reserved for (input tokens of every
    kind ≤ prompt bytes, output and reasoning tokens ≤ the output bound) never
    costs more than its worst cost: Settle's charge fits in the reservation. *)
@@ -133,16 +149,13 @@ Proof.
   apply ceil_mono. rewrite !addMul_eq.
   set (I := Z.max (Z.max (pInput q) (pCachedInput q)) (pCacheWrite q)).
   set (O := Z.max (pOutput q) (pReasoning q)).
-  assert (pInput q <= I /\ pCachedInput q <= I /\ pCacheWrite q <= I) as (A1 & A2 & A3) by (unfold I; lia).
-  assert (pOutput q <= O /\ pReasoning q <= O) as (B1 & B2) by (unfold O; lia).
+  assert (pInput q <= I /\ pCachedInput q <= I /\ pCacheWrite q <= I /\ 0 <= I) as (A1 & A2 & A3 & A4)
+    by (unfold I; lia).
+  assert (pOutput q <= O /\ pReasoning q <= O /\ 0 <= O) as (B1 & B2 & B3) by (unfold O; lia).
   rewrite (Z.max_l (pInput q)), (Z.max_l (pCachedInput q)), (Z.max_l (pCacheWrite q)),
-    (Z.max_l (pOutput q)), (Z.max_l (pReasoning q)), (Z.max_l I), (Z.max_l O) by lia.
-  pose proof (Z.le_max_r (uInput u) 0). pose proof (Z.le_max_r (uCachedInput u) 0).
-  pose proof (Z.le_max_r (uCacheWrite u) 0). pose proof (Z.le_max_r (uOutput u) 0).
-  pose proof (Z.le_max_r (uReasoning u) 0).
-  assert (Z.max (uInput u) 0 * pInput q + Z.max (uCachedInput u) 0 * pCachedInput q
-          + Z.max (uCacheWrite u) 0 * pCacheWrite q <= Z.max pb 0 * I) by nia.
-  assert (Z.max (uOutput u) 0 * pOutput q + Z.max (uReasoning u) 0 * pReasoning q
-          <= Z.max ot 0 * O) by nia.
-  lia.
+    (Z.max_l (pOutput q)), (Z.max_l (pReasoning q)), (Z.max_l I), (Z.max_l O) by assumption.
+  rewrite !Z.add_0_l.
+  apply sum5_le; try apply Z.le_max_r; try assumption.
+  - eapply Z.le_trans; [exact Hin|apply Z.le_max_l].
+  - eapply Z.le_trans; [exact Hout|apply Z.le_max_l].
 Qed.
