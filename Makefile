@@ -31,6 +31,10 @@ test-short: ## unit tests only, no servers
 proofs: ## check the Coq proofs of the accounting kernel (formal/coq; needs coqc)
 	@formal/check-coq.sh
 
+.PHONY: model
+model: ## model-check the replica protocol with spin, and its mutation (formal/spin; needs spin, cc)
+	@formal/check-spin.sh
+
 .PHONY: fmt
 fmt: ## format the code (gofumpt)
 	$(TOOL) gofumpt -w $$(git ls-files '*.go' | grep -v '\.pb\.go$$')

@@ -17,8 +17,10 @@ else
   if [ -f e2e/package-lock.json ]; then
     (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
   fi
-  # The machine-checked accounting (formal/, docs/accounting.md): the Coq proofs.
+  # The machine-checked accounting (formal/, docs/accounting.md): the Coq
+  # proofs and the spin model of the replicas (with its mutation check).
   formal/check-coq.sh
+  formal/check-spin.sh
   go test -count=1 -timeout 25m -skip '^TestRush$' ${TESTFLAGS:-} ./...
   if ! command -v envoy >/dev/null 2>&1; then
     echo "note: xds TestRealEnvoyRoutesThroughExtProc was SKIPPED, NOT PASSED: no envoy binary on PATH (see deploy/envoy/README.md)"
