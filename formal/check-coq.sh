@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$here/coq
 # Dependency order.
-files=(Kernel Cost State Ledger Admin)
+files=(Kernel Cost State Ledger Admin Trace)
 
 if ! command -v coqc >/dev/null 2>&1; then
   echo "check-coq: coqc not found: install the Debian package coq (make test does)" >&2

@@ -288,6 +288,9 @@ Definition modeOf (req : AdmitRequest) : BudgetMode * Shortfall :=
   | [] => (Strict, Clamp)
   end.
 
+(* DefaultLease: 15 minutes, in nanoseconds (the time unit of the model). *)
+Definition DefaultLease : Z := 900000000000.
+
 (* defaultOutputBound *)
 Definition defaultOutputBound : Z := 4096.
 
@@ -321,7 +324,8 @@ Definition Admit (s : State) (now : Z) (req : AdmitRequest) : State * Decision :
   | None =>
       let rsv := match mode with Estimate => 0 | Strict => worst end in
       let s3 := fold_left (fun s r => updScope s r (reserveScope rsv toks)) refs s2 in
-      let res := mkReservation (ID req) refs (RPrice req) worst rsv toks (epoch s3) (now + Lease req) in
+      let lease := if Lease req <=? 0 then DefaultLease else Lease req in
+      let res := mkReservation (ID req) refs (RPrice req) worst rsv toks (epoch s3) (now + lease) in
       (mkState (scopes s3) (open s3 ++ [res]) (epoch s3),
        mkDecision true ReasonOK None n (n <? outBound) rsv)
   end.
