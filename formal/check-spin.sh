@@ -44,18 +44,20 @@ fi
 states=$(sed -nE 's/^ *([0-9]+) states, stored.*/\1/p' pan-safe.out)
 echo "check-spin: safe holds and every end state is clean ($states states, exhaustive)"
 
-verify mutation nooverspend -DNONATOMIC
-if ! grep -qE 'errors: [1-9]' pan-mutation.out; then
-  echo "check-spin: with a non-atomic check-and-reserve spin found no overspend; the model no longer catches the race" >&2
-  cat pan-mutation.out >&2
-  exit 1
-fi
-echo "check-spin: mutation caught: without the atomic check-and-reserve spin finds an overspend"
+# expect_violation NAME CLAIM DEFINE WHY FOUND: spin must find a counterexample.
+expect_violation() {
+  verify "$1" "$2" "$3"
+  if ! grep -qE 'errors: [1-9]' "pan-$1.out"; then
+    echo "check-spin: $4" >&2
+    cat "pan-$1.out" >&2
+    exit 1
+  fi
+  echo "check-spin: $5"
+}
 
-verify gap restartloss -DRESTARTLOSS
-if ! grep -qE 'errors: [1-9]' pan-gap.out; then
-  echo "check-spin: the restart gap is gone from the model: update docs/accounting.md and this check" >&2
-  cat pan-gap.out >&2
-  exit 1
-fi
-echo "check-spin: known gap still present: a request settled after a Redis restart reaches no ledger (docs/accounting.md)"
+expect_violation mutation nooverspend -DNONATOMIC \
+  "with a non-atomic check-and-reserve spin found no overspend; the model no longer catches the race" \
+  "mutation caught: without the atomic check-and-reserve spin finds an overspend"
+expect_violation gap restartloss -DRESTARTLOSS \
+  "the restart gap is gone from the model: update docs/accounting.md and this check" \
+  "known gap still present: a request settled after a Redis restart reaches no ledger (docs/accounting.md)"
