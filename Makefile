@@ -27,6 +27,14 @@ test: ## run the whole suite; installs and starts PostgreSQL and Redis when miss
 test-short: ## unit tests only, no servers
 	$(GO) test -short -count=1 $(PKGS)
 
+.PHONY: proofs
+proofs: ## check the Coq proofs of the accounting kernel (formal/coq; needs coqc)
+	@formal/check-coq.sh
+
+.PHONY: model
+model: ## model-check the replica protocol with spin, and its mutation (formal/spin; needs spin, cc)
+	@formal/check-spin.sh
+
 .PHONY: fmt
 fmt: ## format the code (gofumpt)
 	$(TOOL) gofumpt -w $$(git ls-files '*.go' | grep -v '\.pb\.go$$')
