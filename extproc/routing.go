@@ -130,6 +130,13 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	s.rt.groups = append(s.rt.groups, g)
 	s.rt.cands = s.p.router.order(g, s.p.now())
 	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
+		if len(g.Deployments) == 1 {
+			// A group of one deployment and no fallback left has nothing
+			// better to offer than the deployment itself (as LiteLLM, which
+			// never cools the only deployment down): the provider answers.
+			s.rt.groups, s.rt.cands = s.rt.groups[:1], g.Deployments
+			return g.Deployments[0].Target, nil
+		}
 		return nil, &unavailableError{retryAfter: s.p.router.soonest(g, s.p.now())}
 	}
 	return s.rt.cands[0].Target, nil

@@ -261,20 +261,33 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 }
 
 // TestNoDeploymentAvailable: every deployment cooling and no fallback: 503
-// with the retry-after of the soonest return.
+// with the retry-after of the soonest return. A group of one deployment is
+// the exception: it has nothing better, so the provider still gets the
+// request (as LiteLLM, which never cools the only deployment down).
 func TestNoDeploymentAvailable(t *testing.T) {
-	d := openAIDep("gpt", "only")
-	d.AllowedFails, d.Cooldown = 1, 10*time.Second
-	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{d}})
+	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
+	a.AllowedFails, a.Cooldown = 1, 10*time.Second
+	b.AllowedFails, b.Cooldown = 1, 20*time.Second
+	only := openAIDep("solo", "only")
+	only.AllowedFails = 1
+	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{a, b}}, &Group{Name: "solo", Deployments: []*Deployment{only}})
 	up := newByDeployment()
-	up.answer["only"] = failing(502)
+	up.answer["a"], up.answer["b"], up.answer["only"] = failing(502), failing(502), failing(502)
+	require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
 	require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
 	clk.advance(4 * time.Second)
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
 	require.Equal(t, 503, got.Status)
-	require.Equal(t, "6", got.Headers.Value("retry-after"))
-	require.Equal(t, 1, up.count("only"))
-	require.Len(t, e.acct.Admits(), 1, "nothing admitted while no deployment can serve")
+	require.Equal(t, "6", got.Headers.Value("retry-after"), "the soonest of the two cooldowns")
+	require.Equal(t, 2, up.count("a")+up.count("b"))
+	require.Len(t, e.acct.Admits(), 2, "nothing admitted while no deployment can serve")
+
+	soloBody := `{"model":"solo","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
+	for range 3 {
+		require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, soloBody), up.upstream).Status)
+	}
+	require.Equal(t, 3, up.count("only"), "the only deployment is always tried")
+	require.False(t, e.proc.router.States(clk.now())["only"].CoolingUntil.IsZero(), "its state still says it cools down")
 }
 
 // TestLatencyStrategyAvoidsTheSlowDeployment: with "latency", once both
