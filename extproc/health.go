@@ -147,13 +147,13 @@ func (r *Router) finish(d *Deployment, tokens int64) {
 }
 
 // retryable reports whether an upstream status is the deployment's failure
-// (retried elsewhere, counted towards its cooldown): 0 (no response:
-// connect failure, reset, timeout), 408, 429 and 5xx.
+// (counted towards its cooldown): 408, 429 and 5xx — the data plane's own
+// 503 and 504 for a connect failure, reset or timeout included.
 func retryable(status int) bool {
-	return status == 0 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
-// observe records an attempt's outcome on d: status (0: no response), the
+// observe records an attempt's outcome on d: its status, the
 // provider's retry-after on a 429, and the time to its response headers.
 func (r *Router) observe(d *Deployment, status int, retryAfter, ttfb time.Duration, now time.Time) {
 	id := d.Target.Deployment

@@ -255,18 +255,17 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
 }
 
-// doneRouting ends the request's use of its deployment (in flight count);
-// an attempt that never saw response headers (reset, timeout) failed.
+// doneRouting ends the request's use of its deployment (in flight count).
+// A stream that ends without response headers is not held against the
+// deployment: upstream failures reach the processor as the data plane's
+// local 503 (connect failure, reset, timeout), so a missing response means
+// the client went away.
 func (s *stream) doneRouting(u kernel.Usage) {
 	if s.rt == nil || s.rt.current == nil {
 		return
 	}
 	dep := s.rt.current
 	s.rt.current = nil
-	if s.status == 0 {
-		now := s.p.now()
-		s.p.router.observe(dep, 0, 0, now.Sub(s.rt.sentAt), now)
-	}
 	s.p.router.finish(dep, u.Total())
 }
 
