@@ -1,11 +1,11 @@
 package extproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -288,12 +288,12 @@ func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration
 }
 
 // weightedPick returns an index of ds drawn in proportion to the weights.
-func weightedPick(ds []*Deployment, r *rand.Rand) int {
+func weightedPick(ds []*Deployment) int {
 	total := 0
 	for _, d := range ds {
 		total += d.Weight
 	}
-	n := r.IntN(total)
+	n := rand.IntN(total)
 	for i, d := range ds {
 		if n < d.Weight {
 			return i
@@ -306,5 +306,5 @@ func weightedPick(ds []*Deployment, r *rand.Rand) int {
 // sortBy orders ds (in place) by key ascending, keeping the order of ties
 // (which is the weighted draw).
 func sortBy(ds []*Deployment, key func(*Deployment) int64) {
-	sort.SliceStable(ds, func(i, j int) bool { return key(ds[i]) < key(ds[j]) })
+	slices.SortStableFunc(ds, func(a, b *Deployment) int { return cmp.Compare(key(a), key(b)) })
 }
