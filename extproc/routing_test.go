@@ -382,43 +382,5 @@ func BenchmarkHandleNonStreamRouted(b *testing.B) {
 	gc := &groupCatalog{fakeCatalog: base, groups: map[string]*Group{
 		"gpt-4o": NewGroup(&Group{Name: "gpt-4o", Deployments: []*Deployment{{Target: base.targets["gpt-4o"]}}}),
 	}}
-	p := New(gc, benchAccountant{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		s := &stream{p: p}
-		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
-			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
-				b.Fatalf("unexpected reply %v", r)
-			}
-		}
-		s.finish(ctx)
-	}
-}
-
-// TestStrictBudgetRefusesAnExpensiveFallback: the reservation is priced for
-// the deployment that serves; when the group is cooling down and its
-// fallback costs more than a strict budget can cover, the request is
-// refused rather than overspent.
-func TestStrictBudgetRefusesAnExpensiveFallback(t *testing.T) {
-	cheap := openAIDep("gpt", "cheap")
-	cheap.AllowedFails = 1
-	pricey := openAIDep("pricey", "pricey")
-	pricey.Target.Price = kernel.Price{Input: 100 * kernel.Dollar, Output: 1000 * kernel.Dollar}
-	e, _ := routedEnv(t,
-		&Group{Name: "gpt", Deployments: []*Deployment{cheap}, Fallbacks: []string{"pricey"}},
-		&Group{Name: "pricey", Deployments: []*Deployment{pricey}},
-	)
-	e.cat.keys[clientKey].Scopes[0].Limits = &kernel.Limits{
-		Budgets:   []kernel.BudgetWindow{{Limit: kernel.Cent / 2, Period: kernel.Period{Kind: kernel.PeriodTotal}}},
-		Shortfall: kernel.Reject,
-	}
-	up := newByDeployment()
-	up.answer["cheap"] = failing(503)
-	require.Equal(t, 503, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status, "the cheap deployment fits the budget")
-	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
-	requireOpenAIError(t, got, wantError{400, "budget_exceeded", "budget_exceeded", "", "Budget exceeded for the key"})
-	require.Zero(t, up.count("pricey"), "never called: its worst case does not fit")
-	admits := e.acct.Admits()
-	require.Equal(t, pricey.Target.Price, admits[len(admits)-1].Price, "priced for the fallback")
+	benchHandleNonStream(b, New(gc, benchAccountant{}))
 }
