@@ -384,3 +384,37 @@ func BenchmarkHandleNonStreamRouted(b *testing.B) {
 	}}
 	benchHandleNonStream(b, New(gc, benchAccountant{}))
 }
+
+// TestLeastBusyAvoidsTheDeploymentInFlight: while one request is held on a
+// deployment, the next goes to the other (fewest in flight), whichever the
+// first one landed on.
+func TestLeastBusyAvoidsTheDeploymentInFlight(t *testing.T) {
+	e, _ := routedEnv(t, &Group{Name: "gpt", Strategy: StrategyLeastBusy, Deployments: []*Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
+	entered, release := make(chan string, 1), make(chan struct{})
+	var first sync.Once
+	up := func(req *envoytest.ForwardedRequest) *envoytest.UpstreamResponse {
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			entered <- req.Headers.Value(RouteHeader)
+			<-release
+		}
+		return jsonResponse(200, chatOK)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := e.client.Do(ctx, post("/v1/chat/completions", clientKey, chatBody), up)
+		done <- err
+	}()
+	busy := <-entered
+	for range 5 {
+		got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up)
+		require.Equal(t, 200, got.Status)
+		require.NotEqual(t, busy, got.Headers.Value(hdrDeployment), "the deployment with a request in flight is avoided")
+	}
+	close(release)
+	require.NoError(t, <-done)
+	require.Zero(t, e.proc.router.States(time.Now())[busy].InFlight, "in flight drops back once settled")
+}
