@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -386,35 +387,31 @@ func BenchmarkHandleNonStreamRouted(b *testing.B) {
 }
 
 // TestLeastBusyAvoidsTheDeploymentInFlight: while one request is held on a
-// deployment, the next goes to the other (fewest in flight), whichever the
-// first one landed on.
+// deployment (its upstream answers only after the others ran, from inside
+// its own call), the next ones go to the other deployment (fewest in
+// flight), whichever the first one landed on.
 func TestLeastBusyAvoidsTheDeploymentInFlight(t *testing.T) {
 	e, _ := routedEnv(t, &Group{Name: "gpt", Strategy: StrategyLeastBusy, Deployments: []*Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
-	entered, release := make(chan string, 1), make(chan struct{})
-	var first sync.Once
-	up := func(req *envoytest.ForwardedRequest) *envoytest.UpstreamResponse {
-		held := false
-		first.Do(func() { held = true })
-		if held {
-			entered <- req.Headers.Value(RouteHeader)
-			<-release
+	up := newByDeployment()
+	var held atomic.Bool
+	var busy string
+	var others []string
+	up.before = func(dep string) {
+		if !held.CompareAndSwap(false, true) {
+			return
 		}
-		return jsonResponse(200, chatOK)
+		busy = dep
+		require.EqualValues(t, 1, e.proc.router.States(time.Now())[dep].InFlight)
+		for range 5 {
+			got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+			require.Equal(t, 200, got.Status)
+			others = append(others, got.Headers.Value(hdrDeployment))
+		}
 	}
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := e.client.Do(ctx, post("/v1/chat/completions", clientKey, chatBody), up)
-		done <- err
-	}()
-	busy := <-entered
-	for range 5 {
-		got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up)
-		require.Equal(t, 200, got.Status)
-		require.NotEqual(t, busy, got.Headers.Value(hdrDeployment), "the deployment with a request in flight is avoided")
+	require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+	require.Len(t, others, 5)
+	for _, d := range others {
+		require.NotEqual(t, busy, d, "the deployment with a request in flight is avoided")
 	}
-	close(release)
-	require.NoError(t, <-done)
 	require.Zero(t, e.proc.router.States(time.Now())[busy].InFlight, "in flight drops back once settled")
 }
