@@ -75,7 +75,9 @@ func (s *Server) HTTPHandler(ctx context.Context, conn *grpc.ClientConn) (http.H
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(adminv1gw.OpenAPI)
 	})
-	mux.Handle("/", rest)
+	con := newConsole(conn, s.now)
+	con.register(mux)
+	mux.Handle("/", con.withSession(rest))
 	return mux, nil
 }
 
