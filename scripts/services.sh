@@ -26,6 +26,8 @@ install_missing() {
   local need=()
   [ -n "$(pg_bindir)" ] && [ -x "$(pg_bindir)/initdb" ] || need+=(postgresql)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+  # The console's browser tests (e2e/console.mjs) drive Debian's Chromium headless.
+  [ -x /usr/bin/chromium ] || need+=(chromium)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then log "missing ${need[*]} and not root: install them with apt-get"; return 1; fi
   log "installing ${need[*]} from Debian packages"
