@@ -3,9 +3,11 @@ package admin
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -130,11 +132,41 @@ func newConsole(conn *grpc.ClientConn, now func() time.Time) *console {
 func (c *console) register(mux *http.ServeMux) {
 	static, _ := fs.Sub(uiFiles, "ui") // the embedded directory exists
 	files := http.StripPrefix(ConsolePath, http.FileServerFS(static))
-	mux.Handle("GET "+ConsolePath, securityHeaders(files))
+	mux.Handle("GET "+ConsolePath, securityHeaders(withETags(static, files)))
 	mux.Handle("GET /{$}", http.RedirectHandler(ConsolePath, http.StatusFound))
 	mux.HandleFunc("GET "+ConsolePath+"api/session", c.current)
 	mux.HandleFunc("POST "+ConsolePath+"api/session", c.signIn)
 	mux.HandleFunc("DELETE "+ConsolePath+"api/session", c.signOut)
+}
+
+// withETags sets each embedded file's ETag (its SHA-256) so that a browser
+// revalidates instead of downloading again (embedded files have no
+// modification time); http.FileServer answers If-None-Match with 304.
+func withETags(static fs.FS, h http.Handler) http.Handler {
+	tags := map[string]string{}
+	_ = fs.WalkDir(static, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(static, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		tags[p] = `"` + hex.EncodeToString(sum[:12]) + `"`
+		return nil
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := strings.TrimPrefix(r.URL.Path, ConsolePath)
+		if p == "" {
+			p = "index.html"
+		}
+		if tag, ok := tags[p]; ok {
+			w.Header().Set("ETag", tag)
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // securityHeaders keeps the pages out of frames and limits what they load to

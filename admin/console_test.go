@@ -76,8 +76,12 @@ func TestConsoleSession(t *testing.T) {
 	code, _, resp := anon.do(http.MethodGet, "/ui/", "")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
-	code, _, _ = anon.do(http.MethodGet, "/ui/app.js", "")
+	code, _, resp = anon.do(http.MethodGet, "/ui/vendor/chart.umd.min.js", "")
 	require.Equal(t, http.StatusOK, code)
+	etag := resp.Header.Get("ETag")
+	require.NotEmpty(t, etag)
+	code, _, _ = anon.do(http.MethodGet, "/ui/vendor/chart.umd.min.js", "", "If-None-Match", etag)
+	require.Equal(t, http.StatusNotModified, code, "an unchanged asset is not sent again")
 	code, _, _ = anon.do(http.MethodGet, "/ui/api/session", "")
 	require.Equal(t, http.StatusUnauthorized, code)
 

@@ -12,7 +12,7 @@ const env = (k) => {
 const consoleURL = env("CONSOLE_URL");
 const dataURL = env("TOLLGATE_URL");
 const shots = env("SHOTS");
-const out = { pages: [], console_errors: [] };
+const out = { pages: [], console_errors: [], load_ms: {} };
 
 async function chat(secret) {
   const r = await fetch(dataURL + "/v1/chat/completions", {
@@ -43,8 +43,10 @@ async function signIn(page, key) {
 }
 
 async function visit(page, name, ready, viewport) {
+  const t0 = Date.now();
   await page.goto(consoleURL + "#/" + name);
   await page.locator(`main[data-page="${name}"]`).waitFor();
+  if (!viewport) out.load_ms[name] = Date.now() - t0; // reported, not asserted
   if (ready) await ready();
   const file = `${shots}/${name}${viewport ? "-" + viewport : ""}.png`;
   await page.screenshot({ path: file, fullPage: true });
@@ -73,15 +75,36 @@ try {
   const cookies = await ctx.cookies();
   out.cookie = cookies.find((c) => c.name === "tollgate_session");
 
+  // Create a team with a budget, then change its budget.
+  await page.goto(consoleURL + "#/teams");
+  await page.locator('main[data-page="teams"]').waitFor();
+  const teamForm = page.locator("details", { hasText: "Create team" });
+  await teamForm.locator("summary").click();
+  await teamForm.getByLabel("ID").fill("platform");
+  await teamForm.getByLabel("Name").fill("Platform");
+  await teamForm.getByLabel("Budget ($)").fill("50");
+  await teamForm.getByRole("button", { name: "Create" }).click();
+  await page.locator("tbody tr", { hasText: "platform" }).waitFor();
+  const limitsForm = page.locator("details", { hasText: "Set budget and limits" });
+  await limitsForm.locator("summary").click();
+  await limitsForm.getByLabel("Team").fill("platform");
+  await limitsForm.getByLabel("Budget ($)").fill("20");
+  await limitsForm.getByLabel("Period").selectOption("PERIOD_KIND_WEEKLY");
+  await limitsForm.getByRole("button", { name: "Save" }).click();
+  await page.locator("tbody tr", { hasText: "$20.00/weekly" }).waitFor();
+  out.team_row = await page.locator("tbody tr", { hasText: "platform" }).innerText();
+
   // Create a key with a budget, rpm, models and expiry; read its secret once.
   await visit(page, "keys");
   await page.getByText("Create a key").click();
-  await page.getByLabel("Alias").fill("console-e2e");
-  await page.getByLabel("Budget ($)").fill("5");
-  await page.getByLabel("Requests/min").fill("100");
-  await page.getByLabel("Models (comma-separated)").fill("demo");
-  await page.getByLabel("Expires").fill("2099-01-01");
-  await page.getByRole("button", { name: "Create", exact: true }).click();
+  const form = page.locator("details", { hasText: "Create a key" });
+  await form.getByLabel("Alias").fill("console-e2e");
+  await form.getByLabel("Team").selectOption("platform");
+  await form.getByLabel("Budget ($)").fill("5");
+  await form.getByLabel("Requests/min").fill("100");
+  await form.getByLabel("Models (comma-separated)").fill("demo");
+  await form.getByLabel("Expires").fill("2099-01-01");
+  await form.getByRole("button", { name: "Create", exact: true }).click();
   const secret = (await page.locator("#secret-value").innerText()).trim();
   out.secret_prefix = secret.slice(0, 3);
   out.created = (await page.locator("#status").innerText()).replace(/^Created |\.$/g, "");
@@ -111,6 +134,11 @@ try {
   out.spend_series = await page.evaluate(() => document.querySelector(".charts").dataset.series.split("\n"));
   out.top_spenders = await page.locator("section", { hasText: "Top spenders" }).innerText();
   out.budgets = await page.locator("section", { hasText: "Budgets used" }).innerText();
+  await page.getByLabel("Stack by").selectOption("team");
+  await page.getByLabel("Bucket").selectOption("3600s");
+  await page.locator('.charts[data-drawn="team/3600s"]').waitFor();
+  out.spend_by_team_hourly = await page.evaluate(() => document.querySelector(".charts").dataset.series.split("\n"));
+  await page.screenshot({ path: `${shots}/spend-team-hourly.png`, fullPage: true });
 
   // Rotate with a grace period, then revoke.
   await visit(page, "keys");

@@ -17,9 +17,10 @@ import (
 
 // consoleRun is what e2e/console.mjs observed.
 type consoleRun struct {
-	Pages     []string `json:"pages"`
-	Errors    []string `json:"console_errors"`
-	BadSignIn string   `json:"bad_signin"`
+	Pages     []string         `json:"pages"`
+	LoadMS    map[string]int64 `json:"load_ms"`
+	Errors    []string         `json:"console_errors"`
+	BadSignIn string           `json:"bad_signin"`
 	Cookie    struct {
 		HTTPOnly bool    `json:"httpOnly"`
 		SameSite string  `json:"sameSite"`
@@ -31,6 +32,8 @@ type consoleRun struct {
 	RequestRows     int      `json:"request_rows"`
 	RequestDetail   string   `json:"request_detail"`
 	SpendSeries     []string `json:"spend_series"`
+	SpendByTeam     []string `json:"spend_by_team_hourly"`
+	TeamRow         string   `json:"team_row"`
 	TopSpenders     string   `json:"top_spenders"`
 	Budgets         string   `json:"budgets"`
 	RotatedDiffers  bool     `json:"rotated_differs"`
@@ -84,6 +87,7 @@ func TestConsoleInChromium(t *testing.T) {
 	var got consoleRun
 	require.NoError(t, json.Unmarshal([]byte(lastLine(stdout.String())), &got), "console.mjs printed %q", stdout.String())
 
+	t.Logf("page load times (ms, page load until rendered): %v", got.LoadMS)
 	require.Empty(t, got.Errors, "no script error in the pages")
 	require.Contains(t, got.BadSignIn, "unknown admin credential")
 	require.True(t, got.Cookie.HTTPOnly, "the session cookie is HttpOnly")
@@ -97,6 +101,9 @@ func TestConsoleInChromium(t *testing.T) {
 	require.Contains(t, got.RequestDetail, "completed")
 	require.Contains(t, got.SpendSeries, "console-e2e ("+got.Created+")", "the key is a series of the spend chart")
 	require.Contains(t, got.TopSpenders, got.Created)
+	require.Equal(t, []string{"platform"}, got.SpendByTeam, "stacked by team, per hour")
+	require.Contains(t, got.TeamRow, "$20.00/weekly", "the team's budget was changed in the console")
+	require.Contains(t, got.Budgets, "team platform")
 	require.Contains(t, got.Budgets, "key "+got.Created)
 	require.True(t, got.RotatedDiffers)
 	require.Equal(t, 200, got.RotatedStatus, "the rotated secret works")

@@ -212,7 +212,12 @@ pages.keys = async () => {
     say(`Created ${r.key.id}.`);
     await refresh();
   });
-  main.replaceChildren(h('h1', {}, 'Keys'), create, secretSlot, filters, list);
+  const change = canWrite() ? writeForm('Set a key\'s budget and limits', [field('Key ID', inp('id', { required: true, size: 14 })), ...limitInputs(true)], async (f) => {
+    await api('KeyService/UpdateKey', { id: f.elements.id.value.trim(), limits: limitsFrom(f), update_mask: 'limits' });
+    say(`Set the limits of ${f.elements.id.value.trim()}.`);
+    await refresh();
+  }, 'Save') : '';
+  main.replaceChildren(h('h1', {}, 'Keys'), create, change, secretSlot, filters, list);
   await refresh();
 };
 
@@ -231,7 +236,15 @@ function entityPage(title, service, kind, plural, columns, inputs, build, extra)
       say(`Created ${kind.toLowerCase()} ${body[kind.toLowerCase()].id}.`);
       await refresh();
     }, 'Create', isAdmin());
-    main.replaceChildren(h('h1', {}, title), create, extra ? extra(refresh) : '', list);
+    const lower = kind.toLowerCase();
+    const change = writeForm('Set budget and limits', [field(kind, inp('id', { required: true, size: 12 })), ...limitInputs(false)], async (f) => {
+      const body = { update_mask: 'limits' };
+      body[lower] = { id: f.elements.id.value.trim(), limits: limitsFrom(f) };
+      await api(`${service}/Update${kind}`, body);
+      say(`Set the limits of ${lower} ${body[lower].id}.`);
+      await refresh();
+    }, 'Save', isAdmin());
+    main.replaceChildren(h('h1', {}, title), create, isAdmin() ? change : '', extra ? extra(refresh) : '', list);
     await refresh();
   };
 }
@@ -240,7 +253,7 @@ const idCol = { label: 'ID', get: (x) => x.id };
 const nameCol = { label: 'Name', get: (x) => x.name };
 const budgetCol = { label: 'Budgets', get: (x) => budgets(x.limits) };
 const rpmCol = { label: 'RPM', num: true, get: (x) => (x.limits && x.limits.rpm !== '0' ? x.limits.rpm : '') };
-const idName = () => [field('ID', inp('id', { required: true, pattern: '[a-z0-9][a-z0-9._-]*', size: 12 })), field('Name', inp('name'))];
+const idName = () => [field('ID', inp('id', { required: true, pattern: '[a-z0-9][a-z0-9._\\-]*', size: 12 })), field('Name', inp('name'))];
 const simple = (f) => ({ id: f.elements.id.value.trim(), name: f.elements.name.value.trim(), limits: limitsFrom(f) });
 
 pages.teams = entityPage('Teams', 'TeamService', 'Team', 'Teams',
@@ -309,12 +322,17 @@ pages.spend = async () => {
     h('section', {}, h('h2', {}, 'Top spenders'), top), h('section', {}, h('h2', {}, 'Budgets used'), budgetsEl)));
 
   async function groups(kind) {
+    try { return await groupsOf(kind); } catch (err) { say(`${kind}: ${err.message}`, true); return []; }
+  }
+  async function groupsOf(kind) {
     if (kind === 'model') return (await listAll('ModelService/ListModels', 'models')).map((m) => ({ id: m.id, req: { model: m.id } }));
     if (kind === 'team') return (await listAll('TeamService/ListTeams', 'teams')).map((t) => ({ id: t.id, req: { scope: { kind: 'SCOPE_KIND_TEAM', id: t.id } } }));
     return (await listAll('KeyService/ListKeys', 'keys')).map((k) => ({ id: k.alias ? `${k.alias} (${k.id})` : k.id, req: { scope: { kind: 'SCOPE_KIND_KEY', id: k.id } } }));
   }
 
+  let drawing = 0; // the latest draw wins when controls change quickly
   async function draw() {
+    const gen = ++drawing;
     const e = controls.elements;
     const days = Number(e.range.value);
     const stepS = parseInt(e.step.value, 10);
@@ -323,6 +341,7 @@ pages.spend = async () => {
     const gs = await groups(e.group.value);
     const series = await Promise.all(gs.map((g) => api('SpendService/GetSpendSeries', { ...g.req, since, step: e.step.value })
       .then((r) => ({ id: g.id, points: r.points || [] })).catch(() => ({ id: g.id, points: [] }))));
+    if (gen !== drawing) return;
     const labelsSet = new Set();
     series.forEach((s) => s.points.forEach((p) => labelsSet.add(p.start)));
     const starts = [...labelsSet].sort();
@@ -346,6 +365,7 @@ pages.spend = async () => {
       S.charts.push(new window.Chart(document.getElementById('tokens-chart'), { type: 'bar', data: { labels: starts.map(fmt), datasets: ds('tokens') }, options: opts(`Tokens by ${e.group.value}`, false) }));
     }
     charts.dataset.series = withData.map((s) => s.id).join('\n');
+    charts.dataset.drawn = `${e.group.value}/${e.step.value}`;
     top.replaceChildren(table([
       { label: e.group.value[0].toUpperCase() + e.group.value.slice(1), get: (s) => s.id },
       { label: 'Cost', num: true, get: (s) => '$' + s.cost.toFixed(6) },
