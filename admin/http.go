@@ -98,8 +98,16 @@ func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, grpcAddr string)
 	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
 	defer stop()
 	err = srv.Serve(l)
+	// The listener is closed (the gRPC server stopped, or ctx ended): finish
+	// the requests in flight, briefly, and close the kept-alive connections.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpDrainTimeout)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
 }
+
+// httpDrainTimeout bounds the wait for in-flight HTTP requests at shutdown.
+const httpDrainTimeout = 5 * time.Second
