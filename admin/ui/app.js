@@ -150,7 +150,9 @@ function secretPanel(title, secret) {
 const pages = {};
 
 pages.keys = async () => {
-  const teams = await api('TeamService/ListTeams', { page_size: 1000 }).then((r) => r.teams || []).catch(() => []);
+  // A team admin may not list teams: it works on its own team.
+  const teams = S.cred.team_id ? [{ id: S.cred.team_id }]
+    : await api('TeamService/ListTeams', { page_size: 1000 }).then((r) => r.teams || []).catch(() => []);
   const teamOpts = [['', 'all teams'], ...teams.map((t) => [t.id, t.id])];
   const filters = h('form', { class: 'filters', role: 'search' },
     field('Search', inp('q', { type: 'search', placeholder: 'id, alias or prefix' })),
@@ -202,7 +204,7 @@ pages.keys = async () => {
   filters.addEventListener('submit', (e) => e.preventDefault());
   const create = writeForm('Create a key', [
     field('Alias', inp('alias', { placeholder: 'ci' })),
-    field('Team', sel('team_id', [['', 'none'], ...teams.map((t) => [t.id, t.id])])),
+    field('Team', sel('team_id', [...(S.cred.team_id ? [] : [['', 'none']]), ...teams.map((t) => [t.id, t.id])])),
     field('User', inp('user_id', { size: 10 })),
     ...limitInputs(true),
   ], async (f) => {
