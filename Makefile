@@ -37,7 +37,7 @@ model: ## model-check the replica protocol with spin, and its mutation (formal/s
 
 .PHONY: fmt
 fmt: ## format the code (gofumpt)
-	$(TOOL) gofumpt -w $$(git ls-files '*.go' | grep -v '\.pb\.go$$')
+	$(TOOL) gofumpt -w $$(git ls-files '*.go' | grep -v '\.pb\(\.gw\)\?\.go$$')
 
 .PHONY: lint
 lint: ## golangci-lint, with depguard enforcing the import rules of DESIGN.md
@@ -47,13 +47,18 @@ lint: ## golangci-lint, with depguard enforcing the import rules of DESIGN.md
 proto: ## regenerate the protobuf code (buf, pinned local plugins)
 	@scripts/proto.sh
 
+.PHONY: ui-vendor
+ui-vendor: ## copy the console's pinned Chart.js (e2e/package-lock.json) into admin/ui/vendor
+	@scripts/ui-vendor.sh
+
 .PHONY: check
 check: ## format, lint, vet, buf lint and generated code up to date
-	@out=$$($(TOOL) gofumpt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	@out=$$($(TOOL) gofumpt -l $$(git ls-files '*.go' | grep -v '\.pb\(\.gw\)\?\.go$$')); \
 	  if [ -n "$$out" ]; then echo "not gofumpt-formatted (run make fmt):"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
 	@scripts/proto.sh --check
+	@scripts/ui-vendor.sh --check
 
 .PHONY: bench
 bench: ## run the Go benchmarks (kernel, stores with PostgreSQL and Redis, ext_proc)

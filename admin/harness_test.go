@@ -52,6 +52,7 @@ type env struct {
 	clock    *clock
 	conn     *grpc.ClientConn
 	adminKey string
+	restBase string // the REST API's URL once rest() started it
 }
 
 // storeFactories are the stores every API test runs against.

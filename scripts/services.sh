@@ -30,6 +30,8 @@ install_missing() {
   command -v coqc >/dev/null 2>&1 || need+=(coq)
   command -v spin >/dev/null 2>&1 || need+=(spin)
   command -v cc >/dev/null 2>&1 || need+=(gcc)
+  # The console's browser tests (e2e/console.mjs) drive Debian's Chromium headless.
+  [ -x /usr/bin/chromium ] || need+=(chromium)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then log "missing ${need[*]} and not root: install them with apt-get"; return 1; fi
   log "installing ${need[*]} from Debian packages"
