@@ -191,7 +191,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 				log.Warn("deployment names an unknown provider", "deployment", d.ID, "provider", d.Provider)
 				continue
 			}
-			t, up, err := target(g, d, p, sealer, priceByID)
+			t, up, err := target(ctx, g, d, p, sealer, priceByID)
 			if err != nil {
 				log.Warn("deployment skipped", "deployment", d.ID, "err", err)
 				continue
@@ -229,7 +229,7 @@ func scopesByID[T any](items []T, kind kernel.ScopeKind, get func(*T) (string, *
 }
 
 // target resolves one deployment of a model group.
-func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *secret.Sealer, prices map[string]kernel.Price) (*extproc.Target, Upstream, error) {
+func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *secret.Sealer, prices map[string]kernel.Price) (*extproc.Target, Upstream, error) {
 	u, err := url.Parse(p.BaseURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, Upstream{}, fmt.Errorf("provider %q: base URL %q must be http(s)://host[:port][/path]", p.ID, p.BaseURL)
@@ -275,14 +275,14 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		NativeResponses:  p.ResponsesAPI,
 	}
 	if p.Type == store.ProviderBedrock { // bedrock.go: SigV4 instead of a key header
-		sig, err := newBedrockSigner(context.Background(), apiKey, p.APIVersion, upstreamHostHeader(u.Scheme, host, port))
+		sig, err := newBedrockSigner(ctx, apiKey, p.APIVersion, upstreamHostHeader(u.Scheme, host, port))
 		if err != nil {
 			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
 		}
 		t.Signer, t.APIKey = sig, ""
 	}
 	if p.Type == store.ProviderVertex { // vertex.go: an OAuth2 access token
-		sig, err := newVertexSigner(context.Background(), apiKey)
+		sig, err := newVertexSigner(ctx, apiKey)
 		if err != nil {
 			return nil, Upstream{}, fmt.Errorf("provider %q: %w", p.ID, err)
 		}

@@ -27,6 +27,9 @@ const vertexRefreshEarly = 5 * time.Minute
 // Tokens are cached and refreshed five minutes before they expire
 // (oauth2.ReuseTokenSourceWithExpiry); they are never logged.
 func newVertexSigner(ctx context.Context, credential string) (*googleSigner, error) {
+	// The token source keeps ctx for every refresh: it must outlive the
+	// snapshot build that made it.
+	ctx = context.WithoutCancel(ctx)
 	var creds *google.Credentials
 	var err error
 	if s := strings.TrimSpace(credential); s != "" {

@@ -90,21 +90,26 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	var h handler
 	switch method {
 	case "generateContent":
-		h = func(c *call) { s.geminiGenerate(c, model, false) }
+		h = s.geminiGenerateJSON
 	case "streamGenerateContent":
-		h = func(c *call) { s.geminiGenerate(c, model, true) }
+		h = s.geminiGenerateStream
 	case "countTokens":
 		h = s.geminiCount
 	case "embedContent":
-		h = func(c *call) { s.geminiEmbed(c, model, false) }
+		h = s.geminiEmbedOne
 	case "batchEmbedContents":
-		h = func(c *call) { s.geminiEmbed(c, model, true) }
+		h = s.geminiEmbedBatch
 	default:
 		writeError(w, flavorGemini, http.StatusNotFound, "Method not found: "+method)
 		return
 	}
-	s.serve(w, r, flavorGemini, "", h)
+	s.serve(w, r, flavorGemini, model, h) // the model as the call's deployment
 }
+
+func (s *Server) geminiGenerateJSON(c *call)   { s.geminiGenerate(c, c.deployment, false) }
+func (s *Server) geminiGenerateStream(c *call) { s.geminiGenerate(c, c.deployment, true) }
+func (s *Server) geminiEmbedOne(c *call)       { s.geminiEmbed(c, c.deployment, false) }
+func (s *Server) geminiEmbedBatch(c *call)     { s.geminiEmbed(c, c.deployment, true) }
 
 // geminiReply is a reply being produced for a generateContent request.
 type geminiReply struct {

@@ -343,15 +343,16 @@ func writeError(w http.ResponseWriter, f flavor, status int, msg string) {
 		return
 	}
 	b := make([]byte, 0, 160)
-	if f == flavorGemini {
+	switch f {
+	case flavorGemini:
 		b = appendGeminiError(b, status, msg)
-	} else if f == flavorAnthropic {
+	case flavorAnthropic:
 		b = append(b, `{"type":"error","error":{"type":`...)
 		b = appendString(b, anthropicErrorType(status))
 		b = append(b, `,"message":`...)
 		b = appendString(b, msg)
 		b = append(b, `}}`...)
-	} else {
+	default:
 		typ, code := openAIErrorType(status)
 		b = append(b, `{"error":{"message":`...)
 		b = appendString(b, msg)
