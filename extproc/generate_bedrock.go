@@ -10,11 +10,6 @@ import (
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
-func init() {
-	registerTranslator(APIGeminiGenerate, ProviderBedrock, func() Translator { return new(generateBedrock) })
-	registerTranslator(APIGeminiCount, ProviderBedrock, func() Translator { return geminiCountEstimate{} })
-}
-
 // generateBedrock serves the Gemini API from a Bedrock deployment with
 // Converse (ConverseStream): systemInstruction → system, contents →
 // messages (functionCall → toolUse, functionResponse → toolResult,

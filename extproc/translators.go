@@ -50,6 +50,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiGenerate, ProviderOpenAI}:    func() Translator { return new(generateOpenAI) },
 	{APIGeminiGenerate, ProviderAzure}:     func() Translator { return &generateOpenAI{azure: true} },
 	{APIGeminiGenerate, ProviderAnthropic}: func() Translator { return new(generateAnthropic) },
+	{APIGeminiGenerate, ProviderBedrock}:   func() Translator { return new(generateBedrock) },
 
 	// Gemini countTokens (POST /v1beta/models/{m}:countTokens)
 	{APIGeminiCount, ProviderGemini}:    func() Translator { return &generateGemini{count: true} },
@@ -57,6 +58,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiCount, ProviderOpenAI}:    func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAzure}:     func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAnthropic}: func() Translator { return geminiCountEstimate{} },
+	{APIGeminiCount, ProviderBedrock}:   func() Translator { return geminiCountEstimate{} },
 }
 
 // TranslatorFactory makes a Translator for one request.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // The traces live in one UTC minute and one day: the Coq transcription has

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // The constants of formal/spin/replicas.pml: money in nano-dollars.
