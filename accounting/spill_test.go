@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/accounting"
@@ -155,11 +154,13 @@ func TestSpillUnderConcurrentSettlements(t *testing.T) {
 			for i := range 200 {
 				id := fmt.Sprintf("c%d-%d", g, i)
 				d, err := a.Admit(ctx, &kernel.AdmitRequest{ID: id, Scopes: []kernel.Scope{{Ref: spillKey, Limits: &kernel.Limits{}}}, Model: "m"})
-				if !assert.NoError(t, err) || !assert.True(t, d.Admitted) {
+				if err != nil || !d.Admitted {
+					t.Errorf("admit %s: %v %v", id, err, d.Reason)
 					return
 				}
-				_, err = a.Settle(ctx, store.LedgerEntry{RequestID: id, KeyID: spillKey.ID, Model: "m", Status: kernel.StatusCompleted})
-				assert.NoError(t, err)
+				if _, err := a.Settle(ctx, store.LedgerEntry{RequestID: id, KeyID: spillKey.ID, Model: "m", Status: kernel.StatusCompleted}); err != nil {
+					t.Errorf("settle %s: %v", id, err)
+				}
 			}
 		})
 	}
