@@ -59,6 +59,11 @@ func adminView(a *store.Admin) *adminv1.AdminCredential {
 
 // CreateAdminCredential creates an admin credential and returns its secret, once.
 func (s *Server) CreateAdminCredential(ctx context.Context, req *adminv1.CreateAdminCredentialRequest) (*adminv1.CreateAdminCredentialResponse, error) {
+	// A team admin without a team would be limited by nothing (teamGuard
+	// returns ""): formal/coq/Admin.v, team_admin_without_team.
+	if rolesIn[req.GetRole()] == store.RoleTeamAdmin && req.GetTeamId() == "" {
+		return nil, s.toStatus(ctx, errorf(ErrInvalid, "team_id: a team_admin credential must name its team"))
+	}
 	if req.GetTeamId() != "" {
 		if _, _, err := get[store.Team](ctx, s.st, req.GetTeamId()); err != nil {
 			return nil, s.toStatus(ctx, err)

@@ -208,9 +208,10 @@ Proof.
   apply withinLimits_below; auto.
 Qed.
 
-(* The hypothesis PTeamID p <> "" is needed: CreateAdminCredential accepts a
-   team-admin credential without a team, and teamGuard then returns "", which
-   limits nothing — such a credential may give any key unlimited limits. *)
+(* The hypothesis PTeamID p <> "" is needed: for a team-admin credential
+   without a team, teamGuard returns "", which limits nothing. Such a
+   credential cannot be made: the request validation and CreateAdminCredential
+   itself (admin/audit.go) refuse a team_admin without team_id. *)
 Theorem team_admin_without_team : forall teamLimits keyTeam l,
   updateKeyAllowed teamLimits (mkPrincipal 1 RoleTeamAdmin 0) keyTeam l = true.
 Proof. intros. reflexivity. Qed.
