@@ -95,9 +95,10 @@ func runGoldenDir(t *testing.T, dir string, load func(t *testing.T, raw []byte) 
 	files, err := filepath.Glob(filepath.Join(dir, "in", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	now := anthropicNow
+	now, rnow := anthropicNow, responsesNow
 	anthropicNow = func() time.Time { return time.Unix(1_750_000_000, 0) }
-	t.Cleanup(func() { anthropicNow = now })
+	responsesNow = anthropicNow
+	t.Cleanup(func() { anthropicNow, responsesNow = now, rnow })
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		t.Run(name, func(t *testing.T) {

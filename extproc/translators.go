@@ -27,6 +27,9 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIResponses, ProviderOpenAI}:    func() Translator { return new(responsesOpenAI) },
 	{APIResponses, ProviderAzure}:     func() Translator { return &responsesNative{azure: true} },
 	{APIResponses, ProviderAnthropic}: func() Translator { return newResponsesViaChat(new(chatAnthropic)) },
+	{APIResponses, ProviderGemini}:    func() Translator { return newResponsesViaChat(new(chatGemini)) },
+	{APIResponses, ProviderBedrock}:   func() Translator { return newResponsesViaChat(new(chatBedrock)) },
+	{APIResponses, ProviderVertex}:    func() Translator { return newResponsesViaChat(&vertexTranslator{api: APIChat}) },
 
 	// Anthropic Messages (POST /v1/messages)
 	{APIMessages, ProviderAnthropic}: func() Translator { return new(messagesAnthropic) },
