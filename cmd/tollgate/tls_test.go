@@ -24,3 +24,13 @@ func TestDebugAddrRefusesNonLoopback(t *testing.T) {
 	defer cancel()
 	require.NoError(t, serveDebug(ctx, "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil))))
 }
+
+// The TLS flags reach the configuration: half a server's files, or a TLS xDS
+// without a data-plane client certificate, end start-up naming the flags.
+func TestTLSFlagsAreValidated(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	err := runGateway(context.Background(), []string{"--db", db, "--dataplane", "builtin", "--admin-tls-cert", "c.pem"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "admin TLS needs --admin-tls-cert, --admin-tls-key and --admin-client-ca together")
+	err = runGateway(context.Background(), []string{"--db", db, "--dataplane", "builtin", "--xds-tls-cert", "c.pem", "--xds-tls-key", "k.pem", "--xds-client-ca", "ca.pem"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "--dataplane-tls-cert and --dataplane-tls-key")
+}
