@@ -107,4 +107,3 @@ func TestPlaintextBeyondLoopbackWarns(t *testing.T) {
 	require.NotContains(t, logs.String(), `server=xDS`, "xDS has TLS")
 	require.NotContains(t, logs.String(), `server=ext_proc`, "ext_proc is on loopback")
 }
-
