@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +74,35 @@ func TestServersRequireClientCertificates(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.True(t, checked)
+}
+
+// A child Envoy reaching a TLS xDS gets a bootstrap with the data plane's
+// client certificate and CA on the xDS and (static) ext_proc clusters. A
+// stand-in envoy script keeps the bootstrap it was given.
+func TestChildEnvoyBootstrapCarriesTheClientCertificate(t *testing.T) {
+	ca := tlstest.NewCA(t, "tollgate")
+	srv, client := ca.Server(t, "server"), ca.Client(t, "envoy")
+	files := tlsconf.Server{Cert: srv.Cert, Key: srv.Key, ClientCA: ca.Cert}
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "bootstrap.yaml")
+	script := filepath.Join(dir, "envoy")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\ncp \"$2\" \""+kept+"\"\ntrap 'exit 0' TERM\nwhile true; do sleep 0.05; done\n"), 0o755))
+
+	cfg := freeConfig()
+	cfg.AdminKey, cfg.DataPlane, cfg.EnvoyPath = "tga-test", gateway.DataPlaneEnvoy, script
+	cfg.XDSTLS, cfg.ExtProcTLS = files, files
+	cfg.DataPlaneTLS = tlsconf.Client{CA: ca.Cert, Cert: client.Cert, Key: client.Key}
+	var boot string
+	_, err := runUntilStarted(t, cfg, memstore.New(), func(_ context.Context, g *gateway.Gateway) error {
+		require.Eventually(t, func() bool { b, err := os.ReadFile(kept); boot = string(b); return err == nil && len(b) > 0 }, 10*time.Second, 20*time.Millisecond)
+		_, port, _ := strings.Cut(g.ExtProcAddr, ":")
+		require.Contains(t, boot, "port_value: "+port, "the static ext_proc cluster")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(boot, "UpstreamTlsContext"), boot)
+	require.Contains(t, boot, `filename: "`+client.Cert+`"`)
+	require.Contains(t, boot, `filename: "`+ca.Cert+`"`)
 }
 
 // A server certificate without the client CA, or a data plane without a
