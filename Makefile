@@ -27,9 +27,17 @@ test: ## run the whole suite; installs and starts PostgreSQL and Redis when miss
 test-short: ## unit tests only, no servers
 	$(GO) test -short -count=1 $(PKGS)
 
+.PHONY: proofs
+proofs: ## check the Coq proofs of the accounting kernel (formal/coq; needs coqc)
+	@formal/check-coq.sh
+
+.PHONY: model
+model: ## model-check the replica protocol with spin, and its mutation (formal/spin; needs spin, cc)
+	@formal/check-spin.sh
+
 .PHONY: fmt
 fmt: ## format the code (gofumpt)
-	$(TOOL) gofumpt -w $$(git ls-files '*.go' | grep -v '\.pb\.go$$')
+	$(TOOL) gofumpt -w $$(git ls-files '*.go' | grep -v '\.pb\(\.gw\)\?\.go$$')
 
 .PHONY: lint
 lint: ## golangci-lint, with depguard enforcing the import rules of DESIGN.md
@@ -39,13 +47,18 @@ lint: ## golangci-lint, with depguard enforcing the import rules of DESIGN.md
 proto: ## regenerate the protobuf code (buf, pinned local plugins)
 	@scripts/proto.sh
 
+.PHONY: ui-vendor
+ui-vendor: ## copy the console's pinned Chart.js (e2e/package-lock.json) into admin/ui/vendor
+	@scripts/ui-vendor.sh
+
 .PHONY: check
 check: ## format, lint, vet, buf lint and generated code up to date
-	@out=$$($(TOOL) gofumpt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	@out=$$($(TOOL) gofumpt -l $$(git ls-files '*.go' | grep -v '\.pb\(\.gw\)\?\.go$$')); \
 	  if [ -n "$$out" ]; then echo "not gofumpt-formatted (run make fmt):"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
 	@scripts/proto.sh --check
+	@scripts/ui-vendor.sh --check
 
 .PHONY: bench
 bench: ## run the Go benchmarks (kernel, stores with PostgreSQL and Redis, ext_proc)

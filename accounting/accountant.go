@@ -84,7 +84,7 @@ func LedgerSeed(st interface {
 // NewAccountant returns an accountant over shared counters.
 func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *slog.Logger, opts ...Option) *Accountant {
 	a := &Accountant{counters: c, ledger: ledger, now: now, log: log, seeded: map[seedKey]time.Time{}}
-	a.ledgerState.warnEvery = 10 * time.Second
+	a.warnEvery = 10 * time.Second
 	for _, o := range opts {
 		o(a)
 	}
@@ -199,6 +199,11 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 	done := make(chan struct{})
 	go func() { defer close(done); a.watchLedger(ctx, time.Second) }()
 	defer func() { <-done }()
+	everyTick(ctx, every, func() { a.ExpireNow(ctx) })
+}
+
+// everyTick calls f every interval until ctx ends.
+func everyTick(ctx context.Context, every time.Duration, f func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -206,7 +211,7 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			a.ExpireNow(ctx)
+			f()
 		}
 	}
 }

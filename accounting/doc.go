@@ -17,9 +17,17 @@
 //     settlement, exactly once per request id, becomes a store.LedgerEntry
 //     appended to the store's ledger (store.Ledger, group-committed by the
 //     backend). The ledger is the truth; counters are rebuilt from it.
-//   - ExpireLoop settles, every few seconds, reservations whose lease ended
-//     (kernel.State.Expire, or the leases sorted set in Redis) and records
-//     them in the ledger too.
+//   - With a Spill (WithSpill), every entry is written ahead to a file of this
+//     process before it is queued for the ledger, so a crash while the ledger
+//     cannot commit (PostgreSQL down) loses none: the next process on the
+//     directory replays the files of dead processes (OpenSpill).
+//   - ExpireLoop settles, every few seconds, reservations whose lease
+//     (WithLease; kernel.DefaultLease) ended — kernel.State.Expire, or the
+//     leases sorted set in Redis — at their worst case and records them in
+//     the ledger too (which keeps a request's first entry). Beside it, every
+//     second, it flushes the ledger, deletes the spill files the flush
+//     covered, and warns while the ledger cannot flush; Pending is the number
+//     of settlements not yet confirmed durable.
 //
 // Budget windows start from the ledger: the local accountant seeds kernel
 // State from store.Spend for every new configuration snapshot (Seed); Redis

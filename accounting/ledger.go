@@ -49,22 +49,17 @@ func (a *Accountant) Pending() int {
 // the spill delete its files. While the ledger cannot flush, it logs a warning
 // at most every warnEvery, with the number of settlements waiting.
 func (a *Accountant) watchLedger(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	everyTick(ctx, every, func() {
+		err := a.checkpoint(ctx, 5*every)
+		if err == nil || ctx.Err() != nil {
 			return
-		case <-t.C:
-			if err := a.checkpoint(ctx, 5*every); err != nil && ctx.Err() == nil {
-				if now := time.Now(); now.Sub(a.lastWarn) >= a.warnEvery {
-					a.lastWarn = now
-					a.log.Warn("ledger cannot flush: settlements are waiting to be written", "pending", a.Pending(),
-						"spill", a.spill != nil, "err", err)
-				}
-			}
 		}
-	}
+		if now := time.Now(); now.Sub(a.lastWarn) >= a.warnEvery {
+			a.lastWarn = now
+			a.log.Warn("ledger cannot flush: settlements are waiting to be written", "pending", a.Pending(),
+				"spill", a.spill != nil, "err", err)
+		}
+	})
 }
 
 // checkpoint flushes the ledger and records what it made durable.

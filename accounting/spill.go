@@ -34,6 +34,12 @@ import (
 type Spill struct {
 	dir string
 
+	// gate: writes and their ledger appends hold it shared, a rotation
+	// exclusively, so that an entry in a rotated file is in the ledger's
+	// queue by the time the checkpoint flushes. Appends blocked by a full
+	// ledger queue hold it shared: they do not wait for one another.
+	gate sync.RWMutex
+
 	mu  sync.Mutex
 	cur *spillFile
 	old []*spillFile // rotated, not yet known durable
@@ -158,22 +164,13 @@ func (s *Spill) rotate() error {
 // errAppend marks an error of writeThen's then.
 var errAppend = errors.New("accounting: ledger append")
 
-// writeThen appends e to the current file (one write call), then runs then —
-// the ledger append — before a checkpoint may rotate: every entry of a
-// rotated file is in the ledger's queue when the checkpoint flushes. A write
-// error returns without calling then; then's error is wrapped in errAppend.
+// writeThen appends e to the current file, then runs then — the ledger
+// append — before a checkpoint may rotate (gate). A write error returns
+// without calling then; then's error is wrapped in errAppend.
 func (s *Spill) writeThen(e *store.LedgerEntry, then func() error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil {
-		return errors.New("accounting: spill closed")
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	s.buf = append(append(s.buf[:0], b...), '\n')
-	if _, err := s.cur.f.Write(s.buf); err != nil {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if err := s.write(e); err != nil {
 		return err
 	}
 	if err := then(); err != nil {
@@ -182,13 +179,31 @@ func (s *Spill) writeThen(e *store.LedgerEntry, then func() error) error {
 	return nil
 }
 
+// write appends e to the current file as one line, in one write call.
+func (s *Spill) write(e *store.LedgerEntry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return errors.New("accounting: spill closed")
+	}
+	s.buf = append(append(s.buf[:0], b...), '\n')
+	_, err = s.cur.f.Write(s.buf)
+	return err
+}
+
 // checkpoint makes everything written so far durable in the ledger and deletes
 // the files that held it.
 func (s *Spill) checkpoint(ctx context.Context, ledger store.Ledger) error {
+	s.gate.Lock()
 	s.mu.Lock()
 	err := s.rotate()
 	old := s.old
 	s.mu.Unlock()
+	s.gate.Unlock()
 	if err != nil {
 		return err
 	}

@@ -10,15 +10,18 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/memstore"
 	"github.com/tollgate-ai/tollgate/store/postgres"
 )
 
@@ -129,4 +132,41 @@ func TestSpillChild(t *testing.T) {
 			fmt.Printf("child: pending %d\n", a.Pending())
 		}
 	}
+}
+
+// TestSpillUnderConcurrentSettlements: settlements from many goroutines while
+// checkpoints rotate the spill: every entry reaches the ledger, and once the
+// ledger confirmed them the spill holds only its current, empty file.
+func TestSpillUnderConcurrentSettlements(t *testing.T) {
+	st := memstore.New()
+	dir := t.TempDir()
+	sp, _, err := accounting.OpenSpill(t.Context(), dir, st)
+	require.NoError(t, err)
+	defer sp.Drop()
+	a := accounting.NewLocalAccountant(st, st, time.Now, slog.New(slog.DiscardHandler), accounting.WithSpill(sp))
+	ctx, cancel := context.WithCancel(t.Context())
+	loop := make(chan struct{})
+	go func() { defer close(loop); a.ExpireLoop(ctx, time.Hour) }()
+	defer func() { cancel(); <-loop }()
+
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				id := fmt.Sprintf("c%d-%d", g, i)
+				d, err := a.Admit(ctx, &kernel.AdmitRequest{ID: id, Scopes: []kernel.Scope{{Ref: spillKey, Limits: &kernel.Limits{}}}, Model: "m"})
+				if !assert.NoError(t, err) || !assert.True(t, d.Admitted) {
+					return
+				}
+				_, err = a.Settle(ctx, store.LedgerEntry{RequestID: id, KeyID: spillKey.ID, Model: "m", Status: kernel.StatusCompleted})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool { return a.Pending() == 0 }, 10*time.Second, 20*time.Millisecond)
+	rows, err := st.Entries(t.Context(), store.LedgerFilter{Scope: &spillKey, Limit: 5000})
+	require.NoError(t, err)
+	require.Len(t, rows, 1600)
+	require.Len(t, sp.Files(), 1, "the checkpoint deleted the files the ledger confirmed")
 }

@@ -206,7 +206,7 @@ func limitsFromDoc(field string, d LimitsDoc) (kernel.Limits, error) {
 	}
 	for i, b := range d.Budgets {
 		f := fmt.Sprintf("%s.budgets[%d]", field, i)
-		n, err := adminv1.ParseDollars(b.Limit)
+		n, err := kernel.ParseDollars(b.Limit)
 		if err != nil || n == 0 {
 			return l, errorf(ErrInvalid, "%s.limit: %q must be a dollar amount above zero", f, b.Limit)
 		}
@@ -214,7 +214,7 @@ func limitsFromDoc(field string, d LimitsDoc) (kernel.Limits, error) {
 		if err != nil {
 			return l, err
 		}
-		l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: kernel.Money(n), Period: p})
+		l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: n, Period: p})
 	}
 	return l, nil
 }

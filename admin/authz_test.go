@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -76,15 +77,19 @@ type apiClients struct {
 	config      adminv1.ConfigServiceClient
 }
 
-func clients(e *env) apiClients {
+func clients(e *env) apiClients { return clientsOn(e.conn) }
+
+// clientsOn returns the API clients over a connection: gRPC (env.conn) or the
+// REST API (restConn).
+func clientsOn(cc grpc.ClientConnInterface) apiClients {
 	return apiClients{
-		keys: adminv1.NewKeyServiceClient(e.conn), users: adminv1.NewUserServiceClient(e.conn),
-		teams: adminv1.NewTeamServiceClient(e.conn), orgs: adminv1.NewOrgServiceClient(e.conn),
-		customers: adminv1.NewCustomerServiceClient(e.conn), providers: adminv1.NewProviderServiceClient(e.conn),
-		deployments: adminv1.NewDeploymentServiceClient(e.conn), models: adminv1.NewModelServiceClient(e.conn),
-		prices: adminv1.NewPriceServiceClient(e.conn), spend: adminv1.NewSpendServiceClient(e.conn),
-		audit: adminv1.NewAuditServiceClient(e.conn), creds: adminv1.NewAdminCredentialServiceClient(e.conn),
-		config: adminv1.NewConfigServiceClient(e.conn),
+		keys: adminv1.NewKeyServiceClient(cc), users: adminv1.NewUserServiceClient(cc),
+		teams: adminv1.NewTeamServiceClient(cc), orgs: adminv1.NewOrgServiceClient(cc),
+		customers: adminv1.NewCustomerServiceClient(cc), providers: adminv1.NewProviderServiceClient(cc),
+		deployments: adminv1.NewDeploymentServiceClient(cc), models: adminv1.NewModelServiceClient(cc),
+		prices: adminv1.NewPriceServiceClient(cc), spend: adminv1.NewSpendServiceClient(cc),
+		audit: adminv1.NewAuditServiceClient(cc), creds: adminv1.NewAdminCredentialServiceClient(cc),
+		config: adminv1.NewConfigServiceClient(cc),
 	}
 }
 
@@ -95,7 +100,8 @@ const (
 )
 
 // TestRoleMatrix calls every RPC with every role, on a fresh fixture each time,
-// and checks it succeeds for the allowed roles and is PermissionDenied for the others.
+// over gRPC and over the REST API, and checks it succeeds for the allowed
+// roles and is PermissionDenied (HTTP 403 over REST) for the others.
 func TestRoleMatrix(t *testing.T) {
 	type call func(ctx context.Context, c apiClients, f *fixture) error
 	ok := func(_ any, err error) error { return err }
@@ -345,17 +351,19 @@ func TestRoleMatrix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, role := range []string{A, T, V} {
-			t.Run(tt.name+"/"+role, func(t *testing.T) {
-				f := newFixture(t)
-				err := tt.call(as(t, f.roles[role]), clients(f.env), f)
-				for _, r := range tt.allowed {
-					if r == role {
-						require.NoError(t, err)
-						return
+			for _, transport := range []string{"grpc", "rest"} {
+				t.Run(tt.name+"/"+role+"/"+transport, func(t *testing.T) {
+					f := newFixture(t)
+					err := tt.call(as(t, f.roles[role]), clientsOn(f.transport(t, transport)), f)
+					for _, r := range tt.allowed {
+						if r == role {
+							require.NoError(t, err)
+							return
+						}
 					}
-				}
-				requireCode(t, codes.PermissionDenied, err)
-			})
+					requireCode(t, codes.PermissionDenied, err)
+				})
+			}
 		}
 	}
 }

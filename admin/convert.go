@@ -19,7 +19,7 @@ import (
 
 func moneyOut(m kernel.Money) *adminv1.Money { return adminv1.NewMoney(int64(m)) }
 
-func dollars(m kernel.Money) string { return adminv1.FormatDollars(int64(m)) }
+func dollars(m kernel.Money) string { return m.String() }
 
 func moneyIn(field string, m *adminv1.Money) (kernel.Money, error) {
 	n, err := m.Nanos()

@@ -5,6 +5,12 @@
 // viewer, checked per RPC) and the interceptor chain (go-grpc-middleware v2:
 // logging with slog, recovery, auth, validation).
 //
+// The admin port also speaks HTTP/1.1 (SplitPort tells a gRPC connection from
+// an HTTP one by its first bytes): the REST/JSON API (RESTHandler, grpc-gateway
+// generated under proto/gw, calling the gRPC server through a client
+// connection so every call goes through the same interceptors), the OpenAPI
+// document at /openapi.json and the web console under /ui/.
+//
 // It imports kernel, proto/ (adminv1), the store interfaces and entities (never
 // a store backend) and internal/secret. It takes its store as the narrow
 // interfaces it declares (Store for the Server, ConfigStore for Apply and

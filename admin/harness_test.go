@@ -52,6 +52,7 @@ type env struct {
 	clock    *clock
 	conn     *grpc.ClientConn
 	adminKey string
+	restBase string // the REST API's URL once rest() started it
 }
 
 // storeFactories are the stores every API test runs against.
@@ -92,7 +93,7 @@ func testSealer(t *testing.T) *secret.Sealer {
 	return s
 }
 
-func newEnv(t *testing.T, st store.Store) *env {
+func newEnv(t *testing.T, st store.Store, opts ...admin.Option) *env {
 	t.Helper()
 	e := &env{st: st, sealer: testSealer(t), clock: &clock{t: time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)}}
 	ctx := context.Background()
@@ -101,7 +102,7 @@ func newEnv(t *testing.T, st store.Store) *env {
 	require.True(t, created)
 	e.adminKey = sec
 
-	srv := admin.New(st, e.sealer, admin.WithClock(e.clock.Now), admin.WithLogger(slog.New(slog.DiscardHandler)))
+	srv := admin.New(st, e.sealer, append([]admin.Option{admin.WithClock(e.clock.Now), admin.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	g := grpc.NewServer(admin.ServerOptions(srv)...)
 	srv.Register(g)
 	lis := bufconn.Listen(1 << 20)

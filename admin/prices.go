@@ -50,11 +50,11 @@ func (d *priceDoc) price(where string) (store.ModelPrice, error) {
 		if f.text == "" {
 			continue
 		}
-		n, err := adminv1.ParseDollars(f.text)
+		n, err := kernel.ParseDollars(f.text)
 		if err != nil {
 			return out, errorf(ErrInvalid, "%s (%s): %s: %q: %v", where, d.Model, f.name, f.text, err)
 		}
-		*f.dst = kernel.Money(n)
+		*f.dst = n
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ func usd(m *adminv1.Money) string {
 	}
 	s := m.GetDollars()
 	if s == "" {
-		s = adminv1.FormatDollars(m.GetNanoUsd())
+		s = adminv1.NewMoney(m.GetNanoUsd()).GetDollars()
 	}
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,56 +41,8 @@ func TestBedrockSDKs(t *testing.T) {
 	id, key := s.createKey("--alias", "bedrock", "--models", model+",titan,bad-secret")
 	s.waitKey(key)
 	env := []string{"TOLLGATE_MODEL=" + model}
-	t.Run("OpenAI SDK chat, stream and tool stream", func(t *testing.T) {
-		var out struct {
-			Content, Finish string
-			Usage           struct {
-				CompletionTokens int64 `json:"completion_tokens"`
-			}
-		}
-		s.node("openai.mjs", "chat", key, &out, env...)
-		require.NotEmpty(t, out.Content)
-		require.Equal(t, "length", out.Finish)
-		require.Equal(t, int64(8), out.Usage.CompletionTokens)
-		var st struct {
-			Text  string
-			Usage struct {
-				CompletionTokens int64 `json:"completion_tokens"`
-			}
-		}
-		s.node("openai.mjs", "stream", key, &st, env...)
-		require.Len(t, strings.Fields(st.Text), 8)
-		require.Equal(t, int64(8), st.Usage.CompletionTokens)
-		var tc struct {
-			Name, Finish string
-			Args         struct{ City string }
-		}
-		s.node("openai.mjs", "toolstream", key, &tc, env...)
-		require.Equal(t, "get_weather", tc.Name)
-		require.Equal(t, "Paris", tc.Args.City)
-		require.Equal(t, "tool_calls", tc.Finish)
-	})
-	t.Run("Anthropic SDK messages and stream", func(t *testing.T) {
-		var out struct {
-			Type, Text, Stop string
-			Usage            anthropicUsage
-		}
-		s.node("anthropic.mjs", "messages", key, &out, env...)
-		require.Equal(t, "message", out.Type)
-		require.NotEmpty(t, out.Text)
-		require.Equal(t, "max_tokens", out.Stop)
-		require.Equal(t, int64(8), out.Usage.Output)
-		var st struct {
-			Text, Stop string
-			Delta      anthropicUsage
-			Events     []string
-		}
-		s.node("anthropic.mjs", "stream", key, &st, env...)
-		require.NotEmpty(t, st.Text)
-		require.Equal(t, "message_stop", st.Events[len(st.Events)-1])
-		require.Equal(t, int64(8), st.Delta.Output)
-		require.Positive(t, st.Delta.Input)
-	})
+	t.Run("OpenAI SDK", func(t *testing.T) { s.openAIChecks(t, key, true, env...) })
+	t.Run("Anthropic SDK", func(t *testing.T) { s.anthropicChecks(t, key, false, env...) })
 	t.Run("embeddings through InvokeModel", func(t *testing.T) {
 		code, _, b := s.post(key, "/v1/embeddings", `{"model":"titan","input":"hello bedrock"}`)
 		require.Equal(t, http.StatusOK, code, string(b))

@@ -95,65 +95,8 @@ func TestGeminiGenAISDK(t *testing.T) {
 	})
 
 	env := []string{"TOLLGATE_MODEL=" + model}
-	t.Run("OpenAI SDK chat on the gemini group", func(t *testing.T) {
-		var out struct {
-			Content, Finish string
-			Usage           struct {
-				CompletionTokens int64 `json:"completion_tokens"`
-			}
-		}
-		s.node("openai.mjs", "chat", key, &out, env...)
-		require.NotEmpty(t, out.Content)
-		require.Equal(t, "length", out.Finish)
-		require.Equal(t, int64(8), out.Usage.CompletionTokens)
-	})
-	t.Run("OpenAI SDK stream and tool stream on the gemini group", func(t *testing.T) {
-		var out struct {
-			Text  string
-			Usage struct {
-				CompletionTokens int64 `json:"completion_tokens"`
-			}
-		}
-		s.node("openai.mjs", "stream", key, &out, env...)
-		require.Len(t, strings.Fields(out.Text), 8)
-		require.Equal(t, int64(8), out.Usage.CompletionTokens)
-		var tc struct {
-			Name, Finish string
-			Args         struct{ City string }
-		}
-		s.node("openai.mjs", "toolstream", key, &tc, env...)
-		require.Equal(t, "get_weather", tc.Name)
-		require.Equal(t, "Paris", tc.Args.City)
-		require.Equal(t, "tool_calls", tc.Finish)
-	})
-	t.Run("Anthropic SDK on the gemini group", func(t *testing.T) {
-		var out struct {
-			Type, Text, Stop string
-			Usage            anthropicUsage
-		}
-		s.node("anthropic.mjs", "messages", key, &out, env...)
-		require.Equal(t, "message", out.Type)
-		require.NotEmpty(t, out.Text)
-		require.Equal(t, "max_tokens", out.Stop)
-		require.Equal(t, int64(8), out.Usage.Output)
-		var st struct {
-			Text, Stop string
-			Delta      anthropicUsage
-			Events     []string
-		}
-		s.node("anthropic.mjs", "stream", key, &st, env...)
-		require.NotEmpty(t, st.Text)
-		require.Equal(t, "message_stop", st.Events[len(st.Events)-1])
-		require.Equal(t, int64(8), st.Delta.Output)
-		var tc struct {
-			Name, Stop string
-			Input      struct{ City string }
-		}
-		s.node("anthropic.mjs", "toolstream", key, &tc, env...)
-		require.Equal(t, "get_weather", tc.Name)
-		require.Equal(t, "Paris", tc.Input.City)
-		require.Equal(t, "tool_use", tc.Stop)
-	})
+	t.Run("OpenAI SDK on the gemini group", func(t *testing.T) { s.openAIChecks(t, key, true, env...) })
+	t.Run("Anthropic SDK on the gemini group", func(t *testing.T) { s.anthropicChecks(t, key, true, env...) })
 }
 
 // TestLedgerReconcilesGemini: for a gemini provider, through the Gemini API

@@ -19,6 +19,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+
+	"github.com/tollgate-ai/tollgate/edge/h1/h1test"
 )
 
 // named is an upstream that answers with its name and what it received.
@@ -134,9 +136,9 @@ func testCatchAllAndImmediateResponse(t *testing.T, connect func(*fakeProc) extp
 
 	// On the wire, local replies name their headers in lower case like
 	// proxied responses (and Envoy).
-	raw := dialRaw(t, e.Addr().String())
-	raw.send(t, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Pick: deny\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
-	wire, err := io.ReadAll(raw.br)
+	raw := h1test.Dial(t, e.Addr().String())
+	raw.Send(t, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Pick: deny\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+	wire, err := io.ReadAll(raw.BR)
 	require.NoError(t, err)
 	head, _, _ := strings.Cut(string(wire), "\r\n\r\n")
 	require.Contains(t, head, "HTTP/1.1 401 ")

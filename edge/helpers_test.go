@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -527,35 +526,4 @@ func retryPolicy(perTry time.Duration) *routev3.RetryPolicy {
 		p.PerTryTimeout = durationpb.New(perTry)
 	}
 	return p
-}
-
-// rawConn is a client connection that writes raw requests and reads
-// responses (as edge/h1's tests have one).
-type rawConn struct {
-	net.Conn
-	br *bufio.Reader
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-	return &rawConn{Conn: c, br: bufio.NewReader(c)}
-}
-
-func (c *rawConn) send(t *testing.T, s string) {
-	t.Helper()
-	_, err := io.WriteString(c, s)
-	require.NoError(t, err)
-}
-
-func (c *rawConn) response(t *testing.T, method string) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
-	require.NoError(t, err)
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, string(b)
 }

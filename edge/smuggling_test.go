@@ -16,6 +16,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/tollgate-ai/tollgate/edge/h1/h1test"
 )
 
 // The request-smuggling suite: each vector is the byte string of two or
@@ -168,14 +170,14 @@ func TestRequestSmuggling(t *testing.T) {
 	for _, v := range vectors {
 		t.Run(v.name, func(t *testing.T) {
 			before := proc.streamCount()
-			c := dialRaw(t, e.Addr().String())
-			c.send(t, v.wire)
+			c := h1test.Dial(t, e.Addr().String())
+			c.Send(t, v.wire)
 			if v.halfClose {
 				require.NoError(t, c.Conn.(*net.TCPConn).CloseWrite())
 			}
 			var got []int
 			for range v.statuses {
-				resp, err := http.ReadResponse(c.br, nil)
+				resp, err := http.ReadResponse(c.BR, nil)
 				require.NoError(t, err, "responses so far: %v", got)
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
@@ -184,14 +186,14 @@ func TestRequestSmuggling(t *testing.T) {
 			require.Equal(t, v.statuses, got)
 			want := v.upstream
 			if v.open {
-				c.send(t, probe)
-				resp, body := c.response(t, http.MethodGet)
+				c.Send(t, probe)
+				resp, body := c.Response(t, http.MethodGet)
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 				require.Equal(t, "ok", body)
 				want = append(append([]string(nil), want...), "GET /probe ")
 			}
 			// Then the server closes: nothing more is read as a request.
-			b, err := c.br.ReadByte()
+			b, err := c.BR.ReadByte()
 			require.ErrorIs(t, err, io.EOF, "after the last response the server closes, nothing more (read %q)", b)
 			seen, _ := rec.take()
 			require.Equal(t, want, seen)
@@ -206,10 +208,10 @@ func TestRequestSmuggling(t *testing.T) {
 // like the standard hop-by-hop fields: none reaches the upstream.
 func TestConnectionNominatedFieldsNotForwarded(t *testing.T) {
 	e, rec, _ := smugglingEdge(t)
-	c := dialRaw(t, e.Addr().String())
-	c.send(t, "GET /1 HTTP/1.1\r\nHost: gw\r\nX-Pick: a\r\nConnection: keep-alive, X-Secret\r\nX-Secret: s\r\n"+
+	c := h1test.Dial(t, e.Addr().String())
+	c.Send(t, "GET /1 HTTP/1.1\r\nHost: gw\r\nX-Pick: a\r\nConnection: keep-alive, X-Secret\r\nX-Secret: s\r\n"+
 		"Keep-Alive: timeout=5\r\nTE: trailers\r\nUpgrade: h2c\r\nProxy-Connection: keep-alive\r\nX-Kept: k\r\n\r\n")
-	resp, _ := c.response(t, http.MethodGet)
+	resp, _ := c.Response(t, http.MethodGet)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	seen, hdrs := rec.take()
 	require.Equal(t, []string{"GET /1 "}, seen)
@@ -237,7 +239,7 @@ func TestSlowHeaderClientsAreCutOff(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, slow)
 	for range slow {
-		c := dialRaw(t, e.Addr().String())
+		c := h1test.Dial(t, e.Addr().String())
 		stop := make(chan struct{})
 		// The writer sends the head a byte every 20 ms, round and round:
 		// it never completes within the timeout.
@@ -255,7 +257,7 @@ func TestSlowHeaderClientsAreCutOff(t *testing.T) {
 		})
 		wg.Go(func() {
 			defer close(stop)
-			resp, err := http.ReadResponse(c.br, nil)
+			resp, err := http.ReadResponse(c.BR, nil)
 			if err != nil {
 				errs <- err
 				return
@@ -265,15 +267,15 @@ func TestSlowHeaderClientsAreCutOff(t *testing.T) {
 				errs <- fmt.Errorf("status %d", resp.StatusCode)
 				return
 			}
-			if _, err := c.br.ReadByte(); !errors.Is(err, io.EOF) {
+			if _, err := c.BR.ReadByte(); !errors.Is(err, io.EOF) {
 				errs <- fmt.Errorf("connection not closed: %w", err)
 			}
 		})
 	}
 	// Meanwhile a normal client is served.
-	ok := dialRaw(t, e.Addr().String())
-	ok.send(t, probe)
-	resp, body := ok.response(t, http.MethodGet)
+	ok := h1test.Dial(t, e.Addr().String())
+	ok.Send(t, probe)
+	resp, body := ok.Response(t, http.MethodGet)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "ok", body)
 	wg.Wait()

@@ -5,10 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
-
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
 
 	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -165,15 +163,14 @@ func (b *bedrockEvents) feed(chunk []byte) error {
 	return nil
 }
 
-func (b *bedrockEvents) message(m *eventstream.Message) {
-	switch bedrock.HeaderString(m, bedrock.HeaderMessageType) {
+func (b *bedrockEvents) message(m *bedrock.StreamMessage) {
+	switch m.MessageType {
 	case "event":
 		var ev bedrock.StreamEvent
 		if json.Unmarshal(m.Payload, &ev) != nil {
 			return
 		}
-		typ := bedrock.HeaderString(m, bedrock.HeaderEventType)
-		if typ == bedrock.EventMetadata && ev.Usage != nil {
+		if m.EventType == bedrock.EventMetadata && ev.Usage != nil {
 			b.usage = ev.Usage
 		}
 		if d := ev.Delta; d != nil {
@@ -188,21 +185,17 @@ func (b *bedrockEvents) message(m *eventstream.Message) {
 			}
 		}
 		if b.onEvent != nil {
-			b.onEvent(typ, &ev)
+			b.onEvent(m.EventType, &ev)
 		}
 	case "exception", "error":
 		b.failed = true
-		typ := bedrock.HeaderString(m, bedrock.HeaderExceptionType)
-		msg := bedrock.HeaderString(m, bedrock.HeaderErrorMessage)
-		if typ == "" {
-			typ = bedrock.HeaderString(m, bedrock.HeaderErrorCode)
-		}
+		msg := m.ErrorMessage
 		var eb bedrock.ErrorBody
 		if json.Unmarshal(m.Payload, &eb) == nil && eb.Text() != "" {
 			msg = eb.Text()
 		}
 		if b.onError != nil {
-			b.onError(bedrockExceptionStatus(typ), typ+": "+msg)
+			b.onError(bedrockExceptionStatus(m.ExceptionType), m.ExceptionType+": "+msg)
 		}
 	}
 }

@@ -45,26 +45,13 @@ func FuzzBedrockStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		p := pairs[int(which)%len(pairs)]
-		run := func(parts ...[]byte) (string, any, bool) {
+		requireStreamSplitInvariant(t, b, s1, s2, func() Translator {
 			in, err := parseRequest(p.api, []byte(p.body))
 			require.NoError(t, err)
 			tr := newTranslator(p.api, ProviderBedrock)
 			_, err = tr.Request(in, &Target{ProviderModel: "anthropic.claude-v2:1"})
 			require.NoError(t, err)
-			var got []byte
-			for i, part := range parts {
-				out, _ := tr.StreamChunk(part, i == len(parts)-1)
-				got = append(got, out...)
-			}
-			u, rep := tr.StreamUsage()
-			return string(got), u, rep
-		}
-		i := min(int(s1), len(b))
-		j := min(i+int(s2), len(b))
-		w, u1, r1 := run(b, nil)
-		s, u2, r2 := run(b[:i], b[i:j], b[j:], nil)
-		require.Equal(t, w, s)
-		require.Equal(t, u1, u2)
-		require.Equal(t, r1, r2)
+			return tr
+		})
 	})
 }

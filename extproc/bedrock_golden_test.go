@@ -3,11 +3,7 @@ package extproc
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,36 +37,15 @@ func encodeBedrockEvents(t testing.TB, events []bedrockEvent) string {
 // events, framed with the SDK's encoder) and compares with
 // testdata/bedrock/out (go test -run TestBedrockGolden -update rewrites).
 func TestBedrockGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/bedrock/in/*.json")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	now := anthropicNow
-	anthropicNow = func() time.Time { return time.Unix(1_750_000_000, 0) }
-	t.Cleanup(func() { anthropicNow = now })
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".json")
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			require.NoError(t, err)
-			var tc struct {
-				geminiCase
-				Events []bedrockEvent `json:"events"`
-			}
-			require.NoError(t, json.Unmarshal(raw, &tc))
-			if len(tc.Events) > 0 {
-				tc.Stream = encodeBedrockEvents(t, tc.Events)
-			}
-			g := runGeminiCase(t, &tc.geminiCase)
-			enc, err := json.MarshalIndent(g, "", "  ")
-			require.NoError(t, err)
-			enc = append(enc, '\n')
-			golden := filepath.Join("testdata/bedrock/out", name+".json")
-			if *update {
-				require.NoError(t, os.WriteFile(golden, enc, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -run TestBedrockGolden -update")
-			require.Equal(t, string(want), string(enc))
-		})
-	}
+	runGoldenDir(t, "testdata/bedrock", func(t *testing.T, raw []byte) *geminiCase {
+		var tc struct {
+			geminiCase
+			Events []bedrockEvent `json:"events"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &tc))
+		if len(tc.Events) > 0 {
+			tc.Stream = encodeBedrockEvents(t, tc.Events)
+		}
+		return &tc.geminiCase
+	})
 }

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // RouteHeader is the request header the processor sets to the chosen deployment
 // id; Envoy's routes (and the built-in data plane) match it exactly. The
-// processor always overwrites whatever the client sent.
-const RouteHeader = "x-tollgate-route"
+// processor always overwrites whatever the client sent. The name is defined
+// once, in envoy/ (the names xDS, the data planes and the processor share).
+const RouteHeader = envoy.RouteHeader
 
 // Errors a Catalog returns; the processor maps them to client errors.
 var (

@@ -29,6 +29,16 @@
 //     Upstream errors are rewritten into OpenAI's error shape with the upstream
 //     status, with anything key-like redacted.
 //
+// Routing (routing.go, health.go, cooldown.go): when the Catalog is a
+// GroupCatalog the processor chooses the deployment itself among the model
+// group's: deployments cooling down are skipped, the rest ordered by the
+// group's strategy, and the request admitted with the deployment's rpm/tpm
+// as a scope of its own (kernel.ScopeDeployment), moving on to the next
+// deployment, then the fallback groups, when that quota is full. Response
+// statuses feed the Router (cooldowns, time to first byte, in flight), which
+// one processor shares across its requests and, through a CooldownShare,
+// with other replicas. Replies name the deployment in x-tollgate-deployment.
+//
 // Settlement happens exactly once per admitted request, on every path: at the
 // end of the body or at the trailers, or — when the stream ends early (client
 // disconnect, upstream reset, stream cancelled) — from what was observed, as

@@ -36,12 +36,9 @@ func (t *embeddingsBedrock) Request(in *Inbound, target *Target) (*Outbound, err
 	if err := json.Unmarshal(in.Body, &req); err != nil {
 		return nil, fmt.Errorf("invalid embeddings request: %w", err)
 	}
-	var inputs []string
-	var one string
-	if json.Unmarshal(req.Input, &one) == nil {
-		inputs = []string{one}
-	} else if json.Unmarshal(req.Input, &inputs) != nil || len(inputs) == 0 {
-		return nil, errors.New("input must be a string or an array of strings for this model")
+	inputs, err := embeddingTexts(req.Input)
+	if err != nil {
+		return nil, err
 	}
 	t.base64 = req.EncodingFormat == "base64"
 	pm := target.ProviderModel
@@ -49,7 +46,6 @@ func (t *embeddingsBedrock) Request(in *Inbound, target *Target) (*Outbound, err
 		pm = in.Model
 	}
 	var body []byte
-	var err error
 	switch {
 	case strings.Contains(pm, "cohere.embed"):
 		t.cohere = true

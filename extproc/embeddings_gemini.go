@@ -41,12 +41,9 @@ func (t *embeddingsGemini) Request(in *Inbound, target *Target) (*Outbound, erro
 	if err := json.Unmarshal(in.Body, &req); err != nil {
 		return nil, fmt.Errorf("invalid embeddings request: %w", err)
 	}
-	var inputs []string
-	var one string
-	if json.Unmarshal(req.Input, &one) == nil {
-		inputs = []string{one}
-	} else if json.Unmarshal(req.Input, &inputs) != nil || len(inputs) == 0 {
-		return nil, errors.New("input must be a string or an array of strings for this model")
+	inputs, err := embeddingTexts(req.Input)
+	if err != nil {
+		return nil, err
 	}
 	switch req.EncodingFormat {
 	case "", "float":
@@ -88,6 +85,20 @@ type oaEmbeddingList struct {
 		PromptTokens int64 `json:"prompt_tokens"`
 		TotalTokens  int64 `json:"total_tokens"`
 	} `json:"usage"`
+}
+
+// embeddingTexts reads an embeddings input made of text: a string or an
+// array of strings (token arrays are refused: other providers embed text).
+func embeddingTexts(raw json.RawMessage) ([]string, error) {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var inputs []string
+	if json.Unmarshal(raw, &inputs) != nil || len(inputs) == 0 {
+		return nil, errors.New("input must be a string or an array of strings for this model")
+	}
+	return inputs, nil
 }
 
 // embeddingValue is a vector as OpenAI writes it: floats, or with

@@ -49,7 +49,7 @@ func FuzzGeminiStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		p := pairs[int(which)%len(pairs)]
-		run := func(parts ...[]byte) (string, any, bool) {
+		requireStreamSplitInvariant(t, b, s1, s2, func() Translator {
 			ep := &endpoint{API: p.api}
 			if p.path != "" {
 				ep = lookupEndpoint(p.path)
@@ -59,20 +59,30 @@ func FuzzGeminiStream(f *testing.F) {
 			tr := newTranslator(p.api, p.prov)
 			_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})
 			require.NoError(t, err)
-			var got []byte
-			for i, part := range parts {
-				out, _ := tr.StreamChunk(part, i == len(parts)-1)
-				got = append(got, out...)
-			}
-			u, rep := tr.StreamUsage()
-			return string(got), u, rep
-		}
-		i := min(int(s1), len(b))
-		j := min(i+int(s2), len(b))
-		w, u1, r1 := run(b, nil)
-		s, u2, r2 := run(b[:i], b[i:j], b[j:], nil)
-		require.Equal(t, w, s)
-		require.Equal(t, u1, u2)
-		require.Equal(t, r1, r2)
+			return tr
+		})
 	})
+}
+
+// requireStreamSplitInvariant feeds b to a new translator whole, then split in
+// three at s1 and s1+s2, and requires the same client bytes and usage.
+func requireStreamSplitInvariant(t *testing.T, b []byte, s1, s2 uint8, newTr func() Translator) {
+	t.Helper()
+	run := func(parts ...[]byte) (string, any, bool) {
+		tr := newTr()
+		var got []byte
+		for i, part := range parts {
+			out, _ := tr.StreamChunk(part, i == len(parts)-1)
+			got = append(got, out...)
+		}
+		u, rep := tr.StreamUsage()
+		return string(got), u, rep
+	}
+	i := min(int(s1), len(b))
+	j := min(i+int(s2), len(b))
+	w, u1, r1 := run(b, nil)
+	s, u2, r2 := run(b[:i], b[i:j], b[j:], nil)
+	require.Equal(t, w, s)
+	require.Equal(t, u1, u2)
+	require.Equal(t, r1, r2)
 }

@@ -82,7 +82,17 @@ func runGeminiCase(t *testing.T, tc *geminiCase) anthropicGolden {
 // TestGeminiGolden runs every testdata/gemini/in case and compares with
 // testdata/gemini/out (go test -run TestGeminiGolden -update rewrites).
 func TestGeminiGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/gemini/in/*.json")
+	runGoldenDir(t, "testdata/gemini", func(t *testing.T, raw []byte) *geminiCase {
+		var tc geminiCase
+		require.NoError(t, json.Unmarshal(raw, &tc))
+		return &tc
+	})
+}
+
+// runGoldenDir runs every dir/in case (read by load) through runGeminiCase
+// and compares its record with dir/out (rewritten with -update).
+func runGoldenDir(t *testing.T, dir string, load func(t *testing.T, raw []byte) *geminiCase) {
+	files, err := filepath.Glob(filepath.Join(dir, "in", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	now := anthropicNow
@@ -93,18 +103,16 @@ func TestGeminiGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			raw, err := os.ReadFile(file)
 			require.NoError(t, err)
-			var tc geminiCase
-			require.NoError(t, json.Unmarshal(raw, &tc))
-			g := runGeminiCase(t, &tc)
+			g := runGeminiCase(t, load(t, raw))
 			enc, err := json.MarshalIndent(g, "", "  ")
 			require.NoError(t, err)
 			enc = append(enc, '\n')
-			golden := filepath.Join("testdata/gemini/out", name+".json")
+			golden := filepath.Join(dir, "out", name+".json")
 			if *update {
 				require.NoError(t, os.WriteFile(golden, enc, 0o644))
 			}
 			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -run TestGeminiGolden -update")
+			require.NoError(t, err, "run go test ./extproc -update")
 			require.Equal(t, string(want), string(enc))
 		})
 	}

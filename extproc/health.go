@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,7 +17,6 @@ import (
 type Router struct {
 	deps  sync.Map // deployment id → *health
 	share CooldownShare
-	rnd   func() *rand.Rand
 }
 
 // Defaults of a deployment whose policy leaves them zero (the same as the
@@ -31,9 +29,7 @@ const (
 )
 
 // NewRouter returns a Router with no history.
-func NewRouter() *Router {
-	return &Router{rnd: func() *rand.Rand { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }}
-}
+func NewRouter() *Router { return &Router{} }
 
 // depHealth is one deployment's state.
 type depHealth struct {
@@ -83,9 +79,8 @@ func (r *Router) order(g *Group, now time.Time) []*Deployment {
 	}
 	// A weighted draw without replacement is the base order of every strategy
 	// (it breaks their ties).
-	rnd := r.rnd()
 	for i := 0; i < len(out)-1; i++ {
-		j := i + weightedPick(out[i:], rnd)
+		j := i + weightedPick(out[i:])
 		out[i], out[j] = out[j], out[i]
 	}
 	switch g.Strategy {
@@ -147,13 +142,13 @@ func (r *Router) finish(d *Deployment, tokens int64) {
 }
 
 // retryable reports whether an upstream status is the deployment's failure
-// (retried elsewhere, counted towards its cooldown): 0 (no response:
-// connect failure, reset, timeout), 408, 429 and 5xx.
+// (counted towards its cooldown): 408, 429 and 5xx — the data plane's own
+// 503 and 504 for a connect failure, reset or timeout included.
 func retryable(status int) bool {
-	return status == 0 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
-// observe records an attempt's outcome on d: status (0: no response), the
+// observe records an attempt's outcome on d: its status, the
 // provider's retry-after on a 429, and the time to its response headers.
 func (r *Router) observe(d *Deployment, status int, retryAfter, ttfb time.Duration, now time.Time) {
 	id := d.Target.Deployment

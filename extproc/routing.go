@@ -1,11 +1,11 @@
 package extproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -130,6 +130,13 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	s.rt.groups = append(s.rt.groups, g)
 	s.rt.cands = s.p.router.order(g, s.p.now())
 	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
+		if len(g.Deployments) == 1 {
+			// A group of one deployment and no fallback left has nothing
+			// better to offer than the deployment itself (as LiteLLM, which
+			// never cools the only deployment down): the provider answers.
+			s.rt.groups, s.rt.cands = s.rt.groups[:1], g.Deployments
+			return g.Deployments[0].Target, nil
+		}
 		return nil, &unavailableError{retryAfter: s.p.router.soonest(g, s.p.now())}
 	}
 	return s.rt.cands[0].Target, nil
@@ -248,18 +255,17 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
 }
 
-// doneRouting ends the request's use of its deployment (in flight count);
-// an attempt that never saw response headers (reset, timeout) failed.
+// doneRouting ends the request's use of its deployment (in flight count).
+// A stream that ends without response headers is not held against the
+// deployment: upstream failures reach the processor as the data plane's
+// local 503 (connect failure, reset, timeout), so a missing response means
+// the client went away.
 func (s *stream) doneRouting(u kernel.Usage) {
 	if s.rt == nil || s.rt.current == nil {
 		return
 	}
 	dep := s.rt.current
 	s.rt.current = nil
-	if s.status == 0 {
-		now := s.p.now()
-		s.p.router.observe(dep, 0, 0, now.Sub(s.rt.sentAt), now)
-	}
 	s.p.router.finish(dep, u.Total())
 }
 
@@ -282,12 +288,12 @@ func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration
 }
 
 // weightedPick returns an index of ds drawn in proportion to the weights.
-func weightedPick(ds []*Deployment, r *rand.Rand) int {
+func weightedPick(ds []*Deployment) int {
 	total := 0
 	for _, d := range ds {
 		total += d.Weight
 	}
-	n := r.IntN(total)
+	n := rand.IntN(total)
 	for i, d := range ds {
 		if n < d.Weight {
 			return i
@@ -300,5 +306,5 @@ func weightedPick(ds []*Deployment, r *rand.Rand) int {
 // sortBy orders ds (in place) by key ascending, keeping the order of ties
 // (which is the weighted draw).
 func sortBy(ds []*Deployment, key func(*Deployment) int64) {
-	sort.SliceStable(ds, func(i, j int) bool { return key(ds[i]) < key(ds[j]) })
+	slices.SortStableFunc(ds, func(a, b *Deployment) int { return cmp.Compare(key(a), key(b)) })
 }

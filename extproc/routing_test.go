@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,20 +263,33 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 }
 
 // TestNoDeploymentAvailable: every deployment cooling and no fallback: 503
-// with the retry-after of the soonest return.
+// with the retry-after of the soonest return. A group of one deployment is
+// the exception: it has nothing better, so the provider still gets the
+// request (as LiteLLM, which never cools the only deployment down).
 func TestNoDeploymentAvailable(t *testing.T) {
-	d := openAIDep("gpt", "only")
-	d.AllowedFails, d.Cooldown = 1, 10*time.Second
-	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{d}})
+	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
+	a.AllowedFails, a.Cooldown = 1, 10*time.Second
+	b.AllowedFails, b.Cooldown = 1, 20*time.Second
+	only := openAIDep("solo", "only")
+	only.AllowedFails = 1
+	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{a, b}}, &Group{Name: "solo", Deployments: []*Deployment{only}})
 	up := newByDeployment()
-	up.answer["only"] = failing(502)
+	up.answer["a"], up.answer["b"], up.answer["only"] = failing(502), failing(502), failing(502)
+	require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
 	require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
 	clk.advance(4 * time.Second)
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
 	require.Equal(t, 503, got.Status)
-	require.Equal(t, "6", got.Headers.Value("retry-after"))
-	require.Equal(t, 1, up.count("only"))
-	require.Len(t, e.acct.Admits(), 1, "nothing admitted while no deployment can serve")
+	require.Equal(t, "6", got.Headers.Value("retry-after"), "the soonest of the two cooldowns")
+	require.Equal(t, 2, up.count("a")+up.count("b"))
+	require.Len(t, e.acct.Admits(), 2, "nothing admitted while no deployment can serve")
+
+	soloBody := `{"model":"solo","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
+	for range 3 {
+		require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, soloBody), up.upstream).Status)
+	}
+	require.Equal(t, 3, up.count("only"), "the only deployment is always tried")
+	require.False(t, e.proc.router.States(clk.now())["only"].CoolingUntil.IsZero(), "its state still says it cools down")
 }
 
 // TestLatencyStrategyAvoidsTheSlowDeployment: with "latency", once both
@@ -370,16 +384,35 @@ func BenchmarkHandleNonStreamRouted(b *testing.B) {
 	gc := &groupCatalog{fakeCatalog: base, groups: map[string]*Group{
 		"gpt-4o": NewGroup(&Group{Name: "gpt-4o", Deployments: []*Deployment{{Target: base.targets["gpt-4o"]}}}),
 	}}
-	p := New(gc, benchAccountant{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		s := &stream{p: p}
-		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
-			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
-				b.Fatalf("unexpected reply %v", r)
-			}
+	benchHandleNonStream(b, New(gc, benchAccountant{}))
+}
+
+// TestLeastBusyAvoidsTheDeploymentInFlight: while one request is held on a
+// deployment (its upstream answers only after the others ran, from inside
+// its own call), the next ones go to the other deployment (fewest in
+// flight), whichever the first one landed on.
+func TestLeastBusyAvoidsTheDeploymentInFlight(t *testing.T) {
+	e, _ := routedEnv(t, &Group{Name: "gpt", Strategy: StrategyLeastBusy, Deployments: []*Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
+	up := newByDeployment()
+	var held atomic.Bool
+	var busy string
+	var others []string
+	up.before = func(dep string) {
+		if !held.CompareAndSwap(false, true) {
+			return
 		}
-		s.finish(ctx)
+		busy = dep
+		require.EqualValues(t, 1, e.proc.router.States(time.Now())[dep].InFlight)
+		for range 5 {
+			got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+			require.Equal(t, 200, got.Status)
+			others = append(others, got.Headers.Value(hdrDeployment))
+		}
 	}
+	require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+	require.Len(t, others, 5)
+	for _, d := range others {
+		require.NotEqual(t, busy, d, "the deployment with a request in flight is avoided")
+	}
+	require.Zero(t, e.proc.router.States(time.Now())[busy].InFlight, "in flight drops back once settled")
 }

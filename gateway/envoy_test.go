@@ -57,9 +57,14 @@ while true; do sleep 0.05; done
 		t.Fatal("not started")
 	}
 
-	require.Eventually(t, func() bool { _, err := os.Stat(record + ".args"); return err == nil }, 5*time.Second, 20*time.Millisecond)
-	args, err := os.ReadFile(record + ".args")
-	require.NoError(t, err)
+	// The script's `echo > file` creates the file before it writes the line:
+	// wait for the line, not the file.
+	var args []byte
+	require.Eventually(t, func() bool {
+		var err error
+		args, err = os.ReadFile(record + ".args")
+		return err == nil && strings.Contains(string(args), "\n")
+	}, 5*time.Second, 20*time.Millisecond)
 	require.Contains(t, string(args), "-c ")
 	boot, err := os.ReadFile(record + ".yaml")
 	require.NoError(t, err)

@@ -44,7 +44,7 @@ func TestHeaderLimitsAnswer431BeforeAdmission(t *testing.T) {
 		t.Helper()
 		c, err := net.Dial("tcp", r.g.ListenAddr)
 		require.NoError(t, err)
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
 		_, err = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer "+key+
 			"\r\nContent-Type: application/json\r\n"+extra+"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)

@@ -99,7 +99,7 @@ func (g *Gateway) startObserve(ctx context.Context, o Observability) error {
 
 	var accessLog extproc.Observer
 	if o.AccessLog != nil {
-		accessLog = observe.NewAccessLog(o.AccessLog)
+		accessLog = observe.NewAccessLog(ctx, o.AccessLog)
 	}
 	var tracing extproc.Observer
 	if o.Tracing != nil {

@@ -116,13 +116,22 @@ func get(t *testing.T, url string) (int, string) {
 // After a mixed workload (plain, streamed, refused by a rate limit, unknown
 // key, unknown model), /metrics agrees with what the client saw, what the
 // mock served and what the ledger holds; the access log has one line per
-// request and no secret.
+// request and no secret. The processor is called in-process and over gRPC
+// (as Envoy calls it): the same series either way.
 func TestMetricsMatchTheMockAndTheLedger(t *testing.T) {
+	for _, overGRPC := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-process", true: "grpc"}[overGRPC], func(t *testing.T) {
+			testMetricsMatch(t, overGRPC)
+		})
+	}
+}
+
+func testMetricsMatch(t *testing.T, overGRPC bool) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	logs := &lockedBuffer{}
-	r := startWith(t, false, st, nil, withAccessLog(logs))
+	r := startWith(t, overGRPC, st, nil, withAccessLog(logs))
 	require.NotEmpty(t, r.g.MetricsAddr)
 	metricsURL := "http://" + r.g.MetricsAddr
 

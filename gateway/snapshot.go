@@ -37,6 +37,8 @@ type Upstream struct {
 	Scheme     string
 	Host       string
 	Port       uint32
+	// ConnectTimeout is the deployment's own (0: the gateway's default).
+	ConnectTimeout time.Duration
 }
 
 type keyEntry struct {
@@ -286,7 +288,7 @@ func target(g store.ModelGroup, d *store.Deployment, p *store.Provider, sealer *
 		}
 		t.Signer, t.APIKey = sig, ""
 	}
-	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port}, nil
+	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout}, nil
 }
 
 // addAliases makes each group's aliases resolve to the group: a key allowed

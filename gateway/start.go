@@ -208,8 +208,9 @@ func (g *Gateway) startXDS(ctx context.Context) error {
 	return g.refresh(ctx)
 }
 
-// startAdmin serves the gRPC admin API.
-func (g *Gateway) startAdmin(context.Context) error {
+// startAdmin serves the admin port: the gRPC admin API, and over HTTP/1.1 the
+// REST API, its OpenAPI document and the web console (admin.SplitPort).
+func (g *Gateway) startAdmin(ctx context.Context) error {
 	adm := admin.New(g.Store, g.Sealer, admin.WithLogger(g.log), admin.WithClock(g.now), admin.WithRoutingStates(routingStates{g.Router, g.now}))
 	tlsOpts, err := serverTLS(g.Config.AdminTLS)
 	if err != nil {
@@ -222,7 +223,9 @@ func (g *Gateway) startAdmin(context.Context) error {
 	g.AdminAddr = l.Addr().String()
 	g.adminSrv = grpc.NewServer(append(admin.ServerOptions(adm), tlsOpts...)...)
 	adm.Register(g.adminSrv)
-	g.serve("admin", func() error { return g.adminSrv.Serve(l) })
+	port := admin.SplitPort(l)
+	g.serve("admin", func() error { return g.adminSrv.Serve(port.GRPC) })
+	g.serve("admin http", func() error { return adm.ServeHTTP(ctx, port.HTTP, g.AdminAddr) })
 	return nil
 }
 

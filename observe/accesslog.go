@@ -17,9 +17,10 @@ type AccessLog struct {
 
 var _ extproc.Observer = (*AccessLog)(nil)
 
-// NewAccessLog logs requests to log.
-func NewAccessLog(log *slog.Logger) *AccessLog {
-	return &AccessLog{log: log, on: log.Enabled(context.Background(), slog.LevelInfo)}
+// NewAccessLog logs requests to log (ctx is only asked whether info is
+// enabled).
+func NewAccessLog(ctx context.Context, log *slog.Logger) *AccessLog {
+	return &AccessLog{log: log, on: log.Enabled(ctx, slog.LevelInfo)}
 }
 
 // Observe implements extproc.Observer.

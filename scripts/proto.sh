@@ -28,12 +28,12 @@ while IFS= read -r f; do
 		echo "stale generated code: proto/$rel (run make proto)" >&2
 		stale=1
 	fi
-done < <(find "$tmp" -name '*.pb.go')
+done < <(find "$tmp" -name '*.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json')
 while IFS= read -r f; do
 	rel=${f#proto/}
 	if [[ ! -f "$tmp/$rel" ]]; then
 		echo "generated file without a source: $f (run make proto)" >&2
 		stale=1
 	fi
-done < <(find proto -name '*.pb.go')
+done < <(find proto -name '*.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json')
 exit $stale

@@ -26,6 +26,12 @@ install_missing() {
   local need=()
   [ -n "$(pg_bindir)" ] && [ -x "$(pg_bindir)/initdb" ] || need+=(postgresql)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+  # The proofs and the model of formal/ (make test checks them): coqc, spin and the C compiler spin's verifier needs.
+  command -v coqc >/dev/null 2>&1 || need+=(coq)
+  command -v spin >/dev/null 2>&1 || need+=(spin)
+  command -v cc >/dev/null 2>&1 || need+=(gcc)
+  # The console's browser tests (e2e/console.mjs) drive Debian's Chromium headless.
+  [ -x /usr/bin/chromium ] || need+=(chromium)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then log "missing ${need[*]} and not root: install them with apt-get"; return 1; fi
   log "installing ${need[*]} from Debian packages"

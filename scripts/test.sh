@@ -17,6 +17,10 @@ else
   if [ -f e2e/package-lock.json ]; then
     (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
   fi
+  # The machine-checked accounting (formal/, docs/accounting.md): the Coq
+  # proofs and the spin model of the replicas (with its mutation check).
+  formal/check-coq.sh
+  formal/check-spin.sh
   go test -count=1 -timeout 25m -skip '^TestRush$' ${TESTFLAGS:-} ./...
   # The HTTP/1.1 layer's smuggling fuzz target explores past its committed
   # corpus for a bounded time on every run (docs/dataplane.md).

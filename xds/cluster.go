@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"cmp"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -32,7 +33,7 @@ func (b *builder) upstreamCluster(u Upstream) *clusterv3.Cluster {
 	name := envoy.ClusterName(u.Deployment)
 	c := &clusterv3.Cluster{
 		Name:            name,
-		ConnectTimeout:  durationpb.New(b.in.ConnectTimeout),
+		ConnectTimeout:  durationpb.New(cmp.Or(u.ConnectTimeout, b.in.ConnectTimeout)),
 		LoadAssignment:  loadAssignment(name, socketAddress(u.Host, u.Port)),
 		CircuitBreakers: b.circuitBreakers(),
 		UpstreamConnectionOptions: &clusterv3.UpstreamConnectionOptions{

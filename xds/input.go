@@ -146,6 +146,9 @@ type Upstream struct {
 	// HTTP2 says the provider offers HTTP/2: ALPN (auto_config) for https,
 	// prior knowledge (h2c) for http.
 	HTTP2 bool `yaml:"http2"`
+	// ConnectTimeout is the deployment's own connect timeout; 0 takes
+	// Input.ConnectTimeout.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 }
 
 // deploymentIDRe restricts deployment ids to characters that are safe in

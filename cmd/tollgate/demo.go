@@ -55,6 +55,7 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 Tollgate is running.
   data plane   %[1]s   (OpenAI- and Anthropic-compatible)
   admin API    %[2]s   (tollgate key list --addr %[2]s)
+  console      http://%[2]s/ui/   (sign in with the admin key)
   demo model   demo → mock provider at %[3]s
   demo key     %[4]s   ($5.00 monthly budget)
 

@@ -12,7 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/internal/grpcstream"
 )
 
 // SyncStream is one ext_proc stream of an in-process processor that handles
@@ -158,17 +159,7 @@ func syncStatus(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.EOF
 	}
-	return handlerStatus(err)
-}
-
-// handlerStatus is what a gRPC client receives when a server's handler
-// returns err: err itself when it is a status (nil is OK), else
-// codes.Unknown, as grpc-go does.
-func handlerStatus(err error) error {
-	if _, ok := status.FromError(err); !ok {
-		return status.Error(codes.Unknown, err.Error())
-	}
-	return err
+	return grpcstream.HandlerStatus(err)
 }
 
 // syncProcessClient is a SyncStream behind the gRPC client stream interface.
@@ -272,13 +263,4 @@ func (s *syncProcessClient) Context() context.Context     { return s.ctx }
 func (s *syncProcessClient) Header() (metadata.MD, error) { return metadata.MD{}, nil }
 func (s *syncProcessClient) Trailer() metadata.MD         { return metadata.MD{} }
 func (s *syncProcessClient) SendMsg(m any) error          { return s.Send(m.(*extprocv3.ProcessingRequest)) }
-func (s *syncProcessClient) RecvMsg(m any) error          { return recvInto(s.Recv, m) }
-
-func recvInto(recv func() (*extprocv3.ProcessingResponse, error), m any) error {
-	r, err := recv()
-	if err != nil {
-		return err
-	}
-	proto.Merge(m.(*extprocv3.ProcessingResponse), r)
-	return nil
-}
+func (s *syncProcessClient) RecvMsg(m any) error          { return grpcstream.RecvInto(s.Recv, m) }

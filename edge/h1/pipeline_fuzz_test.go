@@ -76,7 +76,7 @@ func startPipelineServer(t testing.TB) *pipelineServer {
 func (p *pipelineServer) run(t *testing.T, raw []byte) ([]served, []int) {
 	c, err := net.Dial("tcp", p.addr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
 	// A closed connection's port comes back: forget what it recorded.
 	p.mu.Lock()

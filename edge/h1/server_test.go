@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/edge/h1/h1test"
 )
 
 // startH1 serves h on a loopback listener; the server is shut down at the
@@ -35,37 +36,6 @@ func startH1(t *testing.T, h http.HandlerFunc) (*Server, string) {
 	return s, lis.Addr().String()
 }
 
-// rawConn is a client connection that writes raw requests and reads
-// responses.
-type rawConn struct {
-	net.Conn
-	br *bufio.Reader
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-	return &rawConn{Conn: c, br: bufio.NewReader(c)}
-}
-
-func (c *rawConn) send(t *testing.T, s string) {
-	t.Helper()
-	_, err := io.WriteString(c, s)
-	require.NoError(t, err)
-}
-
-func (c *rawConn) response(t *testing.T, method string) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
-	require.NoError(t, err)
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, string(b)
-}
-
 func echo(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	w.Header().Set("X-Method", r.Method)
@@ -76,25 +46,25 @@ func echo(w http.ResponseWriter, r *http.Request) {
 // Keep-alive, pipelining and both request body framings.
 func TestH1ServerPipelinedRequests(t *testing.T) {
 	_, addr := startH1(t, echo)
-	c := dialRaw(t, addr)
-	c.send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"+
+	c := h1test.Dial(t, addr)
+	c.Send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"+
 		"POST /b HTTP/1.1\r\nHost: y\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"+
 		"POST /t HTTP/1.1\r\nHost: y\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nf\r\n0\r\nX-T: 1\r\n\r\n"+
 		"GET /c HTTP/1.1\r\nHost: z\r\n\r\n"+
 		"GET /d HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-	resp, body := c.response(t, "POST")
+	resp, body := c.Response(t, "POST")
 	require.Equal(t, "/a hello", body)
 	require.Equal(t, "x", resp.Header.Get("X-Host"))
 	require.EqualValues(t, len(body), resp.ContentLength)
 	require.NotEmpty(t, resp.Header.Get("Date"))
-	_, body = c.response(t, "POST")
+	_, body = c.Response(t, "POST")
 	require.Equal(t, "/b abcde", body)
-	_, body = c.response(t, "POST") // the trailers are consumed with the body
+	_, body = c.Response(t, "POST") // the trailers are consumed with the body
 	require.Equal(t, "/t f", body)
-	resp, body = c.response(t, "GET")
+	resp, body = c.Response(t, "GET")
 	require.Equal(t, "/c ", body)
 	require.False(t, resp.Close)
-	resp, body = c.response(t, "GET") // HTTP/1.0 asking to keep the connection
+	resp, body = c.Response(t, "GET") // HTTP/1.0 asking to keep the connection
 	require.Equal(t, "/d ", body)
 	require.False(t, resp.Close)
 }
@@ -110,16 +80,16 @@ func TestH1ServerStreamedResponse(t *testing.T) {
 		}
 		w.Header().Set(http.TrailerPrefix+"X-Cost", "7")
 	})
-	c := dialRaw(t, addr)
-	c.send(t, "GET /s HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp, body := c.response(t, "GET")
+	c := h1test.Dial(t, addr)
+	c.Send(t, "GET /s HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, body := c.Response(t, "GET")
 	require.Equal(t, []string{"chunked"}, resp.TransferEncoding)
 	require.Equal(t, "data: 1\n\ndata: 2\n\n", body)
 	require.Equal(t, "7", resp.Trailer.Get("X-Cost"))
 
-	c = dialRaw(t, addr)
-	c.send(t, "GET /s HTTP/1.0\r\n\r\n")
-	resp, body = c.response(t, "GET")
+	c = h1test.Dial(t, addr)
+	c.Send(t, "GET /s HTTP/1.0\r\n\r\n")
+	resp, body = c.Response(t, "GET")
 	require.Equal(t, "data: 1\n\ndata: 2\n\n", body)
 	require.True(t, resp.Close)
 }
@@ -144,9 +114,9 @@ func TestH1ServerBadRequests(t *testing.T) {
 		"HTTP/2 line":        {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 400},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := dialRaw(t, addr)
-			c.send(t, tc.req)
-			resp, _ := c.response(t, "GET")
+			c := h1test.Dial(t, addr)
+			c.Send(t, tc.req)
+			resp, _ := c.Response(t, "GET")
 			require.Equal(t, tc.status, resp.StatusCode)
 			require.True(t, resp.Close)
 		})
@@ -160,16 +130,16 @@ func TestH1ServerExpectContinue(t *testing.T) {
 		w.Header().Set("X-Expect", r.Header.Get("Expect"))
 		echo(w, r)
 	})
-	c := dialRaw(t, addr)
-	c.send(t, "POST /e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
-	line, err := c.br.ReadString('\n')
+	c := h1test.Dial(t, addr)
+	c.Send(t, "POST /e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+	line, err := c.BR.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
-	line, err = c.br.ReadString('\n')
+	line, err = c.BR.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "\r\n", line)
-	c.send(t, "hi")
-	resp, body := c.response(t, "POST")
+	c.Send(t, "hi")
+	resp, body := c.Response(t, "POST")
 	require.Equal(t, "/e hi", body)
 	require.Empty(t, resp.Header.Get("X-Expect"))
 }
@@ -181,15 +151,15 @@ func TestH1ServerHeadAndUnreadBody(t *testing.T) {
 		w.Header().Set("Content-Length", "3")
 		_, _ = w.Write([]byte("abc"))
 	})
-	c := dialRaw(t, addr)
-	c.send(t, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nskip"+
+	c := h1test.Dial(t, addr)
+	c.Send(t, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nskip"+
 		"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	resp, body := c.response(t, "HEAD")
+	resp, body := c.Response(t, "HEAD")
 	require.Empty(t, body)
 	require.EqualValues(t, 3, resp.ContentLength)
-	_, body = c.response(t, "POST")
+	_, body = c.Response(t, "POST")
 	require.Equal(t, "abc", body)
-	_, body = c.response(t, "GET")
+	_, body = c.Response(t, "GET")
 	require.Equal(t, "abc", body)
 }
 
@@ -205,8 +175,8 @@ func TestH1ServerClientGoneCancelsContext(t *testing.T) {
 			cause <- errors.New("not cancelled")
 		}
 	})
-	c := dialRaw(t, addr)
-	c.send(t, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
+	c := h1test.Dial(t, addr)
+	c.Send(t, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
 	time.Sleep(2 * watchAfter)
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, <-cause, ErrClientGone)
@@ -228,20 +198,20 @@ func TestH1ServerShutdown(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(lis) }()
 
-	idle := dialRaw(t, lis.Addr().String())
-	idle.send(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	_, body := idle.response(t, "GET")
+	idle := h1test.Dial(t, lis.Addr().String())
+	idle.Send(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	_, body := idle.Response(t, "GET")
 	require.Equal(t, "done", body)
-	busy := dialRaw(t, lis.Addr().String())
-	busy.send(t, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	busy := h1test.Dial(t, lis.Addr().String())
+	busy.Send(t, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
 	<-started
 
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
-	_, err = idle.br.ReadByte()
+	_, err = idle.BR.ReadByte()
 	require.ErrorIs(t, err, io.EOF, "the idle connection is closed")
 	close(release)
-	resp, body := busy.response(t, "GET")
+	resp, body := busy.Response(t, "GET")
 	require.Equal(t, "done", body)
 	require.True(t, resp.Close)
 	require.NoError(t, <-shut)
@@ -270,13 +240,13 @@ func TestH1ServerExpectContinueUnread(t *testing.T) {
 	_, addr := startH1(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 	})
-	c := dialRaw(t, addr)
-	c.send(t, "POST /e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
-	resp, _ := c.response(t, "POST")
+	c := h1test.Dial(t, addr)
+	c.Send(t, "POST /e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+	resp, _ := c.Response(t, "POST")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.True(t, resp.Close)
-	c.send(t, "hi")
-	rest, err := io.ReadAll(c.br)
+	c.Send(t, "hi")
+	rest, err := io.ReadAll(c.BR)
 	require.NoError(t, err)
 	require.Empty(t, string(rest), "nothing follows the final response")
 }
@@ -304,11 +274,11 @@ func TestH1ServerFieldsAndTrailers(t *testing.T) {
 		}
 		got <- seen{fs, r.Host, string(b), r.Trailer, r.ContentLength}
 	})
-	c := dialRaw(t, addr)
-	c.send(t, "POST /p HTTP/1.1\r\nX-B: 1\r\nHost: h\r\nAUTHORIZATION:  Bearer k \r\nx-b: 2\r\n"+
+	c := h1test.Dial(t, addr)
+	c.Send(t, "POST /p HTTP/1.1\r\nX-B: 1\r\nHost: h\r\nAUTHORIZATION:  Bearer k \r\nx-b: 2\r\n"+
 		"Trailer: X-Cost\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		"2\r\nab\r\n1\r\nc\r\n0\r\nX-Cost: 7\r\n\r\n")
-	resp, _ := c.response(t, "POST")
+	resp, _ := c.Response(t, "POST")
 	require.Equal(t, 200, resp.StatusCode)
 	s := <-got
 	require.Equal(t, []string{"x-b=1", "host=h", "authorization=Bearer k", "x-b=2"}, s.fields)
@@ -338,9 +308,9 @@ func TestH1ServerSetHeaders(t *testing.T) {
 		"/bad-length": "content-length: 5\r\n",
 		"/flush":      "transfer-encoding: chunked\r\n",
 	} {
-		c := dialRaw(t, addr)
-		c.send(t, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-		raw, err := io.ReadAll(c.br)
+		c := h1test.Dial(t, addr)
+		c.Send(t, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		raw, err := io.ReadAll(c.BR)
 		require.NoError(t, err)
 		head, _, ok := strings.Cut(string(raw), "\r\n\r\n")
 		require.True(t, ok)
@@ -357,10 +327,10 @@ func TestH1ServerReusesHeldBody(t *testing.T) {
 		_, _ = w.Write([]byte(strings.Repeat(r.URL.Path[1:2], n/2)))
 		_, _ = w.Write([]byte(strings.Repeat("z", n-n/2)))
 	})
-	c := dialRaw(t, addr)
+	c := h1test.Dial(t, addr)
 	for _, n := range []int{900, 5, 3000, 7, 1500, 1} {
-		c.send(t, fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: x\r\n\r\n", n))
-		resp, body := c.response(t, "GET")
+		c.Send(t, fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		resp, body := c.Response(t, "GET")
 		want := strings.Repeat(strconv.Itoa(n)[:1], n/2) + strings.Repeat("z", n-n/2)
 		require.Equal(t, want, body)
 		require.EqualValues(t, n, resp.ContentLength)
@@ -370,10 +340,10 @@ func TestH1ServerReusesHeldBody(t *testing.T) {
 // A connection between requests holds no response buffer.
 func TestH1ServerIdleConnectionHoldsNoWriter(t *testing.T) {
 	s, addr := startH1(t, echo)
-	c := dialRaw(t, addr)
+	c := h1test.Dial(t, addr)
 	for range 3 {
-		c.send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
-		_, body := c.response(t, "POST")
+		c.Send(t, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+		_, body := c.Response(t, "POST")
 		require.Equal(t, "/a hello", body)
 		require.Eventually(t, func() bool {
 			s.mu.Lock()

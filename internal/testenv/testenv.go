@@ -60,3 +60,14 @@ func missing(t testing.TB, what string) {
 	}
 	t.Skipf("testenv: %s not available; skipped (fails under CI=true)", what)
 }
+
+// Chromium returns the path of Debian's Chromium (`make test` installs the
+// chromium package when it is missing).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	const p = "/usr/bin/chromium"
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "Chromium ("+p+"; apt-get install chromium)")
+	}
+	return p
+}

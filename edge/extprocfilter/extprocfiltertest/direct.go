@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/internal/grpcstream"
 )
 
 // directQueue is how many messages each side may send before the peer reads,
@@ -72,7 +74,7 @@ func (d directClient) Process(ctx context.Context, _ ...grpc.CallOption) (extpro
 
 // serve runs the server's Process on the pipe and records its status.
 func (p *directPipe) serve() {
-	p.finish(handlerStatus(p.srv.Process(&p.server)))
+	p.finish(grpcstream.HandlerStatus(p.srv.Process(&p.server)))
 }
 
 // Idle workers: at most maxIdleWorkers wait for the next stream, each for
@@ -227,25 +229,7 @@ func (s *directStream) Context() context.Context     { return s.p.ctx }
 func (s *directStream) Header() (metadata.MD, error) { return metadata.MD{}, nil }
 func (s *directStream) Trailer() metadata.MD         { return metadata.MD{} }
 func (s *directStream) SendMsg(m any) error          { return s.Send(m.(*extprocv3.ProcessingRequest)) }
-func (s *directStream) RecvMsg(m any) error          { return recvInto(s.Recv, m) }
-func recvInto(recv func() (*extprocv3.ProcessingResponse, error), m any) error {
-	r, err := recv()
-	if err != nil {
-		return err
-	}
-	proto.Merge(m.(*extprocv3.ProcessingResponse), r)
-	return nil
-}
-
-// handlerStatus is what a gRPC client receives when a server's handler
-// returns err: err itself when it is a status (nil is OK), else
-// codes.Unknown, as grpc-go does.
-func handlerStatus(err error) error {
-	if _, ok := status.FromError(err); !ok {
-		return status.Error(codes.Unknown, err.Error())
-	}
-	return err
-}
+func (s *directStream) RecvMsg(m any) error          { return grpcstream.RecvInto(s.Recv, m) }
 
 // directServer is the server end.
 type directServer struct {

@@ -29,6 +29,15 @@ var ErrMessageTooLarge = errors.New("bedrock: event-stream message length out of
 // minMessage is the size of an empty message: prelude (12) and message CRC (4).
 const minMessage = 16
 
+// StreamMessage is one decoded event-stream message: its type headers and payload.
+type StreamMessage struct {
+	MessageType   string // :message-type: event, exception or error
+	EventType     string // :event-type
+	ExceptionType string // :exception-type (or :error-code)
+	ErrorMessage  string // :error-message
+	Payload       []byte
+}
+
 // StreamDecoder decodes an event stream fed in chunks split anywhere: it
 // holds the bytes of an incomplete message and hands each complete one to
 // the SDK's decoder, which checks both CRCs.
@@ -41,7 +50,7 @@ type StreamDecoder struct {
 // Feed adds chunk and calls fn for every message it completes (the message
 // is valid only during the call). An error ends the stream: the bytes are
 // not an event stream, or a CRC failed.
-func (d *StreamDecoder) Feed(chunk []byte, fn func(m *eventstream.Message)) error {
+func (d *StreamDecoder) Feed(chunk []byte, fn func(m *StreamMessage)) error {
 	if d.dec == nil {
 		d.dec = eventstream.NewDecoder()
 	}
@@ -61,7 +70,15 @@ func (d *StreamDecoder) Feed(chunk []byte, fn func(m *eventstream.Message)) erro
 			return err
 		}
 		d.payload = m.Payload[:0]
-		fn(&m)
+		msg := StreamMessage{
+			MessageType: headerString(&m, HeaderMessageType), EventType: headerString(&m, HeaderEventType),
+			ExceptionType: headerString(&m, HeaderExceptionType), ErrorMessage: headerString(&m, HeaderErrorMessage),
+			Payload: m.Payload,
+		}
+		if msg.ExceptionType == "" {
+			msg.ExceptionType = headerString(&m, HeaderErrorCode)
+		}
+		fn(&msg)
 		d.buf = append(d.buf[:0], d.buf[n:]...)
 	}
 	return nil
@@ -70,8 +87,8 @@ func (d *StreamDecoder) Feed(chunk []byte, fn func(m *eventstream.Message)) erro
 // Pending reports whether bytes of an incomplete message are held.
 func (d *StreamDecoder) Pending() bool { return len(d.buf) > 0 }
 
-// HeaderString is the string value of a message header ("" when absent).
-func HeaderString(m *eventstream.Message, name string) string {
+// headerString is the string value of a message header ("" when absent).
+func headerString(m *eventstream.Message, name string) string {
 	if v := m.Headers.Get(name); v != nil {
 		if s, ok := v.Get().(string); ok {
 			return s

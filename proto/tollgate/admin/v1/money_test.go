@@ -9,7 +9,16 @@ import (
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
 )
 
-func TestParseDollars(t *testing.T) {
+// parse is a dollar amount through the API's Money.
+func parse(s string) (int64, error) {
+	m, err := adminv1.DollarsMoney(s)
+	if err != nil {
+		return 0, err
+	}
+	return m.Nanos()
+}
+
+func TestDollarsMoney(t *testing.T) {
 	tests := []struct {
 		in   string
 		want int64
@@ -34,7 +43,7 @@ func TestParseDollars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := adminv1.ParseDollars(tt.in)
+			got, err := parse(tt.in)
 			if !tt.ok {
 				require.ErrorIs(t, err, adminv1.ErrDollars)
 				return
@@ -45,7 +54,7 @@ func TestParseDollars(t *testing.T) {
 	}
 }
 
-func TestFormatDollars(t *testing.T) {
+func TestNewMoney(t *testing.T) {
 	tests := []struct {
 		in   int64
 		want string
@@ -60,9 +69,9 @@ func TestFormatDollars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			require.Equal(t, tt.want, adminv1.FormatDollars(tt.in))
+			require.Equal(t, tt.want, adminv1.NewMoney(tt.in).GetDollars())
 			if tt.in >= 0 {
-				back, err := adminv1.ParseDollars(tt.want)
+				back, err := parse(tt.want)
 				require.NoError(t, err)
 				require.Equal(t, tt.in, back)
 			}

@@ -1,0 +1,525 @@
+// The Tollgate console: plain ES module, no build. Every call goes to the REST
+// admin API (POST /tollgate.admin.v1.<Service>/<Method>) with the session
+// cookie and its CSRF token; the server runs it with the signed-in admin key,
+// so the key's role decides what works.
+
+const S = { csrf: '', cred: null, charts: [] };
+const main = document.getElementById('main');
+const statusEl = document.getElementById('status');
+
+// ---- helpers -------------------------------------------------------------
+
+// h builds an element; children are nodes or text (never parsed as HTML).
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+function say(msg, isError = false) {
+  statusEl.textContent = msg;
+  statusEl.className = isError ? 'error' : '';
+}
+
+class APIError extends Error {
+  constructor(status, body) {
+    super(body.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = body.code;
+  }
+}
+
+async function api(method, body = {}) {
+  const r = await fetch('/tollgate.admin.v1.' + method, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': S.csrf },
+    body: JSON.stringify(body),
+    credentials: 'same-origin',
+  });
+  const data = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    if (r.status === 401) { showSignIn('Your session ended: sign in again.'); }
+    throw new APIError(r.status, data);
+  }
+  return data;
+}
+
+// listAll follows next_page_token (bounded).
+async function listAll(method, field, req = {}, maxPages = 20) {
+  let out = [], token = '';
+  for (let i = 0; i < maxPages; i++) {
+    const r = await api(method, { ...req, page_size: 1000, page_token: token });
+    out = out.concat(r[field] || []);
+    token = r.next_page_token;
+    if (!token) break;
+  }
+  return out;
+}
+
+const role = () => (S.cred ? S.cred.role : '');
+const canWrite = () => role() === 'ADMIN_ROLE_ADMIN' || role() === 'ADMIN_ROLE_TEAM_ADMIN';
+const isAdmin = () => role() === 'ADMIN_ROLE_ADMIN';
+const roleName = (r) => ({ ADMIN_ROLE_ADMIN: 'admin', ADMIN_ROLE_TEAM_ADMIN: 'team admin', ADMIN_ROLE_VIEWER: 'viewer' }[r] || r);
+
+const usd = (m) => (m && m.dollars ? '$' + Number(m.dollars).toFixed(Number(m.dollars) < 1 && Number(m.dollars) > 0 ? 6 : 2) : '$0.00');
+const dollars = (m) => (m && m.dollars ? Number(m.dollars) : 0);
+const when = (t) => (t ? new Date(t).toISOString().replace('T', ' ').slice(0, 19) + 'Z' : '');
+const period = (p) => (p || '').replace('PERIOD_KIND_', '').toLowerCase();
+const enumTail = (v, prefix) => (v || '').replace(prefix, '').toLowerCase();
+function budgets(l) {
+  return ((l && l.budgets) || []).map((b) => usd(b.limit) + '/' + period(b.period)).join(', ');
+}
+
+function table(columns, rows, empty = 'Nothing yet.') {
+  if (!rows.length) return h('p', { class: 'empty' }, empty);
+  return h('div', { class: 'table', tabindex: '0', role: 'region', 'aria-label': 'table' },
+    h('table', {},
+      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : '' }, c.label)))),
+      h('tbody', {}, rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: c.num ? 'num' : '' }, c.get(r))))))));
+}
+
+function field(label, input) { return h('label', {}, label, input); }
+function inp(name, attrs = {}) { return h('input', { name, ...attrs }); }
+function sel(name, options, attrs = {}) {
+  return h('select', { name, ...attrs }, options.map(([v, t]) => h('option', { value: v }, t)));
+}
+function periodSelect(name = 'period') {
+  return sel(name, [['PERIOD_KIND_MONTHLY', 'monthly'], ['PERIOD_KIND_WEEKLY', 'weekly'], ['PERIOD_KIND_DAILY', 'daily'], ['PERIOD_KIND_TOTAL', 'total']]);
+}
+
+// limitsFrom reads the budget/rpm/tpm/models/expiry inputs of a form.
+function limitsFrom(f) {
+  const l = {};
+  const v = (n) => (f.elements[n] ? f.elements[n].value.trim() : '');
+  if (v('budget')) l.budgets = [{ limit: { dollars: v('budget') }, period: v('period') }];
+  if (v('rpm')) l.rpm = v('rpm');
+  if (v('tpm')) l.tpm = v('tpm');
+  if (v('models')) l.models = v('models').split(',').map((s) => s.trim()).filter(Boolean);
+  if (v('expires')) l.expires_at = new Date(v('expires') + 'T23:59:59Z').toISOString();
+  return l;
+}
+function limitInputs(withExpiry) {
+  return [
+    field('Budget ($)', inp('budget', { inputmode: 'decimal', placeholder: '10.00', size: 8 })),
+    field('Period', periodSelect()),
+    field('Requests/min', inp('rpm', { type: 'number', min: 0, size: 6 })),
+    field('Tokens/min', inp('tpm', { type: 'number', min: 0, size: 8 })),
+    field('Models (comma-separated)', inp('models', { placeholder: 'all' })),
+    withExpiry && field('Expires', inp('expires', { type: 'date' })),
+  ];
+}
+
+// writeForm is a create form shown to roles that may write.
+function writeForm(title, inputs, onSubmit, submitLabel = 'Create', allowed = canWrite()) {
+  if (!allowed) return h('p', { class: 'muted' }, `Your role (${roleName(role())}) can view but not change this page.`);
+  const f = h('form', { class: 'bar' }, inputs, h('button', { class: 'primary', type: 'submit' }, submitLabel));
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    try {
+      await onSubmit(f);
+      f.reset();
+    } catch (err) { say(err.message, true); }
+  });
+  return h('details', {}, h('summary', {}, title), f);
+}
+
+function secretPanel(title, secret) {
+  const code = h('code', { id: 'secret-value' }, secret);
+  const copy = h('button', { type: 'button', id: 'copy-secret', onclick: async () => {
+    try { await navigator.clipboard.writeText(secret); copy.textContent = 'Copied'; } catch {
+      const r = document.createRange(); r.selectNodeContents(code);
+      getSelection().removeAllRanges(); getSelection().addRange(r); copy.textContent = 'Selected: press Ctrl-C';
+    }
+  } }, 'Copy');
+  return h('section', { class: 'secret', 'aria-label': 'New secret' }, h('strong', {}, title),
+    h('p', { class: 'muted' }, 'Shown once: copy it now, only its hash is stored.'), code, copy,
+    h('button', { type: 'button', onclick: (e) => e.target.closest('section').remove() }, 'Done'));
+}
+
+// ---- pages ---------------------------------------------------------------
+
+const pages = {};
+
+pages.keys = async () => {
+  // A team admin may not list teams: it works on its own team.
+  const teams = S.cred.team_id ? [{ id: S.cred.team_id }]
+    : await api('TeamService/ListTeams', { page_size: 1000 }).then((r) => r.teams || []).catch(() => []);
+  const teamOpts = [['', 'all teams'], ...teams.map((t) => [t.id, t.id])];
+  const filters = h('form', { class: 'filters', role: 'search' },
+    field('Search', inp('q', { type: 'search', placeholder: 'id, alias or prefix' })),
+    field('Team', sel('team', teamOpts)),
+    field('Status', sel('status', [['', 'any'], ['KEY_STATUS_ACTIVE', 'active'], ['KEY_STATUS_REVOKED', 'revoked'], ['KEY_STATUS_EXPIRED', 'expired']])));
+  const list = h('div', {});
+  const secretSlot = h('div', {});
+  async function refresh() {
+    const fe = filters.elements;
+    const keys = await listAll('KeyService/ListKeys', 'keys', { team_id: fe.team.value, status: fe.status.value || undefined });
+    const q = fe.q.value.trim().toLowerCase();
+    const shown = keys.filter((k) => !q || [k.id, k.alias, k.prefix].some((s) => (s || '').toLowerCase().includes(q)));
+    list.replaceChildren(table([
+      { label: 'ID', get: (k) => k.id },
+      { label: 'Actions', get: (k) => (canWrite() && k.status === 'KEY_STATUS_ACTIVE' ? h('span', {},
+        h('button', { type: 'button', 'data-action': 'rotate', 'data-key': k.id, onclick: () => rotate(k) }, 'Rotate'), ' ',
+        h('button', { type: 'button', class: 'danger', 'data-action': 'revoke', 'data-key': k.id, onclick: () => revoke(k) }, 'Revoke')) : '') },
+      { label: 'Alias', get: (k) => k.alias },
+      { label: 'Prefix', get: (k) => h('code', {}, k.prefix) },
+      { label: 'Team', get: (k) => k.team_id },
+      { label: 'User', get: (k) => k.user_id },
+      { label: 'Status', get: (k) => h('span', { class: 'pill ' + enumTail(k.status, 'KEY_STATUS_') }, enumTail(k.status, 'KEY_STATUS_')) },
+      { label: 'Budgets', get: (k) => budgets(k.limits) },
+      { label: 'RPM', num: true, get: (k) => (k.limits && k.limits.rpm !== '0' ? k.limits.rpm : '') },
+      { label: 'Models', get: (k) => ((k.limits && k.limits.models) || []).join(', ') || 'all' },
+      { label: 'Expires', get: (k) => when(k.limits && k.limits.expires_at) },
+      { label: 'Old secret valid until', get: (k) => when(k.previous_secret_valid_until) },
+    ], shown, 'No key matches.'));
+  }
+  async function rotate(k) {
+    const grace = prompt(`Rotate ${k.id}: hours the old secret keeps working`, '24');
+    if (grace === null) return;
+    try {
+      const r = await api('KeyService/RotateKey', { id: k.id, grace_period: Math.round(Number(grace) * 3600) + 's' });
+      secretSlot.replaceChildren(secretPanel(`New secret of ${k.id}`, r.secret));
+      say(`Rotated ${k.id}; the old secret works until ${when(r.key.previous_secret_valid_until) || 'now'}.`);
+      await refresh();
+    } catch (err) { say(err.message, true); }
+  }
+  async function revoke(k) {
+    if (!confirm(`Revoke ${k.id}${k.alias ? ' (' + k.alias + ')' : ''}? Its secret stops working at once.`)) return;
+    try {
+      await api('KeyService/RevokeKey', { id: k.id });
+      say(`Revoked ${k.id}.`);
+      await refresh();
+    } catch (err) { say(err.message, true); }
+  }
+  filters.addEventListener('input', () => refresh().catch((e) => say(e.message, true)));
+  filters.addEventListener('submit', (e) => e.preventDefault());
+  const create = writeForm('Create a key', [
+    field('Alias', inp('alias', { placeholder: 'ci' })),
+    field('Team', sel('team_id', [...(S.cred.team_id ? [] : [['', 'none']]), ...teams.map((t) => [t.id, t.id])])),
+    field('User', inp('user_id', { size: 10 })),
+    ...limitInputs(true),
+  ], async (f) => {
+    const e = f.elements;
+    const r = await api('KeyService/CreateKey', { alias: e.alias.value.trim(), team_id: e.team_id.value, user_id: e.user_id.value.trim(), limits: limitsFrom(f) });
+    secretSlot.replaceChildren(secretPanel(`Secret of ${r.key.id}`, r.secret));
+    say(`Created ${r.key.id}.`);
+    await refresh();
+  });
+  const change = canWrite() ? writeForm('Set a key\'s budget and limits', [field('Key ID', inp('id', { required: true, size: 14 })), ...limitInputs(true)], async (f) => {
+    await api('KeyService/UpdateKey', { id: f.elements.id.value.trim(), limits: limitsFrom(f), update_mask: 'limits' });
+    say(`Set the limits of ${f.elements.id.value.trim()}.`);
+    await refresh();
+  }, 'Save') : '';
+  main.replaceChildren(h('h1', {}, 'Keys'), create, change, secretSlot, filters, list);
+  await refresh();
+};
+
+// entityPage is the page of one principal kind: a table and a create form.
+function entityPage(title, service, kind, plural, columns, inputs, build, extra) {
+  return async () => {
+    const list = h('div', {});
+    async function refresh() {
+      const items = await listAll(`${service}/List${plural}`, plural.toLowerCase());
+      list.replaceChildren(table(columns, items));
+    }
+    const create = writeForm(`Create ${kind.toLowerCase()}`, inputs(), async (f) => {
+      const body = {};
+      body[kind.toLowerCase()] = build(f);
+      await api(`${service}/Create${kind}`, body);
+      say(`Created ${kind.toLowerCase()} ${body[kind.toLowerCase()].id}.`);
+      await refresh();
+    }, 'Create', isAdmin());
+    const lower = kind.toLowerCase();
+    const change = writeForm('Set budget and limits', [field(kind, inp('id', { required: true, size: 12 })), ...limitInputs(false)], async (f) => {
+      const body = { update_mask: 'limits' };
+      body[lower] = { id: f.elements.id.value.trim(), limits: limitsFrom(f) };
+      await api(`${service}/Update${kind}`, body);
+      say(`Set the limits of ${lower} ${body[lower].id}.`);
+      await refresh();
+    }, 'Save', isAdmin());
+    main.replaceChildren(h('h1', {}, title), create, isAdmin() ? change : '', extra ? extra(refresh) : '', list);
+    await refresh();
+  };
+}
+
+const idCol = { label: 'ID', get: (x) => x.id };
+const nameCol = { label: 'Name', get: (x) => x.name };
+const budgetCol = { label: 'Budgets', get: (x) => budgets(x.limits) };
+const rpmCol = { label: 'RPM', num: true, get: (x) => (x.limits && x.limits.rpm !== '0' ? x.limits.rpm : '') };
+const idName = () => [field('ID', inp('id', { required: true, pattern: '[a-z0-9][a-z0-9._\\-]*', size: 12 })), field('Name', inp('name'))];
+const simple = (f) => ({ id: f.elements.id.value.trim(), name: f.elements.name.value.trim(), limits: limitsFrom(f) });
+
+pages.teams = entityPage('Teams', 'TeamService', 'Team', 'Teams',
+  [idCol, nameCol, { label: 'Org', get: (t) => t.org_id }, { label: 'Members', get: (t) => (t.members || []).join(', ') }, budgetCol, rpmCol],
+  () => [...idName(), field('Org', inp('org_id', { size: 10 })), ...limitInputs(false)],
+  (f) => ({ ...simple(f), org_id: f.elements.org_id.value.trim() }),
+  (refresh) => writeForm('Add a member', [field('Team', inp('team_id', { required: true, size: 10 })), field('User', inp('user_id', { required: true, size: 10 }))],
+    async (f) => {
+      await api('TeamService/AddTeamMember', { team_id: f.elements.team_id.value.trim(), user_id: f.elements.user_id.value.trim() });
+      say(`Added ${f.elements.user_id.value} to ${f.elements.team_id.value}.`);
+      await refresh();
+    }, 'Add'));
+pages.users = entityPage('Users', 'UserService', 'User', 'Users',
+  [idCol, { label: 'Email', get: (u) => u.email }, { label: 'Org', get: (u) => u.org_id }, { label: 'Teams', get: (u) => (u.teams || []).join(', ') }, budgetCol, rpmCol],
+  () => [field('ID', inp('id', { required: true, size: 12 })), field('Email', inp('email', { type: 'email' })), field('Org', inp('org_id', { size: 10 })), ...limitInputs(false)],
+  (f) => ({ id: f.elements.id.value.trim(), email: f.elements.email.value.trim(), org_id: f.elements.org_id.value.trim(), limits: limitsFrom(f) }));
+pages.orgs = entityPage('Organizations', 'OrgService', 'Org', 'Orgs', [idCol, nameCol, budgetCol, rpmCol],
+  () => [...idName(), ...limitInputs(false)], simple);
+pages.customers = entityPage('Customers', 'CustomerService', 'Customer', 'Customers', [idCol, nameCol, budgetCol, rpmCol],
+  () => [...idName(), ...limitInputs(false)], simple);
+
+pages.models = async () => {
+  const [models, deps, provs] = await Promise.all([
+    listAll('ModelService/ListModels', 'models'),
+    listAll('DeploymentService/ListDeployments', 'deployments').catch(() => []),
+    listAll('ProviderService/ListProviders', 'providers').catch(() => []),
+  ]);
+  main.replaceChildren(h('h1', {}, 'Models and deployments'),
+    h('h2', {}, 'Models'),
+    table([idCol, { label: 'Deployments', get: (m) => (m.deployments || []).join(', ') }, { label: 'Default max tokens', num: true, get: (m) => m.default_max_tokens }], models),
+    h('h2', {}, 'Deployments'),
+    table([idCol, { label: 'Provider', get: (d) => d.provider }, { label: 'Provider model', get: (d) => d.provider_model },
+      { label: 'Weight', num: true, get: (d) => d.weight }, { label: 'RPM', num: true, get: (d) => d.rpm }, { label: 'TPM', num: true, get: (d) => d.tpm }], deps),
+    h('h2', {}, 'Providers'),
+    table([idCol, { label: 'Type', get: (p) => enumTail(p.type, 'PROVIDER_TYPE_') }, { label: 'Base URL', get: (p) => p.base_url },
+      { label: 'Credential', get: (p) => (p.has_credential ? 'set' : 'none') }], provs));
+};
+
+// windowStart is when the current period of a budget started, and when it resets.
+function windowOf(b, now = new Date()) {
+  const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  switch (b.period) {
+    case 'PERIOD_KIND_DAILY': return [d, new Date(d.getTime() + 86400e3)];
+    case 'PERIOD_KIND_WEEKLY': { const s = new Date(d.getTime() - ((d.getUTCDay() + 6) % 7) * 86400e3); return [s, new Date(s.getTime() + 7 * 86400e3)]; }
+    case 'PERIOD_KIND_MONTHLY': return [new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)), new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1))];
+    case 'PERIOD_KIND_ROLLING': { const every = parseFloat(b.every || '0') * 1000; return [new Date(now.getTime() - every), null]; }
+    default: return [new Date(0), null];
+  }
+}
+
+const PALETTE = ['#0b5cad', '#e8710a', '#1a7f37', '#b42318', '#8250df', '#0a7ea4', '#bf8700', '#cf222e', '#57606a', '#6e40c9'];
+
+pages.spend = async () => {
+  const controls = h('form', { class: 'filters' },
+    field('Stack by', sel('group', [['key', 'key'], ['team', 'team'], ['model', 'model']])),
+    field('Bucket', sel('step', [['86400s', 'day'], ['3600s', 'hour']])),
+    field('Range', sel('range', [['7', 'last 7 days'], ['30', 'last 30 days'], ['1', 'last 24 hours']])));
+  const charts = h('div', { class: 'charts' },
+    h('figure', { class: 'chart' }, h('canvas', { id: 'cost-chart', role: 'img', 'aria-label': 'Cost over time' })),
+    h('figure', { class: 'chart' }, h('canvas', { id: 'tokens-chart', role: 'img', 'aria-label': 'Tokens over time' })));
+  const top = h('div', {});
+  const budgetsEl = h('div', {});
+  controls.addEventListener('input', () => draw().catch((e) => say(e.message, true)));
+  controls.addEventListener('submit', (e) => e.preventDefault());
+  main.replaceChildren(h('h1', {}, 'Spend'), controls, charts, h('div', { class: 'grid2' },
+    h('section', {}, h('h2', {}, 'Top spenders'), top), h('section', {}, h('h2', {}, 'Budgets used'), budgetsEl)));
+
+  async function groups(kind) {
+    try { return await groupsOf(kind); } catch (err) { say(`${kind}: ${err.message}`, true); return []; }
+  }
+  async function groupsOf(kind) {
+    if (kind === 'model') return (await listAll('ModelService/ListModels', 'models')).map((m) => ({ id: m.id, req: { model: m.id } }));
+    if (kind === 'team') return (await listAll('TeamService/ListTeams', 'teams')).map((t) => ({ id: t.id, req: { scope: { kind: 'SCOPE_KIND_TEAM', id: t.id } } }));
+    return (await listAll('KeyService/ListKeys', 'keys')).map((k) => ({ id: k.alias ? `${k.alias} (${k.id})` : k.id, req: { scope: { kind: 'SCOPE_KIND_KEY', id: k.id } } }));
+  }
+
+  let drawing = 0; // the latest draw wins when controls change quickly
+  async function draw() {
+    const gen = ++drawing;
+    const e = controls.elements;
+    const days = Number(e.range.value);
+    const stepS = parseInt(e.step.value, 10);
+    const now = Date.now();
+    const since = new Date(Math.floor((now - days * 86400e3) / (stepS * 1000)) * stepS * 1000).toISOString();
+    const gs = await groups(e.group.value);
+    const series = await Promise.all(gs.map((g) => api('SpendService/GetSpendSeries', { ...g.req, since, step: e.step.value })
+      .then((r) => ({ id: g.id, points: r.points || [] })).catch(() => ({ id: g.id, points: [] }))));
+    if (gen !== drawing) return;
+    const labelsSet = new Set();
+    series.forEach((s) => s.points.forEach((p) => labelsSet.add(p.start)));
+    const starts = [...labelsSet].sort();
+    const fmt = (t) => (stepS < 86400 ? when(t).slice(5, 16) : when(t).slice(0, 10));
+    const withData = series.map((s) => ({ ...s, cost: s.points.reduce((a, p) => a + dollars(p.cost), 0), tokens: s.points.reduce((a, p) => a + Number(p.tokens || 0), 0), requests: s.points.reduce((a, p) => a + Number(p.requests || 0), 0) }))
+      .filter((s) => s.cost > 0 || s.tokens > 0).sort((a, b) => b.cost - a.cost || b.tokens - a.tokens);
+    const ds = (metric) => withData.map((s, i) => {
+      const byStart = new Map(s.points.map((p) => [p.start, metric === 'cost' ? dollars(p.cost) : Number(p.tokens || 0)]));
+      return { label: s.id, data: starts.map((t) => byStart.get(t) || 0), backgroundColor: PALETTE[i % PALETTE.length], stack: 's' };
+    });
+    S.charts.forEach((c) => c.destroy());
+    S.charts = [];
+    if (window.Chart) {
+      const opts = (title, money) => ({
+        responsive: true, maintainAspectRatio: false, animation: false,
+        plugins: { title: { display: true, text: title }, legend: { position: 'bottom' },
+          tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${money ? '$' + c.parsed.y.toFixed(6) : c.parsed.y}` } } },
+        scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { callback: (v) => (money ? '$' + Number(v.toPrecision(3)) : v) } } },
+      });
+      S.charts.push(new window.Chart(document.getElementById('cost-chart'), { type: 'bar', data: { labels: starts.map(fmt), datasets: ds('cost') }, options: opts(`Cost (USD) by ${e.group.value}`, true) }));
+      S.charts.push(new window.Chart(document.getElementById('tokens-chart'), { type: 'bar', data: { labels: starts.map(fmt), datasets: ds('tokens') }, options: opts(`Tokens by ${e.group.value}`, false) }));
+    }
+    charts.dataset.series = withData.map((s) => s.id).join('\n');
+    charts.dataset.drawn = `${e.group.value}/${e.step.value}`;
+    top.replaceChildren(table([
+      { label: e.group.value[0].toUpperCase() + e.group.value.slice(1), get: (s) => s.id },
+      { label: 'Cost', num: true, get: (s) => '$' + s.cost.toFixed(6) },
+      { label: 'Tokens', num: true, get: (s) => s.tokens },
+      { label: 'Requests', num: true, get: (s) => s.requests },
+    ], withData.slice(0, 10), 'No spend in this range.'));
+  }
+
+  async function drawBudgets() {
+    const [keys, teams, users, orgs, customers] = await Promise.all([
+      listAll('KeyService/ListKeys', 'keys', { status: 'KEY_STATUS_ACTIVE' }).catch(() => []),
+      listAll('TeamService/ListTeams', 'teams').catch(() => []),
+      listAll('UserService/ListUsers', 'users').catch(() => []),
+      listAll('OrgService/ListOrgs', 'orgs').catch(() => []),
+      listAll('CustomerService/ListCustomers', 'customers').catch(() => []),
+    ]);
+    const scoped = [['SCOPE_KIND_KEY', keys], ['SCOPE_KIND_TEAM', teams], ['SCOPE_KIND_USER', users], ['SCOPE_KIND_ORG', orgs], ['SCOPE_KIND_CUSTOMER', customers]];
+    const rows = [];
+    for (const [kind, items] of scoped) {
+      for (const it of items) {
+        for (const b of (it.limits && it.limits.budgets) || []) {
+          const [start, reset] = windowOf(b);
+          rows.push({ kind, id: it.id, b, start, reset });
+        }
+      }
+    }
+    await Promise.all(rows.map(async (r) => {
+      const s = await api('SpendService/GetSpend', { scope: { kind: r.kind, id: r.id }, since: r.start.toISOString() }).catch(() => null);
+      r.used = s ? dollars(s.total) : NaN;
+    }));
+    budgetsEl.replaceChildren(table([
+      { label: 'Scope', get: (r) => `${enumTail(r.kind, 'SCOPE_KIND_')} ${r.id}` },
+      { label: 'Period', get: (r) => period(r.b.period) + (r.b.time_zone ? ' @' + r.b.time_zone : '') },
+      { label: 'Used', num: true, get: (r) => (isNaN(r.used) ? '?' : '$' + r.used.toFixed(6)) },
+      { label: 'Limit', num: true, get: (r) => usd(r.b.limit) },
+      { label: '%', get: (r) => h('meter', { min: 0, max: dollars(r.b.limit), low: dollars(r.b.limit) * 0.75, high: dollars(r.b.limit) * 0.9, optimum: 0, value: isNaN(r.used) ? 0 : r.used, title: `${((r.used / dollars(r.b.limit)) * 100 || 0).toFixed(1)}%` }) },
+      { label: 'Resets', get: (r) => (r.reset ? when(r.reset.toISOString()) : r.b.period === 'PERIOD_KIND_ROLLING' ? 'rolling' : 'never') },
+    ], rows, 'No scope has a budget.'));
+  }
+  await Promise.all([draw(), drawBudgets()]);
+};
+
+pages.requests = async () => {
+  const controls = h('form', { class: 'filters', role: 'search' },
+    field('Key', inp('key', { size: 14 })), field('Team', inp('team', { size: 10 })), field('Model', inp('model', { size: 10 })),
+    field('Status', sel('status', [['', 'any'], ['REQUEST_STATUS_COMPLETED', 'completed'], ['REQUEST_STATUS_FAILED', 'failed'], ['REQUEST_STATUS_ABORTED', 'aborted'], ['REQUEST_STATUS_EXPIRED', 'expired']])),
+    field('Since', sel('days', [['1', 'last 24 hours'], ['7', 'last 7 days'], ['30', 'last 30 days']])),
+    h('button', { type: 'submit', class: 'primary' }, 'Apply'));
+  const list = h('div', {});
+  const detail = h('div', {});
+  async function refresh() {
+    const e = controls.elements;
+    const req = { since: new Date(Date.now() - Number(e.days.value) * 86400e3).toISOString(), model: e.model.value.trim() };
+    if (e.key.value.trim()) req.scope = { kind: 'SCOPE_KIND_KEY', id: e.key.value.trim() };
+    else if (e.team.value.trim()) req.scope = { kind: 'SCOPE_KIND_TEAM', id: e.team.value.trim() };
+    let entries = await listAll('SpendService/ListSpendEntries', 'entries', req, 10);
+    if (e.status.value) entries = entries.filter((x) => x.status === e.status.value);
+    entries = entries.reverse().slice(0, 200); // newest first
+    list.replaceChildren(table([
+      { label: 'Started', get: (x) => when(x.started_at) },
+      { label: 'Key', get: (x) => x.key_id },
+      { label: 'Team', get: (x) => x.team_id },
+      { label: 'Model', get: (x) => x.model },
+      { label: 'Status', get: (x) => h('span', { class: 'pill ' + enumTail(x.status, 'REQUEST_STATUS_') }, enumTail(x.status, 'REQUEST_STATUS_') + ' ' + (x.http_status || '')) },
+      { label: 'Tokens in/out', num: true, get: (x) => `${(x.usage && x.usage.input) || 0} / ${(x.usage && x.usage.output) || 0}` },
+      { label: 'Cost', num: true, get: (x) => usd(x.cost) },
+      { label: '', get: (x) => h('button', { type: 'button', 'data-request': x.request_id, onclick: () => show(x) }, 'Details') },
+    ], entries, 'No request in this range.'));
+  }
+  function show(x) {
+    const rows = [['Request ID', x.request_id], ['Key', x.key_id], ['User', x.user_id], ['Team', x.team_id], ['Org', x.org_id], ['Customer', x.customer_id],
+      ['Model', x.model], ['Deployment', x.deployment], ['Status', enumTail(x.status, 'REQUEST_STATUS_')], ['HTTP status', x.http_status], ['Stream', x.stream ? 'yes' : 'no'],
+      ['Input tokens', x.usage && x.usage.input], ['Cached input', x.usage && x.usage.cached_input], ['Cache write', x.usage && x.usage.cache_write],
+      ['Output tokens', x.usage && x.usage.output], ['Reasoning', x.usage && x.usage.reasoning], ['Cost', x.cost && x.cost.dollars ? '$' + x.cost.dollars : '$0'],
+      ['Started', when(x.started_at)], ['Ended', when(x.ended_at)]];
+    const sec = h('section', { 'aria-label': 'Request detail', id: 'request-detail', tabindex: '-1' }, h('h2', {}, 'Request ' + x.request_id),
+      h('dl', { class: 'detail' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v === undefined || v === '' ? '—' : String(v))])));
+    detail.replaceChildren(sec);
+    sec.focus();
+  }
+  controls.addEventListener('submit', (ev) => { ev.preventDefault(); refresh().catch((err) => say(err.message, true)); });
+  main.replaceChildren(h('h1', {}, 'Requests'), controls, detail, list);
+  await refresh();
+};
+
+pages.audit = async () => {
+  const entries = (await listAll('AuditService/ListAudit', 'entries')).reverse();
+  main.replaceChildren(h('h1', {}, 'Audit log'), table([
+    { label: 'When', get: (a) => when(a.at) },
+    { label: 'Actor', get: (a) => a.actor },
+    { label: 'Action', get: (a) => a.action },
+    { label: 'Target', get: (a) => `${a.kind} ${a.target}` },
+    { label: 'Detail', get: (a) => h('code', {}, a.detail) },
+  ], entries));
+};
+
+// ---- shell ---------------------------------------------------------------
+
+async function route() {
+  if (!S.cred) return;
+  const name = (location.hash.replace(/^#\/?/, '') || 'keys').split('?')[0];
+  const page = pages[name] || pages.keys;
+  document.querySelectorAll('nav a').forEach((a) => {
+    if (a.getAttribute('href') === '#/' + name) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  });
+  document.title = `${name[0].toUpperCase() + name.slice(1)} · Tollgate console`;
+  say('');
+  main.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+  try {
+    await page();
+    main.dataset.page = name;
+  } catch (err) {
+    main.replaceChildren(h('h1', {}, name), h('p', { class: 'error' }, err.message));
+  }
+  main.focus();
+}
+
+function signedIn(info) {
+  S.csrf = info.csrf;
+  S.cred = info.credential;
+  document.getElementById('nav').hidden = false;
+  document.getElementById('signout').hidden = false;
+  document.getElementById('who').textContent = `${S.cred.id} · ${roleName(S.cred.role)}${S.cred.team_id ? ' of ' + S.cred.team_id : ''}`;
+  route();
+}
+
+function showSignIn(message = '') {
+  S.cred = null;
+  S.csrf = '';
+  document.getElementById('nav').hidden = true;
+  document.getElementById('signout').hidden = true;
+  document.getElementById('who').textContent = '';
+  const key = h('input', { id: 'admin-key', name: 'key', type: 'password', autocomplete: 'current-password', required: true, placeholder: 'tga-…' });
+  const err = h('p', { class: 'error', role: 'alert' }, message);
+  const f = h('form', {}, h('label', { for: 'admin-key' }, 'Admin key'), key, err, h('button', { class: 'primary', type: 'submit' }, 'Sign in'));
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const r = await fetch('/ui/api/session', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ key: key.value }) });
+    const data = await r.json().catch(() => ({}));
+    if (!r.ok) { err.textContent = data.message || `sign-in failed (HTTP ${r.status})`; key.focus(); return; }
+    signedIn(data);
+  });
+  main.replaceChildren(h('section', { class: 'signin' }, h('h1', {}, 'Sign in'),
+    h('p', { class: 'muted' }, 'Use an admin key: the one `tollgate run` printed at first start, or one from `tollgate admin-key create`. Its role decides what you can change.'), f));
+  key.focus();
+}
+
+document.getElementById('signout').addEventListener('click', async () => {
+  await fetch('/ui/api/session', { method: 'DELETE', headers: { 'X-CSRF-Token': S.csrf } });
+  showSignIn('Signed out.');
+});
+window.addEventListener('hashchange', route);
+
+fetch('/ui/api/session').then(async (r) => (r.ok ? signedIn(await r.json()) : showSignIn())).catch(() => showSignIn());
