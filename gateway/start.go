@@ -212,20 +212,21 @@ func (g *Gateway) startXDS(ctx context.Context) error {
 // REST API, its OpenAPI document and the web console (admin.SplitPort).
 func (g *Gateway) startAdmin(ctx context.Context) error {
 	adm := admin.New(g.Store, g.Sealer, admin.WithLogger(g.log), admin.WithClock(g.now), admin.WithRoutingStates(routingStates{g.Router, g.now}))
-	tlsOpts, err := serverTLS(g.Config.AdminTLS)
-	if err != nil {
-		return err
-	}
 	l, err := net.Listen("tcp", g.Config.AdminAddr)
 	if err != nil {
 		return err
 	}
 	g.AdminAddr = l.Addr().String()
-	g.adminSrv = grpc.NewServer(append(admin.ServerOptions(adm), tlsOpts...)...)
+	g.adminSrv = grpc.NewServer(admin.ServerOptions(adm)...)
 	adm.Register(g.adminSrv)
+	l, restDial, err := g.adminTLS(l)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
 	port := admin.SplitPort(l)
 	g.serve("admin", func() error { return g.adminSrv.Serve(port.GRPC) })
-	g.serve("admin http", func() error { return adm.ServeHTTP(ctx, port.HTTP, g.AdminAddr) })
+	g.serve("admin http", func() error { return adm.ServeHTTP(ctx, port.HTTP, g.AdminAddr, restDial...) })
 	return nil
 }
 

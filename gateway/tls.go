@@ -2,16 +2,19 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/tollgate-ai/tollgate/internal/tlsconf"
 )
@@ -58,6 +61,28 @@ func serverTLS(s tlsconf.Server) ([]grpc.ServerOption, error) {
 		return nil, err
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, nil
+}
+
+// adminTLS wraps the admin port's listener in mutual TLS when AdminTLS is
+// set. The port's split (gRPC by the HTTP/2 preface, else HTTP) then reads
+// the decrypted bytes; ALPN prefers http/1.1, so that browsers and curl
+// speak HTTP/1.1 and gRPC clients (which offer h2 only) get h2. The REST API
+// reaches the gRPC services through an in-memory listener (the returned
+// dial option) instead of dialling the port, which would need a client
+// certificate.
+func (g *Gateway) adminTLS(l net.Listener) (net.Listener, []grpc.DialOption, error) {
+	if !g.Config.AdminTLS.Enabled() {
+		return l, nil, nil
+	}
+	cfg, err := g.Config.AdminTLS.Config()
+	if err != nil {
+		return l, nil, err
+	}
+	cfg.NextProtos = []string{"http/1.1", "h2"}
+	inner := bufconn.Listen(1 << 20)
+	g.serve("admin (in-process)", func() error { return g.adminSrv.Serve(inner) })
+	dial := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return inner.DialContext(ctx) })
+	return tls.NewListener(l, cfg), []grpc.DialOption{dial}, nil
 }
 
 // dataPlaneCreds are the credentials the built-in data plane dials a server

@@ -42,6 +42,25 @@ func grpcCode(t *testing.T, addr, ca string, pair tlstest.Pair) codes.Code {
 	return status.Code(err)
 }
 
+// adminREST is the status of a REST call on the admin port over TLS with
+// pair, or -1 when the connection fails.
+func adminREST(t *testing.T, addr, ca string, pair tlstest.Pair, key string) int {
+	t.Helper()
+	cfg, err := tlsconf.Client{CA: ca, Cert: pair.Cert, Key: pair.Key}.Config()
+	require.NoError(t, err)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	req, err := http.NewRequest(http.MethodPost, "https://"+addr+"/tollgate.admin.v1.AuditService/ListAudit", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
 // TestServersRequireClientCertificates: with TLS on the admin API, xDS and
 // ext_proc, each refuses a client without a certificate and one with a
 // certificate from another CA, and answers the right certificate; the
@@ -65,6 +84,11 @@ func TestServersRequireClientCertificates(t *testing.T) {
 			require.Equal(t, codes.Unavailable, grpcCode(t, addr, ca.Cert, rogue), "%s with another CA's certificate", name)
 			require.NotEqual(t, codes.Unavailable, grpcCode(t, addr, ca.Cert, operator), "%s with the right certificate", name)
 		}
+		// The admin port's HTTP side (REST API through the in-process
+		// gRPC connection) over the same mutual TLS.
+		require.Equal(t, http.StatusOK, adminREST(t, g.AdminAddr, ca.Cert, operator, cfg.AdminKey))
+		require.Equal(t, -1, adminREST(t, g.AdminAddr, ca.Cert, tlstest.Pair{}, cfg.AdminKey), "HTTP without a client certificate")
+		require.Equal(t, -1, adminREST(t, g.AdminAddr, ca.Cert, rogue, cfg.AdminKey), "HTTP with another CA's certificate")
 		resp, err := http.Post("http://"+g.ListenAddr+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[]}`))
 		require.NoError(t, err)
 		defer resp.Body.Close()
