@@ -233,7 +233,7 @@ func explain(err error, addr string, haveKey bool) error {
 	msg := st.Message()
 	switch st.Code() {
 	case codes.Unavailable:
-		return fmt.Errorf("cannot reach the admin API at %s: is `tollgate run` running? set --addr or %s (%s)", addr, EnvAddr, msg)
+		return fmt.Errorf("cannot reach the admin API at %s: is `tollgate run` running? set --addr or %s; an admin API with TLS needs --tls-ca, --tls-cert and --tls-key (%s)", addr, EnvAddr, msg)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("the admin API at %s did not answer in time: is it overloaded or behind a firewall? (%s)", addr, msg)
 	case codes.Unauthenticated:
