@@ -83,9 +83,9 @@ func (s *Server) HTTPHandler(ctx context.Context, conn *grpc.ClientConn) (http.H
 
 // ServeHTTP serves the HTTP side of the admin port on l until ctx ends or l is
 // closed. grpcAddr is the admin port itself: the REST API reaches the gRPC
-// services through it, like any other client.
-func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, grpcAddr string) error {
-	conn, err := grpc.NewClient("passthrough:///"+grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// services through it, like any other client (opts may replace its dialer).
+func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, grpcAddr string, opts ...grpc.DialOption) error {
+	conn, err := grpc.NewClient("passthrough:///"+grpcAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		return fmt.Errorf("admin: REST API client: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -138,6 +137,7 @@ func runCommand(ctx context.Context, cmd *command, args []string, stdout, stderr
 	// The secret's default is read after parsing, so that -h never prints it.
 	key := fs.String("admin-key", "", "admin credential (default: env "+EnvAdminKey+")")
 	output := fs.String("o", "table", "output format: table or json")
+	transport := tlsFlags(fs)
 	run := cmd.setup(fs)
 	fs.Usage = func() {
 		_, _ = fmt.Fprintf(stderr, "usage: tollgate %s %s\n  %s\n\nflags:\n", cmd.name(), cmd.args, cmd.help)
@@ -162,7 +162,11 @@ func runCommand(ctx context.Context, cmd *command, args []string, stdout, stderr
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := transport()
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(*addr, creds)
 	if err != nil {
 		return fmt.Errorf("invalid admin API address %q: %w (set --addr or %s)", *addr, err, EnvAddr)
 	}
@@ -229,7 +233,7 @@ func explain(err error, addr string, haveKey bool) error {
 	msg := st.Message()
 	switch st.Code() {
 	case codes.Unavailable:
-		return fmt.Errorf("cannot reach the admin API at %s: is `tollgate run` running? set --addr or %s (%s)", addr, EnvAddr, msg)
+		return fmt.Errorf("cannot reach the admin API at %s: is `tollgate run` running? set --addr or %s; an admin API with TLS needs --tls-ca, --tls-cert and --tls-key (%s)", addr, EnvAddr, msg)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("the admin API at %s did not answer in time: is it overloaded or behind a firewall? (%s)", addr, msg)
 	case codes.Unauthenticated:

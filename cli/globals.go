@@ -4,7 +4,7 @@ import "strings"
 
 // globalFlags are the flags every command takes (runCommand declares them),
 // each followed by a value unless written --name=value.
-var globalFlags = []string{"addr", "admin-key", "o"}
+var globalFlags = []string{"addr", "admin-key", "o", "tls-ca", "tls-cert", "tls-key"}
 
 // hoistGlobalFlags moves global flags written before the noun or between the
 // noun and the verb (`tollgate --addr A key list`, `tollgate key -o json list`)

@@ -45,7 +45,20 @@ type BootstrapOptions struct {
 	// CircuitBreakerMax is the circuit-breaker limit of the static ext_proc
 	// cluster. Default DefaultCircuitBreakerMax.
 	CircuitBreakerMax uint32 `yaml:"circuit_breaker_max"`
+	// TLSCA, TLSCert and TLSKey (files on Envoy's host; all three or none)
+	// make every cluster to a host:port (xDS, and ExtProc) use TLS: Envoy
+	// presents TLSCert as its client certificate and accepts a server
+	// certificate that chains to TLSCA and names the host dialled (a DNS
+	// name or an IP address). A Unix socket stays plaintext. The ext_proc
+	// cluster the xDS server sends carries no certificate, so TLS needs
+	// ExtProc.
+	TLSCA   string `yaml:"tls_ca"`
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
 }
+
+// tlsFiles are the files of an UpstreamTlsContext.
+type tlsFiles struct{ CA, Cert, Key string }
 
 // endpoint is a parsed address for the template.
 type endpoint struct {
@@ -54,6 +67,7 @@ type endpoint struct {
 	Host string
 	Port int
 	DNS  bool // Host is a hostname: STRICT_DNS
+	TLS  *tlsFiles
 }
 
 type bootstrapData struct {
@@ -93,6 +107,9 @@ func Bootstrap(opts BootstrapOptions) ([]byte, error) {
 			return nil, err
 		}
 		d.ExtProc = &ep
+	}
+	if err := setTLS(opts, &d); err != nil {
+		return nil, err
 	}
 	admin, err := netip.ParseAddrPort(orDefault(opts.Admin, DefaultAdmin))
 	if err != nil || !admin.Addr().IsLoopback() || admin.Port() == 0 {
@@ -141,6 +158,26 @@ func parseEndpoint(what, name, s string) (endpoint, error) {
 	}
 	_, ipErr := netip.ParseAddr(host)
 	return endpoint{Name: name, Host: host, Port: port, DNS: ipErr != nil}, nil
+}
+
+// setTLS puts the TLS files on the clusters to a host:port.
+func setTLS(opts BootstrapOptions, d *bootstrapData) error {
+	if opts.TLSCA == "" && opts.TLSCert == "" && opts.TLSKey == "" {
+		return nil
+	}
+	if opts.TLSCA == "" || opts.TLSCert == "" || opts.TLSKey == "" {
+		return fmt.Errorf("%w: TLS needs the CA, the client certificate and its key together", ErrInvalidBootstrap)
+	}
+	if d.ExtProc == nil {
+		return fmt.Errorf("%w: with TLS, give the ext_proc address (the ext_proc cluster sent over xDS has no client certificate)", ErrInvalidBootstrap)
+	}
+	files := &tlsFiles{CA: opts.TLSCA, Cert: opts.TLSCert, Key: opts.TLSKey}
+	for _, ep := range []*endpoint{&d.XDS, d.ExtProc} {
+		if ep.Pipe == "" {
+			ep.TLS = files
+		}
+	}
+	return nil
 }
 
 func orDefault(s, def string) string {
@@ -245,6 +282,28 @@ layered_runtime:
                     socket_address:
                       address: {{q .Host}}
                       port_value: {{.Port}}
+{{- end}}
+{{- with .TLS}}
+      transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+{{- if $.DNS}}
+          sni: {{q $.Host}}
+{{- end}}
+          common_tls_context:
+            tls_certificates:
+              - certificate_chain:
+                  filename: {{q .Cert}}
+                private_key:
+                  filename: {{q .Key}}
+            validation_context:
+              trusted_ca:
+                filename: {{q .CA}}
+              match_typed_subject_alt_names:
+                - san_type: {{if $.DNS}}DNS{{else}}IP_ADDRESS{{end}}
+                  matcher:
+                    exact: {{q $.Host}}
 {{- end}}
 {{- end}}
 `))

@@ -12,6 +12,7 @@ import (
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -39,6 +40,12 @@ func parseBootstrap(t *testing.T, data []byte) *bootstrapv3.Bootstrap {
 			require.NoError(t, a.UnmarshalTo(&opts))
 			require.NoError(t, opts.ValidateAll())
 			require.NotNil(t, opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions(), "gRPC needs HTTP/2")
+		}
+		if ts := c.GetTransportSocket(); ts != nil {
+			require.Equal(t, "envoy.transport_sockets.tls", ts.GetName())
+			var tc tlsv3.UpstreamTlsContext
+			require.NoError(t, ts.GetTypedConfig().UnmarshalTo(&tc))
+			require.NoError(t, tc.ValidateAll())
 		}
 	}
 	return &b
@@ -150,6 +157,8 @@ func TestBootstrapRejects(t *testing.T) {
 		{"bad ext_proc", BootstrapOptions{XDS: "127.0.0.1:1", ExtProc: "nope"}, "ext_proc"},
 		{"public admin", BootstrapOptions{XDS: "127.0.0.1:1", Admin: "0.0.0.0:9901"}, "loopback"},
 		{"admin hostname", BootstrapOptions{XDS: "127.0.0.1:1", Admin: "localhost:9901"}, "loopback"},
+		{"partial tls", BootstrapOptions{XDS: "127.0.0.1:1", ExtProc: "127.0.0.1:2", TLSCert: "/c.pem", TLSKey: "/k.pem"}, "together"},
+		{"tls without ext_proc", BootstrapOptions{XDS: "127.0.0.1:1", TLSCA: "/ca.pem", TLSCert: "/c.pem", TLSKey: "/k.pem"}, "ext_proc address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Bootstrap(tc.opts)
@@ -157,6 +166,44 @@ func TestBootstrapRejects(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// TestBootstrapTLS: with the TLS files, the xDS and ext_proc clusters to a
+// host:port carry an UpstreamTlsContext with Envoy's client certificate, the
+// CA and the server name to match; a Unix socket stays plaintext.
+func TestBootstrapTLS(t *testing.T) {
+	opts := BootstrapOptions{XDS: "tollgate:18000", ExtProc: "10.0.0.7:50051", TLSCA: "/etc/tollgate/ca.pem", TLSCert: "/etc/envoy/client.pem", TLSKey: "/etc/envoy/client-key.pem"}
+	data, err := Bootstrap(opts)
+	require.NoError(t, err)
+	b := parseBootstrap(t, data)
+	for name, want := range map[string]struct {
+		san  tlsv3.SubjectAltNameMatcher_SanType
+		host string
+		sni  string
+	}{
+		XDSCluster:     {tlsv3.SubjectAltNameMatcher_DNS, "tollgate", "tollgate"},
+		ExtProcCluster: {tlsv3.SubjectAltNameMatcher_IP_ADDRESS, "10.0.0.7", ""},
+	} {
+		c := clusterByName(t, b, name)
+		require.NotNil(t, c, name)
+		var tc tlsv3.UpstreamTlsContext
+		require.NoError(t, c.GetTransportSocket().GetTypedConfig().UnmarshalTo(&tc), name)
+		require.Equal(t, want.sni, tc.GetSni(), name)
+		common := tc.GetCommonTlsContext()
+		require.Equal(t, opts.TLSCert, common.GetTlsCertificates()[0].GetCertificateChain().GetFilename(), name)
+		require.Equal(t, opts.TLSKey, common.GetTlsCertificates()[0].GetPrivateKey().GetFilename(), name)
+		vc := common.GetValidationContext()
+		require.Equal(t, opts.TLSCA, vc.GetTrustedCa().GetFilename(), name)
+		require.Equal(t, want.san, vc.GetMatchTypedSubjectAltNames()[0].GetSanType(), name)
+		require.Equal(t, want.host, vc.GetMatchTypedSubjectAltNames()[0].GetMatcher().GetExact(), name)
+	}
+
+	opts.ExtProc = "unix:/run/tollgate/extproc.sock"
+	data, err = Bootstrap(opts)
+	require.NoError(t, err)
+	b = parseBootstrap(t, data)
+	require.NotNil(t, clusterByName(t, b, XDSCluster).GetTransportSocket())
+	require.Nil(t, clusterByName(t, b, ExtProcCluster).GetTransportSocket(), "a Unix socket stays plaintext")
 }
 
 // TestBootstrapQuotesStrings: node ids with YAML metacharacters stay one

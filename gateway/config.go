@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/internal/tlsconf"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -65,6 +66,13 @@ type Config struct {
 	// MetricsAddr serves /metrics, /healthz and /readyz over HTTP ("": no
 	// metrics; health stays on the data-plane port).
 	MetricsAddr string
+	// AdminTLS, XDSTLS and ExtProcTLS make those servers serve TLS and
+	// require client certificates (docs/operations.md, "Transport security").
+	AdminTLS, XDSTLS, ExtProcTLS tlsconf.Server
+	// DataPlaneTLS is the client certificate the built-in data plane or a
+	// child Envoy presents to xDS and ext_proc over TLS, and the CA it
+	// verifies them with.
+	DataPlaneTLS tlsconf.Client
 }
 
 // DefaultMetricsAddr is where /metrics is served unless told otherwise:
@@ -118,5 +126,6 @@ func (c *Config) Validate() error {
 	if c.ReservationLease < 0 {
 		errs = append(errs, errors.New("reservation lease must not be negative"))
 	}
+	errs = append(errs, c.validateTLS()...)
 	return errors.Join(errs...)
 }

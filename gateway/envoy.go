@@ -23,9 +23,14 @@ type childEnvoy struct {
 }
 
 // startEnvoy writes a bootstrap pointing at the xDS server and starts Envoy
-// with it. Envoy's output goes to out.
-func startEnvoy(cfg Config, xdsAddr string, out io.Writer) (*childEnvoy, error) {
-	b, err := envoy.Bootstrap(envoy.BootstrapOptions{XDS: xdsAddr, NodeID: "tollgate-run", Admin: cfg.EnvoyAdmin})
+// with it. Envoy's output goes to out. With TLS, Envoy presents
+// Config.DataPlaneTLS to xDS and to the processor at extProcAddr.
+func startEnvoy(cfg Config, xdsAddr, extProcAddr string, out io.Writer) (*childEnvoy, error) {
+	opts := envoy.BootstrapOptions{XDS: xdsAddr, NodeID: "tollgate-run", Admin: cfg.EnvoyAdmin}
+	if cfg.XDSTLS.Enabled() {
+		opts.ExtProc, opts.TLSCA, opts.TLSCert, opts.TLSKey = extProcAddr, cfg.DataPlaneTLS.CA, cfg.DataPlaneTLS.Cert, cfg.DataPlaneTLS.Key
+	}
+	b, err := envoy.Bootstrap(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/edge"
@@ -37,6 +36,7 @@ type startStep struct {
 // then stops what the earlier steps started.
 func (g *Gateway) start(ctx context.Context) error {
 	steps := []startStep{
+		{"transport security", g.warnPlaintext},
 		{"apply configuration", g.applyFiles},
 		{"data plane listener", g.bindDataPlane},
 		{"observability", func(ctx context.Context) error { return g.startObserve(ctx, g.obsOpts) }},
@@ -175,12 +175,16 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	if purgeResponses != nil {
 		g.serve("responses purge", func() error { return purgeResponses(ctx) })
 	}
+	tlsOpts, err := serverTLS(g.Config.ExtProcTLS)
+	if err != nil {
+		return err
+	}
 	l, err := listen(g.Config.ExtProcAddr)
 	if err != nil {
 		return err
 	}
 	g.ExtProcAddr = addrString(l)
-	g.procSrv = extproc.NewGRPCServer(g.proc)
+	g.procSrv = extproc.NewGRPCServer(g.proc, tlsOpts...)
 	g.serve("ext_proc", func() error { return g.procSrv.Serve(l) })
 	return nil
 }
@@ -188,13 +192,17 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 // startXDS serves ADS and publishes the first configuration snapshot, before
 // anything is admitted.
 func (g *Gateway) startXDS(ctx context.Context) error {
+	tlsOpts, err := serverTLS(g.Config.XDSTLS)
+	if err != nil {
+		return err
+	}
 	g.xds = xds.NewServer(g.log) //nolint:contextcheck // its streams live until Stop
 	l, err := net.Listen("tcp", g.Config.XDSAddr)
 	if err != nil {
 		return err
 	}
 	g.XDSAddr = l.Addr().String()
-	g.xdsSrv = grpc.NewServer()
+	g.xdsSrv = grpc.NewServer(tlsOpts...)
 	g.xds.Register(g.xdsSrv)
 	g.serve("xds", func() error { return g.xdsSrv.Serve(l) })
 	return g.refresh(ctx)
@@ -211,9 +219,14 @@ func (g *Gateway) startAdmin(ctx context.Context) error {
 	g.AdminAddr = l.Addr().String()
 	g.adminSrv = grpc.NewServer(admin.ServerOptions(adm)...)
 	adm.Register(g.adminSrv)
+	l, restDial, err := g.adminTLS(l)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
 	port := admin.SplitPort(l)
 	g.serve("admin", func() error { return g.adminSrv.Serve(port.GRPC) })
-	g.serve("admin http", func() error { return adm.ServeHTTP(ctx, port.HTTP, g.AdminAddr) })
+	g.serve("admin http", func() error { return adm.ServeHTTP(ctx, port.HTTP, g.AdminAddr, restDial...) })
 	return nil
 }
 
@@ -243,7 +256,11 @@ func (g *Gateway) startDataPlane(ctx context.Context) error {
 func (g *Gateway) startEdge(ctx context.Context) error {
 	var pc extprocfilter.Transport
 	if g.Config.ProcessorOverGRPC {
-		conn, err := grpc.NewClient(grpcTarget(g.ExtProcAddr), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		creds, err := g.dataPlaneCreds(g.Config.ExtProcTLS)
+		if err != nil {
+			return err
+		}
+		conn, err := grpc.NewClient(grpcTarget(g.ExtProcAddr), creds)
 		if err != nil {
 			return err
 		}
@@ -253,7 +270,11 @@ func (g *Gateway) startEdge(ctx context.Context) error {
 		// In-process: each message is a call in the request's goroutine.
 		pc = extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream { return g.proc.Session(ctx) })
 	}
-	xconn, err := grpc.NewClient(g.XDSAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	xcreds, err := g.dataPlaneCreds(g.Config.XDSTLS)
+	if err != nil {
+		return err
+	}
+	xconn, err := grpc.NewClient(g.XDSAddr, xcreds)
 	if err != nil {
 		return err
 	}
@@ -277,7 +298,7 @@ func (g *Gateway) startEdge(ctx context.Context) error {
 }
 
 func (g *Gateway) startChildEnvoy(ctx context.Context) error {
-	child, err := startEnvoy(g.Config, g.XDSAddr, g.envoyOutput)
+	child, err := startEnvoy(g.Config, g.XDSAddr, g.ExtProcAddr, g.envoyOutput)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/tlsconf"
 )
 
 // serveDebug serves the Go profiler on addr until ctx ends.
@@ -17,6 +20,9 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if !tlsconf.Loopback(addr) || strings.HasPrefix(addr, "unix:") {
+		return fmt.Errorf("--debug-addr %q: the profiler serves without authentication, so it listens on loopback only (e.g. 127.0.0.1:6060 or [::1]:6060); reach it remotely through an SSH tunnel", addr)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--debug-addr: %w", err)

@@ -41,6 +41,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (runs --envoy as a child), none (an Envoy started elsewhere), or auto (envoy when on PATH, else builtin)")
 	fs.StringVar(&cfg.EnvoyPath, "envoy", cfg.EnvoyPath, "envoy binary for --dataplane envoy")
 	fs.BoolVar(&cfg.ProcessorOverGRPC, "processor-grpc", false, "built-in data plane calls the processor over gRPC instead of in-process")
+	tlsFlags(fs, &cfg)
 	// Defaults that may hold a password are read from the environment after
 	// parsing, so that -h does not print them.
 	db := fs.String("db", "", "embedded store file (SQLite), or a postgres:// URL (default: env TOLLGATE_DB, else tollgate.db)")
