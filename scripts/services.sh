@@ -65,11 +65,12 @@ start() {
 
   redis-server --bind 127.0.0.1 --port "$rport" --dir "$dir" --save '' --appendonly no \
     --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
-  for _ in $(seq 1 100); do
+  # A loaded machine can take seconds to start it: wait up to 30 s.
+  for _ in $(seq 1 300); do
     redis-cli -h 127.0.0.1 -p "$rport" ping >/dev/null 2>&1 && break
     sleep 0.1
   done
-  redis-cli -h 127.0.0.1 -p "$rport" ping >/dev/null
+  redis-cli -h 127.0.0.1 -p "$rport" ping >/dev/null || { cat "$dir/redis.log" >&2; return 1; }
 
   echo "TOLLGATE_TEST_POSTGRES=postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
   echo "TOLLGATE_TEST_REDIS=redis://127.0.0.1:$rport/0"
