@@ -160,7 +160,9 @@ func (g *Gateway) stopObserve(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var errs []error
-	obs.cancel()
+	if obs.cancel != nil { // nil when startObserve failed before its watch
+		obs.cancel()
+	}
 	if obs.srv != nil {
 		errs = append(errs, obs.srv.Shutdown(ctx))
 	}
