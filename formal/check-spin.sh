@@ -60,4 +60,4 @@ expect_violation mutation nooverspend -DNONATOMIC \
   "mutation caught: without the atomic check-and-reserve spin finds an overspend"
 expect_violation gap restartloss -DRESTARTLOSS \
   "the restart gap is gone from the model: update docs/accounting.md and this check" \
-  "known gap still present: a request settled after a Redis restart reaches no ledger (docs/accounting.md)"
+  "the model's old restart step (-DRESTARTLOSS) still loses a settlement; the Go replicas settle from their own record (docs/accounting.md)"
