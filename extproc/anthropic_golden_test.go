@@ -67,34 +67,15 @@ func runAnthropicCase(t *testing.T, tc *anthropicCase) anthropicGolden {
 		require.True(t, json.Valid(out.Reply), "reply is not JSON: %s", out.Reply)
 		g.Reply = out.Reply
 	}
-	switch {
-	case tc.Status >= 400:
-		g.Client = tr.Error(tc.Status, tc.Response)
-		require.True(t, json.Valid(g.Client), "error body is not JSON: %s", g.Client)
-	case len(tc.Response) > 0:
-		body, u, err := tr.Response(tc.Response)
+	goldenReply(t, &g, tr, tc.Status, tc.Response, tc.Stream, func() Translator {
+		tr2 := newTranslator(tc.API, tc.Provider)
+		in2, err := parseRequest(tc.API, tc.Request)
 		require.NoError(t, err)
-		require.True(t, json.Valid(body), "client body is not JSON: %s", body)
-		g.Client, g.Usage = body, &u
-	case tc.Stream != "":
-		whole := feedStream(t, tr, []byte(tc.Stream), -1)
-		u, rep := tr.StreamUsage()
-		g.ClientSSE, g.Usage, g.Reported = string(whole), &u, &rep
-		// Every split of the provider's bytes gives the same client bytes and usage.
-		for i := 0; i <= len(tc.Stream); i++ {
-			tr2 := newTranslator(tc.API, tc.Provider)
-			in2, err := parseRequest(tc.API, tc.Request)
-			require.NoError(t, err)
-			in2.ClampMaxTokens, in2.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
-			_, err = tr2.Request(in2, &tc.Target)
-			require.NoError(t, err)
-			got := feedStream(t, tr2, []byte(tc.Stream), i)
-			require.Equal(t, string(whole), string(got), "split at byte %d", i)
-			u2, rep2 := tr2.StreamUsage()
-			require.Equal(t, u, u2, "split at byte %d", i)
-			require.Equal(t, rep, rep2, "split at byte %d", i)
-		}
-	}
+		in2.ClampMaxTokens, in2.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
+		_, err = tr2.Request(in2, &tc.Target)
+		require.NoError(t, err)
+		return tr2
+	})
 	return g
 }
 
@@ -148,6 +129,36 @@ func TestAnthropicGolden(t *testing.T) {
 			require.NoError(t, err, "run go test -run TestAnthropicGolden -update")
 			require.Equal(t, string(want), string(enc))
 		})
+	}
+}
+
+// goldenReply records in g what the client gets for the provider's answer:
+// the error body, the translated JSON body, or the translated stream, which
+// must be the same bytes and usage for every split of the provider's bytes
+// (fresh returns a translator that has seen the request).
+func goldenReply(t *testing.T, g *anthropicGolden, tr Translator, status int, response json.RawMessage, stream string, fresh func() Translator) {
+	t.Helper()
+	switch {
+	case status >= 400:
+		g.Client = tr.Error(status, response)
+		require.True(t, json.Valid(g.Client), "error body is not JSON: %s", g.Client)
+	case len(response) > 0:
+		body, u, err := tr.Response(response)
+		require.NoError(t, err)
+		require.True(t, json.Valid(body), "client body is not JSON: %s", body)
+		g.Client, g.Usage = body, &u
+	case stream != "":
+		whole := feedStream(t, tr, []byte(stream), -1)
+		u, rep := tr.StreamUsage()
+		g.ClientSSE, g.Usage, g.Reported = string(whole), &u, &rep
+		for i := 0; i <= len(stream); i++ {
+			tr2 := fresh()
+			got := feedStream(t, tr2, []byte(stream), i)
+			require.Equal(t, string(whole), string(got), "split at byte %d", i)
+			u2, rep2 := tr2.StreamUsage()
+			require.Equal(t, u, u2, "split at byte %d", i)
+			require.Equal(t, rep, rep2, "split at byte %d", i)
+		}
 	}
 }
 

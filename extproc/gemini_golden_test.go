@@ -52,30 +52,12 @@ func runGeminiCase(t *testing.T, tc *geminiCase) anthropicGolden {
 		require.True(t, json.Valid(out.Body), "upstream body is not JSON: %s", out.Body)
 		g.Body = out.Body
 	}
-	switch {
-	case tc.Status >= 400:
-		g.Client = tr.Error(tc.Status, tc.Response)
-		require.True(t, json.Valid(g.Client), "error body is not JSON: %s", g.Client)
-	case len(tc.Response) > 0:
-		body, u, err := tr.Response(tc.Response)
+	goldenReply(t, &g, tr, tc.Status, tc.Response, tc.Stream, func() Translator {
+		tr2 := newTranslator(tc.API, tc.Provider)
+		_, err := tr2.Request(geminiInbound(t, tc), &tc.Target)
 		require.NoError(t, err)
-		require.True(t, json.Valid(body), "client body is not JSON: %s", body)
-		g.Client, g.Usage = body, &u
-	case tc.Stream != "":
-		whole := feedStream(t, tr, []byte(tc.Stream), -1)
-		u, rep := tr.StreamUsage()
-		g.ClientSSE, g.Usage, g.Reported = string(whole), &u, &rep
-		for i := 0; i <= len(tc.Stream); i++ {
-			tr2 := newTranslator(tc.API, tc.Provider)
-			_, err = tr2.Request(geminiInbound(t, tc), &tc.Target)
-			require.NoError(t, err)
-			got := feedStream(t, tr2, []byte(tc.Stream), i)
-			require.Equal(t, string(whole), string(got), "split at byte %d", i)
-			u2, rep2 := tr2.StreamUsage()
-			require.Equal(t, u, u2, "split at byte %d", i)
-			require.Equal(t, rep, rep2, "split at byte %d", i)
-		}
-	}
+		return tr2
+	})
 	return g
 }
 
