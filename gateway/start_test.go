@@ -47,6 +47,7 @@ func runUntilStarted(t *testing.T, cfg gateway.Config, st store.Store, hooks ...
 func freeConfig() gateway.Config {
 	cfg := gateway.DefaultConfig()
 	cfg.Listen, cfg.AdminAddr, cfg.XDSAddr, cfg.ExtProcAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.MetricsAddr = "127.0.0.1:0" // the default port may be another test's
 	cfg.MasterKey = make([]byte, 32)
 	return cfg
 }
