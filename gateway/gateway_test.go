@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -135,6 +136,37 @@ func (r *running) post(t *testing.T, key, path, body string) (*http.Response, []
 	return resp, b
 }
 
+// warm posts body until the replica answers 200, for up to a minute, and
+// fails with the last answer: a replica's first request waits for the
+// snapshot and its xDS push, seconds on a CI machine running other
+// packages' tests. Transport errors are retried, not fatal.
+func (r *running) warm(t *testing.T, key, body string) {
+	t.Helper()
+	var last string
+	client := &http.Client{Timeout: 15 * time.Second}
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; time.Now().Before(deadline); i++ {
+		req, err := http.NewRequest(http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			last = fmt.Sprintf("attempt %d: %v after %v", i, err, time.Since(start))
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("attempt %d: %d %s after %v", i, resp.StatusCode, b, time.Since(start))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("replica %s never answered 200; last: %s", r.url, last)
+}
+
 // status posts a chat request from any goroutine: it reports transport
 // failures as status 0 instead of failing the test.
 func (r *running) status(key, body string) int {
@@ -201,10 +233,7 @@ func TestGatewayRejectsAndPropagatesRevocation(t *testing.T) {
 	r := start(t, false)
 	key := r.key(t, "k2", kernel.Limits{RPM: 100})
 	body := `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`
-	eventually(t, func() bool {
-		resp, _ := r.post(t, key, "/v1/chat/completions", body)
-		return resp.StatusCode == http.StatusOK
-	})
+	r.warm(t, key, body)
 
 	resp, b := r.post(t, "tg-wrong", "/v1/chat/completions", body)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(b))

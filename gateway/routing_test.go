@@ -53,10 +53,7 @@ func TestDeploymentRPMAcrossReplicasThroughRedis(t *testing.T) {
 	put(t, st, "solo", &store.ModelGroup{ID: "solo", Deployments: []string{"a"}})
 	key := replicas[0].key(t, "k", kernel.Limits{})
 	for _, r := range replicas { // both replicas have the snapshot with the groups
-		eventually(t, func() bool {
-			resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
-			return resp.StatusCode == http.StatusOK
-		})
+		r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
 	}
 	if s := time.Now().Second(); s > 50 { // stay inside one rpm window
 		time.Sleep(time.Duration(61-s) * time.Second)
@@ -101,10 +98,7 @@ func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
 	key := replicas[0].key(t, "k", kernel.Limits{})
 	body := `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
 	for _, r := range replicas {
-		eventually(t, func() bool {
-			resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
-			return resp.StatusCode == http.StatusOK
-		})
+		r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
 	}
 	codes := map[int]int{}
 	for range 20 {
@@ -153,10 +147,7 @@ func TestFailuresOfEveryKindCoolDown(t *testing.T) {
 	}
 	put(t, r.st, "routed", &store.ModelGroup{ID: "routed", Deployments: deps})
 	key := r.key(t, "k", kernel.Limits{})
-	eventually(t, func() bool {
-		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
-		return resp.StatusCode == http.StatusOK
-	})
+	r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
 	body := `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
 	failed := map[string]int{}
 	for range 30 {
@@ -186,10 +177,7 @@ func TestLatencyRoutingAvoidsTheSlowProvider(t *testing.T) {
 	}
 	put(t, r.st, "routed", &store.ModelGroup{ID: "routed", Deployments: []string{"slow", "fast"}, GroupRouting: store.GroupRouting{Routing: store.RoutingLatency}})
 	key := r.key(t, "k", kernel.Limits{})
-	eventually(t, func() bool {
-		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
-		return resp.StatusCode == http.StatusOK
-	})
+	r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
 	for range 20 {
 		resp, b := r.post(t, key, "/v1/chat/completions", `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
 		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))

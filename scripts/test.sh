@@ -22,8 +22,9 @@ else
   formal/check-coq.sh
   formal/check-spin.sh
   go test -count=1 -timeout 25m -skip '^TestRush$' ${TESTFLAGS:-} ./...
-  # The HTTP/1.1 layer's smuggling fuzz target explores past its committed (bounded by a count of runs, not a time: a time limit can end in "context deadline exceeded" on a loaded machine)
-  # corpus for a bounded time on every run (docs/dataplane.md).
+  # The HTTP/1.1 layer's smuggling fuzz target explores past its committed
+  # corpus on every run (docs/dataplane.md), bounded by a count of runs, not
+  # a time: a time limit can end in "context deadline exceeded" on a loaded machine.
   go test -run '^$' -fuzz '^FuzzPipelined$' -fuzztime="${PIPELINE_FUZZTIME:-20000x}" ./edge/h1/
   if ! command -v envoy >/dev/null 2>&1; then
     echo "note: xds TestRealEnvoyRoutesThroughExtProc was SKIPPED, NOT PASSED: no envoy binary on PATH (see deploy/envoy/README.md)"
