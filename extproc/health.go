@@ -15,8 +15,9 @@ import (
 // it is safe for concurrent use. Cooldowns are local to the replica unless a
 // CooldownShare spreads them (cooldown.go).
 type Router struct {
-	deps  sync.Map // deployment id → *health
-	share CooldownShare
+	deps      sync.Map // deployment id → *health
+	share     CooldownShare
+	cooldowns CooldownObserver // observe.go
 }
 
 // Defaults of a deployment whose policy leaves them zero (the same as the
@@ -200,6 +201,7 @@ func (r *Router) observe(d *Deployment, status int, retryAfter, ttfb time.Durati
 	h.mu.Unlock()
 	if cool > 0 {
 		r.coolDown(id, now.Add(cool))
+		r.cooled(id, status, cool)
 	}
 }
 
