@@ -15,8 +15,9 @@ import (
 // it is safe for concurrent use. Cooldowns are local to the replica unless a
 // CooldownShare spreads them (cooldown.go).
 type Router struct {
-	deps      sync.Map // deployment id → *health
-	share     CooldownShare
+	deps  sync.Map // deployment id → *health
+	share CooldownShare
+
 	cooldowns CooldownObserver // observe.go
 }
 
