@@ -17,6 +17,8 @@ import (
 type Router struct {
 	deps  sync.Map // deployment id → *health
 	share CooldownShare
+
+	cooldowns CooldownObserver // observe.go
 }
 
 // Defaults of a deployment whose policy leaves them zero (the same as the
@@ -200,6 +202,7 @@ func (r *Router) observe(d *Deployment, status int, retryAfter, ttfb time.Durati
 	h.mu.Unlock()
 	if cool > 0 {
 		r.coolDown(id, now.Add(cool))
+		r.cooled(id, status, cool)
 	}
 }
 

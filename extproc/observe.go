@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"net/http"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -58,6 +59,15 @@ type Report struct {
 	Cost              kernel.Money
 	// Attempts is the number of upstream requests made (0: none).
 	Attempts int
+	// Tries are the upstream attempts in order, recorded when an Observer is
+	// set (len(Tries) == Attempts); each retry is a try after the first.
+	Tries []Try
+	// FallbackFrom is the model group the client asked for when the request
+	// was admitted on one of its fallback groups ("" otherwise);
+	// FallbackReason is why the last group was left: FallbackCooldown (no
+	// deployment in rotation) or FallbackRateLimited (every deployment's
+	// rpm/tpm quota full).
+	FallbackFrom, FallbackReason string
 
 	// Times on the processor's clock; zero when the step did not happen.
 	Started     time.Time // request headers received
@@ -72,6 +82,57 @@ type Report struct {
 	ClientTraceparent string
 	// Trace holds the ids a Tracer chose for the request's spans.
 	Trace TraceIDs
+
+	tries [2]Try // Tries' backing array: no allocation up to one retry
+}
+
+// Try is one upstream attempt of a request.
+type Try struct {
+	Group, Deployment string    // the attempt's model group and deployment
+	Sent              time.Time // when the attempt was released upstream
+	// Status is the attempt's response status: 0 when none came (the
+	// stream ended first).
+	Status int
+	// Span is the attempt's span id, chosen by a Tracer: the parent in the
+	// traceparent the attempt was sent with (zero without a Tracer).
+	Span [8]byte
+}
+
+// Fallback reasons (Report.FallbackReason).
+const (
+	FallbackCooldown    = "cooldown"
+	FallbackRateLimited = "rate_limited"
+)
+
+// Cooldown reasons (CooldownObserver).
+const (
+	CooldownAllowedFails = "allowed_fails" // allowed_fails failures within a minute
+	CooldownRateLimited  = "rate_limited"  // a 429 (for its retry-after when it has one)
+)
+
+// CooldownObserver is told when this replica takes a deployment out of
+// rotation (not when it adopts another replica's cooldown): reason is
+// CooldownAllowedFails or CooldownRateLimited. It runs on the request's
+// goroutine and must not block.
+type CooldownObserver interface {
+	CooledDown(deployment, reason string, d time.Duration)
+}
+
+// SetCooldownObserver makes r report the cooldowns it starts to o. Call it
+// before serving.
+func (r *Router) SetCooldownObserver(o CooldownObserver) { r.cooldowns = o }
+
+// cooled reports a cooldown r started on deployment id after an attempt
+// that ended with status.
+func (r *Router) cooled(id string, status int, d time.Duration) {
+	if r.cooldowns == nil {
+		return
+	}
+	reason := CooldownAllowedFails
+	if status == http.StatusTooManyRequests {
+		reason = CooldownRateLimited
+	}
+	r.cooldowns.CooledDown(id, reason, d)
 }
 
 // TraceIDs are the ids of a request's trace, chosen when the request is
@@ -106,6 +167,7 @@ func (s *stream) mark(t *time.Time) {
 func (s *stream) traceHeader(l headerList) headerList {
 	s.mark(&s.report.Forwarded)
 	s.report.Attempts++
+	s.addTry()
 	if s.p.tracer == nil {
 		return l
 	}
@@ -114,6 +176,22 @@ func (s *stream) traceHeader(l headerList) headerList {
 		l = l.add(hdrTraceparent, tp)
 	}
 	return l
+}
+
+// addTry records an attempt about to be sent to s.target (a retry closes the
+// previous one with the status it ended on).
+func (s *stream) addTry() {
+	if s.p.obs == nil || s.target == nil {
+		return
+	}
+	r := &s.report
+	if r.Tries == nil {
+		r.Tries = r.tries[:0]
+	}
+	if n := len(r.Tries); n > 0 {
+		r.Tries[n-1].Status = s.status
+	}
+	r.Tries = append(r.Tries, Try{Group: s.target.Model, Deployment: s.target.Deployment, Sent: s.p.now()})
 }
 
 // fillReport copies the stream's state into its report.
@@ -126,6 +204,14 @@ func (s *stream) fillReport() {
 	}
 	if s.in != nil {
 		r.Model, r.Stream = s.in.Model, s.in.Stream
+	}
+	if rt := s.rt; rt != nil && s.admitted && len(rt.groups) > 1 {
+		// Admitted past the requested group: on a fallback group (resolve
+		// keeps only the requested one when it serves the request itself).
+		r.FallbackFrom, r.FallbackReason = rt.groups[0].Name, FallbackCooldown
+		if rt.tried > 0 {
+			r.FallbackReason = FallbackRateLimited
+		}
 	}
 }
 
@@ -150,6 +236,9 @@ func (s *stream) observed() {
 	r := &s.report
 	if r.HTTPStatus == 0 {
 		r.HTTPStatus = s.status
+	}
+	if n := len(r.Tries); n > 0 {
+		r.Tries[n-1].Status = s.status
 	}
 	if r.ErrorType == "" {
 		switch {

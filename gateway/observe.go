@@ -184,8 +184,15 @@ func (g *Gateway) observeProcessor() (extproc.Accountant, extproc.Option) {
 }
 
 // observed is told the processor Run started: its gRPC health follows
-// readiness from the next check on.
-func (g *Gateway) observed(p *extproc.Processor) { g.obs.proc.Store(p) }
+// readiness from the next check on, and the metrics count its router's
+// cooldowns and export its deployments' state.
+func (g *Gateway) observed(p *extproc.Processor) {
+	g.obs.proc.Store(p)
+	if m := g.obs.metrics; m != nil && g.Router != nil {
+		g.Router.SetCooldownObserver(m)
+		m.WatchRouter(g.Router, g.now)
+	}
+}
 
 // snapshotPublished records a snapshot published over xDS.
 func (g *Gateway) snapshotPublished(s *Snapshot) {

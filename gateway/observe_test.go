@@ -160,7 +160,26 @@ func testMetricsMatch(t *testing.T, overGRPC bool) {
 	plain := `{"model":"demo","messages":[{"role":"user","content":"hello metrics"}],"max_tokens":7}`
 	stream := `{"model":"demo","stream":true,"messages":[{"role":"user","content":"stream for metrics"}],"max_tokens":5}`
 	eventually(t, func() bool { return models(limited) == http.StatusOK })
-	eventually(t, func() bool { return send(key, plain) == http.StatusOK })
+	// The processor and the data plane get a configuration separately: the
+	// catalog is swapped once the xDS snapshot is published, not once the
+	// data plane has received it. A warm-up request in between is routed to
+	// a deployment the data plane has no route or cluster for yet, and the
+	// data plane answers it itself (a local 404 or 503, which the processor
+	// sees as the attempt's response): an upstream attempt the processor
+	// counts and the mock never sees.
+	unrouted := 0
+	eventually(t, func() bool {
+		resp, _ := r.post(t, key, "/v1/chat/completions", plain)
+		statuses[resp.StatusCode]++
+		if resp.StatusCode == http.StatusOK {
+			chatOK++
+			return true
+		}
+		if resp.Header.Get("x-tollgate-deployment") != "" {
+			unrouted++
+		}
+		return false
+	})
 	// Stay inside one rpm window for the limited key.
 	if s := time.Now().Second(); s > 50 {
 		time.Sleep(time.Duration(61-s) * time.Second)
@@ -211,12 +230,9 @@ func testMetricsMatch(t *testing.T, overGRPC bool) {
 	require.InDelta(t, float64(cost), sum(m, "tollgate_cost_nano_usd_total"), 0)
 	require.Positive(t, cost)
 
-	// Histograms: one observation per request the mock served (a warm-up
-	// request forwarded before the data plane knew the route is observed
-	// with its error type, and the mock never saw it), per streamed 200
-	// (TTFT), per successful request (tokens).
-	require.InDelta(t, float64(served.Requests), sum(m, "gen_ai_server_request_duration_seconds_count", `error_type=""`), 0)
-	require.GreaterOrEqual(t, sum(m, "gen_ai_server_request_duration_seconds_count"), float64(served.Requests))
+	// Histograms: one observation per request sent upstream (the mock's
+	// count), per streamed 200 (TTFT), per successful request (tokens).
+	require.InDelta(t, float64(served.Requests+int64(unrouted)), sum(m, "gen_ai_server_request_duration_seconds_count"), 0, "unrouted warm-ups: %d", unrouted)
 	require.InDelta(t, 3, sum(m, "gen_ai_server_time_to_first_token_seconds_count"), 0)
 	require.InDelta(t, float64(chatOK), sum(m, "gen_ai_client_token_usage_count", `gen_ai_token_type="output"`), 0)
 	require.InDelta(t, float64(ledger.Output), sum(m, "gen_ai_client_token_usage_sum", `gen_ai_token_type="output"`), 0)

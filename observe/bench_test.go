@@ -29,6 +29,7 @@ func BenchmarkObserveChat(b *testing.B) {
 		Target:     &extproc.Target{Model: "demo", Deployment: "demo-mock", Provider: extproc.ProviderOpenAI, ProviderModel: "mock-gpt"},
 		HTTPStatus: 200, Settled: true, Usage: kernel.Usage{Input: 12, Output: 30}, Cost: 72000, Attempts: 1,
 		Started: t0, AdmitStart: t0, Forwarded: t0, FirstByte: t0.Add(time.Millisecond), SettleStart: t0.Add(time.Millisecond), Ended: t0.Add(2 * time.Millisecond),
+		Tries: []extproc.Try{{Group: "demo", Deployment: "demo-mock", Sent: t0, Status: 200}},
 	}
 	ctx := context.Background()
 	req := &kernel.AdmitRequest{}

@@ -37,6 +37,9 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 		Stream: true, HTTPStatus: 200, Settled: true, Usage: kernel.Usage{Input: 3, Output: 4}, Cost: 7, Attempts: 1,
 		Started: t0, FirstToken: t0.Add(time.Millisecond), SettleStart: t0.Add(3 * time.Millisecond), Ended: t0.Add(4 * time.Millisecond),
 	})
+	m.Observe(retriedReport(t0))
+	m.CooledDown("d", extproc.CooldownAllowedFails, time.Minute)
+	m.WatchRouter(fakeStates{"d": {}}, time.Now)
 	a := m.Accountant(fakeAccountant{d: kernel.Decision{Reason: kernel.ReasonBudgetExceeded}})
 	_, _ = a.Admit(context.Background(), &kernel.AdmitRequest{})
 	_, _ = a.Settle(context.Background(), &extproc.Record{})

@@ -6,7 +6,9 @@
 // The processor reports through the interfaces extproc declares (Observer,
 // Tracer, Accountant): Observe builds every signal from one extproc.Report
 // when a request's stream ends, and the accountant is wrapped (Accountant)
-// to count reservations and refusals. Nothing here changes a request.
+// to count reservations and refusals. The router reports the cooldowns it
+// starts (extproc.CooldownObserver), and its deployments' state is read at
+// each scrape (WatchRouter). Nothing here changes a request.
 //
 // observe may import kernel, extproc (for the types of its interfaces),
 // prometheus/client_golang and go.opentelemetry.io; it must not import

@@ -32,6 +32,8 @@ const (
 	lblOp           = "op"
 	lblKeyID        = "key_id"
 	lblKeyAlias     = "key_alias"
+	lblFromGroup    = "from_group"
+	lblToGroup      = "to_group"
 	tokenInput      = "input"
 	tokenOutput     = "output"
 	tokenCached     = "cached_input"
@@ -79,12 +81,19 @@ type Metrics struct {
 	xdsPushes  prometheus.Counter
 	xdsVersion prometheus.Gauge
 
+	cooldowns *prometheus.CounterVec
+	retries   *prometheus.CounterVec
+	fallbacks *prometheus.CounterVec
+
 	// series are the label children of the request path, resolved once per
 	// label set: one map lookup per request instead of one per metric.
 	series sync.Map // seriesKey → *series
 }
 
-var _ extproc.Observer = (*Metrics)(nil)
+var (
+	_ extproc.Observer         = (*Metrics)(nil)
+	_ extproc.CooldownObserver = (*Metrics)(nil)
+)
 
 // NewMetrics registers Tollgate's metrics in a new registry.
 func NewMetrics(opts ...MetricsOption) *Metrics {
@@ -145,8 +154,20 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		Name: "tollgate_xds_snapshot_version",
 		Help: "Store revision of the configuration snapshot last published over xDS.",
 	})
+	m.cooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tollgate_deployment_cooldowns_total",
+		Help: "Cooldowns this replica started (a deployment taken out of rotation), by deployment and reason: allowed_fails (that many failures within a minute) or rate_limited (a 429).",
+	}, []string{lblDeployment, lblReason})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tollgate_retries_total",
+		Help: "Upstream attempts sent again after a failed one, by the failed attempt's model group and deployment and why it failed: rate_limited, timeout, server_error, no_response, other.",
+	}, []string{lblModelGroup, lblDeployment, lblReason})
+	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tollgate_fallbacks_total",
+		Help: "Requests admitted on a fallback group, by the group asked for, the group that took the request and why the last group was left: cooldown (no deployment in rotation) or rate_limited (every deployment's rpm/tpm quota full).",
+	}, []string{lblFromGroup, lblToGroup, lblReason})
 	m.reg.MustRegister(m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.tokens, m.cost,
-		m.refusals, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion,
+		m.refusals, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -245,6 +266,7 @@ func (m *Metrics) Observe(r *extproc.Report) {
 			m.requests.WithLabelValues(s.key.model, s.key.deployment, team, strconv.Itoa(r.HTTPStatus), r.ErrorType).Inc()
 		}
 	}()
+	m.observeRouting(r)
 	if r.Settled {
 		u := &r.Usage
 		addTokens(s.tIn, u.Input)

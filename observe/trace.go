@@ -77,6 +77,19 @@ func (t *Tracing) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush
 // parent is the upstream attempt's span.
 func (t *Tracing) UpstreamTraceparent(r *extproc.Report) string {
 	chooseIDs(r)
+	span := r.Trace.Upstream
+	if n := len(r.Tries); n > 0 {
+		// Each attempt is its own span: the first has the id chosen with the
+		// trace, a retry a new one.
+		try := &r.Tries[n-1]
+		if try.Span == ([8]byte{}) {
+			try.Span = span
+			if n > 1 {
+				try.Span = newSpanID()
+			}
+		}
+		span = try.Span
+	}
 	flags := "00"
 	if r.Trace.Sampled {
 		flags = "01"
@@ -86,7 +99,7 @@ func (t *Tracing) UpstreamTraceparent(r *extproc.Report) string {
 	n += hex.Encode(b[n:], r.Trace.TraceID[:])
 	b[n] = '-'
 	n++
-	n += hex.Encode(b[n:], r.Trace.Upstream[:])
+	n += hex.Encode(b[n:], span[:])
 	b[n] = '-'
 	n++
 	copy(b[n:], flags)
@@ -176,19 +189,8 @@ func (t *Tracing) Observe(r *extproc.Report) {
 		}
 		s.End(trace.WithTimestamp(admitEnd))
 	}
-	if r.Attempts > 0 {
-		_, s := t.tracer.Start(withSpanID(ctx, r.Trace.Upstream), "upstream", trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithTimestamp(r.Forwarded), trace.WithAttributes(attribute.Int("tollgate.attempt", r.Attempts)))
-		if r.Target != nil {
-			s.SetAttributes(attribute.String("tollgate.deployment", r.Target.Deployment))
-		}
-		if !r.FirstByte.IsZero() {
-			s.AddEvent("response headers", trace.WithTimestamp(r.FirstByte))
-		}
-		if r.ErrorType != "" && r.Admitted {
-			s.SetStatus(codes.Error, r.ErrorType)
-		}
-		s.End(trace.WithTimestamp(firstSet(r.SettleStart, end)))
+	for i := range r.Tries {
+		t.attemptSpan(ctx, r, i, end)
 	}
 	if !r.SettleStart.IsZero() {
 		_, s := t.tracer.Start(withSpanID(ctx, newSpanID()), "settlement", trace.WithTimestamp(r.SettleStart))
@@ -198,6 +200,43 @@ func (t *Tracing) Observe(r *extproc.Report) {
 		s.End(trace.WithTimestamp(end))
 	}
 	root.End(trace.WithTimestamp(end))
+}
+
+// attemptSpan makes the upstream span of r's attempt i (one per attempt: a
+// retry is a sibling of the attempt it follows), ending when the next
+// attempt starts or, for the last, when settlement starts.
+func (t *Tracing) attemptSpan(ctx context.Context, r *extproc.Report, i int, end time.Time) {
+	try := &r.Tries[i]
+	id := try.Span
+	if id == ([8]byte{}) {
+		id = newSpanID()
+		if i == 0 {
+			id = r.Trace.Upstream
+		}
+	}
+	last := i == len(r.Tries)-1
+	attrs := []attribute.KeyValue{
+		attribute.Int("tollgate.attempt", i+1),
+		attribute.String("tollgate.deployment", try.Deployment),
+		attribute.String("tollgate.model_group", try.Group),
+	}
+	if try.Status != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", try.Status))
+	}
+	_, s := t.tracer.Start(withSpanID(ctx, id), "upstream", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(try.Sent), trace.WithAttributes(attrs...))
+	switch {
+	case !last:
+		s.SetStatus(codes.Error, retryReason(try.Status))
+		s.End(trace.WithTimestamp(r.Tries[i+1].Sent))
+		return
+	case !r.FirstByte.IsZero() && !r.FirstByte.Before(try.Sent):
+		s.AddEvent("response headers", trace.WithTimestamp(r.FirstByte))
+	}
+	if r.ErrorType != "" && r.Admitted {
+		s.SetStatus(codes.Error, r.ErrorType)
+	}
+	s.End(trace.WithTimestamp(firstSet(r.SettleStart, end)))
 }
 
 func firstSet(ts ...time.Time) time.Time {
