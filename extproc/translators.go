@@ -14,8 +14,11 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIChat, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIChat} },
 
 	// OpenAI completions (POST /v1/completions)
-	{APICompletions, ProviderOpenAI}: func() Translator { return new(completionsOpenAI) },
-	{APICompletions, ProviderAzure}:  func() Translator { return new(completionsAzure) },
+	{APICompletions, ProviderOpenAI}:  func() Translator { return new(completionsOpenAI) },
+	{APICompletions, ProviderAzure}:   func() Translator { return new(completionsAzure) },
+	{APICompletions, ProviderGemini}:  func() Translator { return newCompletionsViaChat(new(chatGemini)) },
+	{APICompletions, ProviderBedrock}: func() Translator { return newCompletionsViaChat(new(chatBedrock)) },
+	{APICompletions, ProviderVertex}:  func() Translator { return newCompletionsViaChat(&vertexTranslator{api: APIChat}) },
 
 	// OpenAI embeddings (POST /v1/embeddings)
 	{APIEmbeddings, ProviderOpenAI}:  func() Translator { return new(embeddingsOpenAI) },
