@@ -25,6 +25,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIEmbeddings, ProviderAzure}:   func() Translator { return new(embeddingsAzure) },
 	{APIEmbeddings, ProviderGemini}:  func() Translator { return new(embeddingsGemini) },
 	{APIEmbeddings, ProviderBedrock}: func() Translator { return new(embeddingsBedrock) },
+	{APIEmbeddings, ProviderVertex}:  func() Translator { return new(embeddingsVertex) },
 
 	// OpenAI Responses (POST /v1/responses)
 	{APIResponses, ProviderOpenAI}:    func() Translator { return new(responsesOpenAI) },
@@ -47,7 +48,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIMessagesCount, ProviderOpenAI}:    func() Translator { return countTokensEstimate{} },
 	{APIMessagesCount, ProviderAzure}:     func() Translator { return countTokensEstimate{} },
 	{APIMessagesCount, ProviderGemini}:    func() Translator { return countTokensEstimate{} },
-	{APIMessagesCount, ProviderBedrock}:   func() Translator { return countTokensEstimate{} },
+	{APIMessagesCount, ProviderBedrock}:   func() Translator { return new(countTokensBedrock) },
 	{APIMessagesCount, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIMessagesCount} },
 
 	// Gemini generateContent / streamGenerateContent (POST /v1beta/models/{m}:…)

@@ -1,0 +1,45 @@
+package extproc
+
+import (
+	"encoding/json"
+)
+
+// claudeCount builds count_tokens of a Claude model on Vertex AI:
+// POST {base}/publishers/anthropic/models/count-tokens:rawPredict with the
+// count_tokens body of Anthropic's API plus anthropic_version
+// vertex-2023-10-16; unlike rawPredict, the model stays in the body (the
+// path names the count-tokens method, not a model). The reply is Anthropic's
+// {"input_tokens":N} and passes unchanged; counting is free.
+func (t *vertexTranslator) claudeCount(in *Inbound, target *Target) (*Outbound, error) {
+	t.inner = &messagesAnthropic{count: true}
+	out, err := t.inner.Request(in, target)
+	if err != nil {
+		return nil, err
+	}
+	if out.Body, err = vertexClaudeBody(out.Body, in.Body, true); err != nil {
+		return nil, err
+	}
+	out.Path = joinPath(target.BasePath, "/publishers/anthropic/models/count-tokens:rawPredict")
+	out.Headers = nil // the bearer (Target.Signer) and the body's version
+	out.Remove = append(out.Remove, hdrAnthropicVersion)
+	return out, nil
+}
+
+// vertexClaudeBody makes an Anthropic body (the translated one, else the
+// client's) Vertex's: anthropic_version added, and the model removed unless
+// keepModel.
+func vertexClaudeBody(translated, client []byte, keepModel bool) ([]byte, error) {
+	body := translated
+	if body == nil {
+		body = client
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, err
+	}
+	if !keepModel {
+		delete(req, "model")
+	}
+	req["anthropic_version"], _ = json.Marshal(vertexAnthropicVersion)
+	return json.Marshal(req)
+}
