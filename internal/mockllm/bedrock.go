@@ -44,6 +44,7 @@ import (
 // BedrockAccessKeys are the mock's AWS access keys: id → secret.
 var BedrockAccessKeys = map[string]string{
 	"AKIAMOCKLLMEXAMPLE01": "mockllm/bedrock/secret/access/key/0001",
+	"AKIAMOCKLLMEXAMPLE02": "mockllm/bedrock/secret/access/key/0002", // a second principal (a shared-config profile's, in e2e)
 }
 
 // awsAccessKey is the access key id of a SigV4 Authorization header ("" for
