@@ -100,9 +100,9 @@ func TestVertexSDKs(t *testing.T) {
 // service-account key whose token_uri is mockllm's token endpoint, which
 // checks the bearer of every request. Through it: Responses (JSON and
 // stream) and legacy completions with the OpenAI SDK on a Gemini and a
-// Claude model, embeddings through :predict, Claude count_tokens through
-// count-tokens:rawPredict, and @google/genai's models.get; the ledger equals
-// the mock's bill.
+// Claude model, embeddings through :predict, Claude count_tokens (and
+// @google/genai's countTokens) through count-tokens:rawPredict, and
+// @google/genai's models.get; the ledger equals the mock's bill.
 func TestVertexADC(t *testing.T) {
 	adc := filepath.Join(t.TempDir(), "adc.json")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc) // read when the provider is created, after the mock has an address
@@ -139,6 +139,11 @@ func TestVertexADC(t *testing.T) {
 	t.Run("Claude count_tokens through count-tokens:rawPredict", func(t *testing.T) {
 		s.countTokensChecks(t, key, "vclaude")
 	})
+	t.Run("Gen AI SDK countTokens of Claude through count-tokens:rawPredict", func(t *testing.T) {
+		var out struct{ Total int64 }
+		s.node("gemini.mjs", "count", key, &out, "TOLLGATE_MODEL=vclaude")
+		require.Equal(t, int64(7), out.Total, "the mock's count of \"Count these tokens please\"")
+	})
 	t.Run("Gen AI SDK models.get", func(t *testing.T) {
 		var out struct {
 			Name    string
@@ -155,7 +160,7 @@ func TestVertexADC(t *testing.T) {
 	bill := s.anthropicBill(sa)
 	require.Equal(t, int64(10), bill.Requests, "Responses ×2 and completions ×2 per model, an embedding, a message")
 	require.Equal(t, int64(1), bill.Errors, "the injected 429 of count_tokens")
-	rows := s.settledRows(t, id, 14)
+	rows := s.settledRows(t, id, 15)
 	in, out := ledgerTokens(rows)
 	require.Equal(t, bill.InputTokens+bill.CachedTokens+bill.CacheCreationTokens, in)
 	require.Equal(t, bill.OutputTokens, out)

@@ -44,6 +44,12 @@ func (t *countTokensBedrock) Request(in *Inbound, target *Target) (*Outbound, er
 	if err != nil {
 		return nil, err
 	}
+	return bedrockCountRequest(conv, target, model)
+}
+
+// bedrockCountRequest makes a Converse request (conv) the CountTokens
+// request of model.
+func bedrockCountRequest(conv *Outbound, target *Target, model string) (*Outbound, error) {
 	var req bedrock.ConverseRequest
 	if err := json.Unmarshal(conv.Body, &req); err != nil {
 		return nil, err
@@ -59,6 +65,38 @@ func (t *countTokensBedrock) Request(in *Inbound, target *Target) (*Outbound, er
 		Path: joinPath(target.BasePath, "/model/"+awsEscape(model)+"/count-tokens"),
 		Body: body, Remove: conv.Remove,
 	}, nil
+}
+
+// geminiCountBedrock serves the Gemini API's countTokens from a Bedrock
+// deployment: for Claude, CountTokens of the Converse request
+// generateContent would send, answered as {"totalTokens":N} (free); for
+// the models Bedrock cannot count, the gateway's estimate.
+type geminiCountBedrock struct {
+	countReplyGemini
+}
+
+var _ Translator = (*geminiCountBedrock)(nil)
+
+// Request builds the CountTokens request, or answers the estimate.
+func (t *geminiCountBedrock) Request(in *Inbound, target *Target) (*Outbound, error) {
+	model := target.ProviderModel
+	if model == "" {
+		model = in.Model
+	}
+	model, ok := bedrockCountModel(model)
+	if !ok {
+		return geminiCountEstimate{}.Request(in, target)
+	}
+	gen, err := geminiCountAsGenerate(in)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := new(generateBedrock).Request(gen, target)
+	if err != nil {
+		return nil, err
+	}
+	t.readError = func(status int, body []byte) *apiError { return upstreamBedrockError(status, body, "") }
+	return bedrockCountRequest(conv, target, model)
 }
 
 // Response answers {"input_tokens":N}; counting is free (zero usage).

@@ -65,7 +65,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiCount, ProviderOpenAI}:    func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAzure}:     func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAnthropic}: func() Translator { return geminiCountEstimate{} },
-	{APIGeminiCount, ProviderBedrock}:   func() Translator { return geminiCountEstimate{} },
+	{APIGeminiCount, ProviderBedrock}:   func() Translator { return new(geminiCountBedrock) },
 }
 
 // TranslatorFactory makes a Translator for one request.

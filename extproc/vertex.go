@@ -25,9 +25,9 @@ const vertexAnthropicVersion = "vertex-2023-10-16"
 // translator of the model's publisher (Gemini's for Google models, the
 // Anthropic one for Claude models, chosen by the model id) does the work;
 // for Claude the request is then made Vertex's (model in the path, not the
-// body; anthropic_version in the body; no x-api-key). count_tokens of Claude
-// models is Vertex's count-tokens:rawPredict (vertex_count.go); the Gemini
-// API's countTokens of a Claude model is the gateway's estimate.
+// body; anthropic_version in the body; no x-api-key). count_tokens and the
+// Gemini API's countTokens of Claude models are Vertex's
+// count-tokens:rawPredict (vertex_count.go).
 type vertexTranslator struct {
 	api   API
 	inner Translator
@@ -52,15 +52,14 @@ func (t *vertexTranslator) Request(in *Inbound, target *Target) (*Outbound, erro
 	case APIMessagesCount:
 		return t.claudeCount(in, target)
 	case APIGeminiCount:
-		t.inner = geminiCountEstimate{}
-		return t.inner.Request(in, target)
+		return t.claudeGeminiCount(in, target)
 	}
 	t.inner = newTranslator(t.api, ProviderAnthropic)
 	out, err := t.inner.Request(in, target)
 	if err != nil {
 		return nil, err
 	}
-	if out.Body, err = vertexClaudeBody(out.Body, in.Body, false); err != nil {
+	if out.Body, err = vertexClaudeBody(out.Body, in.Body, func(m string) bool { return m != "model" }); err != nil {
 		return nil, err
 	}
 	method := ":rawPredict"

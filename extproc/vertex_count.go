@@ -16,7 +16,7 @@ func (t *vertexTranslator) claudeCount(in *Inbound, target *Target) (*Outbound, 
 	if err != nil {
 		return nil, err
 	}
-	if out.Body, err = vertexClaudeBody(out.Body, in.Body, true); err != nil {
+	if out.Body, err = vertexClaudeBody(out.Body, in.Body, nil); err != nil {
 		return nil, err
 	}
 	out.Path = joinPath(target.BasePath, "/publishers/anthropic/models/count-tokens:rawPredict")
@@ -26,9 +26,9 @@ func (t *vertexTranslator) claudeCount(in *Inbound, target *Target) (*Outbound, 
 }
 
 // vertexClaudeBody makes an Anthropic body (the translated one, else the
-// client's) Vertex's: anthropic_version added, and the model removed unless
-// keepModel.
-func vertexClaudeBody(translated, client []byte, keepModel bool) ([]byte, error) {
+// client's) Vertex's: anthropic_version added, and only the members keep
+// reports kept (nil keeps them all).
+func vertexClaudeBody(translated, client []byte, keep func(member string) bool) ([]byte, error) {
 	body := translated
 	if body == nil {
 		body = client
@@ -37,9 +37,41 @@ func vertexClaudeBody(translated, client []byte, keepModel bool) ([]byte, error)
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, err
 	}
-	if !keepModel {
-		delete(req, "model")
+	for k := range req {
+		if keep != nil && !keep(k) {
+			delete(req, k)
+		}
 	}
 	req["anthropic_version"], _ = json.Marshal(vertexAnthropicVersion)
 	return json.Marshal(req)
+}
+
+// claudeCountMembers are the members of Anthropic's count_tokens body.
+var claudeCountMembers = map[string]bool{
+	"model": true, "messages": true, "system": true, "tools": true, "tool_choice": true, "thinking": true,
+}
+
+// claudeGeminiCount builds the Gemini API's countTokens of a Claude model:
+// the Messages request generateContent would send, cut to count_tokens'
+// members, to count-tokens:rawPredict; the reply becomes
+// {"totalTokens":N}.
+func (t *vertexTranslator) claudeGeminiCount(in *Inbound, target *Target) (*Outbound, error) {
+	gen, err := geminiCountAsGenerate(in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := new(generateAnthropic).Request(gen, target)
+	if err != nil {
+		return nil, err
+	}
+	if out.Body, err = vertexClaudeBody(out.Body, nil, func(m string) bool { return claudeCountMembers[m] }); err != nil {
+		return nil, err
+	}
+	t.inner = countReplyGemini{readError: func(status int, body []byte) *apiError {
+		return upstreamAnthropicError(status, body, "")
+	}}
+	out.Path = joinPath(target.BasePath, "/publishers/anthropic/models/count-tokens:rawPredict")
+	out.Headers = nil
+	out.Remove = append(out.Remove, hdrAnthropicVersion)
+	return out, nil
 }
