@@ -69,6 +69,17 @@ const scenarios = {
     const r = await client().models.countTokens({ model: model(), contents: "Count these tokens please" });
     return { total: r.totalTokens };
   },
+  // models.get of a model the key may use, and of one it may not.
+  async get() {
+    const m = await client().models.get({ model: model() });
+    let missing = null;
+    try {
+      await client().models.get({ model: "no-such-model" });
+    } catch (e) {
+      missing = errorInfo(e);
+    }
+    return { name: m.name, methods: m.supportedActions, missing };
+  },
   async badkey() {
     try {
       await client("tg-not-a-key").models.generateContent({ model: model(), contents: "hi" });

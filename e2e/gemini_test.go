@@ -148,3 +148,36 @@ func TestLedgerReconcilesGemini(t *testing.T) {
 	require.Positive(t, cached)
 	require.Equal(t, bill.OutputTokens, out)
 }
+
+// TestGeminiProviderResponsesAndCompletions: on a gemini provider, the
+// OpenAI SDK's Responses (JSON and stream) and legacy completions through the
+// chat translation, and @google/genai's models.get under /v1beta and /v1;
+// the ledger equals mockllm's bill.
+func TestGeminiProviderResponsesAndCompletions(t *testing.T) {
+	s := startSystem(t)
+	testenv.NodePackage(t, "@google/genai")
+	const model, providerKey = "gem-more", "AIza-e2e-gemini-more"
+	s.geminiGroup(model, providerKey)
+	id, key := s.createKey("--alias", "gem-more", "--models", model)
+	s.waitKey(key)
+	t.Run("Responses", func(t *testing.T) { s.responsesChecks(t, key, model) })
+	t.Run("completions", func(t *testing.T) { s.completionsChecks(t, key, model) })
+	for _, version := range []string{"v1beta", "v1"} {
+		t.Run("models.get "+version, func(t *testing.T) {
+			var out struct {
+				Name    string
+				Missing *errInfo
+			}
+			s.node("gemini.mjs", "get", key, &out, "TOLLGATE_MODEL="+model, "TOLLGATE_API_VERSION="+version)
+			require.Equal(t, "models/"+model, out.Name, "%+v", out)
+			require.NotNil(t, out.Missing)
+			require.Equal(t, http.StatusNotFound, out.Missing.Status)
+		})
+	}
+	bill := s.mockStats()[providerKey]
+	require.Equal(t, int64(4), bill.Requests, "Responses ×2, completions ×2")
+	rows := s.settledRows(t, id, 5) // and the echo refused after admission
+	in, out := ledgerTokens(rows)
+	require.Equal(t, bill.InputTokens+bill.CachedTokens, in)
+	require.Equal(t, bill.OutputTokens, out)
+}

@@ -150,10 +150,7 @@ func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
 	models := s.p.cat.Models(ctx, s.principal)
 	list := gemini.ListModelsResponse{Models: make([]gemini.Model, 0, len(models))}
 	for _, m := range models {
-		list.Models = append(list.Models, gemini.Model{
-			Name: "models/" + m.ID, BaseModelID: m.ID, DisplayName: m.ID,
-			SupportedGenerationMethods: []string{geminiGenerate, geminiStream, geminiCount},
-		})
+		list.Models = append(list.Models, geminiModelOf(m.ID))
 	}
 	slices.SortFunc(list.Models, func(a, b gemini.Model) int { return strings.Compare(a.Name, b.Name) })
 	body, err := json.Marshal(list)

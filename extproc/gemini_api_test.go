@@ -28,8 +28,10 @@ func TestGeminiModelPath(t *testing.T) {
 		require.Equal(t, tc.method, meth, tc.path)
 		if tc.ep != nil {
 			require.Same(t, tc.ep, lookupEndpoint(tc.path), tc.path)
-		} else if tc.path != "/v1/chat/completions" {
-			require.Nil(t, lookupEndpoint(tc.path), tc.path)
+		} else if ep := lookupEndpoint(tc.path); tc.path != "/v1/chat/completions" && ep != nil {
+			// only models.get (GET, no body) may take it: it answers 404 for a method
+			require.Equal(t, "/v1beta/models/", ep.Path, tc.path)
+			require.Empty(t, ep.API, tc.path)
 		}
 	}
 	require.NotNil(t, lookupEndpoint("/v1beta/models?key=x"), "models.list")

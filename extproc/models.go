@@ -64,6 +64,9 @@ func jsonReply(v any) *apiReply {
 
 // modelReply answers GET /v1/models/{id}.
 func modelReply(ctx context.Context, s *stream) *apiReply {
+	if s.googleKey { // a Gemini API client (@google/genai with apiVersion v1)
+		return geminiModelReply(ctx, s)
+	}
 	errBody := func(e *apiError) *apiReply {
 		if s.anthropicVersion != "" {
 			return &apiReply{Status: e.Status, Body: anthropicErrorBody(e)}

@@ -209,6 +209,9 @@ type stream struct {
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
+	// googleKey: the key came as Google's (x-goog-api-key or ?key=), from a
+	// Gemini API client (gemini_models.go).
+	googleKey bool
 
 	// The request's admission and settlement, allocated with the stream
 	// (each is made once).
@@ -300,6 +303,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	if secret == "" && ep.QueryKey {
 		secret = queryKey(s.path)
 	}
+	s.googleKey = secret != "" && secret != bearer && secret != xKey && secret != apiKey
 	if secret == "" {
 		return s.reject(&apiError{
 			Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,

@@ -14,14 +14,18 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIChat, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIChat} },
 
 	// OpenAI completions (POST /v1/completions)
-	{APICompletions, ProviderOpenAI}: func() Translator { return new(completionsOpenAI) },
-	{APICompletions, ProviderAzure}:  func() Translator { return new(completionsAzure) },
+	{APICompletions, ProviderOpenAI}:  func() Translator { return new(completionsOpenAI) },
+	{APICompletions, ProviderAzure}:   func() Translator { return new(completionsAzure) },
+	{APICompletions, ProviderGemini}:  func() Translator { return newCompletionsViaChat(new(chatGemini)) },
+	{APICompletions, ProviderBedrock}: func() Translator { return newCompletionsViaChat(new(chatBedrock)) },
+	{APICompletions, ProviderVertex}:  func() Translator { return newCompletionsViaChat(&vertexTranslator{api: APIChat}) },
 
 	// OpenAI embeddings (POST /v1/embeddings)
 	{APIEmbeddings, ProviderOpenAI}:  func() Translator { return new(embeddingsOpenAI) },
 	{APIEmbeddings, ProviderAzure}:   func() Translator { return new(embeddingsAzure) },
 	{APIEmbeddings, ProviderGemini}:  func() Translator { return new(embeddingsGemini) },
 	{APIEmbeddings, ProviderBedrock}: func() Translator { return new(embeddingsBedrock) },
+	{APIEmbeddings, ProviderVertex}:  func() Translator { return new(embeddingsVertex) },
 
 	// OpenAI Responses (POST /v1/responses)
 	{APIResponses, ProviderOpenAI}:    func() Translator { return new(responsesOpenAI) },
@@ -44,7 +48,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIMessagesCount, ProviderOpenAI}:    func() Translator { return countTokensEstimate{} },
 	{APIMessagesCount, ProviderAzure}:     func() Translator { return countTokensEstimate{} },
 	{APIMessagesCount, ProviderGemini}:    func() Translator { return countTokensEstimate{} },
-	{APIMessagesCount, ProviderBedrock}:   func() Translator { return countTokensEstimate{} },
+	{APIMessagesCount, ProviderBedrock}:   func() Translator { return new(countTokensBedrock) },
 	{APIMessagesCount, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIMessagesCount} },
 
 	// Gemini generateContent / streamGenerateContent (POST /v1beta/models/{m}:…)
@@ -61,7 +65,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiCount, ProviderOpenAI}:    func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAzure}:     func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAnthropic}: func() Translator { return geminiCountEstimate{} },
-	{APIGeminiCount, ProviderBedrock}:   func() Translator { return geminiCountEstimate{} },
+	{APIGeminiCount, ProviderBedrock}:   func() Translator { return new(geminiCountBedrock) },
 }
 
 // TranslatorFactory makes a Translator for one request.

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -26,8 +25,9 @@ const vertexAnthropicVersion = "vertex-2023-10-16"
 // translator of the model's publisher (Gemini's for Google models, the
 // Anthropic one for Claude models, chosen by the model id) does the work;
 // for Claude the request is then made Vertex's (model in the path, not the
-// body; anthropic_version in the body; no x-api-key). count_tokens and
-// countTokens of Claude models are the gateway's estimates.
+// body; anthropic_version in the body; no x-api-key). count_tokens and the
+// Gemini API's countTokens of Claude models are Vertex's
+// count-tokens:rawPredict (vertex_count.go).
 type vertexTranslator struct {
 	api   API
 	inner Translator
@@ -50,28 +50,16 @@ func (t *vertexTranslator) Request(in *Inbound, target *Target) (*Outbound, erro
 	}
 	switch t.api {
 	case APIMessagesCount:
-		t.inner = countTokensEstimate{}
-		return t.inner.Request(in, target)
+		return t.claudeCount(in, target)
 	case APIGeminiCount:
-		t.inner = geminiCountEstimate{}
-		return t.inner.Request(in, target)
+		return t.claudeGeminiCount(in, target)
 	}
 	t.inner = newTranslator(t.api, ProviderAnthropic)
 	out, err := t.inner.Request(in, target)
 	if err != nil {
 		return nil, err
 	}
-	body := out.Body
-	if body == nil {
-		body = in.Body
-	}
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, err
-	}
-	delete(req, "model")
-	req["anthropic_version"], _ = json.Marshal(vertexAnthropicVersion)
-	if out.Body, err = json.Marshal(req); err != nil {
+	if out.Body, err = vertexClaudeBody(out.Body, in.Body, func(m string) bool { return m != "model" }); err != nil {
 		return nil, err
 	}
 	method := ":rawPredict"

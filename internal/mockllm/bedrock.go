@@ -44,6 +44,7 @@ import (
 // BedrockAccessKeys are the mock's AWS access keys: id → secret.
 var BedrockAccessKeys = map[string]string{
 	"AKIAMOCKLLMEXAMPLE01": "mockllm/bedrock/secret/access/key/0001",
+	"AKIAMOCKLLMEXAMPLE02": "mockllm/bedrock/secret/access/key/0002", // a second principal (a shared-config profile's, in e2e)
 }
 
 // awsAccessKey is the access key id of a SigV4 Authorization header ("" for
@@ -198,6 +199,56 @@ type converseRequest struct {
 	} `json:"toolConfig"`
 }
 
+// prompt is the request's text (system, then every turn's text blocks), the
+// last turn's text and the last user turn's.
+func (req *converseRequest) prompt() (text []byte, last, lastUser string) {
+	for _, b := range req.System {
+		text = append(text, b.Text...)
+	}
+	for _, m := range req.Messages {
+		n := len(text)
+		for _, b := range m.Content {
+			if b.Text != nil {
+				text = append(text, *b.Text...)
+			}
+		}
+		last = string(text[n:])
+		if m.Role == "user" {
+			lastUser = last
+		}
+	}
+	return text, last, lastUser
+}
+
+// bedrockCountTokens answers CountTokens (POST /model/{modelId}/count-tokens) for
+// a Converse input: the input tokens Converse would bill (cached prefix
+// included), free. Only Anthropic's models count tokens; others get
+// Bedrock's ValidationException, as does an InvokeModel input (the mock
+// reads Converse only).
+func (s *Server) bedrockCountTokens(c *call) {
+	var req struct {
+		Input struct {
+			Converse *converseRequest `json:"converse"`
+		} `json:"input"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	if !strings.HasPrefix(c.deployment, "anthropic.") {
+		writeBedrockError(c.w, http.StatusBadRequest, "ValidationException", "The provided model doesn't support counting tokens.")
+		return
+	}
+	if req.Input.Converse == nil || len(req.Input.Converse.Messages) == 0 {
+		writeBedrockError(c.w, http.StatusBadRequest, "ValidationException", "input.converse.messages: a conversation is required.")
+		return
+	}
+	text, _, _ := req.Input.Converse.prompt()
+	b := appendInt([]byte(`{"inputTokens":`), tokensOf(len(text)))
+	b = append(b, '}')
+	setJSON(c.w.Header(), len(b))
+	_, _ = c.w.Write(b)
+}
+
 // converseReply is a reply being produced for a Converse request.
 type converseReply struct {
 	input, cached, output int64
@@ -218,23 +269,7 @@ func (s *Server) converseGenerate(c *call, stream bool) {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "A conversation must start with a user message.")
 		return
 	}
-	var text []byte
-	for _, b := range req.System {
-		text = append(text, b.Text...)
-	}
-	var last, lastUser string
-	for _, m := range req.Messages {
-		n := len(text)
-		for _, b := range m.Content {
-			if b.Text != nil {
-				text = append(text, *b.Text...)
-			}
-		}
-		last = string(text[n:])
-		if m.Role == "user" {
-			lastUser = last
-		}
-	}
+	text, last, lastUser := req.prompt()
 	total := tokensOf(len(text))
 	g := &converseReply{cached: min(c.cached, total)}
 	g.input = total - g.cached

@@ -66,6 +66,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /model/{model}/converse", s.bedrock(s.converse)) // bedrock.go
 	s.mux.HandleFunc("POST /model/{model}/converse-stream", s.bedrock(s.converseStream))
 	s.mux.HandleFunc("POST /model/{model}/invoke", s.bedrock(s.invoke))
+	s.mux.HandleFunc("POST /model/{model}/count-tokens", s.bedrock(s.bedrockCountTokens))
 	s.mux.HandleFunc("POST /token", s.vertexToken) // vertex.go
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.vertexGoogle)
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}", s.vertexAnthropic)

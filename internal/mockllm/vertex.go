@@ -20,7 +20,10 @@ import (
 //     serves the Gemini methods (gemini.go) and
 //     POST …/publishers/anthropic/models/{m}:rawPredict and :streamRawPredict
 //     the Messages API (anthropic.go) with Vertex's body: no "model" (it is
-//     in the path) and anthropic_version "vertex-2023-10-16", required.
+//     in the path) and anthropic_version "vertex-2023-10-16", required;
+//     POST …/publishers/anthropic/models/count-tokens:rawPredict counts a
+//     Messages request's input tokens (the model in the body, the version
+//     required) and :predict embeds text with Google's embedding models.
 //
 // Every Vertex request needs "Authorization: Bearer <token>" with a token
 // this endpoint issued; anything else is 401 UNAUTHENTICATED. Usage is
@@ -77,11 +80,75 @@ func (s *Server) vertexAuth(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// vertexGoogle serves Gemini models.
+// vertexGoogle serves Gemini models: the Gemini methods Vertex has
+// (generateContent, streamGenerateContent, countTokens) and :predict for
+// embeddings; the Gemini API's embedContent and batchEmbedContents are not
+// Vertex's.
 func (s *Server) vertexGoogle(w http.ResponseWriter, r *http.Request) {
-	if s.vertexAuth(w, r) {
+	if !s.vertexAuth(w, r) {
+		return
+	}
+	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	switch method {
+	case "predict":
+		s.serve(w, r, flavorGemini, model, s.vertexPredict)
+	case "embedContent", "batchEmbedContents":
+		writeError(w, flavorGemini, http.StatusNotFound, "Method not found: "+method)
+	default:
 		s.gemini(w, r)
 	}
+}
+
+// vertexPredict answers :predict of a text embedding model: one prediction
+// per instance, each with its statistics (token_count, truncated), and the
+// billable characters in metadata.
+func (s *Server) vertexPredict(c *call) {
+	var req struct {
+		Instances []struct {
+			Content  string `json:"content"`
+			TaskType string `json:"task_type"`
+			Title    string `json:"title"`
+		} `json:"instances"`
+		Parameters struct {
+			OutputDimensionality int   `json:"outputDimensionality"`
+			AutoTruncate         *bool `json:"autoTruncate"`
+		} `json:"parameters"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	if len(req.Instances) == 0 {
+		writeError(c.w, c.flavor, http.StatusBadRequest, "instances: at least one instance is required")
+		return
+	}
+	dims := s.cfg.EmbeddingDimensions
+	if req.Parameters.OutputDimensionality > 0 {
+		dims = req.Parameters.OutputDimensionality
+	}
+	var total, chars int64
+	b := []byte(`{"predictions":[`)
+	for i, in := range req.Instances {
+		n := tokensOf(len(in.Content))
+		total += n
+		chars += int64(len(strings.ReplaceAll(in.Content, " ", "")))
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"embeddings":{"statistics":{"truncated":false,"token_count":`...)
+		b = appendInt(b, n)
+		b = append(b, `},"values":[`...)
+		for j, f := range embedding([]byte(in.Content), dims) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendFloat(b, float64(f), 'g', -1, 32)
+		}
+		b = append(b, `]}}`...)
+	}
+	b = append(b, `],"metadata":{"billableCharacterCount":`...)
+	b = appendInt(b, chars)
+	b = append(b, `}}`...)
+	s.writeJSON(c, b, billed{input: total}, 0)
 }
 
 // vertexAnthropic serves Claude models: the body must carry
@@ -92,18 +159,16 @@ func (s *Server) vertexAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	if model == "count-tokens" && method == "rawPredict" {
+		s.vertexCountTokens(w, r)
+		return
+	}
 	if method != "rawPredict" && method != "streamRawPredict" {
 		writeError(w, flavorGemini, http.StatusNotFound, "Method not found: "+method)
 		return
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	var body map[string]json.RawMessage
-	if err != nil || json.Unmarshal(raw, &body) != nil {
-		writeError(w, flavorAnthropic, http.StatusBadRequest, "invalid JSON body")
-		return
-	}
-	if string(body["anthropic_version"]) != `"vertex-2023-10-16"` {
-		writeError(w, flavorAnthropic, http.StatusBadRequest, "anthropic_version: must be vertex-2023-10-16")
+	body, ok := vertexClaudeBody(w, r)
+	if !ok {
 		return
 	}
 	if _, has := body["model"]; has {
@@ -114,10 +179,49 @@ func (s *Server) vertexAnthropic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, flavorAnthropic, http.StatusBadRequest, "stream must be true on streamRawPredict, false on rawPredict")
 		return
 	}
-	delete(body, "anthropic_version")
 	body["model"], _ = json.Marshal(model)
+	setBody(r, body)
+	s.anthropic(s.messages)(w, r)
+}
+
+// vertexCountTokens answers count-tokens:rawPredict: Anthropic's
+// count_tokens with Vertex's body (anthropic_version required, the model in
+// the body).
+func (s *Server) vertexCountTokens(w http.ResponseWriter, r *http.Request) {
+	body, ok := vertexClaudeBody(w, r)
+	if !ok {
+		return
+	}
+	var model string
+	if json.Unmarshal(body["model"], &model) != nil || !strings.HasPrefix(model, "claude") {
+		writeError(w, flavorAnthropic, http.StatusBadRequest, "model: a Claude model is required")
+		return
+	}
+	setBody(r, body)
+	s.anthropic(s.countTokens)(w, r)
+}
+
+// vertexClaudeBody reads a Claude request's body, which must carry
+// anthropic_version vertex-2023-10-16 (removed from the map returned); it
+// reports false after answering 400.
+func vertexClaudeBody(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var body map[string]json.RawMessage
+	if err != nil || json.Unmarshal(raw, &body) != nil {
+		writeError(w, flavorAnthropic, http.StatusBadRequest, "invalid JSON body")
+		return nil, false
+	}
+	if string(body["anthropic_version"]) != `"vertex-2023-10-16"` {
+		writeError(w, flavorAnthropic, http.StatusBadRequest, "anthropic_version: must be vertex-2023-10-16")
+		return nil, false
+	}
+	delete(body, "anthropic_version")
+	return body, true
+}
+
+// setBody replaces the request's body with body, encoded.
+func setBody(r *http.Request, body map[string]json.RawMessage) {
 	b, _ := json.Marshal(body)
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.ContentLength = int64(len(b))
-	s.anthropic(s.messages)(w, r)
 }
