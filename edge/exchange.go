@@ -315,6 +315,10 @@ func (x *exchange) route() *route {
 		return x.first
 	}
 	if !x.rematched { // the released headers do not change: match once
+		// Against the latest configuration, not the one the request began
+		// with: the processor may have routed it to a deployment that
+		// arrived meanwhile (it uses one only once the data plane has it).
+		x.st = x.e.state.Load()
 		x.rerouted, x.rematched = x.st.routes.match(x.fwd), true
 	}
 	return x.rerouted

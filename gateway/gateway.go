@@ -151,6 +151,10 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 func (g *Gateway) Refresh(ctx context.Context) error { return g.refresh(ctx) }
 
 // refresh builds a snapshot from the store, seeds counters, and publishes it.
+// applyWait bounds how long a configuration change waits for the connected
+// data planes to apply it before the processor uses it.
+const applyWait = 5 * time.Second
+
 func (g *Gateway) refresh(ctx context.Context) error {
 	g.builtMu.Lock()
 	defer g.builtMu.Unlock()
@@ -161,11 +165,18 @@ func (g *Gateway) refresh(ctx context.Context) error {
 	if err := g.Accountant.Seed(ctx, s.Budgeted); err != nil {
 		return err
 	}
-	// Routes first, so that the processor never picks a deployment the data
-	// plane has not been told about yet.
+	// Routes first, and applied by every connected data plane (bounded), so
+	// that the processor never picks a deployment the data plane has no
+	// route or cluster for yet: it would answer that request itself.
 	if err := g.xds.Update(ctx, g.xdsInput(s)); err != nil {
 		return err
 	}
+	wctx, cancel := context.WithTimeout(ctx, applyWait)
+	if err := g.xds.WaitApplied(wctx); err != nil && ctx.Err() == nil {
+		g.log.Warn("a data plane has not applied the configuration yet; the processor uses it anyway",
+			"version", g.xds.Version(), "waited", applyWait)
+	}
+	cancel()
 	g.Catalog.Swap(s)
 	g.snapshotPublished(s)
 	return nil

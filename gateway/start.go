@@ -109,7 +109,9 @@ func (g *Gateway) serve(name string, f func() error) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		if err := f(); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, context.Canceled) {
+		// net.ErrClosed: at shutdown the admin port's split listener may
+		// close before its gRPC server stops; only shutdown closes listeners.
+		if err := f(); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
 			g.errc <- fmt.Errorf("%s: %w", name, err)
 		}
 	}()

@@ -34,6 +34,7 @@ type Server struct {
 	cache     cache.SnapshotCache
 	xds       serverv3.Server
 	callbacks serverv3.Callbacks
+	acks      *acks
 	cancel    context.CancelFunc
 
 	mu      sync.Mutex
@@ -62,6 +63,8 @@ func NewServer(logger *slog.Logger, opts ...Option) *Server {
 	if s.callbacks == nil {
 		s.callbacks = s.defaultCallbacks()
 	}
+	s.acks = newAcks()
+	s.callbacks = tracking{Callbacks: s.callbacks, acks: s.acks}
 	s.cache = cache.NewSnapshotCache(true, sameForAll{}, cacheLogger{logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -350,3 +350,64 @@ func TestServerUpdateReachesEveryNode(t *testing.T) {
 	}
 	require.Less(t, time.Since(start), propagation)
 }
+
+// WaitApplied returns at once with no client, waits while a connected
+// client has not acknowledged the published version (a NACK does not count),
+// and returns once it has.
+func TestServerWaitApplied(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := NewServer(testLogger(t))
+	conn := startServer(t, s)
+	require.NoError(t, s.Update(ctx, baseInput()))
+	require.NoError(t, s.WaitApplied(ctx), "no data plane connected")
+
+	c := newADSClient(ctx, t, conn, "envoy-1")
+	c.nextAll() // every type ACKed
+	require.NoError(t, s.WaitApplied(ctx))
+
+	in := baseInput()
+	in.Upstreams = append(in.Upstreams, Upstream{Deployment: "second", Scheme: "https", Host: "example.com"})
+	require.NoError(t, s.Update(ctx, in))
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	require.ErrorIs(t, s.WaitApplied(short), context.DeadlineExceeded, "the client has not ACKed the new version")
+
+	// The client rejects the clusters: still not applied.
+	var resp *discoveryv3.DiscoveryResponse
+	select {
+	case resp = <-c.resps:
+	case <-time.After(propagation):
+		t.Fatal("no xDS response within", propagation)
+	}
+	require.Equal(t, resource.ClusterType, resp.GetTypeUrl())
+	require.NoError(t, c.stream.Send(&discoveryv3.DiscoveryRequest{
+		Node: c.node, TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(),
+		ErrorDetail: &status.Status{Message: "rejected"},
+	}))
+	short2, cancelShort2 := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort2()
+	require.ErrorIs(t, s.WaitApplied(short2), context.DeadlineExceeded, "a NACK is not an ACK")
+
+	// The next version is acknowledged for every type the client subscribed to.
+	in.Upstreams = in.Upstreams[:1]
+	require.NoError(t, s.Update(ctx, in))
+	done := make(chan error, 1)
+	go func() { done <- s.WaitApplied(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			return
+		case r, ok := <-c.resps:
+			require.True(t, ok, "ADS stream ended")
+			ack := &discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce()}
+			if r.GetTypeUrl() == resource.RouteType {
+				ack.ResourceNames = []string{envoy.RouteConfigName}
+			}
+			require.NoError(t, c.stream.Send(ack))
+		case <-ctx.Done():
+			t.Fatal("WaitApplied did not return once every type was ACKed")
+		}
+	}
+}
