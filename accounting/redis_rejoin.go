@@ -146,6 +146,7 @@ func (c *RedisCounters) rejoin(ctx context.Context, now time.Time) error {
 	members := slices.Clone(c.members)
 	c.mu.Unlock()
 
+	nOpen, nCharges := len(open), len(charges)
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	epoch := hex.EncodeToString(b)
@@ -196,8 +197,10 @@ func (c *RedisCounters) rejoin(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	c.epoch = epoch
 	c.mu.Unlock()
-	c.opts.logger.Info("redis: counters lost their data; re-registered this replica's open reservations and uncommitted settlements",
-		"epoch", epoch)
+	if known != "" && epoch != known {
+		c.opts.logger.Warn("redis: counters lost their data; re-registered this replica's open reservations and uncommitted settlements",
+			"epoch", epoch, "reservations", nOpen, "settlements", nCharges)
+	}
 	return nil
 }
 

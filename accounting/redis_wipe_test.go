@@ -178,3 +178,44 @@ func mustParse(t *testing.T, u string) *goredis.Options {
 	require.NoError(t, err)
 	return opt
 }
+
+// TestRedisWipeDoesNotWaitForADeadReplica: after a wipe, admissions that need
+// a window seeded wait for the replicas alive before it to re-register; one
+// that died is waited for only until the grace ends.
+func TestRedisWipeDoesNotWaitForADeadReplica(t *testing.T) {
+	rs := testenv.StartRedis(t)
+	lim := &kernel.Limits{Budgets: []kernel.BudgetWindow{{Limit: 1_000_000, Period: kernel.Period{Kind: kernel.PeriodTotal}}}}
+	ref := kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k-dead"}
+	var replicas [2]*accounting.RedisCounters
+	for i := range replicas {
+		rdb := goredis.NewClient(mustParse(t, rs.URL))
+		t.Cleanup(func() { _ = rdb.Close() })
+		replicas[i] = accounting.NewRedisCounters(rdb, zeroSeed, accounting.WithRejoinGrace(300*time.Millisecond))
+		t.Cleanup(replicas[i].Close)
+	}
+	admit := func(id string) {
+		d, err := replicas[0].Admit(t.Context(), time.Now(), &kernel.AdmitRequest{
+			ID: id, Scopes: []kernel.Scope{{Ref: ref, Limits: lim}}, Model: "m", PromptBytes: 40, MaxTokens: 10,
+			Price: kernel.Price{Input: 1_000_000, Output: 1_000_000},
+		})
+		require.NoError(t, err)
+		require.True(t, d.Admitted, d.Reason)
+	}
+	for range 2 {
+		for _, c := range replicas {
+			require.NoError(t, c.Sync(t.Context(), time.Now()))
+		}
+	}
+	admit("before")
+
+	admin := goredis.NewClient(mustParse(t, rs.URL))
+	require.NoError(t, admin.FlushAll(t.Context()).Err())
+	require.NoError(t, admin.Close())
+	// Replica 1 is gone (it never syncs again): replica 0 re-registers its
+	// reservation, waits out the grace, then seeds and admits.
+	admit("after")
+	_, reserved, err := replicas[0].Usage(t.Context(), ref, kernel.Period{Kind: kernel.PeriodTotal}, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 2*kernel.Cost(kernel.Price{Input: 1_000_000, Output: 1_000_000}, kernel.Usage{Input: 40, Output: 10}), reserved,
+		"the reservation open at the wipe is held again, beside the new one")
+}
