@@ -320,7 +320,7 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 	o.keys = append(o.keys, c.epochKey(), c.rejoinKey())
 	o.strs = append(o.strs, c.currentEpoch())
 
-	rejoins, waitUntil := 0, time.Now().Add(c.opts.grace+time.Second)
+	rejoins, waitUntil := 0, time.Time{}
 	for attempt := 0; ; attempt++ {
 		v, err := c.pipe.do(ctx, o)
 		if err != nil {
@@ -357,6 +357,9 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 			attempt--
 			continue
 		case replyWait:
+			if waitUntil.IsZero() {
+				waitUntil = time.Now().Add(c.opts.grace + time.Second)
+			}
 			if err := waitRejoin(ctx, waitUntil); err != nil {
 				return kernel.Decision{}, err
 			}
