@@ -307,12 +307,11 @@ func TestFaultRedisRestart(t *testing.T) {
 				c.redis.Start(t) // empty, like a crash without persistence
 			}, 3*time.Second)
 
-			// A request that started in the last half second of the outage may
-			// still be dialling Redis (go-redis retries a dial 5 times, 100 ms
-			// apart) when it comes back, and be admitted then: the window
-			// ends a second before the restart.
+			// During the outage: sent after it began and answered before
+			// Redis was back (on a loaded machine a request sent just before
+			// the restart can be admitted just after it).
 			during := count(outs, func(o outcome) bool {
-				return o.start.After(stopped.Add(500*time.Millisecond)) && o.start.Before(restarted.Add(-time.Second))
+				return o.start.After(stopped.Add(500*time.Millisecond)) && o.end.Before(restarted)
 			})
 			after := count(outs, func(o outcome) bool { return o.start.After(restarted.Add(time.Second)) })
 			all := count(outs, nil)
@@ -327,11 +326,6 @@ func TestFaultRedisRestart(t *testing.T) {
 			require.Positive(t, after.complete, "served again after the restart")
 			if policy == "closed" {
 				require.Positive(t, during.unavailable)
-				for _, o := range outs {
-					if o.code == http.StatusOK && o.start.After(stopped) && o.start.Before(restarted) {
-						t.Logf("200 started %v before the restart, ended %v after it", restarted.Sub(o.start), o.end.Sub(restarted))
-					}
-				}
 				require.Zero(t, during.ok, "nothing admitted while Redis is down")
 				require.Equal(t, during.unavailable, during.withRetryAfter, "503s say when to retry")
 			} else {
