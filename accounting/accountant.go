@@ -88,6 +88,10 @@ func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *s
 	for _, o := range opts {
 		o(a)
 	}
+	if f, ok := c.(ledgerFollower); ok {
+		a.follower = f
+		f.followLedger()
+	}
 	return a
 }
 
@@ -176,7 +180,10 @@ func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
 				return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
 			}
 		}
-		a.appended.Add(1)
+		idx := a.appended.Add(1)
+		if a.follower != nil {
+			a.follower.appended(e.RequestID, idx)
+		}
 		return nil
 	}
 	if a.spill == nil {
@@ -194,11 +201,24 @@ func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
 }
 
 // ExpireLoop settles reservations whose lease ran out, every interval, until
-// ctx ends. Beside it, every second, it checkpoints the ledger (watchLedger).
+// ctx ends. Beside it, every second, it checkpoints the ledger (watchLedger)
+// and syncs shared counters (RedisCounters.Sync: notices a Redis that lost its
+// data and re-registers this replica's reservations).
 func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
-	done := make(chan struct{})
-	go func() { defer close(done); a.watchLedger(ctx, time.Second) }()
-	defer func() { <-done }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { a.watchLedger(ctx, time.Second) })
+	if s, ok := a.counters.(interface {
+		Sync(ctx context.Context, now time.Time) error
+	}); ok {
+		wg.Go(func() {
+			everyTick(ctx, time.Second, func() {
+				if err := s.Sync(ctx, a.now()); err != nil {
+					a.log.Debug("counters sync failed; retrying at the next tick", "err", err)
+				}
+			})
+		})
+	}
 	everyTick(ctx, every, func() { a.ExpireNow(ctx) })
 }
 

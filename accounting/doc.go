@@ -60,6 +60,8 @@
 //     price, scopes, the periods of each scope's budgets, admission time and
 //     deadline).
 //   - {tg}:leases — a sorted set of open reservations by lease deadline (µs).
+//   - {tg}:epoch, {tg}:rejoin, {tg}:members — what tells a Redis that lost its
+//     data, and who must re-register into it (below, and redis_rejoin.go).
 //
 // Replicas sharing a prefix must use the same layout; when it changes (budget
 // windows were separate keys, records hashes, before the batched scripts;
@@ -129,15 +131,22 @@
 // whatever was charged to the window meanwhile, then retries. Until a window is
 // seeded no admission passes against it; a SeedFunc error is ErrUnavailable.
 // Settlements charged between the ledger read and the marker may be counted
-// twice (conservative). After a Redis loss, reservations open at the time are
-// gone: their in-flight slots and reservations are freed and their settlements
-// reach the ledger only (the counters learn them at the next seeding), and
-// settlements still queued in the ledger writer at the moment of seeding are
-// not counted until the window is seeded again. A SeedFunc should therefore
-// Flush the replica's ledger before reading it (the tests do); entries still
-// queued by other replicas while PostgreSQL was down are the remaining gap,
-// bounded by their queues, and only matter when Redis and PostgreSQL fail
-// together.
+// twice (conservative). A SeedFunc should Flush the replica's ledger before
+// reading it (LedgerSeed does).
+//
+// After a Redis loss (a restart without persistence, a FLUSHALL), the windows
+// are rebuilt as ledger + settlements not yet committed + open reservations
+// (redis_rejoin.go): Redis holds an epoch id; a replica that finds it missing
+// or changed (at an admission that needs a seed, at a settlement whose record
+// is gone while its lease runs, or at Sync, every second from ExpireLoop)
+// re-registers its open reservations (records, leases, reserved money,
+// in-flight slots) and the settlements its ledger has not confirmed durable
+// (the Accountant tells the counters what each checkpoint covered). The first
+// replica to find the epoch missing lists the replicas alive before the loss
+// (from its copy of the members hash); an admission that needs a window seeded
+// waits until each has re-registered, or the grace (WithRejoinGrace) ended.
+// A settlement committed between its re-registration and the seeding is
+// counted twice until the window is next seeded (conservative).
 //
 // # Failure policy
 //
@@ -156,11 +165,10 @@
 // gets the close it missed from a queue of corrections (PendingCorrections,
 // bounded at 100,000) that Expire applies, oldest first, once Redis answers —
 // idempotent, because the script closes a reservation at most once; a Redis
-// that lost its data re-seeds the windows from the ledger. Two gaps remain: a
-// reservation settled after its window was re-seeded is counted at the next
-// seeding only, and an outage longer than the lease lets another replica
-// expire the reservation (worst cost, in the ledger too) before the
-// correction arrives. A reservation admitted by another replica is settled
+// that lost its data gets the reservation back from the replica (rejoin), and
+// the close then runs as usual. One gap remains: an outage longer than the
+// lease lets another replica expire the reservation (worst cost, in the
+// ledger too) before the correction arrives. A reservation admitted by another replica is settled
 // only through Redis (ErrUnavailable while it is down).
 //
 // # Imports

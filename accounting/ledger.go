@@ -35,6 +35,7 @@ type ledgerState struct {
 	durable   atomic.Int64 // of those, how many a successful flush covered
 	lastWarn  time.Time    // watchLedger's goroutine only
 	spillErr  atomic.Bool  // a spill write failed (logged once)
+	follower  ledgerFollower
 }
 
 // Pending is the number of settlements this accountant appended to the ledger
@@ -62,6 +63,12 @@ func (a *Accountant) watchLedger(ctx context.Context, every time.Duration) {
 	})
 }
 
+// Flush returns once every settlement recorded so far is durable in the
+// ledger (a checkpoint: the spill deletes what the flush covered).
+func (a *Accountant) Flush(ctx context.Context) error {
+	return a.checkpoint(ctx, time.Minute)
+}
+
 // checkpoint flushes the ledger and records what it made durable.
 func (a *Accountant) checkpoint(ctx context.Context, timeout time.Duration) error {
 	n := a.appended.Load()
@@ -78,6 +85,9 @@ func (a *Accountant) checkpoint(ctx context.Context, timeout time.Duration) erro
 	}
 	if err != nil {
 		return err
+	}
+	if a.follower != nil {
+		a.follower.durable(n)
 	}
 	for d := a.durable.Load(); d < n && !a.durable.CompareAndSwap(d, n); d = a.durable.Load() {
 	}

@@ -57,6 +57,7 @@ type options struct {
 	workers  int
 	batch    int
 	timeout  time.Duration
+	grace    time.Duration // WithRejoinGrace
 }
 
 // WithPrefix sets the key prefix (default "tg"). Every key is in the hash slot
@@ -99,6 +100,12 @@ type RedisCounters struct {
 	mu          sync.Mutex
 	cache       map[string]*record // reservations admitted by this replica, for Settle
 	corrections []correction       // settlements Redis has not counted yet (settleWithout)
+	unc         uncommitted        // settlements the ledger has not committed (redis_uncommitted.go)
+	epoch       string             // the Redis epoch this replica registered under (redis_rejoin.go)
+	members     []string           // the other replicas alive at the last Sync
+
+	name     string     // this replica in the members hash
+	rejoinMu sync.Mutex // one rejoin at a time
 
 	local       *kernel.State
 	localSeeded map[windowID]bool
@@ -115,7 +122,7 @@ type windowID struct {
 func NewRedisCounters(client goredis.UniversalClient, seed SeedFunc, opts ...RedisOption) *RedisCounters {
 	o := options{
 		prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour,
-		workers: 1, batch: 128, timeout: 3 * time.Second,
+		workers: 1, batch: 128, timeout: 3 * time.Second, grace: 5 * time.Second,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -123,6 +130,7 @@ func NewRedisCounters(client goredis.UniversalClient, seed SeedFunc, opts ...Red
 	c := &RedisCounters{
 		rdb: client, seed: seed, opts: o, tag: "{" + o.prefix + "}:",
 		cache: make(map[string]*record), local: kernel.NewState(), localSeeded: make(map[windowID]bool),
+		name: newReplicaName(),
 	}
 	c.pipe = newPipeliner(client, c.leasesKey(), o.workers, o.batch, o.timeout)
 	return c
@@ -261,7 +269,7 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 	} else {
 		worst = -1 // the script formats the record itself
 	}
-	o := newOp(opAdmit, 1+len(req.Scopes), 17+7*len(req.Scopes)+4, 5)
+	o := newOp(opAdmit, 3+len(req.Scopes), 17+7*len(req.Scopes)+4, 6)
 	o.keys = append(o.keys, c.recordKey(req.ID))
 	o.num(int64(len(req.Scopes)), 0, minute, int64(mode), int64(shortfall), inBound, outBound,
 		qi, ri, qo, ro, leaseScore(rec.Deadline), estTokens, int64(c.opts.scopeTTL/time.Second),
@@ -307,7 +315,12 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 		o.strs = append(o.strs, sp.field)
 	}
 	o.num(budgets...)
+	// Checked when a window needs seeding: the epoch this replica registered
+	// under, and the replicas still re-registering (redis_rejoin.go).
+	o.keys = append(o.keys, c.epochKey(), c.rejoinKey())
+	o.strs = append(o.strs, c.currentEpoch())
 
+	rejoins, waitUntil := 0, time.Time{}
 	for attempt := 0; ; attempt++ {
 		v, err := c.pipe.do(ctx, o)
 		if err != nil {
@@ -332,6 +345,25 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 			if err := c.seedWindows(ctx, spans, idx); err != nil {
 				return kernel.Decision{}, err
 			}
+			continue
+		case replyRejoin:
+			if rejoins++; rejoins > 3 {
+				return kernel.Decision{}, fmt.Errorf("%w: Redis lost its data again while re-registering", ErrUnavailable)
+			}
+			if err := c.rejoin(ctx, now); err != nil {
+				return kernel.Decision{}, err
+			}
+			o.strs[len(o.strs)-1] = c.currentEpoch()
+			attempt--
+			continue
+		case replyWait:
+			if waitUntil.IsZero() {
+				waitUntil = time.Now().Add(c.opts.grace + time.Second)
+			}
+			if err := waitRejoin(ctx, waitUntil); err != nil {
+				return kernel.Decision{}, err
+			}
+			attempt--
 			continue
 		case replyRejected:
 			reason := reasonOf(toInt(res[1]))
@@ -408,6 +440,13 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	}
 	cost := kernel.Cost(rec.Price, u)
 	ok, charged, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
+	if cached && err == nil && !ok && now.UnixNano() < rec.Deadline {
+		// Gone while its lease runs: Redis lost its data. Re-register what
+		// this replica holds (this reservation too), then close it again.
+		if c.rejoin(ctx, now) == nil {
+			ok, charged, reserved, err = c.close(ctx, now, rec, int64(cost), true, u.Total())
+		}
+	}
 	if cached && (err != nil || !ok && now.UnixNano() < rec.Deadline) {
 		// This replica admitted the request and knows its price: the
 		// settlement stands whatever happened to Redis (see settleWithout).
@@ -418,6 +457,9 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	}
 	c.mu.Lock()
 	delete(c.cache, id)
+	if ok {
+		c.settledLocked(correction{rec: rec, at: now, cost: charged})
+	}
 	c.mu.Unlock()
 	if !ok {
 		return kernel.Settlement{}, false, nil
@@ -527,6 +569,9 @@ func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Set
 		}
 		c.mu.Lock()
 		delete(c.cache, rec.ID)
+		if ok {
+			c.settledLocked(correction{rec: rec, at: now, cost: cost})
+		}
 		c.mu.Unlock()
 		if ok {
 			out = append(out, settlement(rec, now, kernel.Usage{}, cost, reserved, kernel.StatusExpired))

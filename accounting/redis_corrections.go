@@ -32,6 +32,7 @@ type correction struct {
 func (c *RedisCounters) settleWithout(now time.Time, rec *record, u kernel.Usage, cost kernel.Money, st kernel.Status, closeErr error) kernel.Settlement {
 	c.mu.Lock()
 	delete(c.cache, rec.ID)
+	c.settledLocked(correction{rec: rec, at: now, cost: cost, tokens: u.Total()})
 	dropped := false
 	if closeErr != nil {
 		if len(c.corrections) >= maxCorrections {

@@ -8,6 +8,8 @@ const (
 	replyRejected  = 1
 	replyNeedSeed  = 2
 	replyDuplicate = 3
+	replyRejoin    = 4 // Redis lost its data since this replica registered: rejoin first
+	replyWait      = 5 // replicas are re-registering after Redis lost its data
 )
 
 // Rejection codes of admitLua (mapped to kernel reasons in Go).
@@ -35,12 +37,15 @@ const (
 // index of its scope; then per budget, in scope order: window index, limit.
 // Strings: [1] the record string as Go made it for the output bound not
 // clamped ("<reserved> <worst> <tokens> <minute> <JSON>", or with no head),
-// [2] the id, then the field of each window. Keys: [1] the reservation record,
-// then the scope hashes.
+// [2] the id, then the field of each window, then the epoch the replica
+// registered under. Keys: [1] the reservation record, then the scope hashes,
+// then the epoch and the rejoin hash (redis_rejoin.go).
 //
 // Reply: {0, n, worst, reserved, tokens, requests and tokens of each scope
 // after the admission}, {1, code, scope, requests and tokens of each scope},
-// {2, windows to seed} or {3} (duplicate).
+// {2, windows to seed}, {3} (duplicate), or, when a window needs seeding, {4}
+// (the replica's epoch is not Redis's: rejoin first) or {5} (replicas are
+// still re-registering: wait).
 const admitLua = `
 local function admit(ko, ao, A)
 local nS, nW = A[4], A[5]
@@ -61,6 +66,10 @@ for w = 1, nW do
 end
 if need then
   if rcall('EXISTS', KEYS[ko+1]) == 1 then return {3} end -- an open id refuses first
+  -- Seeding counts the ledger only: every replica must have re-registered
+  -- what it holds since Redis lost its data (redis_rejoin.go).
+  if rcall('GET', KEYS[ko+2+nS]) ~= ARGV[ao+3+nW] then return {4} end
+  if rcall('EXISTS', KEYS[ko+3+nS]) == 1 then return {5} end
   return {2, need}
 end
 
