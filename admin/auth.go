@@ -179,6 +179,9 @@ func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
 }
 
 func (s *Server) lookup(ctx context.Context, tok string) (principal, error) {
+	if strings.HasPrefix(tok, SessionTokenPrefix) {
+		return s.lookupSession(ctx, tok)
+	}
 	h := secret.Hash(tok)
 	a, _, err := store.Get[store.Admin](ctx, s.st, adminID(h))
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
