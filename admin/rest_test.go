@@ -103,8 +103,11 @@ func (e *env) rest(t *testing.T) restConn {
 // transport is the connection a test named by transport ("grpc" or "rest") uses.
 func (e *env) transport(t *testing.T, transport string) grpc.ClientConnInterface {
 	t.Helper()
-	if transport == "rest" {
+	switch transport {
+	case "rest":
 		return e.rest(t)
+	case "resource":
+		return e.resource(t)
 	}
 	return e.conn
 }
