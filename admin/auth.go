@@ -132,9 +132,10 @@ var methodRoles = map[string]roleSet{
 	adminv1.PriceService_DeletePrice_FullMethodName:       adminOnly,
 	adminv1.PriceService_LoadDefaultPrices_FullMethodName: adminOnly,
 
-	adminv1.SpendService_GetSpend_FullMethodName:         teamRead,
-	adminv1.SpendService_GetSpendSeries_FullMethodName:   teamRead,
-	adminv1.SpendService_ListSpendEntries_FullMethodName: teamRead,
+	adminv1.SpendService_GetSpend_FullMethodName:          teamRead,
+	adminv1.SpendService_GetSpendSeries_FullMethodName:    teamRead,
+	adminv1.SpendService_ListSpendEntries_FullMethodName:  teamRead,
+	adminv1.SpendService_GetSpendBreakdown_FullMethodName: teamRead,
 
 	adminv1.AuditService_ListAudit_FullMethodName: readers,
 

@@ -330,6 +330,12 @@ func TestRoleMatrix(t *testing.T) {
 		{"ListSpendEntries other team", func(ctx context.Context, c apiClients, _ *fixture) error {
 			return ok(c.spend.ListSpendEntries(ctx, &adminv1.ListSpendEntriesRequest{Scope: &adminv1.Scope{Kind: adminv1.ScopeKind_SCOPE_KIND_TEAM, Id: "blue"}}))
 		}, []string{A, V}},
+		{"GetSpendBreakdown by key", func(ctx context.Context, c apiClients, _ *fixture) error {
+			return ok(c.spend.GetSpendBreakdown(ctx, &adminv1.GetSpendBreakdownRequest{GroupBy: "key"}))
+		}, []string{A, T, V}},
+		{"GetSpendBreakdown by user", func(ctx context.Context, c apiClients, _ *fixture) error {
+			return ok(c.spend.GetSpendBreakdown(ctx, &adminv1.GetSpendBreakdownRequest{GroupBy: "user"}))
+		}, []string{A, V}},
 		// Audit, credentials, apply.
 		{"ListAudit", func(ctx context.Context, c apiClients, _ *fixture) error {
 			return ok(c.audit.ListAudit(ctx, &adminv1.ListAuditRequest{}))

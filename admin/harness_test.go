@@ -86,14 +86,14 @@ func storeFactories(t *testing.T) map[string]func(t *testing.T) store.Store {
 	}
 }
 
-func testSealer(t *testing.T) *secret.Sealer {
+func testSealer(t testing.TB) *secret.Sealer {
 	t.Helper()
 	s, err := secret.NewSealer(make([]byte, 32))
 	require.NoError(t, err)
 	return s
 }
 
-func newEnv(t *testing.T, st store.Store, opts ...admin.Option) *env {
+func newEnv(t testing.TB, st store.Store, opts ...admin.Option) *env {
 	t.Helper()
 	e := &env{st: st, sealer: testSealer(t), clock: &clock{t: time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)}}
 	ctx := context.Background()
@@ -118,7 +118,7 @@ func newEnv(t *testing.T, st store.Store, opts ...admin.Option) *env {
 }
 
 // as returns a context carrying an admin secret, bounded in time.
-func as(t *testing.T, sec string) context.Context {
+func as(t testing.TB, sec string) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)

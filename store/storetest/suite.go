@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Audit", s.auditTests()},
 		{"Responses", s.responsesTests()},
 		{"Sessions", s.sessionsTests()},
+		{"SpendByScope", s.spendByScopeTests()},
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {

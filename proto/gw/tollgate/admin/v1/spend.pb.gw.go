@@ -222,6 +222,68 @@ func local_request_SpendService_ListSpendEntries_1(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
+var filter_SpendService_GetSpendBreakdown_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
+
+func request_SpendService_GetSpendBreakdown_0(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.SpendServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.GetSpendBreakdownRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_SpendService_GetSpendBreakdown_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetSpendBreakdown(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_SpendService_GetSpendBreakdown_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.SpendServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.GetSpendBreakdownRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_SpendService_GetSpendBreakdown_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.GetSpendBreakdown(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_SpendService_GetSpendBreakdown_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.SpendServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.GetSpendBreakdownRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetSpendBreakdown(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_SpendService_GetSpendBreakdown_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.SpendServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.GetSpendBreakdownRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.GetSpendBreakdown(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterSpendServiceHandlerServer registers the http handlers for service SpendService to "mux".
 // UnaryRPC     :call SpendServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -347,6 +409,46 @@ func RegisterSpendServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 			return
 		}
 		forward_SpendService_ListSpendEntries_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_SpendService_GetSpendBreakdown_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.SpendService/GetSpendBreakdown", runtime.WithHTTPPathPattern("/v1/spend/breakdown"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_SpendService_GetSpendBreakdown_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_SpendService_GetSpendBreakdown_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_SpendService_GetSpendBreakdown_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.SpendService/GetSpendBreakdown", runtime.WithHTTPPathPattern("/tollgate.admin.v1.SpendService/GetSpendBreakdown"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_SpendService_GetSpendBreakdown_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_SpendService_GetSpendBreakdown_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -490,23 +592,61 @@ func RegisterSpendServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_SpendService_ListSpendEntries_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_SpendService_GetSpendBreakdown_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.SpendService/GetSpendBreakdown", runtime.WithHTTPPathPattern("/v1/spend/breakdown"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_SpendService_GetSpendBreakdown_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_SpendService_GetSpendBreakdown_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_SpendService_GetSpendBreakdown_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.SpendService/GetSpendBreakdown", runtime.WithHTTPPathPattern("/tollgate.admin.v1.SpendService/GetSpendBreakdown"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_SpendService_GetSpendBreakdown_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_SpendService_GetSpendBreakdown_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_SpendService_GetSpend_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "spend"}, ""))
-	pattern_SpendService_GetSpend_1         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "GetSpend"}, ""))
-	pattern_SpendService_GetSpendSeries_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "spend", "series"}, ""))
-	pattern_SpendService_GetSpendSeries_1   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "GetSpendSeries"}, ""))
-	pattern_SpendService_ListSpendEntries_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "ledger"}, ""))
-	pattern_SpendService_ListSpendEntries_1 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "ListSpendEntries"}, ""))
+	pattern_SpendService_GetSpend_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "spend"}, ""))
+	pattern_SpendService_GetSpend_1          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "GetSpend"}, ""))
+	pattern_SpendService_GetSpendSeries_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "spend", "series"}, ""))
+	pattern_SpendService_GetSpendSeries_1    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "GetSpendSeries"}, ""))
+	pattern_SpendService_ListSpendEntries_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "ledger"}, ""))
+	pattern_SpendService_ListSpendEntries_1  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "ListSpendEntries"}, ""))
+	pattern_SpendService_GetSpendBreakdown_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "spend", "breakdown"}, ""))
+	pattern_SpendService_GetSpendBreakdown_1 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.SpendService", "GetSpendBreakdown"}, ""))
 )
 
 var (
-	forward_SpendService_GetSpend_0         = runtime.ForwardResponseMessage
-	forward_SpendService_GetSpend_1         = runtime.ForwardResponseMessage
-	forward_SpendService_GetSpendSeries_0   = runtime.ForwardResponseMessage
-	forward_SpendService_GetSpendSeries_1   = runtime.ForwardResponseMessage
-	forward_SpendService_ListSpendEntries_0 = runtime.ForwardResponseMessage
-	forward_SpendService_ListSpendEntries_1 = runtime.ForwardResponseMessage
+	forward_SpendService_GetSpend_0          = runtime.ForwardResponseMessage
+	forward_SpendService_GetSpend_1          = runtime.ForwardResponseMessage
+	forward_SpendService_GetSpendSeries_0    = runtime.ForwardResponseMessage
+	forward_SpendService_GetSpendSeries_1    = runtime.ForwardResponseMessage
+	forward_SpendService_ListSpendEntries_0  = runtime.ForwardResponseMessage
+	forward_SpendService_ListSpendEntries_1  = runtime.ForwardResponseMessage
+	forward_SpendService_GetSpendBreakdown_0 = runtime.ForwardResponseMessage
+	forward_SpendService_GetSpendBreakdown_1 = runtime.ForwardResponseMessage
 )
