@@ -103,6 +103,13 @@ func newEnv(t testing.TB, st store.Store, opts ...admin.Option) *env {
 	e.adminKey = sec
 
 	srv := admin.New(st, e.sealer, append([]admin.Option{admin.WithClock(e.clock.Now), admin.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	e.conn = serveGRPC(t, srv)
+	return e
+}
+
+// serveGRPC serves srv's gRPC API over bufconn and returns a connection to it.
+func serveGRPC(t testing.TB, srv *admin.Server) *grpc.ClientConn {
+	t.Helper()
 	g := grpc.NewServer(admin.ServerOptions(srv)...)
 	srv.Register(g)
 	lis := bufconn.Listen(1 << 20)
@@ -113,8 +120,7 @@ func newEnv(t testing.TB, st store.Store, opts ...admin.Option) *env {
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	e.conn = conn
-	return e
+	return conn
 }
 
 // as returns a context carrying an admin secret, bounded in time.

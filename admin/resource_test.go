@@ -15,12 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -115,36 +111,7 @@ func (c resourceConn) Invoke(ctx context.Context, method string, args, reply any
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if md, ok := metadata.FromOutgoingContext(ctx); ok {
-		for _, v := range md.Get("authorization") {
-			req.Header.Add("Authorization", v)
-		}
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Code    int32  `json:"code"`
-			Message string `json:"message"`
-		}
-		if err := json.Unmarshal(b, &e); err != nil || e.Code == 0 {
-			return fmt.Errorf("%s %s: HTTP %d: %s", verb, path, resp.StatusCode, b)
-		}
-		code := codes.Code(e.Code) //nolint:gosec // a gRPC code fits
-		if want := runtime.HTTPStatusFromCode(code); want != resp.StatusCode {
-			return fmt.Errorf("%s %s: HTTP %d for %s, want %d", verb, path, resp.StatusCode, code, want)
-		}
-		return status.Error(code, e.Message)
-	}
-	return protojson.Unmarshal(b, reply.(proto.Message))
+	return restReply(c.client, req, reply)
 }
 
 // flatten turns a JSON object into query parameters: nested fields dotted

@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,9 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -30,16 +26,7 @@ import (
 func replica(t *testing.T, st store.Store, sealer *secret.Sealer, now func() time.Time) string {
 	t.Helper()
 	srv := admin.New(st, sealer, admin.WithClock(now), admin.WithLogger(slog.New(slog.DiscardHandler)))
-	g := grpc.NewServer(admin.ServerOptions(srv)...)
-	srv.Register(g)
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := serveGRPC(t, srv)
 	h, err := srv.HTTPHandler(context.Background(), conn)
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)
