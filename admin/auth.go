@@ -132,9 +132,10 @@ var methodRoles = map[string]roleSet{
 	adminv1.PriceService_DeletePrice_FullMethodName:       adminOnly,
 	adminv1.PriceService_LoadDefaultPrices_FullMethodName: adminOnly,
 
-	adminv1.SpendService_GetSpend_FullMethodName:         teamRead,
-	adminv1.SpendService_GetSpendSeries_FullMethodName:   teamRead,
-	adminv1.SpendService_ListSpendEntries_FullMethodName: teamRead,
+	adminv1.SpendService_GetSpend_FullMethodName:          teamRead,
+	adminv1.SpendService_GetSpendSeries_FullMethodName:    teamRead,
+	adminv1.SpendService_ListSpendEntries_FullMethodName:  teamRead,
+	adminv1.SpendService_GetSpendBreakdown_FullMethodName: teamRead,
 
 	adminv1.AuditService_ListAudit_FullMethodName: readers,
 
@@ -179,6 +180,9 @@ func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
 }
 
 func (s *Server) lookup(ctx context.Context, tok string) (principal, error) {
+	if strings.HasPrefix(tok, SessionTokenPrefix) {
+		return s.lookupSession(ctx, tok)
+	}
 	h := secret.Hash(tok)
 	a, _, err := store.Get[store.Admin](ctx, s.st, adminID(h))
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

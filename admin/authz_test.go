@@ -100,7 +100,8 @@ const (
 )
 
 // TestRoleMatrix calls every RPC with every role, on a fresh fixture each time,
-// over gRPC and over the REST API, and checks it succeeds for the allowed
+// over gRPC, over the REST API's POST paths and over its resource paths (GET
+// /v1/keys …, resourceConn), and checks it succeeds for the allowed
 // roles and is PermissionDenied (HTTP 403 over REST) for the others.
 func TestRoleMatrix(t *testing.T) {
 	type call func(ctx context.Context, c apiClients, f *fixture) error
@@ -329,6 +330,12 @@ func TestRoleMatrix(t *testing.T) {
 		{"ListSpendEntries other team", func(ctx context.Context, c apiClients, _ *fixture) error {
 			return ok(c.spend.ListSpendEntries(ctx, &adminv1.ListSpendEntriesRequest{Scope: &adminv1.Scope{Kind: adminv1.ScopeKind_SCOPE_KIND_TEAM, Id: "blue"}}))
 		}, []string{A, V}},
+		{"GetSpendBreakdown by key", func(ctx context.Context, c apiClients, _ *fixture) error {
+			return ok(c.spend.GetSpendBreakdown(ctx, &adminv1.GetSpendBreakdownRequest{GroupBy: "key"}))
+		}, []string{A, T, V}},
+		{"GetSpendBreakdown by user", func(ctx context.Context, c apiClients, _ *fixture) error {
+			return ok(c.spend.GetSpendBreakdown(ctx, &adminv1.GetSpendBreakdownRequest{GroupBy: "user"}))
+		}, []string{A, V}},
 		// Audit, credentials, apply.
 		{"ListAudit", func(ctx context.Context, c apiClients, _ *fixture) error {
 			return ok(c.audit.ListAudit(ctx, &adminv1.ListAuditRequest{}))
@@ -351,7 +358,7 @@ func TestRoleMatrix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, role := range []string{A, T, V} {
-			for _, transport := range []string{"grpc", "rest"} {
+			for _, transport := range []string{"grpc", "rest", "resource"} {
 				t.Run(tt.name+"/"+role+"/"+transport, func(t *testing.T) {
 					f := newFixture(t)
 					err := tt.call(as(t, f.roles[role]), clientsOn(f.transport(t, transport)), f)

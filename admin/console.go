@@ -2,17 +2,14 @@ package admin
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -22,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
+	"github.com/tollgate-ai/tollgate/store"
 )
 
 // The web console: static pages under /ui/ (embedded, no build step) that call
@@ -31,7 +29,9 @@ import (
 // session's CSRF token in the X-CSRF-Token header (a page of another origin can
 // neither read the token nor, with SameSite=Strict, send the cookie). The REST
 // call then runs with the session's admin key, so the console has exactly the
-// key's role: a viewer sees the pages and is refused every change.
+// key's role: a viewer sees the pages and is refused every change. Sessions
+// live in the store (sessions.go), so they survive a restart and are valid on
+// every admin replica sharing the database.
 
 //go:embed ui
 var uiFiles embed.FS
@@ -45,75 +45,7 @@ const (
 	csrfHeader = "X-CSRF-Token"
 	// SessionTTL is how long a console session lasts after sign-in.
 	SessionTTL = 8 * time.Hour
-	// maxSessions bounds the sessions held in memory.
-	maxSessions = 10000
 )
-
-// session is one signed-in browser.
-type session struct {
-	secret  string // the admin key, never sent back to the browser
-	csrf    string
-	expires time.Time
-}
-
-// sessions holds the console sessions in memory: a restart signs everyone out.
-type sessions struct {
-	mu  sync.Mutex
-	m   map[string]session
-	now func() time.Time
-}
-
-func (s *sessions) create(secret string) (id string, ses session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	for k, v := range s.m {
-		if !now.Before(v.expires) {
-			delete(s.m, k)
-		}
-	}
-	if len(s.m) >= maxSessions {
-		for k := range s.m { // drop an arbitrary one rather than grow without bound
-			delete(s.m, k)
-			break
-		}
-	}
-	id = randomToken()
-	ses = session{secret: secret, csrf: randomToken(), expires: now.Add(SessionTTL)}
-	s.m[id] = ses
-	return id, ses
-}
-
-// get returns the live session of the request's cookie.
-func (s *sessions) get(r *http.Request) (string, session, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
-		return "", session{}, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ses, ok := s.m[c.Value]
-	if !ok {
-		return "", session{}, false
-	}
-	if !s.now().Before(ses.expires) {
-		delete(s.m, c.Value)
-		return "", session{}, false
-	}
-	return c.Value, ses, true
-}
-
-func (s *sessions) remove(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, id)
-}
-
-func randomToken() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b)
-}
 
 // console serves the pages, the session endpoints and the cookie side of the REST API.
 type console struct {
@@ -121,9 +53,9 @@ type console struct {
 	creds    adminv1.AdminCredentialServiceClient
 }
 
-func newConsole(conn *grpc.ClientConn, now func() time.Time) *console {
+func newConsole(conn *grpc.ClientConn, st store.Sessions, now func() time.Time) *console {
 	return &console{
-		sessions: &sessions{m: map[string]session{}, now: now},
+		sessions: &sessions{st: st, now: now},
 		creds:    adminv1.NewAdminCredentialServiceClient(conn),
 	}
 }
@@ -188,14 +120,16 @@ type sessionInfo struct {
 	Credential json.RawMessage `json:"credential"`
 }
 
-// whoami asks the admin API who a key is, as any client would.
-func (c *console) whoami(ctx context.Context, secret string) (json.RawMessage, error) {
-	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+secret)
+// whoami asks the admin API who a key (or a session token) is, as any client
+// would: the credential's id and its JSON for the page.
+func (c *console) whoami(ctx context.Context, bearer string) (string, json.RawMessage, error) {
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+bearer)
 	resp, err := c.creds.WhoAmI(ctx, &adminv1.WhoAmIRequest{})
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(resp.GetCredential())
+	raw, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(resp.GetCredential())
+	return resp.GetCredential().GetId(), raw, err
 }
 
 func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
@@ -210,37 +144,45 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "send the admin key as JSON: {\"key\": \"tga-…\"}")
 		return
 	}
-	cred, err := c.whoami(r.Context(), strings.TrimSpace(in.Key))
+	if strings.HasPrefix(strings.TrimSpace(in.Key), SessionTokenPrefix) {
+		writeError(w, http.StatusUnauthorized, "sign in with an admin key (tga-…), not a session token")
+		return
+	}
+	adminID, cred, err := c.whoami(r.Context(), strings.TrimSpace(in.Key))
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, status.Convert(err).Message())
 		return
 	}
-	id, ses := c.sessions.create(strings.TrimSpace(in.Key))
+	ses, err := c.sessions.create(r.Context(), adminID)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "could not store the session: "+err.Error())
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: id, Path: "/", Expires: ses.expires, MaxAge: int(SessionTTL.Seconds()),
+		Name: sessionCookie, Value: ses.token, Path: "/", Expires: ses.expires, MaxAge: int(SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
-	writeJSON(w, sessionInfo{CSRF: ses.csrf, Expires: ses.expires, Credential: cred})
+	writeJSON(w, sessionInfo{CSRF: ses.csrf(), Expires: ses.expires, Credential: cred})
 }
 
 func (c *console) current(w http.ResponseWriter, r *http.Request) {
-	_, ses, ok := c.sessions.get(r)
+	ses, ok := c.sessions.get(r)
 	if !ok {
 		writeError(w, http.StatusUnauthorized, "not signed in")
 		return
 	}
-	cred, err := c.whoami(r.Context(), ses.secret)
+	_, cred, err := c.whoami(r.Context(), ses.token)
 	if err != nil { // the credential was deleted since sign-in
 		writeError(w, http.StatusUnauthorized, status.Convert(err).Message())
 		return
 	}
-	writeJSON(w, sessionInfo{CSRF: ses.csrf, Expires: ses.expires, Credential: cred})
+	writeJSON(w, sessionInfo{CSRF: ses.csrf(), Expires: ses.expires, Credential: cred})
 }
 
 func (c *console) signOut(w http.ResponseWriter, r *http.Request) {
-	id, ses, ok := c.sessions.get(r)
+	ses, ok := c.sessions.get(r)
 	if ok && validCSRF(r, ses) {
-		c.sessions.remove(id)
+		c.sessions.remove(r.Context(), ses)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
@@ -250,19 +192,20 @@ func (c *console) signOut(w http.ResponseWriter, r *http.Request) {
 }
 
 func validCSRF(r *http.Request, ses session) bool {
-	return subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(ses.csrf)) == 1
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(ses.csrf())) == 1
 }
 
 // withSession lets the REST API be called with the console's cookie: a request
 // without an Authorization header but with a live session cookie runs with the
-// session's admin key, provided it carries the session's CSRF token.
+// session's token as its bearer credential (the gRPC server looks the session
+// up in the store), provided it carries the session's CSRF token.
 func (c *console) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		_, ses, ok := c.sessions.get(r)
+		ses, ok := c.sessions.get(r)
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
@@ -272,7 +215,7 @@ func (c *console) withSession(next http.Handler) http.Handler {
 			return
 		}
 		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+ses.secret)
+		r.Header.Set("Authorization", "Bearer "+ses.token)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -86,14 +86,14 @@ func storeFactories(t *testing.T) map[string]func(t *testing.T) store.Store {
 	}
 }
 
-func testSealer(t *testing.T) *secret.Sealer {
+func testSealer(t testing.TB) *secret.Sealer {
 	t.Helper()
 	s, err := secret.NewSealer(make([]byte, 32))
 	require.NoError(t, err)
 	return s
 }
 
-func newEnv(t *testing.T, st store.Store, opts ...admin.Option) *env {
+func newEnv(t testing.TB, st store.Store, opts ...admin.Option) *env {
 	t.Helper()
 	e := &env{st: st, sealer: testSealer(t), clock: &clock{t: time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)}}
 	ctx := context.Background()
@@ -103,6 +103,13 @@ func newEnv(t *testing.T, st store.Store, opts ...admin.Option) *env {
 	e.adminKey = sec
 
 	srv := admin.New(st, e.sealer, append([]admin.Option{admin.WithClock(e.clock.Now), admin.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	e.conn = serveGRPC(t, srv)
+	return e
+}
+
+// serveGRPC serves srv's gRPC API over bufconn and returns a connection to it.
+func serveGRPC(t testing.TB, srv *admin.Server) *grpc.ClientConn {
+	t.Helper()
 	g := grpc.NewServer(admin.ServerOptions(srv)...)
 	srv.Register(g)
 	lis := bufconn.Listen(1 << 20)
@@ -113,12 +120,11 @@ func newEnv(t *testing.T, st store.Store, opts ...admin.Option) *env {
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	e.conn = conn
-	return e
+	return conn
 }
 
 // as returns a context carrying an admin secret, bounded in time.
-func as(t *testing.T, sec string) context.Context {
+func as(t testing.TB, sec string) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)

@@ -75,7 +75,10 @@ func (s *Server) HTTPHandler(ctx context.Context, conn *grpc.ClientConn) (http.H
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(adminv1gw.OpenAPI)
 	})
-	con := newConsole(conn, s.now)
+	if s.sessions == nil {
+		return nil, errors.New("admin: the store keeps no console sessions (store.Sessions)")
+	}
+	con := newConsole(conn, s.sessions, s.now)
 	con.register(mux)
 	mux.Handle("/", con.withSession(rest))
 	return mux, nil

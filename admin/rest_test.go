@@ -49,13 +49,21 @@ func (c restConn) Invoke(ctx context.Context, method string, args, reply any, _ 
 	if err != nil {
 		return err
 	}
+	return restReply(c.client, req, reply)
+}
+
+// restReply sends req with the caller's authorization metadata as the
+// Authorization header and reads the answer into reply, or turns an error
+// body into a gRPC status error after checking that its HTTP status is the
+// one grpc-gateway maps its code to.
+func restReply(client *http.Client, req *http.Request, reply any) error {
 	req.Header.Set("Content-Type", "application/json")
-	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+	if md, ok := metadata.FromOutgoingContext(req.Context()); ok {
 		for _, v := range md.Get("authorization") {
 			req.Header.Add("Authorization", v)
 		}
 	}
-	resp, err := c.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -69,12 +77,12 @@ func (c restConn) Invoke(ctx context.Context, method string, args, reply any, _ 
 			Code    int32  `json:"code"`
 			Message string `json:"message"`
 		}
-		if err := json.Unmarshal(b, &e); err != nil {
-			return fmt.Errorf("REST %s: HTTP %d: %s", method, resp.StatusCode, b)
+		if err := json.Unmarshal(b, &e); err != nil || e.Code == 0 {
+			return fmt.Errorf("REST %s %s: HTTP %d: %s", req.Method, req.URL.Path, resp.StatusCode, b)
 		}
 		code := codes.Code(e.Code) //nolint:gosec // a gRPC code fits
 		if want := runtime.HTTPStatusFromCode(code); want != resp.StatusCode {
-			return fmt.Errorf("REST %s: HTTP %d for %s, want %d", method, resp.StatusCode, code, want)
+			return fmt.Errorf("REST %s %s: HTTP %d for %s, want %d", req.Method, req.URL.Path, resp.StatusCode, code, want)
 		}
 		return status.Error(code, e.Message)
 	}
@@ -103,8 +111,11 @@ func (e *env) rest(t *testing.T) restConn {
 // transport is the connection a test named by transport ("grpc" or "rest") uses.
 func (e *env) transport(t *testing.T, transport string) grpc.ClientConnInterface {
 	t.Helper()
-	if transport == "rest" {
+	switch transport {
+	case "rest":
 		return e.rest(t)
+	case "resource":
+		return e.resource(t)
 	}
 	return e.conn
 }

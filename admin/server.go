@@ -42,12 +42,13 @@ type Server struct {
 	adminv1.UnimplementedAdminCredentialServiceServer
 	adminv1.UnimplementedConfigServiceServer
 
-	st      Store
-	routing RoutingStates // nil: deployment states unknown (routing.go)
-	sealer  *secret.Sealer
-	log     *slog.Logger
-	now     func() time.Time
-	health  *health.Server
+	st       Store
+	sessions store.Sessions // the console's sessions; nil when st keeps none
+	routing  RoutingStates  // nil: deployment states unknown (routing.go)
+	sealer   *secret.Sealer
+	log      *slog.Logger
+	now      func() time.Time
+	health   *health.Server
 }
 
 // Option configures a Server.
@@ -66,6 +67,7 @@ func New(st Store, sealer *secret.Sealer, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
+	s.sessions, _ = st.(store.Sessions)
 	return s
 }
 

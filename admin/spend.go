@@ -125,43 +125,21 @@ func (s *Server) GetSpendSeries(ctx context.Context, req *adminv1.GetSpendSeries
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	now := s.now().UTC()
-	since := now.Add(-DefaultSpendWindow).Truncate(24 * time.Hour)
-	if req.GetSince() != nil {
-		since = req.GetSince().AsTime().UTC()
-	}
-	until := now
-	if req.GetUntil() != nil {
-		until = req.GetUntil().AsTime().UTC()
-	}
-	step := 24 * time.Hour
-	if req.GetStep() != nil {
-		step = req.GetStep().AsDuration()
-	}
-	if !until.After(since) {
-		return nil, s.toStatus(ctx, errorf(ErrInvalid, "until: must be after since (%s)", since.Format(time.RFC3339)))
-	}
-	n := int((until.Sub(since) + step - 1) / step)
-	if n > maxBuckets {
-		return nil, s.toStatus(ctx, errorf(ErrInvalid, "step: %d buckets is more than %d; use a larger step", n, maxBuckets))
+	since, until, step, n, err := s.seriesWindow(req.GetSince(), req.GetUntil(), req.GetStep())
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
 	}
 	var points []store.SpendPoint
 	if req.GetModel() == "" {
 		points, err = s.st.Series(ctx, ref, since, until, step)
 	} else {
-		points = make([]store.SpendPoint, n)
-		for i := range points {
-			points[i].Start = since.Add(time.Duration(i) * step)
+		var groups map[string][]store.SpendPoint
+		f := store.LedgerFilter{Scope: scopeFilter(ref), Model: req.GetModel(), Since: since, Until: until}
+		groups, err = s.bucketEntries(ctx, f, since, step, n, func(*store.LedgerEntry) string { return "" })
+		points = groups[""]
+		if points == nil {
+			points = emptySeries(since, step, n)
 		}
-		err = s.entries(ctx, store.LedgerFilter{Scope: scopeFilter(ref), Model: req.GetModel(), Since: since, Until: until}, func(e *store.LedgerEntry) {
-			i := int(e.EndedAt.Sub(since) / step)
-			if i < 0 || i >= n {
-				return
-			}
-			points[i].Cost += e.Cost
-			points[i].Requests++
-			points[i].Tokens += e.Usage.Total()
-		})
 	}
 	if err != nil {
 		return nil, s.toStatus(ctx, err)

@@ -1,7 +1,8 @@
 // The web console driven in Debian's Chromium (headless) with playwright-core,
 // against a running Tollgate. Usage: node console.mjs; env CONSOLE_URL (the
 // admin port's /ui/), TOLLGATE_URL (data plane), ADMIN_KEY, VIEWER_KEY,
-// CHROMIUM (browser binary), SHOTS (screenshot directory).
+// CHROMIUM (browser binary), SHOTS (screenshot directory), MOCK_URL (the mock
+// provider), DEAD_URL (an address nothing listens on).
 // Prints one JSON object with what it observed; the Go test asserts on it.
 import { chromium } from "playwright-core";
 
@@ -14,21 +15,21 @@ const dataURL = env("TOLLGATE_URL");
 const shots = env("SHOTS");
 const out = { pages: [], console_errors: [], load_ms: {} };
 
-async function chat(secret) {
+async function chat(secret, model = "demo") {
   const r = await fetch(dataURL + "/v1/chat/completions", {
     method: "POST",
     headers: { Authorization: "Bearer " + secret, "Content-Type": "application/json" },
-    body: JSON.stringify({ model: "demo", messages: [{ role: "user", content: "Hello from the console test" }] }),
+    body: JSON.stringify({ model, messages: [{ role: "user", content: "Hello from the console test" }] }),
   });
   await r.arrayBuffer();
   return r.status;
 }
 
 // chatUntil retries while the new key propagates to the data plane (bounded).
-async function chatUntil(secret, want) {
+async function chatUntil(secret, want, model = "demo") {
   let got;
   for (let i = 0; i < 100; i++) {
-    got = await chat(secret);
+    got = await chat(secret, model);
     if (got === want) return got;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -94,6 +95,79 @@ try {
   await page.locator("tbody tr", { hasText: "$20.00/weekly" }).waitFor();
   out.team_row = await page.locator("tbody tr", { hasText: "platform" }).innerText();
 
+  // Edit and delete: a user created, its email edited, added to the team and
+  // removed again, then deleted (a dismissed confirmation deletes nothing).
+  await visit(page, "users");
+  const userForm = page.locator("details", { hasText: "Create user" });
+  await userForm.locator("summary").click();
+  await userForm.getByLabel("ID").fill("alice");
+  await userForm.getByRole("button", { name: "Create" }).click();
+  await page.locator('button[data-action="edit"][data-id="alice"]').click();
+  const editForm = page.locator("section.edit");
+  await editForm.getByLabel("Email").fill("alice@example.com");
+  await editForm.getByLabel("Budget ($)").fill("7");
+  await editForm.getByRole("button", { name: "Save" }).click();
+  await page.locator("tbody tr", { hasText: "alice@example.com" }).waitFor();
+  out.user_row = await page.locator("tbody tr", { hasText: "alice" }).innerText();
+  await page.goto(consoleURL + "#/teams");
+  await page.locator('main[data-page="teams"]').waitFor();
+  const memberForm = page.locator("details", { hasText: "Add a member" });
+  await memberForm.locator("summary").click();
+  await memberForm.getByLabel("Team").fill("platform");
+  await memberForm.getByLabel("User").fill("alice");
+  await memberForm.getByRole("button", { name: "Add" }).click();
+  await page.locator('button[data-remove-member="platform/alice"]').waitFor();
+  page.once("dialog", (d) => d.accept());
+  await page.locator('button[data-remove-member="platform/alice"]').click();
+  await page.locator("#status").filter({ hasText: "Removed alice" }).waitFor();
+  out.member_removed = (await page.locator('button[data-remove-member="platform/alice"]').count()) === 0;
+  await page.goto(consoleURL + "#/users");
+  await page.locator('main[data-page="users"]').waitFor();
+  page.once("dialog", (d) => { out.delete_confirm = d.message(); d.dismiss(); });
+  await page.locator('button[data-action="delete"][data-id="alice"]').click();
+  out.kept_after_dismiss = await page.locator('button[data-action="delete"][data-id="alice"]').count();
+  page.once("dialog", (d) => d.accept());
+  await page.locator('button[data-action="delete"][data-id="alice"]').click();
+  await page.locator("#status").filter({ hasText: "Deleted user alice" }).waitFor();
+  out.user_deleted = (await page.locator('button[data-action="delete"][data-id="alice"]').count()) === 0;
+
+  // Models: the demo deployment's health; a provider (its credential entered
+  // once, never shown back), deployments and models created in the console.
+  await visit(page, "models");
+  out.health_before = await page.locator("[data-deployments]").getAttribute("data-deployments");
+  async function create(what, id, fill) {
+    const f = page.locator("details", { hasText: "Create " + what });
+    await f.locator("summary").click();
+    await fill(f);
+    await f.getByRole("button", { name: "Create" }).click();
+    await page.locator("#status").filter({ hasText: `Created ${what} ${id}` }).waitFor();
+    await page.locator(`button[data-action="delete"][data-id="${id}"]`).waitFor();
+  }
+  for (const [id, url] of [["console-mock", env("MOCK_URL") + "/v1"], ["dead", env("DEAD_URL") + "/v1"]]) {
+    await create("provider", id, async (f) => {
+      await f.getByLabel("ID", { exact: true }).fill(id);
+      await f.getByLabel("Type").selectOption("PROVIDER_TYPE_OPENAI");
+      await f.getByLabel("Base URL").fill(url);
+      await f.getByLabel("Credential (API key)").fill("sk-console-secret-" + id);
+    });
+  }
+  out.credential_shown = (await page.content()).includes("sk-console-secret");
+  out.provider_row = await page.locator("tbody tr", { hasText: "console-mock" }).first().innerText();
+  for (const [id, prov] of [["console-d", "console-mock"], ["dead-d", "dead"]]) {
+    await create("deployment", id, async (f) => {
+      await f.getByLabel("ID", { exact: true }).fill(id);
+      await f.locator('select[name="provider"]').selectOption(prov);
+      await f.getByLabel("Provider model").fill("mock-gpt");
+    });
+  }
+  for (const [id, dep] of [["console-model", "console-d"], ["broken", "dead-d"]]) {
+    await create("model", id, async (f) => {
+      await f.getByLabel("Public name").fill(id);
+      await f.getByLabel("Deployments (comma-separated)").fill(dep);
+    });
+  }
+  await page.screenshot({ path: `${shots}/models-created.png`, fullPage: true });
+
   // Create a key with a budget, rpm, models and expiry; read its secret once.
   await visit(page, "keys");
   await page.getByText("Create a key").click();
@@ -102,7 +176,7 @@ try {
   await form.getByLabel("Team").selectOption("platform");
   await form.getByLabel("Budget ($)").fill("5");
   await form.getByLabel("Requests/min").fill("100");
-  await form.getByLabel("Models (comma-separated)").fill("demo");
+  await form.getByLabel("Models (comma-separated)").fill("demo, console-model, broken");
   await form.getByLabel("Expires").fill("2099-01-01");
   await form.getByRole("button", { name: "Create", exact: true }).click();
   const secret = (await page.locator("#secret-value").innerText()).trim();
@@ -111,8 +185,26 @@ try {
   await page.screenshot({ path: `${shots}/keys-secret.png`, fullPage: true });
   await page.getByRole("button", { name: "Copy" }).click();
 
-  // The secret works against the data plane.
+  // The secret works against the data plane, on the demo model and on the
+  // model made in the console.
   out.chat_status = await chatUntil(secret, 200);
+  out.console_model_status = await chatUntil(secret, 200, "console-model");
+
+  // The model whose provider is down fails, and its deployment cools down: the
+  // models page says until when (bounded: a few requests, a few reloads).
+  for (let i = 0; i < 30 && !(out.health_after || "").includes("dead-d=cooling_down"); i++) {
+    out.broken_status = await chat(secret, "broken");
+    await page.goto(consoleURL + "#/models");
+    await page.reload();
+    await page.locator('main[data-page="models"]').waitFor();
+    out.health_after = await page.locator("[data-deployments]").getAttribute("data-deployments");
+  }
+  out.cooling_cell = await page.locator("tbody tr", { has: page.locator('button[data-action="delete"][data-id="dead-d"]') }).innerText();
+  await page.screenshot({ path: `${shots}/models-health.png`, fullPage: true });
+  page.once("dialog", (d) => d.accept());
+  await page.locator('button[data-action="delete"][data-id="broken"]').click();
+  await page.locator("#status").filter({ hasText: "Deleted model broken" }).waitFor();
+  out.model_deleted = (await page.locator('button[data-action="delete"][data-id="broken"]').count()) === 0;
 
   // The request shows in the requests page, with its detail.
   await visit(page, "requests", async () => {
@@ -121,7 +213,7 @@ try {
     await page.locator(`tbody tr`).filter({ hasText: out.created }).first().waitFor();
   });
   out.request_rows = await page.locator("tbody tr").filter({ hasText: out.created }).count();
-  await page.locator("tbody tr").first().getByRole("button", { name: "Details" }).click();
+  await page.locator("tbody tr").filter({ hasText: "completed" }).first().getByRole("button", { name: "Details" }).click();
   out.request_detail = await page.locator("#request-detail").innerText();
   await page.screenshot({ path: `${shots}/requests-detail.png`, fullPage: true });
 
@@ -132,6 +224,16 @@ try {
     await page.waitForFunction((id) => (document.querySelector(".charts").dataset.series || "").includes(id), out.created);
   });
   out.spend_series = await page.evaluate(() => document.querySelector(".charts").dataset.series.split("\n"));
+  out.spend_timing = await page.evaluate(() => document.querySelector(".charts").dataset.timing);
+  // Cold loads of the spend page (a reload: the document, the scripts, every
+  // call and both charts), reported, not asserted.
+  out.spend_cold_ms = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = Date.now();
+    await page.reload();
+    await page.locator('main[data-page="spend"]').waitFor();
+    out.spend_cold_ms.push(Date.now() - t0);
+  }
   out.top_spenders = await page.locator("section", { hasText: "Top spenders" }).innerText();
   out.budgets = await page.locator("section", { hasText: "Budgets used" }).innerText();
   await page.getByLabel("Stack by").selectOption("team");

@@ -26,29 +26,44 @@ type consoleRun struct {
 		SameSite string  `json:"sameSite"`
 		Expires  float64 `json:"expires"`
 	} `json:"cookie"`
-	SecretPrefix    string   `json:"secret_prefix"`
-	Created         string   `json:"created"`
-	ChatStatus      int      `json:"chat_status"`
-	RequestRows     int      `json:"request_rows"`
-	RequestDetail   string   `json:"request_detail"`
-	SpendSeries     []string `json:"spend_series"`
-	SpendByTeam     []string `json:"spend_by_team_hourly"`
-	TeamRow         string   `json:"team_row"`
-	TopSpenders     string   `json:"top_spenders"`
-	Budgets         string   `json:"budgets"`
-	RotatedDiffers  bool     `json:"rotated_differs"`
-	RotatedStatus   int      `json:"rotated_status"`
-	OldInGrace      int      `json:"old_in_grace_status"`
-	RevokedStatus   int      `json:"revoked_status"`
-	AuditHasRevoke  bool     `json:"audit_has_revoke"`
-	PhoneOverflow   bool     `json:"phone_overflow"`
-	FirstTab        string   `json:"first_tab"`
-	OpenedByKeys    bool     `json:"opened_by_keyboard"`
-	KeyboardNav     string   `json:"keyboard_nav"`
-	NoCSRFStatus    int      `json:"no_csrf_status"`
-	ViewerSeesKey   bool     `json:"viewer_sees_key"`
-	ViewerCreate    int      `json:"viewer_create_forms"`
-	ViewerWriteResp struct {
+	SecretPrefix     string   `json:"secret_prefix"`
+	Created          string   `json:"created"`
+	ChatStatus       int      `json:"chat_status"`
+	RequestRows      int      `json:"request_rows"`
+	RequestDetail    string   `json:"request_detail"`
+	SpendSeries      []string `json:"spend_series"`
+	SpendByTeam      []string `json:"spend_by_team_hourly"`
+	SpendTiming      string   `json:"spend_timing"`
+	SpendCold        []int64  `json:"spend_cold_ms"`
+	TeamRow          string   `json:"team_row"`
+	TopSpenders      string   `json:"top_spenders"`
+	Budgets          string   `json:"budgets"`
+	RotatedDiffers   bool     `json:"rotated_differs"`
+	RotatedStatus    int      `json:"rotated_status"`
+	OldInGrace       int      `json:"old_in_grace_status"`
+	RevokedStatus    int      `json:"revoked_status"`
+	AuditHasRevoke   bool     `json:"audit_has_revoke"`
+	PhoneOverflow    bool     `json:"phone_overflow"`
+	FirstTab         string   `json:"first_tab"`
+	OpenedByKeys     bool     `json:"opened_by_keyboard"`
+	KeyboardNav      string   `json:"keyboard_nav"`
+	NoCSRFStatus     int      `json:"no_csrf_status"`
+	ViewerSeesKey    bool     `json:"viewer_sees_key"`
+	UserRow          string   `json:"user_row"`
+	MemberRemoved    bool     `json:"member_removed"`
+	DeleteConfirm    string   `json:"delete_confirm"`
+	KeptAfterDismiss int      `json:"kept_after_dismiss"`
+	UserDeleted      bool     `json:"user_deleted"`
+	HealthBefore     string   `json:"health_before"`
+	HealthAfter      string   `json:"health_after"`
+	CoolingCell      string   `json:"cooling_cell"`
+	BrokenStatus     int      `json:"broken_status"`
+	CredentialShown  bool     `json:"credential_shown"`
+	ProviderRow      string   `json:"provider_row"`
+	ConsoleModel     int      `json:"console_model_status"`
+	ModelDeleted     bool     `json:"model_deleted"`
+	ViewerCreate     int      `json:"viewer_create_forms"`
+	ViewerWriteResp  struct {
 		Status int `json:"status"`
 		Body   struct {
 			Code    int    `json:"code"`
@@ -80,7 +95,8 @@ func TestConsoleInChromium(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nodeBin, "console.mjs")
 	cmd.Env = append(os.Environ(), "CONSOLE_URL=http://"+s.admin+"/ui/", "TOLLGATE_URL="+s.url,
-		"ADMIN_KEY="+adminKey, "VIEWER_KEY="+viewer.Secret, "CHROMIUM="+chromium, "SHOTS="+shots)
+		"ADMIN_KEY="+adminKey, "VIEWER_KEY="+viewer.Secret, "CHROMIUM="+chromium, "SHOTS="+shots,
+		"MOCK_URL="+s.mockURL, "DEAD_URL=http://"+testenv.FreeAddr(t))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "node console.mjs: %s", stderr.String())
@@ -88,6 +104,8 @@ func TestConsoleInChromium(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lastLine(stdout.String())), &got), "console.mjs printed %q", stdout.String())
 
 	t.Logf("page load times (ms, page load until rendered): %v", got.LoadMS)
+	t.Logf("spend page chart draw (ms: the breakdown call, the charts' render): %s", got.SpendTiming)
+	t.Logf("spend page cold loads (ms, reload until rendered): %v", got.SpendCold)
 	require.Empty(t, got.Errors, "no script error in the pages")
 	require.Contains(t, got.BadSignIn, "unknown admin credential")
 	require.True(t, got.Cookie.HTTPOnly, "the session cookie is HttpOnly")
@@ -115,6 +133,23 @@ func TestConsoleInChromium(t *testing.T) {
 	require.True(t, got.OpenedByKeys, "Enter opens the create form")
 	require.Equal(t, "#/teams", got.KeyboardNav, "Enter on a navigation link follows it")
 	require.Equal(t, 403, got.NoCSRFStatus, "a cookie without the CSRF token is refused")
+	// Edit and delete of principals, with confirmation.
+	require.Contains(t, got.UserRow, "alice@example.com", "the user's email was edited")
+	require.Contains(t, got.UserRow, "$7.00/monthly", "the user's budget was edited")
+	require.True(t, got.MemberRemoved, "the member was removed from the team")
+	require.Contains(t, got.DeleteConfirm, "Delete user alice?")
+	require.Equal(t, 1, got.KeptAfterDismiss, "a dismissed confirmation deletes nothing")
+	require.True(t, got.UserDeleted)
+	// Models, deployments and providers made in the console, and their health.
+	require.Contains(t, got.HealthBefore, "demo-mock=healthy")
+	require.False(t, got.CredentialShown, "a provider credential is never shown back")
+	require.Contains(t, got.ProviderRow, "set", "the provider has a credential")
+	require.Equal(t, 200, got.ConsoleModel, "the model created in the console serves")
+	require.GreaterOrEqual(t, got.BrokenStatus, 500, "the model whose provider is down fails")
+	require.Contains(t, got.HealthAfter, "dead-d=cooling_down")
+	require.Contains(t, got.HealthAfter, "console-d=healthy")
+	require.Contains(t, got.CoolingCell, "cooling down until")
+	require.True(t, got.ModelDeleted)
 	require.True(t, got.ViewerSeesKey)
 	require.Zero(t, got.ViewerCreate, "a viewer gets no create form")
 	require.Equal(t, 403, got.ViewerWriteResp.Status)

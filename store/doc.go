@@ -1,7 +1,9 @@
 // Package store is the persistence contract of Tollgate: the Store interface
 // (versioned JSON configuration objects with a store-wide revision and Watch,
 // the group-committed ledger of settled requests with hourly spend totals per
-// scope, spend queries, the admin audit log), the typed entities kept in it
+// scope, spend queries, the admin audit log), the interfaces every backend
+// also implements outside Store (Responses, Sessions of the console,
+// SpendByScope), the typed entities kept in it
 // (keys, users, teams, orgs, customers, providers, deployments, model groups,
 // prices, global settings, admins) and the errors every backend returns.
 //

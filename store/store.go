@@ -236,3 +236,13 @@ type Store interface {
 	// Close flushes the ledger and releases the backend.
 	Close(ctx context.Context) error
 }
+
+// SpendByScope reads the spend of every scope of one kind at once. Every
+// backend implements it; it is not part of Spend so that narrow users depend
+// on it alone.
+type SpendByScope interface {
+	// SeriesByScope is the spend of every scope of kind (not ScopeGlobal) that
+	// spent in [since, until), per bucket of step (a multiple of an hour),
+	// buckets aligned to since: one query over the hourly totals, by scope id.
+	SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since, until time.Time, step time.Duration) (map[string][]SpendPoint, error)
+}

@@ -53,6 +53,8 @@ type Store struct {
 	audit   []store.AuditEntry
 	// responses are the Responses API's stored responses (responses.go).
 	responses map[responseKey]store.StoredResponse
+	// sessions are the console sessions by token hash (sessions.go).
+	sessions map[string]store.Session
 }
 
 var _ store.Store = (*Store)(nil)

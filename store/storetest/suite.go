@@ -43,6 +43,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Entries", s.entriesTests()},
 		{"Audit", s.auditTests()},
 		{"Responses", s.responsesTests()},
+		{"Sessions", s.sessionsTests()},
+		{"SpendByScope", s.spendByScopeTests()},
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {

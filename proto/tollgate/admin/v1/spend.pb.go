@@ -773,6 +773,202 @@ func (x *ListSpendEntriesResponse) GetNextPageToken() string {
 	return ""
 }
 
+type GetSpendBreakdownRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// group_by is "key", "team", "user", "org", "customer" or "model".
+	GroupBy string `protobuf:"bytes,1,opt,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	// since defaults to 30 days before now, truncated to the UTC day.
+	Since *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	// until defaults to now.
+	Until *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
+	// step is a whole number of hours; unset means 24h.
+	Step          *durationpb.Duration `protobuf:"bytes,4,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendBreakdownRequest) Reset() {
+	*x = GetSpendBreakdownRequest{}
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendBreakdownRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendBreakdownRequest) ProtoMessage() {}
+
+func (x *GetSpendBreakdownRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendBreakdownRequest.ProtoReflect.Descriptor instead.
+func (*GetSpendBreakdownRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetSpendBreakdownRequest) GetGroupBy() string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return ""
+}
+
+func (x *GetSpendBreakdownRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *GetSpendBreakdownRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *GetSpendBreakdownRequest) GetStep() *durationpb.Duration {
+	if x != nil {
+		return x.Step
+	}
+	return nil
+}
+
+// SpendGroup is the spend of one key, team, user, org, customer or model.
+type SpendGroup struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Total    *Money                 `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
+	Requests int64                  `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
+	Tokens   int64                  `protobuf:"varint,4,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// points are the buckets of step from since, every one present.
+	Points        []*SpendPoint `protobuf:"bytes,5,rep,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendGroup) Reset() {
+	*x = SpendGroup{}
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendGroup) ProtoMessage() {}
+
+func (x *SpendGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendGroup.ProtoReflect.Descriptor instead.
+func (*SpendGroup) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SpendGroup) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SpendGroup) GetTotal() *Money {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *SpendGroup) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *SpendGroup) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *SpendGroup) GetPoints() []*SpendPoint {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+type GetSpendBreakdownResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// groups are those that spent in the range, the largest cost first. A team
+	// admin sees its team's keys, its team and the models its team used.
+	Groups        []*SpendGroup `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendBreakdownResponse) Reset() {
+	*x = GetSpendBreakdownResponse{}
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendBreakdownResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendBreakdownResponse) ProtoMessage() {}
+
+func (x *GetSpendBreakdownResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendBreakdownResponse.ProtoReflect.Descriptor instead.
+func (*GetSpendBreakdownResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetSpendBreakdownResponse) GetGroups() []*SpendGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_spend_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
@@ -842,17 +1038,32 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\"{\n" +
 	"\x18ListSpendEntriesResponse\x127\n" +
 	"\aentries\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.SpendEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\xa0\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc8\x01\n" +
+	"\x18GetSpendBreakdownRequest\x12\x19\n" +
+	"\bgroup_by\x18\x01 \x01(\tR\agroupBy\x120\n" +
+	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12-\n" +
+	"\x04step\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04step\"\xb7\x01\n" +
+	"\n" +
+	"SpendGroup\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x05total\x18\x02 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05total\x12\x1a\n" +
+	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
+	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\x125\n" +
+	"\x06points\x18\x05 \x03(\v2\x1d.tollgate.admin.v1.SpendPointR\x06points\"R\n" +
+	"\x19GetSpendBreakdownResponse\x125\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.SpendGroupR\x06groups*\xa0\x01\n" +
 	"\rRequestStatus\x12\x1e\n" +
 	"\x1aREQUEST_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18REQUEST_STATUS_COMPLETED\x10\x01\x12\x1a\n" +
 	"\x16REQUEST_STATUS_ABORTED\x10\x02\x12\x19\n" +
 	"\x15REQUEST_STATUS_FAILED\x10\x03\x12\x1a\n" +
-	"\x16REQUEST_STATUS_EXPIRED\x10\x042\xb7\x02\n" +
+	"\x16REQUEST_STATUS_EXPIRED\x10\x042\xa7\x03\n" +
 	"\fSpendService\x12S\n" +
 	"\bGetSpend\x12\".tollgate.admin.v1.GetSpendRequest\x1a#.tollgate.admin.v1.GetSpendResponse\x12e\n" +
 	"\x0eGetSpendSeries\x12(.tollgate.admin.v1.GetSpendSeriesRequest\x1a).tollgate.admin.v1.GetSpendSeriesResponse\x12k\n" +
-	"\x10ListSpendEntries\x12*.tollgate.admin.v1.ListSpendEntriesRequest\x1a+.tollgate.admin.v1.ListSpendEntriesResponseBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x10ListSpendEntries\x12*.tollgate.admin.v1.ListSpendEntriesRequest\x1a+.tollgate.admin.v1.ListSpendEntriesResponse\x12n\n" +
+	"\x11GetSpendBreakdown\x12+.tollgate.admin.v1.GetSpendBreakdownRequest\x1a,.tollgate.admin.v1.GetSpendBreakdownResponseBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_spend_proto_rawDescOnce sync.Once
@@ -867,55 +1078,66 @@ func file_tollgate_admin_v1_spend_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_spend_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_spend_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_tollgate_admin_v1_spend_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_tollgate_admin_v1_spend_proto_goTypes = []any{
-	(RequestStatus)(0),               // 0: tollgate.admin.v1.RequestStatus
-	(*GetSpendRequest)(nil),          // 1: tollgate.admin.v1.GetSpendRequest
-	(*GetSpendResponse)(nil),         // 2: tollgate.admin.v1.GetSpendResponse
-	(*GetSpendSeriesRequest)(nil),    // 3: tollgate.admin.v1.GetSpendSeriesRequest
-	(*SpendPoint)(nil),               // 4: tollgate.admin.v1.SpendPoint
-	(*GetSpendSeriesResponse)(nil),   // 5: tollgate.admin.v1.GetSpendSeriesResponse
-	(*Usage)(nil),                    // 6: tollgate.admin.v1.Usage
-	(*SpendEntry)(nil),               // 7: tollgate.admin.v1.SpendEntry
-	(*ListSpendEntriesRequest)(nil),  // 8: tollgate.admin.v1.ListSpendEntriesRequest
-	(*ListSpendEntriesResponse)(nil), // 9: tollgate.admin.v1.ListSpendEntriesResponse
-	(*Scope)(nil),                    // 10: tollgate.admin.v1.Scope
-	(*timestamppb.Timestamp)(nil),    // 11: google.protobuf.Timestamp
-	(*Money)(nil),                    // 12: tollgate.admin.v1.Money
-	(*durationpb.Duration)(nil),      // 13: google.protobuf.Duration
+	(RequestStatus)(0),                // 0: tollgate.admin.v1.RequestStatus
+	(*GetSpendRequest)(nil),           // 1: tollgate.admin.v1.GetSpendRequest
+	(*GetSpendResponse)(nil),          // 2: tollgate.admin.v1.GetSpendResponse
+	(*GetSpendSeriesRequest)(nil),     // 3: tollgate.admin.v1.GetSpendSeriesRequest
+	(*SpendPoint)(nil),                // 4: tollgate.admin.v1.SpendPoint
+	(*GetSpendSeriesResponse)(nil),    // 5: tollgate.admin.v1.GetSpendSeriesResponse
+	(*Usage)(nil),                     // 6: tollgate.admin.v1.Usage
+	(*SpendEntry)(nil),                // 7: tollgate.admin.v1.SpendEntry
+	(*ListSpendEntriesRequest)(nil),   // 8: tollgate.admin.v1.ListSpendEntriesRequest
+	(*ListSpendEntriesResponse)(nil),  // 9: tollgate.admin.v1.ListSpendEntriesResponse
+	(*GetSpendBreakdownRequest)(nil),  // 10: tollgate.admin.v1.GetSpendBreakdownRequest
+	(*SpendGroup)(nil),                // 11: tollgate.admin.v1.SpendGroup
+	(*GetSpendBreakdownResponse)(nil), // 12: tollgate.admin.v1.GetSpendBreakdownResponse
+	(*Scope)(nil),                     // 13: tollgate.admin.v1.Scope
+	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
+	(*Money)(nil),                     // 15: tollgate.admin.v1.Money
+	(*durationpb.Duration)(nil),       // 16: google.protobuf.Duration
 }
 var file_tollgate_admin_v1_spend_proto_depIdxs = []int32{
-	10, // 0: tollgate.admin.v1.GetSpendRequest.scope:type_name -> tollgate.admin.v1.Scope
-	11, // 1: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	11, // 2: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
-	12, // 3: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.Money
-	10, // 4: tollgate.admin.v1.GetSpendSeriesRequest.scope:type_name -> tollgate.admin.v1.Scope
-	11, // 5: tollgate.admin.v1.GetSpendSeriesRequest.since:type_name -> google.protobuf.Timestamp
-	11, // 6: tollgate.admin.v1.GetSpendSeriesRequest.until:type_name -> google.protobuf.Timestamp
-	13, // 7: tollgate.admin.v1.GetSpendSeriesRequest.step:type_name -> google.protobuf.Duration
-	11, // 8: tollgate.admin.v1.SpendPoint.start:type_name -> google.protobuf.Timestamp
-	12, // 9: tollgate.admin.v1.SpendPoint.cost:type_name -> tollgate.admin.v1.Money
+	13, // 0: tollgate.admin.v1.GetSpendRequest.scope:type_name -> tollgate.admin.v1.Scope
+	14, // 1: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	14, // 2: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	15, // 3: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.Money
+	13, // 4: tollgate.admin.v1.GetSpendSeriesRequest.scope:type_name -> tollgate.admin.v1.Scope
+	14, // 5: tollgate.admin.v1.GetSpendSeriesRequest.since:type_name -> google.protobuf.Timestamp
+	14, // 6: tollgate.admin.v1.GetSpendSeriesRequest.until:type_name -> google.protobuf.Timestamp
+	16, // 7: tollgate.admin.v1.GetSpendSeriesRequest.step:type_name -> google.protobuf.Duration
+	14, // 8: tollgate.admin.v1.SpendPoint.start:type_name -> google.protobuf.Timestamp
+	15, // 9: tollgate.admin.v1.SpendPoint.cost:type_name -> tollgate.admin.v1.Money
 	4,  // 10: tollgate.admin.v1.GetSpendSeriesResponse.points:type_name -> tollgate.admin.v1.SpendPoint
 	6,  // 11: tollgate.admin.v1.SpendEntry.usage:type_name -> tollgate.admin.v1.Usage
-	12, // 12: tollgate.admin.v1.SpendEntry.cost:type_name -> tollgate.admin.v1.Money
+	15, // 12: tollgate.admin.v1.SpendEntry.cost:type_name -> tollgate.admin.v1.Money
 	0,  // 13: tollgate.admin.v1.SpendEntry.status:type_name -> tollgate.admin.v1.RequestStatus
-	11, // 14: tollgate.admin.v1.SpendEntry.started_at:type_name -> google.protobuf.Timestamp
-	11, // 15: tollgate.admin.v1.SpendEntry.ended_at:type_name -> google.protobuf.Timestamp
-	10, // 16: tollgate.admin.v1.ListSpendEntriesRequest.scope:type_name -> tollgate.admin.v1.Scope
-	11, // 17: tollgate.admin.v1.ListSpendEntriesRequest.since:type_name -> google.protobuf.Timestamp
-	11, // 18: tollgate.admin.v1.ListSpendEntriesRequest.until:type_name -> google.protobuf.Timestamp
+	14, // 14: tollgate.admin.v1.SpendEntry.started_at:type_name -> google.protobuf.Timestamp
+	14, // 15: tollgate.admin.v1.SpendEntry.ended_at:type_name -> google.protobuf.Timestamp
+	13, // 16: tollgate.admin.v1.ListSpendEntriesRequest.scope:type_name -> tollgate.admin.v1.Scope
+	14, // 17: tollgate.admin.v1.ListSpendEntriesRequest.since:type_name -> google.protobuf.Timestamp
+	14, // 18: tollgate.admin.v1.ListSpendEntriesRequest.until:type_name -> google.protobuf.Timestamp
 	7,  // 19: tollgate.admin.v1.ListSpendEntriesResponse.entries:type_name -> tollgate.admin.v1.SpendEntry
-	1,  // 20: tollgate.admin.v1.SpendService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	3,  // 21: tollgate.admin.v1.SpendService.GetSpendSeries:input_type -> tollgate.admin.v1.GetSpendSeriesRequest
-	8,  // 22: tollgate.admin.v1.SpendService.ListSpendEntries:input_type -> tollgate.admin.v1.ListSpendEntriesRequest
-	2,  // 23: tollgate.admin.v1.SpendService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	5,  // 24: tollgate.admin.v1.SpendService.GetSpendSeries:output_type -> tollgate.admin.v1.GetSpendSeriesResponse
-	9,  // 25: tollgate.admin.v1.SpendService.ListSpendEntries:output_type -> tollgate.admin.v1.ListSpendEntriesResponse
-	23, // [23:26] is the sub-list for method output_type
-	20, // [20:23] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	14, // 20: tollgate.admin.v1.GetSpendBreakdownRequest.since:type_name -> google.protobuf.Timestamp
+	14, // 21: tollgate.admin.v1.GetSpendBreakdownRequest.until:type_name -> google.protobuf.Timestamp
+	16, // 22: tollgate.admin.v1.GetSpendBreakdownRequest.step:type_name -> google.protobuf.Duration
+	15, // 23: tollgate.admin.v1.SpendGroup.total:type_name -> tollgate.admin.v1.Money
+	4,  // 24: tollgate.admin.v1.SpendGroup.points:type_name -> tollgate.admin.v1.SpendPoint
+	11, // 25: tollgate.admin.v1.GetSpendBreakdownResponse.groups:type_name -> tollgate.admin.v1.SpendGroup
+	1,  // 26: tollgate.admin.v1.SpendService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	3,  // 27: tollgate.admin.v1.SpendService.GetSpendSeries:input_type -> tollgate.admin.v1.GetSpendSeriesRequest
+	8,  // 28: tollgate.admin.v1.SpendService.ListSpendEntries:input_type -> tollgate.admin.v1.ListSpendEntriesRequest
+	10, // 29: tollgate.admin.v1.SpendService.GetSpendBreakdown:input_type -> tollgate.admin.v1.GetSpendBreakdownRequest
+	2,  // 30: tollgate.admin.v1.SpendService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	5,  // 31: tollgate.admin.v1.SpendService.GetSpendSeries:output_type -> tollgate.admin.v1.GetSpendSeriesResponse
+	9,  // 32: tollgate.admin.v1.SpendService.ListSpendEntries:output_type -> tollgate.admin.v1.ListSpendEntriesResponse
+	12, // 33: tollgate.admin.v1.SpendService.GetSpendBreakdown:output_type -> tollgate.admin.v1.GetSpendBreakdownResponse
+	30, // [30:34] is the sub-list for method output_type
+	26, // [26:30] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_spend_proto_init() }
@@ -930,7 +1152,7 @@ func file_tollgate_admin_v1_spend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_spend_proto_rawDesc), len(file_tollgate_admin_v1_spend_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

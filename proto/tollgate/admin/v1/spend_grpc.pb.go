@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SpendService_GetSpend_FullMethodName         = "/tollgate.admin.v1.SpendService/GetSpend"
-	SpendService_GetSpendSeries_FullMethodName   = "/tollgate.admin.v1.SpendService/GetSpendSeries"
-	SpendService_ListSpendEntries_FullMethodName = "/tollgate.admin.v1.SpendService/ListSpendEntries"
+	SpendService_GetSpend_FullMethodName          = "/tollgate.admin.v1.SpendService/GetSpend"
+	SpendService_GetSpendSeries_FullMethodName    = "/tollgate.admin.v1.SpendService/GetSpendSeries"
+	SpendService_ListSpendEntries_FullMethodName  = "/tollgate.admin.v1.SpendService/ListSpendEntries"
+	SpendService_GetSpendBreakdown_FullMethodName = "/tollgate.admin.v1.SpendService/GetSpendBreakdown"
 )
 
 // SpendServiceClient is the client API for SpendService service.
@@ -36,6 +37,9 @@ type SpendServiceClient interface {
 	GetSpendSeries(ctx context.Context, in *GetSpendSeriesRequest, opts ...grpc.CallOption) (*GetSpendSeriesResponse, error)
 	// ListSpendEntries lists per-request ledger rows, oldest first.
 	ListSpendEntries(ctx context.Context, in *ListSpendEntriesRequest, opts ...grpc.CallOption) (*ListSpendEntriesResponse, error)
+	// GetSpendBreakdown is the spend of every key, team, user, org, customer or
+	// model per bucket of `step`, in one call (the console's spend charts).
+	GetSpendBreakdown(ctx context.Context, in *GetSpendBreakdownRequest, opts ...grpc.CallOption) (*GetSpendBreakdownResponse, error)
 }
 
 type spendServiceClient struct {
@@ -76,6 +80,16 @@ func (c *spendServiceClient) ListSpendEntries(ctx context.Context, in *ListSpend
 	return out, nil
 }
 
+func (c *spendServiceClient) GetSpendBreakdown(ctx context.Context, in *GetSpendBreakdownRequest, opts ...grpc.CallOption) (*GetSpendBreakdownResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSpendBreakdownResponse)
+	err := c.cc.Invoke(ctx, SpendService_GetSpendBreakdown_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SpendServiceServer is the server API for SpendService service.
 // All implementations must embed UnimplementedSpendServiceServer
 // for forward compatibility.
@@ -88,6 +102,9 @@ type SpendServiceServer interface {
 	GetSpendSeries(context.Context, *GetSpendSeriesRequest) (*GetSpendSeriesResponse, error)
 	// ListSpendEntries lists per-request ledger rows, oldest first.
 	ListSpendEntries(context.Context, *ListSpendEntriesRequest) (*ListSpendEntriesResponse, error)
+	// GetSpendBreakdown is the spend of every key, team, user, org, customer or
+	// model per bucket of `step`, in one call (the console's spend charts).
+	GetSpendBreakdown(context.Context, *GetSpendBreakdownRequest) (*GetSpendBreakdownResponse, error)
 	mustEmbedUnimplementedSpendServiceServer()
 }
 
@@ -106,6 +123,9 @@ func (UnimplementedSpendServiceServer) GetSpendSeries(context.Context, *GetSpend
 }
 func (UnimplementedSpendServiceServer) ListSpendEntries(context.Context, *ListSpendEntriesRequest) (*ListSpendEntriesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSpendEntries not implemented")
+}
+func (UnimplementedSpendServiceServer) GetSpendBreakdown(context.Context, *GetSpendBreakdownRequest) (*GetSpendBreakdownResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSpendBreakdown not implemented")
 }
 func (UnimplementedSpendServiceServer) mustEmbedUnimplementedSpendServiceServer() {}
 func (UnimplementedSpendServiceServer) testEmbeddedByValue()                      {}
@@ -182,6 +202,24 @@ func _SpendService_ListSpendEntries_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SpendService_GetSpendBreakdown_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSpendBreakdownRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SpendServiceServer).GetSpendBreakdown(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SpendService_GetSpendBreakdown_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SpendServiceServer).GetSpendBreakdown(ctx, req.(*GetSpendBreakdownRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SpendService_ServiceDesc is the grpc.ServiceDesc for SpendService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -200,6 +238,10 @@ var SpendService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSpendEntries",
 			Handler:    _SpendService_ListSpendEntries_Handler,
+		},
+		{
+			MethodName: "GetSpendBreakdown",
+			Handler:    _SpendService_GetSpendBreakdown_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

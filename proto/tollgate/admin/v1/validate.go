@@ -584,6 +584,22 @@ func (r *GetSpendSeriesRequest) Validate() error {
 }
 
 // Validate implements the go-grpc-middleware validator interface.
+func (r *GetSpendBreakdownRequest) Validate() error {
+	switch r.GetGroupBy() {
+	case "key", "team", "user", "org", "customer", "model":
+	default:
+		return bad("group_by", "must be key, team, user, org, customer or model, not %q", r.GetGroupBy())
+	}
+	if err := first(timeRange(r), duration("step", r.GetStep())); err != nil {
+		return err
+	}
+	if s := r.GetStep(); s != nil && (s.AsDuration() < time.Hour || s.AsDuration()%time.Hour != 0) {
+		return bad("step", "must be a whole number of hours")
+	}
+	return nil
+}
+
+// Validate implements the go-grpc-middleware validator interface.
 func (r *ListSpendEntriesRequest) Validate() error {
 	return first(scope("scope.", r.GetScope()), optID("model", r.GetModel()), timeRange(r), page("", r.GetPageSize()))
 }

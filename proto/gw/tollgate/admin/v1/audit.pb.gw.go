@@ -36,7 +36,42 @@ var (
 	_ = metadata.Join
 )
 
+var filter_AuditService_ListAudit_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
+
 func request_AuditService_ListAudit_0(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AuditServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.ListAuditRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AuditService_ListAudit_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListAudit(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AuditService_ListAudit_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AuditServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.ListAuditRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AuditService_ListAudit_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.ListAudit(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_AuditService_ListAudit_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AuditServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq extAdminv1.ListAuditRequest
 		metadata runtime.ServerMetadata
@@ -51,7 +86,7 @@ func request_AuditService_ListAudit_0(ctx context.Context, marshaler runtime.Mar
 	return msg, metadata, err
 }
 
-func local_request_AuditService_ListAudit_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AuditServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_AuditService_ListAudit_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AuditServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq extAdminv1.ListAuditRequest
 		metadata runtime.ServerMetadata
@@ -90,7 +125,55 @@ func local_request_AdminCredentialService_CreateAdminCredential_0(ctx context.Co
 	return msg, metadata, err
 }
 
+func request_AdminCredentialService_CreateAdminCredential_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AdminCredentialServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.CreateAdminCredentialRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.CreateAdminCredential(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminCredentialService_CreateAdminCredential_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.CreateAdminCredentialRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.CreateAdminCredential(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_AdminCredentialService_ListAdminCredentials_0(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AdminCredentialServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.ListAdminCredentialsRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListAdminCredentials(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminCredentialService_ListAdminCredentials_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.ListAdminCredentialsRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.ListAdminCredentials(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_AdminCredentialService_ListAdminCredentials_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AdminCredentialServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq extAdminv1.ListAdminCredentialsRequest
 		metadata runtime.ServerMetadata
@@ -105,7 +188,7 @@ func request_AdminCredentialService_ListAdminCredentials_0(ctx context.Context, 
 	return msg, metadata, err
 }
 
-func local_request_AdminCredentialService_ListAdminCredentials_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_AdminCredentialService_ListAdminCredentials_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq extAdminv1.ListAdminCredentialsRequest
 		metadata runtime.ServerMetadata
@@ -121,6 +204,45 @@ func request_AdminCredentialService_DeleteAdminCredential_0(ctx context.Context,
 	var (
 		protoReq extAdminv1.DeleteAdminCredentialRequest
 		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "id")
+	}
+	protoReq.Id, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.DeleteAdminCredential(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminCredentialService_DeleteAdminCredential_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.DeleteAdminCredentialRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "id")
+	}
+	protoReq.Id, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "id", err)
+	}
+	msg, err := server.DeleteAdminCredential(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_AdminCredentialService_DeleteAdminCredential_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AdminCredentialServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.DeleteAdminCredentialRequest
+		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
@@ -132,7 +254,7 @@ func request_AdminCredentialService_DeleteAdminCredential_0(ctx context.Context,
 	return msg, metadata, err
 }
 
-func local_request_AdminCredentialService_DeleteAdminCredential_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_AdminCredentialService_DeleteAdminCredential_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq extAdminv1.DeleteAdminCredentialRequest
 		metadata runtime.ServerMetadata
@@ -149,6 +271,27 @@ func request_AdminCredentialService_WhoAmI_0(ctx context.Context, marshaler runt
 		protoReq extAdminv1.WhoAmIRequest
 		metadata runtime.ServerMetadata
 	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.WhoAmI(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminCredentialService_WhoAmI_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.WhoAmIRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.WhoAmI(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_AdminCredentialService_WhoAmI_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.AdminCredentialServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.WhoAmIRequest
+		metadata runtime.ServerMetadata
+	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
@@ -159,7 +302,7 @@ func request_AdminCredentialService_WhoAmI_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func local_request_AdminCredentialService_WhoAmI_0(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_AdminCredentialService_WhoAmI_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.AdminCredentialServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq extAdminv1.WhoAmIRequest
 		metadata runtime.ServerMetadata
@@ -198,19 +341,46 @@ func local_request_ConfigService_Apply_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
+func request_ConfigService_Apply_1(ctx context.Context, marshaler runtime.Marshaler, client extAdminv1.ConfigServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.ApplyRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.Apply(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ConfigService_Apply_1(ctx context.Context, marshaler runtime.Marshaler, server extAdminv1.ConfigServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq extAdminv1.ApplyRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.Apply(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterAuditServiceHandlerServer registers the http handlers for service AuditService to "mux".
 // UnaryRPC     :call AuditServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterAuditServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
 func RegisterAuditServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extAdminv1.AuditServiceServer) error {
-	mux.Handle(http.MethodPost, pattern_AuditService_ListAudit_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodGet, pattern_AuditService_ListAudit_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AuditService/ListAudit", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AuditService/ListAudit"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AuditService/ListAudit", runtime.WithHTTPPathPattern("/v1/audit"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -223,6 +393,26 @@ func RegisterAuditServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 			return
 		}
 		forward_AuditService_ListAudit_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_AuditService_ListAudit_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AuditService/ListAudit", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AuditService/ListAudit"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AuditService_ListAudit_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AuditService_ListAudit_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -240,7 +430,7 @@ func RegisterAdminCredentialServiceHandlerServer(ctx context.Context, mux *runti
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential", runtime.WithHTTPPathPattern("/v1/admin-credentials"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -254,13 +444,33 @@ func RegisterAdminCredentialServiceHandlerServer(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_CreateAdminCredential_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_AdminCredentialService_ListAdminCredentials_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_CreateAdminCredential_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminCredentialService_CreateAdminCredential_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_CreateAdminCredential_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_AdminCredentialService_ListAdminCredentials_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials", runtime.WithHTTPPathPattern("/v1/admin-credentials"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -274,13 +484,33 @@ func RegisterAdminCredentialServiceHandlerServer(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_ListAdminCredentials_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_AdminCredentialService_DeleteAdminCredential_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_ListAdminCredentials_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminCredentialService_ListAdminCredentials_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_ListAdminCredentials_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodDelete, pattern_AdminCredentialService_DeleteAdminCredential_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential", runtime.WithHTTPPathPattern("/v1/admin-credentials/{id}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -294,13 +524,33 @@ func RegisterAdminCredentialServiceHandlerServer(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_DeleteAdminCredential_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_AdminCredentialService_WhoAmI_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_DeleteAdminCredential_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/WhoAmI", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/WhoAmI"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminCredentialService_DeleteAdminCredential_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_DeleteAdminCredential_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_AdminCredentialService_WhoAmI_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/WhoAmI", runtime.WithHTTPPathPattern("/v1/whoami"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -313,6 +563,26 @@ func RegisterAdminCredentialServiceHandlerServer(ctx context.Context, mux *runti
 			return
 		}
 		forward_AdminCredentialService_WhoAmI_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_WhoAmI_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/WhoAmI", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/WhoAmI"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminCredentialService_WhoAmI_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_WhoAmI_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -330,7 +600,7 @@ func RegisterConfigServiceHandlerServer(ctx context.Context, mux *runtime.ServeM
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.ConfigService/Apply", runtime.WithHTTPPathPattern("/tollgate.admin.v1.ConfigService/Apply"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.ConfigService/Apply", runtime.WithHTTPPathPattern("/v1/config:apply"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -343,6 +613,26 @@ func RegisterConfigServiceHandlerServer(ctx context.Context, mux *runtime.ServeM
 			return
 		}
 		forward_ConfigService_Apply_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_ConfigService_Apply_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/tollgate.admin.v1.ConfigService/Apply", runtime.WithHTTPPathPattern("/tollgate.admin.v1.ConfigService/Apply"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ConfigService_Apply_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ConfigService_Apply_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -384,11 +674,11 @@ func RegisterAuditServiceHandler(ctx context.Context, mux *runtime.ServeMux, con
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
 // "extAdminv1.AuditServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
 func RegisterAuditServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extAdminv1.AuditServiceClient) error {
-	mux.Handle(http.MethodPost, pattern_AuditService_ListAudit_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodGet, pattern_AuditService_ListAudit_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AuditService/ListAudit", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AuditService/ListAudit"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AuditService/ListAudit", runtime.WithHTTPPathPattern("/v1/audit"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -401,15 +691,34 @@ func RegisterAuditServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_AuditService_ListAudit_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_AuditService_ListAudit_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AuditService/ListAudit", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AuditService/ListAudit"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AuditService_ListAudit_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AuditService_ListAudit_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_AuditService_ListAudit_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AuditService", "ListAudit"}, ""))
+	pattern_AuditService_ListAudit_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "audit"}, ""))
+	pattern_AuditService_ListAudit_1 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AuditService", "ListAudit"}, ""))
 )
 
 var (
 	forward_AuditService_ListAudit_0 = runtime.ForwardResponseMessage
+	forward_AuditService_ListAudit_1 = runtime.ForwardResponseMessage
 )
 
 // RegisterAdminCredentialServiceHandlerFromEndpoint is same as RegisterAdminCredentialServiceHandler but
@@ -452,7 +761,7 @@ func RegisterAdminCredentialServiceHandlerClient(ctx context.Context, mux *runti
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential", runtime.WithHTTPPathPattern("/v1/admin-credentials"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -465,11 +774,28 @@ func RegisterAdminCredentialServiceHandlerClient(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_CreateAdminCredential_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_AdminCredentialService_ListAdminCredentials_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_CreateAdminCredential_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/CreateAdminCredential"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminCredentialService_CreateAdminCredential_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_CreateAdminCredential_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_AdminCredentialService_ListAdminCredentials_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials", runtime.WithHTTPPathPattern("/v1/admin-credentials"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -482,11 +808,28 @@ func RegisterAdminCredentialServiceHandlerClient(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_ListAdminCredentials_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_AdminCredentialService_DeleteAdminCredential_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_ListAdminCredentials_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/ListAdminCredentials"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminCredentialService_ListAdminCredentials_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_ListAdminCredentials_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodDelete, pattern_AdminCredentialService_DeleteAdminCredential_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential", runtime.WithHTTPPathPattern("/v1/admin-credentials/{id}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -499,11 +842,28 @@ func RegisterAdminCredentialServiceHandlerClient(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_DeleteAdminCredential_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_AdminCredentialService_WhoAmI_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_DeleteAdminCredential_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/WhoAmI", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/WhoAmI"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/DeleteAdminCredential"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminCredentialService_DeleteAdminCredential_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_DeleteAdminCredential_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_AdminCredentialService_WhoAmI_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/WhoAmI", runtime.WithHTTPPathPattern("/v1/whoami"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -516,21 +876,46 @@ func RegisterAdminCredentialServiceHandlerClient(ctx context.Context, mux *runti
 		}
 		forward_AdminCredentialService_WhoAmI_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_AdminCredentialService_WhoAmI_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.AdminCredentialService/WhoAmI", runtime.WithHTTPPathPattern("/tollgate.admin.v1.AdminCredentialService/WhoAmI"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminCredentialService_WhoAmI_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminCredentialService_WhoAmI_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_AdminCredentialService_CreateAdminCredential_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "CreateAdminCredential"}, ""))
-	pattern_AdminCredentialService_ListAdminCredentials_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "ListAdminCredentials"}, ""))
-	pattern_AdminCredentialService_DeleteAdminCredential_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "DeleteAdminCredential"}, ""))
-	pattern_AdminCredentialService_WhoAmI_0                = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "WhoAmI"}, ""))
+	pattern_AdminCredentialService_CreateAdminCredential_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "admin-credentials"}, ""))
+	pattern_AdminCredentialService_CreateAdminCredential_1 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "CreateAdminCredential"}, ""))
+	pattern_AdminCredentialService_ListAdminCredentials_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "admin-credentials"}, ""))
+	pattern_AdminCredentialService_ListAdminCredentials_1  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "ListAdminCredentials"}, ""))
+	pattern_AdminCredentialService_DeleteAdminCredential_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "admin-credentials", "id"}, ""))
+	pattern_AdminCredentialService_DeleteAdminCredential_1 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "DeleteAdminCredential"}, ""))
+	pattern_AdminCredentialService_WhoAmI_0                = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "whoami"}, ""))
+	pattern_AdminCredentialService_WhoAmI_1                = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.AdminCredentialService", "WhoAmI"}, ""))
 )
 
 var (
 	forward_AdminCredentialService_CreateAdminCredential_0 = runtime.ForwardResponseMessage
+	forward_AdminCredentialService_CreateAdminCredential_1 = runtime.ForwardResponseMessage
 	forward_AdminCredentialService_ListAdminCredentials_0  = runtime.ForwardResponseMessage
+	forward_AdminCredentialService_ListAdminCredentials_1  = runtime.ForwardResponseMessage
 	forward_AdminCredentialService_DeleteAdminCredential_0 = runtime.ForwardResponseMessage
+	forward_AdminCredentialService_DeleteAdminCredential_1 = runtime.ForwardResponseMessage
 	forward_AdminCredentialService_WhoAmI_0                = runtime.ForwardResponseMessage
+	forward_AdminCredentialService_WhoAmI_1                = runtime.ForwardResponseMessage
 )
 
 // RegisterConfigServiceHandlerFromEndpoint is same as RegisterConfigServiceHandler but
@@ -573,7 +958,7 @@ func RegisterConfigServiceHandlerClient(ctx context.Context, mux *runtime.ServeM
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.ConfigService/Apply", runtime.WithHTTPPathPattern("/tollgate.admin.v1.ConfigService/Apply"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.ConfigService/Apply", runtime.WithHTTPPathPattern("/v1/config:apply"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -586,13 +971,32 @@ func RegisterConfigServiceHandlerClient(ctx context.Context, mux *runtime.ServeM
 		}
 		forward_ConfigService_Apply_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_ConfigService_Apply_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/tollgate.admin.v1.ConfigService/Apply", runtime.WithHTTPPathPattern("/tollgate.admin.v1.ConfigService/Apply"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ConfigService_Apply_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ConfigService_Apply_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_ConfigService_Apply_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.ConfigService", "Apply"}, ""))
+	pattern_ConfigService_Apply_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "config"}, "apply"))
+	pattern_ConfigService_Apply_1 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"tollgate.admin.v1.ConfigService", "Apply"}, ""))
 )
 
 var (
 	forward_ConfigService_Apply_0 = runtime.ForwardResponseMessage
+	forward_ConfigService_Apply_1 = runtime.ForwardResponseMessage
 )

@@ -1,0 +1,52 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+var _ store.SpendByScope = (*Store)(nil)
+
+// SeriesByScope is the spend of every scope of a kind per bucket: one query
+// on the (scope_kind, hour) index of the hourly totals.
+func (s *Store) SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since, until time.Time, step time.Duration) (map[string][]store.SpendPoint, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if step < time.Hour || step%time.Hour != 0 {
+		return nil, fmt.Errorf("sqlite: series by scope: step %s is not a multiple of an hour", step)
+	}
+	out := map[string][]store.SpendPoint{}
+	if !until.After(since) {
+		return out, nil
+	}
+	lo, hi := store.HourRange(since, until)
+	rows, err := s.r.QueryContext(ctx, `SELECT scope_id, hour, cost, requests, tokens FROM spend_hourly
+		WHERE scope_kind = ? AND hour >= ? AND hour < ?`, int64(kind), lo, hi)
+	if err != nil {
+		return nil, s.wrap("series by scope", err)
+	}
+	defer rows.Close()
+	buckets := map[string]*store.SeriesBuckets{}
+	for rows.Next() {
+		var id string
+		var hour, cost, requests, tokens int64
+		if err := rows.Scan(&id, &hour, &cost, &requests, &tokens); err != nil {
+			return nil, s.wrap("series by scope", err)
+		}
+		sb, ok := buckets[id]
+		if !ok {
+			sb = store.NewSeriesBuckets(since, until, step)
+			buckets[id] = sb
+		}
+		sb.Add(hour, kernel.Money(cost), requests, tokens)
+	}
+	for id, sb := range buckets {
+		out[id] = sb.Points()
+	}
+	return out, s.wrap("series by scope", rows.Err())
+}
