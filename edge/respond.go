@@ -114,7 +114,7 @@ func (x *exchange) upstreamFailed() {
 	switch cause := context.Cause(x.upCtx); {
 	case errors.Is(cause, errIdleTimeout):
 		x.writeLocal(http.StatusRequestTimeout, nil, []byte(bodyIdleTimeout))
-	case errors.Is(cause, errRouteTimeout):
+	case errors.Is(cause, errRouteTimeout), errors.Is(cause, errPerTry):
 		x.writeLocal(http.StatusGatewayTimeout, nil, []byte(bodyTimeout))
 	default:
 		x.writeLocal(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+"connection termination"))
@@ -143,6 +143,9 @@ func (x *exchange) onResponse(res *extprocfilter.Result, err error, more bool) b
 	if res.LocalReply != nil {
 		x.writeLocal(res.LocalReply.Status, res.LocalReply.Headers, res.LocalReply.Body)
 		return false
+	}
+	if res.Headers != nil && x.retryAsked(res) {
+		return false // dropped: the request goes again (retry.go)
 	}
 	wrote := false
 	if res.Headers != nil {
@@ -189,6 +192,7 @@ func (x *exchange) writeHeaders(h extprocfilter.Headers) {
 		}
 		rw.SetHeaders(status, out)
 		x.sentHeaders = true
+		x.attemptDeadline.Store(0) // Envoy ignores a per-try timeout once the response started downstream
 		return
 	}
 	dst := x.w.Header()
@@ -207,6 +211,7 @@ func (x *exchange) writeHeaders(h extprocfilter.Headers) {
 	}
 	x.w.WriteHeader(status)
 	x.sentHeaders = true
+	x.attemptDeadline.Store(0)
 }
 
 // addHeader adds v under the canonical key k; one is a one-element slice

@@ -139,10 +139,10 @@ func (s *stream) withoutTried(cands []*Deployment) []*Deployment {
 type failureKind uint8
 
 const (
-	failNotRetried failureKind = iota
-	failRetryable              // another deployment of the group, then the fallbacks
-	failContextWindow          // the group's context_window_fallbacks
-	failContentPolicy          // the group's content_policy_fallbacks
+	failNotRetried    failureKind = iota
+	failRetryable                 // another deployment of the group, then the fallbacks
+	failContextWindow             // the group's context_window_fallbacks
+	failContentPolicy             // the group's content_policy_fallbacks
 )
 
 // Markers of the two refusals routed to their own fallbacks, as providers

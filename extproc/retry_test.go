@@ -127,8 +127,10 @@ func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = func() *extprocfiltertest.UpstreamResponse {
-		return &extprocfiltertest.UpstreamResponse{Status: 503, Headers: extprocfilter.Headers{{Key: "content-type", Value: "text/plain"}},
-			Chunks: [][]byte{[]byte("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure")}}
+		return &extprocfiltertest.UpstreamResponse{
+			Status: 503, Headers: extprocfilter.Headers{{Key: "content-type", Value: "text/plain"}},
+			Chunks: [][]byte{[]byte("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure")},
+		}
 	}
 	up.answer["ok"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 7) }
 	got, _ := e.doRetrying(t, post("/v1/chat/completions", clientKey, `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`), up.upstream)

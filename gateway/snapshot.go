@@ -39,6 +39,8 @@ type Upstream struct {
 	Port       uint32
 	// ConnectTimeout is the deployment's own (0: the gateway's default).
 	ConnectTimeout time.Duration
+	// Timeout and FirstByteTimeout bound one attempt (0: the gateway's).
+	Timeout, FirstByteTimeout time.Duration
 }
 
 type keyEntry struct {
@@ -288,7 +290,7 @@ func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *sto
 		}
 		t.Signer, t.APIKey = sig, ""
 	}
-	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout}, nil
+	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout, Timeout: d.Timeout, FirstByteTimeout: d.FirstByteTimeout}, nil
 }
 
 // addAliases makes each group's aliases resolve to the group: a key allowed

@@ -149,6 +149,12 @@ type Upstream struct {
 	// ConnectTimeout is the deployment's own connect timeout; 0 takes
 	// Input.ConnectTimeout.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// Timeout bounds one attempt on the deployment, to the end of its
+	// response (the route's per_try_timeout); 0 takes Input.PerTryTimeout.
+	Timeout time.Duration `yaml:"timeout"`
+	// FirstByteTimeout bounds the wait for the response and every stall
+	// of it (per_try_idle_timeout); 0 takes Input.PerTryIdleTimeout.
+	FirstByteTimeout time.Duration `yaml:"first_byte_timeout"`
 }
 
 // deploymentIDRe restricts deployment ids to characters that are safe in

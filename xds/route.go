@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"cmp"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -61,10 +63,10 @@ func (b *builder) upstreamRoute(u Upstream, limit *wrapperspb.UInt64Value) *rout
 	retry := &routev3.RetryPolicy{
 		RetryOn:           retryOn,
 		NumRetries:        wrapperspb.UInt32(in.NumRetries),
-		PerTryIdleTimeout: durationpb.New(in.PerTryIdleTimeout),
+		PerTryIdleTimeout: durationpb.New(cmp.Or(u.FirstByteTimeout, in.PerTryIdleTimeout)),
 	}
-	if in.PerTryTimeout > 0 {
-		retry.PerTryTimeout = durationpb.New(in.PerTryTimeout)
+	if t := cmp.Or(u.Timeout, in.PerTryTimeout); t > 0 {
+		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{
 		Name: envoy.ClusterName(u.Deployment),
