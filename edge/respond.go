@@ -114,7 +114,7 @@ func (x *exchange) upstreamFailed() {
 	switch cause := context.Cause(x.upCtx); {
 	case errors.Is(cause, errIdleTimeout):
 		x.writeLocal(http.StatusRequestTimeout, nil, []byte(bodyIdleTimeout))
-	case errors.Is(cause, errRouteTimeout), errors.Is(cause, errPerTry):
+	case errors.Is(cause, errRouteTimeout):
 		x.writeLocal(http.StatusGatewayTimeout, nil, []byte(bodyTimeout))
 	default:
 		x.writeLocal(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+"connection termination"))
@@ -192,7 +192,6 @@ func (x *exchange) writeHeaders(h extprocfilter.Headers) {
 		}
 		rw.SetHeaders(status, out)
 		x.sentHeaders = true
-		x.attemptDeadline.Store(0) // Envoy ignores a per-try timeout once the response started downstream
 		return
 	}
 	dst := x.w.Header()
@@ -211,7 +210,6 @@ func (x *exchange) writeHeaders(h extprocfilter.Headers) {
 	}
 	x.w.WriteHeader(status)
 	x.sentHeaders = true
-	x.attemptDeadline.Store(0)
 }
 
 // addHeader adds v under the canonical key k; one is a one-element slice

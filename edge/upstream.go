@@ -81,20 +81,19 @@ func (x *exchange) roundTrip(rt *route, body upstreamBody) *http.Response {
 	if rt.retryOnConn && body.buffered() {
 		attempts += rt.retries
 	}
-	// Until the upstream response starts, an attempt is bounded by the
-	// nearer of per_try_timeout and per_try_idle_timeout (the deployment's
-	// timeout and first-byte timeout); then by per_try_timeout until the
-	// response starts downstream (writeHeaders), as Envoy's router ignores
-	// a per-try timeout once the downstream response started; stalls are
-	// the route idle timeout's.
-	perTryD := minPositive(rt.perTry, rt.perTryIdle)
+	// An attempt is bounded by per_try_timeout (the deployment's
+	// first-byte timeout), else per_try_idle_timeout, until its response
+	// starts: Envoy's router ignores a per-try timeout once it started the
+	// downstream response, which it does on the upstream response headers
+	// (UpstreamRequest::onPerTryTimeout); later stalls are the route idle
+	// timeout's, the whole request the route timeout's.
+	perTryD := firstPositive(rt.perTry, rt.perTryIdle)
 	for attempt := 0; ; attempt++ {
 		// Every attempt runs on the request's upstream context: a per-try
 		// timeout cancels that context, from the exchange's one timer, and
 		// the attempt ends in a 504, which the processor may have retried
 		// on another deployment (retry.go); a failed attempt leaves nothing
 		// running to cancel before a retry.
-		start := monoNow()
 		if perTryD > 0 {
 			x.armAttempt(perTryD)
 		}
@@ -104,11 +103,7 @@ func (x *exchange) roundTrip(rt *route, body upstreamBody) *http.Response {
 		} else {
 			resp, err = cl.transport.RoundTrip(req.WithContext(x.upCtx))
 		}
-		if err == nil && rt.perTry > 0 {
-			x.attemptDeadline.Store(start + int64(rt.perTry)) // until the response starts downstream
-		} else {
-			x.attemptDeadline.Store(0) // the response started, or the attempt failed
-		}
+		x.attemptDeadline.Store(0) // the response started, or the attempt failed
 		if err == nil {
 			x.touch()
 			return resp
@@ -140,15 +135,13 @@ func (x *exchange) roundTrip(rt *route, body upstreamBody) *http.Response {
 	}
 }
 
-// minPositive is the smaller of a and b that is positive; 0 when neither is.
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return max(b, 0)
-	case b <= 0:
-		return a
+func firstPositive(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
 	}
-	return min(a, b)
+	return 0
 }
 
 func isConnectFailure(err error) bool {

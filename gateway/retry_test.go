@@ -114,7 +114,7 @@ func TestPerTryTimeoutIsRetried(t *testing.T) {
 	require.NoError(t, r.mock.SetFault("hung", &mockllm.Fault{Mode: mockllm.FaultHang}))
 	key := retryGroup(t, r, &store.ModelGroup{Deployments: []string{"hung", "ok"}},
 		&store.Deployment{ID: "hung", Weight: 1000, DeploymentPolicy: store.DeploymentPolicy{
-			Timeout: 300 * time.Millisecond, FirstByteTimeout: 200 * time.Millisecond, AllowedFails: 100,
+			FirstByteTimeout: 200 * time.Millisecond, AllowedFails: 100,
 		}},
 		&store.Deployment{ID: "ok"},
 	)
