@@ -115,7 +115,10 @@ func (p *Processor) parseRetry(v string) attempt {
 func (s *stream) retryHeader(v string) {
 	s.att = s.p.parseRetry(v)
 	if s.att.n > 1 {
-		s.id = s.att.orig + "-" + strconv.Itoa(s.att.n)
+		// The first attempt's id, the attempt number, and this stream's own
+		// id's last part: unique even when a token is replayed (the ledger
+		// keeps one row per id).
+		s.id = s.att.orig + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
 		s.report.Attempts = s.att.n - 1 // traceHeader counts this one
 	}
 }

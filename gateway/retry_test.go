@@ -15,7 +15,8 @@ import (
 )
 
 // retryGroup puts deployments (each on the mock's /d/ID) and group (ID
-// "routed" when empty), and waits for the snapshot.
+// "routed" when empty), and waits until the group serves (set the faults
+// after it); the mock's counts start from zero.
 func retryGroup(t *testing.T, r *running, group *store.ModelGroup, deps ...*store.Deployment) string {
 	t.Helper()
 	for _, d := range deps {
@@ -29,9 +30,10 @@ func retryGroup(t *testing.T, r *running, group *store.ModelGroup, deps ...*stor
 	put(t, r.st, group.ID, group)
 	key := r.key(t, "k", kernel.Limits{})
 	eventually(t, func() bool {
-		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"warm up"}],"max_tokens":2}`)
+		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"`+group.ID+`","messages":[{"role":"user","content":"warm up"}],"max_tokens":2}`)
 		return resp.StatusCode == http.StatusOK
 	})
+	r.mock.ResetDeployments()
 	return key
 }
 
@@ -44,11 +46,11 @@ func TestRetriesHideADeadDeployment(t *testing.T) {
 	for _, overGRPC := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in-process", true: "grpc"}[overGRPC], func(t *testing.T) {
 			r := start(t, overGRPC)
-			require.NoError(t, r.mock.SetFault("dead", &mockllm.Fault{Mode: mockllm.FaultError500}))
 			key := retryGroup(t, r, &store.ModelGroup{Deployments: []string{"dead", "ok"}},
 				&store.Deployment{ID: "dead", DeploymentPolicy: store.DeploymentPolicy{AllowedFails: 3, Cooldown: time.Hour}},
 				&store.Deployment{ID: "ok"},
 			)
+			require.NoError(t, r.mock.SetFault("dead", &mockllm.Fault{Mode: mockllm.FaultError500}))
 			for i := range 200 {
 				resp, b := r.post(t, key, "/v1/chat/completions", routedBody)
 				require.Equal(t, http.StatusOK, resp.StatusCode, "request %d: %s", i, b)
@@ -76,8 +78,9 @@ func TestRetryIsTwoAttemptsInTheLedger(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "2", resp.Header.Get("x-tollgate-attempts"))
 	id := resp.Header.Get("x-tollgate-request-id")
-	require.True(t, strings.HasSuffix(id, "-2"), id)
-	first := strings.TrimSuffix(id, "-2")
+	i := strings.LastIndex(id, "-2-")
+	require.Positive(t, i, "the second attempt's id starts with the first's: %s", id)
+	first := id[:i]
 	var rows map[string]store.LedgerEntry
 	eventually(t, func() bool {
 		all, err := r.st.Entries(context.Background(), store.LedgerFilter{Limit: 1000})
@@ -111,13 +114,13 @@ func TestRetryIsTwoAttemptsInTheLedger(t *testing.T) {
 // attempt (the data plane's 504), and the other deployment serves.
 func TestPerTryTimeoutIsRetried(t *testing.T) {
 	r := start(t, false)
-	require.NoError(t, r.mock.SetFault("hung", &mockllm.Fault{Mode: mockllm.FaultHang}))
 	key := retryGroup(t, r, &store.ModelGroup{Deployments: []string{"hung", "ok"}},
 		&store.Deployment{ID: "hung", Weight: 1000, DeploymentPolicy: store.DeploymentPolicy{
 			FirstByteTimeout: 200 * time.Millisecond, AllowedFails: 100,
 		}},
 		&store.Deployment{ID: "ok"},
 	)
+	require.NoError(t, r.mock.SetFault("hung", &mockllm.Fault{Mode: mockllm.FaultHang}))
 	for range 3 {
 		resp, b := r.post(t, key, "/v1/chat/completions", routedBody)
 		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
@@ -130,13 +133,13 @@ func TestPerTryTimeoutIsRetried(t *testing.T) {
 // fallback.
 func TestContextWindowFallbackServes(t *testing.T) {
 	r := start(t, false)
-	require.NoError(t, r.mock.SetFault("small", &mockllm.Fault{Mode: mockllm.FaultContextWindow}))
 	for _, d := range []string{"small", "big"} {
 		put(t, r.st, "p"+d, &store.Provider{ID: "p" + d, Type: store.ProviderOpenAI, BaseURL: r.mockURL + "/d/" + d + "/v1"})
 		put(t, r.st, d, &store.Deployment{ID: d, Provider: "p" + d, ProviderModel: "mock-gpt"})
 	}
 	put(t, r.st, "large", &store.ModelGroup{ID: "large", Deployments: []string{"big"}})
 	key := retryGroup(t, r, &store.ModelGroup{Deployments: []string{"small"}, GroupRouting: store.GroupRouting{ContextWindowFallbacks: []string{"large"}}})
+	require.NoError(t, r.mock.SetFault("small", &mockllm.Fault{Mode: mockllm.FaultContextWindow}))
 	resp, b := r.post(t, key, "/v1/chat/completions", routedBody)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "big", resp.Header.Get("x-tollgate-deployment"))

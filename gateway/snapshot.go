@@ -290,7 +290,8 @@ func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *sto
 		}
 		t.Signer, t.APIKey = sig, ""
 	}
-	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout, Timeout: d.Timeout, FirstByteTimeout: d.FirstByteTimeout}, nil
+	pol := d.WithDefaults() // timeout 600s, first_byte_timeout 60s (docs/admin-api.md)
+	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout, Timeout: pol.Timeout, FirstByteTimeout: pol.FirstByteTimeout}, nil
 }
 
 // addAliases makes each group's aliases resolve to the group: a key allowed
