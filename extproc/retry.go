@@ -204,22 +204,16 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	dep := s.rt.last
 	cur := s.rt.groups[len(s.rt.groups)-1]
 	tried := append(slices.Clip(s.att.avoid), dep.Target.Deployment)
-	next := s.att
-	next.avoid = tried
 	var group string
 	switch kind {
 	case failRetryable:
 		if slices.ContainsFunc(s.rt.cands, func(d *Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
 			group = cur.Name
-		} else if group = s.availableGroup(ctx, cur.Fallbacks, &next); group == "" {
+		} else if group = s.availableGroup(ctx, cur.Fallbacks, tried); group == "" {
 			return nil
 		}
-	case failContextWindow:
-		if group = s.availableGroup(ctx, s.fallbacksFor(cur, kind), &next); group == "" {
-			return nil
-		}
-	case failContentPolicy:
-		if group = s.availableGroup(ctx, s.fallbacksFor(cur, kind), &next); group == "" {
+	case failContextWindow, failContentPolicy:
+		if group = s.availableGroup(ctx, s.fallbacksFor(cur, kind), tried); group == "" {
 			return nil
 		}
 	}
@@ -257,7 +251,7 @@ func (s *stream) fallbacksFor(cur *Group, kind failureKind) []string {
 
 // availableGroup is the first of names (the key may use it) with a
 // deployment in rotation that was not tried; "" when none.
-func (s *stream) availableGroup(ctx context.Context, names []string, a *attempt) string {
+func (s *stream) availableGroup(ctx context.Context, names, tried []string) string {
 	gc, ok := s.p.cat.(GroupCatalog)
 	if !ok {
 		return ""
@@ -269,7 +263,7 @@ func (s *stream) availableGroup(ctx context.Context, names []string, a *attempt)
 			continue
 		}
 		for _, d := range s.p.router.order(g, now) {
-			if !slices.Contains(a.avoid, d.Target.Deployment) {
+			if !slices.Contains(tried, d.Target.Deployment) {
 				return name
 			}
 		}
