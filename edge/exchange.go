@@ -97,7 +97,10 @@ type exchange struct {
 	// server's onGone hook, which costs no registration in ctx.
 	upCtx      context.Context
 	upCancel   context.CancelCauseFunc
-	upAbort    h1.Abort                   // the upstream connection in use, cut off by cancelUp
+	upAbort    *h1.Abort // the upstream connection in use, cut off by cancelUp (&abort0, then one per retry)
+	abort0     h1.Abort
+	upMu       sync.Mutex                 // upCancel and upAbort: replaced by a retry (retry.go) while cancelUp may run
+	upDone     bool                       // cancelUp ended the upstream side for good (not a per-try timeout)
 	goneHook   *h1.Response               // the HTTP/1.1 response whose OnGone hook reaches cancelUp
 	stopGone   func() bool                // else the link from ctx, an AfterFunc
 	idle       time.Duration              // stream idle timeout, 0 for none
@@ -109,6 +112,11 @@ type exchange struct {
 	// timeout fires, 0 when none runs.
 	attemptDeadline atomic.Int64
 	release         func()
+	// The request as the client sent it, kept to send it again when the
+	// processor asks for a retry (retry.go); nil when it cannot be.
+	orig     extprocfilter.Headers
+	origBody []byte
+	retry    retryOrder
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -121,6 +129,7 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
 	x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
+	x.upAbort = &x.abort0
 	if rw, ok := w.(*h1.Response); ok {
 		x.goneHook = rw
 		x.goneHook.OnGone(x.cancelUp)
@@ -137,8 +146,14 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // cancelUp ends the upstream request with cause: its context, and the
 // connection it is using.
 func (x *exchange) cancelUp(cause error) {
-	x.upCancel(cause)
-	x.upAbort.Fire()
+	x.upMu.Lock()
+	cancel, ab := x.upCancel, x.upAbort
+	if !errors.Is(cause, errPerTry) {
+		x.upDone = true
+	}
+	x.upMu.Unlock()
+	cancel(cause)
+	ab.Fire()
 }
 
 func (x *exchange) finish() {
@@ -174,6 +189,7 @@ func (x *exchange) run() {
 	if x.first != nil && x.first.filter != nil {
 		// Every header list the exchange passes is built for the call.
 		x.f = x.first.filter.Start(x.ctx, extprocfilter.WithOwnedHeaders())
+		x.keepForRetry(h)
 	} else {
 		x.f = passthrough{}
 	}
@@ -184,24 +200,29 @@ func (x *exchange) run() {
 	if !noBody && !x.requestBody() {
 		return
 	}
-	var resp *http.Response
-	if x.async != nil {
-		_ = x.pipe.Close()
-		resp = <-x.async
-		x.asyncDone = true
-	} else {
-		if x.fwd == nil {
-			// The filter ended the request without releasing the headers:
-			// only a caller bug can get here.
-			x.writeLocal(http.StatusInternalServerError, nil, nil)
+	for {
+		var resp *http.Response
+		if x.async != nil {
+			_ = x.pipe.Close()
+			resp = <-x.async
+			x.asyncDone = true
+		} else {
+			if x.fwd == nil {
+				// The filter ended the request without releasing the headers:
+				// only a caller bug can get here.
+				x.writeLocal(http.StatusInternalServerError, nil, nil)
+				return
+			}
+			resp = x.roundTrip(x.route(), upstreamBody{whole: x.body}) //nolint:bodyclose // respond closes it
+		}
+		if resp == nil {
 			return
 		}
-		resp = x.roundTrip(x.route(), upstreamBody{whole: x.body}) //nolint:bodyclose // respond closes it
+		x.respond(resp)
+		if x.retry.token == "" || !x.again() {
+			return
+		}
 	}
-	if resp == nil {
-		return
-	}
-	x.respond(resp)
 }
 
 // requestBody feeds the downstream body to the filter, one read per chunk.
@@ -235,9 +256,13 @@ func (x *exchange) requestBody() bool {
 		if remaining > 0 {
 			remaining -= int64(n)
 		}
+		if x.orig != nil {
+			x.origBody = append(x.origBody, chunk...)
+		}
 		eof := err != nil || remaining == 0
 		if eof {
 			if tr := trailers(x.r.Trailer); tr != nil {
+				x.orig = nil // not replayed: the retry sends no trailers
 				if n > 0 {
 					res, err := x.f.RequestBody(chunk, false)
 					if !x.onRequest(res, err, false) {

@@ -81,18 +81,25 @@ func (x *exchange) roundTrip(rt *route, body upstreamBody) *http.Response {
 	if rt.retryOnConn && body.buffered() {
 		attempts += rt.retries
 	}
+	// An attempt is bounded by per_try_timeout (the deployment's
+	// first-byte timeout), else per_try_idle_timeout, until its response
+	// starts: Envoy's router ignores a per-try timeout once it started the
+	// downstream response, which it does on the upstream response headers
+	// (UpstreamRequest::onPerTryTimeout); later stalls are the route idle
+	// timeout's, the whole request the route timeout's.
 	perTryD := firstPositive(rt.perTry, rt.perTryIdle)
 	for attempt := 0; ; attempt++ {
 		// Every attempt runs on the request's upstream context: a per-try
-		// timeout ends the request with a 504 (it is not retried), so it
-		// cancels that context, from the exchange's one timer; a failed
-		// attempt leaves nothing running to cancel before a retry.
+		// timeout cancels that context, from the exchange's one timer, and
+		// the attempt ends in a 504, which the processor may have retried
+		// on another deployment (retry.go); a failed attempt leaves nothing
+		// running to cancel before a retry.
 		if perTryD > 0 {
 			x.armAttempt(perTryD)
 		}
 		var resp *http.Response
 		if wire != nil {
-			resp, err = cl.h1.Do(x.upCtx, req, wire.Bytes(), &x.upAbort)
+			resp, err = cl.h1.Do(x.upCtx, req, wire.Bytes(), x.upAbort)
 		} else {
 			resp, err = cl.transport.RoundTrip(req.WithContext(x.upCtx))
 		}

@@ -4,6 +4,12 @@ package envoy
 const (
 	// RouteHeader is set by the ext_proc processor to the chosen deployment id.
 	RouteHeader = "x-tollgate-route"
+	// RetryHeader, on a failed attempt's response, is the processor's retry
+	// token: the data plane drops that response and sends the request again
+	// with the token as a request header (docs/envoy.md, "Retries").
+	RetryHeader = "x-tollgate-retry"
+	// RetryDelayHeader is the wait before that retry, in milliseconds.
+	RetryDelayHeader = "x-tollgate-retry-delay"
 	// ListenerName is the name of the gateway listener.
 	ListenerName = "tollgate"
 	// RouteConfigName is the name of the gateway route configuration.

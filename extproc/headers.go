@@ -26,7 +26,8 @@ const (
 )
 
 // clientCredentialHeaders are removed from every request sent upstream.
-var clientCredentialHeaders = []string{hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrCustomer, hdrGoogAPIKey}
+// (With the retry token, which is the processor's own.)
+var clientCredentialHeaders = []string{hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrCustomer, hdrGoogAPIKey, hdrRetry}
 
 // headerValue is the value of one HeaderValue: raw_value, or value from an
 // Envoy that sends only that.

@@ -36,6 +36,7 @@ type Processor struct {
 	health          *health.Server
 	responses       ResponseStore // stored responses of the Responses API (nil: none)
 	router          *Router       // deployment health and choice (routing.go)
+	retryKey        []byte        // signs retry tokens (retry.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -59,6 +60,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		shutdownTimeout: 30 * time.Second,
 		health:          health.NewServer(),
 		router:          NewRouter(),
+		retryKey:        newRetryKey(),
 	}
 	for _, o := range opts {
 		o(p)
@@ -183,29 +185,31 @@ func recv(srv extprocv3.ExternalProcessor_ProcessServer, rb *recvBuf) (*extprocv
 
 // stream is the state of one request.
 type stream struct {
-	p           *Processor
-	ep          *endpoint
-	id          string
-	path        string
-	method      string
-	hadCL       bool
-	customerHdr string
-	principal   *Principal
-	target      *Target
-	rt          *route // routing state when the catalog routes by group (&rtState)
-	rtState     route
-	tr          Translator
-	in          *Inbound
-	promptBytes int64
-	promptText  int64 // bytes of the prompt's text (estimate.go)
-	decision    kernel.Decision
-	customer    string
-	started     time.Time
-	admitted    bool
-	settled     bool
-	status      int
-	sse         bool
-	loggedErr   bool
+	p            *Processor
+	ep           *endpoint
+	id           string
+	path         string
+	method       string
+	hadCL        bool
+	customerHdr  string
+	principal    *Principal
+	target       *Target
+	rt           *route // routing state when the catalog routes by group (&rtState)
+	rtState      route
+	att          attempt       // which attempt this stream is (retry.go)
+	upRetryAfter time.Duration // a 429's retry-after
+	tr           Translator
+	in           *Inbound
+	promptBytes  int64
+	promptText   int64 // bytes of the prompt's text (estimate.go)
+	decision     kernel.Decision
+	customer     string
+	started      time.Time
+	admitted     bool
+	settled      bool
+	status       int
+	sse          bool
+	loggedErr    bool
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
@@ -271,6 +275,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.hadCL = true
 		case hdrTraceparent:
 			s.report.ClientTraceparent = headerValue(hv)
+		case hdrRetry:
+			s.retryHeader(headerValue(hv))
 		}
 	}
 	if s.p.debug {
@@ -522,6 +528,9 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(hdrRequestID, s.id)
 	l = l.add(hdrDeployment, s.target.Deployment)
+	if s.rt != nil {
+		l = l.addInt(hdrAttempts, int64(s.att.number()))
+	}
 	l = l.addRateLimits(s.decision.RateLimit)
 	ok := s.status >= 200 && s.status < 300
 	if ok && upstreamStreams(contentType) && !h.GetEndOfStream() {
@@ -536,8 +545,11 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		if !ok {
 			st = kernel.StatusFailed
 		}
-		if cost, ok := s.settle(ctx, st, s.status, kernel.Usage{}, !ok); ok {
+		if cost, settled := s.settle(ctx, st, s.status, kernel.Usage{}, !ok); settled {
 			l = l.addUSD(hdrCost, cost)
+		}
+		if !ok {
+			l = l.addAll(s.retryAfterFailure(ctx, s.status, nil))
 		}
 	}
 	x.hm.SetHeaders = l.options()
@@ -595,6 +607,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		l = l.add(hdrContentType, "application/json")
 		l = l.addInt(hdrContentLength, int64(len(out)))
 		cost, settled = s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
+		l = l.addAll(s.retryAfterFailure(ctx, s.status, body))
 	} else {
 		out, u, err := s.tr.Response(body)
 		reported := err == nil

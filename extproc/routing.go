@@ -109,6 +109,7 @@ type route struct {
 	groups  []*Group      // groups visited, first the requested one
 	cands   []*Deployment // candidates of the current group, next first
 	current *Deployment   // the deployment the request was admitted on
+	last    *Deployment   // the same, kept after the request is done with it
 	sentAt  time.Time     // when the request left for it (time to first byte)
 	tried   int           // deployments tried at admission (limits full)
 	first   [1]*Group     // backing array of groups (no allocation without fallbacks)
@@ -121,6 +122,9 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
 	}
+	if s.att.group != "" {
+		model = s.att.group // a retry: the group the failed attempt chose
+	}
 	g, err := gc.ResolveGroup(ctx, s.principal, model)
 	if err != nil || g == nil {
 		return nil, err
@@ -128,9 +132,9 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	s.rtState = route{groups: s.rtState.first[:0]}
 	s.rt = &s.rtState
 	s.rt.groups = append(s.rt.groups, g)
-	s.rt.cands = s.p.router.order(g, s.p.now())
+	s.rt.cands = s.withoutTried(s.p.router.order(g, s.p.now()))
 	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
-		if len(g.Deployments) == 1 {
+		if len(g.Deployments) == 1 && !s.att.avoids(g.Deployments[0].Target.Deployment) {
 			// A group of one deployment and no fallback left has nothing
 			// better to offer than the deployment itself (as LiteLLM, which
 			// never cools the only deployment down): the provider answers.
@@ -156,7 +160,7 @@ func (s *stream) nextGroup(ctx context.Context, names []string) bool {
 			continue
 		}
 		s.rt.groups = append(s.rt.groups, g)
-		if c := s.p.router.order(g, now); len(c) > 0 {
+		if c := s.withoutTried(s.p.router.order(g, now)); len(c) > 0 {
 			s.rt.cands = c
 			return true
 		}
@@ -214,7 +218,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		d, err := s.p.acct.Admit(ctx, areq)
 		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
 			if err == nil && d.Admitted {
-				s.rt.current, s.rt.sentAt = dep, s.p.now()
+				s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
 				s.p.router.start(dep)
 			}
 			return d, err
@@ -251,6 +255,7 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 				retryAfter = parseRetryAfter(headerValue(hv), now)
 			}
 		}
+		s.upRetryAfter = retryAfter
 	}
 	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
 }

@@ -148,7 +148,7 @@ func TestDeadDeploymentCoolsDown(t *testing.T) {
 		require.Equal(t, "ok", got.Headers.Value(hdrDeployment))
 	}
 	require.Equal(t, 3, up.count("dead"), "three failures, then out of rotation for the whole cooldown")
-	require.Equal(t, 3, clientErrors, "without retries (docs/envoy.md) the failures themselves reach the client")
+	require.Equal(t, 3, clientErrors, "through a data plane that does not retry (Envoy today, docs/envoy.md) the failures reach the client")
 	require.Equal(t, 197, up.count("ok"))
 	st := e.proc.router.States(clk.now())["dead"]
 	require.True(t, clk.now().Add(30*time.Second).Equal(st.CoolingUntil), "%v", st.CoolingUntil)

@@ -204,6 +204,7 @@ func (g *Gateway) xdsInput(s *Snapshot) *xds.Input {
 	for _, u := range s.Upstreams {
 		in.Upstreams = append(in.Upstreams, xds.Upstream{
 			Deployment: u.Deployment, Scheme: u.Scheme, Host: u.Host, Port: u.Port, ConnectTimeout: u.ConnectTimeout,
+			Timeout: u.Timeout, FirstByteTimeout: u.FirstByteTimeout,
 			// https providers negotiate HTTP/2 by ALPN when they offer it.
 			HTTP2: u.Scheme == "https",
 		})

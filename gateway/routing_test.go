@@ -105,7 +105,7 @@ func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
 		resp, _ := replicas[0].post(t, key, "/v1/chat/completions", body)
 		codes[resp.StatusCode]++
 	}
-	require.Equal(t, map[int]int{http.StatusInternalServerError: 2, http.StatusOK: 18}, codes)
+	require.Equal(t, map[int]int{http.StatusOK: 20}, codes, "the two failures are retried on the healthy deployment")
 	require.EqualValues(t, 2, mock.Deployments()["dead"].Received)
 
 	eventually(t, func() bool { return !replicas[1].g.Router.States(time.Now())["dead"].CoolingUntil.IsZero() })
@@ -120,7 +120,8 @@ func TestCooldownAcrossReplicasThroughRedis(t *testing.T) {
 // Through the built-in data plane, deployments whose provider refuses
 // connections (a closed port), resets them before any byte, or answers 429
 // with retry-after cool down like a 5xx: the processor sees Envoy's local
-// 503 (or the 429) and the healthy deployment takes the rest. The mock
+// 503 (or the 429), retries each on another deployment, and the healthy
+// deployment takes the rest. The mock
 // counts what each deployment received.
 func TestFailuresOfEveryKindCoolDown(t *testing.T) {
 	r := start(t, false)
@@ -145,24 +146,23 @@ func TestFailuresOfEveryKindCoolDown(t *testing.T) {
 		})
 		deps = append(deps, name)
 	}
-	put(t, r.st, "routed", &store.ModelGroup{ID: "routed", Deployments: deps})
+	three := int32(3) // the first request tries each failing deployment, then the healthy one
+	put(t, r.st, "routed", &store.ModelGroup{ID: "routed", Deployments: deps, GroupRouting: store.GroupRouting{Retries: &three}})
 	key := r.key(t, "k", kernel.Limits{})
 	r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
 	body := `{"model":"routed","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
-	failed := map[string]int{}
 	for range 30 {
-		resp, _ := r.post(t, key, "/v1/chat/completions", body)
-		if resp.StatusCode != http.StatusOK {
-			failed[resp.Header.Get("x-tollgate-deployment")]++
-		}
+		resp, b := r.post(t, key, "/v1/chat/completions", body)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "every failure is retried: %s", b)
 	}
-	require.Equal(t, map[string]int{"closed": 1, "reset": 1, "limited": 1}, failed, "each failing deployment fails once, then cools down")
 	states := r.g.Router.States(time.Now())
 	for _, name := range []string{"closed", "reset", "limited"} {
 		require.False(t, states[name].CoolingUntil.IsZero(), name)
 	}
 	require.True(t, states["ok"].CoolingUntil.IsZero())
-	require.EqualValues(t, 27, r.mock.Deployments()["ok"].Received)
+	require.EqualValues(t, 30, r.mock.Deployments()["ok"].Received)
+	require.EqualValues(t, 1, r.mock.Deployments()["reset"].Received, "each failing deployment fails once, then cools down")
+	require.EqualValues(t, 1, r.mock.Deployments()["limited"].Received)
 }
 
 // The latency strategy through the built-in data plane: a deployment whose

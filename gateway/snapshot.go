@@ -39,6 +39,8 @@ type Upstream struct {
 	Port       uint32
 	// ConnectTimeout is the deployment's own (0: the gateway's default).
 	ConnectTimeout time.Duration
+	// Timeout and FirstByteTimeout bound one attempt (0: the gateway's).
+	Timeout, FirstByteTimeout time.Duration
 }
 
 type keyEntry struct {
@@ -288,7 +290,8 @@ func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *sto
 		}
 		t.Signer, t.APIKey = sig, ""
 	}
-	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout}, nil
+	pol := d.WithDefaults() // timeout 600s, first_byte_timeout 60s (docs/admin-api.md)
+	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout, Timeout: pol.Timeout, FirstByteTimeout: pol.FirstByteTimeout}, nil
 }
 
 // addAliases makes each group's aliases resolve to the group: a key allowed

@@ -149,6 +149,13 @@ type Upstream struct {
 	// ConnectTimeout is the deployment's own connect timeout; 0 takes
 	// Input.ConnectTimeout.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// Timeout bounds a request on the deployment to the end of its
+	// response (the route's timeout); 0: none (long streams).
+	Timeout time.Duration `yaml:"timeout"`
+	// FirstByteTimeout bounds each attempt until its response starts (the
+	// route's per_try_timeout, retried on another deployment); 0 takes
+	// Input.PerTryTimeout.
+	FirstByteTimeout time.Duration `yaml:"first_byte_timeout"`
 }
 
 // deploymentIDRe restricts deployment ids to characters that are safe in

@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"cmp"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -63,8 +65,11 @@ func (b *builder) upstreamRoute(u Upstream, limit *wrapperspb.UInt64Value) *rout
 		NumRetries:        wrapperspb.UInt32(in.NumRetries),
 		PerTryIdleTimeout: durationpb.New(in.PerTryIdleTimeout),
 	}
-	if in.PerTryTimeout > 0 {
-		retry.PerTryTimeout = durationpb.New(in.PerTryTimeout)
+	// Envoy's per-try timeout runs until the upstream response starts: the
+	// deployment's first-byte timeout. Its timeout is the route's, which
+	// bounds the whole request (0: none, as long streams need).
+	if t := cmp.Or(u.FirstByteTimeout, in.PerTryTimeout); t > 0 {
+		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{
 		Name: envoy.ClusterName(u.Deployment),
@@ -82,9 +87,10 @@ func (b *builder) upstreamRoute(u Upstream, limit *wrapperspb.UInt64Value) *rout
 			HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{
 				HostRewriteLiteral: hostHeader(u),
 			},
-			// 0s turns the route timeout off: it runs to the end of the
-			// response and would cut long streams (spec §7).
-			Timeout:     durationpb.New(0),
+			// The deployment's timeout, else 0s, which turns the route
+			// timeout off: it runs to the end of the response and would
+			// cut long streams (spec §7).
+			Timeout:     durationpb.New(u.Timeout),
 			IdleTimeout: durationpb.New(in.RouteIdleTimeout),
 			RetryPolicy: retry,
 		}},

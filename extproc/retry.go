@@ -1,0 +1,281 @@
+package extproc
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/envoy"
+)
+
+// Retrying a failed attempt on another deployment (docs/envoy.md, "Retries").
+//
+// Every attempt is one ext_proc stream, one admission and one settlement:
+// the failed attempt is settled like any failed request (the provider did
+// not bill it: a $0 ledger row with its deployment and status), and the next
+// attempt is admitted afresh on the deployment it lands on, so it is priced
+// at that deployment's price and a strict budget that cannot cover its worst
+// case refuses it. Settlement stays exactly once per reservation.
+//
+// The processor decides everything: whether the failure is retried (429,
+// 500, 502, 503, 504 — the data plane's local 503/504 for a connect failure,
+// a reset before the response or a per-try timeout included — or a
+// context-window / content-policy refusal when the group names fallbacks for
+// it), how long to wait (exponential backoff with jitter, at least the
+// provider's retry-after up to maxRetryWait) and that another deployment is
+// left. It answers the failed attempt's response with two headers: RetryHeader,
+// an opaque signed token (attempt number, attempts allowed, the group to
+// route in, the deployments already tried, the first attempt's id), and
+// RetryDelayHeader (milliseconds). A data plane that retries drops that
+// response, waits, and sends the client's request again through the filter
+// with the token as a request header; the new stream routes avoiding the
+// deployments tried. Only a response whose headers have not gone downstream
+// can be retried, so a stream is retried only before its first byte.
+
+// Retry headers (names shared with the data planes).
+const (
+	hdrRetry      = envoy.RetryHeader
+	hdrRetryDelay = envoy.RetryDelayHeader
+	hdrAttempts   = "x-tollgate-attempts"
+)
+
+const (
+	// retryBackoffBase is the first retry's backoff; each next one doubles.
+	retryBackoffBase = 25 * time.Millisecond
+	// maxRetryWait caps the wait before a retry, a provider's retry-after
+	// included: the next attempt goes to another deployment, and a client
+	// is not held for the failed one's quota.
+	maxRetryWait = time.Second
+	// maxAttempts bounds a token's attempt count whatever it claims.
+	maxAttempts = 11
+)
+
+// attempt is where a request is in its attempts: zero for a first attempt
+// without a token.
+type attempt struct {
+	n     int      // this attempt's number (0: the first, not retried yet)
+	max   int      // attempts allowed in all
+	group string   // group to route in ("": the model the client asked for)
+	avoid []string // deployments already tried
+	orig  string   // the first attempt's request id
+}
+
+func (a *attempt) number() int { return max(a.n, 1) }
+
+func (a *attempt) avoids(id string) bool { return slices.Contains(a.avoid, id) }
+
+// retryKey signs this processor's retry tokens: a token is honoured only by
+// the processor that issued it (a client cannot make up one), and one from
+// another replica is ignored (the request is routed as a first attempt).
+func newRetryKey() []byte {
+	k := make([]byte, 32)
+	_, _ = crand.Read(k)
+	return k
+}
+
+func (p *Processor) signToken(payload string) string {
+	m := hmac.New(sha256.New, p.retryKey)
+	m.Write([]byte(payload))
+	return payload + "&s=" + hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// parseRetry reads a retry token; the zero attempt when it is not valid.
+func (p *Processor) parseRetry(v string) attempt {
+	payload, sig, ok := strings.Cut(v, "&s=")
+	if !ok || !hmac.Equal([]byte(p.signToken(payload)), []byte(v)) || sig == "" {
+		return attempt{}
+	}
+	q, err := url.ParseQuery(payload)
+	if err != nil {
+		return attempt{}
+	}
+	n, _ := strconv.Atoi(q.Get("a"))
+	m, _ := strconv.Atoi(q.Get("m"))
+	if n < 2 || n > m || m > maxAttempts || q.Get("r") == "" {
+		return attempt{}
+	}
+	a := attempt{n: n, max: m, group: q.Get("g"), orig: q.Get("r")}
+	if x := q.Get("x"); x != "" {
+		a.avoid = strings.Split(x, ",")
+	}
+	return a
+}
+
+// retryHeader reads the request's retry token (request headers).
+func (s *stream) retryHeader(v string) {
+	s.att = s.p.parseRetry(v)
+	if s.att.n > 1 {
+		// The first attempt's id, the attempt number, and this stream's own
+		// id's last part: unique even when a token is replayed (the ledger
+		// keeps one row per id).
+		s.id = s.att.orig + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+		s.report.Attempts = s.att.n - 1 // traceHeader counts this one
+	}
+}
+
+// withoutTried drops the deployments already tried from cands (a new slice:
+// cands may be the group's own).
+func (s *stream) withoutTried(cands []*Deployment) []*Deployment {
+	if len(s.att.avoid) == 0 || len(cands) == 0 {
+		return cands
+	}
+	out := make([]*Deployment, 0, len(cands))
+	for _, d := range cands {
+		if !s.att.avoids(d.Target.Deployment) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// failure kinds an attempt can end with.
+type failureKind uint8
+
+const (
+	failNotRetried    failureKind = iota
+	failRetryable                 // another deployment of the group, then the fallbacks
+	failContextWindow             // the group's context_window_fallbacks
+	failContentPolicy             // the group's content_policy_fallbacks
+)
+
+// Markers of the two refusals routed to their own fallbacks, as providers
+// word them (OpenAI codes, Anthropic, Gemini and Bedrock messages); matched
+// on the lower-cased error body.
+var (
+	contextWindowMarkers = []string{
+		"context_length_exceeded", "prompt is too long", "maximum context length",
+		"context window", "input is too long", "too many input tokens", "exceeds the maximum number of tokens",
+	}
+	contentPolicyMarkers = []string{
+		"content_policy_violation", "content_filter", "content filtering policy", "responsibleaipolicyviolation",
+	}
+)
+
+// classify says how an attempt that answered status with body failed.
+func classify(status int, body []byte) failureKind {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return failRetryable
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusForbidden:
+		lb := bytes.ToLower(body)
+		for _, m := range contextWindowMarkers {
+			if bytes.Contains(lb, []byte(m)) {
+				return failContextWindow
+			}
+		}
+		for _, m := range contentPolicyMarkers {
+			if bytes.Contains(lb, []byte(m)) {
+				return failContentPolicy
+			}
+		}
+	}
+	return failNotRetried
+}
+
+// retryAfterFailure decides whether the failed attempt (its status and
+// error body) is retried, and returns the reply headers saying so (nil:
+// not retried).
+func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte) [][2]string {
+	if s.rt == nil || s.rt.last == nil {
+		return nil
+	}
+	kind := classify(status, body)
+	if kind == failNotRetried {
+		return nil
+	}
+	n, limit := s.att.number(), s.att.max
+	if limit == 0 {
+		limit = 1 + s.rt.groups[0].Retries
+	}
+	if n >= min(limit, maxAttempts) {
+		return nil
+	}
+	dep := s.rt.last
+	cur := s.rt.groups[len(s.rt.groups)-1]
+	tried := append(slices.Clip(s.att.avoid), dep.Target.Deployment)
+	var group string
+	switch kind {
+	case failRetryable:
+		if slices.ContainsFunc(s.rt.cands, func(d *Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
+			group = cur.Name
+		} else if group = s.availableGroup(ctx, cur.Fallbacks, tried); group == "" {
+			return nil
+		}
+	case failContextWindow, failContentPolicy:
+		if group = s.availableGroup(ctx, s.fallbacksFor(cur, kind), tried); group == "" {
+			return nil
+		}
+	}
+	orig := s.att.orig
+	if orig == "" {
+		orig = s.id
+	}
+	q := url.Values{}
+	q.Set("a", strconv.Itoa(n+1))
+	q.Set("m", strconv.Itoa(limit))
+	q.Set("g", group)
+	q.Set("x", strings.Join(tried, ","))
+	q.Set("r", orig)
+	delay := retryDelay(n, s.upRetryAfter)
+	return [][2]string{
+		{hdrRetry, s.p.signToken(q.Encode())},
+		{hdrRetryDelay, strconv.FormatInt(delay.Milliseconds(), 10)},
+	}
+}
+
+// fallbacksFor is the context-window or content-policy fallback list of the
+// current group, else of the group the client asked for.
+func (s *stream) fallbacksFor(cur *Group, kind failureKind) []string {
+	pick := func(g *Group) []string {
+		if kind == failContextWindow {
+			return g.ContextWindowFallbacks
+		}
+		return g.ContentPolicyFallbacks
+	}
+	if l := pick(cur); len(l) > 0 {
+		return l
+	}
+	return pick(s.rt.groups[0])
+}
+
+// availableGroup is the first of names (the key may use it) with a
+// deployment in rotation that was not tried; "" when none.
+func (s *stream) availableGroup(ctx context.Context, names, tried []string) string {
+	gc, ok := s.p.cat.(GroupCatalog)
+	if !ok {
+		return ""
+	}
+	now := s.p.now()
+	for _, name := range names {
+		g, err := gc.ResolveGroup(ctx, s.principal, name)
+		if err != nil || g == nil {
+			continue
+		}
+		for _, d := range s.p.router.order(g, now) {
+			if !slices.Contains(tried, d.Target.Deployment) {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// retryDelay is the wait before attempt n+1: exponential backoff from
+// retryBackoffBase with equal jitter, at least the provider's retry-after,
+// at most maxRetryWait.
+func retryDelay(n int, retryAfter time.Duration) time.Duration {
+	d := retryBackoffBase << min(n-1, 8)
+	d = d/2 + rand.N(d/2+1)
+	return min(max(d, retryAfter), maxRetryWait)
+}
