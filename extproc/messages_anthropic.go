@@ -31,8 +31,9 @@ func init() {
 type messagesAnthropic struct {
 	count  bool
 	apiKey string
-	sse    sseParser
+	ed     sseEditor
 	usage  anthropicStreamUsage
+	model  replyModel // the reply names the client's model (reply_model.go)
 }
 
 var _ Translator = (*messagesAnthropic)(nil)
@@ -41,6 +42,7 @@ var _ Translator = (*messagesAnthropic)(nil)
 // the base path + /messages (or /messages/count_tokens).
 func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
+	t.model = newReplyModel(in.Model, "message", true)
 	path := "/messages"
 	if t.count {
 		path = "/messages/count_tokens"
@@ -90,30 +92,42 @@ func (t *messagesAnthropic) rewrite(in *Inbound, target *Target) ([]byte, error)
 }
 
 // Response reads the usage of a message (count_tokens: zero usage, reported,
-// so the request settles at no cost). The body passes unchanged.
+// so the request settles at no cost) and names the client's model; the rest
+// of the body passes unchanged.
 func (t *messagesAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 	if t.count {
 		return body, kernel.Usage{}, nil
 	}
-	v, err := topLevelMember(body, "usage")
+	v, m, err := usageAndModel(body)
 	if err != nil {
 		return body, kernel.Usage{}, err
 	}
 	var u anthropicUsage
-	if !u.update(body, v) {
+	ok := u.update(body, v)
+	body = t.model.body(body, m)
+	if !ok {
 		return body, kernel.Usage{}, errNoUsage
 	}
 	return body, u.kernel(), nil
 }
 
-// StreamChunk reads the usage from the events; the bytes pass unchanged.
+// StreamChunk reads the usage from the events; the bytes pass unchanged but
+// for the model of message_start, renamed to the client's.
 func (t *messagesAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	fn := func(ev sseEvent) { t.usage.observe(ev.Data) }
-	err := t.sse.Feed(chunk, fn)
-	if err == nil && eos {
-		err = t.sse.Flush(fn)
+	if t.ed.fn == nil {
+		t.ed.fn, t.ed.active = t.event, t.model.active()
 	}
-	return chunk, err
+	out, err := t.ed.feed(chunk, eos)
+	if !t.model.active() {
+		t.ed.stop()
+	}
+	return out, err
+}
+
+func (t *messagesAnthropic) event(ev sseEvent) eventAction {
+	t.usage.observe(ev.Data)
+	at, with := t.model.event(ev.Data)
+	return eventAction{at: at, with: with}
 }
 
 // StreamUsage is the usage of message_start and the last message_delta.
