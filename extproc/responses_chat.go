@@ -32,7 +32,8 @@ var responsesNow = time.Now
 // blocks again for Anthropic (responses_reasoning.go). Function tools,
 // tool_choice, parallel_tool_calls, max_output_tokens, temperature, top_p, text.format
 // (json_schema, json_object) and user map to their chat members; built-in
-// tools are refused with a 400. Output: one message item with an output_text
+// tools are left out unless tool_choice forces one, which is refused with a
+// 400 (responses_tools.go). Output: one message item with an output_text
 // part, then one function_call item per tool call.
 type responsesViaChat struct {
 	inner Translator
@@ -46,6 +47,9 @@ type responsesViaChat struct {
 	model   string             // the client's model name
 	created int64
 	stream  bool
+
+	// dropped names the built-in tools left out of the request.
+	dropped []string
 
 	// done, when set, receives the final response (to store it).
 	done func(r *openai.Response, input []openai.InputItem)
@@ -164,9 +168,14 @@ func (t *responsesViaChat) chatRequest(in *Inbound) ([]byte, error) {
 			return nil, fmt.Errorf("input[%d]: %w", i-len(t.history), err)
 		}
 	}
+	forced := forcedToolType(r.ToolChoice)
 	for i, tool := range r.Tools {
 		if tool.Type != "function" {
-			return nil, fmt.Errorf("tools[%d]: the built-in tool %q is not supported by this model; only function tools are", i, tool.Type)
+			if forced != "" && forced == tool.Type {
+				return nil, fmt.Errorf("tools[%d]: the built-in tool %q is not supported by this model; only function tools are", i, tool.Type)
+			}
+			t.dropped = append(t.dropped, droppedToolName(tool))
+			continue
 		}
 		ot := openai.Tool{Type: "function", Function: openai.FunctionDefinition{
 			Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters,
