@@ -73,13 +73,21 @@ func TestLangChainJS(t *testing.T) {
 		rows = s.ledger("demo")
 		return len(rows) >= calls
 	}, 10*time.Second, 100*time.Millisecond, "every request is in the ledger")
-	var in, out int64
+	in, out := completedUsage(t, rows)
+	require.Len(t, rows, calls)
+	require.Equal(t, bill.InputTokens, in, "input")
+	require.Equal(t, bill.OutputTokens, out, "output")
+}
+
+// completedUsage checks that every row completed and returns their input
+// tokens (cache reads and writes included) and output tokens (reasoning
+// included), to set against a provider's bill.
+func completedUsage(t *testing.T, rows []ledgerRow) (in, out int64) {
+	t.Helper()
 	for _, r := range rows {
 		require.Equal(t, "REQUEST_STATUS_COMPLETED", r.Status, "%+v", r)
 		in += r.Usage.Input + r.Usage.CachedInput + r.Usage.CacheWrite
 		out += r.Usage.Output + r.Usage.Reasoning
 	}
-	require.Len(t, rows, calls)
-	require.Equal(t, bill.InputTokens, in, "input")
-	require.Equal(t, bill.OutputTokens, out, "output")
+	return in, out
 }

@@ -31,9 +31,11 @@ func init() {
 type messagesAnthropic struct {
 	count  bool
 	apiKey string
-	ed     sseEditor
 	usage  anthropicStreamUsage
-	model  replyModel // the reply names the client's model (reply_model.go)
+	// stream names the client's model in the reply (reply_model.go); model
+	// renames the JSON reply's.
+	stream modelStream
+	model  replyModel
 }
 
 var _ Translator = (*messagesAnthropic)(nil)
@@ -43,6 +45,7 @@ var _ Translator = (*messagesAnthropic)(nil)
 func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
 	t.model = newReplyModel(in.Model, "message", true)
+	t.stream = modelStream{model: t.model, observe: func(ev sseEvent) { t.usage.observe(ev.Data) }}
 	path := "/messages"
 	if t.count {
 		path = "/messages/count_tokens"
@@ -114,20 +117,7 @@ func (t *messagesAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) 
 // StreamChunk reads the usage from the events; the bytes pass unchanged but
 // for the model of message_start, renamed to the client's.
 func (t *messagesAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	if t.ed.fn == nil {
-		t.ed.fn, t.ed.active = t.event, t.model.active()
-	}
-	out, err := t.ed.feed(chunk, eos)
-	if !t.model.active() {
-		t.ed.stop()
-	}
-	return out, err
-}
-
-func (t *messagesAnthropic) event(ev sseEvent) eventAction {
-	t.usage.observe(ev.Data)
-	at, with := t.model.event(ev.Data)
-	return eventAction{at: at, with: with}
+	return t.stream.feed(chunk, eos)
 }
 
 // StreamUsage is the usage of message_start and the last message_delta.

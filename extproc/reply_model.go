@@ -42,6 +42,34 @@ func newReplyModel(client, nest string, once bool) replyModel {
 // active reports whether events may still need a rewrite.
 func (r *replyModel) active() bool { return r.name != nil && !r.same && !(r.once && r.seen) }
 
+// modelStream passes a native stream with the client's model in its events;
+// observe sees every event (usage).
+type modelStream struct {
+	ed      sseEditor
+	model   replyModel
+	observe func(ev sseEvent)
+}
+
+// feed passes one chunk: see sseEditor.feed.
+func (m *modelStream) feed(chunk []byte, eos bool) ([]byte, error) {
+	if m.ed.fn == nil {
+		m.ed.fn, m.ed.active = m.event, m.model.active()
+	}
+	out, err := m.ed.feed(chunk, eos)
+	if !m.model.active() {
+		m.ed.stop()
+	}
+	return out, err
+}
+
+func (m *modelStream) event(ev sseEvent) eventAction {
+	if m.observe != nil {
+		m.observe(ev)
+	}
+	at, with := m.model.event(ev.Data)
+	return eventAction{at: at, with: with}
+}
+
 // errStopScan ends a scan once the member looked for is found.
 var errStopScan = errors.New("stop")
 

@@ -19,9 +19,11 @@ var opResponses = openAIOp{path: "/responses", maxTokensKey: "max_output_tokens"
 type responsesNative struct {
 	azure  bool
 	apiKey string
-	ed     sseEditor
 	usage  responsesStreamUsage
-	model  replyModel // the reply names the client's model (reply_model.go)
+	// stream names the client's model in the reply (reply_model.go); model
+	// renames the JSON reply's.
+	stream modelStream
+	model  replyModel
 }
 
 var _ Translator = (*responsesNative)(nil)
@@ -30,6 +32,7 @@ var _ Translator = (*responsesNative)(nil)
 func (t *responsesNative) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
 	t.model = newReplyModel(in.Model, "response", false)
+	t.stream = modelStream{model: t.model, observe: t.usage.observe}
 	var f openAIFormat
 	out := &Outbound{Body: f.rewrite(in, opResponses, target.ProviderModel)}
 	if t.azure {
@@ -66,20 +69,7 @@ func (t *responsesNative) Response(body []byte) ([]byte, kernel.Usage, error) {
 // StreamChunk reads the usage; the events pass unchanged but for the model of
 // their response, renamed to the client's.
 func (t *responsesNative) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	if t.ed.fn == nil {
-		t.ed.fn, t.ed.active = t.event, t.model.active()
-	}
-	out, err := t.ed.feed(chunk, eos)
-	if !t.model.active() {
-		t.ed.stop()
-	}
-	return out, err
-}
-
-func (t *responsesNative) event(ev sseEvent) eventAction {
-	t.usage.observe(ev)
-	at, with := t.model.event(ev.Data)
-	return eventAction{at: at, with: with}
+	return t.stream.feed(chunk, eos)
 }
 
 // StreamUsage is the usage of the final event, or an estimate from the deltas.
