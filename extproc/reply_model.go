@@ -40,7 +40,7 @@ func newReplyModel(client, nest string, once bool) replyModel {
 }
 
 // active reports whether events may still need a rewrite.
-func (r *replyModel) active() bool { return r.name != nil && !r.same && !(r.once && r.seen) }
+func (r *replyModel) active() bool { return r.name != nil && !r.same && (!r.once || !r.seen) }
 
 // modelStream passes a native stream with the client's model in its events;
 // observe sees every event (usage).
