@@ -138,11 +138,32 @@ const scenarios = {
   },
   async badtool() {
     try {
-      await client().responses.create({ model, input: "x", tools: [{ type: "web_search" }] });
+      await client().responses.create({
+        model,
+        input: "x",
+        tools: [{ type: "web_search" }],
+        tool_choice: { type: "web_search" },
+      });
       return { error: null };
     } catch (e) {
       return { error: errorInfo(e), isBadRequest: e instanceof OpenAI.BadRequestError };
     }
+  },
+  // droptool: built-in tools that are not forced are left out of a translated
+  // request, and the reply's header names them.
+  async droptool() {
+    const { data, response } = await client()
+      .responses.create({
+        model,
+        input: "x",
+        tools: [
+          { type: "web_search" },
+          { type: "custom", name: "apply_patch", description: "patch" },
+          { type: "function", name: "get_weather", parameters: { type: "object", properties: {} } },
+        ],
+      })
+      .withResponse();
+    return { status: data.status, dropped: response.headers.get("x-tollgate-dropped-tools") };
   },
   async unknownmodel() {
     try {

@@ -198,7 +198,17 @@ func TestResponsesNodeSDK(t *testing.T) {
 					require.Greater(t, out.Second.Usage.Input, out.First.Usage.Input, "the stored call is input")
 				}
 			})
-			t.Run("built-in tools are a 400", func(t *testing.T) {
+			t.Run("built-in tools are left out", func(t *testing.T) {
+				var out struct {
+					Status, Dropped string
+					Fatal           any
+				}
+				s.node("responses.mjs", "droptool", s.demoKey, &out, env...)
+				require.Nil(t, out.Fatal)
+				require.Equal(t, "completed", out.Status)
+				require.Equal(t, "web_search, custom:apply_patch", out.Dropped)
+			})
+			t.Run("a forced built-in tool is a 400", func(t *testing.T) {
 				var out struct {
 					Error        *errInfo
 					IsBadRequest bool
@@ -294,13 +304,42 @@ func TestResponsesVercelAISDK(t *testing.T) {
 // gateway's demo key; the demo group is served by mockllm).
 func TestCodexCLI(t *testing.T) {
 	s := startSystem(t)
+	s.codexExec(t, "demo")
+}
+
+// TestCodexCLIAnthropic: Codex CLI on a group served by an Anthropic
+// provider (mockllm's Messages endpoint): the Responses request is
+// translated, the built-in tools Codex always sends are left out, and the
+// ledger equals the mock's bill.
+func TestCodexCLIAnthropic(t *testing.T) {
+	s := startSystem(t)
+	models := s.responsesModels("claude")
+	rows := s.codexExec(t, models["claude"])
+	bill := s.anthropicBill("sk-claude")
+	require.Positive(t, bill.Requests)
+	var claude []ledgerRow
+	for _, r := range rows {
+		if r.Model == models["claude"] {
+			claude = append(claude, r)
+		}
+	}
+	require.Len(t, claude, int(bill.Requests), "every request Codex made is in the ledger")
+	in, out := completedUsage(t, claude)
+	require.Equal(t, bill.InputTokens+bill.CachedTokens+bill.CacheCreationTokens, in, "input")
+	require.Equal(t, bill.OutputTokens, out, "output")
+}
+
+// codexExec runs codex exec on model through the gateway and returns the
+// demo key's ledger once the last request is in it.
+func (s *system) codexExec(t *testing.T, model string) []ledgerRow {
+	t.Helper()
 	testenv.NodePackage(t, "@openai/codex")
 	codex, err := filepath.Abs("node_modules/.bin/codex")
 	require.NoError(t, err)
 	home, work := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "-m", "demo",
+	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "-m", model,
 		"-c", "model_provider=tollgate",
 		"-c", fmt.Sprintf(`model_providers.tollgate={name="Tollgate",base_url=%q,env_key="TOLLGATE_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`, s.url+"/v1"),
 		"Reply with the words codex through tollgate")
@@ -313,8 +352,11 @@ func TestCodexCLI(t *testing.T) {
 	// Codex's Responses stream parser.
 	require.Contains(t, stdout.String(), "Reply with the words codex through tollgate", "stderr: %s", stderr.String())
 	require.NotContains(t, stderr.String(), "ERROR")
-	rows := s.ledger("demo")
-	require.NotEmpty(t, rows)
+	var rows []ledgerRow
+	require.Eventually(t, func() bool {
+		rows = s.ledger("demo")
+		return len(rows) > 0 && rows[len(rows)-1].Model == model
+	}, 10*time.Second, 100*time.Millisecond, "the request is in the ledger")
 	last := rows[len(rows)-1]
 	require.Equal(t, "REQUEST_STATUS_COMPLETED", last.Status, "%+v", last)
 	require.True(t, last.Stream)
@@ -324,4 +366,5 @@ func TestCodexCLI(t *testing.T) {
 			t.Logf("codex: %s", sc.Text())
 		}
 	}
+	return rows
 }

@@ -61,7 +61,7 @@ var nativeStream = anthropicSSE(
 
 // TestAnthropicNativeSettlesCacheTokens: Messages → Anthropic, JSON and
 // streamed at several chunk sizes; the client's key never goes upstream, the
-// stream passes unchanged, and the ledger gets input, cache reads, cache writes
+// stream passes unchanged but for the model, and the ledger gets input, cache reads, cache writes
 // and output apart, priced apart.
 func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 	body := `{"model":"claude-sonnet","max_tokens":256,"system":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"Hi"}]}`
@@ -74,7 +74,7 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 			extprocfilter.Header{Key: "anthropic-version", Value: "2023-01-01"},
 			extprocfilter.Header{Key: "anthropic-beta", Value: "prompt-caching-2024-07-31"}), up.upstream)
 		require.Equal(t, 200, got.Status)
-		require.JSONEq(t, resp, string(got.Body), "native responses pass unchanged")
+		require.Equal(t, namedModel(resp, "claude-sonnet-4-5-20250929", "claude-sonnet"), string(got.Body), "native responses pass unchanged but for the model")
 		fwd := up.last(t)
 		require.Equal(t, "/v1/messages", fwd.Headers.Value(":path"))
 		require.Equal(t, anthropicKey, fwd.Headers.Value("x-api-key"), "the client's key never goes upstream")
@@ -100,7 +100,7 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 			sbody := strings.Replace(body, `"max_tokens":256`, `"max_tokens":256,"stream":true`, 1)
 			got := e.do(t, post("/v1/messages", clientKey, sbody), up.upstream)
 			require.Equal(t, 200, got.Status)
-			require.Equal(t, nativeStream, string(got.Body), "chunk size %d", size)
+			require.Equal(t, namedModel(nativeStream, "claude-sonnet-4-5-20250929", "claude-sonnet"), string(got.Body), "chunk size %d", size)
 			recs := e.acct.waitRecords(t, 1)
 			require.Equal(t, kernel.Usage{Input: 21, CacheWrite: 1000, Output: 9}, recs[0].Usage, "chunk size %d", size)
 			require.True(t, recs[0].Stream)

@@ -23,7 +23,9 @@ var anthropicNow = time.Now
 // messages → system, image parts → image blocks, tools → tools with
 // input_schema, tool calls → tool_use blocks, tool messages → tool_result
 // blocks), the response and the SSE stream become chat completions again
-// (thinking blocks become reasoning_content, as DeepSeek and vLLM name it).
+// (thinking blocks become reasoning_content, as DeepSeek and vLLM name it,
+// and thinking_blocks with their signatures; response_format and
+// reasoning_effort: anthropic_reasoning.go).
 //
 // max_tokens, which Anthropic requires, is the kernel's clamp, else the
 // client's max_completion_tokens or max_tokens, else the deployment's
@@ -103,6 +105,9 @@ func (t *chatAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) 
 		choice = nil
 	}
 	out.ToolChoice = choice
+	if err := anthropicExtras(&out, &req); err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(out)
 	if err != nil {
 		return nil, err
@@ -180,6 +185,7 @@ func appendChatMessage(out *anthropic.UpstreamRequest, m openai.ChatMessage) err
 		if err != nil {
 			return err
 		}
+		blocks = append(thinkingBlocks(m.ThinkingBlocks), blocks...)
 		for _, tc := range m.ToolCalls {
 			args := json.RawMessage(tc.Function.Arguments)
 			if strings.TrimSpace(tc.Function.Arguments) == "" {
@@ -341,6 +347,7 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 			hasText = true
 		case "thinking":
 			msg.ReasoningContent += b.Thinking
+			msg.ThinkingBlocks = append(msg.ThinkingBlocks, openai.ThinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
 		case "tool_use":
 			tc := openai.ToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.Name, toolArguments(b.Input)
@@ -414,6 +421,11 @@ func (t *chatAnthropic) event(ev sseEvent) {
 			if d.Thinking != "" {
 				s, _ := json.Marshal(d.Thinking)
 				t.chunk(`{"reasoning_content":`+string(s)+`}`, "")
+			}
+		case "signature_delta":
+			if d.Signature != "" {
+				s, _ := json.Marshal(d.Signature)
+				t.chunk(`{"thinking_blocks":[{"type":"thinking","thinking":"","signature":`+string(s)+`}]}`, "")
 			}
 		case "input_json_delta":
 			k, ok := t.tools[e.Index]

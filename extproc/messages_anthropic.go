@@ -31,8 +31,11 @@ func init() {
 type messagesAnthropic struct {
 	count  bool
 	apiKey string
-	sse    sseParser
 	usage  anthropicStreamUsage
+	// stream names the client's model in the reply (reply_model.go); model
+	// renames the JSON reply's.
+	stream modelStream
+	model  replyModel
 }
 
 var _ Translator = (*messagesAnthropic)(nil)
@@ -41,6 +44,8 @@ var _ Translator = (*messagesAnthropic)(nil)
 // the base path + /messages (or /messages/count_tokens).
 func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
+	t.model = newReplyModel(in.Model, "message", true)
+	t.stream = modelStream{model: t.model, observe: func(ev sseEvent) { t.usage.observe(ev.Data) }}
 	path := "/messages"
 	if t.count {
 		path = "/messages/count_tokens"
@@ -90,30 +95,29 @@ func (t *messagesAnthropic) rewrite(in *Inbound, target *Target) ([]byte, error)
 }
 
 // Response reads the usage of a message (count_tokens: zero usage, reported,
-// so the request settles at no cost). The body passes unchanged.
+// so the request settles at no cost) and names the client's model; the rest
+// of the body passes unchanged.
 func (t *messagesAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 	if t.count {
 		return body, kernel.Usage{}, nil
 	}
-	v, err := topLevelMember(body, "usage")
+	v, m, err := usageAndModel(body)
 	if err != nil {
 		return body, kernel.Usage{}, err
 	}
 	var u anthropicUsage
-	if !u.update(body, v) {
+	ok := u.update(body, v)
+	body = t.model.body(body, m)
+	if !ok {
 		return body, kernel.Usage{}, errNoUsage
 	}
 	return body, u.kernel(), nil
 }
 
-// StreamChunk reads the usage from the events; the bytes pass unchanged.
+// StreamChunk reads the usage from the events; the bytes pass unchanged but
+// for the model of message_start, renamed to the client's.
 func (t *messagesAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	fn := func(ev sseEvent) { t.usage.observe(ev.Data) }
-	err := t.sse.Feed(chunk, fn)
-	if err == nil && eos {
-		err = t.sse.Flush(fn)
-	}
-	return chunk, err
+	return t.stream.feed(chunk, eos)
 }
 
 // StreamUsage is the usage of message_start and the last message_delta.

@@ -32,35 +32,22 @@ var (
 // pass through unchanged, and usage is read from the JSON body or the SSE events.
 type openAIFormat struct {
 	apiKey string // redacted from upstream error messages
-	sse    sseParser
 	usage  openAIStreamUsage
+	model  replyModel // the reply names the client's model (reply_model.go)
 
 	// strip: the gateway added include_usage, so the usage-only event the
 	// client never asked for is removed from the stream (clients that read
-	// choices[0] of every chunk would break on it). The bytes of an event are
-	// held until the event is complete.
-	strip   bool
-	held    []byte // raw bytes of the incomplete event, from earlier chunks
-	chunk   []byte // the chunk being fed
-	last    int    // offset in chunk where the current event's bytes start
-	out     []byte
-	dropped bool // an event of the current chunk was removed
-	// pendLF: the last chunk ended with the CR of an event's closing CRLF;
-	// a leading LF in the next chunk belongs to that event (kept or dropped).
-	pendLF int8
+	// choices[0] of every chunk would break on it).
+	strip bool
+	ed    sseEditor
 }
-
-const (
-	lfNone int8 = iota
-	lfKeep
-	lfDrop
-)
 
 // rewrite edits the client's body for the provider: the model renamed,
 // stream_options.include_usage forced on streams, max tokens clamped.
 // It returns nil when nothing changes.
 func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 	b := in.Body
+	o.model = newReplyModel(in.Model, "", false)
 	f, err := in.bodyFields()
 	if err != nil {
 		return nil
@@ -147,14 +134,16 @@ func sortEdits(e []edit) {
 	}
 }
 
-// Response reads the usage of a complete JSON response; the body passes
-// unchanged (the same slice is returned).
+// Response reads the usage of a complete JSON response and names the
+// client's model; the rest of the body passes unchanged (the same slice when
+// the model already is the client's).
 func (o *openAIFormat) Response(body []byte) ([]byte, kernel.Usage, error) {
-	v, err := topLevelMember(body, "usage")
+	v, m, err := usageAndModel(body)
 	if err != nil {
 		return body, kernel.Usage{}, err
 	}
 	u, ok := parseOpenAIUsage(body, v)
+	body = o.model.body(body, m)
 	if !ok {
 		return body, kernel.Usage{}, errNoUsage
 	}
@@ -162,82 +151,29 @@ func (o *openAIFormat) Response(body []byte) ([]byte, kernel.Usage, error) {
 }
 
 // StreamChunk reads usage and text from OpenAI's SSE events. The bytes pass
-// unchanged, except for the usage event when the client did not ask for it.
+// unchanged but for the model, renamed to the client's, and the usage event
+// when the client did not ask for it.
 func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	o.chunk, o.last, o.dropped = chunk, 0, false
-	heldBefore := len(o.held)
-	o.out = o.out[:0]
-	if o.pendLF != lfNone && len(chunk) > 0 {
-		if chunk[0] == '\n' {
-			if o.pendLF == lfKeep {
-				o.out = append(o.out, '\n')
-			} else {
-				o.dropped = true
-			}
-			o.last = 1
-		}
-		o.pendLF = lfNone
+	if o.ed.fn == nil {
+		o.ed.fn = o.event
+		o.ed.active = o.strip || o.model.active()
 	}
-	err := o.sse.Feed(chunk, o.event)
-	if err == nil && eos {
-		err = o.sse.Flush(o.event)
+	out, err := o.ed.feed(chunk, eos)
+	if !o.strip && !o.model.active() {
+		o.ed.stop()
 	}
-	if !o.strip || err != nil {
-		// Passthrough (or a stream we can no longer parse: stop holding).
-		if o.strip && len(o.held) > 0 {
-			out := append(o.held, chunk...)
-			o.held, o.strip = nil, false
-			return out, err
-		}
-		o.strip = false
-		return chunk, err
-	}
-	rest := chunk[o.last:]
-	if eos {
-		if o.dropped && o.last == len(chunk) && o.sse.pos == -1 {
-			rest = nil
-		}
-		o.out = append(o.out, o.held...)
-		o.out = append(o.out, rest...)
-		o.held = o.held[:0]
-	} else {
-		o.held = append(o.held, rest...)
-	}
-	if !o.dropped && heldBefore == 0 && len(o.held) == 0 {
-		return chunk, nil // whole events, none removed: unchanged
-	}
-	return bytes.Clone(o.out), nil
+	return out, err
 }
 
 var doneData = []byte("[DONE]")
 
-func (o *openAIFormat) event(ev sseEvent) {
+func (o *openAIFormat) event(ev sseEvent) eventAction {
 	drop := o.usage.observe(ev.Data)
-	if !o.strip {
-		return
+	if o.strip && drop {
+		return eventAction{drop: true}
 	}
-	if o.sse.pos < 0 { // dispatched by Flush: the event's bytes are all held
-		if drop {
-			o.held = o.held[:0]
-			o.dropped = true
-		}
-		return
-	}
-	raw := o.chunk[o.last:o.sse.pos]
-	if drop {
-		o.dropped = true
-	} else {
-		o.out = append(o.out, o.held...)
-		o.out = append(o.out, raw...)
-	}
-	o.held = o.held[:0]
-	o.last = o.sse.pos
-	if o.last == len(o.chunk) && o.last > 0 && o.chunk[o.last-1] == '\r' {
-		o.pendLF = lfKeep
-		if drop {
-			o.pendLF = lfDrop
-		}
-	}
+	at, with := o.model.event(ev.Data)
+	return eventAction{at: at, with: with}
 }
 
 // StreamUsage is the usage reported by the stream, or an estimate of the output

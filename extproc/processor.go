@@ -532,6 +532,9 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		l = l.addInt(hdrAttempts, int64(s.att.number()))
 	}
 	l = l.addRateLimits(s.decision.RateLimit)
+	if rh, ok := s.tr.(replyHeaderer); ok {
+		l = l.addAll(rh.replyHeaders())
+	}
 	ok := s.status >= 200 && s.status < 300
 	if ok && upstreamStreams(contentType) && !h.GetEndOfStream() {
 		s.sse = true

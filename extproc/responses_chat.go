@@ -28,10 +28,12 @@ var responsesNow = time.Now
 // developer → system, input_text/output_text → text, input_image → an
 // image_url part), function_call items → the assistant's tool_calls,
 // function_call_output items → tool messages; reasoning items are dropped
-// (a chat upstream takes no reasoning input). Function tools, tool_choice,
-// parallel_tool_calls, max_output_tokens, temperature, top_p, text.format
+// for a chat upstream, which takes no reasoning input, and become thinking
+// blocks again for Anthropic (responses_reasoning.go). Function tools,
+// tool_choice, parallel_tool_calls, max_output_tokens, temperature, top_p, text.format
 // (json_schema, json_object) and user map to their chat members; built-in
-// tools are refused with a 400. Output: one message item with an output_text
+// tools are left out unless tool_choice forces one, which is refused with a
+// 400 (responses_tools.go). Output: one message item with an output_text
 // part, then one function_call item per tool call.
 type responsesViaChat struct {
 	inner Translator
@@ -45,6 +47,9 @@ type responsesViaChat struct {
 	model   string             // the client's model name
 	created int64
 	stream  bool
+
+	// dropped names the built-in tools left out of the request.
+	dropped []string
 
 	// done, when set, receives the final response (to store it).
 	done func(r *openai.Response, input []openai.InputItem)
@@ -60,6 +65,9 @@ type responsesViaChat struct {
 	tools   map[int]int // chat tool-call index → index in items
 	finish  string
 	usage   *openai.ResponsesUsage
+	// thought is the reasoning text of the reply (for the reasoning_tokens
+	// estimate when the upstream reports none).
+	thought int64
 }
 
 var _ Translator = (*responsesViaChat)(nil)
@@ -131,6 +139,11 @@ func (t *responsesViaChat) chatRequest(in *Inbound) ([]byte, error) {
 	if r.MaxOutputTokens != nil {
 		out.MaxCompletionTokens = *r.MaxOutputTokens
 	}
+	effort, err := reasoningEffort(r.Reasoning)
+	if err != nil {
+		return nil, err
+	}
+	out.ReasoningEffort = effort
 	if in.Stream {
 		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	}
@@ -144,15 +157,25 @@ func (t *responsesViaChat) chatRequest(in *Inbound) ([]byte, error) {
 		}
 	}
 	all := append(append([]openai.InputItem{}, t.history...), t.input...)
+	_, thinking := t.inner.(*chatAnthropic)
 	for i, it := range all {
 		var err error
+		if it.Type == "reasoning" && thinking {
+			out.Messages = appendReasoningItem(out.Messages, it)
+			continue
+		}
 		if out.Messages, err = appendInputItem(out.Messages, it); err != nil {
 			return nil, fmt.Errorf("input[%d]: %w", i-len(t.history), err)
 		}
 	}
+	forced := forcedToolType(r.ToolChoice)
 	for i, tool := range r.Tools {
 		if tool.Type != "function" {
-			return nil, fmt.Errorf("tools[%d]: the built-in tool %q is not supported by this model; only function tools are", i, tool.Type)
+			if forced != "" && forced == tool.Type {
+				return nil, fmt.Errorf("tools[%d]: the built-in tool %q is not supported by this model; only function tools are", i, tool.Type)
+			}
+			t.dropped = append(t.dropped, droppedToolName(tool))
+			continue
 		}
 		ot := openai.Tool{Type: "function", Function: openai.FunctionDefinition{
 			Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters,
@@ -278,6 +301,10 @@ func appendInputMessage(msgs []openai.UpstreamChatMessage, it openai.InputItem) 
 		if s, ok := text.(string); ok && s == "" {
 			return msgs, nil
 		}
+		if n := len(msgs); n > 0 && onlyThinking(msgs[n-1]) {
+			msgs[n-1].Content = text // the turn the reasoning item began
+			return msgs, nil
+		}
 		return append(msgs, openai.UpstreamChatMessage{Role: "assistant", Content: text}), nil
 	default:
 		return nil, fmt.Errorf("role %q is not supported", it.Role)
@@ -323,6 +350,7 @@ func (t *responsesViaChat) Response(body []byte) ([]byte, kernel.Usage, error) {
 	}
 	if len(c.Choices) > 0 {
 		ch := c.Choices[0]
+		t.reasoningItems(ch.Message.ReasoningContent, ch.Message.ThinkingBlocks)
 		if ch.Message.Content != nil && *ch.Message.Content != "" {
 			t.items = append(t.items, t.messageItem(*ch.Message.Content, "completed"))
 		}
@@ -332,7 +360,7 @@ func (t *responsesViaChat) Response(body []byte) ([]byte, kernel.Usage, error) {
 		}
 		t.finish = ch.FinishReason
 	}
-	t.usage = responsesUsageOf(c.Usage)
+	t.usage = t.withReasoning(responsesUsageOf(c.Usage))
 	r := t.response(t.finalStatus())
 	t.store(r)
 	out, err := json.Marshal(r)
@@ -508,9 +536,15 @@ func (t *responsesViaChat) event(ev sseEvent) {
 		return
 	}
 	if c.Usage != nil {
-		t.usage = responsesUsageOf(c.Usage)
+		t.usage = t.withReasoning(responsesUsageOf(c.Usage))
 	}
 	for _, ch := range c.Choices {
+		if d := ch.Delta.ReasoningContent; d != "" {
+			t.reasoningDelta(d)
+		}
+		for _, b := range ch.Delta.ThinkingBlocks {
+			t.reasoningSignature(b.Signature)
+		}
 		if d := ch.Delta.Content; d != nil && *d != "" {
 			t.textDelta(*d)
 		}
@@ -632,6 +666,8 @@ func (t *responsesViaChat) closeItemAs(status string) {
 			Type: "response.function_call_arguments.done", ItemID: it.ID, OutputIndex: intp(idx),
 			Name: it.Name, Arguments: it.Arguments,
 		})
+	case "reasoning":
+		t.closeReasoning(idx)
 	}
 	done := *it
 	t.emit(&openai.ResponseEvent{Type: "response.output_item.done", OutputIndex: intp(idx), Item: &done})

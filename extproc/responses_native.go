@@ -19,8 +19,11 @@ var opResponses = openAIOp{path: "/responses", maxTokensKey: "max_output_tokens"
 type responsesNative struct {
 	azure  bool
 	apiKey string
-	sse    sseParser
 	usage  responsesStreamUsage
+	// stream names the client's model in the reply (reply_model.go); model
+	// renames the JSON reply's.
+	stream modelStream
+	model  replyModel
 }
 
 var _ Translator = (*responsesNative)(nil)
@@ -28,6 +31,8 @@ var _ Translator = (*responsesNative)(nil)
 // Request renames the model and clamps max_output_tokens.
 func (t *responsesNative) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
+	t.model = newReplyModel(in.Model, "response", false)
+	t.stream = modelStream{model: t.model, observe: t.usage.observe}
 	var f openAIFormat
 	out := &Outbound{Body: f.rewrite(in, opResponses, target.ProviderModel)}
 	if t.azure {
@@ -46,26 +51,25 @@ func (t *responsesNative) Request(in *Inbound, target *Target) (*Outbound, error
 	return out, nil
 }
 
-// Response reads the usage of a response object; the body passes unchanged.
+// Response reads the usage of a response object and names the client's
+// model; the rest of the body passes unchanged.
 func (t *responsesNative) Response(body []byte) ([]byte, kernel.Usage, error) {
-	v, err := topLevelMember(body, "usage")
+	v, m, err := usageAndModel(body)
 	if err != nil {
 		return body, kernel.Usage{}, err
 	}
 	u, ok := parseResponsesUsage(body, v)
+	body = t.model.body(body, m)
 	if !ok {
 		return body, kernel.Usage{}, errNoUsage
 	}
 	return body, u.kernel(), nil
 }
 
-// StreamChunk passes the events unchanged and reads the usage.
+// StreamChunk reads the usage; the events pass unchanged but for the model of
+// their response, renamed to the client's.
 func (t *responsesNative) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
-	err := t.sse.Feed(chunk, t.usage.observe)
-	if err == nil && eos {
-		err = t.sse.Flush(t.usage.observe)
-	}
-	return chunk, err
+	return t.stream.feed(chunk, eos)
 }
 
 // StreamUsage is the usage of the final event, or an estimate from the deltas.

@@ -242,11 +242,11 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
 	got = e.do(t, post("/v1/messages", clientKey, msgs), up.upstream)
 	require.Equal(t, 200, got.Status, string(got.Body))
-	require.JSONEq(t, messagesOK, string(got.Body))
+	require.JSONEq(t, namedModel(messagesOK, "claude-sonnet-4-5", "gpt"), string(got.Body), "the reply names the client's model")
 	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) }
 	got = e.do(t, post("/v1/messages", clientKey, `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`), up.upstream)
 	require.Equal(t, 200, got.Status)
-	require.Equal(t, nativeStream, string(got.Body))
+	require.Equal(t, namedModel(nativeStream, "claude-sonnet-4-5-20250929", "gpt"), string(got.Body))
 
 	recs := e.acct.waitRecords(t, 5)
 	require.Equal(t, "bad", recs[0].Deployment)

@@ -301,13 +301,14 @@ func TestUpstreamError(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 // TestStripUsageEvent: whatever the chunking, the output is the input without
-// the usage-only event, and usage is still read.
+// the usage-only event and with the client's model, and usage is still read.
 func TestStripUsageEvent(t *testing.T) {
 	usageEvent := "data: " + streamUsageEvent + "\r\n\r\n"
 	stream := strings.ReplaceAll(openAIStream, "\n", "\r\n")
 	cut := strings.Index(stream, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o\",\"choices\":[],")
 	require.Positive(t, cut)
-	want := stream[:cut] + stream[cut+len(usageEvent):]
+	// The reply names the client's model ("m"), not the upstream's.
+	want := strings.ReplaceAll(stream[:cut]+stream[cut+len(usageEvent):], `"model":"gpt-4o"`, `"model":"m"`)
 	for i := 0; i <= len(stream); i += 7 {
 		for _, j := range []int{i, min(i+1, len(stream)), min(i+150, len(stream)), len(stream)} {
 			in, err := parseRequest(APIChat, []byte(`{"model":"m","stream":true}`))

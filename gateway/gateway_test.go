@@ -208,7 +208,7 @@ func TestGatewayServesChatAndSettlesIntoTheLedger(t *testing.T) {
 				} `json:"usage"`
 			}
 			require.NoError(t, json.Unmarshal(b, &out), string(b))
-			require.Equal(t, "mock-gpt", out.Model, "the provider's model name, as LiteLLM and OpenAI report it")
+			require.Equal(t, "demo", out.Model, "the name the client asked for, on every route (extproc/reply_model.go)")
 			require.Positive(t, out.Usage.Completion)
 
 			require.NoError(t, r.st.Flush(context.Background()))

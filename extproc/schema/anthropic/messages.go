@@ -72,6 +72,28 @@ type UpstreamRequest struct {
 	Tools         []Tool            `json:"tools,omitempty"`
 	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
 	Metadata      *Metadata         `json:"metadata,omitempty"`
+	Thinking      *Thinking         `json:"thinking,omitempty"`
+	OutputConfig  *OutputConfig     `json:"output_config,omitempty"`
+}
+
+// Thinking turns on extended thinking: type "enabled" with budget_tokens, at
+// least 1024 and below max_tokens.
+type Thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int64  `json:"budget_tokens"`
+}
+
+// OutputConfig holds the output format of structured outputs (generally
+// available, no beta header).
+type OutputConfig struct {
+	Format *OutputFormat `json:"format,omitempty"`
+}
+
+// OutputFormat is a structured output format: type "json_schema" with the
+// JSON Schema the reply's text follows.
+type OutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 // Metadata of a request: user_id identifies the end user.
@@ -91,6 +113,7 @@ type UpstreamBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
 	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
 	Source    *ImageSource    `json:"source,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
@@ -134,6 +157,7 @@ type StreamDelta struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
 	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
 	PartialJSON string `json:"partial_json"`
 	StopReason  string `json:"stop_reason"`
 }

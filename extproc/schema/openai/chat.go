@@ -14,6 +14,27 @@ type ChatRequest struct {
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	N                 *int            `json:"n"`
+	ResponseFormat    *ResponseFormat `json:"response_format"`
+	ReasoningEffort   string          `json:"reasoning_effort"`
+}
+
+// ResponseFormat is a chat request's response_format: text, json_object, or
+// json_schema with its schema.
+type ResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+// ThinkingBlock is an Anthropic thinking block carried in a chat message
+// (thinking_blocks, as LiteLLM names it) so that its signature makes the
+// round trip to the next request.
+type ThinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // ChatMessage is one message of a client's chat request; Content is a string,
@@ -23,6 +44,8 @@ type ChatMessage struct {
 	Content    json.RawMessage `json:"content"`
 	ToolCalls  []ToolCall      `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+	// ThinkingBlocks: an assistant turn's earlier thinking, replayed.
+	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks"`
 }
 
 // ChatContentPart is one part of a client's message content (text or
@@ -87,8 +110,9 @@ type ChatReplyMessage struct {
 	Content *string `json:"content"`
 	// ReasoningContent carries reasoning (Anthropic's thinking blocks), as
 	// DeepSeek and vLLM name it in chat completions.
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks,omitempty"`
+	ToolCalls        []ToolCall      `json:"tool_calls,omitempty"`
 }
 
 // ChatChoice is one choice of a chat completion the gateway writes.
@@ -124,6 +148,7 @@ type UpstreamChatRequest struct {
 	ParallelToolCalls   *bool                 `json:"parallel_tool_calls,omitempty"`
 	User                string                `json:"user,omitempty"`
 	ResponseFormat      any                   `json:"response_format,omitempty"`
+	ReasoningEffort     string                `json:"reasoning_effort,omitempty"`
 }
 
 // StreamOptions asks a streamed chat completion for its usage event.
@@ -138,6 +163,8 @@ type UpstreamChatMessage struct {
 	Content    any        `json:"content"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// ThinkingBlocks are written for Anthropic upstreams only.
+	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks,omitempty"`
 }
 
 // UpstreamContentPart is one content part the gateway writes (text or
@@ -155,8 +182,10 @@ type UpstreamChatCompletion struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content   *string    `json:"content"`
-			ToolCalls []ToolCall `json:"tool_calls"`
+			Content          *string         `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks"`
+			ToolCalls        []ToolCall      `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -168,8 +197,10 @@ type UpstreamChatChunk struct {
 	ID      string `json:"id"`
 	Choices []struct {
 		Delta struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
+			Content          *string         `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks"`
+			ToolCalls        []struct {
 				Index    int          `json:"index"`
 				ID       string       `json:"id"`
 				Function FunctionCall `json:"function"`

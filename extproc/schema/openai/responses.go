@@ -64,6 +64,9 @@ type InputItem struct {
 	Arguments string          `json:"arguments,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
 	Summary   json.RawMessage `json:"summary,omitempty"`
+	// EncryptedContent of a reasoning item: for Anthropic, the signature of
+	// the thinking block it carries.
+	EncryptedContent string `json:"encrypted_content,omitempty"`
 }
 
 // InputContent is one content part of an input message: input_text,
@@ -128,6 +131,15 @@ type OutputItem struct {
 	CallID    string           `json:"call_id,omitempty"`
 	Name      string           `json:"name,omitempty"`
 	Arguments *string          `json:"arguments,omitempty"`
+	// Summary and EncryptedContent: a reasoning item's (summary never nil).
+	Summary          *[]SummaryPart `json:"summary,omitempty"`
+	EncryptedContent string         `json:"encrypted_content,omitempty"`
+}
+
+// SummaryPart is one part of a reasoning item's summary: summary_text.
+type SummaryPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 // OutputContent is one content part of an output message: output_text, with
@@ -180,7 +192,8 @@ type ResponseEvent struct {
 	Item           *OutputItem        `json:"item,omitempty"`
 	ItemID         string             `json:"item_id,omitempty"`
 	ContentIndex   *int               `json:"content_index,omitempty"`
-	Part           *OutputContent     `json:"part,omitempty"`
+	Part           any                `json:"part,omitempty"` // *OutputContent or *SummaryPart
+	SummaryIndex   *int               `json:"summary_index,omitempty"`
 	Delta          *string            `json:"delta,omitempty"`
 	Text           *string            `json:"text,omitempty"`
 	Name           string             `json:"name,omitempty"`
