@@ -145,14 +145,21 @@ done
 # A key without a budget, so the benchmark measures the gateway, not the demo budget.
 key=$(bin/tollgate key create --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
 [ -n "$key" ] || { echo "bench: could not create the bench key" >&2; exit 1; }
-key2=
-if [ -n "$gw2pid" ]; then
+# gwkey DIR ADMIN: waits for the gateway whose --db is in DIR to serve, then
+# prints a new key of it without a budget (or fails with the gateway's log).
+gwkey() {
+  local k
   for _ in $(seq 1 300); do
-    [ -f "$tmp/off/.tollgate-demo-key" ] && break
+    [ -f "$1/.tollgate-demo-key" ] && break
     sleep 0.1
   done
-  key2=$(bin/tollgate key create --addr "$admin2" --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
-  [ -n "$key2" ] || { cat "$tmp/off/tollgate.log"; echo "bench: could not create the second gateway's key" >&2; exit 1; }
+  k=$(bin/tollgate key create --addr "$2" --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
+  [ -n "$k" ] || { cat "$1/tollgate.log" >&2; echo "bench: could not create a key on the gateway at $2" >&2; return 1; }
+  echo "$k"
+}
+key2=
+if [ -n "$gw2pid" ]; then
+  key2=$(gwkey "$tmp/off" "$admin2")
 fi
 sleep 1
 
@@ -249,12 +256,7 @@ if [ -n "$rush" ]; then
     --demo-upstream "http://$slowmock" --log-level error ${RUSH_FLAGS:-} >"$tmp/rush/tollgate.log" 2>&1 &
   rushpid=$!
   pids+=($rushpid)
-  for _ in $(seq 1 300); do
-    [ -f "$tmp/rush/.tollgate-demo-key" ] && break
-    sleep 0.1
-  done
-  keyrush=$(bin/tollgate key create --addr "$adminrush" --alias rush -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
-  [ -n "$keyrush" ] || { cat "$tmp/rush/tollgate.log"; echo "bench: could not create the rush gateway's key" >&2; exit 1; }
+  keyrush=$(gwkey "$tmp/rush" "$adminrush")
   sleep 1
   s=rush c=$RUSH_CONNS D=$RUSH_D
   cell "direct to mockllm" "http://$slowmock" "" "" mock-gpt
