@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -140,5 +139,5 @@ func TestBigBodiesCostAboutTheirSize(t *testing.T) {
 	// collector lets the heap grow to twice what is live): the buffered body
 	// and the processor's rewrite of it, not a buffer grown by doubling.
 	require.LessOrEqual(t, allocated, uint64(3*total), "allocated: the body once, its rewrite once")
-	require.Less(t, after, int64(total/8), fmt.Sprintf("after: the bodies' buffers are released (%d bytes still in use)", after))
+	require.Less(t, after, int64(total/8), "after: the bodies' buffers are released (%d bytes still in use)", after)
 }

@@ -58,4 +58,3 @@ func parseBytes(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
-
