@@ -120,7 +120,16 @@ func TestBigBodiesCostAboutTheirSize(t *testing.T) {
 			statuses <- strconv.Itoa(resp.StatusCode) + " " + string(b)
 		}()
 	}
-	arrived.Wait()
+	// A request that ends before reaching the provider (an error, a 413)
+	// would leave the provider waiting: it fails the test instead.
+	allArrived := make(chan struct{})
+	go func() { arrived.Wait(); close(allArrived) }()
+	select {
+	case <-allArrived:
+	case st := <-statuses:
+		close(release)
+		t.Fatalf("a request ended before the provider had all four: %s", st)
+	}
 	during, _ := heapInUse()
 	during -= base
 	close(release)
