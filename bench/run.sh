@@ -7,6 +7,9 @@
 #   REPEAT=5 D=5s CONNS=64 SCEN=chat bench/run.sh   # nginx/tollgate pairs 5 times per cell
 #   WARMUP=3s                    # unmeasured chat load on each proxy before the first cell
 #   PORT_OFFSET=100              # every port of the run moved by 100
+#   SCEN=rush                    # the rush (issue 20): RUSH_CONNS=5000 connections opened at once
+#                                # and held, chat back to back for RUSH_D=30s to a mock answering
+#                                # after RUSH_LATENCY=1s; direct, nginx and a fresh gateway
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -56,6 +59,16 @@ mock=127.0.0.1:$((19400 + P))
 gw=127.0.0.1:$((18080 + P))
 ngx=127.0.0.1:$((18090 + P))
 admin=127.0.0.1:$((19090 + P))
+# The rush's own mock (answering after RUSH_LATENCY), nginx server and gateway.
+slowmock=127.0.0.1:$((19401 + P))
+ngxrush=127.0.0.1:$((18092 + P))
+gwrush=127.0.0.1:$((18082 + P))
+adminrush=127.0.0.1:$((19092 + P))
+RUSH_CONNS=${RUSH_CONNS:-5000}
+RUSH_D=${RUSH_D:-30s}
+RUSH_LATENCY=${RUSH_LATENCY:-1s}
+rush=
+case " $SCEN " in *" rush "*) rush=1 ;; esac
 export TOLLGATE_ADMIN_KEY=tga-bench-admin-secret-0123456789abcdefghij
 export TOLLGATE_ADDR=$admin
 
@@ -86,10 +99,10 @@ if command -v nginx >/dev/null 2>&1; then
 daemon off;
 master_process off;
 worker_processes 1;
-worker_rlimit_nofile 8192;
+worker_rlimit_nofile 40000;
 error_log $tmp/nginx/error.log error;
 pid $tmp/nginx/nginx.pid;
-events { worker_connections 8192; }
+events { worker_connections 20000; }
 http {
   access_log off;
   client_body_temp_path $tmp/nginx/body;
@@ -102,6 +115,16 @@ http {
     listen $ngx;
     location / {
       proxy_pass http://mock;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+  upstream slowmock { server $slowmock; keepalive 8192; }
+  server {
+    listen $ngxrush backlog=8192;
+    location / {
+      proxy_pass http://slowmock;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
@@ -122,14 +145,21 @@ done
 # A key without a budget, so the benchmark measures the gateway, not the demo budget.
 key=$(bin/tollgate key create --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
 [ -n "$key" ] || { echo "bench: could not create the bench key" >&2; exit 1; }
-key2=
-if [ -n "$gw2pid" ]; then
+# gwkey DIR ADMIN: waits for the gateway whose --db is in DIR to serve, then
+# prints a new key of it without a budget (or fails with the gateway's log).
+gwkey() {
+  local k
   for _ in $(seq 1 300); do
-    [ -f "$tmp/off/.tollgate-demo-key" ] && break
+    [ -f "$1/.tollgate-demo-key" ] && break
     sleep 0.1
   done
-  key2=$(bin/tollgate key create --addr "$admin2" --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
-  [ -n "$key2" ] || { cat "$tmp/off/tollgate.log"; echo "bench: could not create the second gateway's key" >&2; exit 1; }
+  k=$(bin/tollgate key create --addr "$2" --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
+  [ -n "$k" ] || { cat "$1/tollgate.log" >&2; echo "bench: could not create a key on the gateway at $2" >&2; return 1; }
+  echo "$k"
+}
+key2=
+if [ -n "$gw2pid" ]; then
+  key2=$(gwkey "$tmp/off" "$admin2")
 fi
 sleep 1
 
@@ -143,7 +173,7 @@ cell() {
   local target=$1 url=$2 pid=$3 key=$4 model=$5 rate=${6:-0} t0 t1 out reqs rss=-
   cpu=-
   [ -n "$pid" ] && t0=$(ticks "$pid")
-  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "$s" -c "$c" -d "$D" -warmup 0s -rate "$rate")
+  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "${s/rush/chat}" -c "$c" -d "$D" -warmup 0s -rate "$rate")
   if [ -n "$pid" ]; then
     t1=$(ticks "$pid")
     reqs=$(field requests <<<"$out")
@@ -180,6 +210,7 @@ printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 # cost up to 1.6 x more.
 for c in $CONNS; do
   for s in $SCEN; do
+    [ "$s" = rush ] && continue
     cell "direct to mockllm" "http://$mock" "" "" mock-gpt
     printf '%s - | - |\n' "$row"
     # Each repetition measures nginx right before the gateway, then nginx
@@ -210,3 +241,32 @@ for c in $CONNS; do
     done
   done
 done
+
+# The rush: RUSH_CONNS connections opened at once and held, chat back to back
+# to a mock that answers after RUSH_LATENCY, measured from the first dial (no
+# warm-up): direct to the mock, nginx, then a gateway started for the rush
+# alone (its peak RSS is the rush's). The gateway's extra flags: RUSH_FLAGS.
+if [ -n "$rush" ]; then
+  taskset -c "$LOAD_CPU" bin/mockllm --listen "$slowmock" --latency "$RUSH_LATENCY" >"$tmp/slowmock.log" 2>&1 &
+  pids+=($!)
+  mkdir -p "$tmp/rush"
+  # shellcheck disable=SC2086 # RUSH_FLAGS is a list of flags
+  taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/rush/bench.db" --listen "$gwrush" --admin-addr "$adminrush" \
+    --xds-addr 127.0.0.1:$((19002 + P)) --extproc-addr 127.0.0.1:$((19053 + P)) --metrics-addr 127.0.0.1:$((19465 + P)) \
+    --demo-upstream "http://$slowmock" --log-level error ${RUSH_FLAGS:-} >"$tmp/rush/tollgate.log" 2>&1 &
+  rushpid=$!
+  pids+=($rushpid)
+  keyrush=$(gwkey "$tmp/rush" "$adminrush")
+  sleep 1
+  s=rush c=$RUSH_CONNS D=$RUSH_D
+  cell "direct to mockllm" "http://$slowmock" "" "" mock-gpt
+  printf '%s - | - |\n' "$row"
+  ngx_cpu=-
+  if [ -n "$nginx_pid" ]; then
+    cell "nginx (plain proxy)" "http://$ngxrush" "$nginx_pid" "" mock-gpt
+    ngx_cpu=$cpu
+    printf '%s 1.00 | - |\n' "$row"
+  fi
+  cell "tollgate (built-in)" "http://$gwrush" "$rushpid" "$keyrush" demo
+  printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+fi

@@ -163,6 +163,7 @@ func (x *exchange) finish() {
 		x.stopGone()
 	}
 	x.cancelUp(nil)
+	x.body = nil // the exchange stays reachable a while (a large body need not)
 	if x.async != nil && !x.asyncDone {
 		// The request ended while its upstream request was still running:
 		// wait for it (it sees the cancellation) before touching its state.
@@ -317,6 +318,8 @@ func (x *exchange) onRequest(res *extprocfilter.Result, err error, last bool) bo
 			// A failed write means the upstream request is over; the rest of
 			// the body is dropped.
 			_, _ = x.pipe.Write(res.Body)
+		} else if _, owned := x.f.(*extprocfilter.Stream); owned && x.body == nil {
+			x.body = res.Body // a Stream's Result.Body is ours: a large body is not copied again
 		} else {
 			x.body = append(x.body, res.Body...)
 		}

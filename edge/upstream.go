@@ -254,7 +254,7 @@ func (x *exchange) upstreamRequest(rt *route, cl *cluster, body upstreamBody) (*
 		if len(b) == 0 {
 			req.Body = http.NoBody
 		} else {
-			req.Body = io.NopCloser(bytes.NewReader(b))
+			req.Body = &wholeBody{b: b}
 		}
 		return req, nil
 	}

@@ -65,3 +65,14 @@ func (s *stream) inputEstimate() int64 {
 	}
 	return estimateTokens(s.promptBytes)
 }
+
+// releaseBody lets go of the client's body once its message is handled: the
+// prompt text is counted (promptTextBytes) and the upstream body built while
+// the body is in hand, and nothing later reads it. The body is the client's
+// buffer (on the in-process transport, the data plane's): kept, it doubled
+// the memory of a large request while it went upstream.
+func (s *stream) releaseBody() {
+	if s.in != nil {
+		s.in.Body, s.in.fields = nil, nil
+	}
+}

@@ -344,6 +344,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 // --- request body -------------------------------------------------------------
 
 func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	defer s.releaseBody()
 	if s.ep == nil || s.principal == nil || s.admitted {
 		// request_header_mode SKIP, or a second body: the filter is misconfigured.
 		// Fail closed: without the headers there is no key and no route.

@@ -396,3 +396,78 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	return append(dst, '"')
 }
+
+// textBytes estimates the text in a JSON document (a request body or one
+// streamed event): the bytes of the string values of the members named
+// content, reasoning_content, reasoning, arguments, refusal and text, at any
+// depth (chat delta content, reasoning, tool arguments, refusals, text blocks,
+// completions text). It is an estimate, not a validation: one pass over the
+// document's strings, each skipped once, so its cost is one scan of the bytes
+// whatever the number of names (a search per name scanned the body six times).
+// Used only to estimate tokens when the provider reports no usage.
+func textBytes(data []byte) int64 {
+	var n int64
+	i := 0
+	for i < len(data) {
+		k := bytes.IndexByte(data[i:], '"')
+		if k < 0 {
+			break
+		}
+		start := i + k
+		end := stringEnd(data, start)
+		if end < 0 {
+			break
+		}
+		i = end
+		if !isTextKey(data[start+1 : end-1]) {
+			continue
+		}
+		j := skipSpace(data, end)
+		if j >= len(data) || data[j] != ':' {
+			continue
+		}
+		j = skipSpace(data, j+1)
+		if j >= len(data) || data[j] != '"' {
+			continue
+		}
+		vend := stringEnd(data, j)
+		if vend < 0 {
+			break
+		}
+		n += int64(vend - j - 2)
+		i = vend
+	}
+	return n
+}
+
+// isTextKey reports whether a member name (between its quotes) is one whose
+// string value textBytes counts.
+func isTextKey(k []byte) bool {
+	switch string(k) {
+	case "content", "reasoning_content", "reasoning", "arguments", "refusal", "text":
+		return true
+	}
+	return false
+}
+
+// stringEnd is the offset just past the closing quote of the string that
+// opens at b[i], or -1 when it is not closed. Unlike skipString it does not
+// validate escapes or control characters: it only finds the first quote not
+// escaped by an odd run of backslashes.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return -1
+		}
+		i += k
+		bs := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return i + 1
+		}
+	}
+	return -1
+}

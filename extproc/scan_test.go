@@ -1,11 +1,13 @@
 package extproc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -188,4 +190,111 @@ func FuzzUsageAllNull(f *testing.F) {
 		require.False(t, u.parseUsage(data))
 		require.False(t, u.reported, "a usage was in %q", data)
 	})
+}
+
+// textBytesBySearch is the former textBytes, one bytes.Index search per
+// member name: the reference the one-pass textBytes must agree with.
+func textBytesBySearch(data []byte) int64 {
+	var n int64
+	for _, name := range []string{"content", "reasoning_content", "reasoning", "arguments", "refusal", "text"} {
+		k := []byte(`"` + name + `"`)
+		rest := data
+		for {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(k):]
+			j := skipSpace(rest, 0)
+			if j >= len(rest) || rest[j] != ':' {
+				continue
+			}
+			j = skipSpace(rest, j+1)
+			if j >= len(rest) || rest[j] != '"' {
+				continue
+			}
+			end, err := skipString(rest, j)
+			if err != nil {
+				break
+			}
+			n += int64(end - j - 2)
+			rest = rest[end:]
+		}
+	}
+	return n
+}
+
+// genTextJSON draws a JSON value whose members are often text members, with
+// strings holding quotes, backslashes, the member names themselves and
+// non-ASCII text.
+func genTextJSON(t *rapid.T, depth int) any {
+	names := []string{"content", "reasoning_content", "reasoning", "arguments", "refusal", "text", "role", "type", "context", "texts"}
+	str := rapid.OneOf(
+		rapid.SampledFrom(append(names, `"content":"x"`, `\"text\"`, "é ü 日本", "")),
+		rapid.String(),
+	)
+	if depth > 3 {
+		return str.Draw(t, "leaf")
+	}
+	switch rapid.IntRange(0, 3).Draw(t, "kind") {
+	case 0:
+		m := map[string]any{}
+		for range rapid.IntRange(0, 4).Draw(t, "members") {
+			m[rapid.SampledFrom(names).Draw(t, "name")] = genTextJSON(t, depth+1)
+		}
+		return m
+	case 1:
+		var a []any
+		for range rapid.IntRange(0, 3).Draw(t, "elements") {
+			a = append(a, genTextJSON(t, depth+1))
+		}
+		return a
+	case 2:
+		return rapid.Int64().Draw(t, "number")
+	default:
+		return str.Draw(t, "string")
+	}
+}
+
+func TestTextBytesAgreesWithSearch(t *testing.T) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"Say hello"}]}`,
+		`{"choices":[{"delta":{"content":"Hi","reasoning_content":"think","tool_calls":[{"function":{"arguments":"{\"a\":1}"}}]}}]}`,
+		`{"content" : "spaced", "text":"t","type":"text","refusal":null,"content":["x"]}`,
+		`{"a":"content","b":"text"}`,
+		`{"content":"unterminated`,
+		``,
+	} {
+		require.Equal(t, textBytesBySearch([]byte(s)), textBytes([]byte(s)), s)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		b, err := json.Marshal(genTextJSON(t, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, got := textBytesBySearch(b), textBytes(b); got != want {
+			t.Fatalf("textBytes(%s) = %d, the search finds %d", b, got, want)
+		}
+	})
+}
+
+// BenchmarkTextBytes compares the one-pass textBytes with the former
+// search per name, on the benchmark's chat request and a streamed chunk.
+func BenchmarkTextBytes(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"request", `{"model":"demo","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a haiku about rate limits and budgets."}],"max_tokens":64}`},
+		{"chunk", `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}],"usage":null}`},
+	} {
+		body := []byte(c.body)
+		b.Run(c.name+"/one-pass", func(b *testing.B) {
+			for b.Loop() {
+				textBytes(body)
+			}
+		})
+		b.Run(c.name+"/search", func(b *testing.B) {
+			for b.Loop() {
+				textBytesBySearch(body)
+			}
+		})
+	}
 }

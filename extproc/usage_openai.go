@@ -177,46 +177,6 @@ func topLevelMember(b []byte, name string) (span, error) {
 	return found, err
 }
 
-// textKeys name the JSON string members whose contents are generated text in
-// OpenAI's streamed chunks (chat delta content, reasoning, tool arguments,
-// refusals, completions text).
-var textKeys = [][]byte{
-	[]byte(`"content"`), []byte(`"reasoning_content"`), []byte(`"reasoning"`),
-	[]byte(`"arguments"`), []byte(`"refusal"`), []byte(`"text"`),
-}
-
-// textBytes estimates the generated text in one event: the bytes of the string
-// values of textKeys members. It is a byte search, not a parse: used only to
-// estimate output tokens when the provider never reports usage.
-func textBytes(data []byte) int64 {
-	var n int64
-	for _, k := range textKeys {
-		rest := data
-		for {
-			i := bytes.Index(rest, k)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(k):]
-			j := skipSpace(rest, 0)
-			if j >= len(rest) || rest[j] != ':' {
-				continue
-			}
-			j = skipSpace(rest, j+1)
-			if j >= len(rest) || rest[j] != '"' {
-				continue
-			}
-			end, err := skipString(rest, j)
-			if err != nil {
-				break
-			}
-			n += int64(end - j - 2)
-			rest = rest[end:]
-		}
-	}
-	return n
-}
-
 // estimateTokens is the token estimate of n bytes of text (4 bytes a token,
 // rounded up).
 func estimateTokens(n int64) int64 { return (n + 3) / 4 }

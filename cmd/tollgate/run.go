@@ -56,6 +56,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	spillDir := fs.String("ledger-spill-dir", "auto", "directory of the ledger's write-ahead spill (settlements survive a crash while the store cannot commit); auto: a directory per database under the user cache directory with a PostgreSQL store, off with SQLite; off: none")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
+	var gcf gcFlags
+	gcf.register(fs)
 	var of observeFlags
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus /metrics, /healthz and /readyz on this address (metrics off when empty)")
 	fs.BoolVar(&of.perKey, "metrics-per-key", false, "add per-virtual-key metric series (one series per key: mind the cardinality)")
@@ -65,6 +67,9 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
+		return err
+	}
+	if err := gcf.apply(); err != nil {
 		return err
 	}
 	*db = orEnv(*db, "TOLLGATE_DB", "tollgate.db")

@@ -53,7 +53,10 @@ type Result struct {
 	// request headers go upstream (with :path and routing headers), response
 	// headers downstream.
 	Headers Headers
-	// Body is the (mutated) body bytes to forward now, possibly empty.
+	// Body is the (mutated) body bytes to forward now, possibly empty. The
+	// caller may keep it but must not write into it: a replaced body is the
+	// processor's reply's bytes (its capacity is its length, so appending
+	// copies).
 	Body []byte
 	// Trailers are the (mutated) trailers, set on the event that released them.
 	Trailers Headers

@@ -51,6 +51,7 @@ type direction struct {
 	held         Headers // headers_ while holding
 	holding      bool
 	buf          []byte // BUFFERED / BUFFERED_PARTIAL data not yet released
+	sizeHint     int    // the body's content-length, 0 if unknown (buffer.go)
 	buffering    bool   // buf holds body data back
 	bodySent     bool   // the buffered body message went out
 	dataSeen     bool   // at least one body call
@@ -90,6 +91,7 @@ func (s *Stream) onHeaders(d *direction, h Headers, eos bool) (*Result, error) {
 	} else {
 		d.held = h.normalize()
 	}
+	d.noteSize(d.held)
 	d.holding = true
 	// R2.10: decided now; a later mode_override does not change it.
 	d.stripCL = !s.cfg.AllowContentLengthHeader && (d.bodyMode == extprocfilterv3.ProcessingMode_STREAMED ||
@@ -136,7 +138,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 	case d.partialDone || d.bodyMode == extprocfilterv3.ProcessingMode_NONE:
 		d.out = append(d.out, data...)
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED:
-		d.buf = append(d.buf, data...)
+		d.bufferChunk(data)
 		d.buffering = true
 		if len(d.buf) > d.limit() {
 			s.tooLarge(d)
@@ -148,7 +150,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		}
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL:
 		// R1.5d: send at end of stream or when the limit is reached.
-		d.buf = append(d.buf, data...)
+		d.bufferChunk(data)
 		d.buffering = true
 		if eos || len(d.buf) >= d.limit() {
 			d.sendBuffered(cbPartialBody, eos)
@@ -498,7 +500,7 @@ func (d *direction) onTrailersResponse(tr *extprocv3.TrailersResponse) error {
 func applyBodyMutation(bm *extprocv3.BodyMutation, data []byte) []byte {
 	switch m := bm.GetMutation().(type) {
 	case *extprocv3.BodyMutation_Body:
-		return bytes.Clone(m.Body)
+		return ownedBody(m.Body)
 	case *extprocv3.BodyMutation_ClearBody:
 		if m.ClearBody {
 			return []byte{}

@@ -80,6 +80,12 @@ func putScratch(sc *scratch) {
 	scratches.Put(sc)
 }
 
+// handled drops the body of the message the processor just handled (a Sync
+// processor keeps nothing of it): the reused message would otherwise keep a
+// large buffered body alive until the stream ends, beside the processor's
+// rewritten copy that goes upstream.
+func (sc *scratch) handled() { sc.body.Body = nil }
+
 func (sc *scratch) headers(request bool, h Headers, eos bool) *extprocv3.ProcessingRequest {
 	sc.hh.Reset()
 	sc.hh.Headers, sc.hh.EndOfStream = sc.headerMap(h), eos

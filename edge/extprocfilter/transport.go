@@ -162,7 +162,11 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 			ResponseBodyMode: s.resp.bodyMode,
 		}
 	}
-	if err := s.link.send(m); err != nil && !errors.Is(err, io.EOF) {
+	err := s.link.send(m)
+	if s.scratch != nil {
+		s.scratch.handled()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		// io.EOF: the stream ended; its status comes from Recv.
 		s.onGrpcError(err)
 	}
