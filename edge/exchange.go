@@ -258,7 +258,14 @@ func (x *exchange) requestBody() bool {
 			remaining -= int64(n)
 		}
 		if x.orig != nil {
-			x.origBody = append(x.origBody, chunk...)
+			if len(x.origBody)+n > maxRetryBody || x.r.ContentLength > maxRetryBody {
+				x.orig, x.origBody = nil, nil // too large to keep a copy: not retried
+			} else {
+				if x.origBody == nil && x.r.ContentLength > 0 && x.r.ContentLength <= maxRetryBody {
+					x.origBody = make([]byte, 0, x.r.ContentLength)
+				}
+				x.origBody = append(x.origBody, chunk...)
+			}
 		}
 		eof := err != nil || remaining == 0
 		if eof {

@@ -22,6 +22,11 @@ import (
 // says (it bounds them by the model group's retries, at most 10).
 const maxEdgeRetries = 10
 
+// maxRetryBody bounds the copy of a request body kept for a retry: a larger
+// request is not retried (its failure reaches the client), so that memory
+// per request stays about one body.
+const maxRetryBody = 8 << 20
+
 // retryOrder is the processor's order to send the request again.
 type retryOrder struct {
 	token string

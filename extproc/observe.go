@@ -68,6 +68,10 @@ type Report struct {
 	// deployment in rotation) or FallbackRateLimited (every deployment's
 	// rpm/tpm quota full).
 	FallbackFrom, FallbackReason string
+	// RetryOf is the failed attempt this request's attempt retries (its
+	// group, deployment and status; Sent is zero): a retry the data plane
+	// carried out. Nil for a first attempt.
+	RetryOf *Try
 
 	// Times on the processor's clock; zero when the step did not happen.
 	Started     time.Time // request headers received
@@ -102,6 +106,11 @@ type Try struct {
 const (
 	FallbackCooldown    = "cooldown"
 	FallbackRateLimited = "rate_limited"
+	// A retry on a fallback group: every deployment of the group failed, or
+	// the attempt hit the context window or the content policy.
+	FallbackFailed        = "failed"
+	FallbackContextWindow = "context_window"
+	FallbackContentPolicy = "content_policy"
 )
 
 // Cooldown reasons (CooldownObserver).
@@ -204,6 +213,12 @@ func (s *stream) fillReport() {
 	}
 	if s.in != nil {
 		r.Model, r.Stream = s.in.Model, s.in.Stream
+	}
+	if a := &s.att; a.n > 1 && len(a.avoid) > 0 {
+		r.RetryOf = &Try{Group: a.failedGroup, Deployment: a.avoid[len(a.avoid)-1], Status: a.failedStatus}
+		if s.admitted && s.in != nil && a.group != "" && a.group != a.failedGroup {
+			r.FallbackFrom, r.FallbackReason = a.failedGroup, a.why
+		}
 	}
 	if rt := s.rt; rt != nil && s.admitted && len(rt.groups) > 1 {
 		// Admitted past the requested group: on a fallback group (resolve

@@ -68,6 +68,11 @@ type attempt struct {
 	group string   // group to route in ("": the model the client asked for)
 	avoid []string // deployments already tried
 	orig  string   // the first attempt's request id
+	// The failed attempt this one retries: its group, HTTP status and why
+	// it was retried (a fallback reason when group differs from it).
+	failedGroup  string
+	failedStatus int
+	why          string
 }
 
 func (a *attempt) number() int { return max(a.n, 1) }
@@ -104,7 +109,8 @@ func (p *Processor) parseRetry(v string) attempt {
 	if n < 2 || n > m || m > maxAttempts || q.Get("r") == "" {
 		return attempt{}
 	}
-	a := attempt{n: n, max: m, group: q.Get("g"), orig: q.Get("r")}
+	fs, _ := strconv.Atoi(q.Get("fs"))
+	a := attempt{n: n, max: m, group: q.Get("g"), orig: q.Get("r"), failedGroup: q.Get("fg"), failedStatus: fs, why: q.Get("w")}
 	if x := q.Get("x"); x != "" {
 		a.avoid = strings.Split(x, ",")
 	}
@@ -160,6 +166,19 @@ var (
 		"content_policy_violation", "content_filter", "content filtering policy", "responsibleaipolicyviolation",
 	}
 )
+
+// reason is the fallback reason a retry of this kind gives when it moves to
+// another group (Report.FallbackReason).
+func (k failureKind) reason() string {
+	switch k {
+	case failContextWindow:
+		return FallbackContextWindow
+	case failContentPolicy:
+		return FallbackContentPolicy
+	default:
+		return FallbackFailed
+	}
+}
 
 // classify says how an attempt that answered status with body failed.
 func classify(status int, body []byte) failureKind {
@@ -227,6 +246,9 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	q.Set("g", group)
 	q.Set("x", strings.Join(tried, ","))
 	q.Set("r", orig)
+	q.Set("fg", cur.Name)
+	q.Set("fs", strconv.Itoa(status))
+	q.Set("w", kind.reason())
 	delay := retryDelay(n, s.upRetryAfter)
 	return [][2]string{
 		{hdrRetry, s.p.signToken(q.Encode())},

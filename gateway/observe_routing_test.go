@@ -22,8 +22,8 @@ import (
 //   - "quota" = q (rpm 1), falling back to "backup": the requests past q's
 //     quota are fallbacks for rate_limited.
 //
-// Retries are the attempts the mock received beyond one per request (none
-// until the processor retries on another deployment; then each retry).
+// Retries are the attempts the mock received beyond one per request: dead's
+// two 500s retried on ok, gone's 429 retried on backup (a fallback).
 func TestRoutingMetricsCountCooldownsRetriesAndFallbacks(t *testing.T) {
 	r := start(t, false)
 	metricsURL := "http://" + r.g.MetricsAddr + "/metrics"
@@ -74,7 +74,7 @@ func TestRoutingMetricsCountCooldownsRetriesAndFallbacks(t *testing.T) {
 		chat("routed")
 		sent++
 	}
-	require.Equal(t, http.StatusTooManyRequests, chat("primary"), "gone answers its 429")
+	require.Equal(t, http.StatusOK, chat("primary"), "gone answers its 429, retried on backup")
 	sent++
 	for range 5 {
 		require.Equal(t, http.StatusOK, chat("primary"), "primary falls back to backup")
@@ -102,7 +102,8 @@ func TestRoutingMetricsCountCooldownsRetriesAndFallbacks(t *testing.T) {
 		for _, g := range []string{"routed", "primary", "quota", "backup"} {
 			routed += sum(m, "tollgate_requests_total", `model_group="`+g+`"`)
 		}
-		return routed == float64(sent+warm)
+		// One report per attempt: a retried one is its own request.
+		return routed == float64(received)+float64(warm)
 	})
 	require.InDelta(t, 1, sum(m, "tollgate_deployment_cooldowns_total", `deployment="dead"`, `reason="allowed_fails"`), 0)
 	require.InDelta(t, 1, sum(m, "tollgate_deployment_cooldowns_total", `deployment="gone"`, `reason="rate_limited"`), 0)
@@ -110,10 +111,14 @@ func TestRoutingMetricsCountCooldownsRetriesAndFallbacks(t *testing.T) {
 
 	require.InDelta(t, 5, sum(m, "tollgate_fallbacks_total", `from_group="primary"`, `to_group="backup"`, `reason="cooldown"`), 0)
 	require.InDelta(t, float64(qOver), sum(m, "tollgate_fallbacks_total", `from_group="quota"`, `to_group="backup"`, `reason="rate_limited"`), 0)
-	require.InDelta(t, float64(5+qOver), sum(m, "tollgate_fallbacks_total"), 0, "no other fallback")
+	require.InDelta(t, 1, sum(m, "tollgate_fallbacks_total", `from_group="primary"`, `to_group="backup"`, `reason="failed"`), 0,
+		"gone's 429 retried on the fallback group")
+	require.InDelta(t, float64(5+qOver+1), sum(m, "tollgate_fallbacks_total"), 0, "no other fallback")
 
 	require.InDelta(t, float64(received-int64(sent)), sum(m, "tollgate_retries_total"), 0,
 		"every attempt the mock received beyond one per request is a retry")
+	require.InDelta(t, 2, sum(m, "tollgate_retries_total", `model_group="routed"`, `deployment="dead"`, `reason="server_error"`), 0)
+	require.InDelta(t, 1, sum(m, "tollgate_retries_total", `model_group="primary"`, `deployment="gone"`, `reason="rate_limited"`), 0)
 
 	for dep, want := range map[string]float64{"dead": 1, "gone": 1, "ok": 0, "q": 0, "spare": 0} {
 		require.InDelta(t, want, m[`tollgate_deployment_cooling_down{deployment="`+dep+`"}`], 0, dep)

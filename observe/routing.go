@@ -35,6 +35,9 @@ func (m *Metrics) observeRouting(r *extproc.Report) {
 			m.retries.WithLabelValues(t.Group, t.Deployment, retryReason(t.Status)).Inc()
 		}
 	}
+	if t := r.RetryOf; t != nil {
+		m.retries.WithLabelValues(t.Group, t.Deployment, retryReason(t.Status)).Inc()
+	}
 	if r.FallbackFrom != "" && r.Target != nil {
 		m.fallbacks.WithLabelValues(r.FallbackFrom, r.Target.Model, r.FallbackReason).Inc()
 	}
