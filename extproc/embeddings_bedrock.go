@@ -28,19 +28,11 @@ var _ Translator = (*embeddingsBedrock)(nil)
 // Request builds the InvokeModel request.
 func (t *embeddingsBedrock) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.model = in.Model
-	var req struct {
-		Input          json.RawMessage `json:"input"`
-		Dimensions     *int64          `json:"dimensions"`
-		EncodingFormat string          `json:"encoding_format"`
-	}
-	if err := json.Unmarshal(in.Body, &req); err != nil {
-		return nil, fmt.Errorf("invalid embeddings request: %w", err)
-	}
-	inputs, err := embeddingTexts(req.Input)
+	inputs, dims, b64, err := parseTextEmbeddings(in.Body)
 	if err != nil {
 		return nil, err
 	}
-	t.base64 = req.EncodingFormat == "base64"
+	t.base64 = b64
 	pm := target.ProviderModel
 	if pm == "" {
 		pm = in.Model
@@ -57,7 +49,7 @@ func (t *embeddingsBedrock) Request(in *Inbound, target *Target) (*Outbound, err
 		if len(inputs) != 1 {
 			return nil, errors.New("input: Titan embeddings take one input a request")
 		}
-		body, err = json.Marshal(bedrock.TitanEmbeddingRequest{InputText: inputs[0], Dimensions: req.Dimensions})
+		body, err = json.Marshal(bedrock.TitanEmbeddingRequest{InputText: inputs[0], Dimensions: dims})
 	default:
 		return nil, fmt.Errorf("model %q: embeddings are served for amazon.titan-embed-* and cohere.embed-* models", pm)
 	}

@@ -33,25 +33,11 @@ var _ Translator = (*embeddingsGemini)(nil)
 // Request builds the batchEmbedContents request.
 func (t *embeddingsGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey, t.model = target.APIKey, in.Model
-	var req struct {
-		Input          json.RawMessage `json:"input"`
-		Dimensions     *int64          `json:"dimensions"`
-		EncodingFormat string          `json:"encoding_format"`
-	}
-	if err := json.Unmarshal(in.Body, &req); err != nil {
-		return nil, fmt.Errorf("invalid embeddings request: %w", err)
-	}
-	inputs, err := embeddingTexts(req.Input)
+	inputs, dims, b64, err := parseTextEmbeddings(in.Body)
 	if err != nil {
 		return nil, err
 	}
-	switch req.EncodingFormat {
-	case "", "float":
-	case "base64":
-		t.base64 = true
-	default:
-		return nil, fmt.Errorf("encoding_format %q is not supported", req.EncodingFormat)
-	}
+	t.base64 = b64
 	model := target.ProviderModel
 	if model == "" {
 		model = in.Model
@@ -60,7 +46,7 @@ func (t *embeddingsGemini) Request(in *Inbound, target *Target) (*Outbound, erro
 	for i, s := range inputs {
 		out.Requests[i] = gemini.EmbedContentRequest{
 			Model: "models/" + model, Content: gemini.Content{Parts: []gemini.Part{{Text: s}}},
-			OutputDimensionality: req.Dimensions,
+			OutputDimensionality: dims,
 		}
 		t.tokens += estimateTokens(int64(len(s)))
 	}
@@ -143,4 +129,28 @@ func (t *embeddingsGemini) StreamUsage() (kernel.Usage, bool) {
 // Error converts a Google error into OpenAI's error shape.
 func (t *embeddingsGemini) Error(status int, body []byte) []byte {
 	return upstreamGeminiError(status, body, t.apiKey).openAIBody()
+}
+
+// parseTextEmbeddings reads an OpenAI embeddings request's texts, its
+// dimensions (nil when absent) and whether it asks for base64 vectors.
+func parseTextEmbeddings(body []byte) (inputs []string, dims *int64, b64 bool, err error) {
+	var req struct {
+		Input          json.RawMessage `json:"input"`
+		Dimensions     *int64          `json:"dimensions"`
+		EncodingFormat string          `json:"encoding_format"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, nil, false, fmt.Errorf("invalid embeddings request: %w", err)
+	}
+	if inputs, err = embeddingTexts(req.Input); err != nil {
+		return nil, nil, false, err
+	}
+	switch req.EncodingFormat {
+	case "", "float":
+	case "base64":
+		b64 = true
+	default:
+		return nil, nil, false, fmt.Errorf("encoding_format %q is not supported", req.EncodingFormat)
+	}
+	return inputs, req.Dimensions, b64, nil
 }

@@ -3,7 +3,6 @@ package extproc
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/url"
 
@@ -34,31 +33,17 @@ func (t *embeddingsVertex) Request(in *Inbound, target *Target) (*Outbound, erro
 	if vertexClaude(model) {
 		return nil, errors.New("this model has no embeddings on Vertex AI (Claude models generate text only)")
 	}
-	var req struct {
-		Input          json.RawMessage `json:"input"`
-		Dimensions     *int64          `json:"dimensions"`
-		EncodingFormat string          `json:"encoding_format"`
-	}
-	if err := json.Unmarshal(in.Body, &req); err != nil {
-		return nil, fmt.Errorf("invalid embeddings request: %w", err)
-	}
-	inputs, err := embeddingTexts(req.Input)
+	inputs, dims, b64, err := parseTextEmbeddings(in.Body)
 	if err != nil {
 		return nil, err
 	}
-	switch req.EncodingFormat {
-	case "", "float":
-	case "base64":
-		t.base64 = true
-	default:
-		return nil, fmt.Errorf("encoding_format %q is not supported", req.EncodingFormat)
-	}
+	t.base64 = b64
 	out := gemini.PredictEmbeddingsRequest{Instances: make([]gemini.EmbeddingInstance, len(inputs))}
 	for i, s := range inputs {
 		out.Instances[i] = gemini.EmbeddingInstance{Content: s}
 	}
-	if req.Dimensions != nil {
-		out.Parameters = &gemini.EmbeddingsParameters{OutputDimensionality: req.Dimensions}
+	if dims != nil {
+		out.Parameters = &gemini.EmbeddingsParameters{OutputDimensionality: dims}
 	}
 	body, err := json.Marshal(out)
 	if err != nil {
