@@ -120,7 +120,9 @@ try {
   page.once("dialog", (d) => d.accept());
   await page.locator('button[data-remove-member="platform/alice"]').click();
   await page.locator("#status").filter({ hasText: "Removed alice" }).waitFor();
-  out.member_removed = (await page.locator('button[data-remove-member="platform/alice"]').count()) === 0;
+  // The status line comes before the table's refresh: wait for the row to go.
+  out.member_removed = await page.locator('button[data-remove-member="platform/alice"]')
+    .waitFor({ state: "detached", timeout: 10000 }).then(() => true, () => false);
   await page.goto(consoleURL + "#/users");
   await page.locator('main[data-page="users"]').waitFor();
   page.once("dialog", (d) => { out.delete_confirm = d.message(); d.dismiss(); });
@@ -129,7 +131,8 @@ try {
   page.once("dialog", (d) => d.accept());
   await page.locator('button[data-action="delete"][data-id="alice"]').click();
   await page.locator("#status").filter({ hasText: "Deleted user alice" }).waitFor();
-  out.user_deleted = (await page.locator('button[data-action="delete"][data-id="alice"]').count()) === 0;
+  out.user_deleted = await page.locator('button[data-action="delete"][data-id="alice"]')
+    .waitFor({ state: "detached", timeout: 10000 }).then(() => true, () => false);
 
   // Models: the demo deployment's health; a provider (its credential entered
   // once, never shown back), deployments and models created in the console.
@@ -204,7 +207,8 @@ try {
   page.once("dialog", (d) => d.accept());
   await page.locator('button[data-action="delete"][data-id="broken"]').click();
   await page.locator("#status").filter({ hasText: "Deleted model broken" }).waitFor();
-  out.model_deleted = (await page.locator('button[data-action="delete"][data-id="broken"]').count()) === 0;
+  out.model_deleted = await page.locator('button[data-action="delete"][data-id="broken"]')
+    .waitFor({ state: "detached", timeout: 10000 }).then(() => true, () => false);
 
   // The request shows in the requests page, with its detail.
   await visit(page, "requests", async () => {
