@@ -377,10 +377,7 @@ func (t *chatAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) {
 // the client asked for it, then data: [DONE].
 func (t *chatAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	t.out = t.out[:0]
-	err := t.sse.Feed(chunk, t.event)
-	if err == nil && eos {
-		err = t.sse.Flush(t.event)
-	}
+	err := t.sse.FeedAll(chunk, eos, t.event)
 	return append([]byte{}, t.out...), err
 }
 

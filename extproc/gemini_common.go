@@ -247,10 +247,7 @@ type geminiEvents struct {
 
 // feed parses chunk (and, at eos, what is left).
 func (g *geminiEvents) feed(chunk []byte, eos bool) error {
-	err := g.sse.Feed(chunk, g.event)
-	if err == nil && eos {
-		err = g.sse.Flush(g.event)
-	}
+	err := g.sse.FeedAll(chunk, eos, g.event)
 	return err
 }
 

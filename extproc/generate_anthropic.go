@@ -154,10 +154,7 @@ func (t *generateAnthropic) Response(body []byte) ([]byte, kernel.Usage, error) 
 // complete, and a last one at message_stop with the finish reason and usage.
 func (t *generateAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	t.so.out = t.so.out[:0]
-	err := t.sse.Feed(chunk, t.event)
-	if err == nil && eos {
-		err = t.sse.Flush(t.event)
-	}
+	err := t.sse.FeedAll(chunk, eos, t.event)
 	if eos && !t.so.ended {
 		t.end()
 	}

@@ -219,10 +219,7 @@ func (t *generateOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
 // from their deltas, the finish reason and the usage.
 func (t *generateOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	t.so.out = t.so.out[:0]
-	err := t.sse.Feed(chunk, t.event)
-	if err == nil && eos {
-		err = t.sse.Flush(t.event)
-	}
+	err := t.sse.FeedAll(chunk, eos, t.event)
 	if eos && !t.so.ended {
 		t.end()
 	}

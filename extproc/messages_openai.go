@@ -294,12 +294,9 @@ func (t *messagesOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
 // (or at the end of the stream when [DONE] never came but a finish_reason did).
 func (t *messagesOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	t.out = t.out[:0]
-	err := t.sse.Feed(chunk, t.event)
-	if err == nil && eos {
-		err = t.sse.Flush(t.event)
-		if err == nil && t.finish != "" && !t.ended {
-			t.end()
-		}
+	err := t.sse.FeedAll(chunk, eos, t.event)
+	if err == nil && eos && t.finish != "" && !t.ended {
+		t.end()
 	}
 	return append([]byte{}, t.out...), err
 }

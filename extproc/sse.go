@@ -88,6 +88,16 @@ func lineEnd(b []byte) int {
 	return i
 }
 
+// FeedAll feeds chunk and, at the end of the stream (eos), flushes: what
+// every stream translator does with each body chunk.
+func (p *sseParser) FeedAll(chunk []byte, eos bool, fn func(ev sseEvent)) error {
+	err := p.Feed(chunk, fn)
+	if err == nil && eos {
+		err = p.Flush(fn)
+	}
+	return err
+}
+
 // Flush ends the stream: an event whose closing blank line never came is
 // dispatched anyway (providers sometimes omit it after the last event).
 func (p *sseParser) Flush(fn func(ev sseEvent)) error {

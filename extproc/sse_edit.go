@@ -57,10 +57,7 @@ func (e *sseEditor) feed(chunk []byte, eos bool) ([]byte, error) {
 		}
 		e.pendLF = lfNone
 	}
-	err := e.sse.Feed(chunk, e.event)
-	if err == nil && eos {
-		err = e.sse.Flush(e.event)
-	}
+	err := e.sse.FeedAll(chunk, eos, e.event)
 	if !e.active || err != nil {
 		// Passthrough (or a stream we can no longer parse: stop holding).
 		e.active = false
