@@ -100,12 +100,10 @@ func (t *completionsViaChat) Request(in *Inbound, target *Target) (*Outbound, er
 	if err != nil {
 		return nil, err
 	}
-	chatIn, err := parseRequest(APIChat, body)
+	chatIn, err := asChatInbound(in, body)
 	if err != nil {
 		return nil, err
 	}
-	chatIn.RequestID, chatIn.AnthropicVersion = in.RequestID, in.AnthropicVersion
-	chatIn.ClampMaxTokens = in.ClampMaxTokens
 	if chatIn.ClampMaxTokens > maxTokens {
 		chatIn.ClampMaxTokens = maxTokens
 	}
@@ -271,3 +269,16 @@ func (t *completionsViaChat) Error(status int, body []byte) []byte {
 // streamContentType: the client's stream is SSE whatever the upstream's
 // (Bedrock's is an AWS event stream).
 func (t *completionsViaChat) streamContentType() string { return sseContentType }
+
+// asChatInbound is the chat request body built for an API served through the
+// chat translators, as an Inbound carrying in's request id, Anthropic
+// version and clamp.
+func asChatInbound(in *Inbound, body []byte) (*Inbound, error) {
+	chatIn, err := parseRequest(APIChat, body)
+	if err != nil {
+		return nil, err
+	}
+	chatIn.RequestID, chatIn.AnthropicVersion = in.RequestID, in.AnthropicVersion
+	chatIn.ClampMaxTokens = in.ClampMaxTokens
+	return chatIn, nil
+}

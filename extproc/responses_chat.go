@@ -99,12 +99,10 @@ func (t *responsesViaChat) Request(in *Inbound, target *Target) (*Outbound, erro
 	if err != nil {
 		return nil, err
 	}
-	chatIn, err := parseRequest(APIChat, body)
+	chatIn, err := asChatInbound(in, body)
 	if err != nil {
 		return nil, err
 	}
-	chatIn.RequestID, chatIn.AnthropicVersion = in.RequestID, in.AnthropicVersion
-	chatIn.ClampMaxTokens = in.ClampMaxTokens
 	return t.inner.Request(chatIn, target)
 }
 
