@@ -17,7 +17,9 @@
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
 #      what only it held; -DLATESETTLE: a settlement after its lease whose
-#      record Redis lost before the lease loop expired it reaches no ledger.
+#      record Redis lost before the lease loop expired it reaches no ledger;
+#      -DLATEJOIN: a replica started less than two Syncs before the wipe is
+#      waited for by no one, and waits for no one.
 # The refutations search with -DREVERSE (the wipe's process first), which
 # finds each counterexample in a few hundred states, so pan is built -O0 for
 # them (the -O2 build alone takes ~9 s).
@@ -84,3 +86,6 @@ expect_violation deadwipe strict "" \
 expect_violation latesettle safe -DLATESETTLE \
   "a settlement after its lease of a record Redis lost no longer misses the ledger: update docs/accounting.md and this check" \
   "known gap still found: a settlement after its lease, of a record Redis lost before the lease loop expired it, reaches no ledger (docs/accounting.md)"
+expect_violation latejoin budget -DLATEJOIN \
+  "a replica started just before a wipe no longer escapes the rejoin hash: update docs/accounting.md and this check" \
+  "known gap still found: a replica started less than two Syncs before a wipe is missing from the rejoin hash (docs/accounting.md)"

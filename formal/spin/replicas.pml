@@ -39,8 +39,12 @@
  *                 for the others to have re-registered;
  *   -DEAGERGRACE  the grace may end while a live replica has not rejoined;
  *   -DLATESETTLE  a settlement may come after its lease ended while Redis
- *                 lost its record before the lease loop expired it (RedisCounters.Settle
- *                 then drops it: a known gap of the Go code);
+ *                 lost its record before the lease loop expired it
+ *                 (RedisCounters.Settle then drops it: a known gap of the
+ *                 Go code);
+ *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
+ *                 is in no other replica's copy of the members, and its own
+ *                 copy is empty (a known gap of the Go code);
  * and -DSIMLAZY makes the lease loop, the wipe and the crash less eager in
  * the random simulations the Go trace test replays (never used by the
  * verifier).
@@ -163,7 +167,13 @@ inline rejoin(me) {
     :: else ->
 #ifndef NOREJOIN
        if
-       :: epoch == 0 -> epoch = restarts + 1; waiting = ALL
+       :: epoch == 0 ->
+          epoch = restarts + 1;
+#ifndef LATEJOIN
+          waiting = ALL
+#else
+          waiting = (me == 2 -> 4 : 3)   /* replica 2 started less than two Syncs ago */
+#endif
        :: else -> skip
        fi;
        j = me;
