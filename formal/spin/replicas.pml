@@ -45,14 +45,13 @@
  *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
  *                 is in no other replica's copy of the members, and its own
  *                 copy is empty (a known gap of the Go code);
- * and -DSIMLAZY makes the lease loop, the wipe and the crash less eager in
- * the random simulations the Go trace test replays (never used by the
- * verifier).
+ * The claim `strict` (the budget with no allowance for what Redis lost with
+ * a dead replica) is a known gap as well. -DSIMLAZY makes the lease loop and
+ * the wipe less eager in the random simulations the Go trace test replays
+ * (never used by the verifier).
  */
 
-#ifndef NREP
-#define NREP 3
-#endif
+#define NREP 3                /* Sync, Final and init name the three */
 #define NSCOPE 2
 #define NREQ 4
 #define LIMIT 4             /* the budget of every scope */
@@ -83,10 +82,11 @@ bool done[NREP];
 /* PostgreSQL: the committed ledger, an entry per request (cost+1); the ledger
  * keeps a request's first entry. */
 byte led[NREQ];
-/* Ghosts. */
+/* The leases' order (their deadlines, the zset's scores). */
 byte nadm;               /* admissions so far */
 byte seqOf[NREQ];        /* r's admission number: its lease's place */
 byte reqOf[NREQ];        /* the request of an admission number */
+/* Ghosts. */
 bool admitted[NREQ];
 byte cost[NREQ];         /* what the provider billed for r: its cost, W when its replica died with it */
 bool expired[NREQ];      /* the lease loop closed r: its lease ended */
