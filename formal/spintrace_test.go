@@ -358,19 +358,33 @@ func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 	kinds := map[string]int{}
 	for seed := 1; seed <= 40; seed++ {
 		ops := spinOps(t, spin, dir, seed)
+		wiped, before := false, map[string]bool{}
 		for _, op := range ops {
 			k := op[0]
-			if k == "settle" && op[3] == "0" {
+			switch {
+			case k == "restart":
+				wiped = true
+			case k == "admit" && op[2] == "1" && !wiped:
+				before[op[1]] = true
+			case k == "admit" && op[2] == "1":
+				k = "admit after the wipe"
+			case k == "settle" && op[3] == "0":
 				k = "late settle"
+			case k == "settle" && wiped && before[op[1]]:
+				k = "settle across the wipe"
 			}
 			kinds[k]++
 		}
 		runs = append(runs, ops)
 	}
 	// The simulations must reach every kind of step, or they prove little.
-	for _, k := range []string{"admit", "settle", "late settle", "expire", "restart", "seed", "flush", "rejoin", "grace", "crash", "final"} {
+	for _, k := range []string{
+		"admit", "settle", "late settle", "expire", "restart", "seed", "flush", "rejoin", "grace", "crash", "final",
+		"admit after the wipe", "settle across the wipe",
+	} {
 		require.Positive(t, kinds[k], "no %q in 40 simulations: %v", k, kinds)
 	}
+	t.Logf("steps of the 40 simulations: %v", kinds)
 
 	for i, ops := range runs {
 		clock := traceBase
