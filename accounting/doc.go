@@ -147,6 +147,9 @@
 // waits until each has re-registered, or the grace (WithRejoinGrace) ended.
 // A settlement committed between its re-registration and the seeding is
 // counted twice until the window is next seeded (conservative).
+// formal/spin/replicas.pml model-checks this protocol: docs/accounting.md
+// (section 2) lists what it guarantees, its timing assumption (a live replica
+// re-registers within the grace) and the gaps it still finds.
 //
 // # Failure policy
 //

@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Model-checks formal/spin/replicas.pml exhaustively at its bounds (3 replicas,
-# 2 scopes, 4 requests, one crash, one Redis restart):
-#   1. the safety property `safe` (no overspend, closed at most once, no
-#      accepted spend lost beyond a crashed replica's commit window) and the
-#      end-state assertions (every admitted request settled or expired once,
-#      no reservation held) must hold: errors: 0, no state left unexplored;
-#   2. mutation: with admitLua's check and reserve split in two steps
-#      (-DNONATOMIC) spin must find an overspend;
-#   3. known gap: a request settled after Redis lost its reservation reaches
-#      no ledger (-DRESTARTLOSS): spin must still find it, so that fixing the
-#      Go code without updating the model and docs/accounting.md fails here.
+# 2 scopes, 4 requests, one crash, one Redis wipe with the replicas' rejoin):
+#   1. the safety property `safe` (the provider's bill within every strict
+#      budget beyond what Redis lost with a dead replica; before a wipe, closed
+#      at most once and the counters exact) and the end-state assertions
+#      (every admitted request in the ledger once, at no less than the bill,
+#      unless lost with a crashed replica; no reservation held) must hold:
+#      errors: 0, no state left unexplored;
+#   2. variants spin must refute (docs/accounting.md), each a check that the
+#      model still catches what it is for:
+#      -DNONATOMIC  admitLua's check and reserve in two steps;
+#      -DNOREJOIN   a wipe re-seeded from the ledger alone, no rejoin;
+#      -DSEEDFIRST  seeding before every replica re-registered;
+#      -DEAGERGRACE the grace ending while a live replica has not rejoined;
+#   3. known gaps of the Go code spin must still find, so that closing one
+#      without updating the model and docs/accounting.md fails here:
+#      `strict` (no gap allowance): a replica that died, then a wipe, loses
+#      what only it held; -DLATESETTLE: a settlement after its lease whose
+#      record Redis lost before the lease loop expired it reaches no ledger;
+#      -DLATEJOIN: a replica started less than two Syncs before the wipe is
+#      waited for by no one, and waits for no one.
+# The refutations search with -DREVERSE (the wipe's process first), which
+# finds each counterexample in a few hundred states, so pan is built -O0 for
+# them (the -O2 build alone takes ~9 s).
 # Needs spin and a C compiler (Debian packages spin, gcc).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,13 +37,13 @@ trap 'rm -rf "$work"' EXIT
 cp "$here/spin/replicas.pml" "$work/"
 cd "$work"
 
-# verify NAME CLAIM [-DDEFINE]: runs pan for one claim, prints its report to pan-NAME.out.
+# verify NAME CLAIM [CC-FLAGS] [-DDEFINE]: runs pan for one claim, prints its report to pan-NAME.out.
 verify() {
-  local name=$1 claim=$2
-  shift 2
+  local name=$1 claim=$2 cflags=${3:--O2} def=${4:-}
   rm -f pan pan.* ./*.trail
-  spin -a "$@" replicas.pml >/dev/null
-  cc -w -O2 -DMEMLIM=1536 -DCOLLAPSE -o pan pan.c
+  spin -a $def replicas.pml >/dev/null
+  # shellcheck disable=SC2086 # cflags is a list of flags
+  cc -w $cflags -DMEMLIM=1536 -DCOLLAPSE -o pan pan.c
   timeout 300 ./pan -m400000 -a -N "$claim" >"pan-$name.out" 2>&1 || true
 }
 
@@ -46,7 +59,7 @@ echo "check-spin: safe holds and every end state is clean ($states states, exhau
 
 # expect_violation NAME CLAIM DEFINE WHY FOUND: spin must find a counterexample.
 expect_violation() {
-  verify "$1" "$2" "$3"
+  verify "$1" "$2" "-O0 -DREVERSE" "$3"
   if ! grep -qE 'errors: [1-9]' "pan-$1.out"; then
     echo "check-spin: $4" >&2
     cat "pan-$1.out" >&2
@@ -55,9 +68,24 @@ expect_violation() {
   echo "check-spin: $5"
 }
 
-expect_violation mutation nooverspend -DNONATOMIC \
+expect_violation mutation budget -DNONATOMIC \
   "with a non-atomic check-and-reserve spin found no overspend; the model no longer catches the race" \
   "mutation caught: without the atomic check-and-reserve spin finds an overspend"
-expect_violation gap restartloss -DRESTARTLOSS \
-  "the restart gap is gone from the model: update docs/accounting.md and this check" \
-  "the model's old restart step (-DRESTARTLOSS) still loses a settlement; the Go replicas settle from their own record (docs/accounting.md)"
+expect_violation norejoin budget -DNOREJOIN \
+  "without the rejoin spin found no overspend after a wipe; the model no longer catches it" \
+  "mutation caught: a wipe re-seeded from the ledger alone (no rejoin) overspends"
+expect_violation seedfirst budget -DSEEDFIRST \
+  "seeding before every replica rejoined found no overspend; the model no longer catches it" \
+  "mutation caught: seeding before every replica re-registered overspends"
+expect_violation eagergrace budget -DEAGERGRACE \
+  "a grace that ends while a live replica has not rejoined found no overspend; the model no longer catches it" \
+  "mutation caught: a grace shorter than a live replica's rejoin overspends (the timing assumption)"
+expect_violation deadwipe strict "" \
+  "a dead replica's reservations and unflushed settlements no longer vanish in a wipe: update docs/accounting.md and this check" \
+  "known gap still found: a replica that died, then a wipe, loses what only it held (docs/accounting.md)"
+expect_violation latesettle safe -DLATESETTLE \
+  "a settlement after its lease of a record Redis lost no longer misses the ledger: update docs/accounting.md and this check" \
+  "known gap still found: a settlement after its lease, of a record Redis lost before the lease loop expired it, reaches no ledger (docs/accounting.md)"
+expect_violation latejoin budget -DLATEJOIN \
+  "a replica started just before a wipe no longer escapes the rejoin hash: update docs/accounting.md and this check" \
+  "known gap still found: a replica started less than two Syncs before a wipe is missing from the rejoin hash (docs/accounting.md)"

@@ -2,16 +2,21 @@ package formal_test
 
 import (
 	"context"
+	"log/slog"
+	"math/bits"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/memstore"
 )
 
 // The constants of formal/spin/replicas.pml: money in nano-dollars.
@@ -74,15 +79,24 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
-// spinReplay is a replay target: the kernel (one State, replaced on a Redis
-// restart) or the Redis counters of each replica on one prefix.
+// spinReplay is a replay target: the kernel (one State: it has no Redis to
+// lose, so its replay ends at a wipe) or three replicas' Accountants over
+// Redis counters on one prefix and a shared ledger.
 type spinReplay interface {
 	admit(now time.Time, replica int, req *kernel.AdmitRequest) bool
-	settle(now time.Time, replica int, id string, cost int64) bool
+	settle(now time.Time, replica, r int, cost int64) bool
+	// expire ends the leases due at now; the ids expired.
 	expire(now time.Time) []kernel.Settlement
-	restart()
+	// restart wipes Redis; false ends the replay (the kernel has no Redis).
+	restart() bool
 	seed(scope int, spent int64)
+	flush(replica int)
+	// rejoin is replica's Sync after the wipe; waiting is what the model's
+	// rejoin hash holds after it (a bit per replica).
+	rejoin(now time.Time, replica int, waiting int)
+	grace(waiting int)
 	usage(ref kernel.ScopeRef) (int64, int64)
+	ledger(ref kernel.ScopeRef) int64
 }
 
 type kernelReplay struct{ s *kernel.State }
@@ -91,121 +105,234 @@ func (k *kernelReplay) admit(now time.Time, _ int, req *kernel.AdmitRequest) boo
 	return k.s.Admit(now, req).Admitted
 }
 
-func (k *kernelReplay) settle(now time.Time, _ int, id string, cost int64) bool {
-	_, ok := k.s.Settle(now, id, kernel.Usage{Output: cost}, kernel.StatusCompleted)
+func (k *kernelReplay) settle(now time.Time, _, r int, cost int64) bool {
+	_, ok := k.s.Settle(now, idOf(r), kernel.Usage{Output: cost}, kernel.StatusCompleted)
 	return ok
 }
 
 func (k *kernelReplay) expire(now time.Time) []kernel.Settlement { return k.s.Expire(now) }
-func (k *kernelReplay) restart()                                 { k.s = kernel.NewState() }
-func (k *kernelReplay) seed(scope int, spent int64) {
-	k.s.Seed(spinRefs[scope], total, traceBase, kernel.Money(spent))
-}
+func (k *kernelReplay) restart() bool                            { return false }
+func (k *kernelReplay) seed(int, int64)                          {}
+func (k *kernelReplay) flush(int)                                {}
+func (k *kernelReplay) rejoin(time.Time, int, int)               {}
+func (k *kernelReplay) grace(int)                                {}
+func (k *kernelReplay) ledger(kernel.ScopeRef) int64             { return -1 }
 
 func (k *kernelReplay) usage(ref kernel.ScopeRef) (int64, int64) {
 	sp, rs := k.s.Usage(ref, total, traceBase)
 	return int64(sp), int64(rs)
 }
 
-type redisReplay struct {
-	t          *testing.T
-	flush      func()
-	newReplica func() *accounting.RedisCounters
-	replicas   []*accounting.RedisCounters
-	ledger     [2]int64
+// queuedLedger is one replica's ledger writer over the shared ledger: what
+// it appends reaches the ledger only at Flush, as with the group commit.
+type queuedLedger struct {
+	*memstore.Store
+	queue []store.LedgerEntry
 }
 
-func (r *redisReplay) admit(now time.Time, replica int, req *kernel.AdmitRequest) bool {
-	d, err := r.replicas[replica].Admit(context.Background(), now, req)
+func (q *queuedLedger) Append(_ context.Context, entries ...store.LedgerEntry) error {
+	q.queue = append(q.queue, entries...)
+	return nil
+}
+
+func (q *queuedLedger) Flush(ctx context.Context) error {
+	err := q.Store.Append(ctx, q.queue...)
+	q.queue = nil
+	return err
+}
+
+// redisReplay drives the Go replicas the model describes: each an
+// Accountant (which tells its counters what the ledger committed) over
+// RedisCounters, with its own ledger writer; the model's lease loop is a
+// fourth RedisCounters whose expiries commit at once.
+type redisReplay struct {
+	t      *testing.T
+	rdb    *goredis.Client
+	prefix string
+	shared *memstore.Store
+	accts  [spinReplicas]*accounting.Accountant
+	ctrs   [spinReplicas + 1]*accounting.RedisCounters
+	seeds  [2]int64 // what the model read from its ledger at its last seed
+}
+
+func newRedisReplay(t *testing.T, rdb *goredis.Client, clock *time.Time) *redisReplay {
+	t.Helper()
+	r := &redisReplay{t: t, rdb: rdb, prefix: newPrefix(t, rdb), shared: memstore.New()}
+	now := func() time.Time { return *clock }
+	for i := range r.ctrs {
+		// The grace never ends by itself here: the model says when (grace).
+		c := accounting.NewRedisCounters(rdb, r.seedFunc, accounting.WithPrefix(r.prefix), accounting.WithRejoinGrace(time.Hour))
+		t.Cleanup(c.Close)
+		r.ctrs[i] = c
+		if i < spinReplicas {
+			r.accts[i] = accounting.NewAccountant(c, &queuedLedger{Store: r.shared}, now, slog.New(slog.DiscardHandler), accounting.WithLease(spinLease))
+		}
+	}
+	// Register the replicas (epoch, members), then let each copy the others:
+	// the replicas to wait for after a wipe.
+	for range 2 {
+		for _, c := range r.ctrs[:spinReplicas] {
+			require.NoError(t, c.Sync(t.Context(), *clock))
+		}
+	}
+	return r
+}
+
+func (r *redisReplay) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(r.t.Context(), 10*time.Second)
+	r.t.Cleanup(cancel)
+	return ctx
+}
+
+func (r *redisReplay) admit(_ time.Time, replica int, req *kernel.AdmitRequest) bool {
+	d, err := r.accts[replica].Admit(r.ctx(), req)
 	require.NoError(r.t, err)
 	return d.Admitted
 }
 
-func (r *redisReplay) settle(now time.Time, replica int, id string, cost int64) bool {
-	_, ok, err := r.replicas[replica].Settle(context.Background(), now, id, kernel.Usage{Output: cost}, kernel.StatusCompleted)
+func (r *redisReplay) settle(_ time.Time, replica, req int, cost int64) bool {
+	e := store.LedgerEntry{
+		RequestID: idOf(req), TeamID: spinTeam.ID, Model: "m",
+		Usage: kernel.Usage{Output: cost}, Status: kernel.StatusCompleted, HTTPStatus: 200,
+	}
+	if req%2 == 1 {
+		e.KeyID = spinKey.ID
+	}
+	got, err := r.accts[replica].Settle(r.ctx(), e)
 	require.NoError(r.t, err)
-	return ok
+	if got != 0 {
+		require.Equal(r.t, kernel.Money(cost), got, "the cost charged for %s", e.RequestID)
+	}
+	return got != 0
 }
 
+// expire is the lease loop of the fourth replica; its writer commits at once.
 func (r *redisReplay) expire(now time.Time) []kernel.Settlement {
-	out, err := r.replicas[0].Expire(context.Background(), now)
+	out, err := r.ctrs[spinReplicas].Expire(r.ctx(), now)
 	require.NoError(r.t, err)
+	for _, s := range out {
+		e := store.LedgerEntry{RequestID: s.ID, Model: s.Model, Cost: s.Cost, Status: kernel.StatusExpired, EndedAt: s.SettledAt}
+		for _, ref := range s.Scopes {
+			if ref == spinKey {
+				e.KeyID = ref.ID
+			} else {
+				e.TeamID = ref.ID
+			}
+		}
+		require.NoError(r.t, r.shared.Append(r.ctx(), e))
+	}
 	return out
 }
 
-// restart empties Redis. The model's replicas keep no copy of the records
-// they admitted (the Go replicas do, and settle from it after a restart:
-// RedisCounters.settleWithout; see docs/accounting.md), so the replicas are
-// replaced by fresh ones, to replay the Redis scripts under the model's
-// assumption.
-func (r *redisReplay) restart() {
-	r.flush()
-	for i, c := range r.replicas {
-		c.Close()
-		r.replicas[i] = r.newReplica()
-	}
+func (r *redisReplay) restart() bool {
+	flushPrefix(r.t, r.rdb, r.prefix)
+	return true
 }
 
-func (r *redisReplay) seed(scope int, spent int64) { r.ledger[scope] = spent }
+func (r *redisReplay) seed(scope int, spent int64) { r.seeds[scope] = spent }
+
+func (r *redisReplay) flush(replica int) { require.NoError(r.t, r.accts[replica].Flush(r.ctx())) }
+
+func (r *redisReplay) rejoin(now time.Time, replica, waiting int) {
+	require.NoError(r.t, r.ctrs[replica].Sync(r.ctx(), now))
+	r.requireWaiting(waiting)
+}
+
+// grace: the rejoin hash expires (the model says when: only the dead are left).
+func (r *redisReplay) grace(waiting int) {
+	r.requireWaiting(waiting)
+	require.NoError(r.t, r.rdb.Del(r.ctx(), "{"+r.prefix+"}:rejoin").Err())
+}
+
+// requireWaiting: Redis's rejoin hash lists as many replicas as the model's.
+func (r *redisReplay) requireWaiting(waiting int) {
+	n, err := r.rdb.HLen(r.ctx(), "{"+r.prefix+"}:rejoin").Result()
+	require.NoError(r.t, err)
+	require.Equal(r.t, int64(bits.OnesCount(uint(waiting))), n, "replicas still to rejoin (model: %03b)", waiting)
+}
+
 func (r *redisReplay) usage(ref kernel.ScopeRef) (int64, int64) {
-	sp, rs, err := r.replicas[0].Usage(context.Background(), ref, total, traceBase)
+	sp, rs, err := r.ctrs[0].Usage(r.ctx(), ref, total, traceBase)
 	require.NoError(r.t, err)
 	return int64(sp), int64(rs)
 }
 
-// seedFunc answers the Redis counters' seeding with what the model read from
-// its ledger (zero before any restart).
-func (r *redisReplay) seedFunc(_ context.Context, ref kernel.ScopeRef, _, _ time.Time) (kernel.Money, error) {
-	if ref == spinKey {
-		return kernel.Money(r.ledger[1]), nil
-	}
-	return kernel.Money(r.ledger[0]), nil
+func (r *redisReplay) ledger(ref kernel.ScopeRef) int64 {
+	v, err := r.shared.ScopeSpend(r.ctx(), ref, time.Time{}, time.Time{})
+	require.NoError(r.t, err)
+	return int64(v)
 }
 
-// replaySpin replays one simulation and fails on the first disagreement.
-func replaySpin(t *testing.T, name string, ops [][]string, target spinReplay) {
+// seedFunc answers the Redis counters' seeding with what the model read from
+// its ledger at its seed step (zero before the wipe).
+func (r *redisReplay) seedFunc(_ context.Context, ref kernel.ScopeRef, _, _ time.Time) (kernel.Money, error) {
+	if ref == spinKey {
+		return kernel.Money(r.seeds[1]), nil
+	}
+	return kernel.Money(r.seeds[0]), nil
+}
+
+// replaySpin replays one simulation and fails on the first disagreement. An
+// admission moves the clock a second, any other step a millisecond, and an
+// expiry to its lease's end: a later admission's lease has not ended while
+// the model says it runs.
+func replaySpin(t *testing.T, name string, ops [][]string, target spinReplay, clock *time.Time) {
 	t.Helper()
 	admittedAt := map[int]time.Time{}
-	clock := 0
-	tick := func() time.Time {
-		clock++
-		return traceBase.Add(time.Duration(clock) * time.Second)
+	tick := func(d time.Duration) time.Time {
+		*clock = clock.Add(d)
+		return *clock
 	}
+	waiting := 0
 	for i, op := range ops {
 		where := name + " op " + strconv.Itoa(i) + " " + strings.Join(op, " ")
 		switch op[0] {
 		case "admit":
 			r, ok := atoi(t, op[1]), op[2] == "1"
-			now := tick()
+			now := tick(time.Second)
 			require.Equal(t, ok, target.admit(now, r%spinReplicas, spinRequest(r)), where)
 			if ok {
 				admittedAt[r] = now
 			}
 		case "settle":
 			r, c, ok := atoi(t, op[1]), atoi(t, op[2]), op[3] == "1"
-			require.Equal(t, ok, target.settle(tick(), r%spinReplicas, idOf(r), int64(c)), where)
+			require.Equal(t, ok, target.settle(tick(time.Millisecond), r%spinReplicas, r, int64(c)), where)
 		case "expire":
-			// The model's leases are equal: the oldest open one ends first, at
-			// its admission + the lease.
+			// Equal leases: the oldest open one ends first, at its admission +
+			// the lease.
 			r := atoi(t, op[1])
 			at := admittedAt[r].Add(spinLease)
-			// Time only moves forward: what follows an expiry happens after it.
-			if c := int(at.Sub(traceBase) / time.Second); c > clock {
-				clock = c
+			if at.After(*clock) {
+				*clock = at
 			}
 			got := target.expire(at)
 			require.Len(t, got, 1, where)
 			require.Equal(t, idOf(r), got[0].ID, where)
 			require.Equal(t, kernel.Money(spinWorst), got[0].Cost, where)
 		case "restart":
-			target.restart()
+			if !target.restart() {
+				return
+			}
 		case "seed":
 			target.seed(atoi(t, op[1]), int64(atoi(t, op[2])))
+		case "flush":
+			target.flush(atoi(t, op[1]))
+		case "rejoin":
+			waiting = atoi(t, op[2])
+			target.rejoin(tick(time.Millisecond), atoi(t, op[1]), waiting)
+		case "grace":
+			target.grace(waiting)
+			waiting = 0
+		case "crash":
+			// The replica stops: its queue is never flushed, it never syncs.
 		case "final":
 			for s, ref := range spinRefs {
 				sp, rs := target.usage(ref)
 				require.Equal(t, [2]int64{int64(atoi(t, op[1+2*s])), int64(atoi(t, op[2+2*s]))}, [2]int64{sp, rs},
 					"%s: spent and reserved of model scope %d", where, s)
+				if l := target.ledger(ref); l >= 0 {
+					require.Equal(t, int64(atoi(t, op[5+s])), l, "%s: the ledger of model scope %d", where, s)
+				}
 			}
 		default:
 			t.Fatalf("%s: unknown operation", where)
@@ -215,10 +342,12 @@ func replaySpin(t *testing.T, name string, ops [][]string, target spinReplay) {
 
 // TestSpinSimulationsMatchKernelAndRedis replays random simulations of the
 // replica model (formal/spin/replicas.pml) — admissions, settlements (some
-// after their lease ended, some after a Redis restart), expiries, a restart
-// and its re-seeding — against kernel.State and against the Redis counters of
-// three replicas, requiring the same decisions and the same final spent and
-// reserved.
+// after their lease ended, some after a Redis wipe), expiries, crashes, the
+// wipe, each replica's rejoin, the grace and the re-seeding — against three
+// replicas' Accountants over Redis counters and a shared ledger, requiring
+// the same decisions, the same rejoin hash after each rejoin, and the same
+// final spent and reserved in Redis and spend in the ledger; and, up to the
+// wipe, against kernel.State.
 func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 	spin := tool(t, "spin", "spin")
 	dir := t.TempDir()
@@ -229,37 +358,42 @@ func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 	kinds := map[string]int{}
 	for seed := 1; seed <= 40; seed++ {
 		ops := spinOps(t, spin, dir, seed)
+		wiped, before := false, map[string]bool{}
 		for _, op := range ops {
 			k := op[0]
-			if k == "settle" && op[3] == "0" {
+			switch {
+			case k == "restart":
+				wiped = true
+			case k == "admit" && op[2] == "1" && !wiped:
+				before[op[1]] = true
+			case k == "admit" && op[2] == "1":
+				k = "admit after the wipe"
+			case k == "settle" && op[3] == "0":
 				k = "late settle"
+			case k == "settle" && wiped && before[op[1]]:
+				k = "settle across the wipe"
 			}
 			kinds[k]++
 		}
 		runs = append(runs, ops)
 	}
 	// The simulations must reach every kind of step, or they prove little.
-	for _, k := range []string{"admit", "settle", "late settle", "expire", "restart", "seed", "final"} {
+	for _, k := range []string{
+		"admit", "settle", "late settle", "expire", "restart", "seed", "flush", "rejoin", "grace", "crash", "final",
+		"admit after the wipe", "settle across the wipe",
+	} {
 		require.Positive(t, kinds[k], "no %q in 40 simulations: %v", k, kinds)
 	}
+	t.Logf("steps of the 40 simulations: %v", kinds)
 
 	for i, ops := range runs {
-		replaySpin(t, "kernel run "+strconv.Itoa(i+1), ops, &kernelReplay{s: kernel.NewState()})
+		clock := traceBase
+		replaySpin(t, "kernel run "+strconv.Itoa(i+1), ops, &kernelReplay{s: kernel.NewState()}, &clock)
 	}
 
 	rdb := redisClient(t)
 	for i, ops := range runs {
-		p := newPrefix(t, rdb)
-		r := &redisReplay{t: t, flush: func() { flushPrefix(t, rdb, p) }}
-		r.newReplica = func() *accounting.RedisCounters {
-			return accounting.NewRedisCounters(rdb, r.seedFunc, accounting.WithPrefix(p))
-		}
-		for range spinReplicas {
-			r.replicas = append(r.replicas, r.newReplica())
-		}
-		replaySpin(t, "redis run "+strconv.Itoa(i+1), ops, r)
-		for _, c := range r.replicas {
-			c.Close()
-		}
+		clock := traceBase
+		replaySpin(t, "redis run "+strconv.Itoa(i+1), ops, newRedisReplay(t, rdb, &clock), &clock)
 	}
 }

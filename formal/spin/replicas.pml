@@ -1,168 +1,330 @@
 /* replicas.pml — NREP Tollgate replicas admitting and settling through the
  * Redis scripts (accounting/redis_scripts.go), with the ledger's group commit
- * (store/groupcommit), lease expiry, a Redis restart re-seeded from the
- * ledger, a replica crash at any step and client aborts.
+ * (store/groupcommit), lease expiry, a replica crash at any step, client
+ * aborts, and a Redis wipe (FLUSHALL, or a restart without persistence) at
+ * any moment, after which the counters are rebuilt as the ledger + what the
+ * replicas re-register (accounting/redis_rejoin.go).
  *
  * Abstractions (docs/accounting.md): money is small integers; each request
  * reserves the worst cost W on its scopes (strict mode, one budget window per
  * scope, no clamp: the kernel's clamp is proved in Coq); a request's cost is
- * any amount 0..W (a client abort ends it early with a smaller one); the
+ * any amount 1..W (a client abort ends it early with a smaller one); the
  * lease may end at any moment (time is not modelled), so a request may be
- * expired while it still runs. Each Lua script is one atomic step, as Redis
- * runs it. Request r is handled by replica r % NREP; scope 0 is shared by
- * every request (a team), scope 1 only by the odd requests (a key).
+ * expired while it still runs; every lease has the same length, so leases
+ * end in admission order. Each Lua script is one atomic step, as Redis runs
+ * it. Request r is handled by replica r % NREP; scope 0 is shared by every
+ * request (a team), scope 1 only by the odd requests (a key).
  *
- * Build options: -DNONATOMIC splits admitLua's check and reserve into two
- * steps (the mutation the check must catch); -DRESTARTLOSS checks the
- * property that a settled request's spend reaches the ledger even when Redis
- * lost its reservation (a known gap of the Go code, see docs/accounting.md);
- * -DSIMLAZY makes the lease loop and the restart less eager in the random
- * simulations the Go trace test replays.
+ * The wipe and the rejoin (accounting/doc.go, "Redis holds no truth the
+ * ledger cannot rebuild"): Redis holds an epoch; a wipe loses it with every
+ * record, counter, seeded marker and lease. The admitting replica keeps its
+ * own record of each request it admitted (its cache) and the settlements its
+ * ledger writer has not committed (uncommitted). A replica whose epoch is not
+ * Redis's re-registers both (rejoinLua): at its Sync (any moment), at an
+ * admission that needs a seed (admitLua's {4}), at a settlement whose record
+ * is gone while its lease runs. The first to find the epoch missing creates
+ * it and lists the replicas to wait for (the rejoin hash: every replica, the
+ * members each replica copies at Sync); an admission that needs a seed waits
+ * ({5}) until the hash is gone: each replica re-registered, or the grace
+ * ended. The grace ends only once every replica still listed is dead: the
+ * timing assumption that a live replica re-registers within the grace
+ * (WithRejoinGrace 5 s, Sync every second); -DEAGERGRACE drops it.
+ *
+ * Build options, each a variant the checks of formal/check-spin.sh expect
+ * spin to refute:
+ *   -DNONATOMIC   admitLua's check and reserve in two steps;
+ *   -DNOREJOIN    no rejoin: a wipe is followed by seeding from the ledger
+ *                 alone (the Go code before redis_rejoin.go);
+ *   -DSEEDFIRST   the replicas rejoin, but admissions seed without waiting
+ *                 for the others to have re-registered;
+ *   -DEAGERGRACE  the grace may end while a live replica has not rejoined;
+ *   -DLATESETTLE  a settlement may come after its lease ended while Redis
+ *                 lost its record before the lease loop expired it
+ *                 (RedisCounters.Settle then drops it: a known gap of the
+ *                 Go code);
+ *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
+ *                 is in no other replica's copy of the members, and its own
+ *                 copy is empty (a known gap of the Go code);
+ * The claim `strict` (the budget with no allowance for what Redis lost with
+ * a dead replica) is a known gap as well. -DSIMLAZY makes the lease loop and
+ * the wipe less eager in the random simulations the Go trace test replays
+ * (never used by the verifier).
  */
 
-#ifndef NREP
-#define NREP 3
-#endif
+#define NREP 3                /* Sync, Final and init name the three */
 #define NSCOPE 2
 #define NREQ 4
-#define NQ (NREP + 1)       /* ledger writer queues: one per replica, one for the expirer */
-#define EXPIRER NREP
 #define LIMIT 4             /* the budget of every scope */
 #define W 2                 /* the worst cost every request reserves */
 #define MAXCRASH 1
 #define MAXRESTART 1
+#define ALL 7               /* a bit per replica */
 
+#define owner(r) ((r) % NREP)
 #define inscope(r, s) ((s) == 0 || ((r) % 2) == 1)
 
-/* Redis: the scope hashes' window (sp, rs, sd) and the reservation records. */
+/* Redis: the scope hashes' window (sp, rs, sd), the reservation records, the
+ * lease set, the epoch and the rejoin hash. */
 byte spent[NSCOPE];
 byte resv[NSCOPE];
 bool seeded[NSCOPE];
 bool rec[NREQ];
-chan leases = [NREQ] of { byte };   /* the lease zset: equal leases expire oldest first */
-/* PostgreSQL: the committed ledger, per scope. */
-byte ledger[NSCOPE];
-/* Each process's ledger writer queue (appended, not yet committed), per scope. */
-byte queue[NQ * NSCOPE];
+chan leases = [NREQ] of { byte };  /* admission numbers, sorted: the oldest lease ends first */
+byte epoch = 1;                    /* 0: missing (Redis lost its data) */
+byte waiting;                      /* the rejoin hash: a bit per replica still to re-register */
+/* The replicas: the epoch each registered under, its own record of the
+ * requests it admitted, its ledger writer queue (an entry per request: cost+1). */
+byte myEpoch[NREP];
+bool cached[NREQ];
+byte qrep[NREQ];
+bool dead[NREP];
+bool done[NREP];
+/* PostgreSQL: the committed ledger, an entry per request (cost+1); the ledger
+ * keeps a request's first entry. */
+byte led[NREQ];
+/* The leases' order (their deadlines, the zset's scores). */
+byte nadm;               /* admissions so far */
+byte seqOf[NREQ];        /* r's admission number: its lease's place */
+byte reqOf[NREQ];        /* the request of an admission number */
 /* Ghosts. */
-byte accepted[NSCOPE];   /* costs of every settlement and expiry the counters accepted */
-byte ends[NREQ];         /* settlements + expiries that closed request r */
 bool admitted[NREQ];
-bool wiped[NREQ];        /* r's reservation was lost in a Redis restart */
-byte lostCrash[NSCOPE];  /* queued costs a crashed replica never committed (the commit window) */
-byte lostRestart[NSCOPE];/* costs of requests settled after Redis lost their reservation */
+byte cost[NREQ];         /* what the provider billed for r: its cost, W when its replica died with it */
+bool expired[NREQ];      /* the lease loop closed r: its lease ended */
+bool lost[NREQ];         /* r's entry can never reach the ledger: lost with a crashed replica */
+byte lostc[NREQ];        /* cost+1 of r's entry lost in a crashed replica's queue (the commit window) */
+byte ends[NREQ];         /* closes of r's record in Redis */
+byte accepted[NSCOPE];   /* costs of every close the counters accepted */
+byte exposure[NSCOPE];   /* the bill: Σ admitted r of its cost once ended, W while it may still be billed */
+byte gap[NSCOPE];        /* money Redis lost that no live replica holds (a dead replica's, at a wipe) */
 byte crashes;
 byte restarts;
 
-#define Q(p, s) queue[(p) * NSCOPE + (s)]
-#define QSUM(s) (Q(0, s) + Q(1, s) + Q(2, s) + Q(3, s))
-
 /* settleLua / an expiry: the first to delete the record wins. */
-inline closeRec(r, c, p, ok) {
+inline closeRec(r, c, ok) {
   if
   :: rec[r] ->
      rec[r] = false;
-     ends[r]++;
-     s = 0;
-     do
-     :: s < NSCOPE ->
-        if
-        :: inscope(r, s) ->
-           resv[s] = resv[s] - W;
-           spent[s] = spent[s] + c;
-           accepted[s] = accepted[s] + c;
-           Q(p, s) = Q(p, s) + c   /* the caller appends the ledger entry */
-        :: else -> skip
-        fi;
-        s++
-     :: else -> break
-     od;
+     resv[0] = resv[0] - W; spent[0] = spent[0] + c;
+     if :: inscope(r, 1) -> resv[1] = resv[1] - W; spent[1] = spent[1] + c :: else -> skip fi;
+     if
+     :: restarts == 0 ->   /* ghosts of ONCE and EXACT, checked before a wipe only */
+        ends[r]++; accepted[0] = accepted[0] + c;
+        if :: inscope(r, 1) -> accepted[1] = accepted[1] + c :: else -> skip fi
+     :: else -> skip
+     fi;
      ok = true
   :: else -> ok = false
   fi
 }
 
-/* The group commit: the writer commits its queue in one transaction. */
+/* The request ended; the provider billed c (exposure held W until now). */
+inline bill(r, c) {
+  cost[r] = c;
+  exposure[0] = exposure[0] - W + c;
+  if :: inscope(r, 1) -> exposure[1] = exposure[1] - W + c :: else -> skip fi
+}
+
+/* Group commit of replica p's writer: one transaction; the ledger keeps a
+ * request's first entry (groupcommit.Unique, ON CONFLICT DO NOTHING). */
 inline flush(p) {
   d_step {
-    ledger[0] = ledger[0] + Q(p, 0); Q(p, 0) = 0;
-    ledger[1] = ledger[1] + Q(p, 1); Q(p, 1) = 0
+    j = p;
+    do
+    :: j < NREQ ->
+       if
+       :: qrep[j] > 0 -> if :: led[j] == 0 -> led[j] = qrep[j] :: else -> skip fi; qrep[j] = 0
+       :: else -> skip
+       fi;
+       j = j + NREP
+    :: else -> break
+    od;
+    j = 0
+  }
+  printf("OP flush %d\n", p)
+}
+
+/* Σ of the ledger over scope sc (store.Spend.ScopeSpend). */
+inline ledgerSum(sc, sum) {
+  d_step {
+    sum = 0; j = 0;
+    do
+    :: j < NREQ -> if :: inscope(j, sc) && led[j] > 0 -> sum = sum + led[j] - 1 :: else -> skip fi; j++
+    :: else -> break
+    od;
+    j = 0
   }
 }
 
+/* rejoinLua (RedisCounters.rejoin): when Redis's epoch is not the replica's,
+ * the first to find it missing creates it and lists the replicas to wait
+ * for; the replica re-registers (SET NX) its open records with their leases
+ * and reserved money, and the settlements its ledger has not committed, then
+ * leaves the rejoin hash. */
+inline rejoin(me) {
+  atomic {
+    if
+    :: myEpoch[me] == epoch -> skip
+    :: else ->
+#ifndef NOREJOIN
+       if
+       :: epoch == 0 ->
+          epoch = restarts + 1;
+#ifndef LATEJOIN
+          waiting = ALL
+#else
+          waiting = (me == 2 -> 4 : 3)   /* replica 2 started less than two Syncs ago */
+#endif
+       :: else -> skip
+       fi;
+       j = me;
+       do
+       :: j < NREQ ->
+          if
+          :: cached[j] && !rec[j] ->
+             rec[j] = true; leases!!seqOf[j];
+             resv[0] = resv[0] + W;
+             if :: inscope(j, 1) -> resv[1] = resv[1] + W :: else -> skip fi
+          :: else -> skip
+          fi;
+          if
+          :: qrep[j] > 0 ->
+             spent[0] = spent[0] + qrep[j] - 1;
+             if :: inscope(j, 1) -> spent[1] = spent[1] + qrep[j] - 1 :: else -> skip fi
+          :: else -> skip
+          fi;
+          j = j + NREP
+       :: else -> break
+       od;
+       j = 0;
+       waiting = waiting & (ALL - (1 << me));
+#endif
+       myEpoch[me] = epoch;
+       printf("OP rejoin %d %d\n", me, waiting)
+    fi
+  }
+}
+
+/* A replica dies (kill -9): its writer queue is lost (the commit window, or
+ * the spill's replay by the next process); its running request may still be
+ * billed (W) and is left to the lease. What Redis lost and this replica had
+ * not re-registered yet is gone for good. */
 inline crash(me) {
   atomic {
     crashes < MAXCRASH;
     crashes++;
-    lostCrash[0] = lostCrash[0] + Q(me, 0); Q(me, 0) = 0;
-    lostCrash[1] = lostCrash[1] + Q(me, 1); Q(me, 1) = 0;
+    dead[me] = true;
+    j = me;
+    do
+    :: j < NREQ ->
+       if
+       :: qrep[j] > 0 ->
+          lost[j] = true;
+          if
+          :: restarts == 0 -> lostc[j] = qrep[j]   /* gone from Redis too if it loses its data */
+          :: restarts > 0 && myEpoch[me] != epoch ->
+             gap[0] = gap[0] + qrep[j] - 1;
+             if :: inscope(j, 1) -> gap[1] = gap[1] + qrep[j] - 1 :: else -> skip fi
+          :: else -> skip
+          fi;
+          qrep[j] = 0
+       :: else -> skip
+       fi;
+       if
+       :: cached[j] && !rec[j] && !expired[j] && myEpoch[me] != epoch ->
+          lost[j] = true;
+          gap[0] = gap[0] + W;
+          if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi
+       :: else -> skip
+       fi;
+       j = j + NREP
+    :: else -> break
+    od;
+    j = 0;
+    printf("OP crash %d\n", me);
     goto stop
   }
 }
 
 proctype Replica(byte me) {
-  byte r = me, s, c, v, t;
+  byte r = me, c, v, t, j, code;
   bool ok, need;
   do
   :: r >= NREQ -> break
   :: r < NREQ ->
 admit:
-#ifndef NONATOMIC
      atomic { /* admitLua: check every scope, then reserve on all, in one step */
        need = (!seeded[0] || (inscope(r, 1) && !seeded[1]));
        if
-       :: need -> skip
+       :: need ->
+#ifdef NOREJOIN
+          code = 2
+#else
+          if
+          :: myEpoch[me] != epoch -> code = 4                    /* rejoin first */
+#ifdef SEEDFIRST
+          :: else -> code = 2
+#else
+          :: myEpoch[me] == epoch && waiting != 0 -> code = 5    /* wait */
+          :: myEpoch[me] == epoch && waiting == 0 -> code = 2    /* seed */
+#endif
+          fi
+#endif
        :: else ->
+#ifndef NONATOMIC
           if
           :: (spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) ->
-             rec[r] = true; admitted[r] = true; leases!r;
-             resv[0] = resv[0] + W;
-             if :: inscope(r, 1) -> resv[1] = resv[1] + W :: else -> skip fi;
+             rec[r] = true; cached[r] = true; admitted[r] = true;
+             seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
+             resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
+             if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi;
              ok = true
           :: else -> ok = false
           fi;
           printf("OP admit %d %d\n", r, ok)
+#else
+          ok = ((spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT))
+#endif
        fi
      }
-#else
-     /* Mutation: the check and the reserve are separate steps. */
-     atomic {
-       need = (!seeded[0] || (inscope(r, 1) && !seeded[1]));
-       ok = (!need && (spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT))
-     }
+#ifdef NONATOMIC
+     /* Mutation: the reserve is a step of its own, after the check. */
      if
-     :: ok -> atomic {
-          rec[r] = true; admitted[r] = true; leases!r;
-          resv[0] = resv[0] + W;
-          if :: inscope(r, 1) -> resv[1] = resv[1] + W :: else -> skip fi
+     :: !need && ok -> atomic {
+          rec[r] = true; cached[r] = true; admitted[r] = true;
+          seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
+          resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
+          if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi
         }
      :: else -> skip
      fi;
-     if :: !need -> printf("OP admit %d %d\n", r, ok) :: else -> skip fi;
 #endif
      if
      :: need ->
-        /* SeedFunc: flush this replica's ledger, read the ledger, then seedLua
-         * adds it to what was charged meanwhile, once per window. */
-        flush(me);
-        t = 0;
-        do
-        :: t < NSCOPE ->
-           if
-           :: inscope(r, t) && !seeded[t] ->
-              v = ledger[t];
-              atomic {
-                if
-                :: !seeded[t] -> spent[t] = spent[t] + v; seeded[t] = true; printf("OP seed %d %d\n", t, v)
-                :: else -> skip
-                fi;
-                v = 0
-              }
-           :: else -> skip
-           fi;
-           t++
-        :: else -> t = 0; break
-        od;
+        if
+        :: code == 4 -> rejoin(me)
+        :: code == 5 -> waiting == 0   /* waitRejoin polls until the rejoin hash is gone */
+        :: code == 2 ->
+           /* SeedFunc (LedgerSeed): flush this replica's ledger and read the
+            * ledger's spend of each window; then seedLua adds it to what was
+            * charged meanwhile, once per window. */
+           atomic {
+             flush(me);
+             ledgerSum(0, v);
+             ledgerSum(1, t)
+           };
+           atomic {
+             if
+             :: !seeded[0] -> spent[0] = spent[0] + v; seeded[0] = true; printf("OP seed 0 %d\n", v)
+             :: else -> skip
+             fi;
+             if
+             :: inscope(r, 1) && !seeded[1] -> spent[1] = spent[1] + t; seeded[1] = true; printf("OP seed 1 %d\n", t)
+             :: else -> skip
+             fi;
+             v = 0; t = 0
+           }
+        fi;
+        code = 0;
         need = false;
         goto admit
      :: else -> skip
@@ -172,21 +334,36 @@ admit:
         /* The request runs: it completes or the client aborts; either way it
          * is settled with its cost (a crash here leaves it to the lease). */
         if
-        :: crash(me)
+        :: atomic { crashes < MAXCRASH -> cost[r] = W; crash(me) }
         :: c = 1   /* aborted by the client, or failed: less than the worst */
         :: c = W   /* completed at the worst cost */
         fi;
-        atomic {
-          closeRec(r, c, me, ok);
-          printf("OP settle %d %d %d\n", r, c, ok);
+        atomic { /* RedisCounters.Settle */
+          bill(r, c);
+          closeRec(r, c, ok);   /* settleLua */
           if
-          :: !ok && wiped[r] -> /* Settle found no record: the gateway writes no entry */
-             lostRestart[0] = lostRestart[0] + c;
-             if :: inscope(r, 1) -> lostRestart[1] = lostRestart[1] + c :: else -> skip fi
-          :: else -> skip
+          :: ok -> qrep[r] = c + 1
+          :: !ok && expired[r] -> skip   /* after its lease: the expiry's entry stands */
+#ifdef LATESETTLE
+          :: !ok && !expired[r] -> skip
+             /* its lease ended, but Redis lost the record before the lease
+              * loop expired it: Settle sees a record gone after its
+              * deadline and writes no entry */
+#endif
+          :: !ok && !expired[r] ->
+             /* gone while its lease runs: Redis lost it. Rejoin (this
+              * replica re-registers its records, this one too), then
+              * settleLua again; if still gone, settleWithout: the entry
+              * goes to the ledger, not to Redis. */
+             rejoin(me);
+             closeRec(r, c, ok);
+             qrep[r] = c + 1;
+             ok = true
           fi;
-          c = 0; s = 0; ok = false
+          cached[r] = false;
+          printf("OP settle %d %d %d\n", r, c, ok)
         };
+        c = 0; ok = false;
         if
         :: crash(me)   /* the settled cost is still queued: the commit window */
         :: skip
@@ -196,102 +373,158 @@ admit:
      ok = false;
      r = r + NREP
   od;
-  flush(me);   /* Close flushes the writer */
+  atomic {
+    flush(me);   /* the writer's flush (and Close's) */
+    done[me] = true
+  };
 stop:
   skip
 }
 
-/* The lease loop of any replica: the lease of an open reservation may end at
- * any moment; Expire charges its worst cost. */
+/* The lease loop of any replica: the oldest lease may end at any moment;
+ * Expire charges its worst cost, and the expiring replica's writer commits
+ * the entry (it does not crash here). */
 proctype Expirer() {
-  byte r, s;
+  byte k, r;
   bool ok;
 end:
   do
   :: atomic {
 #ifdef SIMLAZY
        /* Random simulations only: leases end less eagerly, so that runs also
-        * reach settlements before the lease (never used by the verifier). */
+        * reach settlements before the lease. */
        nempty(leases);
-       if :: true :: true :: true -> goto later :: true -> goto later fi;
+       if :: true :: true :: true -> goto later :: true -> goto later :: true -> goto later fi;
 #endif
-       leases?r;   /* the oldest lease ends; a settled one is already gone */
+       leases?k;   /* the oldest lease ends; a settled one is already gone */
+       r = reqOf[k];
        if
        :: rec[r] ->
-          closeRec(r, W, EXPIRER, ok);
-          printf("OP expire %d\n", r);
-          flush(EXPIRER)   /* the expiring replica's writer (it does not crash here) */
+          closeRec(r, W, ok);
+          expired[r] = true;
+          if :: led[r] == 0 -> led[r] = W + 1 :: else -> skip fi;
+          printf("OP expire %d\n", r)
        :: else -> skip
        fi;
-       r = 0; s = 0; ok = false;
+       k = 0; r = 0; ok = false;
 later: skip
      }
   od
 }
 
-/* Redis restarts empty: records, counters and seeded markers are gone. */
+/* Each replica's Sync (every second): rejoin when its epoch is not Redis's;
+ * and the rejoin hash's expiry at the end of the grace. */
+proctype Sync() {
+  byte j;
+end:
+  do
+  :: atomic { !dead[0] && myEpoch[0] != epoch -> rejoin(0) }
+  :: atomic { !dead[1] && myEpoch[1] != epoch -> rejoin(1) }
+  :: atomic { !dead[2] && myEpoch[2] != epoch -> rejoin(2) }
+#ifdef EAGERGRACE
+  :: atomic { waiting != 0 -> waiting = 0; printf("OP grace\n") }
+#else
+  :: atomic { waiting != 0 && (dead[0] || (waiting & 1) == 0) && (dead[1] || (waiting & 2) == 0) && (dead[2] || (waiting & 4) == 0) ->
+       waiting = 0; printf("OP grace\n") }
+#endif
+  od
+}
+
+/* Redis loses its data: records, counters, seeded markers, leases, the epoch
+ * and the rejoin hash. What a dead replica held there is gone for good. */
 proctype Restart() {
-  byte r;
+  byte j;
+#ifdef SIMLAZY
+  /* Random simulations only: the wipe comes at a random later step. */
+  do :: nadm >= 2 -> break :: nadm >= 1 -> skip :: nadm >= 1 -> skip od;
+#endif
   atomic {
     restarts < MAXRESTART;
 #ifdef SIMLAZY
-    admitted[0] + admitted[1] + admitted[2] + admitted[3] >= 2;
+    nadm >= 2;
 #endif
     restarts++;
+    accepted[0] = 0; accepted[1] = 0; ends[0] = 0; ends[1] = 0; ends[2] = 0; ends[3] = 0;
     spent[0] = 0; spent[1] = 0; resv[0] = 0; resv[1] = 0;
     seeded[0] = false; seeded[1] = false;
-    do :: leases?r :: empty(leases) -> break od;
-    printf("OP restart\n");
-    r = 0;
+    epoch = 0; waiting = 0;
+    do :: leases?j :: empty(leases) -> break od;
+    j = 0;
     do
-    :: r < NREQ -> if :: rec[r] -> wiped[r] = true; rec[r] = false :: else -> skip fi; r++
+    :: j < NREQ ->
+       if
+       :: rec[j] ->
+          rec[j] = false;
+          if
+          :: dead[owner(j)] ->
+             lost[j] = true;
+             gap[0] = gap[0] + W;
+             if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi
+          :: else -> skip
+          fi
+       :: else -> skip
+       fi;
+       if
+       :: lostc[j] > 0 ->
+          gap[0] = gap[0] + lostc[j] - 1;
+          if :: inscope(j, 1) -> gap[1] = gap[1] + lostc[j] - 1 :: else -> skip fi;
+          lostc[j] = 0
+       :: else -> skip
+       fi;
+       j++
     :: else -> break
-    od
+    od;
+    j = 0;
+    printf("OP restart\n")
   }
 }
 
-/* When nothing else can move: every reservation was settled or expired exactly
- * once (or lost with Redis), none is held, and every accepted cost is in the
- * ledger or was lost in a crashed replica's commit window. */
+/* When nothing else can move: every replica finished (or died), no
+ * reservation is held, and every admitted request is in the ledger once
+ * (the ledger keeps one entry per request), at no less than the provider
+ * billed, at exactly that when its lease did not end first — unless its
+ * entry was lost with a crashed replica. */
 proctype Final() {
-  byte r;
+  byte r, j, l0, l1;
   timeout ->
   atomic {
-    flush(EXPIRER);
+    assert((done[0] || dead[0]) && (done[1] || dead[1]) && (done[2] || dead[2]));
     r = 0;
     do
     :: r < NREQ ->
        assert(!rec[r]);
-       assert(!admitted[r] || ends[r] == 1 || wiped[r]);
+       assert(!admitted[r] || led[r] > 0 || lost[r]);
+       assert(led[r] == 0 || led[r] - 1 >= cost[r]);
+       assert(led[r] == 0 || expired[r] || led[r] - 1 == cost[r]);
        r++
     :: else -> break
     od;
     assert(resv[0] == 0 && resv[1] == 0);
-    assert(accepted[0] == ledger[0] + lostCrash[0] && accepted[1] == ledger[1] + lostCrash[1]);
-    printf("OP final %d %d %d %d\n", spent[0], resv[0], spent[1], resv[1])
+    ledgerSum(0, l0);
+    ledgerSum(1, l1);
+    printf("OP final %d %d %d %d %d %d\n", spent[0], resv[0], spent[1], resv[1], l0, l1)
   }
 }
 
 init {
   seeded[0] = true; seeded[1] = true;  /* the ledger is empty: both windows seeded at 0 */
+  myEpoch[0] = 1; myEpoch[1] = 1; myEpoch[2] = 1;
   atomic {
     run Replica(0); run Replica(1); run Replica(2);
-    run Expirer(); run Restart(); run Final()
+    run Expirer(); run Sync(); run Restart(); run Final()
   }
 }
 
-/* Safety, at every step: no overspend in Redis's view; no request closed
- * twice; every accepted cost is in the ledger, in a writer queue, or was lost
- * in a crashed replica's commit window; before any restart the counters hold
- * exactly the accepted costs. */
-#define NOOVERSPEND (spent[0] + resv[0] <= LIMIT && spent[1] + resv[1] <= LIMIT)
-#define ONCE (ends[0] <= 1 && ends[1] <= 1 && ends[2] <= 1 && ends[3] <= 1)
-#define NOLOSS (accepted[0] == ledger[0] + QSUM(0) + lostCrash[0] && accepted[1] == ledger[1] + QSUM(1) + lostCrash[1])
+/* Safety, at every step: the provider's bill (every admitted request at its
+ * cost once ended, at its worst while it may still be billed) stays within
+ * every strict budget, beyond what Redis lost with a dead replica (gap); and
+ * before any wipe, no record is closed twice and the counters hold exactly
+ * the accepted costs. */
+#define BUDGET (exposure[0] <= LIMIT + gap[0] && exposure[1] <= LIMIT + gap[1])
+#define STRICT (exposure[0] <= LIMIT && exposure[1] <= LIMIT)
+#define ONCE (restarts > 0 || (ends[0] <= 1 && ends[1] <= 1 && ends[2] <= 1 && ends[3] <= 1))
 #define EXACT (restarts > 0 || (spent[0] == accepted[0] && spent[1] == accepted[1]))
 
-#ifndef RESTARTLOSS
-ltl safe { [] (NOOVERSPEND && ONCE && NOLOSS && EXACT) }
-ltl nooverspend { [] NOOVERSPEND }
-#else
-ltl restartloss { [] (lostRestart[0] == 0 && lostRestart[1] == 0) }
-#endif
+ltl safe { [] (BUDGET && ONCE && EXACT) }
+ltl budget { [] BUDGET }
+ltl strict { [] STRICT }
