@@ -57,6 +57,8 @@ type Accountant struct {
 	mu     sync.Mutex
 	seeded map[seedKey]time.Time // window start seeded from the ledger
 
+	cp checkpointer // the counters' usage checkpoints (nil: none; checkpoint.go)
+
 	ledgerState
 }
 
@@ -87,6 +89,9 @@ func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *s
 	a.warnEvery = 10 * time.Second
 	for _, o := range opts {
 		o(a)
+	}
+	if cp, ok := c.(checkpointer); ok && cp.checkpointEvery() > 0 {
+		a.cp = cp
 	}
 	if f, ok := c.(ledgerFollower); ok {
 		a.follower = f
@@ -219,6 +224,15 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 			})
 		})
 	}
+	if a.cp != nil {
+		wg.Go(func() {
+			everyTick(ctx, a.cp.checkpointEvery(), func() {
+				if err := a.cp.WriteCheckpoints(ctx, a.now()); err != nil {
+					a.log.Debug("usage checkpoints not written; retrying at the next tick", "err", err)
+				}
+			})
+		})
+	}
 	everyTick(ctx, every, func() { a.ExpireNow(ctx) })
 }
 
@@ -237,8 +251,9 @@ func everyTick(ctx context.Context, every time.Duration, f func()) {
 }
 
 // ExpireNow settles the reservations whose lease ended by now: the counters
-// charge each its worst-case cost (the reservation is the only bound known on
-// what the provider did) and the ledger gets an expired entry — unless it
+// charge a stream the usage of its last checkpoint plus an allowance, and
+// anything else its worst-case cost (the reservation is the only bound known
+// on what the provider did), and the ledger gets an expired entry — unless it
 // already holds the request (the ledger keeps the first entry of a request
 // id), e.g. a settlement replayed from a crashed replica's spill.
 func (a *Accountant) ExpireNow(ctx context.Context) {
@@ -260,6 +275,7 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 	e := store.LedgerEntry{
 		RequestID: s.ID,
 		Model:     s.Model,
+		Usage:     s.Usage,
 		Cost:      s.Cost,
 		Status:    kernel.StatusExpired,
 		StartedAt: s.AdmittedAt,

@@ -44,6 +44,7 @@ type Processor struct {
 	// Tracer side, when it has one.
 	obs    Observer
 	tracer Tracer
+	cp     UsageCheckpointer // streams' usage so far (checkpoint.go; nil: none)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -595,6 +596,8 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()
 			s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		} else if s.p.cp != nil {
+			s.checkpoint()
 		}
 		return pr
 	}
