@@ -237,6 +237,9 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		return s.responseHeaders(ctx, r.ResponseHeaders)
 	case *extprocv3.ProcessingRequest_ResponseBody:
+		if d := cutDetails(req); d != "" { // the built-in data plane's last message (stream_cut.go)
+			return s.responseCut(ctx, r.ResponseBody, d)
+		}
 		return s.responseBody(ctx, r.ResponseBody)
 	case *extprocv3.ProcessingRequest_ResponseTrailers:
 		return s.responseTrailers(ctx)
