@@ -612,7 +612,10 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 	var cost kernel.Money
 	var settled bool
 	if s.status >= 400 || s.status < 200 {
-		out := s.tr.Error(s.status, body)
+		out, status := s.upstreamError(body) // upstream_auth.go
+		if status != 0 {
+			l = l.addInt(":status", int64(status))
+		}
 		x.c.BodyMutation = x.mutation(out)
 		l = l.add(hdrContentType, "application/json")
 		l = l.addInt(hdrContentLength, int64(len(out)))
