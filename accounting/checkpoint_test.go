@@ -76,12 +76,7 @@ func TestExpiredStreamChargedFromItsCheckpoint(t *testing.T) {
 	clk.add(time.Minute)
 	b.ExpireNow(t.Context())
 
-	rows, err := st.Entries(t.Context(), store.LedgerFilter{Scope: &key})
-	require.NoError(t, err)
-	got := map[string]store.LedgerEntry{}
-	for _, e := range rows {
-		got[e.RequestID] = e
-	}
+	got := ledgerByID(t, st, key)
 	require.Len(t, got, 4)
 	tiny := kernel.Usage{Input: 1000, Output: 8}
 	require.Equal(t, tiny, got["tiny"].Usage, "2 tokens seen, the allowance capped at max_tokens")

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"strings"
 	"sync"
 	"testing"
 
@@ -33,11 +32,7 @@ func (c *checkpoints) Checkpoint(id string, u kernel.Usage) {
 func TestStreamChunksAreCheckpointed(t *testing.T) {
 	cp := &checkpoints{}
 	e := newTestEnv(t, WithCheckpoints(cp))
-	body := streamBody(true)
-	cut := strings.Index(body, streamUsageEvent) - len("data: ")
-	r := sseResponse(body[:cut], 33)
-	r.Reset = true
-	req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"tell me a story"}]}`
+	r, _, req := resetStream()
 	resp := e.do(t, post("/v1/chat/completions", clientKey, req), (&recorder{resp: r}).upstream)
 	require.True(t, resp.Reset)
 	recs := e.acct.waitRecords(t, 1)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -16,13 +18,10 @@ import (
 // settled once as aborted with the usage seen; handled as Envoy does, the
 // client's stream is reset.
 func TestStreamCutAnsweredWithAnErrorEvent(t *testing.T) {
-	body := streamBody(true)
-	cut := strings.Index(body, streamUsageEvent) - len("data: ")
-	req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"tell me a story"}]}`
 	for _, edge := range []bool{true, false} {
 		e := newTestEnv(t)
-		r := sseResponse(body[:cut], 33)
-		r.Reset, r.EdgeReset = true, edge
+		r, sent, req := resetStream()
+		r.EdgeReset = edge
 		resp := e.do(t, post("/v1/chat/completions", clientKey, req), (&recorder{resp: r}).upstream)
 		recs := e.acct.waitRecords(t, 1)
 		require.Equal(t, kernel.StatusAborted, recs[0].Status)
@@ -34,9 +33,9 @@ func TestStreamCutAnsweredWithAnErrorEvent(t *testing.T) {
 		require.False(t, resp.Reset)
 		require.Equal(t, 200, resp.Status)
 		got := string(resp.Body)
-		require.True(t, strings.HasPrefix(got, body[:cut]), "the events that went through are kept")
+		require.True(t, strings.HasPrefix(got, sent), "the events that went through are kept")
 		require.Equal(t, `data: {"error":{"message":"the provider's stream was cut before its end; the reply is incomplete","type":"server_error","param":null,"code":"upstream_reset"}}`+"\n\n",
-			got[cut:])
+			got[len(sent):])
 	}
 }
 
@@ -56,4 +55,14 @@ func TestCutEventShapes(t *testing.T) {
 		s := &stream{in: &Inbound{API: tc.api, Path: tc.path}, tr: new(chatOpenAI)}
 		require.Equal(t, tc.want, string(s.cutEvent()), "%s %s", tc.api, tc.path)
 	}
+}
+
+// resetStream is a chat stream the upstream resets before its usage event:
+// the upstream's answer, the bytes it sent, and the client's request.
+func resetStream() (r *extprocfiltertest.UpstreamResponse, sent, req string) {
+	body := streamBody(true)
+	sent = body[:strings.Index(body, streamUsageEvent)-len("data: ")] // before usage arrives
+	r = sseResponse(sent, 33)
+	r.Reset = true
+	return r, sent, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"tell me a story"}]}`
 }
