@@ -23,8 +23,8 @@ import (
 // estimate for input and the streamed text's for output), in this replica's
 // memory only; every interval (WithCheckpoints, default 1 s) one script
 // writes the usage of every stream that has run at least that long into
-// {tg}:u:<id>, with the reservation record's remaining TTL and only while the
-// record exists, together with an allowance for the output produced after it:
+// {tg}:u:<id>, only while the reservation's record exists and expiring an
+// hour after its lease (checkpointKeep), together with an allowance for the output produced after it:
 // twice the largest output growth seen between two writes, plus
 // checkpointSlack tokens. A stream shorter than the interval costs no Redis
 // write at all; a longer one costs one SET per interval, all the replica's
@@ -52,6 +52,12 @@ const DefaultCheckpointEvery = time.Second
 // bursts, and the provider goes on until it notices the connection gone.
 const checkpointSlack = 64
 
+// checkpointKeep is how long a checkpoint outlives its reservation's lease:
+// time for an expiry to read it (after that, the worst case is charged), and
+// a bound on what one left behind (a settlement whose delete did not reach
+// Redis) costs.
+const checkpointKeep = time.Hour
+
 // checkpointChunk bounds the writes of one script call.
 const checkpointChunk = 500
 
@@ -66,6 +72,7 @@ func WithCheckpoints(every time.Duration) RedisOption {
 type usageCheckpoint struct {
 	u       kernel.Usage // the latest usage seen
 	since   time.Time    // the first chunk
+	expire  int64        // unix ms the written checkpoint expires at (0: not this replica's to write)
 	written int64        // output (and reasoning) at the last write
 	peak    int64        // the largest output growth between two writes
 	sent    bool         // a write may have reached Redis
@@ -80,6 +87,11 @@ func (c *RedisCounters) checkpoint(now func() time.Time, id string, u kernel.Usa
 	e := c.cps[id]
 	if e == nil {
 		e = &usageCheckpoint{since: now()}
+		c.mu.Lock()
+		if rec := c.cache[id]; rec != nil { // admitted here through Redis
+			e.expire = time.Unix(0, rec.Deadline).Add(checkpointKeep).UnixMilli()
+		}
+		c.mu.Unlock()
 		c.cps[id] = e
 	}
 	e.u = u
@@ -103,14 +115,15 @@ func (c *RedisCounters) checkpointEvery() time.Duration { return c.opts.checkpoi
 
 // cpLua writes checkpoints of open reservations and deletes those of ended
 // ones. KEYS: the record and the checkpoint key of each write, then the
-// checkpoint keys to delete. ARGV: [1] number of writes, then each value. A
-// checkpoint takes its record's remaining TTL and is written only while the
-// record exists: a settled reservation's cannot come back.
+// checkpoint keys to delete. ARGV: [1] number of writes, then each value and
+// its TTL (ms). A checkpoint is written only while its record
+// exists: a settled reservation's cannot come back.
 var cpLua = goredis.NewScript(`
 local n = tonumber(ARGV[1])
 for i = 1, n do
-  local ttl = redis.call('PTTL', KEYS[2*i-1])
-  if ttl > 0 then redis.call('SET', KEYS[2*i], ARGV[i+1], 'PX', ttl) end
+  if redis.call('EXISTS', KEYS[2*i-1]) == 1 then
+    redis.call('SET', KEYS[2*i], ARGV[2*i], 'PX', ARGV[2*i+1])
+  end
 end
 if #KEYS > 2*n then redis.call('DEL', unpack(KEYS, 2*n+1)) end
 return 1
@@ -121,19 +134,23 @@ return 1
 // Accountant.ExpireLoop does every interval.
 func (c *RedisCounters) WriteCheckpoints(ctx context.Context, now time.Time) error {
 	every := c.opts.checkpoint
-	type write struct{ id, val string }
+	type write struct {
+		id, val string
+		ttl     int64 // ms
+	}
 	c.cpMu.Lock()
 	gone := c.cpGone
 	c.cpGone = nil
 	var writes []write
 	for id, e := range c.cps {
-		if now.Sub(e.since) < every {
+		ttl := e.expire - now.UnixMilli()
+		if e.expire == 0 || ttl <= 0 || now.Sub(e.since) < every {
 			continue
 		}
 		out := e.u.Output + e.u.Reasoning
 		e.peak = max(e.peak, out-e.written)
 		e.written, e.sent = out, true
-		writes = append(writes, write{id, encodeCheckpoint(e.u, 2*e.peak+checkpointSlack)})
+		writes = append(writes, write{id, encodeCheckpoint(e.u, 2*e.peak+checkpointSlack), ttl})
 	}
 	c.cpMu.Unlock()
 	var errs []error
@@ -141,11 +158,11 @@ func (c *RedisCounters) WriteCheckpoints(ctx context.Context, now time.Time) err
 		nw := min(len(writes), checkpointChunk)
 		ng := min(len(gone), checkpointChunk-nw)
 		keys := make([]string, 0, 2*nw+ng)
-		args := make([]any, 0, 1+nw)
+		args := make([]any, 0, 1+2*nw)
 		args = append(args, nw)
 		for _, w := range writes[:nw] {
 			keys = append(keys, c.recordKey(w.id), c.checkpointKey(w.id))
-			args = append(args, w.val)
+			args = append(args, w.val, w.ttl)
 		}
 		for _, id := range gone[:ng] {
 			keys = append(keys, c.checkpointKey(id))

@@ -72,6 +72,10 @@ func TestExpiredStreamChargedFromItsCheckpoint(t *testing.T) {
 	n, err := rdb.Exists(t.Context(), "{"+pfx+"}:u:stream", "{"+pfx+"}:u:short", "{"+pfx+"}:u:plain").Result()
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "only the streams that ran an interval have a checkpoint")
+	ttl, err := rdb.PTTL(t.Context(), "{"+pfx+"}:u:stream").Result()
+	require.NoError(t, err)
+	require.InDelta(t, float64(time.Minute+time.Hour-2500*time.Millisecond), float64(ttl), float64(5*time.Second),
+		"kept until an hour after the lease")
 
 	clk.add(time.Minute)
 	b.ExpireNow(t.Context())

@@ -65,7 +65,7 @@
 //   - {tg}:leases — a sorted set of open reservations by lease deadline (µs).
 //   - {tg}:u:<id> — the usage checkpoint of a stream that ran past the
 //     checkpoint interval: "<input> <cached input> <cache write> <output>
-//     <reasoning> <output allowance>", with its record's TTL (checkpoint.go).
+//     <reasoning> <output allowance>", expiring an hour after the lease (checkpoint.go).
 //   - {tg}:epoch, {tg}:rejoin, {tg}:members — what tells a Redis that lost its
 //     data, and who must re-register into it (below, and redis_rejoin.go).
 //
