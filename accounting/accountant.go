@@ -161,6 +161,19 @@ func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kerne
 // ledger entry as the data plane observed it: Settle sets its Cost and EndedAt
 // (the settlement time) and returns the cost charged.
 func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
+	if a.spill != nil {
+		if pc, ok := a.counters.(settleCoster); ok {
+			if cost, ok := pc.settleCost(e.RequestID, e.Usage); ok {
+				return a.settleAhead(ctx, e, cost) // settle_ahead.go
+			}
+		}
+	}
+	return a.settleThenRecord(ctx, e)
+}
+
+// settleThenRecord closes the reservation in the counters, then records the
+// entry.
+func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
 	s, ok, err := a.counters.Settle(ctx, a.now(), e.RequestID, e.Usage, e.Status)
 	if err != nil {
 		return 0, fmt.Errorf("accounting: settle %s: %w", e.RequestID, err)
@@ -175,22 +188,7 @@ func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Mo
 // record appends e to the ledger, written ahead to the spill when there is
 // one. The ledger holds the charge whatever happens to the request's context.
 func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
-	appendOne := func() error {
-		if err := a.ledger.Append(ctx, *e); err != nil {
-			// Keep the entry for the durable record on a fresh context so a
-			// cancelled request cannot lose it.
-			ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err2 := a.ledger.Append(ctx2, *e); err2 != nil {
-				return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
-			}
-		}
-		idx := a.appended.Add(1)
-		if a.follower != nil {
-			a.follower.appended(e.RequestID, idx)
-		}
-		return nil
-	}
+	appendOne := func() error { return a.appendLedger(ctx, e) }
 	if a.spill == nil {
 		return appendOne()
 	}
@@ -203,6 +201,25 @@ func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
 			"request_id", e.RequestID, "err", err)
 	}
 	return appendOne()
+}
+
+// appendLedger queues e for the ledger. The ledger holds the charge whatever
+// happens to the request's context.
+func (a *Accountant) appendLedger(ctx context.Context, e *store.LedgerEntry) error {
+	if err := a.ledger.Append(ctx, *e); err != nil {
+		// Keep the entry for the durable record on a fresh context so a
+		// cancelled request cannot lose it.
+		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err2 := a.ledger.Append(ctx2, *e); err2 != nil {
+			return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
+		}
+	}
+	idx := a.appended.Add(1)
+	if a.follower != nil {
+		a.follower.appended(e.RequestID, idx)
+	}
+	return nil
 }
 
 // ExpireLoop settles reservations whose lease ran out, every interval, until

@@ -18,9 +18,12 @@
 //     appended to the store's ledger (store.Ledger, group-committed by the
 //     backend). The ledger is the truth; counters are rebuilt from it.
 //   - With a Spill (WithSpill), every entry is written ahead to a file of this
-//     process before it is queued for the ledger, so a crash while the ledger
-//     cannot commit (PostgreSQL down) loses none: the next process on the
-//     directory replays the files of dead processes (OpenSpill).
+//     process before it is queued for the ledger — and, for a request this
+//     replica admitted through Redis, before Redis closes its reservation
+//     (settle_ahead.go) — so a crash while the ledger cannot commit
+//     (PostgreSQL down), or between Redis and the ledger, loses none: the
+//     next process on the directory replays the files of dead processes
+//     (OpenSpill).
 //   - ExpireLoop settles, every few seconds, reservations whose lease
 //     (WithLease; kernel.DefaultLease) ended — kernel.State.Expire, or the
 //     leases sorted set in Redis — and records them in the ledger too (which
