@@ -57,6 +57,8 @@ type Accountant struct {
 	mu     sync.Mutex
 	seeded map[seedKey]time.Time // window start seeded from the ledger
 
+	cp checkpointer // the counters' usage checkpoints (nil: none; checkpoint.go)
+
 	ledgerState
 }
 
@@ -87,6 +89,9 @@ func NewAccountant(c Counters, ledger store.Ledger, now func() time.Time, log *s
 	a.warnEvery = 10 * time.Second
 	for _, o := range opts {
 		o(a)
+	}
+	if cp, ok := c.(checkpointer); ok && cp.checkpointEvery() > 0 {
+		a.cp = cp
 	}
 	if f, ok := c.(ledgerFollower); ok {
 		a.follower = f
@@ -156,6 +161,19 @@ func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kerne
 // ledger entry as the data plane observed it: Settle sets its Cost and EndedAt
 // (the settlement time) and returns the cost charged.
 func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
+	if a.spill != nil {
+		if pc, ok := a.counters.(settleCoster); ok {
+			if cost, ok := pc.settleCost(e.RequestID, e.Usage); ok {
+				return a.settleAhead(ctx, e, cost) // settle_ahead.go
+			}
+		}
+	}
+	return a.settleThenRecord(ctx, e)
+}
+
+// settleThenRecord closes the reservation in the counters, then records the
+// entry.
+func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
 	s, ok, err := a.counters.Settle(ctx, a.now(), e.RequestID, e.Usage, e.Status)
 	if err != nil {
 		return 0, fmt.Errorf("accounting: settle %s: %w", e.RequestID, err)
@@ -170,22 +188,7 @@ func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Mo
 // record appends e to the ledger, written ahead to the spill when there is
 // one. The ledger holds the charge whatever happens to the request's context.
 func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
-	appendOne := func() error {
-		if err := a.ledger.Append(ctx, *e); err != nil {
-			// Keep the entry for the durable record on a fresh context so a
-			// cancelled request cannot lose it.
-			ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err2 := a.ledger.Append(ctx2, *e); err2 != nil {
-				return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
-			}
-		}
-		idx := a.appended.Add(1)
-		if a.follower != nil {
-			a.follower.appended(e.RequestID, idx)
-		}
-		return nil
-	}
+	appendOne := func() error { return a.appendLedger(ctx, e) }
 	if a.spill == nil {
 		return appendOne()
 	}
@@ -198,6 +201,25 @@ func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
 			"request_id", e.RequestID, "err", err)
 	}
 	return appendOne()
+}
+
+// appendLedger queues e for the ledger. The ledger holds the charge whatever
+// happens to the request's context.
+func (a *Accountant) appendLedger(ctx context.Context, e *store.LedgerEntry) error {
+	if err := a.ledger.Append(ctx, *e); err != nil {
+		// Keep the entry for the durable record on a fresh context so a
+		// cancelled request cannot lose it.
+		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err2 := a.ledger.Append(ctx2, *e); err2 != nil {
+			return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
+		}
+	}
+	idx := a.appended.Add(1)
+	if a.follower != nil {
+		a.follower.appended(e.RequestID, idx)
+	}
+	return nil
 }
 
 // ExpireLoop settles reservations whose lease ran out, every interval, until
@@ -215,6 +237,15 @@ func (a *Accountant) ExpireLoop(ctx context.Context, every time.Duration) {
 			everyTick(ctx, time.Second, func() {
 				if err := s.Sync(ctx, a.now()); err != nil {
 					a.log.Debug("counters sync failed; retrying at the next tick", "err", err)
+				}
+			})
+		})
+	}
+	if a.cp != nil {
+		wg.Go(func() {
+			everyTick(ctx, a.cp.checkpointEvery(), func() {
+				if err := a.cp.WriteCheckpoints(ctx, a.now()); err != nil {
+					a.log.Debug("usage checkpoints not written; retrying at the next tick", "err", err)
 				}
 			})
 		})
@@ -237,8 +268,9 @@ func everyTick(ctx context.Context, every time.Duration, f func()) {
 }
 
 // ExpireNow settles the reservations whose lease ended by now: the counters
-// charge each its worst-case cost (the reservation is the only bound known on
-// what the provider did) and the ledger gets an expired entry — unless it
+// charge a stream the usage of its last checkpoint plus an allowance, and
+// anything else its worst-case cost (the reservation is the only bound known
+// on what the provider did), and the ledger gets an expired entry — unless it
 // already holds the request (the ledger keeps the first entry of a request
 // id), e.g. a settlement replayed from a crashed replica's spill.
 func (a *Accountant) ExpireNow(ctx context.Context) {
@@ -260,6 +292,7 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 	e := store.LedgerEntry{
 		RequestID: s.ID,
 		Model:     s.Model,
+		Usage:     s.Usage,
 		Cost:      s.Cost,
 		Status:    kernel.StatusExpired,
 		StartedAt: s.AdmittedAt,

@@ -18,13 +18,19 @@
 //     appended to the store's ledger (store.Ledger, group-committed by the
 //     backend). The ledger is the truth; counters are rebuilt from it.
 //   - With a Spill (WithSpill), every entry is written ahead to a file of this
-//     process before it is queued for the ledger, so a crash while the ledger
-//     cannot commit (PostgreSQL down) loses none: the next process on the
-//     directory replays the files of dead processes (OpenSpill).
+//     process before it is queued for the ledger — and, for a request this
+//     replica admitted through Redis, before Redis closes its reservation
+//     (settle_ahead.go) — so a crash while the ledger cannot commit
+//     (PostgreSQL down), or between Redis and the ledger, loses none: the
+//     next process on the directory replays the files of dead processes
+//     (OpenSpill).
 //   - ExpireLoop settles, every few seconds, reservations whose lease
 //     (WithLease; kernel.DefaultLease) ended — kernel.State.Expire, or the
-//     leases sorted set in Redis — at their worst case and records them in
-//     the ledger too (which keeps a request's first entry). Beside it, every
+//     leases sorted set in Redis — and records them in the ledger too (which
+//     keeps a request's first entry): with Redis counters, a stream at the
+//     usage its replica last checkpointed plus an allowance (checkpoint.go;
+//     Accountant.Checkpoint, written every WithCheckpoints interval by
+//     ExpireLoop), anything else at its worst case. Beside it, every
 //     second, it flushes the ledger, deletes the spill files the flush
 //     covered, and warns while the ledger cannot flush; Pending is the number
 //     of settlements not yet confirmed durable.
@@ -60,6 +66,9 @@
 //     price, scopes, the periods of each scope's budgets, admission time and
 //     deadline).
 //   - {tg}:leases — a sorted set of open reservations by lease deadline (µs).
+//   - {tg}:u:<id> — the usage checkpoint of a stream that ran past the
+//     checkpoint interval: "<input> <cached input> <cache write> <output>
+//     <reasoning> <output allowance>", expiring an hour after the lease (checkpoint.go).
 //   - {tg}:epoch, {tg}:rejoin, {tg}:members — what tells a Redis that lost its
 //     data, and who must re-register into it (below, and redis_rejoin.go).
 //

@@ -62,15 +62,22 @@ func TestLeaseConfigurable(t *testing.T) {
 	a.ExpireNow(t.Context())
 	require.True(t, admit("fourth").Admitted, "slots free after the configured lease")
 
+	got := ledgerByID(t, st, key)
+	require.Len(t, got, 2)
+	require.Equal(t, kernel.StatusExpired, got["lost"].Status)
+	require.Equal(t, kernel.Cost(price, kernel.Usage{Input: 100, Output: 100}), got["lost"].Cost, "worst case: nothing else is known")
+	require.Equal(t, kernel.StatusCompleted, got["replayed"].Status, "the ledger's own row stands")
+	require.Equal(t, kernel.Money(35), got["replayed"].Cost)
+}
+
+// ledgerByID is the ledger's rows of key, by request id.
+func ledgerByID(t *testing.T, st *memstore.Store, key kernel.ScopeRef) map[string]store.LedgerEntry {
+	t.Helper()
 	rows, err := st.Entries(t.Context(), store.LedgerFilter{Scope: &key})
 	require.NoError(t, err)
 	got := map[string]store.LedgerEntry{}
 	for _, e := range rows {
 		got[e.RequestID] = e
 	}
-	require.Len(t, got, 2)
-	require.Equal(t, kernel.StatusExpired, got["lost"].Status)
-	require.Equal(t, kernel.Cost(price, kernel.Usage{Input: 100, Output: 100}), got["lost"].Cost, "worst case: nothing else is known")
-	require.Equal(t, kernel.StatusCompleted, got["replayed"].Status, "the ledger's own row stands")
-	require.Equal(t, kernel.Money(35), got["replayed"].Cost)
+	return got
 }

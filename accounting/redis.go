@@ -58,6 +58,8 @@ type options struct {
 	batch    int
 	timeout  time.Duration
 	grace    time.Duration // WithRejoinGrace
+	// checkpoint is how often streams' usage is written (WithCheckpoints; 0: off).
+	checkpoint time.Duration
 }
 
 // WithPrefix sets the key prefix (default "tg"). Every key is in the hash slot
@@ -110,6 +112,10 @@ type RedisCounters struct {
 	local       *kernel.State
 	localSeeded map[windowID]bool
 	localMu     sync.Mutex
+
+	cpMu   sync.Mutex                  // guards cps and cpGone (checkpoint.go)
+	cps    map[string]*usageCheckpoint // streams' usage, by reservation id
+	cpGone []string                    // checkpoints written for reservations since ended
 }
 
 type windowID struct {
@@ -123,6 +129,7 @@ func NewRedisCounters(client goredis.UniversalClient, seed SeedFunc, opts ...Red
 	o := options{
 		prefix: "tg", logger: slog.New(slog.DiscardHandler), scopeTTL: 24 * time.Hour,
 		workers: 1, batch: 128, timeout: 3 * time.Second, grace: 5 * time.Second,
+		checkpoint: DefaultCheckpointEvery,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -130,7 +137,7 @@ func NewRedisCounters(client goredis.UniversalClient, seed SeedFunc, opts ...Red
 	c := &RedisCounters{
 		rdb: client, seed: seed, opts: o, tag: "{" + o.prefix + "}:",
 		cache: make(map[string]*record), local: kernel.NewState(), localSeeded: make(map[windowID]bool),
-		name: newReplicaName(),
+		name: newReplicaName(), cps: make(map[string]*usageCheckpoint),
 	}
 	c.pipe = newPipeliner(client, c.leasesKey(), o.workers, o.batch, o.timeout)
 	return c
@@ -149,6 +156,7 @@ type record struct {
 	AdmittedAt int64             `json:"a"`
 	Deadline   int64             `json:"dl"`
 	Minute     int64             `json:"mn"`
+	Output     int64             `json:"o,omitempty"` // the output bound before any clamp (checkpoint.go)
 	Reserved   kernel.Money      `json:"-"`
 	Worst      kernel.Money      `json:"-"` // charged on expiry
 	Tokens     int64             `json:"-"` // counted towards tpm in Minute
@@ -247,7 +255,7 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 		lease = kernel.DefaultLease
 	}
 	rec := &record{
-		ID: req.ID, Model: req.Model, Price: req.Price, AdmittedAt: nowN, Minute: minute,
+		ID: req.ID, Model: req.Model, Price: req.Price, AdmittedAt: nowN, Minute: minute, Output: outBound,
 		Deadline: satAdd(nowN, int64(lease)),
 		Scopes:   make([]kernel.ScopeRef, len(req.Scopes)),
 	}
@@ -421,6 +429,7 @@ func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any
 // Settle charges the exact cost of u to reservation id at now (kernel.State.Settle).
 // ok is false when id is not open (unknown, already settled or expired).
 func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error) {
+	c.forgetCheckpoint(id)
 	if s, ok := c.settleLocal(now, id, u, st); ok {
 		return s, true, nil
 	}
@@ -531,7 +540,9 @@ func (c *RedisCounters) close(ctx context.Context, now time.Time, rec *record, c
 }
 
 // Expire settles every reservation whose lease ended by now with StatusExpired
-// and its worst-case cost (kernel.State.Expire), oldest deadline first.
+// (kernel.State.Expire), oldest deadline first: a stream at the usage of its
+// last checkpoint plus an allowance (checkpoint.go), anything else at its
+// worst-case cost.
 func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Settlement, error) {
 	out := c.expireLocal(now)
 	if err := c.applyCorrections(ctx); err != nil {
@@ -562,11 +573,18 @@ func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Set
 	slices.SortFunc(recs, func(a, b *record) int {
 		return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), cmp.Compare(a.ID, b.ID))
 	})
-	for _, rec := range recs {
-		ok, cost, reserved, err := c.close(ctx, now, rec, -1, false, 0)
+	// Streams are charged what they showed by their last checkpoint, with
+	// an allowance; anything else its worst cost (checkpoint.go).
+	usage, charge, err := c.expiryCharges(ctx, recs)
+	if err != nil {
+		return out, err
+	}
+	for i, rec := range recs {
+		ok, cost, reserved, err := c.close(ctx, now, rec, charge[i], false, 0)
 		if err != nil {
 			return out, err
 		}
+		c.forgetCheckpoint(rec.ID)
 		c.mu.Lock()
 		delete(c.cache, rec.ID)
 		if ok {
@@ -574,8 +592,15 @@ func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Set
 		}
 		c.mu.Unlock()
 		if ok {
-			out = append(out, settlement(rec, now, kernel.Usage{}, cost, reserved, kernel.StatusExpired))
+			out = append(out, settlement(rec, now, usage[i], cost, reserved, kernel.StatusExpired))
 		}
+	}
+	if len(recs) > 0 {
+		keys := make([]string, len(recs))
+		for i, rec := range recs {
+			keys[i] = c.checkpointKey(rec.ID)
+		}
+		_ = c.rdb.Del(ctx, keys...).Err() // best effort: they expire with the records' TTL
 	}
 	// Forget cached reservations another replica ended.
 	c.mu.Lock()

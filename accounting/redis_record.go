@@ -47,6 +47,9 @@ func appendRecordJSON(b []byte, rec *record) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `,"a":`...), rec.AdmittedAt, 10)
 	b = strconv.AppendInt(append(b, `,"dl":`...), rec.Deadline, 10)
 	b = strconv.AppendInt(append(b, `,"mn":`...), rec.Minute, 10)
+	if rec.Output != 0 {
+		b = strconv.AppendInt(append(b, `,"o":`...), rec.Output, 10)
+	}
 	return append(b, '}'), nil
 }
 

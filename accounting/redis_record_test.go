@@ -24,6 +24,7 @@ func TestRecordJSON(t *testing.T) {
 				Output: money.Draw(rt, "out"), Reasoning: money.Draw(rt, "rsn"),
 			},
 			AdmittedAt: rapid.Int64().Draw(rt, "a"), Deadline: rapid.Int64().Draw(rt, "dl"), Minute: rapid.Int64().Draw(rt, "mn"),
+			Output: rapid.OneOf(rapid.Just(int64(0)), rapid.Int64()).Draw(rt, "o"),
 		}
 		if rapid.Bool().Draw(rt, "scopes") {
 			for i := range rapid.IntRange(0, 4).Draw(rt, "n") {

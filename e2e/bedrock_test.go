@@ -53,8 +53,9 @@ func TestBedrockSDKs(t *testing.T) {
 	})
 	t.Run("a wrong signature is refused by the provider", func(t *testing.T) {
 		code, _, b := s.post(key, "/v1/chat/completions", chatBody("bad-secret", false, false, 3))
-		require.Equal(t, http.StatusForbidden, code, string(b))
+		require.Equal(t, http.StatusBadGateway, code, "the provider's 403 is not the client's fault: %s", b)
 		require.Contains(t, string(b), "rejected the gateway's credentials")
+		require.Contains(t, string(b), `"code":"upstream_auth_error"`)
 		require.NotContains(t, string(b), bedrockSecret)
 	})
 

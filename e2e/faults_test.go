@@ -196,6 +196,7 @@ type ledgerSum struct {
 	Rows, Expired      int64
 	Cost, In, Out      int64
 	ExpiredCost        int64
+	ExpiredStreams     int64 // expired rows charged from a usage checkpoint (output > 0)
 	Completed, Aborted int64
 	Failed, Other      int64
 }
@@ -212,9 +213,10 @@ func (c *faultCluster) ledger(keyID string) ledgerSum {
 	err = conn.QueryRow(ctx, `SELECT count(*), coalesce(sum(cost),0), coalesce(sum(input+cached_input+cache_write),0),
 		coalesce(sum(output+reasoning),0),
 		count(*) FILTER (WHERE status=3), coalesce(sum(cost) FILTER (WHERE status=3),0),
+		count(*) FILTER (WHERE status=3 AND output > 0),
 		count(*) FILTER (WHERE status=0), count(*) FILTER (WHERE status=1), count(*) FILTER (WHERE status=2)
 		FROM ledger WHERE key_id=$1`, keyID).Scan(&s.Rows, &s.Cost, &s.In, &s.Out, &s.Expired, &s.ExpiredCost,
-		&s.Completed, &s.Aborted, &s.Failed)
+		&s.ExpiredStreams, &s.Completed, &s.Aborted, &s.Failed)
 	require.NoError(c.t, err)
 	s.Other = s.Rows - s.Expired - s.Completed - s.Aborted - s.Failed
 	return s
@@ -387,7 +389,9 @@ func TestFaultKill9(t *testing.T) {
 	for _, pgDown := range []bool{false, true} {
 		name := map[bool]string{false: "kill9", true: "pgdown-kill9"}[pgDown]
 		t.Run(name, func(t *testing.T) {
-			c := startCluster(t, "closed", "--reservation-lease", "5s")
+			// Streams here last ~200 ms: checkpoints every 50 ms, so that a
+			// stream cut by the kill has one (the default is 1 s).
+			c := startCluster(t, "closed", "--reservation-lease", "5s", "--usage-checkpoint", "50ms")
 			key, keyID := c.catalog(name)
 			victim := c.replicas[2]
 			var killed time.Time
@@ -411,11 +415,14 @@ func TestFaultKill9(t *testing.T) {
 				return o.replica == victim.name && o.end.After(killed.Add(-time.Second)) && !o.complete
 			})
 			// In-flight requests of the killed replica: billed by the provider
-			// (in part), settled by lease expiry at their worst case.
+			// (in part), settled by lease expiry: a stream at its last usage
+			// checkpoint plus an allowance, a JSON request at its worst case.
 			l, b := c.settleDown(name, keyID, func(l ledgerSum, b bill) bool {
 				return l.Completed == int64(all.complete) && l.Cost >= b.Cost
 			})
 			t.Logf("%s: clients %+v (cut by the kill: %d); ledger %+v; mock bill %+v", name, all, cut.total, l, b)
+			t.Logf("%s: %d expired rows, %d n$ (%d streams from their checkpoint); ledger %d n$ against the bill %d n$ (+%d n$)",
+				name, l.Expired, l.ExpiredCost, l.ExpiredStreams, l.Cost, b.Cost, l.Cost-b.Cost)
 			require.Equal(t, int64(all.complete), l.Completed, "every completed request is in the ledger (the spill kept the killed replica's)")
 			require.LessOrEqual(t, l.Cost-l.ExpiredCost, b.Cost, "settled rows never exceed the bill")
 			require.GreaterOrEqual(t, l.Cost, b.Cost, "with the expired reservations' worst case, the ledger covers the bill")

@@ -29,8 +29,9 @@ type upstreamSeen struct {
 // TestFaultUpstream: the provider misbehaves — so slow that the client gives
 // up, a stream reset after a few events (a JSON reply reset before any byte),
 // 500, 429 and 401 — under three replicas on PostgreSQL and Redis. For each:
-// what the client sees (an error in its own format; the provider's 401 told
-// apart from the client's key being bad), the ledger rows (a request the
+// what the client sees (an error in its own format, a cut stream ending with
+// an error event; the provider's 401 a 502 told apart from the client's key
+// being bad), the ledger rows (a request the
 // provider refused costs $0; a request cut midway is charged what went
 // through, estimated, at least what the provider billed), and the counters
 // back to the ledger (no reservation left, nothing in flight). The figures
@@ -73,7 +74,9 @@ func TestFaultUpstream(t *testing.T) {
 				require.Equal(t, http.StatusOK, s.code, "the stream had started")
 				require.Contains(t, s.body, "data: {", "the first events went through")
 				require.NotContains(t, s.body, "[DONE]", "a cut stream does not end as a complete one")
-				require.Error(t, s.readErr, "not a silent truncation: the client's read of the body fails")
+				require.NoError(t, s.readErr, "the stream ends cleanly, with an error event")
+				require.True(t, strings.HasSuffix(s.body, `"code":"upstream_reset"}}`+"\n\n"),
+					"not a silent truncation: the last event is an error in OpenAI's shape: %q", s.body)
 			},
 		},
 		{
@@ -94,11 +97,11 @@ func TestFaultUpstream(t *testing.T) {
 		{
 			name: "401", headers: []string{"x-mock-status", "401"}, free: true,
 			check: func(t *testing.T, s upstreamSeen) {
-				require.Equal(t, http.StatusUnauthorized, s.code, s.body)
+				require.Equal(t, http.StatusBadGateway, s.code, "not a 401: the client's key is fine: %s", s.body)
 				requireOpenAIError(t, s.body)
 				require.Contains(t, s.body, `"code":"upstream_auth_error"`,
 					"the provider refusing the gateway's credential is told apart from the client's key being bad")
-				require.Contains(t, s.body, "the provider rejected the gateway's credentials")
+				require.Contains(t, s.body, "rejected the gateway's credentials", "the message names the deployment")
 			},
 		},
 	} {

@@ -108,7 +108,9 @@ func (x *exchange) upstreamFailed() {
 		return // the client went away
 	}
 	if x.sentHeaders {
-		abort(x.w)
+		if !x.endCutStream() { // stream_cut.go
+			abort(x.w)
+		}
 		return
 	}
 	switch cause := context.Cause(x.upCtx); {

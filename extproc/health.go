@@ -145,9 +145,12 @@ func (r *Router) finish(d *Deployment, tokens int64) {
 
 // retryable reports whether an upstream status is the deployment's failure
 // (counted towards its cooldown): 408, 429 and 5xx — the data plane's own
-// 503 and 504 for a connect failure, reset or timeout included.
+// 503 and 504 for a connect failure, reset or timeout included — and 401, the
+// provider refusing the deployment's credential (upstream_auth.go; a 403 may
+// be a content-policy refusal, which the status alone does not tell).
 func retryable(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500 ||
+		status == http.StatusUnauthorized
 }
 
 // observe records an attempt's outcome on d: its status, the

@@ -44,6 +44,7 @@ type Processor struct {
 	// Tracer side, when it has one.
 	obs    Observer
 	tracer Tracer
+	cp     UsageCheckpointer // streams' usage so far (checkpoint.go; nil: none)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -236,6 +237,9 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		return s.responseHeaders(ctx, r.ResponseHeaders)
 	case *extprocv3.ProcessingRequest_ResponseBody:
+		if d := cutDetails(req); d != "" { // the built-in data plane's last message (stream_cut.go)
+			return s.responseCut(ctx, r.ResponseBody, d)
+		}
 		return s.responseBody(ctx, r.ResponseBody)
 	case *extprocv3.ProcessingRequest_ResponseTrailers:
 		return s.responseTrailers(ctx)
@@ -595,6 +599,8 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()
 			s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		} else if s.p.cp != nil {
+			s.checkpoint()
 		}
 		return pr
 	}
@@ -606,7 +612,10 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 	var cost kernel.Money
 	var settled bool
 	if s.status >= 400 || s.status < 200 {
-		out := s.tr.Error(s.status, body)
+		out, status := s.upstreamError(body) // upstream_auth.go
+		if status != 0 {
+			l = l.addInt(":status", int64(status))
+		}
 		x.c.BodyMutation = x.mutation(out)
 		l = l.add(hdrContentType, "application/json")
 		l = l.addInt(hdrContentLength, int64(len(out)))

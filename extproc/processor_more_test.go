@@ -155,7 +155,7 @@ func TestUpstreamErrors(t *testing.T) {
 		{
 			name: "provider rejects the gateway key", status: 401,
 			body: `{"error":{"message":"Incorrect API key provided: ` + openAIKey + `.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
-			want: wantError{401, "invalid_request_error", "upstream_auth_error", "", "rejected the gateway's credentials"},
+			want: wantError{502, "upstream_auth_error", "upstream_auth_error", "", "The provider of deployment `openai-gpt4o` rejected the gateway's credentials (HTTP 401)"},
 		},
 		{
 			name: "provider 500 html", status: 500, body: `<h1>oops</h1>`,

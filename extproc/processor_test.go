@@ -161,11 +161,7 @@ func TestChatStreamWithoutUsage(t *testing.T) {
 
 func TestStreamAbortedByUpstreamReset(t *testing.T) {
 	e := newTestEnv(t)
-	body := streamBody(true)
-	cut := strings.Index(body, streamUsageEvent) - len("data: ") // before usage arrives
-	r := sseResponse(body[:cut], 33)
-	r.Reset = true
-	req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"tell me a story"}]}`
+	r, _, req := resetStream()
 	resp := e.do(t, post("/v1/chat/completions", clientKey, req), (&recorder{resp: r}).upstream)
 	require.True(t, resp.Reset)
 	recs := e.acct.waitRecords(t, 1)

@@ -184,7 +184,7 @@ func (k failureKind) reason() string {
 func classify(status int, body []byte) failureKind {
 	switch status {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusUnauthorized:
 		return failRetryable
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusForbidden:
 		lb := bytes.ToLower(body)
@@ -197,6 +197,9 @@ func classify(status int, body []byte) failureKind {
 			if bytes.Contains(lb, []byte(m)) {
 				return failContentPolicy
 			}
+		}
+		if status == http.StatusForbidden {
+			return failRetryable // the provider refused the gateway's credential (upstream_auth.go)
 		}
 	}
 	return failNotRetried

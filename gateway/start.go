@@ -169,6 +169,7 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	respOpts, purgeResponses := processorResponseOptions(g.Store, &g.Config, g.now, g.log)
 	g.Router = extproc.NewRouter()
 	respOpts = append(respOpts, extproc.WithRouter(g.Router))
+	respOpts = append(respOpts, extproc.WithCheckpoints(g.Accountant))
 	acct, observer := g.observeProcessor()
 	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)), observer,

@@ -47,12 +47,13 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	db := fs.String("db", "", "embedded store file (SQLite), or a postgres:// URL (default: env TOLLGATE_DB, else tollgate.db)")
 	masterFile := fs.String("master-key-file", "", "file holding the hex master key that seals provider credentials (created if missing; default: <db>.key); TOLLGATE_MASTER_KEY overrides")
 	fs.Var((*stringList)(&cfg.ApplyFiles), "apply", "declarative configuration file to apply at start (repeatable)")
-	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", cfg.ReservationLease, "how long an admitted request's reservation lives unsettled (a crashed replica) before it is settled by expiry at its worst-case cost; keep it above the longest request")
+	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", cfg.ReservationLease, "how long an admitted request's reservation lives unsettled (a crashed replica) before it is settled by expiry (a stream at its last usage checkpoint, anything else at its worst-case cost); keep it above the longest request")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	fs.DurationVar(&cfg.ResponsesRetention, "responses-retention", gateway.DefaultResponsesRetention, "how long stored responses of the Responses API are kept")
 	demo := fs.String("demo-upstream", "", "create the demo model group `demo` pointing at this OpenAI-compatible URL, and a demo key")
 	redisURL := fs.String("redis", "", "redis://… URL: admission counters shared by every replica (with a PostgreSQL store; default: env TOLLGATE_REDIS)")
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
+	checkpointEvery := fs.Duration("usage-checkpoint", accounting.DefaultCheckpointEvery, "with --redis: how often streams' usage so far is written to Redis, so that an expired lease charges what a stream showed, not its worst case (0: off)")
 	spillDir := fs.String("ledger-spill-dir", "auto", "directory of the ledger's write-ahead spill (settlements survive a crash while the store cannot commit); auto: a directory per database under the user cache directory with a PostgreSQL store, off with SQLite; off: none")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
@@ -139,7 +140,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	opts.Observe.MetricsAddrDefaulted = !flagSet(fs, "metrics-addr")
 	log.Info("data plane", "kind", cfg.DataPlane)
 	if *redisURL != "" {
-		counters, closeRedis, check, err := openRedis(*redisURL, *redisPolicy, st, log)
+		counters, closeRedis, check, err := openRedis(*redisURL, *redisPolicy, *checkpointEvery, st, log)
 		if err != nil {
 			return err
 		}
@@ -171,7 +172,7 @@ func openStore(ctx context.Context, db string) (store.Store, error) {
 	return st, nil
 }
 
-func openRedis(url, policy string, st store.Store, log *slog.Logger) (accounting.Counters, func(), observe.Check, error) {
+func openRedis(url, policy string, checkpointEvery time.Duration, st store.Store, log *slog.Logger) (accounting.Counters, func(), observe.Check, error) {
 	ro, err := goredis.ParseURL(url)
 	if err != nil {
 		return nil, nil, observe.Check{}, fmt.Errorf("--redis: %w", err)
@@ -186,7 +187,8 @@ func openRedis(url, policy string, st store.Store, log *slog.Logger) (accounting
 		return nil, nil, observe.Check{}, fmt.Errorf("--redis-failure %q: want closed or local", policy)
 	}
 	client := goredis.NewClient(ro)
-	c := accounting.NewRedisCounters(client, accounting.LedgerSeed(st), accounting.WithFailurePolicy(p), accounting.WithLogger(log))
+	c := accounting.NewRedisCounters(client, accounting.LedgerSeed(st), accounting.WithFailurePolicy(p), accounting.WithLogger(log),
+		accounting.WithCheckpoints(checkpointEvery))
 	return c, func() { c.Close(); _ = client.Close() }, redisCheck(client), nil
 }
 

@@ -43,6 +43,10 @@ type UpstreamResponse struct {
 	// Reset: the upstream resets the stream after sending Chunks, without an
 	// end of stream; Envoy resets the downstream stream too.
 	Reset bool
+	// EdgeReset: with Reset, the built-in data plane's handling instead
+	// (Stream.ResponseReset): what the processor answers ends the response,
+	// which is reset only when it answered nothing.
+	EdgeReset bool
 }
 
 // Upstream is a fake upstream: it receives the forwarded request.
@@ -191,6 +195,16 @@ func Do(ctx context.Context, c *extprocfilter.Client, req *Request, upstream Ups
 			return out, nil
 		}
 		emit(r)
+	}
+	if up.Reset && up.EdgeReset {
+		r, err := s.ResponseReset(extprocfilter.DetailsUpstreamReset)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Body) > 0 {
+			emit(r)
+			return out, nil
+		}
 	}
 	if up.Reset {
 		// The upstream reset: Envoy resets downstream and closes the ext_proc

@@ -1,0 +1,43 @@
+package extproc
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// A provider that refuses the gateway's credential (401, or 403 that is not
+// a content-policy refusal) is the gateway's fault, not the client's: the
+// client's key is fine. Passing the provider's 401 on would make SDKs report
+// the client's own key as bad (and some stop retrying for good). The client
+// gets 502 with type and code upstream_auth_error and a message naming the
+// deployment (its id, which x-tollgate-deployment already shows; never the
+// credential). For routing, it is a failed attempt like a 5xx: it is retried
+// on another deployment of the group, or a fallback group, when there is one
+// (classify), and a 401 counts towards the deployment's cooldown (allowed
+// fails; Router.observe sees only the status, and a 403 may be a
+// content-policy refusal).
+
+// Error type and code of a provider refusing the gateway's credential.
+const typeUpstreamAuth = "upstream_auth_error"
+
+// upstreamAuthFailure reports whether an attempt's status says the provider
+// refused the gateway's credential.
+func upstreamAuthFailure(status int, body []byte) bool {
+	return status == http.StatusUnauthorized ||
+		status == http.StatusForbidden && classify(status, body) != failContentPolicy
+}
+
+// upstreamError is the client's error body for a failed attempt that
+// answered s.status with body, and the status the client gets (0: the
+// provider's).
+func (s *stream) upstreamError(body []byte) ([]byte, int) {
+	if !upstreamAuthFailure(s.status, body) {
+		return s.tr.Error(s.status, body), 0
+	}
+	e := &apiError{
+		Status: http.StatusBadGateway, Type: typeUpstreamAuth, Code: typeUpstreamAuth,
+		Message: "The provider of deployment `" + s.target.Deployment + "` rejected the gateway's credentials (HTTP " +
+			strconv.Itoa(s.status) + "). Your API key is fine; the gateway's operator must fix this deployment's credential.",
+	}
+	return s.ep.errorBody(e), http.StatusBadGateway
+}
