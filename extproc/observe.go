@@ -244,8 +244,8 @@ func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {
 
 // observed reports the finished request; called once, when the stream ends.
 func (s *stream) observed() {
-	if s.p.obs == nil || s.id == "" {
-		return
+	if s.p.obs == nil || s.id == "" || s.try.owned {
+		return // a router-level stream whose try reported the request
 	}
 	s.fillReport()
 	r := &s.report

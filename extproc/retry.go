@@ -206,8 +206,8 @@ func classify(status int, body []byte) failureKind {
 // error body) is retried, and returns the reply headers saying so (nil:
 // not retried).
 func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte) [][2]string {
-	if s.rt == nil || s.rt.last == nil {
-		return nil
+	if s.rt == nil || s.rt.last == nil || s.try != (tryState{}) {
+		return nil // per-try routing: the data plane's retry policy retries
 	}
 	kind := classify(status, body)
 	if kind == failNotRetried {

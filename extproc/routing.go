@@ -122,6 +122,9 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
 	}
+	if s.try.dep != "" {
+		return s.resolveTry(ctx, gc, model)
+	}
 	if s.att.group != "" {
 		model = s.att.group // a retry: the group the failed attempt chose
 	}
@@ -205,6 +208,9 @@ func (e *unavailableError) Error() string { return "extproc: no deployment avail
 func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.Decision, error) {
 	if s.rt == nil {
 		return s.p.acct.Admit(ctx, areq)
+	}
+	if s.adopts() {
+		return s.adopt(), nil
 	}
 	base := areq.Scopes
 	for {
