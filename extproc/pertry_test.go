@@ -209,7 +209,7 @@ func TestPerTryFallsBackToAnthropic(t *testing.T) {
 	up.answer["a"], up.answer["b"] = failing(500), failing(502)
 	for i, tc := range []struct {
 		path, body, want string
-		resp         func() *extprocfiltertest.UpstreamResponse
+		resp             func() *extprocfiltertest.UpstreamResponse
 	}{
 		{"/v1/chat/completions", chatBody, `"chat.completion"`, func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }},
 		{"/v1/chat/completions", `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, "chat.completion.chunk", func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 17) }},

@@ -29,8 +29,13 @@ func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 	limit := wrapperspb.UInt64(uint64(in.MaxRequestBodyBytes))
 	routes := make([]*routev3.Route, 0, len(in.Upstreams)+len(HealthPaths)+1)
 	routes = append(routes, healthRoutes()...)
+	byDep := make(map[string]Upstream, len(in.Upstreams))
 	for _, u := range in.Upstreams {
 		routes = append(routes, b.upstreamRoute(u, limit))
+		byDep[u.Deployment] = u
+	}
+	for _, r := range b.tries {
+		routes = append(routes, b.tryRouteConfig(r, byDep[r.deps[0]], limit))
 	}
 	routes = append(routes, &routev3.Route{
 		Name:  envoy.NotFoundRouteName,
@@ -54,6 +59,8 @@ func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 			Domains:                []string{"*"},
 			Routes:                 routes,
 			RequestBodyBufferLimit: limit,
+			// Each try's request says its number (per-try routes).
+			IncludeRequestAttemptCount: len(b.tries) > 0,
 		}},
 	}
 }
