@@ -146,7 +146,7 @@ func TestPerTryRoutesOnTollgateXDS(t *testing.T) {
 	url := "http://" + e.Addr().String()
 	c := client(t)
 
-	resp, body := post(t, c, url+"/v1/chat/completions", envoy.TryKey("g", "dead"), `{"model":"g"}`)
+	resp, body := post(t, c, url+"/v1/chat/completions", envoy.TryKey("g", "dead", 0), `{"model":"g"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.JSONEq(t, `{"ok":true}`, body)
 	require.Equal(t, []string{"dead/1", "ok/2"}, proc.list())
@@ -154,10 +154,10 @@ func TestPerTryRoutesOnTollgateXDS(t *testing.T) {
 	require.True(t, found, "auto_host_rewrite: the deployment's own Host")
 	require.Equal(t, "ok", v, "the request as the try's filter released it")
 
-	resp, _ = post(t, c, url+"/v1/chat/completions", envoy.TryKey("g", "dead"), `{"model":"g"}`)
+	resp, _ = post(t, c, url+"/v1/chat/completions", envoy.TryKey("g", "dead", 0), `{"model":"g"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.EqualValues(t, 2, deadHits.Load())
-	resp, _ = post(t, c, url+"/v1/chat/completions", envoy.TryKey("g", "dead"), `{"model":"g"}`)
+	resp, _ = post(t, c, url+"/v1/chat/completions", envoy.TryKey("g", "dead", 0), `{"model":"g"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.EqualValues(t, 2, deadHits.Load(), "ejected after allowed_fails consecutive 5xx: the try goes to ok first")
 	tries := proc.list()

@@ -30,8 +30,12 @@ import (
 //     response: a failed try is settled at $0 (the data plane retries it on
 //     the next deployment when its retry policy says so), the serving one
 //     is translated back and settled at its deployment's price. A try that
-//     lands on a deployment cooling down or at its quota, or that a strict
-//     budget cannot cover, is answered with a local reply.
+//     a strict budget cannot cover is answered with a local reply, which
+//     reaches the client (Envoy does not retry an upstream filter's local
+//     reply). A try is not refused for its deployment's own state (cooling
+//     down, quota full): a refusal would end the request, while the
+//     provider's answer (a 429 or 5xx) moves it on to the next deployment;
+//     the router-level stream keeps such deployments out of first tries.
 //
 // Nothing ties the two streams together but the request's headers, so
 // they may reach different processors.
@@ -48,9 +52,11 @@ type tryState struct {
 	dep    string // upstream: the deployment this try landed on
 	// upstream: the reservation the router-level stream made, when this
 	// try adopts it.
-	resID, resDep        string
-	resMax               int64
-	resClamped, resValid bool
+	resID, resDep, resWhy string // resWhy: the router's fallback reason
+	resMax                int64
+	resClamped, resValid  bool
+	retried               bool // a failed try the retry policy retries
+	order                 int  // deployments in the try order (the chain's)
 }
 
 // readTryAttribute reads the deployment of an upstream try from the first
@@ -77,7 +83,7 @@ func (s *stream) tryHeader(key, v string) {
 		}
 	case envoy.ReservedHeader:
 		f := strings.Split(v, ";")
-		if len(f) != 4 || f[0] == "" {
+		if len(f) != 5 || f[0] == "" {
 			return
 		}
 		n, err := strconv.ParseInt(f[2], 10, 64)
@@ -85,6 +91,7 @@ func (s *stream) tryHeader(key, v string) {
 			return
 		}
 		s.try.resID, s.try.resDep, s.try.resMax, s.try.resClamped, s.try.resValid = f[0], f[1], n, f[3] == "1", true
+		s.try.resWhy = f[4]
 	}
 }
 
@@ -127,6 +134,15 @@ func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) 
 	})
 	s.rtState = route{groups: s.rtState.first[:0]}
 	s.rt = &s.rtState
+	seen := map[string]bool{}
+	for _, name := range chain {
+		if cg := byName[name]; cg != nil {
+			for _, d := range cg.Deployments {
+				seen[d.Target.Deployment] = true
+			}
+		}
+	}
+	s.try.order = len(seen)
 	for _, name := range chain {
 		cg := byName[name]
 		if cg == nil {
@@ -138,11 +154,6 @@ func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) 
 			continue
 		}
 		d := cg.Deployments[i]
-		now := s.p.now()
-		if !s.adopts() && len(g.Deployments) > 1 && s.p.router.cooling(d.Target.Deployment, now) {
-			// Cooling down since the router-level stream chose: not called.
-			return nil, &unavailableError{retryAfter: s.p.router.soonest(cg, now)}
-		}
 		s.rt.cands = []*Deployment{d}
 		return d.Target, nil
 	}
@@ -163,7 +174,7 @@ func (s *stream) adopt() kernel.Decision {
 // untranslated, to the per-try route of its group and first deployment,
 // with the reservation for the first try. The client's credentials stay:
 // each try authenticates them again and removes them.
-func (s *stream) routeTry(d kernel.Decision) *extprocv3.ProcessingResponse {
+func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.ProcessingResponse {
 	dep := s.rt.current
 	s.rt.current = nil
 	s.p.router.finish(dep, 0) // in flight on the try, not here
@@ -172,12 +183,20 @@ func (s *stream) routeTry(d kernel.Decision) *extprocv3.ProcessingResponse {
 	var kvs [2]headerKV
 	var vals [256]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
-	l = l.add(RouteHeader, envoy.TryKey(s.rt.groups[len(s.rt.groups)-1].Name, s.target.Deployment))
+	g := s.rt.groups[len(s.rt.groups)-1]
+	l = l.add(RouteHeader, envoy.TryKey(g.Name, s.target.Deployment, s.trySkip(ctx, g)))
 	clamped := "0"
 	if d.Clamped {
 		clamped = "1"
 	}
-	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped)
+	why := ""
+	if len(s.rt.groups) > 1 {
+		why = FallbackCooldown
+		if s.rt.tried > 0 {
+			why = FallbackRateLimited
+		}
+	}
+	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped+";"+why)
 	x.hm.SetHeaders = l.options()
 	x.hm.RemoveHeaders = routerRemoved
 	s.mark(&s.report.Forwarded)
@@ -226,4 +245,64 @@ func (s *stream) routesPerTry() bool {
 	g := s.rt.groups[len(s.rt.groups)-1]
 	s.try.router = envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks))
 	return s.try.router
+}
+
+// tryRetried records whether the data plane's retry policy retries this
+// failed try (Report.Retried): a status it retries, a retry left in the
+// requested group's budget (the route's num_retries) and a deployment left
+// in the try order.
+func (s *stream) tryRetried(status int) {
+	if s.try.dep == "" || s.rt == nil || classify(status, nil) != failRetryable {
+		return
+	}
+	n := s.att.number()
+	s.try.retried = n <= s.rt.groups[0].Retries && n < s.try.order
+}
+
+// tryFallbackReason is a try's Report.FallbackReason on a fallback group:
+// a retry moved there because the tries before it failed; a first try
+// went there for the router-level stream's reason.
+func (s *stream) tryFallbackReason(r *Report) {
+	if s.try.dep == "" || r.FallbackFrom == "" {
+		return
+	}
+	if s.att.n > 1 {
+		r.FallbackReason = FallbackFailed
+	} else if s.try.resWhy != "" {
+		r.FallbackReason = s.try.resWhy
+	}
+}
+
+// trySkip is the per-try route's mask leaving out of the try order the
+// deployments cooling down now (envoy.Skip): the order is the xDS's (the
+// group's deployments, then its fallback chain's); 0 when a group of the
+// chain cannot be resolved for this key (the orders would differ).
+func (s *stream) trySkip(ctx context.Context, g *Group) uint {
+	gc := s.p.cat.(GroupCatalog)
+	byName := map[string]*Group{g.Name: g}
+	ok := true
+	names := envoy.GroupChain(g.Name, func(name string) []string {
+		fg, found := byName[name]
+		if !found {
+			if fg, _ = gc.ResolveGroup(ctx, s.principal, name); fg == nil {
+				ok = false
+				return nil
+			}
+			byName[name] = fg
+		}
+		return fg.Fallbacks
+	})
+	if !ok {
+		return 0
+	}
+	chain := make([][]string, 0, len(names))
+	for _, name := range names {
+		deps := make([]string, len(byName[name].Deployments))
+		for i, d := range byName[name].Deployments {
+			deps[i] = d.Target.Deployment
+		}
+		chain = append(chain, deps)
+	}
+	now := s.p.now()
+	return envoy.Skip(envoy.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.cooling(id, now) })
 }

@@ -3,7 +3,6 @@ package extproc
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,19 +51,20 @@ func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*Group) 
 		if !envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks)) {
 			continue
 		}
-		var all []string
+		var chain [][]string
 		for _, name := range envoy.GroupChain(g.Name, fallbacks) {
+			var deps []string
 			for _, d := range byName[name].Deployments {
-				if !slices.Contains(all, d.Target.Deployment) {
-					all = append(all, d.Target.Deployment)
-				}
+				deps = append(deps, d.Target.Deployment)
 			}
+			chain = append(chain, deps)
 		}
 		for _, d := range g.Deployments {
-			first := d.Target.Deployment
-			list := append([]string{first}, slices.DeleteFunc(slices.Clone(all), func(x string) bool { return x == first })...)
-			key := envoy.TryKey(g.Name, first)
-			r.lists[key], r.retries[key] = list, g.Retries
+			order := envoy.TryOrder(d.Target.Deployment, chain)
+			for skip := range envoy.Masks(order) {
+				key := envoy.TryKey(g.Name, d.Target.Deployment, skip)
+				r.lists[key], r.retries[key] = envoy.Skipped(order, skip), g.Retries
+			}
 		}
 	}
 	return r
@@ -156,7 +156,7 @@ func TestPerTryAdoptsTheRoutersReservation(t *testing.T) {
 	require.Equal(t, 200, got.Status, string(got.Body))
 	require.Equal(t, "b", got.Headers.Value(hdrDeployment))
 	require.Equal(t, "2", got.Headers.Value(hdrAttempts))
-	require.Equal(t, envoy.TryKey("gpt", "a"), got.Forwarded.Headers.Value(RouteHeader))
+	require.Equal(t, envoy.TryKey("gpt", "a", 0), got.Forwarded.Headers.Value(RouteHeader))
 	require.Equal(t, chatBody, string(got.Forwarded.Body), "the router-level stream does not translate")
 	require.NotEmpty(t, got.Forwarded.Headers.Value("authorization"), "each try authenticates the client again")
 	require.Equal(t, []string{"a", "b"}, rt.tries)
@@ -322,4 +322,26 @@ func TestPerTryOnlyForGroupsThatRetryElsewhere(t *testing.T) {
 	got = e.do(t, post("/v1/chat/completions", clientKey, strings.Replace(chatBody, `"gpt"`, `"none"`, 1)), rt.upstream)
 	require.Equal(t, http.StatusOK, got.Status)
 	require.Contains(t, []string{"n1", "n2"}, got.Forwarded.Headers.Value(RouteHeader))
+}
+
+// TestPerTryRetriesSkipACoolingDeployment: the router-level stream routes
+// to the per-try route whose order leaves out the deployments cooling down,
+// so a retry does not land on one (Envoy's outlier detection does not count
+// a 429): a deployment cooling after its 429 gets nothing for its
+// retry-after, retries included.
+func TestPerTryRetriesSkipACoolingDeployment(t *testing.T) {
+	limited, flaky, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "flaky"), openAIDep("gpt", "ok")
+	limited.Weight, flaky.Weight, flaky.AllowedFails = 1_000_000, 1000, 1000
+	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{limited, flaky, ok}})
+	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
+	up.answer["flaky"] = failing(500)
+	for i := range 10 {
+		got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
+		require.Equal(t, 200, got.Status, string(got.Body))
+		require.Equal(t, "ok", got.Headers.Value(hdrDeployment))
+		if i > 0 {
+			require.Equal(t, envoy.TryKey("gpt", "flaky", 1), got.Forwarded.Headers.Value(RouteHeader), "limited left out of the order")
+		}
+	}
+	require.Equal(t, 1, up.count("limited"), "nothing for 5 s, retries included")
 }

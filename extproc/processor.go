@@ -440,7 +440,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		}
 	}
 	if s.routesPerTry() {
-		return s.routeTry(d)
+		return s.routeTry(ctx, d)
 	}
 	out, err := s.tr.Request(in, s.target)
 	if err != nil {

@@ -222,6 +222,12 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 			areq.Scopes = append(slices.Clip(base), dep.scope)
 		}
 		d, err := s.p.acct.Admit(ctx, areq)
+		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.try.dep != "" {
+			// A try is not refused for its deployment's quota (pertry.go):
+			// the provider answers, a 429 moves the request on.
+			areq.Scopes = base
+			d, err = s.p.acct.Admit(ctx, areq)
+		}
 		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
 			if err == nil && d.Admitted {
 				s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
@@ -264,6 +270,7 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 		s.upRetryAfter = retryAfter
 	}
 	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
+	s.tryRetried(s.status)
 }
 
 // doneRouting ends the request's use of its deployment (in flight count).

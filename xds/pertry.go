@@ -30,7 +30,9 @@ import (
 // whose first try goes to D to the route envoy.TryKey(group, D). Its
 // cluster is an aggregate of deployment clusters in the order to try: D,
 // the group's others, then the deployments of the fallback chain
-// (envoy.GroupChain). The route's retry policy moves each retry to the
+// (envoy.GroupChain); and one such route for each set of the next
+// envoy.TryMaskWidth deployments the processor may leave out of the order
+// because they are cooling down (envoy.Skip). The route's retry policy moves each retry to the
 // next of them (retry_priority previous_priorities: the aggregate's
 // clusters are its priorities); an upstream ext_proc filter on the
 // aggregate runs once per try and learns the deployment from the picked
@@ -108,8 +110,10 @@ func tryRoutes(in *Input) []tryRoute {
 			if !known[first] {
 				continue
 			}
-			deps := append([]string{first}, slices.DeleteFunc(slices.Clone(all), func(d string) bool { return d == first })...)
-			out = append(out, tryRoute{key: envoy.TryKey(g.Name, first), deps: deps, retries: g.Retries})
+			order := envoy.TryOrder(first, [][]string{all})
+			for skip := range envoy.Masks(order) {
+				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: envoy.Skipped(order, skip), retries: g.Retries})
+			}
 		}
 	}
 	return out

@@ -44,8 +44,15 @@ func TestTryClusterOrder(t *testing.T) {
 			orders[c.GetName()] = agg.GetClusters()
 		}
 	}
+	a, b, c := "deployment_openai-a", "deployment_azure-b", "deployment_anthropic-claude"
 	require.Equal(t, map[string][]string{
-		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a")): {"deployment_openai-a", "deployment_azure-b", "deployment_anthropic-claude"},
-		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b")):  {"deployment_azure-b", "deployment_openai-a", "deployment_anthropic-claude"},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 0)): {a, b, c},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 1)): {a, c}, // azure-b cooling down
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 2)): {a, b},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 3)): {a},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 0)):  {b, a, c},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 1)):  {b, c},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 2)):  {b, a},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 3)):  {b},
 	}, orders)
 }
