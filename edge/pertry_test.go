@@ -1,10 +1,8 @@
 package edge
 
 import (
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,11 +13,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
-	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -110,14 +105,6 @@ func TestPerTryRoutesOnTollgateXDS(t *testing.T) {
 		return uint32(n)
 	}
 
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	xs := xds.NewServer(logger)
-	g := grpc.NewServer()
-	xs.Register(g)
-	glis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = g.Serve(glis) }()
-	defer func() { xs.Stop(); g.Stop() }()
 	in := &xds.Input{
 		Listener: xds.Address{Host: "127.0.0.1", Port: 18080},
 		ExtProc:  xds.Address{Host: "127.0.0.1", Port: 18081},
@@ -127,22 +114,8 @@ func TestPerTryRoutesOnTollgateXDS(t *testing.T) {
 		},
 		Groups: []xds.Group{{Name: "g", Deployments: []string{"dead", "ok"}, Retries: 2}},
 	}
-	require.NoError(t, xs.Update(context.Background(), in))
-	conn, err := grpc.NewClient(glis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer func() { _ = conn.Close() }()
-
 	proc := &tryProc{}
-	e := New(extprocfilter.GRPC(extprocfiltertest.Direct(proc)), WithListenOverride("127.0.0.1:0"), WithLogger(logger))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.RunADS(ctx, conn, "tollgate-edge") }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-		require.NoError(t, e.Shutdown(context.Background()))
-	}()
-	<-e.Ready()
+	e := runEdge(t, serveTollgateXDS(t, in).conn, proc)
 	url := "http://" + e.Addr().String()
 	c := client(t)
 

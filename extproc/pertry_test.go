@@ -246,35 +246,6 @@ func TestPerTryFallsBackToAnthropic(t *testing.T) {
 	}
 }
 
-// TestPerTryStrictBudgetRefusesAnExpensiveFallback: the try that lands on
-// the fallback is admitted at its price; a strict budget that cannot cover
-// its worst case refuses it (a local reply: nothing is sent, nothing
-// overspent).
-func TestPerTryStrictBudgetRefusesAnExpensiveFallback(t *testing.T) {
-	cheap := openAIDep("gpt", "cheap")
-	dear := openAIDep("dear", "dear")
-	dear.Target.Price = kernel.Price{Input: 100 * kernel.Dollar, Output: 100 * kernel.Dollar}
-	e, _, rt, up := perTryEnv(t,
-		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{cheap}, Fallbacks: []string{"dear"}},
-		&Group{Name: "dear", Deployments: []*Deployment{dear}},
-	)
-	e.cat.keys[clientKey].Scopes[0].Limits = &kernel.Limits{
-		Shortfall: kernel.Reject,
-		Budgets:   []kernel.BudgetWindow{{Limit: kernel.Dollar / 1000, Period: kernel.Period{Kind: kernel.PeriodDaily}}},
-	}
-	up.answer["cheap"] = failing(500)
-	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
-	require.Equal(t, 400, got.Status, string(got.Body))
-	require.Contains(t, string(got.Body), "budget_exceeded")
-	require.Equal(t, []string{"cheap", "dear"}, rt.tries, "the fallback is tried")
-	require.Zero(t, up.count("dear"), "never sent: its worst case is over the budget")
-	admits := e.acct.Admits()
-	require.Len(t, admits, 2)
-	require.Equal(t, dear.Target.Price, admits[1].Price, "the try is priced for the fallback")
-	recs := e.acct.waitRecords(t, 1)
-	require.Equal(t, "cheap", recs[0].Deployment)
-}
-
 // TestPerTryStreamRetriedOnlyBeforeItsFirstByte: a stream whose first try
 // fails before any byte is served by the next deployment; one whose
 // response started is not retried: it ends, charged what was observed.

@@ -15,7 +15,6 @@ import (
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -219,16 +218,8 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{
-		Name: envoy.TryCluster(r.key),
-		Match: &routev3.RouteMatch{
-			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
-			Headers: []*routev3.HeaderMatcher{{
-				Name: envoy.RouteHeader,
-				HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-					MatchPattern: &matcherv3.StringMatcher_Exact{Exact: r.key},
-				}},
-			}},
-		},
+		Name:  envoy.TryCluster(r.key),
+		Match: routeHeaderMatch(r.key),
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: envoy.TryCluster(r.key)},
 			// Each try's Host is its deployment's: the endpoint hostname.

@@ -79,16 +79,8 @@ func (b *builder) upstreamRoute(u Upstream, limit *wrapperspb.UInt64Value) *rout
 		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{
-		Name: envoy.ClusterName(u.Deployment),
-		Match: &routev3.RouteMatch{
-			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
-			Headers: []*routev3.HeaderMatcher{{
-				Name: envoy.RouteHeader,
-				HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-					MatchPattern: &matcherv3.StringMatcher_Exact{Exact: u.Deployment},
-				}},
-			}},
-		},
+		Name:  envoy.ClusterName(u.Deployment),
+		Match: routeHeaderMatch(u.Deployment),
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: envoy.ClusterName(u.Deployment)},
 			HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{
@@ -112,4 +104,17 @@ func hostHeader(u Upstream) string {
 		return u.Host
 	}
 	return (Address{Host: u.Host, Port: u.Port}).hostPort()
+}
+
+// routeHeaderMatch matches every path whose envoy.RouteHeader is value.
+func routeHeaderMatch(value string) *routev3.RouteMatch {
+	return &routev3.RouteMatch{
+		PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+		Headers: []*routev3.HeaderMatcher{{
+			Name: envoy.RouteHeader,
+			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+				MatchPattern: &matcherv3.StringMatcher_Exact{Exact: value},
+			}},
+		}},
+	}
 }
