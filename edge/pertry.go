@@ -328,7 +328,14 @@ func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int)
 	if resp == nil {
 		return nil, false
 	}
-	if x.tryF == nil {
+	if x.tryF == nil || resp.Request == nil {
+		// The router's own reply (connect failure, reset, per-try
+		// timeout): upstream filters do not see it, as in Envoy, whose
+		// router resets the try (its filter stream ends with no response).
+		if x.tryF != nil {
+			x.tryF.Close()
+			x.tryF = nil
+		}
 		cl.outcome(resp.StatusCode)
 		return resp, false
 	}

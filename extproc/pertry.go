@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,4 +306,19 @@ func (s *stream) trySkip(ctx context.Context, g *Group) uint {
 	}
 	now := s.p.now()
 	return envoy.Skip(envoy.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.cooling(id, now) })
+}
+
+// tryEndedUnanswered records a try whose stream ended with no response: the
+// data plane ended it (connect failure, reset, per-try timeout; upstream
+// filters do not see the router's own replies) and it counts as the data
+// plane's 503 for cooldowns and retries, unless the stream was cancelled
+// (the client went away: not held against the deployment).
+func (s *stream) tryEndedUnanswered(ctx context.Context) {
+	s.status = http.StatusServiceUnavailable
+	if ctx.Err() != nil || s.rt == nil || s.rt.current == nil {
+		return
+	}
+	now := s.p.now()
+	s.p.router.observe(s.rt.current, s.status, 0, now.Sub(s.rt.sentAt), now)
+	s.tryRetried(s.status)
 }

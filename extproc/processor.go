@@ -692,10 +692,10 @@ func (s *stream) finish(ctx context.Context) {
 	}
 	if s.status >= 400 || s.try.dep != "" && s.status == 0 {
 		// A try that ended without a response (connect failure, reset,
-		// per-try timeout, a retry cancelled it): the provider sent
-		// nothing, $0 like the data plane's local 503/504.
+		// per-try timeout): the provider sent nothing, $0 like the data
+		// plane's local 503/504 (pertry.go).
 		if s.status == 0 {
-			s.status = http.StatusServiceUnavailable
+			s.tryEndedUnanswered(ctx)
 		}
 		s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
 		return
