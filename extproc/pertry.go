@@ -53,12 +53,27 @@ type tryState struct {
 	dep    string // upstream: the deployment this try landed on
 	// upstream: the reservation the router-level stream made, when this
 	// try adopts it.
-	resID, resDep, resWhy string // resWhy: the router's fallback reason
-	resMax                int64
-	resClamped, resValid  bool
-	retried               bool // a failed try the retry policy retries
-	order                 int  // deployments in the try order (the chain's)
+	res     *reserved // the router-level stream's reservation (nil: none)
+	retried bool      // a failed try the retry policy retries
+	order   int       // deployments in the try order (the chain's)
 }
+
+// reserved is the reservation the router-level stream hands to the first
+// try (envoy.ReservedHeader): its id and deployment, the output bound it
+// reserved and whether it lowered the client's, and the fallback reason
+// that brought it to its group ("" when none).
+type reserved struct {
+	id, dep, why string
+	max          int64
+	clamped      bool
+}
+
+// isTry reports whether the stream is an upstream try.
+func (s *stream) isTry() bool { return s.try != nil && s.try.dep != "" }
+
+// isRouterTry reports whether the stream is the router-level stream of a
+// per-try route.
+func (s *stream) isRouterTry() bool { return s.try != nil && s.try.router }
 
 // readTryAttribute reads the deployment of an upstream try from the first
 // request message's attributes.
@@ -68,13 +83,13 @@ func (s *stream) readTryAttribute(req *extprocv3.ProcessingRequest) {
 	}
 	v := req.GetAttributes()["envoy.filters.http.ext_proc"].GetFields()[envoy.TryAttribute]
 	if dep := v.GetStringValue(); dep != "" {
-		s.try.dep = dep
+		s.try = &tryState{dep: dep}
 	}
 }
 
 // tryHeader reads the per-try request headers of an upstream try.
 func (s *stream) tryHeader(key, v string) {
-	if s.try.dep == "" {
+	if !s.isTry() {
 		return
 	}
 	switch key {
@@ -91,8 +106,7 @@ func (s *stream) tryHeader(key, v string) {
 		if err != nil {
 			return
 		}
-		s.try.resID, s.try.resDep, s.try.resMax, s.try.resClamped, s.try.resValid = f[0], f[1], n, f[3] == "1", true
-		s.try.resWhy = f[4]
+		s.try.res = &reserved{id: f[0], dep: f[1], max: n, clamped: f[3] == "1", why: f[4]}
 	}
 }
 
@@ -100,19 +114,19 @@ func (s *stream) tryHeader(key, v string) {
 // admitted takes the router's reservation and id; the others are
 // "ID-N-x" like retries (retry.go).
 func (s *stream) tryID() {
-	if !s.try.resValid {
+	if !s.isTry() || s.try.res == nil {
 		return
 	}
 	if s.att.n <= 1 {
-		s.id = s.try.resID
+		s.id = s.try.res.id
 		return
 	}
-	s.id = s.try.resID + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+	s.id = s.try.res.id + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
 }
 
 // adopts reports whether this try takes over the router's reservation.
 func (s *stream) adopts() bool {
-	return s.try.resValid && s.att.n <= 1 && s.try.resDep == s.try.dep
+	return s.isTry() && s.try.res != nil && s.att.n <= 1 && s.try.res.dep == s.try.dep
 }
 
 // resolveTry is resolve for an upstream try: the deployment it landed on,
@@ -168,7 +182,7 @@ func (s *stream) adopt() kernel.Decision {
 	dep := s.rt.cands[0]
 	s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
 	s.p.router.start(dep)
-	return kernel.Decision{Admitted: true, MaxTokens: s.try.resMax, Clamped: s.try.resClamped}
+	return kernel.Decision{Admitted: true, MaxTokens: s.try.res.max, Clamped: s.try.res.clamped}
 }
 
 // routeTry ends the router-level stream's request phase: the request goes,
@@ -240,12 +254,15 @@ var modeBodyNone = &extprocfilterv3.ProcessingMode{
 // the processor does, the request is a first attempt, and the group it was
 // admitted in retries elsewhere (envoy.PerTry, as the xDS emits it).
 func (s *stream) routesPerTry() bool {
-	if !s.p.perTry || s.rt == nil || s.try.dep != "" || s.att.n != 0 {
+	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.n != 0 {
 		return false
 	}
 	g := s.rt.groups[len(s.rt.groups)-1]
-	s.try.router = envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks))
-	return s.try.router
+	if !envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks)) {
+		return false
+	}
+	s.try = &tryState{router: true}
+	return true
 }
 
 // tryRetried records whether the data plane's retry policy retries this
@@ -253,7 +270,7 @@ func (s *stream) routesPerTry() bool {
 // requested group's budget (the route's num_retries) and a deployment left
 // in the try order.
 func (s *stream) tryRetried(status int) {
-	if s.try.dep == "" || s.rt == nil || classify(status, nil) != failRetryable {
+	if !s.isTry() || s.rt == nil || classify(status, nil) != failRetryable {
 		return
 	}
 	n := s.att.number()
@@ -264,13 +281,13 @@ func (s *stream) tryRetried(status int) {
 // a retry moved there because the tries before it failed; a first try
 // went there for the router-level stream's reason.
 func (s *stream) tryFallbackReason(r *Report) {
-	if s.try.dep == "" || r.FallbackFrom == "" {
+	if !s.isTry() || r.FallbackFrom == "" {
 		return
 	}
 	if s.att.n > 1 {
 		r.FallbackReason = FallbackFailed
-	} else if s.try.resWhy != "" {
-		r.FallbackReason = s.try.resWhy
+	} else if s.try.res != nil && s.try.res.why != "" {
+		r.FallbackReason = s.try.res.why
 	}
 }
 

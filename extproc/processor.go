@@ -199,7 +199,7 @@ type stream struct {
 	rt           *route // routing state when the catalog routes by group (&rtState)
 	rtState      route
 	att          attempt       // which attempt this stream is (retry.go)
-	try          tryState      // its part in per-try routing (pertry.go)
+	try          *tryState     // its part in per-try routing, nil: none (pertry.go)
 	upRetryAfter time.Duration // a 429's retry-after
 	tr           Translator
 	in           *Inbound
@@ -474,7 +474,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		l = l.add(":path", out.Path)
 	}
 	x.hm.RemoveHeaders = clientCredentialHeaders
-	if s.try.dep != "" {
+	if s.isTry() {
 		x.hm.RemoveHeaders = append(slices.Clip(clientCredentialHeaders), tryRemoved...)
 	}
 	if len(out.Remove) > 0 {
@@ -535,7 +535,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	if !s.admitted {
 		return replyContinueResponseHeaders
 	}
-	if s.try.router {
+	if s.isRouterTry() {
 		if pr := s.tryResponse(h); pr != nil {
 			return pr
 		}
@@ -685,12 +685,12 @@ func (s *stream) streamError(err error) {
 // finish settles a request the stream left unsettled: an abnormal end (client
 // disconnect, upstream reset, stream cancelled) is charged what was observed.
 func (s *stream) finish(ctx context.Context) {
-	if !s.admitted || s.settled || s.try.router && s.status == 0 {
+	if !s.admitted || s.settled || s.isRouterTry() && s.status == 0 {
 		// A router-level stream without a response: its try (if one ran)
 		// holds the reservation.
 		return
 	}
-	if s.status >= 400 || s.try.dep != "" && s.status == 0 {
+	if s.status >= 400 || s.isTry() && s.status == 0 {
 		// A try that ended without a response (connect failure, reset,
 		// per-try timeout): the provider sent nothing, $0 like the data
 		// plane's local 503/504 (pertry.go).
@@ -779,7 +779,7 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(hdrContentType, "application/json")
 	l = l.add(hdrRequestID, s.id)
-	if s.try.dep != "" { // the router-level stream knows a try answered
+	if s.isTry() { // the router-level stream knows a try answered
 		l = l.addInt(hdrAttempts, int64(s.att.number()))
 	}
 	l = l.addAll(headers)

@@ -122,7 +122,7 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
 	}
-	if s.try.dep != "" {
+	if s.isTry() {
 		return s.resolveTry(ctx, gc, model)
 	}
 	if s.att.group != "" {
@@ -222,7 +222,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 			areq.Scopes = append(slices.Clip(base), dep.scope)
 		}
 		d, err := s.p.acct.Admit(ctx, areq)
-		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.try.dep != "" {
+		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.isTry() {
 			// A try is not refused for its deployment's quota (pertry.go):
 			// the provider answers, a 429 moves the request on.
 			areq.Scopes = base
