@@ -24,6 +24,9 @@ type state struct {
 	listener *listenerConf
 	routes   *routeTable
 	clusters map[string]*cluster
+	// tryFilters are the upstream ext_proc clients of the aggregate
+	// clusters (pertry.go).
+	tryFilters map[string]*extprocfilter.Client
 }
 
 // resources are the accepted resources of the ADS stream.
@@ -235,5 +238,9 @@ func (e *Edge) build(res *resources) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	return &state{listener: lc, routes: rt, clusters: res.clusters}, nil
+	tf, err := e.tryFilters(res.clusters, lc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return &state{listener: lc, routes: rt, clusters: res.clusters, tryFilters: tf}, nil
 }

@@ -45,6 +45,7 @@ type cluster struct {
 	h1        *h1.Client // the plain-text HTTP/1.1 fast path; nil for TLS and HTTP/2
 	maxReqs   int64
 	inflight  atomic.Int64
+	try       tryCluster // per-try routing (pertry.go)
 }
 
 type endpoint struct{ network, addr string }
@@ -61,6 +62,9 @@ func readFile(name string) ([]byte, error) {
 func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 	if err := c.ValidateAll(); err != nil {
 		return nil, err
+	}
+	if c.GetClusterType() != nil {
+		return compileAggregate(c)
 	}
 	cl := &cluster{name: c.GetName(), src: c, scheme: "http", maxReqs: defaultCircuitMax}
 	switch c.GetType() {
@@ -80,6 +84,7 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 	if len(cl.endpoints) == 0 {
 		return nil, fmt.Errorf("cluster %q: no endpoints", c.GetName())
 	}
+	cl.readTry(c)
 	cl.urlHost = cl.endpoints[0].addr
 	if cl.endpoints[0].network == "unix" {
 		cl.urlHost = "localhost"
@@ -325,6 +330,9 @@ func (cl *cluster) acquire() bool {
 func (cl *cluster) release() { cl.inflight.Add(-1) }
 
 func (cl *cluster) close() {
+	if cl.transport == nil { // an aggregate
+		return
+	}
 	cl.transport.CloseIdleConnections()
 	if cl.h1 != nil {
 		cl.h1.CloseIdleConnections()

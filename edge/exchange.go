@@ -117,6 +117,7 @@ type exchange struct {
 	orig     extprocfilter.Headers
 	origBody []byte
 	retry    retryOrder
+	tryF     *extprocfilter.Stream // the running try's upstream filter (pertry.go)
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -178,6 +179,9 @@ func (x *exchange) finish() {
 	if x.f != nil {
 		x.f.Close()
 	}
+	if x.tryF != nil {
+		x.tryF.Close()
+	}
 	if x.release != nil {
 		x.release()
 	}
@@ -214,7 +218,7 @@ func (x *exchange) run() {
 				x.writeLocal(http.StatusInternalServerError, nil, nil)
 				return
 			}
-			resp = x.roundTrip(x.route(), upstreamBody{whole: x.body}) //nolint:bodyclose // respond closes it
+			resp = x.forward(x.route()) //nolint:bodyclose // respond closes it
 		}
 		if resp == nil {
 			return
@@ -340,7 +344,7 @@ func (x *exchange) startAsync() {
 	x.pipe = pw
 	x.async = make(chan *http.Response, 1)
 	rt := x.route()
-	go func() { x.async <- x.roundTripStream(rt, pr) }() //nolint:bodyclose // run or finish closes it
+	go func() { x.async <- x.forwardStream(rt, pr) }() //nolint:bodyclose // run or finish closes it
 }
 
 // route is the route of the released headers: the first match, or a new

@@ -61,6 +61,7 @@ type route struct {
 	perTry      time.Duration
 	perTryIdle  time.Duration
 	direct      *directResponse
+	try         routeTry // per-try retry policy and host rewrite (pertry.go)
 
 	// filter is the ext_proc client of requests that first match this route
 	// (its request buffer limit), nil when ext_proc is off.
@@ -115,6 +116,7 @@ func compileRoutes(rc *routev3.RouteConfiguration, lc *listenerConf, newClient f
 			if l := r.GetRequestBodyBufferLimit(); l != nil {
 				limit = int(min(l.GetValue(), 1<<31-1))
 			}
+			cr.try.attemptCount = vh.GetIncludeRequestAttemptCount()
 			if !extProcDisabled(r.GetTypedPerFilterConfig()) && !extProcDisabled(vh.GetTypedPerFilterConfig()) {
 				cr.filter = clientFor(limit)
 			}
@@ -192,6 +194,8 @@ func (cr *route) readAction(a *routev3.RouteAction) error {
 	case nil:
 	case *routev3.RouteAction_HostRewriteLiteral:
 		cr.hostRewrite = h.HostRewriteLiteral
+	case *routev3.RouteAction_AutoHostRewrite:
+		cr.try.autoHost = h.AutoHostRewrite.GetValue()
 	default:
 		return errors.New("only host_rewrite_literal is supported")
 	}
@@ -213,6 +217,8 @@ func (cr *route) readAction(a *routev3.RouteAction) error {
 				cr.retryOnConn = true
 			case "refused-stream", "":
 				// HTTP/2 refused streams are retried by the transport.
+			case "reset", "retriable-status-codes":
+				// Per-try routes' (pertry.go).
 			default:
 				return fmt.Errorf("retry_on %q is not supported", on)
 			}
@@ -222,6 +228,9 @@ func (cr *route) readAction(a *routev3.RouteAction) error {
 		}
 		if d := rp.GetPerTryIdleTimeout(); d != nil {
 			cr.perTryIdle = d.AsDuration()
+		}
+		if err := cr.try.read(rp); err != nil {
+			return err
 		}
 	}
 	return nil

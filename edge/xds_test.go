@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -32,14 +33,6 @@ func TestWithTollgateXDS(t *testing.T) {
 	defer func() { mcancel(); require.NoError(t, <-served) }()
 	mockPort := mlis.Addr().(*net.TCPAddr).AddrPort().Port()
 
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	xs := xds.NewServer(logger)
-	g := grpc.NewServer()
-	xs.Register(g)
-	glis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = g.Serve(glis) }()
-	defer func() { xs.Stop(); g.Stop() }()
 	in := &xds.Input{
 		Listener:            xds.Address{Host: "127.0.0.1", Port: 18080},
 		ExtProc:             xds.Address{Host: "127.0.0.1", Port: 18081},
@@ -50,21 +43,8 @@ func TestWithTollgateXDS(t *testing.T) {
 			{Deployment: "openai", Scheme: "https", Host: "api.openai.com"},
 		},
 	}
-	require.NoError(t, xs.Update(context.Background(), in))
-	conn, err := grpc.NewClient(glis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer func() { _ = conn.Close() }()
-
-	e := New(extprocfilter.GRPC(extprocfiltertest.Direct(newFakeProc())), WithListenOverride("127.0.0.1:0"), WithLogger(logger))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.RunADS(ctx, conn, "tollgate-edge") }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-		require.NoError(t, e.Shutdown(context.Background()))
-	}()
-	<-e.Ready()
+	xs := serveTollgateXDS(t, in)
+	e := runEdge(t, xs.conn, newFakeProc())
 	url := "http://" + e.Addr().String()
 	c := client(t)
 
@@ -88,4 +68,44 @@ func TestWithTollgateXDS(t *testing.T) {
 		resp, _ := post(t, c, url+"/v1/chat/completions", "mock-1", `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 		return resp.StatusCode == http.StatusNotFound
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// tollgateXDS is Tollgate's xDS server on loopback, serving in, and a client
+// connection to it; both stop at the end of the test.
+type tollgateXDS struct {
+	*xds.Server
+	conn *grpc.ClientConn
+}
+
+func serveTollgateXDS(t *testing.T, in *xds.Input) *tollgateXDS {
+	t.Helper()
+	xs := xds.NewServer(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g := grpc.NewServer()
+	xs.Register(g)
+	glis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = g.Serve(glis) }()
+	require.NoError(t, xs.Update(context.Background(), in))
+	conn, err := grpc.NewClient(glis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(); xs.Stop(); g.Stop() })
+	return &tollgateXDS{Server: xs, conn: conn}
+}
+
+// runEdge runs an edge on conn's ADS with proc as its processor, ready;
+// it stops at the end of the test.
+func runEdge(t *testing.T, conn *grpc.ClientConn, proc extprocv3.ExternalProcessorServer) *Edge {
+	t.Helper()
+	e := New(extprocfilter.GRPC(extprocfiltertest.Direct(proc)), WithListenOverride("127.0.0.1:0"),
+		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.RunADS(ctx, conn, "tollgate-edge") }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		require.NoError(t, e.Shutdown(context.Background()))
+	})
+	<-e.Ready()
+	return e
 }

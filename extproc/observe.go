@@ -72,6 +72,10 @@ type Report struct {
 	// group, deployment and status; Sent is zero): a retry the data plane
 	// carried out. Nil for a first attempt.
 	RetryOf *Try
+	// Retried: this attempt (its last try) failed and the data plane's
+	// retry policy sends the request on (per-try routing, where the
+	// retrying try cannot know which try failed before it).
+	Retried bool
 
 	// Times on the processor's clock; zero when the step did not happen.
 	Started     time.Time // request headers received
@@ -227,7 +231,9 @@ func (s *stream) fillReport() {
 		if rt.tried > 0 {
 			r.FallbackReason = FallbackRateLimited
 		}
+		s.tryFallbackReason(r)
 	}
+	r.Retried = s.try != nil && s.try.retried
 }
 
 // rejected records the error a request was refused with.
@@ -244,8 +250,8 @@ func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {
 
 // observed reports the finished request; called once, when the stream ends.
 func (s *stream) observed() {
-	if s.p.obs == nil || s.id == "" {
-		return
+	if s.p.obs == nil || s.id == "" || s.try != nil && s.try.owned {
+		return // a router-level stream whose try reported the request
 	}
 	s.fillReport()
 	r := &s.report

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -37,6 +38,7 @@ type Processor struct {
 	responses       ResponseStore // stored responses of the Responses API (nil: none)
 	router          *Router       // deployment health and choice (routing.go)
 	retryKey        []byte        // signs retry tokens (retry.go)
+	perTry          bool          // route retrying groups per try (pertry.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -198,6 +200,7 @@ type stream struct {
 	rt           *route // routing state when the catalog routes by group (&rtState)
 	rtState      route
 	att          attempt       // which attempt this stream is (retry.go)
+	try          *tryState     // its part in per-try routing, nil: none (pertry.go)
 	upRetryAfter time.Duration // a 429's retry-after
 	tr           Translator
 	in           *Inbound
@@ -229,6 +232,7 @@ type stream struct {
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
+		s.readTryAttribute(req)
 		return s.requestHeaders(ctx, r.RequestHeaders)
 	case *extprocv3.ProcessingRequest_RequestBody:
 		return s.requestBody(ctx, r.RequestBody)
@@ -281,8 +285,11 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.report.ClientTraceparent = headerValue(hv)
 		case hdrRetry:
 			s.retryHeader(headerValue(hv))
+		case envoy.AttemptCountHeader, envoy.ReservedHeader:
+			s.tryHeader(hv.GetKey(), headerValue(hv))
 		}
 	}
+	s.tryID()
 	if s.p.debug {
 		s.p.log.Debug("request headers", "request_id", s.id, "headers", redactedHeaders(h.GetHeaders()))
 	}
@@ -436,6 +443,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 			return s.reject(decisionError(budgetRefusal(scopes), in.Model))
 		}
 	}
+	if s.routesPerTry() {
+		return s.routeTry(ctx, d)
+	}
 	out, err := s.tr.Request(in, s.target)
 	if err != nil {
 		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
@@ -468,9 +478,12 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		l = l.add(":path", out.Path)
 	}
 	x.hm.RemoveHeaders = clientCredentialHeaders
+	if s.isTry() {
+		x.hm.RemoveHeaders = append(slices.Clip(clientCredentialHeaders), tryRemoved...)
+	}
 	if len(out.Remove) > 0 {
 		// A new slice: clientCredentialHeaders is shared.
-		x.hm.RemoveHeaders = append(slices.Clip(clientCredentialHeaders), out.Remove...)
+		x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), out.Remove...)
 	}
 	if out.Body != nil {
 		x.set.Body = out.Body
@@ -525,6 +538,11 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	}
 	if !s.admitted {
 		return replyContinueResponseHeaders
+	}
+	if s.isRouterTry() {
+		if pr := s.tryResponse(h); pr != nil {
+			return pr
+		}
 	}
 	s.observeResponse(h)
 	pr, x := newResponseHeadersReply()
@@ -676,10 +694,18 @@ func (s *stream) streamError(err error) {
 // finish settles a request the stream left unsettled: an abnormal end (client
 // disconnect, upstream reset, stream cancelled) is charged what was observed.
 func (s *stream) finish(ctx context.Context) {
-	if !s.admitted || s.settled {
+	if !s.admitted || s.settled || s.isRouterTry() && s.status == 0 {
+		// A router-level stream without a response: its try (if one ran)
+		// holds the reservation.
 		return
 	}
-	if s.status >= 400 {
+	if s.status >= 400 || s.isTry() && s.status == 0 {
+		// A try that ended without a response (connect failure, reset,
+		// per-try timeout): the provider sent nothing, $0 like the data
+		// plane's local 503/504 (pertry.go).
+		if s.status == 0 {
+			s.tryEndedUnanswered(ctx)
+		}
 		s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
 		return
 	}
@@ -762,6 +788,9 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(hdrContentType, "application/json")
 	l = l.add(hdrRequestID, s.id)
+	if s.isTry() { // the router-level stream knows a try answered
+		l = l.addInt(hdrAttempts, int64(s.att.number()))
+	}
 	l = l.addAll(headers)
 	x.hm.SetHeaders = l.options()
 	x.st.Code = typev3.StatusCode(status)

@@ -209,11 +209,14 @@ func classify(status int, body []byte) failureKind {
 // error body) is retried, and returns the reply headers saying so (nil:
 // not retried).
 func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte) [][2]string {
-	if s.rt == nil || s.rt.last == nil {
+	if s.rt == nil || s.rt.last == nil || s.isRouterTry() {
 		return nil
 	}
 	kind := classify(status, body)
-	if kind == failNotRetried {
+	if kind == failNotRetried || s.isTry() && kind == failRetryable {
+		// Per-try routing: the data plane's retry policy retries these;
+		// the context-window and content-policy fallbacks, which a retry
+		// policy cannot tell from the client's own 400s, keep the token.
 		return nil
 	}
 	n, limit := s.att.number(), s.att.max

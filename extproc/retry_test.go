@@ -172,32 +172,51 @@ func TestContextWindowAndContentPolicyFallbacks(t *testing.T) {
 
 // TestStrictBudgetRefusesAnExpensiveFallback: the retry's reservation is
 // priced for the fallback; a strict budget that cannot cover its worst case
-// refuses it, and nothing is overspent.
+// refuses it, and nothing is overspent. The same with the retry token and
+// with per-try routing (the try that lands on the fallback is admitted at
+// its price and answered with a local reply).
 func TestStrictBudgetRefusesAnExpensiveFallback(t *testing.T) {
-	cheap := openAIDep("gpt", "cheap")
-	dear := openAIDep("dear", "dear")
-	dear.Target.Price = kernel.Price{Input: 100 * kernel.Dollar, Output: 100 * kernel.Dollar}
-	e, _ := routedEnv(t,
-		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{cheap}, Fallbacks: []string{"dear"}},
-		&Group{Name: "dear", Deployments: []*Deployment{dear}},
-	)
-	const budget = kernel.Money(kernel.Dollar / 1000)
-	e.cat.keys[clientKey].Scopes[0].Limits = &kernel.Limits{
-		Shortfall: kernel.Reject,
-		Budgets:   []kernel.BudgetWindow{{Limit: budget, Period: kernel.Period{Kind: kernel.PeriodDaily}}},
+	for _, perTry := range []bool{false, true} {
+		t.Run(map[bool]string{false: "token", true: "per-try"}[perTry], func(t *testing.T) {
+			cheap := openAIDep("gpt", "cheap")
+			dear := openAIDep("dear", "dear")
+			dear.Target.Price = kernel.Price{Input: 100 * kernel.Dollar, Output: 100 * kernel.Dollar}
+			groups := []*Group{
+				{Name: "gpt", Retries: 2, Deployments: []*Deployment{cheap}, Fallbacks: []string{"dear"}},
+				{Name: "dear", Deployments: []*Deployment{dear}},
+			}
+			var e *testEnv
+			var rt *tryRouter
+			up := newByDeployment()
+			if perTry {
+				e, _, rt, up = perTryEnv(t, groups...)
+			} else {
+				e, _ = routedEnv(t, groups...)
+			}
+			e.cat.keys[clientKey].Scopes[0].Limits = &kernel.Limits{
+				Shortfall: kernel.Reject,
+				Budgets:   []kernel.BudgetWindow{{Limit: kernel.Dollar / 1000, Period: kernel.Period{Kind: kernel.PeriodDaily}}},
+			}
+			up.answer["cheap"] = failing(500)
+			var got *extprocfiltertest.Response
+			if perTry {
+				got = e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
+				require.Equal(t, []string{"cheap", "dear"}, rt.tries, "the fallback is tried")
+			} else {
+				var delays []string
+				got, delays = e.doRetrying(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+				require.Len(t, delays, 1, "the fallback is tried")
+			}
+			require.Equal(t, 400, got.Status, string(got.Body))
+			require.Contains(t, string(got.Body), "budget_exceeded")
+			require.Zero(t, up.count("dear"), "never sent: its worst case is over the budget")
+			admits := e.acct.Admits()
+			require.Len(t, admits, 2)
+			require.Equal(t, dear.Target.Price, admits[1].Price, "the retry is priced for the fallback")
+			recs := e.acct.waitRecords(t, 1)
+			require.Equal(t, "cheap", recs[0].Deployment)
+		})
 	}
-	up := newByDeployment()
-	up.answer["cheap"] = failing(500)
-	got, delays := e.doRetrying(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
-	require.Len(t, delays, 1, "the fallback is tried")
-	require.Equal(t, 400, got.Status, string(got.Body))
-	require.Contains(t, string(got.Body), "budget_exceeded")
-	require.Zero(t, up.count("dear"), "never sent: its worst case is over the budget")
-	admits := e.acct.Admits()
-	require.Len(t, admits, 2)
-	require.Equal(t, dear.Target.Price, admits[1].Price, "the retry is priced for the fallback")
-	recs := e.acct.waitRecords(t, 1)
-	require.Equal(t, "cheap", recs[0].Deployment)
 }
 
 // TestForgedRetryTokenIsIgnored: a token not signed by this processor is a

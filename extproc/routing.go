@@ -122,6 +122,9 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
 	}
+	if s.isTry() {
+		return s.resolveTry(ctx, gc, model)
+	}
 	if s.att.group != "" {
 		model = s.att.group // a retry: the group the failed attempt chose
 	}
@@ -206,6 +209,9 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 	if s.rt == nil {
 		return s.p.acct.Admit(ctx, areq)
 	}
+	if s.adopts() {
+		return s.adopt(), nil
+	}
 	base := areq.Scopes
 	for {
 		dep := s.rt.cands[0]
@@ -216,6 +222,12 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 			areq.Scopes = append(slices.Clip(base), dep.scope)
 		}
 		d, err := s.p.acct.Admit(ctx, areq)
+		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.isTry() {
+			// A try is not refused for its deployment's quota (pertry.go):
+			// the provider answers, a 429 moves the request on.
+			areq.Scopes = base
+			d, err = s.p.acct.Admit(ctx, areq)
+		}
 		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
 			if err == nil && d.Admitted {
 				s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
@@ -258,6 +270,7 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 		s.upRetryAfter = retryAfter
 	}
 	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
+	s.tryRetried(s.status)
 }
 
 // doneRouting ends the request's use of its deployment (in flight count).

@@ -51,6 +51,12 @@ func (c *testClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.
 // client, whose catalog routes groups.
 func routedEnv(t *testing.T, groups ...*Group) (*testEnv, *testClock) {
 	t.Helper()
+	return routedEnvWith(t, nil, groups...)
+}
+
+// routedEnvWith is routedEnv with processor options.
+func routedEnvWith(t *testing.T, opts []Option, groups ...*Group) (*testEnv, *testClock) {
+	t.Helper()
 	clk := &testClock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
 	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t), logs: &syncBuffer{}}
 	e.acct.now = clk.now
@@ -59,7 +65,7 @@ func routedEnv(t *testing.T, groups ...*Group) (*testEnv, *testClock) {
 		gc.groups[g.Name] = NewGroup(g)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.proc = New(gc, e.acct, WithLogger(log), WithClock(clk.now))
+	e.proc = New(gc, e.acct, append([]Option{WithLogger(log), WithClock(clk.now)}, opts...)...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	e.client = extprocfilter.NewClient(dialProcessor(t, e.proc, lis), extprocfilter.DefaultConfig())

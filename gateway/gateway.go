@@ -205,10 +205,12 @@ func (g *Gateway) xdsInput(s *Snapshot) *xds.Input {
 		in.Upstreams = append(in.Upstreams, xds.Upstream{
 			Deployment: u.Deployment, Scheme: u.Scheme, Host: u.Host, Port: u.Port, ConnectTimeout: u.ConnectTimeout,
 			Timeout: u.Timeout, FirstByteTimeout: u.FirstByteTimeout,
+			AllowedFails: u.AllowedFails, Cooldown: u.Cooldown,
 			// https providers negotiate HTTP/2 by ALPN when they offer it.
 			HTTP2: u.Scheme == "https",
 		})
 	}
+	in.Groups = s.xdsGroups() // per-try routes (routing.go)
 	return in
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/xds"
 )
 
 var _ extproc.GroupCatalog = (*Catalog)(nil)
@@ -95,6 +96,24 @@ func (s routingStates) DeploymentStates(context.Context) map[string]admin.Deploy
 	out := make(map[string]admin.DeploymentState, len(states))
 	for id, st := range states {
 		out[id] = admin.DeploymentState{CoolingUntil: st.CoolingUntil, ErrorRate: st.ErrorRate, Latency: st.Latency, InFlight: st.InFlight}
+	}
+	return out
+}
+
+// xdsGroups are the model groups as the xDS needs them for per-try routes
+// (docs/envoy.md, "Retries across deployments"), by name.
+func (s *Snapshot) xdsGroups() []xds.Group {
+	var out []xds.Group
+	for _, m := range s.served {
+		g := m.group
+		if g == nil {
+			continue
+		}
+		xg := xds.Group{Name: g.Name, Retries: g.Retries, Fallbacks: g.Fallbacks}
+		for _, d := range g.Deployments {
+			xg.Deployments = append(xg.Deployments, d.Target.Deployment)
+		}
+		out = append(out, xg)
 	}
 	return out
 }

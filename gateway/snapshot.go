@@ -41,6 +41,9 @@ type Upstream struct {
 	ConnectTimeout time.Duration
 	// Timeout and FirstByteTimeout bound one attempt (0: the gateway's).
 	Timeout, FirstByteTimeout time.Duration
+	// AllowedFails and Cooldown: outlier detection on per-try routes.
+	AllowedFails int
+	Cooldown     time.Duration
 }
 
 type keyEntry struct {
@@ -291,7 +294,10 @@ func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *sto
 		t.Signer, t.APIKey = sig, ""
 	}
 	pol := d.WithDefaults() // timeout 600s, first_byte_timeout 60s (docs/admin-api.md)
-	return t, Upstream{Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout, Timeout: pol.Timeout, FirstByteTimeout: pol.FirstByteTimeout}, nil
+	return t, Upstream{
+		Deployment: d.ID, Scheme: u.Scheme, Host: host, Port: port, ConnectTimeout: d.ConnectTimeout, Timeout: pol.Timeout, FirstByteTimeout: pol.FirstByteTimeout,
+		AllowedFails: int(pol.AllowedFails), Cooldown: pol.Cooldown,
+	}, nil
 }
 
 // addAliases makes each group's aliases resolve to the group: a key allowed

@@ -173,6 +173,7 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	acct, observer := g.observeProcessor()
 	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)), observer,
+		extproc.WithPerTry(), // the xDS has per-try routes (xdsGroups)
 	}, respOpts...)...)
 	g.observed(g.proc)
 	if purgeResponses != nil {

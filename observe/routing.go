@@ -38,6 +38,10 @@ func (m *Metrics) observeRouting(r *extproc.Report) {
 	if t := r.RetryOf; t != nil {
 		m.retries.WithLabelValues(t.Group, t.Deployment, retryReason(t.Status)).Inc()
 	}
+	if n := len(r.Tries); r.Retried && n > 0 { // per-try routing: this try is retried
+		t := r.Tries[n-1]
+		m.retries.WithLabelValues(t.Group, t.Deployment, retryReason(t.Status)).Inc()
+	}
 	if r.FallbackFrom != "" && r.Target != nil {
 		m.fallbacks.WithLabelValues(r.FallbackFrom, r.Target.Model, r.FallbackReason).Inc()
 	}

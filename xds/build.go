@@ -22,8 +22,9 @@ type validator interface {
 // builder turns a normalized Input into resources. The first error wins; the
 // builder methods return partial resources after it, which Build discards.
 type builder struct {
-	in  *Input
-	err error
+	in    *Input
+	tries []tryRoute // per-try routes (pertry.go)
+	err   error
 }
 
 func (b *builder) fail(what string, err error) {
@@ -47,7 +48,7 @@ func (b *builder) any(m proto.Message) *anypb.Any {
 
 // Resources are the xDS resources built from an Input, in a fixed order:
 // the listener, the route configuration, the deployment clusters in Input
-// order, then the ext_proc cluster.
+// order, the per-try aggregate clusters, then the ext_proc cluster.
 type Resources struct {
 	Listeners []types.Resource
 	Routes    []types.Resource
@@ -61,13 +62,21 @@ func BuildResources(in *Input) (*Resources, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{in: norm}
+	b := &builder{in: norm, tries: tryRoutes(norm)}
 	res := &Resources{
 		Listeners: []types.Resource{b.listener()},
 		Routes:    []types.Resource{b.routeConfiguration()},
 	}
+	marked := tried(b.tries)
 	for _, u := range norm.Upstreams {
-		res.Clusters = append(res.Clusters, b.upstreamCluster(u))
+		c := b.upstreamCluster(u)
+		if marked[u.Deployment] {
+			b.markTried(c, u)
+		}
+		res.Clusters = append(res.Clusters, c)
+	}
+	for _, r := range b.tries {
+		res.Clusters = append(res.Clusters, b.tryCluster(r))
 	}
 	res.Clusters = append(res.Clusters, b.extProcCluster())
 	if b.err != nil {

@@ -58,6 +58,10 @@ type Input struct {
 	MaxRequestBodyBytes int64 `yaml:"max_request_body_bytes"`
 	// Upstreams are the provider deployments, one route and cluster each.
 	Upstreams []Upstream `yaml:"upstreams"`
+	// Groups are the model groups; those that retry elsewhere get per-try
+	// routes (pertry.go). Empty: none (every request goes to one
+	// deployment's route).
+	Groups []Group `yaml:"groups"`
 
 	// MessageTimeout is ext_proc's per-message timeout.
 	MessageTimeout time.Duration `yaml:"message_timeout"`
@@ -156,6 +160,10 @@ type Upstream struct {
 	// route's per_try_timeout, retried on another deployment); 0 takes
 	// Input.PerTryTimeout.
 	FirstByteTimeout time.Duration `yaml:"first_byte_timeout"`
+	// AllowedFails and Cooldown are the deployment's cooldown policy: on
+	// per-try routes, the outlier detection of its cluster (0: defaults).
+	AllowedFails int           `yaml:"allowed_fails"`
+	Cooldown     time.Duration `yaml:"cooldown"`
 }
 
 // deploymentIDRe restricts deployment ids to characters that are safe in
@@ -170,6 +178,7 @@ func normalize(in *Input) (*Input, error) {
 	}
 	out := *in
 	out.Upstreams = append([]Upstream(nil), in.Upstreams...)
+	out.Groups = append([]Group(nil), in.Groups...)
 	if out.Listener.Path != "" {
 		return nil, fmt.Errorf("%w: listener: Unix sockets are not supported", ErrInvalidInput)
 	}

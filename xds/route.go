@@ -29,8 +29,13 @@ func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 	limit := wrapperspb.UInt64(uint64(in.MaxRequestBodyBytes))
 	routes := make([]*routev3.Route, 0, len(in.Upstreams)+len(HealthPaths)+1)
 	routes = append(routes, healthRoutes()...)
+	byDep := make(map[string]Upstream, len(in.Upstreams))
 	for _, u := range in.Upstreams {
 		routes = append(routes, b.upstreamRoute(u, limit))
+		byDep[u.Deployment] = u
+	}
+	for _, r := range b.tries {
+		routes = append(routes, b.tryRouteConfig(r, byDep[r.deps[0]], limit))
 	}
 	routes = append(routes, &routev3.Route{
 		Name:  envoy.NotFoundRouteName,
@@ -54,6 +59,8 @@ func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 			Domains:                []string{"*"},
 			Routes:                 routes,
 			RequestBodyBufferLimit: limit,
+			// Each try's request says its number (per-try routes).
+			IncludeRequestAttemptCount: len(b.tries) > 0,
 		}},
 	}
 }
@@ -72,16 +79,8 @@ func (b *builder) upstreamRoute(u Upstream, limit *wrapperspb.UInt64Value) *rout
 		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{
-		Name: envoy.ClusterName(u.Deployment),
-		Match: &routev3.RouteMatch{
-			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
-			Headers: []*routev3.HeaderMatcher{{
-				Name: envoy.RouteHeader,
-				HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-					MatchPattern: &matcherv3.StringMatcher_Exact{Exact: u.Deployment},
-				}},
-			}},
-		},
+		Name:  envoy.ClusterName(u.Deployment),
+		Match: routeHeaderMatch(u.Deployment),
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: envoy.ClusterName(u.Deployment)},
 			HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{
@@ -105,4 +104,17 @@ func hostHeader(u Upstream) string {
 		return u.Host
 	}
 	return (Address{Host: u.Host, Port: u.Port}).hostPort()
+}
+
+// routeHeaderMatch matches every path whose envoy.RouteHeader is value.
+func routeHeaderMatch(value string) *routev3.RouteMatch {
+	return &routev3.RouteMatch{
+		PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+		Headers: []*routev3.HeaderMatcher{{
+			Name: envoy.RouteHeader,
+			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+				MatchPattern: &matcherv3.StringMatcher_Exact{Exact: value},
+			}},
+		}},
+	}
 }

@@ -78,7 +78,13 @@ type Response struct {
 // forwarded request to upstream, then its response back through the filter.
 // A nil upstream answers 200 with no body.
 func Do(ctx context.Context, c *extprocfilter.Client, req *Request, upstream Upstream) (*Response, error) {
-	s := c.Start(ctx)
+	return DoWith(ctx, c, req, upstream)
+}
+
+// DoWith is Do with options for the filter's stream (request attributes:
+// an upstream filter's try learns its host from them).
+func DoWith(ctx context.Context, c *extprocfilter.Client, req *Request, upstream Upstream, opts ...extprocfilter.StartOption) (*Response, error) {
+	s := c.Start(ctx, opts...)
 	defer s.Close()
 	out := &Response{}
 	fwd := &ForwardedRequest{}

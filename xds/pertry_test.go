@@ -1,0 +1,58 @@
+package xds
+
+import (
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/envoy"
+)
+
+// TestPlainGroupsEmitWhatTheyDid: groups that do not retry elsewhere (one
+// deployment and no fallback, or retries 0) add nothing: the resources are
+// byte for byte those of an input without groups.
+func TestPlainGroupsEmitWhatTheyDid(t *testing.T) {
+	in := readInput(t, "testdata/in/providers.yaml")
+	plain, err := BuildResources(in)
+	require.NoError(t, err)
+	want, err := plain.Hash()
+	require.NoError(t, err)
+	in.Groups = []Group{
+		{Name: "gpt", Deployments: []string{"openai-gpt-4o"}, Retries: 2},
+		{Name: "both", Deployments: []string{"openai-gpt-4o", "anthropic-claude"}, Retries: 0},
+	}
+	grouped, err := BuildResources(in)
+	require.NoError(t, err)
+	got, err := grouped.Hash()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// TestTryClusterOrder: a per-try aggregate lists its first deployment, the
+// group's others, then the fallback chain's, each once.
+func TestTryClusterOrder(t *testing.T) {
+	res, err := BuildResources(readInput(t, "testdata/in/pertry.yaml"))
+	require.NoError(t, err)
+	orders := map[string][]string{}
+	for _, r := range res.Clusters {
+		c := r.(*clusterv3.Cluster)
+		if ct := c.GetClusterType(); ct != nil {
+			var agg aggregatev3.ClusterConfig
+			require.NoError(t, ct.GetTypedConfig().UnmarshalTo(&agg))
+			orders[c.GetName()] = agg.GetClusters()
+		}
+	}
+	a, b, c := "deployment_openai-a", "deployment_azure-b", "deployment_anthropic-claude"
+	require.Equal(t, map[string][]string{
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 0)): {a, b, c},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 1)): {a, c}, // azure-b cooling down
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 2)): {a, b},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "openai-a", 3)): {a},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 0)):  {b, a, c},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 1)):  {b, c},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 2)):  {b, a},
+		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 3)):  {b},
+	}, orders)
+}
