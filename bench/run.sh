@@ -251,15 +251,25 @@ done
 # alone (its peak RSS is the rush's). The gateway's extra flags: RUSH_FLAGS.
 RUSH_TARGETS=${RUSH_TARGETS:-"direct nginx tollgate"}
 want() { case " $RUSH_TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
-# rush_profile: during the gateway's rush cell, a CPU profile of all of it
-# and, halfway, the heap and the goroutines (RUSH_PROF).
+# rush_profile: during the gateway's rush cell, a CPU profile of all of it,
+# the heap (heap.pprof, heap.txt with the runtime's MemStats) and the
+# goroutines (goroutine.txt) halfway, and every second a line of
+# timeline.txt: seconds, RSS and its peak so far in MiB (RUSH_PROF).
 rush_profile() {
-  local d=${RUSH_D%s} base=http://127.0.0.1:$((16060 + P))/debug/pprof
+  local d=${RUSH_D%s} base=http://127.0.0.1:$((16060 + P))/debug/pprof i
   curl -fsS -o "$RUSH_PROF/cpu.pprof" "$base/profile?seconds=$d" &
-  sleep $((d / 2))
-  curl -fsS -o "$RUSH_PROF/heap.pprof" "$base/heap"
-  curl -fsS -o "$RUSH_PROF/heap.txt" "$base/heap?debug=1"
-  curl -fsS -o "$RUSH_PROF/goroutine.txt" "$base/goroutine?debug=1"
+  (
+    sleep $((d / 2))
+    curl -fsS -o "$RUSH_PROF/heap.pprof" "$base/heap"
+    curl -fsS -o "$RUSH_PROF/heap.txt" "$base/heap?debug=1"
+    curl -fsS -o "$RUSH_PROF/goroutine.txt" "$base/goroutine?debug=1"
+  ) &
+  printf 's rss_mib peak_mib\n' >"$RUSH_PROF/timeline.txt"
+  for i in $(seq 1 "$d"); do
+    sleep 1
+    awk -v s="$i" '/VmRSS/ {r = $2} /VmHWM/ {h = $2} END {printf "%d %.1f %.1f\n", s, r/1024, h/1024}' \
+      "/proc/$rushpid/status" >>"$RUSH_PROF/timeline.txt"
+  done
   wait
 }
 if [ -n "$rush" ]; then

@@ -78,6 +78,10 @@ func (r *readiness) peek() peekState {
 	return r.last
 }
 
+// readyFd is the wait's test, run by RawConn.Read first and after each
+// wake-up. It must look (peek) on its first run: Read resets the poller's
+// readiness before calling it, so input that arrived earlier is seen only
+// by looking.
 func (r *readiness) readyFd(fd uintptr) bool {
 	r.peekOnce(fd)
 	return r.last != peekEmpty

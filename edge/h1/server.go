@@ -238,13 +238,14 @@ type serverConn struct {
 	// watchEnded is closed when the watch's goroutine (watchGoroutine), or
 	// the poller's call of the hooks (watchPoller), has ended.
 	watchEnded chan struct{}
-
-	// held is the array a response holds its body in before the headers go
-	// out, reused by the connection's next response when small (keepHeld).
-	held []byte
 }
 
-// keepHeld bounds the held array a connection keeps between responses.
+// heldBufs are the arrays a response holds its body in before the headers
+// go out (keepHeld bytes, grown by append for a larger body): taken at the
+// first write and given back once written, so that a connection waiting
+// holds none.
+var heldBufs = sync.Pool{New: func() any { b := make([]byte, 0, keepHeld); return &b }}
+
 const keepHeld = 2 << 10
 
 // respWriters are the buffers responses are written through. A connection
@@ -501,7 +502,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &Response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect, held: sc.held}
+	w := &Response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
@@ -647,7 +648,8 @@ type Response struct {
 	status        int
 	wroteHeader   bool
 	headerSent    bool
-	held          []byte // body written before the headers went out
+	held          []byte  // body written before the headers went out
+	heldBuf       *[]byte // held's first array, from heldBufs
 	chunked       bool
 	bodyAllowed   bool
 	head          bool  // a HEAD request: body writes are dropped
@@ -739,6 +741,10 @@ func (w *Response) Write(p []byte) (int, error) {
 	w.written += int64(len(p))
 	if !w.headerSent {
 		if len(w.held)+len(p) <= maxHeld {
+			if w.heldBuf == nil {
+				w.heldBuf = heldBufs.Get().(*[]byte) //nolint:forcetypeassert // the pool holds only these
+				w.held = (*w.heldBuf)[:0]
+			}
 			w.held = append(w.held, p...)
 			return len(p), nil
 		}
@@ -922,9 +928,10 @@ func (w *Response) sendHeader(final bool) {
 	_, _ = bw.WriteString("\r\n")
 	held := w.held
 	w.held = nil
-	w.writeBody(held)
-	if cap(held) <= keepHeld {
-		w.sc.held = held[:0] // written: the next response may reuse it
+	w.writeBody(held) // copied or written: the array is free again
+	if w.heldBuf != nil {
+		heldBufs.Put(w.heldBuf)
+		w.heldBuf = nil
 	}
 }
 
