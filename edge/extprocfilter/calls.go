@@ -2,6 +2,7 @@ package extprocfilter
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 // shrank at a collection and was copied larger again on the next request.
 // On a worker, the deep stack is one per concurrent call (about one per
 // core), and a request's goroutine keeps the small stack of the data plane.
-// The hand-off costs two goroutine switches per call (about 1 µs), so below
-// workersAbove requests in flight, where the stacks are few, calls run in
-// the caller.
+// The hand-off costs two goroutine switches per call (about 1 µs: four or
+// five calls a request), so below workersAbove requests in flight, where
+// the stacks are few, calls run in the caller.
 const defaultWorkersAbove = 256
 
 var (
@@ -56,12 +57,14 @@ func (l *syncLink) close() {
 	l.call.ss = nil
 }
 
-// Idle workers: at most maxIdleProcs wait for the next call, each for at
-// most procIdle. Workers are started when every one is busy (processors
-// blocked on Redis, say), and end once the burst is over.
+// Idle workers: a janitor looks every procIdle; when no call came since
+// it last looked, the idle workers end, else those beyond maxIdleProcs.
+// Workers are started when every one is busy (processors blocked on Redis,
+// say). A worker waits with a plain receive: a timer per worker, reset per
+// call, cost more than the rest of the hand-off.
 const (
-	maxIdleProcs = 256
-	procIdle     = 100 * time.Millisecond // inside goleak's ~0.4 s of retries
+	maxIdleProcs = 64
+	procIdle     = 50 * time.Millisecond // all gone within 0.1 s: inside goleak's ~0.4 s of retries
 )
 
 // procCall is one call of a SyncStream's Handle or Close on a worker. A
@@ -78,11 +81,16 @@ type procCall struct {
 	done     chan struct{}
 }
 
-// procCalls hands a call to an idle worker (unbuffered: a send succeeds
-// only if one waits); idleProcs counts them.
+// procCalls hands a call, or nil to end, to a waiting worker
+// (unbuffered: a send succeeds only if one waits).
 var (
-	procCalls = make(chan *procCall)
-	idleProcs atomic.Int32
+	procCalls   = make(chan *procCall)
+	procWorkers atomic.Int32 // running
+	idleProcs   atomic.Int32 // waiting on procCalls
+	procsUsed   atomic.Bool  // a waiting worker took a call since the janitor looked
+
+	janitorMu sync.Mutex
+	janitorOn bool
 )
 
 // run runs the call on a worker and waits for it.
@@ -92,8 +100,13 @@ func (c *procCall) run() {
 	}
 	select {
 	case procCalls <- c:
+		if !procsUsed.Load() {
+			procsUsed.Store(true)
+		}
 	default:
+		procWorkers.Add(1)
 		go procWorker(c)
+		startJanitor()
 	}
 	<-c.done
 	if p := c.panicked; p != nil {
@@ -120,6 +133,7 @@ func (c *procCall) do() {
 			return
 		}
 		c.exited = true
+		procWorkers.Add(-1)
 		c.done <- struct{}{}
 	}()
 	if c.m == nil {
@@ -130,28 +144,46 @@ func (c *procCall) do() {
 	returned = true
 }
 
-// procWorker runs c, then the calls handed to it, until it has waited
-// procIdle for one.
+// procWorker runs c, then the calls handed to it, until it is handed nil.
 func procWorker(c *procCall) {
-	var t *time.Timer
-	for {
+	for c != nil {
 		c.do()
 		c.done <- struct{}{}
-		if idleProcs.Add(1) > maxIdleProcs {
-			idleProcs.Add(-1)
-			return
-		}
-		if t == nil {
-			t = time.NewTimer(procIdle)
-		} else {
-			t.Reset(procIdle)
-		}
+		idleProcs.Add(1)
+		c = <-procCalls
+		idleProcs.Add(-1)
+	}
+	procWorkers.Add(-1)
+}
+
+func startJanitor() {
+	janitorMu.Lock()
+	defer janitorMu.Unlock()
+	if !janitorOn {
+		janitorOn = true
+		time.AfterFunc(procIdle, tidyWorkers)
+	}
+}
+
+// tidyWorkers ends idle workers, and looks again later while any runs.
+func tidyWorkers() {
+	keep := int32(maxIdleProcs)
+	if !procsUsed.Swap(false) {
+		keep = 0
+	}
+retire:
+	for idleProcs.Load() > keep {
 		select {
-		case c = <-procCalls:
-			idleProcs.Add(-1)
-		case <-t.C:
-			idleProcs.Add(-1)
-			return
+		case procCalls <- nil:
+		default:
+			break retire
 		}
+	}
+	janitorMu.Lock()
+	defer janitorMu.Unlock()
+	if procWorkers.Load() > 0 {
+		time.AfterFunc(procIdle, tidyWorkers)
+	} else {
+		janitorOn = false
 	}
 }

@@ -22,3 +22,6 @@ func WorkersAbove(t interface{ Cleanup(func()) }, n int64) {
 
 // DefaultWorkersAbove exports defaultWorkersAbove.
 const DefaultWorkersAbove = defaultWorkersAbove
+
+// ProcWorkers is the number of processor-call workers running.
+func ProcWorkers() int32 { return procWorkers.Load() }

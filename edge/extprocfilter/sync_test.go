@@ -281,3 +281,32 @@ func TestSyncCallPanicsInTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncWorkersEndWhenIdle: workers started for concurrent calls end
+// once no call comes, so an idle gateway keeps none.
+func TestSyncWorkersEndWhenIdle(t *testing.T) {
+	WorkersAbove(t, 0)
+	gate := make(chan struct{})
+	fake := newFake(continuer)
+	open := func(ctx context.Context) SyncStream {
+		fake.wg.Add(1)
+		return &gatedSync{fakeSync: fakeSync{f: fake, ctx: ctx}, entered: make(chan struct{}), gate: gate}
+	}
+	client := NewClient(Sync(open), testConfig())
+	const n = 8
+	var calls sync.WaitGroup
+	for range n {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			s := client.Start(testCtx(t))
+			defer s.Close()
+			_, _ = s.RequestHeaders(getRequest().Headers, true)
+		}()
+	}
+	require.Eventually(t, func() bool { return ProcWorkers() >= n }, 5*time.Second, time.Millisecond,
+		"each blocked call has a worker")
+	close(gate)
+	calls.Wait()
+	require.Eventually(t, func() bool { return ProcWorkers() == 0 }, 5*time.Second, 10*time.Millisecond)
+}

@@ -13,9 +13,10 @@ import (
 // allow it (not a socket: a TLS or test connection), ok is false and the
 // callers read through their buffer as before.
 type readiness struct {
-	rc   syscall.RawConn // nil: not a socket
-	b    [1]byte         // what MSG_PEEK writes
-	last peekState       // what the last peek saw
+	rc     syscall.RawConn // nil: not a socket
+	b      [1]byte         // what MSG_PEEK writes
+	last   peekState       // what the last peek saw
+	looked bool            // the wait has peeked once
 	// ready and peekFd are the method values handed to rc, made once per
 	// connection (a method value passed as a func allocates).
 	ready  func(fd uintptr) bool
@@ -57,14 +58,18 @@ func (r *readiness) init(c any) {
 
 func (r *readiness) ok() bool { return r.rc != nil }
 
-// wait returns once a read of the connection would not block: a byte, the
-// end of the stream or an error is there (r.last says which), or with the
-// error a read would return meanwhile (its read deadline, a closed
-// connection). errCannotWait when !r.ok().
+// wait returns once a read of the connection is not expected to block: a
+// byte, the end of the stream or an error is there, or the poller said so
+// (r.last is peekEmpty then: on a spurious wake-up the caller's read
+// blocks, with its buffer); or with the error a read would return
+// meanwhile (its read deadline, a closed connection). errCannotWait when
+// !r.ok(). It costs the system calls of a read that finds nothing: one
+// peek, then the wait.
 func (r *readiness) wait() error {
 	if r.rc == nil {
 		return errCannotWait
 	}
+	r.looked = false
 	return r.rc.Read(r.ready)
 }
 
@@ -81,8 +86,13 @@ func (r *readiness) peek() peekState {
 // readyFd is the wait's test, run by RawConn.Read first and after each
 // wake-up. It must look (peek) on its first run: Read resets the poller's
 // readiness before calling it, so input that arrived earlier is seen only
-// by looking.
+// by looking. After a wake-up it trusts the poller.
 func (r *readiness) readyFd(fd uintptr) bool {
+	if r.looked {
+		r.last = peekEmpty
+		return true
+	}
+	r.looked = true
 	r.peekOnce(fd)
 	return r.last != peekEmpty
 }

@@ -3,6 +3,7 @@ package h1
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,10 @@ import (
 // 5,000 stacks. Elsewhere, a goroutine per watched request waits without a
 // buffer (readiness), or reads through the connection's buffer where the
 // connection cannot be polled.
+
+// noPoller makes watches use goroutines, as where there is no poller
+// (tests).
+var noPoller atomic.Bool
 
 // watchKind is how the current request is watched.
 type watchKind uint8
@@ -75,7 +80,7 @@ func (sc *serverConn) watchLocked() {
 	if sc.br != nil && sc.br.Buffered() > 0 {
 		return // the next request is already here
 	}
-	if p := thePoller(); p != nil && sc.rd.ok() && p.add(sc) {
+	if p := thePoller(); p != nil && sc.rd.ok() && !noPoller.Load() && p.add(sc) {
 		sc.watching, sc.polling = watchPoller, true
 		return
 	}
@@ -88,15 +93,23 @@ func (sc *serverConn) watchLocked() {
 func (sc *serverConn) watchInGoroutine() {
 	defer close(sc.watchEnded)
 	var gone bool
-	switch err := sc.rd.wait(); {
-	case errors.Is(err, errCannotWait):
-		// The connection keeps its buffer (releaseReader), read here.
-		_, err = sc.br.Peek(1)
-		gone = err != nil
-	case err != nil:
-		gone = true // a closed connection, or stopWatch's deadline
-	default:
-		gone = sc.rd.last == peekEnd
+	for {
+		err := sc.rd.wait()
+		if errors.Is(err, errCannotWait) {
+			// The connection keeps its buffer (releaseReader), read here.
+			_, err = sc.br.Peek(1)
+			gone = err != nil
+			break
+		}
+		st := sc.rd.last
+		if err == nil && st == peekEmpty {
+			st = sc.rd.peek() // woken up: what is there?
+		}
+		if err == nil && st == peekEmpty {
+			continue // a spurious wake-up
+		}
+		gone = err != nil || st == peekEnd // err: a closed connection, or stopWatch's deadline
+		break
 	}
 	sc.mu.Lock()
 	stopping := sc.stopping

@@ -31,10 +31,25 @@ func connsWhere(s *Server, f func(sc *serverConn) bool) int {
 
 func polled(sc *serverConn) bool { return sc.polling }
 
+// watchWays runs f with the poller (where there is one) and with a
+// goroutine per watch; viaPoller says which.
+func watchWays(t *testing.T, f func(t *testing.T, viaPoller bool)) {
+	t.Run("poller", func(t *testing.T) { f(t, thePoller() != nil) })
+	t.Run("goroutines", func(t *testing.T) {
+		noPoller.Store(true)
+		t.Cleanup(func() { noPoller.Store(false) })
+		f(t, false)
+	})
+}
+
 // Requests that run past watchAfter are watched by the poller, with no
 // goroutine of their own, and every one is cancelled when its client goes
 // away.
 func TestH1WatchManyRequestsWithoutGoroutines(t *testing.T) {
+	watchWays(t, testWatchMany)
+}
+
+func testWatchMany(t *testing.T, viaPoller bool) {
 	const n = 40
 	causes := make(chan error, n)
 	s, addr := startH1(t, func(_ http.ResponseWriter, r *http.Request) {
@@ -52,7 +67,7 @@ func TestH1WatchManyRequestsWithoutGoroutines(t *testing.T) {
 		conns[i] = h1test.Dial(t, addr)
 		conns[i].Send(t, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx")
 	}
-	if runtime.GOOS == "linux" {
+	if viaPoller {
 		require.Eventually(t, func() bool { return connsWhere(s, polled) == n }, 5*time.Second, 10*time.Millisecond,
 			"every request is watched by the poller")
 		// One goroutine per connection, the poller's, and the handlers'
@@ -69,7 +84,7 @@ func TestH1WatchManyRequestsWithoutGoroutines(t *testing.T) {
 	for range n {
 		require.ErrorIs(t, <-causes, ErrClientGone)
 	}
-	if p := thePoller(); p != nil {
+	if p := thePoller(); viaPoller {
 		require.Eventually(t, func() bool {
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -81,6 +96,10 @@ func TestH1WatchManyRequestsWithoutGoroutines(t *testing.T) {
 // A watched request whose client sends its next request is not cancelled:
 // the watch ends, and the next request is served after it.
 func TestH1WatchNextRequestIsNotGone(t *testing.T) {
+	watchWays(t, testWatchNextRequest)
+}
+
+func testWatchNextRequest(t *testing.T, viaPoller bool) {
 	proceed := make(chan struct{})
 	first := make(chan error, 1)
 	s, addr := startH1(t, func(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +115,7 @@ func TestH1WatchNextRequestIsNotGone(t *testing.T) {
 		return connsWhere(s, func(sc *serverConn) bool { return sc.watching != notWatched }) == 1
 	}, 5*time.Second, 10*time.Millisecond)
 	c.Send(t, "GET /second HTTP/1.1\r\nHost: a\r\n\r\n")
-	if runtime.GOOS == "linux" {
+	if viaPoller {
 		require.Eventually(t, func() bool {
 			return connsWhere(s, func(sc *serverConn) bool { return sc.watching == watchPoller && !sc.polling }) == 1
 		}, 5*time.Second, 10*time.Millisecond, "the poller saw the next request and stopped watching")
