@@ -191,6 +191,7 @@ func (t *Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wir
 		// Informational responses (103 Early Hints) are not forwarded.
 		h, err = c.hp.readResponse(c.br, req.Method)
 	}
+	c.hp.release()
 	c.limit = 0
 	if err != nil {
 		ab.disarm()

@@ -441,6 +441,7 @@ func (sc *serverConn) closing() bool {
 // with sc.closed set.
 func (sc *serverConn) serveOne() (hijacked bool) {
 	head, err := sc.hp.read(sc.reader())
+	sc.hp.release()
 	sc.lr.n = -1
 	if err != nil {
 		var te *teError
@@ -502,7 +503,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
 		req.Body = wb
 	}
-	w := &Response{sc: sc, req: req, fields: head.fields, header: make(http.Header, 8), contentLength: -1, expect: expect}
+	w := &Response{sc: sc, req: req, fields: head.fields, contentLength: -1, expect: expect}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
@@ -667,7 +668,14 @@ var (
 	_ http.Hijacker       = (*Response)(nil)
 )
 
-func (w *Response) Header() http.Header { return w.header }
+// Header is made on first use: the edge sets its headers with SetHeaders,
+// and most responses have no trailers.
+func (w *Response) Header() http.Header {
+	if w.header == nil {
+		w.header = make(http.Header)
+	}
+	return w.header
+}
 
 // Fields are the request's header fields (the http.Request's Header is
 // nil), names lower-cased, in order; Expect removed.
