@@ -264,7 +264,9 @@ func TestSyncCallsKeepTheCallersStackSmall(t *testing.T) {
 	waiting.Wait()
 	grown := int64(after.StackInuse) - int64(before.StackInuse)
 	t.Logf("stacks grew by %d KiB for %d waiting requests", grown>>10, n)
-	require.Less(t, grown, int64(n*32<<10), "the waiting requests' goroutines hold the processor's deep stack")
+	// Half of what the deep stacks would be: a new goroutine's first stack
+	// follows the process's average (up to 32 KiB after deep tests).
+	require.Less(t, grown, int64(n*64<<10), "the waiting requests' goroutines hold the processor's deep stack")
 }
 
 // TestSyncCallPanicsInTheCaller: a processor that panics panics the
