@@ -10,6 +10,9 @@
 #   SCEN=rush                    # the rush (issue 20): RUSH_CONNS=5000 connections opened at once
 #                                # and held, chat back to back for RUSH_D=30s to a mock answering
 #                                # after RUSH_LATENCY=1s; direct, nginx and a fresh gateway
+#   RUSH_TARGETS="direct nginx tollgate"  # which of the three the rush measures
+#   RUSH_PROF=DIR                # the rush's gateway serves pprof (--debug-addr); DIR gets a CPU
+#                                # profile of its cell, and heap and goroutine profiles halfway
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -246,27 +249,65 @@ done
 # to a mock that answers after RUSH_LATENCY, measured from the first dial (no
 # warm-up): direct to the mock, nginx, then a gateway started for the rush
 # alone (its peak RSS is the rush's). The gateway's extra flags: RUSH_FLAGS.
+RUSH_TARGETS=${RUSH_TARGETS:-"direct nginx tollgate"}
+want() { case " $RUSH_TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
+# rush_profile: during the gateway's rush cell, a CPU profile of all of it,
+# the heap (heap.pprof, heap.txt with the runtime's MemStats) and the
+# goroutines (goroutine.txt) halfway, and every second a line of
+# timeline.txt: seconds, RSS and its peak so far in MiB (RUSH_PROF).
+rush_profile() {
+  local d=${RUSH_D%s} base=http://127.0.0.1:$((16060 + P))/debug/pprof i
+  curl -fsS -o "$RUSH_PROF/cpu.pprof" "$base/profile?seconds=$d" &
+  (
+    sleep $((d / 2))
+    curl -fsS -o "$RUSH_PROF/heap.pprof" "$base/heap"
+    curl -fsS -o "$RUSH_PROF/heap.txt" "$base/heap?debug=1"
+    curl -fsS -o "$RUSH_PROF/goroutine.txt" "$base/goroutine?debug=1"
+  ) &
+  printf 's rss_mib peak_mib\n' >"$RUSH_PROF/timeline.txt"
+  for i in $(seq 1 "$d"); do
+    sleep 1
+    awk -v s="$i" '/VmRSS/ {r = $2} /VmHWM/ {h = $2} END {printf "%d %.1f %.1f\n", s, r/1024, h/1024}' \
+      "/proc/$rushpid/status" >>"$RUSH_PROF/timeline.txt"
+  done
+  wait
+}
 if [ -n "$rush" ]; then
   taskset -c "$LOAD_CPU" bin/mockllm --listen "$slowmock" --latency "$RUSH_LATENCY" >"$tmp/slowmock.log" 2>&1 &
   pids+=($!)
   mkdir -p "$tmp/rush"
-  # shellcheck disable=SC2086 # RUSH_FLAGS is a list of flags
+  debug=
+  if [ -n "${RUSH_PROF:-}" ]; then
+    mkdir -p "$RUSH_PROF"
+    debug="--debug-addr 127.0.0.1:$((16060 + P))"
+  fi
+  # shellcheck disable=SC2086 # RUSH_FLAGS and debug are lists of flags
   taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/rush/bench.db" --listen "$gwrush" --admin-addr "$adminrush" \
     --xds-addr 127.0.0.1:$((19002 + P)) --extproc-addr 127.0.0.1:$((19053 + P)) --metrics-addr 127.0.0.1:$((19465 + P)) \
-    --demo-upstream "http://$slowmock" --log-level error ${RUSH_FLAGS:-} >"$tmp/rush/tollgate.log" 2>&1 &
+    --demo-upstream "http://$slowmock" --log-level error $debug ${RUSH_FLAGS:-} >"$tmp/rush/tollgate.log" 2>&1 &
   rushpid=$!
   pids+=($rushpid)
   keyrush=$(gwkey "$tmp/rush" "$adminrush")
   sleep 1
   s=rush c=$RUSH_CONNS D=$RUSH_D
-  cell "direct to mockllm" "http://$slowmock" "" "" mock-gpt
-  printf '%s - | - |\n' "$row"
+  if want direct; then
+    cell "direct to mockllm" "http://$slowmock" "" "" mock-gpt
+    printf '%s - | - |\n' "$row"
+  fi
   ngx_cpu=-
-  if [ -n "$nginx_pid" ]; then
+  if [ -n "$nginx_pid" ] && want nginx; then
     cell "nginx (plain proxy)" "http://$ngxrush" "$nginx_pid" "" mock-gpt
     ngx_cpu=$cpu
     printf '%s 1.00 | - |\n' "$row"
   fi
-  cell "tollgate (built-in)" "http://$gwrush" "$rushpid" "$keyrush" demo
-  printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+  if want tollgate; then
+    profpid=
+    if [ -n "${RUSH_PROF:-}" ]; then
+      rush_profile &
+      profpid=$!
+    fi
+    cell "tollgate (built-in)" "http://$gwrush" "$rushpid" "$keyrush" demo
+    printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+    [ -z "$profpid" ] || wait "$profpid" || true
+  fi
 fi

@@ -210,6 +210,10 @@ func TestRush(t *testing.T) {
 	// bench/README.md; the bound here only catches a data plane that serialises
 	// requests, on a CI machine running other test packages at the same time.
 	require.Less(t, p99, 30*time.Second)
+	// 240–273 MiB while every connection kept a read buffer, every waiting
+	// request the processor's 16 KiB stack and every watched one a goroutine;
+	// 163–192 MiB without (bench/README.md, "The rush, trimmed").
+	require.Less(t, peak/1024, int64(230), "tollgate's peak RSS in MiB")
 }
 
 // TestLedgerReconcilesResponses: Responses API requests, served natively,

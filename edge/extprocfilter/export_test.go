@@ -12,3 +12,16 @@ func (h Headers) Normalized() bool { return h.normalized() }
 
 // ToProto exports toProto to the external tests.
 func (h Headers) ToProto() *corev3.HeaderMap { return h.toProto() }
+
+// WorkersAbove sets the number of open Sync streams above which processor
+// calls run on workers (calls.go) until the test ends.
+func WorkersAbove(t interface{ Cleanup(func()) }, n int64) {
+	old := workersAbove.Swap(n)
+	t.Cleanup(func() { workersAbove.Store(old) })
+}
+
+// DefaultWorkersAbove exports defaultWorkersAbove.
+const DefaultWorkersAbove = defaultWorkersAbove
+
+// ProcWorkers is the number of processor-call workers running.
+func ProcWorkers() int32 { return procWorkers.Load() }

@@ -76,6 +76,7 @@ func (c SyncTransport) open(ctx context.Context, sc *scratch) (link, error) {
 	l := &sc.link
 	l.ss, l.ended = c.start(ctx), false
 	l.pending = l.pendBuf[:0]
+	liveSyncLinks.Add(1)
 	if l.queue == nil {
 		l.queue = func(r *extprocv3.ProcessingResponse) {
 			l.pending = append(l.pending, recvItem{resp: r, at: time.Now()})
@@ -109,6 +110,7 @@ type syncLink struct {
 	pending []recvItem
 	pendBuf [2]recvItem
 	queue   func(*extprocv3.ProcessingResponse) // Handle's send: appends to pending
+	call    procCall                            // Handle and Close run on a worker (calls.go)
 }
 
 var _ link = (*syncLink)(nil)
@@ -119,7 +121,7 @@ func (l *syncLink) send(m *extprocv3.ProcessingRequest) error {
 	if l.ended {
 		return nil
 	}
-	if err := l.ss.Handle(m, l.queue); err != nil {
+	if err := l.handle(m); err != nil {
 		l.ended = true
 		l.pending = append(l.pending, recvItem{err: syncStatus(err), at: time.Now()})
 	}
@@ -146,10 +148,11 @@ func (l *syncLink) arrivals() <-chan recvItem { return nil }
 func (l *syncLink) closeSend(bool, time.Duration) {
 	if !l.ended {
 		l.ended = true
-		l.ss.Close()
+		l.close()
 	}
 	clear(l.pendBuf[:])
 	l.pending, l.ss = nil, nil
+	liveSyncLinks.Add(-1)
 }
 
 func (l *syncLink) wait() {}

@@ -3,7 +3,10 @@ package extprocfilter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +200,115 @@ func TestSyncCloseDuringCall(t *testing.T) {
 	<-closed
 	_, err := s.ResponseHeaders(Headers{{":status", "200"}}, true)
 	require.ErrorIs(t, err, ErrFinished)
+}
+
+// deepSync handles a message deep in its stack: a processor whose call
+// grows the goroutine's stack to about 128 KiB.
+type deepSync struct{ fakeSync }
+
+func (s *deepSync) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
+	return deep(64, func() error { return s.fakeSync.Handle(req, send) })
+}
+
+// deep calls f under depth frames of about a kilobyte each.
+func deep(depth int, f func() error) error {
+	var pad [1000]byte
+	if depth == 0 {
+		return f()
+	}
+	err := deep(depth-1, f)
+	touch(pad[:])
+	return err
+}
+
+// touch keeps its argument on the caller's stack.
+//
+//go:noinline
+func touch([]byte) {}
+
+// TestSyncCallsKeepTheCallersStackSmall: with many requests in flight, the
+// processor's calls run on worker goroutines, so the goroutines of requests
+// waiting after a call (for the upstream) keep a small stack however deep
+// the processor went: 200 requests, one after the other, each calling a
+// processor that uses 64 KiB of stack, then waiting. On the callers' own
+// stacks that is 200 stacks of 128 KiB (25 MiB); here, one worker's.
+func TestSyncCallsKeepTheCallersStackSmall(t *testing.T) {
+	WorkersAbove(t, 0)
+	fake := newFake(continuer)
+	cc := Sync(func(ctx context.Context) SyncStream { fake.wg.Add(1); return &deepSync{fakeSync{f: fake, ctx: ctx}} })
+	client := NewClient(cc, testConfig())
+	const n = 200
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	release := make(chan struct{})
+	var waiting sync.WaitGroup
+	for range n {
+		called := make(chan error, 1)
+		waiting.Add(1)
+		go func() {
+			defer waiting.Done()
+			s := client.Start(testCtx(t))
+			res, err := s.RequestHeaders(getRequest().Headers, true)
+			if err == nil && !res.Continue {
+				err = errors.New("not continued")
+			}
+			called <- err
+			<-release // the upstream's answer
+			s.Close()
+		}()
+		require.NoError(t, <-called)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	close(release)
+	waiting.Wait()
+	grown := int64(after.StackInuse) - int64(before.StackInuse)
+	t.Logf("stacks grew by %d KiB for %d waiting requests", grown>>10, n)
+	// Half of what the deep stacks would be: a new goroutine's first stack
+	// follows the process's average (up to 32 KiB after deep tests).
+	require.Less(t, grown, int64(n*64<<10), "the waiting requests' goroutines hold the processor's deep stack")
+}
+
+// TestSyncCallPanicsInTheCaller: a processor that panics panics the
+// request's goroutine, with the same value, as when it ran there.
+func TestSyncCallPanicsInTheCaller(t *testing.T) {
+	for _, above := range []int64{DefaultWorkersAbove, 0} {
+		t.Run(fmt.Sprintf("workers above %d streams", above), func(t *testing.T) {
+			WorkersAbove(t, above)
+			fake := newFake(func(*extprocv3.ProcessingRequest) ([]*extprocv3.ProcessingResponse, error) {
+				panic("processor bug")
+			})
+			s := NewClient(Sync(fake.openSync), testConfig()).Start(testCtx(t))
+			require.PanicsWithValue(t, "processor bug", func() { _, _ = s.RequestHeaders(getRequest().Headers, true) })
+		})
+	}
+}
+
+// TestSyncWorkersEndWhenIdle: workers started for concurrent calls end
+// once no call comes, so an idle gateway keeps none.
+func TestSyncWorkersEndWhenIdle(t *testing.T) {
+	WorkersAbove(t, 0)
+	gate := make(chan struct{})
+	fake := newFake(continuer)
+	open := func(ctx context.Context) SyncStream {
+		fake.wg.Add(1)
+		return &gatedSync{fakeSync: fakeSync{f: fake, ctx: ctx}, entered: make(chan struct{}), gate: gate}
+	}
+	client := NewClient(Sync(open), testConfig())
+	const n = 8
+	var calls sync.WaitGroup
+	for range n {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			s := client.Start(testCtx(t))
+			defer s.Close()
+			_, _ = s.RequestHeaders(getRequest().Headers, true)
+		}()
+	}
+	require.Eventually(t, func() bool { return ProcWorkers() >= n }, 5*time.Second, time.Millisecond,
+		"each blocked call has a worker")
+	close(gate)
+	calls.Wait()
+	require.Eventually(t, func() bool { return ProcWorkers() == 0 }, 5*time.Second, 10*time.Millisecond)
 }

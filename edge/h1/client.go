@@ -37,9 +37,13 @@ type Client struct {
 // h1Conn is one upstream connection.
 type h1Conn struct {
 	net.Conn
-	br       *bufio.Reader // while a request is under way; nil in the pool
-	nread    int64         // bytes read from the connection so far
-	limit    int64         // while > 0, reads stop at nread == limit (response heads)
+	// br is the read buffer from the response's first byte to its end; nil
+	// in the pool, and while the response is awaited when rd can wait
+	// without it.
+	br       *bufio.Reader
+	rd       readiness
+	nread    int64 // bytes read from the connection so far
+	limit    int64 // while > 0, reads stop at nread == limit (response heads)
 	hp       headParser
 	lastUsed time.Time
 	cl       *Client
@@ -160,15 +164,26 @@ func (t *Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wir
 		}
 		return nil, context.Canceled
 	}
-	if c.br == nil {
-		c.br = upstreamReaders.Get().(*bufio.Reader) //nolint:forcetypeassert // the pool holds only these
-		c.br.Reset(c)
-	}
 	before := c.nread
 	if _, err := c.Write(wire); err != nil {
 		ab.disarm()
 		t.discard(c)
 		return nil, staleIf(err, c.nread == before)
+	}
+	if c.br == nil {
+		// The response's first byte (or the end of the connection) is
+		// awaited without a buffer: at 5,000 requests waiting a second for
+		// their provider, the buffers were 20 MiB.
+		if err := c.rd.wait(); err != nil && !errors.Is(err, errCannotWait) {
+			ab.disarm()
+			t.discard(c)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+		c.br = upstreamReaders.Get().(*bufio.Reader) //nolint:forcetypeassert // the pool holds only these
+		c.br.Reset(c)
 	}
 	c.limit = c.nread + maxResponseHead
 	h, err := c.hp.readResponse(c.br, req.Method)
@@ -176,6 +191,7 @@ func (t *Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wir
 		// Informational responses (103 Early Hints) are not forwarded.
 		h, err = c.hp.readResponse(c.br, req.Method)
 	}
+	c.hp.release()
 	c.limit = 0
 	if err != nil {
 		ab.disarm()
@@ -236,7 +252,9 @@ func (t *Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 		t.freeSlot()
 		return nil, false, err
 	}
-	return &h1Conn{Conn: conn, cl: t}, false, nil
+	c := &h1Conn{Conn: conn, cl: t}
+	c.rd.init(conn)
+	return c, false, nil
 }
 
 // waitSlot takes a connection slot (max_connections), or an idle connection
@@ -275,7 +293,7 @@ func (t *Client) popIdle() (*h1Conn, bool) {
 }
 
 // upstreamReaders are the buffers upstream responses are read through. A
-// connection holds one from its request to its response's end and none
+// connection holds one from its response's first byte to its end, and none
 // while it waits in the pool (4 KiB each: 4 MiB over 1,000 connections).
 var upstreamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 

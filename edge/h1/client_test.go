@@ -335,3 +335,37 @@ func TestH1ClientResponseHeadLimit(t *testing.T) {
 	_, err := h1Post(t, context.Background(), c, "x")
 	require.ErrorIs(t, err, errResponseHeadTooLarge)
 }
+
+// An upstream connection holds no read buffer while its response is
+// awaited: the request is aborted while it waits, and its connection never
+// took one.
+func TestClientHoldsNoReadBufferWhileAwaiting(t *testing.T) {
+	got := make(chan struct{})
+	u := startRaw(t, func(c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		close(got)
+		_, _ = br.ReadByte() // until the client gives up
+	})
+	cl := u.client(0)
+	defer cl.CloseIdleConnections()
+	var ab Abort
+	done := make(chan error, 1)
+	go func() {
+		wire := "POST / HTTP/1.1\r\nHost: u\r\nContent-Length: 2\r\n\r\nhi"
+		_, err := cl.Do(context.Background(), MethodRequest(http.MethodPost), []byte(wire), &ab)
+		done <- err
+	}()
+	<-got
+	ab.mu.Lock()
+	c, _ := ab.c.(*h1Conn)
+	ab.mu.Unlock()
+	require.NotNil(t, c, "the request's connection is armed")
+	ab.Fire()
+	require.Error(t, <-done)
+	require.True(t, c.rd.ok())
+	require.Nil(t, c.br, "no read buffer was taken while the response was awaited")
+}

@@ -11,6 +11,16 @@
 // every rule, with the Envoy setting or RFC section it follows, is in
 // docs/dataplane.md and cited where it is enforced.
 //
+// Memory per connection is kept to what a connection in its state needs,
+// because the data plane holds thousands at once (docs/operations.md, "CPU
+// and memory tuning"): a connection waiting for its next request, or for
+// the upstream once its request body was read, holds no read or write
+// buffer (ready.go: it waits for input with MSG_PEEK, not a read); an
+// upstream connection takes its read buffer at its response's first byte;
+// a request still running after a second has its connection watched for
+// the client going away by one epoll goroutine for the process (watch.go,
+// watch_linux.go; a goroutine per request elsewhere).
+//
 // The exchange (edge) reaches what net/http's interfaces do not carry
 // through *Response (the request's header fields in order, SetHeaders, the
 // OnGone "client gone" hook) and *Body (the upstream response's fields).

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -28,8 +29,12 @@ import (
 // added for "Pragma: no-cache", and an unsupported Transfer-Encoding is a
 // *teError (501) rather than a 400.
 type headParser struct {
-	buf   []byte // the head's text, names lower-cased; reused
+	buf   []byte // the head's text, names lower-cased
 	spans []fieldSpan
+	// hb holds buf and spans between a head's reset and its release: the
+	// parsed head's strings are copies, so a connection waiting for its
+	// next head holds no arrays.
+	hb *headBufs
 
 	// strict applies the request rules of docs/dataplane.md on top of
 	// net/http's (the server's parser; an upstream's responses are read
@@ -46,11 +51,37 @@ type headParser struct {
 // messages: one large head does not pin its buffer for the connection's life.
 const maxKeptHead = 16 << 10
 
+// headBufs are a parser's working arrays, pooled.
+type headBufs struct {
+	buf   []byte
+	spans []fieldSpan
+}
+
+var headBufPool = sync.Pool{New: func() any { return new(headBufs) }}
+
 func (p *headParser) reset() {
+	if p.hb == nil {
+		p.hb = headBufPool.Get().(*headBufs) //nolint:forcetypeassert // the pool holds only these
+		p.buf, p.spans = p.hb.buf, p.hb.spans
+	}
 	if cap(p.buf) > maxKeptHead {
 		p.buf, p.spans = nil, nil
 	}
 	p.buf, p.spans, p.n = p.buf[:0], p.spans[:0], 0
+}
+
+// release gives the working arrays back once a head is parsed (or failed):
+// n stays for the caller.
+func (p *headParser) release() {
+	if p.hb == nil {
+		return
+	}
+	p.hb.buf, p.hb.spans = nil, nil
+	if cap(p.buf) <= maxKeptHead {
+		p.hb.buf, p.hb.spans = p.buf[:0], p.spans[:0]
+	}
+	headBufPool.Put(p.hb)
+	p.hb, p.buf, p.spans = nil, nil, nil
 }
 
 // fieldSpan locates one field in headParser.buf.
