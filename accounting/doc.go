@@ -138,7 +138,8 @@
 // are rebuilt as ledger + settlements not yet committed + open reservations
 // (redis_rejoin.go): Redis holds an epoch id; a replica that finds it missing
 // or changed (at an admission that needs a seed, at a settlement whose record
-// is gone while its lease runs, or at Sync, every second from ExpireLoop)
+// is gone — then the deadline is tested after the rejoin —, or at Sync, every
+// second from ExpireLoop)
 // re-registers its open reservations (records, leases, reserved money,
 // in-flight slots) and the settlements its ledger has not confirmed durable
 // (the Accountant tells the counters what each checkpoint covered). The first

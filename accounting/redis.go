@@ -440,10 +440,11 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	}
 	cost := kernel.Cost(rec.Price, u)
 	ok, charged, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
-	if cached && err == nil && !ok && now.UnixNano() < rec.Deadline {
-		// Gone while its lease runs: Redis lost its data. Re-register what
-		// this replica holds (this reservation too), then close it again.
-		if c.rejoin(ctx, now) == nil {
+	if cached && err == nil && !ok {
+		// Gone: Redis lost its data, or (after its lease) the lease loop
+		// expired it. Re-register what this replica holds (this reservation
+		// too; nothing when the epoch is unchanged), then close it again.
+		if err = c.rejoin(ctx, now); err == nil {
 			ok, charged, reserved, err = c.close(ctx, now, rec, int64(cost), true, u.Total())
 		}
 	}
@@ -578,13 +579,7 @@ func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Set
 		}
 	}
 	// Forget cached reservations another replica ended.
-	c.mu.Lock()
-	for id, rec := range c.cache {
-		if rec.Deadline <= nowN-int64(time.Minute) {
-			delete(c.cache, id)
-		}
-	}
-	c.mu.Unlock()
+	c.forgetEnded(ctx, nowN)
 	return out, nil
 }
 

@@ -22,7 +22,7 @@
  * ledger writer has not committed (uncommitted). A replica whose epoch is not
  * Redis's re-registers both (rejoinLua): at its Sync (any moment), at an
  * admission that needs a seed (admitLua's {4}), at a settlement whose record
- * is gone while its lease runs. The first to find the epoch missing creates
+ * is gone (then it closes it again). The first to find the epoch missing creates
  * it and lists the replicas to wait for (the rejoin hash: every replica, the
  * members each replica copies at Sync); an admission that needs a seed waits
  * ({5}) until the hash is gone: each replica re-registered, or the grace
@@ -38,10 +38,10 @@
  *   -DSEEDFIRST   the replicas rejoin, but admissions seed without waiting
  *                 for the others to have re-registered;
  *   -DEAGERGRACE  the grace may end while a live replica has not rejoined;
- *   -DLATESETTLE  a settlement may come after its lease ended while Redis
- *                 lost its record before the lease loop expired it
- *                 (RedisCounters.Settle then drops it: a known gap of the
- *                 Go code);
+ *   -DLATESETTLE  the old Settle: a settlement after its lease ended, of a
+ *                 record Redis lost before the lease loop expired it, is
+ *                 dropped (RedisCounters.Settle rejoined only while the
+ *                 lease ran);
  *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
  *                 is in no other replica's copy of the members, and its own
  *                 copy is empty (a known gap of the Go code);
@@ -343,22 +343,28 @@ admit:
           closeRec(r, c, ok);   /* settleLua */
           if
           :: ok -> qrep[r] = c + 1
-          :: !ok && expired[r] -> skip   /* after its lease: the expiry's entry stands */
 #ifdef LATESETTLE
           :: !ok && !expired[r] -> skip
-             /* its lease ended, but Redis lost the record before the lease
-              * loop expired it: Settle sees a record gone after its
-              * deadline and writes no entry */
+             /* The old rule: its lease ended, but Redis lost the record
+              * before the lease loop expired it; Settle saw a record gone
+              * after its deadline and wrote no entry. */
 #endif
-          :: !ok && !expired[r] ->
-             /* gone while its lease runs: Redis lost it. Rejoin (this
-              * replica re-registers its records, this one too), then
-              * settleLua again; if still gone, settleWithout: the entry
-              * goes to the ledger, not to Redis. */
+          :: !ok ->
+             /* Gone: Redis lost it, or the lease loop expired it. Rejoin (a
+              * no-op when the replica's epoch is Redis's; else it
+              * re-registers its records, this one too), then settleLua
+              * again; the deadline is tested after that. */
              rejoin(me);
              closeRec(r, c, ok);
-             qrep[r] = c + 1;
-             ok = true
+             if
+             :: ok -> qrep[r] = c + 1
+             :: !ok && expired[r] -> skip   /* after its lease: the expiry's entry stands */
+             :: !ok && !expired[r] ->
+                /* still gone while its lease runs: settleWithout, the
+                 * entry goes to the ledger, not to Redis */
+                qrep[r] = c + 1;
+                ok = true
+             fi
           fi;
           cached[r] = false;
           printf("OP settle %d %d %d\n", r, c, ok)
