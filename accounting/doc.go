@@ -128,7 +128,9 @@
 // without the seeded marker (first use, a new window, after a Redis restart or
 // flush, or after its scope's hash expired), it
 // calls the SeedFunc (store.Spend.ScopeSpend over the window) and adds that to
-// whatever was charged to the window meanwhile, then retries. Until a window is
+// whatever was charged to the window meanwhile (unless Redis lost its data
+// since the admission saw the window unseeded: seedLua checks the epoch),
+// then retries. Until a window is
 // seeded no admission passes against it; a SeedFunc error is ErrUnavailable.
 // Settlements charged between the ledger read and the marker may be counted
 // twice (conservative). A SeedFunc should Flush the replica's ledger before

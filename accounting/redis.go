@@ -342,7 +342,7 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 				return kernel.Decision{}, fmt.Errorf("%w: budget windows not seeded after %d attempts", ErrUnavailable, attempt)
 			}
 			idx, _ := res[1].([]any)
-			if err := c.seedWindows(ctx, spans, idx); err != nil {
+			if err := c.seedWindows(ctx, spans, idx, o.strs[len(o.strs)-1]); err != nil {
 				return kernel.Decision{}, err
 			}
 			continue
@@ -394,11 +394,14 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 }
 
 // seedWindows reads the ledger's spend of the windows Redis has not seen since
-// it started (or since they began) and marks them seeded.
-func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any) error {
-	keys := make([]string, 0, len(idx))
-	args := make([]any, 0, 1+3*len(idx))
-	args = append(args, int64(c.opts.scopeTTL/time.Second))
+// it started (or since they began) and marks them seeded, unless Redis lost
+// its data since the admission found them unseeded under epoch (the admission
+// then rejoins and seeds again).
+func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any, epoch string) error {
+	keys := make([]string, 0, 1+len(idx))
+	args := make([]any, 0, 2+3*len(idx))
+	keys = append(keys, c.epochKey())
+	args = append(args, int64(c.opts.scopeTTL/time.Second), epoch)
 	for _, x := range idx {
 		sp := spans[toInt(x)-1]
 		var until time.Time

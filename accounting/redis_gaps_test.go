@@ -1,8 +1,10 @@
 package accounting_test
 
 import (
+	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +177,61 @@ func TestLateSettleAfterExpiry(t *testing.T) {
 	require.Len(t, e, 1)
 	require.Equal(t, kernel.StatusExpired, e[0].Status)
 	require.Equal(t, gapWorst, e[0].Cost)
+}
+
+// TestSeedRefusesAStaleLedgerRead: a budget window's ledger read made before
+// a wipe must not seed it after the wipe. Replica 0 holds a reservation
+// re-registered after a first wipe (its window not seeded yet); replica 1
+// needs the window seeded, reads the ledger, and Redis is wiped again before
+// the seed lands. Seeding then would let replica 1 admit against a window
+// that misses replica 0's reservation (which it re-registers only at its
+// next Sync): with a budget of two worst costs, two more admissions. The
+// seed must be refused (the epoch changed), replica 1 rejoin and wait for
+// replica 0, and admit one.
+func TestSeedRefusesAStaleLedgerRead(t *testing.T) {
+	var wipeOnRead atomic.Bool
+	var g *gapRig
+	g = newGapRig(t, 2, func(st *memstore.Store) accounting.SeedFunc {
+		read := accounting.LedgerSeed(st)
+		return func(ctx context.Context, scope kernel.ScopeRef, since, until time.Time) (kernel.Money, error) {
+			spent, err := read(ctx, scope, since, until)
+			if wipeOnRead.CompareAndSwap(true, false) {
+				g.wipe(t) // after the read, before the seed
+			}
+			return spent, err
+		}
+	})
+	for range 2 {
+		g.sync(t, 0)
+		g.sync(t, 1)
+	}
+	limit := 2 * gapWorst
+	require.True(t, g.admit(t, 0, "held", limit))
+	g.wipe(t)
+	g.sync(t, 0) // re-registers "held": reserved, not seeded
+	g.sync(t, 1)
+
+	wipeOnRead.Store(true)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // replica 0's Sync loop: it rejoins after the second wipe
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+				_ = g.counters[0].Sync(t.Context(), g.clock.now())
+			}
+		}
+	})
+	first := g.admit(t, 1, "a", limit)
+	second := g.admit(t, 1, "b", limit)
+	close(done)
+	wg.Wait()
+	require.False(t, wipeOnRead.Load(), "the wipe came between the ledger read and the seed")
+	require.True(t, first, "one worst cost is left beside the held reservation")
+	require.False(t, second, "the window holds the reservation replica 0 re-registered")
+	_, reserved, err := g.counters[1].Usage(t.Context(), gapKey, gapTotal, g.clock.now())
+	require.NoError(t, err)
+	require.Equal(t, limit, reserved)
 }

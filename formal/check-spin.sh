@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Model-checks formal/spin/replicas.pml exhaustively at its bounds (3 replicas,
-# 2 scopes, 4 requests, one crash, one Redis wipe with the replicas' rejoin):
+# 2 scopes, 4 requests, a fresh Redis, one crash, one Redis wipe with the
+# replicas' rejoin):
 #   1. the safety property `safe` (the provider's bill within every strict
 #      budget beyond what Redis lost with a dead replica; before a wipe, closed
 #      at most once and the counters exact) and the end-state assertions
@@ -16,6 +17,8 @@
 #      -DLATESETTLE the old Settle: a settlement after its lease, of a record
 #                   Redis lost before the lease loop expired it, rejoins not
 #                   and reaches no ledger;
+#      -DSTALESEED  the old seedLua: a ledger read made before a wipe seeds a
+#                   window after it;
 #   3. known gaps of the Go code spin must still find, so that closing one
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
@@ -81,6 +84,9 @@ expect_violation seedfirst budget -DSEEDFIRST \
 expect_violation eagergrace budget -DEAGERGRACE \
   "a grace that ends while a live replica has not rejoined found no overspend; the model no longer catches it" \
   "mutation caught: a grace shorter than a live replica's rejoin overspends (the timing assumption)"
+expect_violation staleseed budget -DSTALESEED \
+  "a seed read before a wipe and applied after it found no overspend; the model no longer catches it" \
+  "mutation caught: a ledger read made before a wipe that seeds a window after it overspends (the old seedLua)"
 expect_violation deadwipe strict "" \
   "a dead replica's reservations and unflushed settlements no longer vanish in a wipe: update docs/accounting.md and this check" \
   "known gap still found: a replica that died, then a wipe, loses what only it held (docs/accounting.md)"

@@ -42,6 +42,8 @@
  *                 record Redis lost before the lease loop expired it, is
  *                 dropped (RedisCounters.Settle rejoined only while the
  *                 lease ran);
+ *   -DSTALESEED   the old seedLua: a ledger read made before the wipe seeds
+ *                 a window after it (no epoch check);
  *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
  *                 is in no other replica's copy of the members, and its own
  *                 copy is empty (a known gap of the Go code);
@@ -61,6 +63,11 @@
 #define ALL 7               /* a bit per replica */
 
 #define owner(r) ((r) % NREP)
+#ifdef STALESEED
+#define SEEDOK true
+#else
+#define SEEDOK (epoch == se)   /* seedLua checks the epoch of the read */
+#endif
 #define inscope(r, s) ((s) == 0 || ((r) % 2) == 1)
 
 /* Redis: the scope hashes' window (sp, rs, sd), the reservation records, the
@@ -246,7 +253,7 @@ inline crash(me) {
 }
 
 proctype Replica(byte me) {
-  byte r = me, c, v, t, j, code;
+  byte r = me, c, v, t, j, code, se;
   bool ok, need;
   do
   :: r >= NREQ -> break
@@ -257,7 +264,8 @@ admit:
        if
        :: need ->
 #ifdef NOREJOIN
-          code = 2
+          code = 2;
+          se = epoch
 #else
           if
           :: myEpoch[me] != epoch -> code = 4                    /* rejoin first */
@@ -267,7 +275,8 @@ admit:
           :: myEpoch[me] == epoch && waiting != 0 -> code = 5    /* wait */
           :: myEpoch[me] == epoch && waiting == 0 -> code = 2    /* seed */
 #endif
-          fi
+          fi;
+          se = epoch   /* the epoch the seed is read under (admitLua's last string) */
 #endif
        :: else ->
 #ifndef NONATOMIC
@@ -306,7 +315,9 @@ admit:
         :: code == 2 ->
            /* SeedFunc (LedgerSeed): flush this replica's ledger and read the
             * ledger's spend of each window; then seedLua adds it to what was
-            * charged meanwhile, once per window. */
+            * charged meanwhile, once per window — unless Redis lost its data
+            * since the admission (its epoch is not se: the read may miss
+            * what the replicas re-register; the admission retries). */
            atomic {
              flush(me);
              ledgerSum(0, v);
@@ -314,17 +325,21 @@ admit:
            };
            atomic {
              if
-             :: !seeded[0] -> spent[0] = spent[0] + v; seeded[0] = true; printf("OP seed 0 %d\n", v)
-             :: else -> skip
-             fi;
-             if
-             :: inscope(r, 1) && !seeded[1] -> spent[1] = spent[1] + t; seeded[1] = true; printf("OP seed 1 %d\n", t)
-             :: else -> skip
+             :: SEEDOK ->
+                if
+                :: !seeded[0] -> spent[0] = spent[0] + v; seeded[0] = true; printf("OP seed 0 %d\n", v)
+                :: else -> skip
+                fi;
+                if
+                :: inscope(r, 1) && !seeded[1] -> spent[1] = spent[1] + t; seeded[1] = true; printf("OP seed 1 %d\n", t)
+                :: else -> skip
+                fi
+             :: else -> skip   /* refused: Redis lost its data since the read */
              fi;
              v = 0; t = 0
            }
         fi;
-        code = 0;
+        code = 0; se = 0;
         need = false;
         goto admit
      :: else -> skip
@@ -513,7 +528,8 @@ proctype Final() {
 }
 
 init {
-  seeded[0] = true; seeded[1] = true;  /* the ledger is empty: both windows seeded at 0 */
+  /* A fresh Redis: the windows are seeded by the first admissions (from an
+   * empty ledger), so a ledger read may also precede the wipe. */
   myEpoch[0] = 1; myEpoch[1] = 1; myEpoch[2] = 1;
   atomic {
     run Replica(0); run Replica(1); run Replica(2);
