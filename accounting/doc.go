@@ -146,8 +146,10 @@
 // in-flight slots) and the settlements its ledger has not confirmed durable
 // (the Accountant tells the counters what each checkpoint covered). The first
 // replica to find the epoch missing lists the replicas alive before the loss
-// (from its copy of the members hash); an admission that needs a window seeded
-// waits until each has re-registered, or the grace (WithRejoinGrace) ended.
+// (from its copy of the members hash; Join, before a replica serves, makes
+// sure every replica is in the others' copies); an admission that needs a
+// window seeded waits until each has re-registered, or the grace
+// (WithRejoinGrace) ended.
 // A settlement committed between its re-registration and the seeding is
 // counted twice until the window is next seeded (conservative).
 // formal/spin/replicas.pml model-checks this protocol: docs/accounting.md

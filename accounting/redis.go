@@ -106,6 +106,7 @@ type RedisCounters struct {
 
 	name     string     // this replica in the members hash
 	rejoinMu sync.Mutex // one rejoin at a time
+	lastSync int64      // the value of this replica in the members hash (guarded by rejoinMu)
 
 	local       *kernel.State
 	localSeeded map[windowID]bool

@@ -3,6 +3,7 @@ package accounting_test
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,4 +235,79 @@ func TestSeedRefusesAStaleLedgerRead(t *testing.T) {
 	_, reserved, err := g.counters[1].Usage(t.Context(), gapKey, gapTotal, g.clock.now())
 	require.NoError(t, err)
 	require.Equal(t, limit, reserved)
+}
+
+// TestLateJoinerIsWaitedFor (spin's -DLATEJOIN): replica 2 starts beside
+// replicas 0 and 1, joins (Join, before it serves) and admits; Redis is
+// wiped before anyone synced again. Whichever replica finds the wipe first,
+// the rejoin hash must list the other two — replica 2 is in the others' copy
+// of the members, and they are in its own — and an admission that needs a
+// seed waits for replica 2's reservation: with a budget of two worst costs,
+// one more admission.
+func TestLateJoinerIsWaitedFor(t *testing.T) {
+	for _, first := range []int{0, 2} {
+		t.Run("replica "+strconv.Itoa(first)+" rejoins first", func(t *testing.T) {
+			g := newGapRig(t, 3, ledgerSeed)
+			for range 2 {
+				g.sync(t, 0)
+				g.sync(t, 1)
+			}
+			// Replicas 0 and 1 sync every few milliseconds while 2 joins.
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					case <-time.After(5 * time.Millisecond):
+						_ = g.counters[0].Sync(t.Context(), g.clock.now())
+						_ = g.counters[1].Sync(t.Context(), g.clock.now())
+					}
+				}
+			})
+			require.NoError(t, g.accts[2].Join(t.Context()))
+			close(done)
+			wg.Wait()
+
+			limit := 2 * gapWorst
+			require.True(t, g.admit(t, 2, "joiner", limit))
+			g.wipe(t)
+			g.sync(t, first)
+			admin := goredis.NewClient(mustParse(t, g.redis.URL))
+			defer func() { _ = admin.Close() }()
+			keys, err := admin.Keys(t.Context(), "*rejoin").Result()
+			require.NoError(t, err)
+			require.Len(t, keys, 1)
+			n, err := admin.HLen(t.Context(), keys[0]).Result()
+			require.NoError(t, err)
+			require.Equal(t, int64(2), n, "the rejoin hash lists the two other replicas")
+
+			// Replica 0 admits (a seed: it waits) while the others rejoin.
+			var admitted []bool
+			wg.Go(func() {
+				for _, id := range []string{"a", "b"} {
+					d, err := g.accts[0].Admit(t.Context(), &kernel.AdmitRequest{
+						ID: id, Model: "m", PromptBytes: 400, MaxTokens: 100, Price: gapPrice, Lease: time.Minute,
+						Scopes: []kernel.Scope{{Ref: gapKey, Limits: &kernel.Limits{
+							Mode: kernel.Strict, Shortfall: kernel.Reject,
+							Budgets: []kernel.BudgetWindow{{Limit: limit, Period: gapTotal}},
+						}}},
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					admitted = append(admitted, d.Admitted)
+				}
+			})
+			for r := range 3 {
+				if r != first {
+					g.sync(t, r)
+				}
+			}
+			wg.Wait()
+			require.Equal(t, []bool{true, false}, admitted, "the window holds the joiner's reservation")
+		})
+	}
 }

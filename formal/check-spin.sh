@@ -19,11 +19,13 @@
 #                   and reaches no ledger;
 #      -DSTALESEED  the old seedLua: a ledger read made before a wipe seeds a
 #                   window after it;
-#   3. known gaps of the Go code spin must still find, so that closing one
+#      -DLATEJOIN   the old start: a replica that served less than two Syncs
+#                   before the wipe is waited for by no one, and waits for
+#                   no one;
+#   3. the known gap of the Go code spin must still find, so that closing it
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
-#      what only it held; -DLATEJOIN: a replica started less than two Syncs
-#      before the wipe is waited for by no one, and waits for no one.
+#      what only it held.
 # The refutations search with -DREVERSE (the wipe's process first), which
 # finds each counterexample in a few hundred states, so pan is built -O0 for
 # them (the -O2 build alone takes ~9 s).
@@ -94,5 +96,5 @@ expect_violation latesettle safe -DLATESETTLE \
   "with the old Settle (no rejoin after the lease) spin found no lost settlement; the model no longer catches it" \
   "mutation caught: a settlement after its lease that does not rejoin loses a request Redis lost (the old Settle)"
 expect_violation latejoin budget -DLATEJOIN \
-  "a replica started just before a wipe no longer escapes the rejoin hash: update docs/accounting.md and this check" \
-  "known gap still found: a replica started less than two Syncs before a wipe is missing from the rejoin hash (docs/accounting.md)"
+  "a replica missing from the rejoin hash (the old start, no Join) found no overspend; the model no longer catches it" \
+  "mutation caught: a replica that serves before the others copied it (the old start, no Join) overspends after a wipe"

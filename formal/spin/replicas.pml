@@ -44,11 +44,13 @@
  *                 lease ran);
  *   -DSTALESEED   the old seedLua: a ledger read made before the wipe seeds
  *                 a window after it (no epoch check);
- *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
- *                 is in no other replica's copy of the members, and its own
- *                 copy is empty (a known gap of the Go code);
+ *   -DLATEJOIN    the old start: replica 2 started (and admitted) less than
+ *                 two Syncs before the wipe, so it is in no other replica's
+ *                 copy of the members, and its own copy is empty. Join, before
+ *                 a replica serves, copies the members and waits until the
+ *                 others synced: every replica is in every copy, as here;
  * The claim `strict` (the budget with no allowance for what Redis lost with
- * a dead replica) is a known gap as well. -DSIMLAZY makes the lease loop and
+ * a dead replica) is a known gap of the Go code. -DSIMLAZY makes the lease loop and
  * the wipe less eager in the random simulations the Go trace test replays
  * (never used by the verifier).
  */
@@ -179,7 +181,7 @@ inline rejoin(me) {
 #ifndef LATEJOIN
           waiting = ALL
 #else
-          waiting = (me == 2 -> 4 : 3)   /* replica 2 started less than two Syncs ago */
+          waiting = (me == 2 -> 4 : 3)   /* the old start: replica 2 in no copy, its own empty */
 #endif
        :: else -> skip
        fi;
