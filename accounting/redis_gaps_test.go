@@ -77,6 +77,13 @@ func ledgerSeed(st *memstore.Store) accounting.SeedFunc { return accounting.Ledg
 // admit admits id on replica r with a one-minute lease against a budget of limit.
 func (g *gapRig) admit(t *testing.T, r int, id string, limit kernel.Money) bool {
 	t.Helper()
+	ok, err := g.tryAdmit(t, r, id, limit)
+	require.NoError(t, err, id)
+	return ok
+}
+
+// tryAdmit is admit for another goroutine than the test's.
+func (g *gapRig) tryAdmit(t *testing.T, r int, id string, limit kernel.Money) (bool, error) {
 	d, err := g.accts[r].Admit(t.Context(), &kernel.AdmitRequest{
 		ID: id, Model: "m", PromptBytes: 400, MaxTokens: 100, Price: gapPrice, Lease: time.Minute,
 		Scopes: []kernel.Scope{{Ref: gapKey, Limits: &kernel.Limits{
@@ -84,8 +91,27 @@ func (g *gapRig) admit(t *testing.T, r int, id string, limit kernel.Money) bool 
 			Budgets: []kernel.BudgetWindow{{Limit: limit, Period: gapTotal}},
 		}}},
 	})
-	require.NoError(t, err, id)
-	return d.Admitted
+	return d.Admitted, err
+}
+
+// syncEvery runs the Sync of replicas every few milliseconds (what their
+// ExpireLoop does every second) until stop is called.
+func (g *gapRig) syncEvery(t *testing.T, replicas ...int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+				for _, r := range replicas {
+					_ = g.counters[r].Sync(t.Context(), g.clock.now())
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 func (g *gapRig) settle(t *testing.T, r int, id string) kernel.Money {
@@ -213,22 +239,10 @@ func TestSeedRefusesAStaleLedgerRead(t *testing.T) {
 	g.sync(t, 1)
 
 	wipeOnRead.Store(true)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { // replica 0's Sync loop: it rejoins after the second wipe
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-				_ = g.counters[0].Sync(t.Context(), g.clock.now())
-			}
-		}
-	})
+	stop := g.syncEvery(t, 0) // replica 0 rejoins after the second wipe
 	first := g.admit(t, 1, "a", limit)
 	second := g.admit(t, 1, "b", limit)
-	close(done)
-	wg.Wait()
+	stop()
 	require.False(t, wipeOnRead.Load(), "the wipe came between the ledger read and the seed")
 	require.True(t, first, "one worst cost is left beside the held reservation")
 	require.False(t, second, "the window holds the reservation replica 0 re-registered")
@@ -252,23 +266,9 @@ func TestLateJoinerIsWaitedFor(t *testing.T) {
 				g.sync(t, 0)
 				g.sync(t, 1)
 			}
-			// Replicas 0 and 1 sync every few milliseconds while 2 joins.
-			done := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				for {
-					select {
-					case <-done:
-						return
-					case <-time.After(5 * time.Millisecond):
-						_ = g.counters[0].Sync(t.Context(), g.clock.now())
-						_ = g.counters[1].Sync(t.Context(), g.clock.now())
-					}
-				}
-			})
+			stop := g.syncEvery(t, 0, 1) // while 2 joins
 			require.NoError(t, g.accts[2].Join(t.Context()))
-			close(done)
-			wg.Wait()
+			stop()
 
 			limit := 2 * gapWorst
 			require.True(t, g.admit(t, 2, "joiner", limit))
@@ -285,20 +285,15 @@ func TestLateJoinerIsWaitedFor(t *testing.T) {
 
 			// Replica 0 admits (a seed: it waits) while the others rejoin.
 			var admitted []bool
+			var wg sync.WaitGroup
 			wg.Go(func() {
 				for _, id := range []string{"a", "b"} {
-					d, err := g.accts[0].Admit(t.Context(), &kernel.AdmitRequest{
-						ID: id, Model: "m", PromptBytes: 400, MaxTokens: 100, Price: gapPrice, Lease: time.Minute,
-						Scopes: []kernel.Scope{{Ref: gapKey, Limits: &kernel.Limits{
-							Mode: kernel.Strict, Shortfall: kernel.Reject,
-							Budgets: []kernel.BudgetWindow{{Limit: limit, Period: gapTotal}},
-						}}},
-					})
+					ok, err := g.tryAdmit(t, 0, id, limit)
 					if err != nil {
 						t.Error(err)
 						return
 					}
-					admitted = append(admitted, d.Admitted)
+					admitted = append(admitted, ok)
 				}
 			})
 			for r := range 3 {
