@@ -137,7 +137,9 @@
 // without the seeded marker (first use, a new window, after a Redis restart or
 // flush, or after its scope's hash expired), it
 // calls the SeedFunc (store.Spend.ScopeSpend over the window) and adds that to
-// whatever was charged to the window meanwhile, then retries. Until a window is
+// whatever was charged to the window meanwhile (unless Redis lost its data
+// since the admission saw the window unseeded: seedLua checks the epoch),
+// then retries. Until a window is
 // seeded no admission passes against it; a SeedFunc error is ErrUnavailable.
 // Settlements charged between the ledger read and the marker may be counted
 // twice (conservative). A SeedFunc should Flush the replica's ledger before
@@ -147,13 +149,16 @@
 // are rebuilt as ledger + settlements not yet committed + open reservations
 // (redis_rejoin.go): Redis holds an epoch id; a replica that finds it missing
 // or changed (at an admission that needs a seed, at a settlement whose record
-// is gone while its lease runs, or at Sync, every second from ExpireLoop)
+// is gone — then the deadline is tested after the rejoin —, or at Sync, every
+// second from ExpireLoop)
 // re-registers its open reservations (records, leases, reserved money,
 // in-flight slots) and the settlements its ledger has not confirmed durable
 // (the Accountant tells the counters what each checkpoint covered). The first
 // replica to find the epoch missing lists the replicas alive before the loss
-// (from its copy of the members hash); an admission that needs a window seeded
-// waits until each has re-registered, or the grace (WithRejoinGrace) ended.
+// (from its copy of the members hash; Join, before a replica serves, makes
+// sure every replica is in the others' copies); an admission that needs a
+// window seeded waits until each has re-registered, or the grace
+// (WithRejoinGrace) ended.
 // A settlement committed between its re-registration and the seeding is
 // counted twice until the window is next seeded (conservative).
 // formal/spin/replicas.pml model-checks this protocol: docs/accounting.md

@@ -108,6 +108,7 @@ type RedisCounters struct {
 
 	name     string     // this replica in the members hash
 	rejoinMu sync.Mutex // one rejoin at a time
+	lastSync int64      // the value of this replica in the members hash (guarded by rejoinMu)
 
 	local       *kernel.State
 	localSeeded map[windowID]bool
@@ -350,7 +351,7 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 				return kernel.Decision{}, fmt.Errorf("%w: budget windows not seeded after %d attempts", ErrUnavailable, attempt)
 			}
 			idx, _ := res[1].([]any)
-			if err := c.seedWindows(ctx, spans, idx); err != nil {
+			if err := c.seedWindows(ctx, spans, idx, o.strs[len(o.strs)-1]); err != nil {
 				return kernel.Decision{}, err
 			}
 			continue
@@ -402,11 +403,14 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 }
 
 // seedWindows reads the ledger's spend of the windows Redis has not seen since
-// it started (or since they began) and marks them seeded.
-func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any) error {
-	keys := make([]string, 0, len(idx))
-	args := make([]any, 0, 1+3*len(idx))
-	args = append(args, int64(c.opts.scopeTTL/time.Second))
+// it started (or since they began) and marks them seeded, unless Redis lost
+// its data since the admission found them unseeded under epoch (the admission
+// then rejoins and seeds again).
+func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any, epoch string) error {
+	keys := make([]string, 0, 1+len(idx))
+	args := make([]any, 0, 2+3*len(idx))
+	keys = append(keys, c.epochKey())
+	args = append(args, int64(c.opts.scopeTTL/time.Second), epoch)
 	for _, x := range idx {
 		sp := spans[toInt(x)-1]
 		var until time.Time
@@ -449,10 +453,11 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	}
 	cost := kernel.Cost(rec.Price, u)
 	ok, charged, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
-	if cached && err == nil && !ok && now.UnixNano() < rec.Deadline {
-		// Gone while its lease runs: Redis lost its data. Re-register what
-		// this replica holds (this reservation too), then close it again.
-		if c.rejoin(ctx, now) == nil {
+	if cached && err == nil && !ok {
+		// Gone: Redis lost its data, or (after its lease) the lease loop
+		// expired it. Re-register what this replica holds (this reservation
+		// too; nothing when the epoch is unchanged), then close it again.
+		if err = c.rejoin(ctx, now); err == nil {
 			ok, charged, reserved, err = c.close(ctx, now, rec, int64(cost), true, u.Total())
 		}
 	}
@@ -603,13 +608,7 @@ func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Set
 		_ = c.rdb.Del(ctx, keys...).Err() // best effort: they expire with the records' TTL
 	}
 	// Forget cached reservations another replica ended.
-	c.mu.Lock()
-	for id, rec := range c.cache {
-		if rec.Deadline <= nowN-int64(time.Minute) {
-			delete(c.cache, id)
-		}
-	}
-	c.mu.Unlock()
+	c.forgetEnded(ctx, nowN)
 	return out, nil
 }
 

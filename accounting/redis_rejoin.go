@@ -89,38 +89,68 @@ func (c *RedisCounters) currentEpoch() string {
 // Sync records this replica in the members hash, keeps a copy of the replicas
 // alive, and rejoins when Redis lost its data since the last call.
 func (c *RedisCounters) Sync(ctx context.Context, now time.Time) error {
-	pipe := c.rdb.Pipeline()
-	epoch := pipe.Get(ctx, c.epochKey())
-	all := pipe.HGetAll(ctx, c.membersKey())
-	pipe.HSet(ctx, c.membersKey(), c.name, now.UnixNano())
-	pipe.Expire(ctx, c.membersKey(), 24*time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return unavailable("sync", err)
+	ep, _, err := c.register(ctx, now)
+	if err != nil {
+		return err
 	}
-	ep, err := epoch.Result()
-	if err == nil && ep == c.currentEpoch() {
-		// Redis holds what it held: the members are the ones to wait for
-		// after a loss. A copy made after a loss would miss them.
-		var alive, stale []string
-		for name, v := range all.Val() {
-			seen, _ := strconv.ParseInt(v, 10, 64)
-			switch {
-			case name == c.name:
-			case now.UnixNano()-seen < int64(memberFresh):
-				alive = append(alive, name)
-			default:
-				stale = append(stale, name)
-			}
-		}
-		c.mu.Lock()
-		c.members = alive
-		c.mu.Unlock()
-		if len(stale) > 0 {
-			_ = c.rdb.HDel(ctx, c.membersKey(), stale...).Err()
-		}
+	if ep != "" && ep == c.currentEpoch() {
 		return nil
 	}
 	return c.rejoin(ctx, now)
+}
+
+// register records this replica in the members hash and reads Redis's epoch
+// ("" when it has none) and the members (name → last Sync), as one
+// transaction; it updates this replica's copy of the others alive.
+func (c *RedisCounters) register(ctx context.Context, now time.Time) (string, map[string]string, error) {
+	c.rejoinMu.Lock() // a rejoin lists the copy as of the last register
+	defer c.rejoinMu.Unlock()
+	c.lastSync = max(now.UnixNano(), c.lastSync+1) // every Sync changes the value: Join sees it
+	var epoch *goredis.StringCmd
+	var all *goredis.MapStringStringCmd
+	_, err := c.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		epoch = p.Get(ctx, c.epochKey())
+		all = p.HGetAll(ctx, c.membersKey())
+		p.HSet(ctx, c.membersKey(), c.name, c.lastSync)
+		p.Expire(ctx, c.membersKey(), 24*time.Hour)
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return "", nil, unavailable("sync", err)
+	}
+	ep := epoch.Val()
+	var alive, stale []string
+	for name, v := range all.Val() {
+		seen, _ := strconv.ParseInt(v, 10, 64)
+		switch {
+		case name == c.name:
+		case now.UnixNano()-seen < int64(memberFresh):
+			alive = append(alive, name)
+		default:
+			stale = append(stale, name)
+		}
+	}
+	c.mu.Lock()
+	same := ep != "" && ep == c.epoch
+	if same {
+		// Redis holds what it held: the members are the ones to wait for
+		// after a loss.
+		c.members = alive
+	} else {
+		// A first registration, or Redis lost its data since the last one: a
+		// copy made after a loss misses the replicas that have not
+		// re-registered yet, so the old copy stays beside it.
+		for _, m := range alive {
+			if !slices.Contains(c.members, m) {
+				c.members = append(c.members, m)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if same && len(stale) > 0 {
+		_ = c.rdb.HDel(ctx, c.membersKey(), stale...).Err()
+	}
+	return ep, all.Val(), nil
 }
 
 // rejoin re-registers, when Redis's epoch is not this replica's, its open

@@ -160,21 +160,26 @@ end
 
 // seedLua marks budget windows seeded, adding the ledger's spend to what was
 // charged to them meanwhile (at most once per window), and drops the field of
-// the window of the same period it replaces.
+// the window of the same period it replaces. The ledger was read under the
+// epoch the admission saw: when Redis's epoch is another (it lost its data
+// since), the read may miss what the replicas re-register, and nothing is
+// seeded.
 //
-// KEYS: the scope hash of each window. ARGV: [1] scope TTL (s), then per
-// window: period, window start, spent (field "<period>:<start>:", packed as
-// in batchLua).
+// KEYS: [1] the epoch, then the scope hash of each window. ARGV: [1] scope
+// TTL (s), [2] the epoch the ledger was read under, then per window: period,
+// window start, spent (field "<period>:<start>:", packed as in batchLua).
+// Reply: 1 seeded, 0 the epoch changed.
 var seedLua = goredis.NewScript(`
 local ttl = tonumber(ARGV[1])
-for i = 1, #KEYS do
-  local key, per, st = KEYS[i], ARGV[3*i-1], ARGV[3*i]
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
+for i = 1, #KEYS - 1 do
+  local key, per, st = KEYS[i+1], ARGV[3*i], ARGV[3*i+1]
   local p = per .. ':' .. st .. ':'
   local v = redis.call('HGET', key, p)
   local sd, sp, rs = 0, 0, 0
   if v then sd, sp, rs = struct.unpack('<ddd', v) end
   if sd ~= 1 then
-    redis.call('HSET', key, p, struct.pack('<ddd', 1, sp + tonumber(ARGV[3*i+1]), rs))
+    redis.call('HSET', key, p, struct.pack('<ddd', 1, sp + tonumber(ARGV[3*i+2]), rs))
     local cur = redis.call('HGET', key, 'c:' .. per)
     if not cur or tonumber(cur) < tonumber(st) then
       if cur then redis.call('HDEL', key, per .. ':' .. cur .. ':') end

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Model-checks formal/spin/replicas.pml exhaustively at its bounds (3 replicas,
-# 2 scopes, 4 requests, one crash, one Redis wipe with the replicas' rejoin):
+# 2 scopes, 4 requests, a fresh Redis, one crash, one Redis wipe with the
+# replicas' rejoin):
 #   1. the safety property `safe` (the provider's bill within every strict
 #      budget beyond what Redis lost with a dead replica; before a wipe, closed
 #      at most once and the counters exact) and the end-state assertions
@@ -13,13 +14,18 @@
 #      -DNOREJOIN   a wipe re-seeded from the ledger alone, no rejoin;
 #      -DSEEDFIRST  seeding before every replica re-registered;
 #      -DEAGERGRACE the grace ending while a live replica has not rejoined;
-#   3. known gaps of the Go code spin must still find, so that closing one
+#      -DLATESETTLE the old Settle: a settlement after its lease, of a record
+#                   Redis lost before the lease loop expired it, rejoins not
+#                   and reaches no ledger;
+#      -DSTALESEED  the old seedLua: a ledger read made before a wipe seeds a
+#                   window after it;
+#      -DLATEJOIN   the old start: a replica that served less than two Syncs
+#                   before the wipe is waited for by no one, and waits for
+#                   no one;
+#   3. the known gap of the Go code spin must still find, so that closing it
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
-#      what only it held; -DLATESETTLE: a settlement after its lease whose
-#      record Redis lost before the lease loop expired it reaches no ledger;
-#      -DLATEJOIN: a replica started less than two Syncs before the wipe is
-#      waited for by no one, and waits for no one.
+#      what only it held.
 # The refutations search with -DREVERSE (the wipe's process first), which
 # finds each counterexample in a few hundred states, so pan is built -O0 for
 # them (the -O2 build alone takes ~9 s).
@@ -80,12 +86,15 @@ expect_violation seedfirst budget -DSEEDFIRST \
 expect_violation eagergrace budget -DEAGERGRACE \
   "a grace that ends while a live replica has not rejoined found no overspend; the model no longer catches it" \
   "mutation caught: a grace shorter than a live replica's rejoin overspends (the timing assumption)"
+expect_violation staleseed budget -DSTALESEED \
+  "a seed read before a wipe and applied after it found no overspend; the model no longer catches it" \
+  "mutation caught: a ledger read made before a wipe that seeds a window after it overspends (the old seedLua)"
 expect_violation deadwipe strict "" \
   "a dead replica's reservations and unflushed settlements no longer vanish in a wipe: update docs/accounting.md and this check" \
   "known gap still found: a replica that died, then a wipe, loses what only it held (docs/accounting.md)"
 expect_violation latesettle safe -DLATESETTLE \
-  "a settlement after its lease of a record Redis lost no longer misses the ledger: update docs/accounting.md and this check" \
-  "known gap still found: a settlement after its lease, of a record Redis lost before the lease loop expired it, reaches no ledger (docs/accounting.md)"
+  "with the old Settle (no rejoin after the lease) spin found no lost settlement; the model no longer catches it" \
+  "mutation caught: a settlement after its lease that does not rejoin loses a request Redis lost (the old Settle)"
 expect_violation latejoin budget -DLATEJOIN \
-  "a replica started just before a wipe no longer escapes the rejoin hash: update docs/accounting.md and this check" \
-  "known gap still found: a replica started less than two Syncs before a wipe is missing from the rejoin hash (docs/accounting.md)"
+  "a replica missing from the rejoin hash (the old start, no Join) found no overspend; the model no longer catches it" \
+  "mutation caught: a replica that serves before the others copied it (the old start, no Join) overspends after a wipe"

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/extproc"
@@ -39,4 +40,17 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID
 	}
 	return e
+}
+
+// joinCounters registers this replica with the counters shared by replicas
+// before the processor serves (accounting.Accountant.Join: the others then
+// wait for it after Redis loses its data). A Redis that cannot be reached
+// does not stop the start: the replica registers at its first Sync.
+func (g *Gateway) joinCounters(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the grace, and a few round trips
+	defer cancel()
+	if err := g.Accountant.Join(ctx); err != nil {
+		g.log.Warn("joining the shared counters failed; this replica registers at its next sync", "err", err)
+	}
+	return nil
 }

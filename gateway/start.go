@@ -40,6 +40,7 @@ func (g *Gateway) start(ctx context.Context) error {
 		{"apply configuration", g.applyFiles},
 		{"data plane listener", g.bindDataPlane},
 		{"observability", func(ctx context.Context) error { return g.startObserve(ctx, g.obsOpts) }},
+		{"shared counters", g.joinCounters},
 		{"ext_proc processor", g.startProcessor},
 		{"xDS server", g.startXDS},
 		{"admin API", g.startAdmin},

@@ -22,7 +22,7 @@
  * ledger writer has not committed (uncommitted). A replica whose epoch is not
  * Redis's re-registers both (rejoinLua): at its Sync (any moment), at an
  * admission that needs a seed (admitLua's {4}), at a settlement whose record
- * is gone while its lease runs. The first to find the epoch missing creates
+ * is gone (then it closes it again). The first to find the epoch missing creates
  * it and lists the replicas to wait for (the rejoin hash: every replica, the
  * members each replica copies at Sync); an admission that needs a seed waits
  * ({5}) until the hash is gone: each replica re-registered, or the grace
@@ -38,15 +38,19 @@
  *   -DSEEDFIRST   the replicas rejoin, but admissions seed without waiting
  *                 for the others to have re-registered;
  *   -DEAGERGRACE  the grace may end while a live replica has not rejoined;
- *   -DLATESETTLE  a settlement may come after its lease ended while Redis
- *                 lost its record before the lease loop expired it
- *                 (RedisCounters.Settle then drops it: a known gap of the
- *                 Go code);
- *   -DLATEJOIN    replica 2 started less than two Syncs before the wipe: it
- *                 is in no other replica's copy of the members, and its own
- *                 copy is empty (a known gap of the Go code);
+ *   -DLATESETTLE  the old Settle: a settlement after its lease ended, of a
+ *                 record Redis lost before the lease loop expired it, is
+ *                 dropped (RedisCounters.Settle rejoined only while the
+ *                 lease ran);
+ *   -DSTALESEED   the old seedLua: a ledger read made before the wipe seeds
+ *                 a window after it (no epoch check);
+ *   -DLATEJOIN    the old start: replica 2 started (and admitted) less than
+ *                 two Syncs before the wipe, so it is in no other replica's
+ *                 copy of the members, and its own copy is empty. Join, before
+ *                 a replica serves, copies the members and waits until the
+ *                 others synced: every replica is in every copy, as here;
  * The claim `strict` (the budget with no allowance for what Redis lost with
- * a dead replica) is a known gap as well. -DSIMLAZY makes the lease loop and
+ * a dead replica) is a known gap of the Go code. -DSIMLAZY makes the lease loop and
  * the wipe less eager in the random simulations the Go trace test replays
  * (never used by the verifier).
  */
@@ -61,6 +65,11 @@
 #define ALL 7               /* a bit per replica */
 
 #define owner(r) ((r) % NREP)
+#ifdef STALESEED
+#define SEEDOK true
+#else
+#define SEEDOK (epoch == se)   /* seedLua checks the epoch of the read */
+#endif
 #define inscope(r, s) ((s) == 0 || ((r) % 2) == 1)
 
 /* Redis: the scope hashes' window (sp, rs, sd), the reservation records, the
@@ -172,7 +181,7 @@ inline rejoin(me) {
 #ifndef LATEJOIN
           waiting = ALL
 #else
-          waiting = (me == 2 -> 4 : 3)   /* replica 2 started less than two Syncs ago */
+          waiting = (me == 2 -> 4 : 3)   /* the old start: replica 2 in no copy, its own empty */
 #endif
        :: else -> skip
        fi;
@@ -246,7 +255,7 @@ inline crash(me) {
 }
 
 proctype Replica(byte me) {
-  byte r = me, c, v, t, j, code;
+  byte r = me, c, v, t, j, code, se;
   bool ok, need;
   do
   :: r >= NREQ -> break
@@ -257,7 +266,8 @@ admit:
        if
        :: need ->
 #ifdef NOREJOIN
-          code = 2
+          code = 2;
+          se = epoch
 #else
           if
           :: myEpoch[me] != epoch -> code = 4                    /* rejoin first */
@@ -267,7 +277,8 @@ admit:
           :: myEpoch[me] == epoch && waiting != 0 -> code = 5    /* wait */
           :: myEpoch[me] == epoch && waiting == 0 -> code = 2    /* seed */
 #endif
-          fi
+          fi;
+          se = epoch   /* the epoch the seed is read under (admitLua's last string) */
 #endif
        :: else ->
 #ifndef NONATOMIC
@@ -306,7 +317,9 @@ admit:
         :: code == 2 ->
            /* SeedFunc (LedgerSeed): flush this replica's ledger and read the
             * ledger's spend of each window; then seedLua adds it to what was
-            * charged meanwhile, once per window. */
+            * charged meanwhile, once per window — unless Redis lost its data
+            * since the admission (its epoch is not se: the read may miss
+            * what the replicas re-register; the admission retries). */
            atomic {
              flush(me);
              ledgerSum(0, v);
@@ -314,17 +327,21 @@ admit:
            };
            atomic {
              if
-             :: !seeded[0] -> spent[0] = spent[0] + v; seeded[0] = true; printf("OP seed 0 %d\n", v)
-             :: else -> skip
-             fi;
-             if
-             :: inscope(r, 1) && !seeded[1] -> spent[1] = spent[1] + t; seeded[1] = true; printf("OP seed 1 %d\n", t)
-             :: else -> skip
+             :: SEEDOK ->
+                if
+                :: !seeded[0] -> spent[0] = spent[0] + v; seeded[0] = true; printf("OP seed 0 %d\n", v)
+                :: else -> skip
+                fi;
+                if
+                :: inscope(r, 1) && !seeded[1] -> spent[1] = spent[1] + t; seeded[1] = true; printf("OP seed 1 %d\n", t)
+                :: else -> skip
+                fi
+             :: else -> skip   /* refused: Redis lost its data since the read */
              fi;
              v = 0; t = 0
            }
         fi;
-        code = 0;
+        code = 0; se = 0;
         need = false;
         goto admit
      :: else -> skip
@@ -343,22 +360,28 @@ admit:
           closeRec(r, c, ok);   /* settleLua */
           if
           :: ok -> qrep[r] = c + 1
-          :: !ok && expired[r] -> skip   /* after its lease: the expiry's entry stands */
 #ifdef LATESETTLE
           :: !ok && !expired[r] -> skip
-             /* its lease ended, but Redis lost the record before the lease
-              * loop expired it: Settle sees a record gone after its
-              * deadline and writes no entry */
+             /* The old rule: its lease ended, but Redis lost the record
+              * before the lease loop expired it; Settle saw a record gone
+              * after its deadline and wrote no entry. */
 #endif
-          :: !ok && !expired[r] ->
-             /* gone while its lease runs: Redis lost it. Rejoin (this
-              * replica re-registers its records, this one too), then
-              * settleLua again; if still gone, settleWithout: the entry
-              * goes to the ledger, not to Redis. */
+          :: !ok ->
+             /* Gone: Redis lost it, or the lease loop expired it. Rejoin (a
+              * no-op when the replica's epoch is Redis's; else it
+              * re-registers its records, this one too), then settleLua
+              * again; the deadline is tested after that. */
              rejoin(me);
              closeRec(r, c, ok);
-             qrep[r] = c + 1;
-             ok = true
+             if
+             :: ok -> qrep[r] = c + 1
+             :: !ok && expired[r] -> skip   /* after its lease: the expiry's entry stands */
+             :: !ok && !expired[r] ->
+                /* still gone while its lease runs: settleWithout, the
+                 * entry goes to the ledger, not to Redis */
+                qrep[r] = c + 1;
+                ok = true
+             fi
           fi;
           cached[r] = false;
           printf("OP settle %d %d %d\n", r, c, ok)
@@ -507,7 +530,8 @@ proctype Final() {
 }
 
 init {
-  seeded[0] = true; seeded[1] = true;  /* the ledger is empty: both windows seeded at 0 */
+  /* A fresh Redis: the windows are seeded by the first admissions (from an
+   * empty ledger), so a ledger read may also precede the wipe. */
   myEpoch[0] = 1; myEpoch[1] = 1; myEpoch[2] = 1;
   atomic {
     run Replica(0); run Replica(1); run Replica(2);
