@@ -7,11 +7,16 @@ import "github.com/tollgate-ai/tollgate/edge/extprocfilter"
 // client's format (extprocfilter.Stream.ResponseReset), which is written
 // before the response ends cleanly. False when there is none (no ext_proc on
 // the route, not STREAMED, nothing answered): the caller then resets the
-// client's stream, as Envoy does.
+// client's stream, as Envoy does. On a per-try route the try's upstream
+// filter is asked: it translated the reply and holds its usage, while the
+// router-level stream saw no body.
 func (x *exchange) endCutStream() bool {
-	s, ok := x.f.(*extprocfilter.Stream)
-	if !ok {
-		return false
+	s := x.tryF
+	if s == nil {
+		var ok bool
+		if s, ok = x.f.(*extprocfilter.Stream); !ok {
+			return false
+		}
 	}
 	res, err := s.ResponseReset(extprocfilter.DetailsUpstreamReset)
 	if err != nil || res.Reset || res.LocalReply != nil || len(res.Body) == 0 {
