@@ -20,12 +20,16 @@ import (
 // router-level stream that never saw the body.
 func TestStreamCutOnPerTryRoutes(t *testing.T) {
 	cases := []struct{ name, path, body, want string }{
-		{"chat", "/v1/chat/completions",
+		{
+			"chat", "/v1/chat/completions",
 			`{"model":"routed","stream":true,"max_tokens":40,"messages":[{"role":"user","content":"tell me a long story"}]}`,
-			`"code":"upstream_reset"`},
-		{"messages", "/v1/messages",
+			`"code":"upstream_reset"`,
+		},
+		{
+			"messages", "/v1/messages",
 			`{"model":"routed","stream":true,"max_tokens":40,"messages":[{"role":"user","content":"tell me a long story"}]}`,
-			"event: error\n"},
+			"event: error\n",
+		},
 	}
 	for _, overGRPC := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in-process", true: "grpc"}[overGRPC], func(t *testing.T) {
