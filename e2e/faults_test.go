@@ -417,13 +417,17 @@ func TestFaultKill9(t *testing.T) {
 			// In-flight requests of the killed replica: billed by the provider
 			// (in part), settled by lease expiry: a stream at its last usage
 			// checkpoint plus an allowance, a JSON request at its worst case.
+			// A request the kill cut may still be completed in the ledger: its
+			// settlement is written ahead to the spill before the reply's last
+			// bytes reach the client, so the kill can fall in between.
 			l, b := c.settleDown(name, keyID, func(l ledgerSum, b bill) bool {
-				return l.Completed == int64(all.complete) && l.Cost >= b.Cost
+				return l.Completed >= int64(all.complete) && l.Cost >= b.Cost
 			})
 			t.Logf("%s: clients %+v (cut by the kill: %d); ledger %+v; mock bill %+v", name, all, cut.total, l, b)
 			t.Logf("%s: %d expired rows, %d n$ (%d streams from their checkpoint); ledger %d n$ against the bill %d n$ (+%d n$)",
 				name, l.Expired, l.ExpiredCost, l.ExpiredStreams, l.Cost, b.Cost, l.Cost-b.Cost)
-			require.Equal(t, int64(all.complete), l.Completed, "every completed request is in the ledger (the spill kept the killed replica's)")
+			require.GreaterOrEqual(t, l.Completed, int64(all.complete), "every completed request is in the ledger (the spill kept the killed replica's)")
+			require.LessOrEqual(t, l.Completed, int64(all.complete+cut.total), "only a request the kill cut can be completed in the ledger and not at its client")
 			require.LessOrEqual(t, l.Cost-l.ExpiredCost, b.Cost, "settled rows never exceed the bill")
 			require.GreaterOrEqual(t, l.Cost, b.Cost, "with the expired reservations' worst case, the ledger covers the bill")
 			require.LessOrEqual(t, l.Expired, int64(12), "at most the requests in flight on the killed replica expire")
