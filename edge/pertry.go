@@ -20,7 +20,6 @@ import (
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
-	"github.com/tollgate-ai/tollgate/edge/h1"
 	"github.com/tollgate-ai/tollgate/envoy"
 )
 
@@ -379,28 +378,7 @@ func (x *exchange) tryRequest(h extprocfilter.Headers, body []byte) (extprocfilt
 // response is read whole; a released one (STREAMED, or no body) streams
 // through it as the router-level filter and the client read it.
 func (x *exchange) tryResponse(resp *http.Response) (*http.Response, bool) {
-	var fields h1.Fields
-	if b, ok := resp.Body.(*h1.Body); ok {
-		fields = b.Fields()
-	}
-	h := make(extprocfilter.Headers, 0, len(fields)+len(resp.Header)+8)
-	h = append(h, extprocfilter.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
-	conn := append(fields.ConnectionValues(), resp.Header["Connection"]...)
-	for _, f := range fields {
-		if !h1.HopByHop(f.Key) && !h1.Nominated(conn, f.Key) {
-			h = append(h, extprocfilter.Header{Key: f.Key, Value: f.Value})
-		}
-	}
-	for k, vs := range resp.Header {
-		if lk := h1.LowerKey(k); !h1.HopByHop(lk) && !h1.Nominated(conn, lk) {
-			for _, v := range vs {
-				h = append(h, extprocfilter.Header{Key: lk, Value: v})
-			}
-		}
-	}
-	if resp.ContentLength >= 0 && !h.Has("content-length") && resp.Request != nil {
-		h = append(h, extprocfilter.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
-	}
+	h := responseHeaders(resp) // respond.go
 	noBody := resp.Body == http.NoBody || resp.ContentLength == 0
 	res, err := x.tryF.ResponseHeaders(h, noBody)
 	if err != nil {

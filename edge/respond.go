@@ -12,17 +12,17 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/h1"
 )
 
-// respond passes the response through the filter and downstream.
-func (x *exchange) respond(resp *http.Response) {
-	defer func() { _ = resp.Body.Close() }()
+// responseHeaders is resp's head as the filter sees it: :status, the
+// end-to-end fields (hop-by-hop and Connection-nominated ones dropped) and a
+// content-length when the length is known, with room for the headers a
+// processor adds (the stream keeps and extends this list: WithOwnedHeaders).
+func responseHeaders(resp *http.Response) extprocfilter.Headers {
 	// The HTTP/1 client hands the fields over in order (its Header is nil);
 	// net/http's transport fills Header.
 	var fields h1.Fields
 	if b, ok := resp.Body.(*h1.Body); ok {
 		fields = b.Fields()
 	}
-	// Room for :status, a content-length and the headers a processor adds
-	// (the stream keeps and extends this list: WithOwnedHeaders).
 	h := make(extprocfilter.Headers, 0, len(fields)+len(resp.Header)+8)
 	h = append(h, extprocfilter.Header{Key: ":status", Value: strconv.Itoa(resp.StatusCode)})
 	conn := fields.ConnectionValues()
@@ -46,6 +46,13 @@ func (x *exchange) respond(resp *http.Response) {
 	if resp.ContentLength >= 0 && !h.Has("content-length") && resp.Request != nil {
 		h = append(h, extprocfilter.Header{Key: "content-length", Value: strconv.FormatInt(resp.ContentLength, 10)})
 	}
+	return h
+}
+
+// respond passes the response through the filter and downstream.
+func (x *exchange) respond(resp *http.Response) {
+	defer func() { _ = resp.Body.Close() }()
+	h := responseHeaders(resp)
 	noBody := resp.Body == http.NoBody || resp.ContentLength == 0 || x.fwd.Value(":method") == http.MethodHead
 	// A body of known length that is not an event stream goes out when the
 	// exchange ends (or whenever net/http's buffer fills): flushing the
