@@ -333,11 +333,7 @@ func (w *anthropicEventWriter) emit(name string, data any) {
 	if err != nil {
 		return
 	}
-	o := append(*w.out, "event: "...)
-	o = append(o, name...)
-	o = append(o, "\ndata: "...)
-	o = append(o, b...)
-	*w.out = append(o, "\n\n"...)
+	*w.out = appendSSEEvent(*w.out, name, b)
 }
 
 // start writes message_start with the input side of the usage.

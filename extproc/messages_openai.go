@@ -306,11 +306,7 @@ func (t *messagesOpenAI) emit(name string, data any) {
 	if err != nil {
 		return
 	}
-	t.out = append(t.out, "event: "...)
-	t.out = append(t.out, name...)
-	t.out = append(t.out, "\ndata: "...)
-	t.out = append(t.out, b...)
-	t.out = append(t.out, "\n\n"...)
+	t.out = appendSSEEvent(t.out, name, b)
 }
 
 func (t *messagesOpenAI) start() {

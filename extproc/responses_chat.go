@@ -563,11 +563,7 @@ func (t *responsesViaChat) emit(ev *openai.ResponseEvent) {
 	if err != nil {
 		return
 	}
-	t.out = append(t.out, "event: "...)
-	t.out = append(t.out, ev.Type...)
-	t.out = append(t.out, "\ndata: "...)
-	t.out = append(t.out, b...)
-	t.out = append(t.out, "\n\n"...)
+	t.out = appendSSEEvent(t.out, ev.Type, b)
 }
 
 func (t *responsesViaChat) start() {

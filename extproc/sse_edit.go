@@ -173,3 +173,12 @@ func dataOffset(raw, data []byte) int {
 	}
 	return at
 }
+
+// appendSSEEvent appends data framed as one SSE event (no event line when
+// name is ""); data is one line (JSON).
+func appendSSEEvent(dst []byte, name string, data []byte) []byte {
+	if name != "" {
+		dst = append(append(append(dst, "event: "...), name...), '\n')
+	}
+	return append(append(append(dst, "data: "...), data...), "\n\n"...)
+}

@@ -86,31 +86,22 @@ func (s *stream) cutEvent() []byte {
 			}
 		}
 		b, _ := json.Marshal(ev) // strings and ints only
-		return sseEventBytes("error", b)
+		return appendSSEEvent(nil, "error", b)
 	case APIMessages:
-		return sseEventBytes("error", anthropicErrorBody(e))
+		return appendSSEEvent(nil, "error", anthropicErrorBody(e))
 	case APIGeminiGenerate:
 		if !strings.Contains(s.in.Path, "alt=sse") {
 			return nil
 		}
-		return sseEventBytes("", geminiErrorBody(e))
+		return appendSSEEvent(nil, "", geminiErrorBody(e))
 	default:
-		return sseEventBytes("", e.openAIBody())
+		return appendSSEEvent(nil, "", e.openAIBody())
 	}
 }
 
 // sequencer is a Responses stream translator that numbers its events (ok
 // false: it passes the provider's own numbers, which it does not follow).
 type sequencer interface{ nextSequence() (n int64, ok bool) }
-
-// sseEventBytes frames data as one SSE event (no event line when name is "").
-func sseEventBytes(name string, data []byte) []byte {
-	b := make([]byte, 0, len(name)+len(data)+16)
-	if name != "" {
-		b = append(append(append(b, "event: "...), name...), '\n')
-	}
-	return append(append(append(b, "data: "...), data...), "\n\n"...)
-}
 
 // nextSequence numbers the event that ends a cut stream after the others.
 func (t *responsesViaChat) nextSequence() (int64, bool) {
