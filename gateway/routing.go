@@ -109,7 +109,10 @@ func (s *Snapshot) xdsGroups() []xds.Group {
 		if g == nil {
 			continue
 		}
-		xg := xds.Group{Name: g.Name, Retries: g.Retries, Fallbacks: g.Fallbacks}
+		xg := xds.Group{
+			Name: g.Name, Retries: g.Retries, Fallbacks: g.Fallbacks,
+			ContextWindowFallbacks: g.ContextWindowFallbacks, ContentPolicyFallbacks: g.ContentPolicyFallbacks,
+		}
 		for _, d := range g.Deployments {
 			xg.Deployments = append(xg.Deployments, d.Target.Deployment)
 		}

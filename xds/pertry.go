@@ -46,6 +46,10 @@ type Group struct {
 	Deployments []string `yaml:"deployments"`
 	Retries     int      `yaml:"retries"`
 	Fallbacks   []string `yaml:"fallbacks"`
+	// The group's context-window and content-policy fallbacks: its per-try
+	// routes then carry the internal redirect policy (fallback.go).
+	ContextWindowFallbacks []string `yaml:"context_window_fallbacks,omitempty"`
+	ContentPolicyFallbacks []string `yaml:"content_policy_fallbacks,omitempty"`
 }
 
 // Retry policy of per-try routes: the failures retried (the processor's
@@ -68,9 +72,10 @@ const (
 
 // tryRoute is one per-try route: its key and deployments in order.
 type tryRoute struct {
-	key     string
-	deps    []string
-	retries int
+	key      string
+	deps     []string
+	retries  int
+	redirect bool // the group has context-window or content-policy fallbacks
 }
 
 // tryRoutes lists the per-try routes of in, in group then deployment order;
@@ -92,9 +97,10 @@ func tryRoutes(in *Input) []tryRoute {
 	}
 	var out []tryRoute
 	for _, g := range in.Groups {
-		if !envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks)) {
+		if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbacks()) {
 			continue
 		}
+		redirect := envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 		var all []string
 		for _, name := range envoy.GroupChain(g.Name, fallbacks) {
 			if fg := byName[name]; fg != nil {
@@ -111,7 +117,7 @@ func tryRoutes(in *Input) []tryRoute {
 			}
 			order := envoy.TryOrder(first, [][]string{all})
 			for skip := range envoy.Masks(order) {
-				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: envoy.Skipped(order, skip), retries: g.Retries})
+				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: envoy.Skipped(order, skip), retries: g.Retries, redirect: redirect})
 			}
 		}
 	}
@@ -223,12 +229,38 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: envoy.TryCluster(r.key)},
 			// Each try's Host is its deployment's: the endpoint hostname.
-			HostRewriteSpecifier: &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)},
-			Timeout:              durationpb.New(first.Timeout),
-			IdleTimeout:          durationpb.New(in.RouteIdleTimeout),
-			RetryPolicy:          retry,
+			HostRewriteSpecifier:   &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)},
+			Timeout:                durationpb.New(first.Timeout),
+			IdleTimeout:            durationpb.New(in.RouteIdleTimeout),
+			RetryPolicy:            retry,
+			InternalRedirectPolicy: fallbackRedirect(r),
 		}},
 		RequestBodyBufferLimit: limit,
+	}
+}
+
+// fallbacks counts a group's fallback groups of every kind (envoy.PerTry:
+// a context-window or content-policy fallback is somewhere else to go).
+func (g *Group) fallbacks() int {
+	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
+}
+
+// fallbackRedirect is the internal redirect policy of a per-try route whose
+// group has context-window or content-policy fallbacks (nil otherwise): a
+// try refused for either answers envoy.FallbackRedirectStatus, and the
+// router recreates the stream with the copied headers (envoy/fallback.go).
+// The location is the client's own URL, whose scheme may differ from the
+// try's (allow_cross_scheme_redirect); no predicate, since the target is the
+// route the request already matched until the processor routes it anew.
+func fallbackRedirect(r tryRoute) *routev3.InternalRedirectPolicy {
+	if !r.redirect {
+		return nil
+	}
+	return &routev3.InternalRedirectPolicy{
+		MaxInternalRedirects:     wrapperspb.UInt32(envoy.MaxFallbackRedirects),
+		RedirectResponseCodes:    []uint32{envoy.FallbackRedirectStatus},
+		AllowCrossSchemeRedirect: true,
+		ResponseHeadersToCopy:    envoy.FallbackCopiedHeaders,
 	}
 }
 

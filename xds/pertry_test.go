@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +56,36 @@ func TestTryClusterOrder(t *testing.T) {
 		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 2)):  {b, a},
 		envoy.TryCluster(envoy.TryKey("gpt-4o", "azure-b", 3)):  {b},
 	}, orders)
+}
+
+// TestFallbackRedirectPolicy: only the per-try routes of a group with
+// context-window or content-policy fallbacks carry the internal redirect
+// policy, and a group with those fallbacks alone is routed per try.
+func TestFallbackRedirectPolicy(t *testing.T) {
+	res, err := BuildResources(readInput(t, "testdata/in/fallbacks.yaml"))
+	require.NoError(t, err)
+	policies := map[string]*routev3.InternalRedirectPolicy{}
+	for _, r := range res.Routes {
+		for _, vr := range r.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetRoutes() {
+			if p := vr.GetRoute().GetInternalRedirectPolicy(); p != nil {
+				policies[vr.GetName()] = p
+			}
+		}
+	}
+	require.Len(t, policies, 1)
+	p := policies[envoy.TryCluster(envoy.TryKey("small", "openai-small", 0))]
+	require.NotNil(t, p, "the group's one per-try route")
+	require.Equal(t, []uint32{envoy.FallbackRedirectStatus}, p.GetRedirectResponseCodes())
+	require.Equal(t, uint32(1), p.GetMaxInternalRedirects().GetValue())
+	require.Equal(t, envoy.FallbackCopiedHeaders, p.GetResponseHeadersToCopy())
+	require.True(t, p.GetAllowCrossSchemeRedirect())
+
+	// Without them the per-try routes of pertry.yaml have none.
+	res, err = BuildResources(readInput(t, "testdata/in/pertry.yaml"))
+	require.NoError(t, err)
+	for _, r := range res.Routes {
+		for _, vr := range r.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetRoutes() {
+			require.Nil(t, vr.GetRoute().GetInternalRedirectPolicy(), vr.GetName())
+		}
+	}
 }
