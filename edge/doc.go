@@ -35,7 +35,8 @@
 //     (408 before response headers, a reset after; the HCM stream idle timeout
 //     when unset), retry_policy num_retries on connect-failure,
 //     per_try_timeout and per_try_idle_timeout (both bound the time to response
-//     headers: 504), and direct_response with response_headers_to_add.
+//     headers: 504), internal_redirect_policy without predicates
+//     (redirect.go), and direct_response with response_headers_to_add.
 //   - Clusters: STATIC, STRICT_DNS and LOGICAL_DNS load assignments (round
 //     robin over the endpoints; DNS is resolved at connect time),
 //     connect_timeout, TCP keepalive, circuit breaker max_requests (503 on

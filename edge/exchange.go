@@ -112,12 +112,9 @@ type exchange struct {
 	// timeout fires, 0 when none runs.
 	attemptDeadline atomic.Int64
 	release         func()
-	// The request as the client sent it, kept to send it again when the
-	// processor asks for a retry (retry.go); nil when it cannot be.
-	orig     extprocfilter.Headers
-	origBody []byte
-	retry    retryOrder
-	tryF     *extprocfilter.Stream // the running try's upstream filter (pertry.go)
+	tryF            *extprocfilter.Stream // the running try's upstream filter (pertry.go)
+	tryFwd          extprocfilter.Headers // the request headers it released: the router's after the try
+	redirects       int                   // internal redirects followed (redirect.go)
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -194,7 +191,6 @@ func (x *exchange) run() {
 	if x.first != nil && x.first.filter != nil {
 		// Every header list the exchange passes is built for the call.
 		x.f = x.first.filter.Start(x.ctx, extprocfilter.WithOwnedHeaders())
-		x.keepForRetry(h)
 	} else {
 		x.f = passthrough{}
 	}
@@ -207,6 +203,7 @@ func (x *exchange) run() {
 	}
 	for {
 		var resp *http.Response
+		rt := x.route()
 		if x.async != nil {
 			_ = x.pipe.Close()
 			resp = <-x.async
@@ -218,15 +215,19 @@ func (x *exchange) run() {
 				x.writeLocal(http.StatusInternalServerError, nil, nil)
 				return
 			}
-			resp = x.forward(x.route()) //nolint:bodyclose // respond closes it
+			resp = x.forward(rt) //nolint:bodyclose // respond or redirected closes it
 		}
 		if resp == nil {
 			return
 		}
-		x.respond(resp)
-		if x.retry.token == "" || !x.again() {
-			return
+		if followed, ok := x.redirected(rt, resp); followed {
+			if !ok {
+				return
+			}
+			continue // the recreated request (redirect.go)
 		}
+		x.respond(resp)
+		return
 	}
 }
 
@@ -261,20 +262,9 @@ func (x *exchange) requestBody() bool {
 		if remaining > 0 {
 			remaining -= int64(n)
 		}
-		if x.orig != nil {
-			if len(x.origBody)+n > maxRetryBody || x.r.ContentLength > maxRetryBody {
-				x.orig, x.origBody = nil, nil // too large to keep a copy: not retried
-			} else {
-				if x.origBody == nil && x.r.ContentLength > 0 && x.r.ContentLength <= maxRetryBody {
-					x.origBody = make([]byte, 0, x.r.ContentLength)
-				}
-				x.origBody = append(x.origBody, chunk...)
-			}
-		}
 		eof := err != nil || remaining == 0
 		if eof {
 			if tr := trailers(x.r.Trailer); tr != nil {
-				x.orig = nil // not replayed: the retry sends no trailers
 				if n > 0 {
 					res, err := x.f.RequestBody(chunk, false)
 					if !x.onRequest(res, err, false) {

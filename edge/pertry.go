@@ -321,7 +321,7 @@ func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int)
 		one.hostRewrite = cl.try.hostname
 	}
 	saved := x.fwd
-	x.fwd = fwd
+	x.fwd, x.tryFwd = fwd, fwd
 	resp = x.roundTrip(&one, upstreamBody{whole: out}) //nolint:bodyclose // tries or respond closes it
 	x.fwd = saved
 	if resp == nil {

@@ -153,9 +153,6 @@ func (x *exchange) onResponse(res *extprocfilter.Result, err error, more bool) b
 		x.writeLocal(res.LocalReply.Status, res.LocalReply.Headers, res.LocalReply.Body)
 		return false
 	}
-	if res.Headers != nil && x.retryAsked(res) {
-		return false // dropped: the request goes again (retry.go)
-	}
 	wrote := false
 	if res.Headers != nil {
 		x.writeHeaders(res.Headers)

@@ -61,7 +61,8 @@ type route struct {
 	perTry      time.Duration
 	perTryIdle  time.Duration
 	direct      *directResponse
-	try         routeTry // per-try retry policy and host rewrite (pertry.go)
+	try         routeTry        // per-try retry policy and host rewrite (pertry.go)
+	redirect    *redirectPolicy // internal_redirect_policy, nil: none (redirect.go)
 
 	// filter is the ext_proc client of requests that first match this route
 	// (its request buffer limit), nil when ext_proc is off.
@@ -205,6 +206,13 @@ func (cr *route) readAction(a *routev3.RouteAction) error {
 	}
 	if d := a.GetIdleTimeout(); d != nil {
 		cr.idle = d.AsDuration()
+	}
+	if p := a.GetInternalRedirectPolicy(); p != nil {
+		rp, err := compileRedirect(p)
+		if err != nil {
+			return err
+		}
+		cr.redirect = rp
 	}
 	if rp := a.GetRetryPolicy(); rp != nil {
 		cr.retries = 1 // Envoy's default num_retries

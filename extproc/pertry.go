@@ -56,6 +56,7 @@ type tryState struct {
 	res     *reserved // the router-level stream's reservation (nil: none)
 	retried bool      // a failed try the retry policy retries
 	order   int       // deployments in the try order (the chain's)
+	origin  tryOrigin // upstream: the request as it arrived (fallback.go)
 }
 
 // reserved is the reservation the router-level stream hands to the first
@@ -258,11 +259,18 @@ func (s *stream) routesPerTry() bool {
 		return false
 	}
 	g := s.rt.groups[len(s.rt.groups)-1]
-	if !envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks)) {
+	if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbackCount()) {
 		return false
 	}
 	s.try = &tryState{router: true}
 	return true
+}
+
+// fallbackCount counts the group's fallback groups of every kind, as the
+// xDS does for envoy.PerTry: a context-window or content-policy fallback is
+// somewhere else to go (by the fallback redirect, fallback.go).
+func (g *Group) fallbackCount() int {
+	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
 }
 
 // tryRetried records whether the data plane's retry policy retries this

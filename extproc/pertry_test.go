@@ -3,6 +3,8 @@ package extproc
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,11 +34,17 @@ type tryRouter struct {
 	retries map[string]int      // per-try key → num_retries
 	up      *byDeployment
 	tries   []string // the deployments tried, in order
+	// The internal redirect policy (fallback.go): the per-try keys that
+	// have it, the request a followed redirect recreates, and how many
+	// were followed for the request (max_internal_redirects).
+	redirect  map[string]bool
+	recreated *extprocfiltertest.Request
+	followed  int
 }
 
 // newTryRouter derives the per-try routes of groups as the xDS builder does.
 func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*Group) *tryRouter {
-	r := &tryRouter{t: t, e: e, up: up, lists: map[string][]string{}, retries: map[string]int{}}
+	r := &tryRouter{t: t, e: e, up: up, lists: map[string][]string{}, retries: map[string]int{}, redirect: map[string]bool{}}
 	byName := map[string]*Group{}
 	for _, g := range groups {
 		byName[g.Name] = g
@@ -48,7 +56,7 @@ func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*Group) 
 		return nil
 	}
 	for _, g := range groups {
-		if !envoy.PerTry(g.Retries, len(g.Deployments), len(g.Fallbacks)) {
+		if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbackCount()) {
 			continue
 		}
 		var chain [][]string
@@ -64,6 +72,7 @@ func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*Group) 
 			for skip := range envoy.Masks(order) {
 				key := envoy.TryKey(g.Name, d.Target.Deployment, skip)
 				r.lists[key], r.retries[key] = envoy.Skipped(order, skip), g.Retries
+				r.redirect[key] = envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 			}
 		}
 	}
@@ -92,6 +101,18 @@ func (r *tryRouter) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfi
 			break
 		}
 	}
+	if r.follows(key, last) {
+		// The router recreates the stream (Router::Filter::setupRedirect):
+		// its request headers as the try left them (upstream filters change
+		// the router's own map), the copied headers and the location
+		// applied, and the body it buffered; this stream gets nothing.
+		r.recreated = &extprocfiltertest.Request{
+			Headers: internalRedirect(r.t, last.Forwarded.Headers, last.Headers),
+			Body:    [][]byte{req.Body},
+		}
+		r.followed++
+		return &extprocfiltertest.UpstreamResponse{Abandoned: true}
+	}
 	out := &extprocfiltertest.UpstreamResponse{Status: last.Status, Chunks: last.Chunks, Reset: last.Reset, Trailers: last.Trailers}
 	for _, kv := range last.Headers {
 		if kv.Key != ":status" {
@@ -102,6 +123,63 @@ func (r *tryRouter) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfi
 		out.Chunks = [][]byte{last.Body}
 	}
 	return out
+}
+
+// follows reports whether the router follows a try's response as an
+// internal redirect: the route has the policy, the status is one of its
+// codes, there is a location, and the request is under its
+// max_internal_redirects.
+func (r *tryRouter) follows(key string, last *extprocfiltertest.Response) bool {
+	return r.redirect[key] && last.LocalReply == nil && last.Status == envoy.FallbackRedirectStatus &&
+		last.Headers.Value("location") != "" && r.followed < envoy.MaxFallbackRedirects
+}
+
+// do runs a request through the router-level filter and the router,
+// following internal redirects: each recreates the request, which goes
+// through the router-level filter again.
+func (r *tryRouter) do(t *testing.T, req *extprocfiltertest.Request) *extprocfiltertest.Response {
+	t.Helper()
+	r.followed, r.recreated = 0, nil
+	for {
+		got := r.e.do(t, req, r.upstream)
+		if r.recreated == nil {
+			return got
+		}
+		require.Zero(t, got.Status, "the abandoned stream sent nothing downstream")
+		req, r.recreated = r.recreated, nil
+	}
+}
+
+// internalRedirect is the request Envoy's router recreates from the request
+// headers it holds and a redirect's response headers
+// (convertRequestHeadersForInternalRedirect): each of
+// response_headers_to_copy replaced by the response's (removed when the
+// response has none), :scheme, :authority and :path from the location, and
+// x-envoy-original-url.
+func internalRedirect(t *testing.T, held, resp extprocfilter.Headers) extprocfilter.Headers {
+	loc, err := url.Parse(resp.Value("location"))
+	require.NoError(t, err)
+	require.True(t, loc.IsAbs(), "Envoy follows an absolute location only")
+	var out extprocfilter.Headers
+	for _, kv := range held {
+		switch {
+		case slices.Contains(envoy.FallbackCopiedHeaders, kv.Key):
+		case kv.Key == ":scheme", kv.Key == ":authority", kv.Key == ":path":
+		default:
+			out = append(out, kv)
+		}
+	}
+	for _, kv := range resp {
+		if slices.Contains(envoy.FallbackCopiedHeaders, kv.Key) {
+			out = append(out, kv)
+		}
+	}
+	return append(out,
+		extprocfilter.Header{Key: ":scheme", Value: loc.Scheme},
+		extprocfilter.Header{Key: ":authority", Value: loc.Host},
+		extprocfilter.Header{Key: ":path", Value: loc.RequestURI()},
+		extprocfilter.Header{Key: "x-envoy-original-url", Value: held.Value(":scheme") + "://" + held.Value(":authority") + held.Value(":path")},
+	)
 }
 
 // perTryEnv is routedEnv with per-try routing and its Envoy router.

@@ -290,6 +290,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		}
 	}
 	s.tryID()
+	s.readTryOrigin(h.GetHeaders())
 	if s.p.debug {
 		s.p.log.Debug("request headers", "request_id", s.id, "headers", redactedHeaders(h.GetHeaders()))
 	}
@@ -494,6 +495,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		} else {
 			x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), hdrContentLength)
 		}
+	} else if s.att.n > 1 && s.hadCL {
+		l = l.addInt(hdrContentLength, s.promptBytes) // a fallback redirect's holds the try's (fallback.go)
 	}
 	x.hm.SetHeaders = l.options()
 	return pr
@@ -558,6 +561,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	if rh, ok := s.tr.(replyHeaderer); ok {
 		l = l.addAll(rh.replyHeaders())
 	}
+	x.hm.RemoveHeaders = s.redirectRemoved()
 	ok := s.status >= 200 && s.status < 300
 	if ok && upstreamStreams(contentType) && !h.GetEndOfStream() {
 		s.sse = true

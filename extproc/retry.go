@@ -213,10 +213,18 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 		return nil
 	}
 	kind := classify(status, body)
-	if kind == failNotRetried || s.isTry() && kind == failRetryable {
+	if kind == failNotRetried || s.isTry() && (kind == failRetryable || !s.redirectsFallbacks()) {
 		// Per-try routing: the data plane's retry policy retries these;
 		// the context-window and content-policy fallbacks, which a retry
-		// policy cannot tell from the client's own 400s, keep the token.
+		// policy cannot tell from the client's own 400s, are the try's
+		// fallback redirect (fallback.go), when its route has the policy.
+		return nil
+	}
+	if s.p.perTry && !s.isTry() {
+		// With per-try routing the router-level stream never retries: a
+		// data plane cannot send a request again once its response reached
+		// the router-level filter (Envoy does not), so neither does the
+		// built-in one. Its request is a plain group's or a token attempt's.
 		return nil
 	}
 	n, limit := s.att.number(), s.att.max
@@ -245,6 +253,9 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	orig := s.att.orig
 	if orig == "" {
 		orig = s.id
+		if s.isTry() && s.try.res != nil {
+			orig = s.try.res.id // the request's id, not this try's
+		}
 	}
 	q := url.Values{}
 	q.Set("a", strconv.Itoa(n+1))
@@ -255,6 +266,9 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	q.Set("fg", cur.Name)
 	q.Set("fs", strconv.Itoa(status))
 	q.Set("w", kind.reason())
+	if s.isTry() {
+		return s.fallbackRedirect(s.p.signToken(q.Encode()))
+	}
 	delay := retryDelay(n, s.upRetryAfter)
 	return [][2]string{
 		{hdrRetry, s.p.signToken(q.Encode())},

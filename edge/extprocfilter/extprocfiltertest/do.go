@@ -47,6 +47,11 @@ type UpstreamResponse struct {
 	// (Stream.ResponseReset): what the processor answers ends the response,
 	// which is reset only when it answered nothing.
 	EdgeReset bool
+	// Abandoned: the router drops the stream before any response reaches
+	// the filter, as after an internal redirect (Envoy's router recreates
+	// the stream; the old one's filters are destroyed): the filter's
+	// stream closes with no response, and Do returns no status.
+	Abandoned bool
 }
 
 // Upstream is a fake upstream: it receives the forwarded request.
@@ -162,6 +167,9 @@ func DoWith(ctx context.Context, c *extprocfilter.Client, req *Request, upstream
 	}
 	if up == nil {
 		up = &UpstreamResponse{Status: 200}
+	}
+	if up.Abandoned {
+		return out, nil // the deferred Close ends the filter's stream
 	}
 	h := append(extprocfilter.Headers{{Key: ":status", Value: strconv.Itoa(up.Status)}}, up.Headers.Clone()...)
 	chunks := up.Chunks
