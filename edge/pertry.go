@@ -390,26 +390,64 @@ func (x *exchange) tryResponse(resp *http.Response) (*http.Response, bool) {
 		return localResponse(res.LocalReply.Status, headerOps(res.LocalReply.Headers), res.LocalReply.Body), true
 	}
 	if res.Headers != nil {
-		return synthetic(resp, res.Headers, &filteredBody{f: x.tryF, up: resp.Body, rd: newReader(), pending: res.Body, done: noBody}), false
+		out := synthetic(resp, res.Headers, nil)
+		if out.Body = http.NoBody; out.ContentLength != 0 {
+			out.Body = &filteredBody{f: x.tryF, up: resp.Body, upResp: resp, trailer: out.Trailer, rd: newReader(), pending: res.Body, done: noBody}
+		}
+		return out, false
 	}
 	all, rerr := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if rerr != nil {
 		return localResponse(http.StatusServiceUnavailable, nil, []byte(bodyConnectFailure+"connection termination")), false
 	}
-	res, err = x.tryF.ResponseBody(all, true)
+	res, err = bodyThenTrailers(x.tryF, all, true, trailers(resp.Trailer))
 	if err != nil || res.Headers == nil && res.LocalReply == nil {
 		return localResponse(http.StatusInternalServerError, nil, nil), true
 	}
 	if res.LocalReply != nil {
 		return localResponse(res.LocalReply.Status, headerOps(res.LocalReply.Headers), res.LocalReply.Body), true
 	}
-	return synthetic(resp, res.Headers, io.NopCloser(strings.NewReader(string(res.Body)))), false
+	out := synthetic(resp, res.Headers, io.NopCloser(strings.NewReader(string(res.Body))))
+	addTrailers(out.Trailer, res.Trailers)
+	return out, false
+}
+
+// bodyThenTrailers hands the try's filter a body chunk and, at the end of a
+// response that has trailers, the trailers that end it (as the router-level
+// filter gets them, respond.go): one result, in the order the filter
+// released them. A try's trailers go through its filter and on downstream.
+func bodyThenTrailers(f *extprocfilter.Stream, chunk []byte, eof bool, tr extprocfilter.Headers) (*extprocfilter.Result, error) {
+	res, err := f.ResponseBody(chunk, eof && tr == nil)
+	if err != nil || tr == nil || res.LocalReply != nil || res.Reset {
+		return res, err
+	}
+	more, err := f.ResponseTrailers(tr)
+	if err != nil || more.LocalReply != nil || more.Reset {
+		return more, err
+	}
+	out := *res
+	if out.Headers == nil {
+		out.Headers = more.Headers
+	}
+	out.Body = append(append([]byte(nil), res.Body...), more.Body...)
+	out.Trailers = more.Trailers
+	if out.Trailers == nil {
+		out.Trailers = tr
+	}
+	return &out, nil
+}
+
+// addTrailers sets a response's trailers.
+func addTrailers(dst http.Header, tr extprocfilter.Headers) {
+	for _, kv := range tr {
+		dst.Add(kv.Key, kv.Value)
+	}
 }
 
 // synthetic is the response the try's filter released: headers h, body.
 func synthetic(up *http.Response, h extprocfilter.Headers, body io.ReadCloser) *http.Response {
-	out := &http.Response{StatusCode: up.StatusCode, Header: http.Header{}, Body: body, ContentLength: -1, Request: up.Request}
+	out := &http.Response{StatusCode: up.StatusCode, Header: http.Header{}, Trailer: http.Header{}, Body: body, ContentLength: -1, Request: up.Request}
 	for _, kv := range h {
 		switch {
 		case kv.Key == ":status":
@@ -424,7 +462,7 @@ func synthetic(up *http.Response, h extprocfilter.Headers, body io.ReadCloser) *
 			}
 		}
 	}
-	if out.ContentLength == 0 {
+	if out.ContentLength == 0 && body != nil {
 		out.Body = http.NoBody
 	}
 	return out
@@ -441,10 +479,14 @@ func headerOps(h extprocfilter.Headers) []headerOp {
 	return out
 }
 
-// filteredBody is a try's response body through the try's filter.
+// filteredBody is a try's response body through the try's filter; the
+// upstream trailers go through it at the end, into trailer (the response's
+// Trailer, read once the body is done).
 type filteredBody struct {
 	f       *extprocfilter.Stream
 	up      io.ReadCloser
+	upResp  *http.Response
+	trailer http.Header
 	rd      *reader
 	pending []byte
 	done    bool // the filter saw the end of the body
@@ -463,11 +505,16 @@ func (b *filteredBody) Read(p []byte) (int, error) {
 		if len(chunk) == 0 && !eof {
 			continue
 		}
-		res, ferr := b.f.ResponseBody(chunk, eof)
+		var tr extprocfilter.Headers
+		if eof {
+			tr = trailers(b.upResp.Trailer)
+		}
+		res, ferr := bodyThenTrailers(b.f, chunk, eof, tr)
 		if ferr != nil || res.Reset || res.LocalReply != nil {
 			return 0, errors.New("edge: upstream filter ended the response")
 		}
 		b.pending, b.done = res.Body, eof
+		addTrailers(b.trailer, res.Trailers)
 	}
 	n := copy(p, b.pending)
 	b.pending = b.pending[n:]

@@ -24,8 +24,9 @@ import (
 // attribute) records the deployment and attempt number, and marks the
 // request it forwards with them.
 type tryProc struct {
-	mu    sync.Mutex
-	tries []string // "deployment/attempt"
+	mu       sync.Mutex
+	tries    []string // "deployment/attempt"
+	trailers []string // "deployment/x-checksum" of each stream's response trailers ("": router-level)
 }
 
 func (p *tryProc) list() []string {
@@ -71,6 +72,9 @@ func (p *tryProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) erro
 		case *extprocv3.ProcessingRequest_ResponseBody:
 			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
 		case *extprocv3.ProcessingRequest_ResponseTrailers:
+			p.mu.Lock()
+			p.trailers = append(p.trailers, dep+"/"+extprocfilter.HeadersFromProto(r.ResponseTrailers.GetTrailers()).Value("x-checksum"))
+			p.mu.Unlock()
 			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
 		}
 		if err := stream.Send(resp); err != nil {
