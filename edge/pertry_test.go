@@ -3,9 +3,7 @@ package edge
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,23 +99,9 @@ func TestPerTryRoutesOnTollgateXDS(t *testing.T) {
 		w.Header().Set("content-type", "application/json")
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
-	port := func(addr string) uint32 {
-		_, p, err := net.SplitHostPort(addr)
-		require.NoError(t, err)
-		n, err := strconv.Atoi(p)
-		require.NoError(t, err)
-		return uint32(n)
-	}
+	in := loopbackInput(t, []xds.Group{{Name: "g", Deployments: []string{"dead", "ok"}, Retries: 2}}, [2]string{"dead", dead}, [2]string{"ok", ok})
+	in.Upstreams[0].AllowedFails = 2
 
-	in := &xds.Input{
-		Listener: xds.Address{Host: "127.0.0.1", Port: 18080},
-		ExtProc:  xds.Address{Host: "127.0.0.1", Port: 18081},
-		Upstreams: []xds.Upstream{
-			{Deployment: "dead", Scheme: "http", Host: "127.0.0.1", Port: port(dead), AllowedFails: 2},
-			{Deployment: "ok", Scheme: "http", Host: "127.0.0.1", Port: port(ok)},
-		},
-		Groups: []xds.Group{{Name: "g", Deployments: []string{"dead", "ok"}, Retries: 2}},
-	}
 	proc := &tryProc{}
 	e := runEdge(t, serveTollgateXDS(t, in).conn, proc)
 	url := "http://" + e.Addr().String()
@@ -127,7 +111,7 @@ func TestPerTryRoutesOnTollgateXDS(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.JSONEq(t, `{"ok":true}`, body)
 	require.Equal(t, []string{"dead/1", "ok/2"}, proc.list())
-	v, found := hosts.Load("127.0.0.1:" + strconv.Itoa(int(port(ok))))
+	v, found := hosts.Load(ok)
 	require.True(t, found, "auto_host_rewrite: the deployment's own Host")
 	require.Equal(t, "ok", v, "the request as the try's filter released it")
 

@@ -27,16 +27,7 @@ func TestPerTryResponseTrailersGoThroughBothFilters(t *testing.T) {
 		w.(http.Flusher).Flush()
 		w.Header().Set("x-checksum", "c0ffee")
 	}))
-	_, p, err := net.SplitHostPort(up)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(p)
-	require.NoError(t, err)
-	in := &xds.Input{
-		Listener:  xds.Address{Host: "127.0.0.1", Port: 18080},
-		ExtProc:   xds.Address{Host: "127.0.0.1", Port: 18081},
-		Upstreams: []xds.Upstream{{Deployment: "a", Scheme: "http", Host: "127.0.0.1", Port: uint32(port)}, {Deployment: "b", Scheme: "http", Host: "127.0.0.1", Port: uint32(port)}},
-		Groups:    []xds.Group{{Name: "g", Deployments: []string{"a", "b"}, Retries: 2}},
-	}
+	in := loopbackInput(t, []xds.Group{{Name: "g", Deployments: []string{"a", "b"}, Retries: 2}}, [2]string{"a", up}, [2]string{"b", up})
 	proc := &tryProc{}
 	e := runEdge(t, serveTollgateXDS(t, in).conn, proc)
 	c := client(t)
@@ -48,4 +39,23 @@ func TestPerTryResponseTrailersGoThroughBothFilters(t *testing.T) {
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
 	require.Equal(t, []string{"/c0ffee", "a/c0ffee", "/c0ffee"}, proc.trailers, "plain route: the router-level filter; per-try: the try's, then the router-level filter")
+}
+
+// loopbackInput is Tollgate's xDS input for groups of plain-HTTP
+// deployments on loopback (id, address).
+func loopbackInput(t *testing.T, groups []xds.Group, deps ...[2]string) *xds.Input {
+	t.Helper()
+	in := &xds.Input{
+		Listener: xds.Address{Host: "127.0.0.1", Port: 18080},
+		ExtProc:  xds.Address{Host: "127.0.0.1", Port: 18081},
+		Groups:   groups,
+	}
+	for _, d := range deps {
+		_, p, err := net.SplitHostPort(d[1])
+		require.NoError(t, err)
+		port, err := strconv.Atoi(p)
+		require.NoError(t, err)
+		in.Upstreams = append(in.Upstreams, xds.Upstream{Deployment: d[0], Scheme: "http", Host: "127.0.0.1", Port: uint32(port)})
+	}
+	return in
 }

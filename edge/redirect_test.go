@@ -3,7 +3,6 @@ package edge
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -132,25 +131,10 @@ func TestInternalRedirectOnTollgateXDS(t *testing.T) {
 		w.Header().Set("content-type", "application/json")
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
-	port := func(addr string) uint32 {
-		_, p, err := net.SplitHostPort(addr)
-		require.NoError(t, err)
-		n, err := strconv.Atoi(p)
-		require.NoError(t, err)
-		return uint32(n)
-	}
-	in := &xds.Input{
-		Listener: xds.Address{Host: "127.0.0.1", Port: 18080},
-		ExtProc:  xds.Address{Host: "127.0.0.1", Port: 18081},
-		Upstreams: []xds.Upstream{
-			{Deployment: "small", Scheme: "http", Host: "127.0.0.1", Port: port(small)},
-			{Deployment: "big", Scheme: "http", Host: "127.0.0.1", Port: port(big)},
-		},
-		Groups: []xds.Group{
-			{Name: "g", Deployments: []string{"small"}, Retries: 2, ContextWindowFallbacks: []string{"big"}},
-			{Name: "big", Deployments: []string{"big"}},
-		},
-	}
+	in := loopbackInput(t, []xds.Group{
+		{Name: "g", Deployments: []string{"small"}, Retries: 2, ContextWindowFallbacks: []string{"big"}},
+		{Name: "big", Deployments: []string{"big"}},
+	}, [2]string{"small", small}, [2]string{"big", big})
 	proc := &redirectProc{}
 	e := runEdge(t, serveTollgateXDS(t, in).conn, proc)
 	c := client(t)
