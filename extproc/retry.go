@@ -41,6 +41,12 @@ import (
 // with the token as a request header; the new stream routes avoiding the
 // deployments tried. Only a response whose headers have not gone downstream
 // can be retried, so a stream is retried only before its first byte.
+//
+// With per-try routing (WithPerTry, pertry.go) the data plane's retry policy
+// retries the first kind and the router-level stream never answers with the
+// token (no data plane sends a request again once its response reached that
+// filter); the token is then carried only by a try's fallback redirect for
+// a context-window or content-policy refusal (fallback.go).
 
 // Retry headers (names shared with the data planes).
 const (
