@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -166,4 +167,32 @@ func TestStrictBudgetRefusesAnExpensiveContextWindowFallback(t *testing.T) {
 	recs := e.acct.waitRecords(t, 1)
 	require.Equal(t, "cheap", recs[0].Deployment)
 	require.Equal(t, kernel.Usage{}, recs[0].Usage)
+}
+
+// TestFallbackRedirectIsReportedAsAFallback: the recreated request's report
+// says it fell back from the group asked for, for a context-window refusal
+// (tollgate_fallbacks_total's reason), and retries the refused try.
+func TestFallbackRedirectIsReportedAsAFallback(t *testing.T) {
+	obs := &reports{}
+	groups := fallbackGroups()
+	e, _ := routedEnvWith(t, []Option{WithPerTry(), WithObserver(obs)}, groups...)
+	up := newByDeployment()
+	rt := newTryRouter(t, e, up, groups...)
+	up.answer["small"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(400, contextWindowRefusal) }
+	require.Equal(t, 200, rt.do(t, post("/v1/chat/completions", clientKey, chatBody)).Status)
+	var fell *Report
+	require.Eventually(t, func() bool {
+		for _, r := range obs.all() {
+			if r.FallbackFrom != "" {
+				fell = &r
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, "gpt", fell.FallbackFrom)
+	require.Equal(t, FallbackContextWindow, fell.FallbackReason)
+	require.Equal(t, "big", fell.Target.Model)
+	require.NotNil(t, fell.RetryOf)
+	require.Equal(t, Try{Group: "gpt", Deployment: "small", Status: 400}, *fell.RetryOf)
 }
