@@ -85,9 +85,10 @@ func (a *attempt) number() int { return max(a.n, 1) }
 
 func (a *attempt) avoids(id string) bool { return slices.Contains(a.avoid, id) }
 
-// retryKey signs this processor's retry tokens: a token is honoured only by
-// the processor that issued it (a client cannot make up one), and one from
-// another replica is ignored (the request is routed as a first attempt).
+// retryKey signs this processor's retry tokens, so a client cannot make one
+// up. A gateway gives its replicas one shared key (WithTokenKey, from the
+// store); a processor without one signs with this random key, and a token
+// from another processor is then ignored (routed as a first attempt).
 func newRetryKey() []byte {
 	k := make([]byte, 32)
 	_, _ = crand.Read(k)

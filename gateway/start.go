@@ -171,6 +171,11 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	g.Router = extproc.NewRouter()
 	respOpts = append(respOpts, extproc.WithRouter(g.Router))
 	respOpts = append(respOpts, extproc.WithCheckpoints(g.Accountant))
+	tokenKey, err := sharedTokenKey(ctx, g.Store)
+	if err != nil {
+		return err
+	}
+	respOpts = append(respOpts, extproc.WithTokenKey(tokenKey))
 	acct, observer := g.observeProcessor()
 	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)), observer,

@@ -39,6 +39,7 @@ const (
 	KindPrice      Kind = "price"
 	KindGlobal     Kind = "global" // the single global scope settings, id "global"
 	KindAdmin      Kind = "admin"  // admin credentials
+	KindSecret     Kind = "secret" // secrets every replica shares (not served by the admin API)
 )
 
 // Object is one configuration object: a JSON document of a kind, with a version

@@ -1,0 +1,31 @@
+package extproc
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A retry token issued by one processor is honoured by another that shares
+// its key (WithTokenKey), and ignored by one that does not.
+func TestRetryTokenAcrossProcessors(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	a := New(nil, nil, WithTokenKey(key))
+	b := New(nil, nil, WithTokenKey(bytes.Clone(key)))
+	other := New(nil, nil)
+	unset := New(nil, nil, WithTokenKey(nil))
+
+	tok := a.signToken("a=2&m=3&g=big&r=req-1")
+	got := b.parseRetry(tok)
+	require.Equal(t, 2, got.n)
+	require.Equal(t, "big", got.group)
+	require.Equal(t, "req-1", got.orig)
+
+	require.Zero(t, other.parseRetry(tok).n, "another key: routed as a first attempt")
+	require.Zero(t, unset.parseRetry(tok).n)
+	require.NotEmpty(t, unset.retryKey, "no key given: a random one")
+	forged := []byte(tok)
+	forged[len(forged)-1] ^= 1
+	require.Zero(t, b.parseRetry(string(forged)).n, "a forged signature")
+}
