@@ -1,7 +1,6 @@
 package accounting_test
 
 import (
-	"log/slog"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
-	"github.com/tollgate-ai/tollgate/store/memstore"
 )
 
 // TestLiveStreamPastItsLeaseIsNotChargedItsCheckpoint: a stream still
@@ -23,19 +21,11 @@ import (
 // checkpoint its writer stopped writing (the replica died) is still charged
 // with its allowance. The spin model's -DCPLIVE is this rule's refutation.
 func TestLiveStreamPastItsLeaseIsNotChargedItsCheckpoint(t *testing.T) {
-	rdb := client(t)
-	pfx := prefix(t, rdb)
-	st := memstore.New()
-	clk := &clock{t: time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)}
-	log := slog.New(slog.DiscardHandler)
-	newReplica := func() (*accounting.RedisCounters, *accounting.Accountant) {
-		c := accounting.NewRedisCounters(rdb, zeroSeed, accounting.WithPrefix(pfx), accounting.WithCheckpoints(time.Second))
-		t.Cleanup(c.Close)
-		return c, accounting.NewAccountant(c, st, clk.now, log, accounting.WithLease(time.Minute))
-	}
-	ca, a := newReplica()
-	_, b := newReplica()
-	cd, d := newReplica()
+	cl := newCheckpointCluster(t, time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC))
+	st, clk := cl.st, cl.clk
+	ca, a := cl.replica(t)
+	_, b := cl.replica(t)
+	cd, d := cl.replica(t)
 
 	key := kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k-live"}
 	price := kernel.Price{Input: 1_000_000, Output: 4_000_000}
