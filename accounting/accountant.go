@@ -215,11 +215,26 @@ func (a *Accountant) appendLedger(ctx context.Context, e *store.LedgerEntry) err
 			return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
 		}
 	}
+	a.noteAppended(e.RequestID)
+	return nil
+}
+
+// requeue queues again an entry whose append failed, once, within ctx (the
+// spill's checkpoint: it holds the entry until then).
+func (a *Accountant) requeue(ctx context.Context, e *store.LedgerEntry) error {
+	if err := a.ledger.Append(ctx, *e); err != nil {
+		return err
+	}
+	a.noteAppended(e.RequestID)
+	return nil
+}
+
+// noteAppended counts an entry queued for the ledger.
+func (a *Accountant) noteAppended(id string) {
 	idx := a.appended.Add(1)
 	if a.follower != nil {
-		a.follower.appended(e.RequestID, idx)
+		a.follower.appended(id, idx)
 	}
-	return nil
 }
 
 // ExpireLoop settles reservations whose lease ran out, every interval, until

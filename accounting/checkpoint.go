@@ -42,6 +42,14 @@ import (
 // write while its streams' output rate did not more than double. Two faults at
 // once remain uncovered: a replica that could not reach Redis for intervals
 // before it died leaves a checkpoint older than its death.
+//
+// Only a stale checkpoint is charged: one its writer has not rewritten for
+// checkpointStale intervals (each write carries its time and the writer's
+// interval). A fresh one means its replica is alive and the stream still
+// runs past its lease (a lease shorter than the longest request): it will go
+// on past the checkpoint and its allowance, and its own settlement will find
+// the reservation expired, so the expiry charges the worst case, as before
+// checkpoints (the spin model's -DCPLIVE is the refuted alternative).
 
 // DefaultCheckpointEvery is how often a replica writes its streams' usage
 // checkpoints to Redis by default.
@@ -57,6 +65,11 @@ const checkpointSlack = 64
 // a bound on what one left behind (a settlement whose delete did not reach
 // Redis) costs.
 const checkpointKeep = time.Hour
+
+// checkpointStale is how many of its writer's intervals a checkpoint must
+// have gone unwritten for an expiry to charge it: its writer died. A live
+// replica rewrites it every interval; the margin covers a slow write loop.
+const checkpointStale = 5
 
 // checkpointChunk bounds the writes of one script call.
 const checkpointChunk = 500
@@ -150,7 +163,7 @@ func (c *RedisCounters) WriteCheckpoints(ctx context.Context, now time.Time) err
 		out := e.u.Output + e.u.Reasoning
 		e.peak = max(e.peak, out-e.written)
 		e.written, e.sent = out, true
-		writes = append(writes, write{id, encodeCheckpoint(e.u, 2*e.peak+checkpointSlack), ttl})
+		writes = append(writes, write{id, encodeCheckpoint(e.u, 2*e.peak+checkpointSlack, now.UnixMilli(), every.Milliseconds()), ttl})
 	}
 	c.cpMu.Unlock()
 	var errs []error
@@ -182,10 +195,10 @@ func (c *RedisCounters) WriteCheckpoints(ctx context.Context, now time.Time) err
 }
 
 // encodeCheckpoint is "<input> <cached input> <cache write> <output>
-// <reasoning> <output allowance>".
-func encodeCheckpoint(u kernel.Usage, allowance int64) string {
-	b := make([]byte, 0, 48)
-	for i, x := range [...]int64{u.Input, u.CachedInput, u.CacheWrite, u.Output, u.Reasoning, allowance} {
+// <reasoning> <output allowance> <written at, unix ms> <writer's interval, ms>".
+func encodeCheckpoint(u kernel.Usage, allowance, at, every int64) string {
+	b := make([]byte, 0, 80)
+	for i, x := range [...]int64{u.Input, u.CachedInput, u.CacheWrite, u.Output, u.Reasoning, allowance, at, every} {
 		if i > 0 {
 			b = append(b, ' ')
 		}
@@ -194,27 +207,29 @@ func encodeCheckpoint(u kernel.Usage, allowance int64) string {
 	return string(b)
 }
 
-// decodeCheckpoint is the usage an expiry charges for a checkpoint: the
-// output allowance added to the output.
-func decodeCheckpoint(v string) (kernel.Usage, error) {
+// decodeCheckpoint is the usage an expiry charges for a checkpoint (the
+// output allowance added to the output), and whether it is stale at now.
+func decodeCheckpoint(v string, now time.Time) (kernel.Usage, bool, error) {
 	f := strings.Fields(v)
-	if len(f) != 6 {
-		return kernel.Usage{}, fmt.Errorf("redis: decode checkpoint %q", v)
+	if len(f) != 8 {
+		return kernel.Usage{}, false, fmt.Errorf("redis: decode checkpoint %q", v)
 	}
-	var x [6]int64
+	var x [8]int64
 	for i := range f {
 		n, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil || n < 0 {
-			return kernel.Usage{}, fmt.Errorf("redis: decode checkpoint %q", v)
+			return kernel.Usage{}, false, fmt.Errorf("redis: decode checkpoint %q", v)
 		}
 		x[i] = n
 	}
-	return kernel.Usage{Input: x[0], CachedInput: x[1], CacheWrite: x[2], Output: satAdd(x[3], x[5]), Reasoning: x[4]}, nil
+	stale := now.UnixMilli()-x[6] >= checkpointStale*max(x[7], 1)
+	return kernel.Usage{Input: x[0], CachedInput: x[1], CacheWrite: x[2], Output: satAdd(x[3], x[5]), Reasoning: x[4]}, stale, nil
 }
 
-// expiryCharges reads the checkpoints of the reservations expiring now: the
-// usage and cost each is charged (cost -1: none, the worst case).
-func (c *RedisCounters) expiryCharges(ctx context.Context, recs []*record) ([]kernel.Usage, []int64, error) {
+// expiryCharges reads the checkpoints of the reservations expiring at now:
+// the usage and cost each is charged (cost -1: none or a fresh one, the worst
+// case).
+func (c *RedisCounters) expiryCharges(ctx context.Context, recs []*record, now time.Time) ([]kernel.Usage, []int64, error) {
 	us, costs := make([]kernel.Usage, len(recs)), make([]int64, len(recs))
 	for i := range costs {
 		costs[i] = -1
@@ -235,9 +250,12 @@ func (c *RedisCounters) expiryCharges(ctx context.Context, recs []*record) ([]ke
 		if !ok {
 			continue
 		}
-		u, err := decodeCheckpoint(s)
+		u, stale, err := decodeCheckpoint(s, now)
 		if err != nil {
 			c.opts.logger.Warn("unreadable usage checkpoint; charging the worst case", "request_id", recs[i].ID, "err", err)
+			continue
+		}
+		if !stale { // its replica still writes it: the stream runs on
 			continue
 		}
 		if bound := recs[i].Output; bound > 0 { // the provider stops at the output bound

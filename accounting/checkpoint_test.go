@@ -25,18 +25,10 @@ import (
 // strict budget held every worst case until then, and its window ends with
 // nothing reserved and exactly the ledger spent.
 func TestExpiredStreamChargedFromItsCheckpoint(t *testing.T) {
-	rdb := client(t)
-	pfx := prefix(t, rdb)
-	st := memstore.New()
-	clk := &clock{t: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)}
-	log := slog.New(slog.DiscardHandler)
-	newReplica := func() (*accounting.RedisCounters, *accounting.Accountant) {
-		c := accounting.NewRedisCounters(rdb, zeroSeed, accounting.WithPrefix(pfx), accounting.WithCheckpoints(time.Second))
-		t.Cleanup(c.Close)
-		return c, accounting.NewAccountant(c, st, clk.now, log, accounting.WithLease(time.Minute))
-	}
-	ca, a := newReplica()
-	cb, b := newReplica()
+	cl := newCheckpointCluster(t, time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))
+	rdb, pfx, st, clk := cl.rdb, cl.pfx, cl.st, cl.clk
+	ca, a := cl.replica(t)
+	cb, b := cl.replica(t)
 
 	key := kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k-cp"}
 	total := kernel.Period{Kind: kernel.PeriodTotal}
@@ -105,6 +97,27 @@ func TestExpiredStreamChargedFromItsCheckpoint(t *testing.T) {
 	n, err = rdb.Exists(t.Context(), "{"+pfx+"}:u:stream").Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "the expiry deletes the checkpoint")
+}
+
+// checkpointCluster is replicas over one Redis prefix and one ledger, with
+// checkpoints every second and one-minute leases, on a test clock.
+type checkpointCluster struct {
+	rdb *goredis.Client
+	pfx string
+	st  *memstore.Store
+	clk *clock
+}
+
+func newCheckpointCluster(t *testing.T, start time.Time) *checkpointCluster {
+	rdb := client(t)
+	return &checkpointCluster{rdb: rdb, pfx: prefix(t, rdb), st: memstore.New(), clk: &clock{t: start}}
+}
+
+// replica is one more replica of the cluster.
+func (cl *checkpointCluster) replica(t *testing.T) (*accounting.RedisCounters, *accounting.Accountant) {
+	c := accounting.NewRedisCounters(cl.rdb, zeroSeed, accounting.WithPrefix(cl.pfx), accounting.WithCheckpoints(time.Second))
+	t.Cleanup(c.Close)
+	return c, accounting.NewAccountant(c, cl.st, cl.clk.now, slog.New(slog.DiscardHandler), accounting.WithLease(time.Minute))
 }
 
 // TestSettledStreamLeavesNoCheckpoint: a stream settled by its own replica

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/store"
 )
 
 // Option configures an Accountant.
@@ -72,14 +74,14 @@ func (a *Accountant) Flush(ctx context.Context) error {
 // checkpoint flushes the ledger and records what it made durable.
 func (a *Accountant) checkpoint(ctx context.Context, timeout time.Duration) error {
 	n := a.appended.Load()
-	if n == a.durable.Load() {
+	if n == a.durable.Load() && (a.spill == nil || !a.spill.retrying()) {
 		return nil // nothing new since the last checkpoint
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
 	if a.spill != nil {
-		err = a.spill.checkpoint(fctx, a.ledger)
+		err = a.spill.checkpoint(fctx, a.ledger, func(e *store.LedgerEntry) error { return a.requeue(fctx, e) })
 	} else {
 		err = a.ledger.Flush(fctx)
 	}

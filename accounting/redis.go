@@ -578,9 +578,10 @@ func (c *RedisCounters) Expire(ctx context.Context, now time.Time) ([]kernel.Set
 	slices.SortFunc(recs, func(a, b *record) int {
 		return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), cmp.Compare(a.ID, b.ID))
 	})
-	// Streams are charged what they showed by their last checkpoint, with
-	// an allowance; anything else its worst cost (checkpoint.go).
-	usage, charge, err := c.expiryCharges(ctx, recs)
+	// Streams whose replica died are charged what they showed by their last
+	// checkpoint, with an allowance; anything else its worst cost
+	// (checkpoint.go).
+	usage, charge, err := c.expiryCharges(ctx, recs, now)
 	if err != nil {
 		return out, err
 	}

@@ -45,6 +45,11 @@ type Spill struct {
 	old []*spillFile // rotated, not yet known durable
 	seq int
 	buf []byte
+	// retry: entries written here whose ledger append failed (the queue
+	// full while PostgreSQL is down): the spill holds the only copy, so a
+	// checkpoint carries them into the new file before it deletes the old
+	// ones, and queues them again.
+	retry []store.LedgerEntry
 }
 
 type spillFile struct {
@@ -166,7 +171,8 @@ var errAppend = errors.New("accounting: ledger append")
 
 // writeThen appends e to the current file, then runs then — the ledger
 // append — before a checkpoint may rotate (gate). A write error returns
-// without calling then; then's error is wrapped in errAppend.
+// without calling then; then's error is wrapped in errAppend, and e is kept
+// for the next checkpoint to queue again.
 func (s *Spill) writeThen(e *store.LedgerEntry, then func() error) error {
 	s.gate.RLock()
 	defer s.gate.RUnlock()
@@ -174,9 +180,19 @@ func (s *Spill) writeThen(e *store.LedgerEntry, then func() error) error {
 		return err
 	}
 	if err := then(); err != nil {
+		s.mu.Lock()
+		s.retry = append(s.retry, *e)
+		s.mu.Unlock()
 		return fmt.Errorf("%w: %w", errAppend, err)
 	}
 	return nil
+}
+
+// retrying reports whether entries wait to be queued again.
+func (s *Spill) retrying() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.retry) > 0
 }
 
 // write appends e to the current file as one line, in one write call.
@@ -196,16 +212,39 @@ func (s *Spill) write(e *store.LedgerEntry) error {
 }
 
 // checkpoint makes everything written so far durable in the ledger and deletes
-// the files that held it.
-func (s *Spill) checkpoint(ctx context.Context, ledger store.Ledger) error {
+// the files that held it. The entries whose append failed are written to the
+// new file first and queued again with requeue; those it fails again wait for
+// the next checkpoint (and checkpoint reports the failure).
+func (s *Spill) checkpoint(ctx context.Context, ledger store.Ledger, requeue func(*store.LedgerEntry) error) error {
 	s.gate.Lock()
 	s.mu.Lock()
 	err := s.rotate()
 	old := s.old
+	retry := s.retry
+	s.retry = nil
 	s.mu.Unlock()
+	for i := 0; err == nil && i < len(retry); i++ {
+		err = s.write(&retry[i])
+	}
 	s.gate.Unlock()
-	if err != nil {
+	if err != nil { // the old files keep them
+		s.mu.Lock()
+		s.retry = append(retry, s.retry...)
+		s.mu.Unlock()
 		return err
+	}
+	var failed []store.LedgerEntry
+	var errs []error
+	for i := range retry {
+		if err := requeue(&retry[i]); err != nil {
+			failed = append(failed, retry[i])
+			errs = append(errs, err)
+		}
+	}
+	if len(failed) > 0 { // in the new file: the next checkpoint carries them on
+		s.mu.Lock()
+		s.retry = append(s.retry, failed...)
+		s.mu.Unlock()
 	}
 	if err := ledger.Flush(ctx); err != nil {
 		for _, o := range old {
@@ -220,12 +259,21 @@ func (s *Spill) checkpoint(ctx context.Context, ledger store.Ledger) error {
 		_ = os.Remove(o.path)
 		_ = o.f.Close()
 	}
+	if len(errs) > 0 {
+		return fmt.Errorf("accounting: spill: %d settlements not queued again: %w", len(failed), errors.Join(errs...))
+	}
 	return nil
 }
 
 // Drop deletes this process's files and closes them: call it once the ledger
-// is durable (the store closed cleanly after a graceful shutdown).
+// is durable (the store closed cleanly after a graceful shutdown). Files
+// holding entries whose ledger append failed are kept (Close): the flush did
+// not cover them, and the next process replays them.
 func (s *Spill) Drop() {
+	if s.retrying() {
+		s.Close()
+		return
+	}
 	for _, name := range s.Files() {
 		_ = os.Remove(name)
 	}

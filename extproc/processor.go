@@ -579,6 +579,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 			l = l.addUSD(hdrCost, cost)
 		}
 		if !ok {
+			l = s.upstreamAuthNoBody(x, l) // upstream_auth.go
 			l = l.addAll(s.retryAfterFailure(ctx, s.status, nil))
 		}
 	}

@@ -3,6 +3,8 @@ package extproc
 import (
 	"net/http"
 	"strconv"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
 // A provider that refuses the gateway's credential (401, or 403 that is not
@@ -40,4 +42,24 @@ func (s *stream) upstreamError(body []byte) ([]byte, int) {
 			strconv.Itoa(s.status) + "). Your API key is fine; the gateway's operator must fix this deployment's credential.",
 	}
 	return s.ep.errorBody(e), http.StatusBadGateway
+}
+
+// upstreamAuthNoBody turns a provider's 401/403 that has no body at all (its
+// response headers end the stream: content-length 0, or an HTTP/2 HEADERS
+// frame with END_STREAM) into the same 502 as one with a body: the reply to
+// the response headers sets :status and content-type and adds the error body
+// with CONTINUE_AND_REPLACE, which gives a message that had none a body
+// (docs/extproc.md R2.3; Envoy buffers it and releases the headers without
+// end of stream). Not an immediate response: in a per-try upstream filter a
+// local reply is not retried, while a 502 is in the route's
+// retriable_status_codes. x's other mutations and l's headers stay.
+func (s *stream) upstreamAuthNoBody(x *replyParts, l headerList) headerList {
+	if !upstreamAuthFailure(s.status, nil) {
+		return l
+	}
+	out, status := s.upstreamError(nil)
+	x.c.Status = extprocv3.CommonResponse_CONTINUE_AND_REPLACE
+	x.c.BodyMutation = x.mutation(out)
+	l = l.addInt(":status", int64(status))
+	return l.add(hdrContentType, "application/json")
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Model-checks formal/spin/replicas.pml exhaustively at its bounds (3 replicas,
-# 2 scopes, 4 requests, a fresh Redis, one crash, one Redis wipe with the
-# replicas' rejoin):
+# 2 scopes, 4 requests, a fresh Redis, one crash and its spill's replay, one
+# Redis wipe with the replicas' rejoin, usage checkpoints of streams):
 #   1. the safety property `safe` (the provider's bill within every strict
 #      budget beyond what Redis lost with a dead replica; before a wipe, closed
 #      at most once and the counters exact) and the end-state assertions
 #      (every admitted request in the ledger once, at no less than the bill,
-#      unless lost with a crashed replica; no reservation held) must hold:
+#      unless its open record was lost with a crashed replica and a wipe; no
+#      reservation held) must hold:
 #      errors: 0, no state left unexplored;
 #   2. variants spin must refute (docs/accounting.md), each a check that the
 #      model still catches what it is for:
@@ -22,6 +23,14 @@
 #      -DLATEJOIN   the old start: a replica that served less than two Syncs
 #                   before the wipe is waited for by no one, and waits for
 #                   no one;
+#      -DCLOSEFIRST the old Settle order: Redis closes the reservation before
+#                   the entry is written to the spill; a crash between the
+#                   two loses a billed request (no wipe needed);
+#      -DNOALLOW    an expiry charges a checkpoint without its allowance: the
+#                   ledger below the provider's bill;
+#      -DCPLIVE     an expiry charges a fresh checkpoint (its replica alive,
+#                   the stream running past its lease): the ledger below
+#                   the bill;
 #   3. the known gap of the Go code spin must still find, so that closing it
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
@@ -63,10 +72,11 @@ fi
 states=$(sed -nE 's/^ *([0-9]+) states, stored.*/\1/p' pan-safe.out)
 echo "check-spin: safe holds and every end state is clean ($states states, exhaustive)"
 
-# expect_violation NAME CLAIM DEFINE WHY FOUND: spin must find a counterexample.
+# expect_violation NAME CLAIM DEFINE WHY FOUND [PATTERN]: spin must find a
+# counterexample (and, with PATTERN, one whose report matches it).
 expect_violation() {
   verify "$1" "$2" "-O0 -DREVERSE" "$3"
-  if ! grep -qE 'errors: [1-9]' "pan-$1.out"; then
+  if ! grep -qE 'errors: [1-9]' "pan-$1.out" || { [ -n "${6:-}" ] && ! grep -qF -- "$6" "pan-$1.out"; }; then
     echo "check-spin: $4" >&2
     cat "pan-$1.out" >&2
     exit 1
@@ -98,3 +108,15 @@ expect_violation latesettle safe -DLATESETTLE \
 expect_violation latejoin budget -DLATEJOIN \
   "a replica missing from the rejoin hash (the old start, no Join) found no overspend; the model no longer catches it" \
   "mutation caught: a replica that serves before the others copied it (the old start, no Join) overspends after a wipe"
+expect_violation closefirst safe -DCLOSEFIRST \
+  "with Redis closing the reservation before the spill write spin found no lost request; the model no longer catches it" \
+  "mutation caught: a crash between Redis closing a reservation and the spill write loses a billed request (the old Settle order)" \
+  "assertion violated (( !(admitted[r])||(led[r]>0))||lost[r])"
+expect_violation noallow safe -DNOALLOW \
+  "an expiry charging a checkpoint without its allowance found no ledger below the bill; the model no longer catches it" \
+  "mutation caught: an expiry charging the checkpoint alone puts the ledger below the provider's bill" \
+  "assertion violated ((led[r]==0)||((led[r]-1)>=cost[r]))"
+expect_violation cplive safe -DCPLIVE \
+  "an expiry charging a fresh checkpoint found no ledger below the bill; the model no longer catches it" \
+  "mutation caught: an expiry charging the checkpoint of a stream still running on a live replica puts the ledger below the bill" \
+  "assertion violated ((led[r]==0)||((led[r]-1)>=cost[r]))"

@@ -91,6 +91,9 @@ type spinReplay interface {
 	restart() bool
 	seed(scope int, spent int64)
 	flush(replica int)
+	// replay is the crashed replica's next process replaying its spill:
+	// what it settled and its writer had not committed reaches the ledger.
+	replay(replica int)
 	// rejoin is replica's Sync after the wipe; waiting is what the model's
 	// rejoin hash holds after it (a bit per replica).
 	rejoin(now time.Time, replica int, waiting int)
@@ -114,6 +117,7 @@ func (k *kernelReplay) expire(now time.Time) []kernel.Settlement { return k.s.Ex
 func (k *kernelReplay) restart() bool                            { return false }
 func (k *kernelReplay) seed(int, int64)                          {}
 func (k *kernelReplay) flush(int)                                {}
+func (k *kernelReplay) replay(int)                               {}
 func (k *kernelReplay) rejoin(time.Time, int, int)               {}
 func (k *kernelReplay) grace(int)                                {}
 func (k *kernelReplay) ledger(kernel.ScopeRef) int64             { return -1 }
@@ -233,6 +237,10 @@ func (r *redisReplay) seed(scope int, spent int64) { r.seeds[scope] = spent }
 
 func (r *redisReplay) flush(replica int) { require.NoError(r.t, r.accts[replica].Flush(r.ctx())) }
 
+// replay: the dead replica's queue is what its spill holds that the ledger
+// lacks (every settlement is written to the spill before it is queued).
+func (r *redisReplay) replay(replica int) { r.flush(replica) }
+
 func (r *redisReplay) rejoin(now time.Time, replica, waiting int) {
 	require.NoError(r.t, r.ctrs[replica].Sync(r.ctx(), now))
 	r.requireWaiting(waiting)
@@ -325,6 +333,8 @@ func replaySpin(t *testing.T, name string, ops [][]string, target spinReplay, cl
 			waiting = 0
 		case "crash":
 			// The replica stops: its queue is never flushed, it never syncs.
+		case "replay":
+			target.replay(atoi(t, op[1]))
 		case "final":
 			for s, ref := range spinRefs {
 				sp, rs := target.usage(ref)
@@ -379,7 +389,7 @@ func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 	}
 	// The simulations must reach every kind of step, or they prove little.
 	for _, k := range []string{
-		"admit", "settle", "late settle", "expire", "restart", "seed", "flush", "rejoin", "grace", "crash", "final",
+		"admit", "settle", "late settle", "expire", "restart", "seed", "flush", "rejoin", "grace", "crash", "replay", "final",
 		"admit after the wipe", "settle across the wipe",
 	} {
 		require.Positive(t, kinds[k], "no %q in 40 simulations: %v", k, kinds)

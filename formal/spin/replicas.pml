@@ -30,6 +30,28 @@
  * timing assumption that a live replica re-registers within the grace
  * (WithRejoinGrace 5 s, Sync every second); -DEAGERGRACE drops it.
  *
+ * Usage checkpoints (accounting/checkpoint.go): while a stream runs, its
+ * replica writes what it has shown to Redis next to the record (only while
+ * the record exists; a wipe loses it). The model keeps one figure: a
+ * checkpoint that says the stream had shown nothing billable yet (cp),
+ * written with the admission (CHECKPOINT); a later figure past the allowance
+ * is, for the expiry, the same as none (the worst cost W). The timing assumption of checkpoints: the replica writes
+ * every interval, and a stream grows by at most the allowance (ALLOW) from
+ * one write to the next, and after the last one until the provider stops
+ * (the replica died, or the stream ended). So while its record and its
+ * checkpoint are in Redis, a stream is billed at most ALLOW. An expiry
+ * charges a checkpoint plus the allowance (capped at W) only when the
+ * checkpoint is stale — its writer died (checkpointStale); a fresh one means
+ * the stream still runs on a live replica, and the worst case is charged.
+ *
+ * The write-ahead settle (accounting/settle_ahead.go, spill.go): a
+ * settlement is written to its replica's spill (a local file that survives
+ * the process) before Redis closes the reservation, and queued for the
+ * ledger after; a flush of the replica's writer (the spill's checkpoint)
+ * deletes what it made durable. A crashed replica's next process replays its
+ * spill into the ledger, which keeps a request's first entry (in Final: the
+ * latest it can come).
+ *
  * Build options, each a variant the checks of formal/check-spin.sh expect
  * spin to refute:
  *   -DNONATOMIC   admitLua's check and reserve in two steps;
@@ -49,10 +71,18 @@
  *                 copy of the members, and its own copy is empty. Join, before
  *                 a replica serves, copies the members and waits until the
  *                 others synced: every replica is in every copy, as here;
+ *   -DCLOSEFIRST  the old Settle order: Redis closes the reservation, then
+ *                 the entry is written to the spill and queued; a crash
+ *                 between the two loses a billed request;
+ *   -DNOALLOW     an expiry charges a checkpoint without the allowance;
+ *   -DCPLIVE      an expiry charges the checkpoint also while its writer
+ *                 is alive (the stream may still run and outgrow it);
  * The claim `strict` (the budget with no allowance for what Redis lost with
  * a dead replica) is a known gap of the Go code. -DSIMLAZY makes the lease loop and
  * the wipe less eager in the random simulations the Go trace test replays
- * (never used by the verifier).
+ * (never used by the verifier); they write no checkpoints and have no crash
+ * between the spill write and the close (the Go replay cannot stop a Settle
+ * half way, and prices its tokens too finely for the model's allowance).
  */
 
 #define NREP 3                /* Sync, Final and init name the three */
@@ -61,8 +91,23 @@
 #define LIMIT 4             /* the budget of every scope */
 #define W 2                 /* the worst cost every request reserves */
 #define MAXCRASH 1
+#ifdef CLOSEFIRST
+#define MAXRESTART 0        /* no wipe: the refutation is the lost row alone */
+#else
 #define MAXRESTART 1
+#endif
 #define ALL 7               /* a bit per replica */
+#ifdef NOALLOW
+#define CPCHARGE 0          /* the checkpoint's figure alone */
+#else
+#define CPCHARGE 1          /* the checkpoint's figure (0) + ALLOW, capped at W */
+#endif
+#define ALLOW 1             /* the output allowance of a checkpoint */
+#ifdef CPLIVE
+#define STALE(r) true
+#else
+#define STALE(r) dead[owner(r)]   /* its writer stopped writing: checkpointFresh */
+#endif
 
 #define owner(r) ((r) % NREP)
 #ifdef STALESEED
@@ -71,6 +116,20 @@
 #define SEEDOK (epoch == se)   /* seedLua checks the epoch of the read */
 #endif
 #define inscope(r, s) ((s) == 0 || ((r) % 2) == 1)
+/* A stream's first checkpoint write, taken with its admission to keep the
+ * states few: a write after other steps is the same as a request that was
+ * expired, wiped or ended before its first write (no checkpoint), then one
+ * with a checkpoint. The random simulations write none. */
+#ifdef SIMLAZY
+#define CHECKPOINT(r) skip
+#else
+#define CHECKPOINT(r) if :: cp[r] = true :: skip fi
+#endif
+#ifdef CLOSEFIRST
+#define ENTRY(r, c) pend = true
+#else
+#define ENTRY(r, c) qrep[r] = c + 1
+#endif
 
 /* Redis: the scope hashes' window (sp, rs, sd), the reservation records, the
  * lease set, the epoch and the rejoin hash. */
@@ -78,6 +137,7 @@ byte spent[NSCOPE];
 byte resv[NSCOPE];
 bool seeded[NSCOPE];
 bool rec[NREQ];
+bool cp[NREQ];                     /* r's usage checkpoint: it had shown nothing billable */
 chan leases = [NREQ] of { byte };  /* admission numbers, sorted: the oldest lease ends first */
 byte epoch = 1;                    /* 0: missing (Redis lost its data) */
 byte waiting;                      /* the rejoin hash: a bit per replica still to re-register */
@@ -86,6 +146,10 @@ byte waiting;                      /* the rejoin hash: a bit per replica still t
 byte myEpoch[NREP];
 bool cached[NREQ];
 byte qrep[NREQ];
+byte sp[NREQ];           /* its spill (a file: survives its process), cost+1: an entry
+                          * written ahead of its close, or queued when the process died
+                          * (every queued entry is in the spill too; kept apart from qrep
+                          * only while it is not queued, to keep the states few) */
 bool dead[NREP];
 bool done[NREP];
 /* PostgreSQL: the committed ledger, an entry per request (cost+1); the ledger
@@ -97,9 +161,10 @@ byte seqOf[NREQ];        /* r's admission number: its lease's place */
 byte reqOf[NREQ];        /* the request of an admission number */
 /* Ghosts. */
 bool admitted[NREQ];
-byte cost[NREQ];         /* what the provider billed for r: its cost, W when its replica died with it */
+byte cost[NREQ];         /* what the provider billed for r: its cost; when its replica died with it, W
+                          * (ALLOW with a checkpoint in Redis) */
 bool expired[NREQ];      /* the lease loop closed r: its lease ended */
-bool lost[NREQ];         /* r's entry can never reach the ledger: lost with a crashed replica */
+bool lost[NREQ];         /* r's entry can never reach the ledger: its open record lost with a crashed replica and a wipe */
 byte lostc[NREQ];        /* cost+1 of r's entry lost in a crashed replica's queue (the commit window) */
 byte ends[NREQ];         /* closes of r's record in Redis */
 byte accepted[NSCOPE];   /* costs of every close the counters accepted */
@@ -112,7 +177,7 @@ byte restarts;
 inline closeRec(r, c, ok) {
   if
   :: rec[r] ->
-     rec[r] = false;
+     rec[r] = false; cp[r] = false;   /* its checkpoint no longer counts */
      resv[0] = resv[0] - W; spent[0] = spent[0] + c;
      if :: inscope(r, 1) -> resv[1] = resv[1] - W; spent[1] = spent[1] + c :: else -> skip fi;
      if
@@ -213,10 +278,11 @@ inline rejoin(me) {
   }
 }
 
-/* A replica dies (kill -9): its writer queue is lost (the commit window, or
- * the spill's replay by the next process); its running request may still be
- * billed (W) and is left to the lease. What Redis lost and this replica had
- * not re-registered yet is gone for good. */
+/* A replica dies (kill -9): its writer queue is lost, but every entry in it
+ * is in its spill too, which its next process replays (Final); its running
+ * request may still be billed (up to W, or ALLOW with a checkpoint) and is
+ * left to the lease. What Redis lost and this replica had not re-registered
+ * yet is gone for good. */
 inline crash(me) {
   atomic {
     crashes < MAXCRASH;
@@ -227,7 +293,7 @@ inline crash(me) {
     :: j < NREQ ->
        if
        :: qrep[j] > 0 ->
-          lost[j] = true;
+          sp[j] = qrep[j];   /* the queue dies, the spill holds it */
           if
           :: restarts == 0 -> lostc[j] = qrep[j]   /* gone from Redis too if it loses its data */
           :: restarts > 0 && myEpoch[me] != epoch ->
@@ -256,7 +322,7 @@ inline crash(me) {
 
 proctype Replica(byte me) {
   byte r = me, c, v, t, j, code, se;
-  bool ok, need;
+  bool ok, need, pend;
   do
   :: r >= NREQ -> break
   :: r < NREQ ->
@@ -284,7 +350,7 @@ admit:
 #ifndef NONATOMIC
           if
           :: (spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) ->
-             rec[r] = true; cached[r] = true; admitted[r] = true;
+             rec[r] = true; cached[r] = true; admitted[r] = true; CHECKPOINT(r);
              seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
              resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
              if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi;
@@ -301,7 +367,7 @@ admit:
      /* Mutation: the reserve is a step of its own, after the check. */
      if
      :: !need && ok -> atomic {
-          rec[r] = true; cached[r] = true; admitted[r] = true;
+          rec[r] = true; cached[r] = true; admitted[r] = true; CHECKPOINT(r);
           seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
           resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
           if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi
@@ -351,15 +417,38 @@ admit:
         /* The request runs: it completes or the client aborts; either way it
          * is settled with its cost (a crash here leaves it to the lease). */
         if
-        :: atomic { crashes < MAXCRASH -> cost[r] = W; crash(me) }
-        :: c = 1   /* aborted by the client, or failed: less than the worst */
-        :: c = W   /* completed at the worst cost */
+        :: atomic { crashes < MAXCRASH ->
+             /* The provider bills what it produced before it noticed: at
+              * most ALLOW past a checkpoint in Redis, else up to W. */
+             if :: cp[r] && rec[r] -> c = ALLOW :: else -> c = W fi;
+             bill(r, c); c = 0;
+             crash(me) }
+        :: atomic {
+             /* It ended: aborted by the client or failed (less than the
+              * worst), or completed at the worst cost — within the
+              * allowance of a checkpoint in Redis. The provider billed c;
+              * the settlement is written to the spill first. */
+             if :: c = 1 :: !cp[r] || !rec[r] -> c = W fi;
+             bill(r, c);
+#ifndef CLOSEFIRST
+             sp[r] = c + 1;
+#ifndef SIMLAZY
+             /* A crash between the spill write and the close: the entry is
+              * replayed, the reservation expires. (Taken in the same step:
+              * another process's step between the two is the same as one
+              * before the spill write or after the close.) */
+             if
+             :: crash(me)
+             :: skip
+             fi;
+#endif
+#endif
+             skip }
         fi;
         atomic { /* RedisCounters.Settle */
-          bill(r, c);
           closeRec(r, c, ok);   /* settleLua */
           if
-          :: ok -> qrep[r] = c + 1
+          :: ok -> ENTRY(r, c)
 #ifdef LATESETTLE
           :: !ok && !expired[r] -> skip
              /* The old rule: its lease ended, but Redis lost the record
@@ -374,18 +463,28 @@ admit:
              rejoin(me);
              closeRec(r, c, ok);
              if
-             :: ok -> qrep[r] = c + 1
+             :: ok -> ENTRY(r, c)
              :: !ok && expired[r] -> skip   /* after its lease: the expiry's entry stands */
              :: !ok && !expired[r] ->
                 /* still gone while its lease runs: settleWithout, the
                  * entry goes to the ledger, not to Redis */
-                qrep[r] = c + 1;
+                ENTRY(r, c);
                 ok = true
              fi
           fi;
           cached[r] = false;
+          sp[r] = 0;   /* queued (in the spill too), or the expiry's entry stands */
           printf("OP settle %d %d %d\n", r, c, ok)
         };
+#ifdef CLOSEFIRST
+        /* The old order: the entry is recorded (spill, then the queue) after
+         * Redis closed the reservation. */
+        if
+        :: crash(me)
+        :: skip
+        fi;
+        atomic { if :: pend -> qrep[r] = c + 1; pend = false :: else -> skip fi };
+#endif
         c = 0; ok = false;
         if
         :: crash(me)   /* the settled cost is still queued: the commit window */
@@ -405,10 +504,11 @@ stop:
 }
 
 /* The lease loop of any replica: the oldest lease may end at any moment;
- * Expire charges its worst cost, and the expiring replica's writer commits
- * the entry (it does not crash here). */
+ * Expire charges its worst cost, or a stale checkpoint plus its allowance,
+ * and the expiring replica's writer commits the entry (it does not crash
+ * here). */
 proctype Expirer() {
-  byte k, r;
+  byte k, r, ch;
   bool ok;
 end:
   do
@@ -423,10 +523,13 @@ end:
        r = reqOf[k];
        if
        :: rec[r] ->
-          closeRec(r, W, ok);
+          /* expiryCharges: a stale checkpoint plus its allowance, else W */
+          if :: cp[r] && STALE(r) -> ch = CPCHARGE :: else -> ch = W fi;
+          closeRec(r, ch, ok);
           expired[r] = true;
-          if :: led[r] == 0 -> led[r] = W + 1 :: else -> skip fi;
-          printf("OP expire %d\n", r)
+          if :: led[r] == 0 -> led[r] = ch + 1 :: else -> skip fi;
+          printf("OP expire %d\n", r);
+          ch = 0
        :: else -> skip
        fi;
        k = 0; r = 0; ok = false;
@@ -478,6 +581,7 @@ proctype Restart() {
        if
        :: rec[j] ->
           rec[j] = false;
+          cp[j] = false;
           if
           :: dead[owner(j)] ->
              lost[j] = true;
@@ -506,12 +610,29 @@ proctype Restart() {
  * reservation is held, and every admitted request is in the ledger once
  * (the ledger keeps one entry per request), at no less than the provider
  * billed, at exactly that when its lease did not end first — unless its
- * entry was lost with a crashed replica. */
+ * open record was lost with a crashed replica and a wipe (the known gap). A
+ * crashed replica's spill was replayed. */
 proctype Final() {
   byte r, j, l0, l1;
   timeout ->
   atomic {
     assert((done[0] || dead[0]) && (done[1] || dead[1]) && (done[2] || dead[2]));
+    /* The crashed replica's next process opens its spill directory and
+     * replays the dead one's files into the ledger, which keeps a request's
+     * first entry (an expiry may have written one). Here at the end, the
+     * latest it can come: a replay before a seed only adds to what the seed
+     * reads, and nothing else reads the ledger. */
+    j = 0;
+    do
+    :: j < NREQ ->
+       if
+       :: sp[j] > 0 -> if :: led[j] == 0 -> led[j] = sp[j] :: else -> skip fi; sp[j] = 0; printf("OP replay %d\n", j % NREP)
+       :: else -> skip
+       fi;
+       j++
+    :: else -> break
+    od;
+    j = 0;
     r = 0;
     do
     :: r < NREQ ->

@@ -90,7 +90,8 @@
 // the provider's shape: OpenAI code context_length_exceeded /
 // content_policy_violation, Anthropic invalid_request_error "prompt is too
 // long" / "Output blocked by content filtering policy"); "slow" (a normal
-// reply after delay_ms, as x-mock-latency). A fault with times
+// reply after delay_ms, as x-mock-latency); "401_empty" and "403_empty" (that
+// status with no body and no content-type). A fault with times
 // n clears itself after n requests.
 //
 // # The bill (GET /stats, POST /stats/reset)

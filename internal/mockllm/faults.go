@@ -35,6 +35,10 @@ const (
 	FaultContextWindow = "context_window" // 400 context-window-exceeded, in the provider's shape
 	FaultContentPolicy = "content_policy" // 400 content-policy refusal, in the provider's shape
 	FaultSlow          = "slow"           // a normal reply after delay_ms (x-mock-latency)
+	// 401 / 403 with no body and no content-type (content-length 0): a
+	// provider, or a proxy before it, refusing the credential.
+	FaultUnauthorizedEmpty = "401_empty"
+	FaultForbiddenEmpty    = "403_empty"
 )
 
 // DeploymentStats is what one deployment of the mock received.
@@ -172,7 +176,8 @@ func (s *Server) ResetDeployments() {
 
 func (f *Fault) validate() error {
 	switch f.Mode {
-	case FaultError500, FaultRateLimit, FaultHang, FaultReset, FaultRefuse, FaultContextWindow, FaultContentPolicy, FaultSlow:
+	case FaultError500, FaultRateLimit, FaultHang, FaultReset, FaultRefuse, FaultContextWindow, FaultContentPolicy, FaultSlow,
+		FaultUnauthorizedEmpty, FaultForbiddenEmpty:
 	default:
 		return fmt.Errorf("mockllm: unknown fault mode %q", f.Mode)
 	}
@@ -219,6 +224,11 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault) bo
 		writeFaultBody(w, fl, contextWindowBody)
 	case FaultContentPolicy:
 		writeFaultBody(w, fl, contentPolicyBody)
+	case FaultUnauthorizedEmpty, FaultForbiddenEmpty:
+		// nil suppresses net/http's sniffed content-type.
+		w.Header()["Content-Type"] = nil
+		w.Header()["Content-Length"] = []string{"0"}
+		w.WriteHeader(map[string]int{FaultUnauthorizedEmpty: http.StatusUnauthorized, FaultForbiddenEmpty: http.StatusForbidden}[f.Mode])
 	default:
 		writeError(w, fl, http.StatusBadRequest, "unknown x-mock-fault")
 		return true

@@ -54,6 +54,18 @@ func TestFaultsPerDeployment(t *testing.T) {
 	m = decodeJSON(t, h.post("/v1/chat/completions", chatBody("x", nil), "x-mock-deployment", "d", "x-mock-fault", "content_policy"), http.StatusBadRequest)
 	require.Equal(t, "content_policy_violation", m["error"].(map[string]any)["code"])
 
+	// A bare 401 / 403: no body, no content-type.
+	for mode, status := range map[string]int{FaultUnauthorizedEmpty: http.StatusUnauthorized, FaultForbiddenEmpty: http.StatusForbidden} {
+		resp := h.post("/v1/messages", messagesBody("x", nil), "x-mock-deployment", "e", "x-mock-fault", mode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, status, resp.StatusCode)
+		require.Empty(t, b)
+		require.Empty(t, resp.Header.Values("content-type"))
+		require.Equal(t, "0", resp.Header.Get("content-length"))
+	}
+
 	deps := h.srv.Deployments()
 	require.Equal(t, int64(1), deps["a"].Received)
 	require.Equal(t, int64(3), deps["b"].Received)
@@ -62,7 +74,7 @@ func TestFaultsPerDeployment(t *testing.T) {
 	require.Equal(t, int64(1), deps["d"].Received)
 
 	m = decodeJSON(t, h.get("/faults"), http.StatusOK)
-	require.Equal(t, []any{"a", "b", "c", "d", "slow"}, m["names"])
+	require.Equal(t, []any{"a", "b", "c", "d", "e", "slow"}, m["names"])
 	req, _ := http.NewRequest(http.MethodDelete, h.url+"/faults", nil)
 	resp, err := h.client.Do(req)
 	require.NoError(t, err)
