@@ -66,3 +66,51 @@ func (nopCheckpointer) Checkpoint(string, kernel.Usage) {}
 func BenchmarkHandleStreamChunkCheckpointed(b *testing.B) {
 	benchHandleStreamChunk(b, New(newCatalog(), benchAccountant{}, WithCheckpoints(nopCheckpointer{})))
 }
+
+// TestStreamsThatMayHideReasoningAreNotCheckpointed: a stream whose provider
+// may bill reasoning it does not stream gets no checkpoint, so an expiry
+// charges its worst case rather than less than the bill.
+func TestStreamsThatMayHideReasoningAreNotCheckpointed(t *testing.T) {
+	cp := &checkpoints{}
+	e := newTestEnv(t, WithCheckpoints(cp))
+	r, _, _ := resetStream()
+	req := `{"model":"gpt-4o","stream":true,"reasoning_effort":"low","messages":[{"role":"user","content":"tell me a story"}]}`
+	resp := e.do(t, post("/v1/chat/completions", clientKey, req), (&recorder{resp: r}).upstream)
+	require.True(t, resp.Reset)
+	recs := e.acct.waitRecords(t, 1)
+	require.Positive(t, recs[0].Usage.Output, "the stream ran")
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	require.Empty(t, cp.seen)
+}
+
+func TestReasoningAskedOrPossible(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		body  string
+		hides bool
+	}{
+		{"gpt-4o-mini", "", false},
+		{"gpt-4.1", "", false},
+		{"gpt-4", "", false},
+		{"gpt-3.5-turbo", "", false},
+		{"claude-sonnet-4-5", "", false},
+		{"anthropic.claude-3-5-sonnet-20240620-v1:0", "", false},
+		{"gemini-2.0-flash", "", false},
+		{"claude-sonnet-4-5", `{"thinking":{"type":"enabled","budget_tokens":2048}}`, true},
+		{"gpt-4o", `{"reasoning":{"effort":"low"}}`, true},
+		{"gemini-2.0-flash", `{"generationConfig":{"thinkingConfig":{"thinkingBudget":0}}}`, true},
+		{"o3", "", true},
+		{"o4-mini", "", true},
+		{"gpt-5", "", true},
+		{"gemini-2.5-pro", "", true},
+		{"my-azure-deployment", "", true},
+		{"", "", true},
+	} {
+		body := c.body
+		if body == "" {
+			body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+		}
+		require.Equal(t, c.hides, reasoningAsked([]byte(body)) || mayReason(c.model), "%s %s", c.model, c.body)
+	}
+}

@@ -214,6 +214,7 @@ type stream struct {
 	status       int
 	sse          bool
 	loggedErr    bool
+	ckReasoning  int8 // checkpoint.go: 0 not yet known, 1 shows all it is billed, 2 may hide reasoning
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
@@ -384,6 +385,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
 	s.promptText = promptTextBytes(in)
+	if in.Stream && s.p.cp != nil && reasoningAsked(body) {
+		s.ckReasoning = 2 // checkpoint.go: the body is not kept
+	}
 	target, err := s.resolve(ctx, in.Model)
 	if err != nil || target == nil {
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
