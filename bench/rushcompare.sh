@@ -10,6 +10,7 @@
 #   RATE=2000 SLOTS=4 RUSH_D=15s RUSH_CONNS=5000 RUSH_LATENCY=1s PORT_OFFSET=900
 #   PERF=1                                              # also count the gateway's system calls
 #   PROF=DIR                                            # CPU profiles of the slots: DIR/cpu-SIDE-PAIR.pprof
+#   A_BIN=bin/tollgate ENV_B=GODEBUG=gcshrinkstackoff=1   # one binary, two environments
 #
 # RATE (requests/s over all connections; 0: unpaced, as bench/run.sh's rush) fixes the load, so
 # that CPU per request compares at the same rate (it falls as the rate rises). Per slot and side:
@@ -17,7 +18,8 @@
 # peak RSS; then the median per side and of the per-pair B/A ratios of CPU per request. With
 # PERF=1, the system calls per request of each side (perf stat over the slot, top ten).
 #
-# The gateway is pinned to core GW_CPU; the mock and the load generator share LOAD_CPU.
+# The gateway is pinned to core GW_CPU; the mock and the load generator share LOAD_CPU. Ports:
+# 17801-17859 + PORT_OFFSET (apart from bench/run.sh's and bench/compare.sh's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +31,7 @@ RUSH_LATENCY=${RUSH_LATENCY:-1s}
 GW_CPU=${GW_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 P=${PORT_OFFSET:-0}
+ENV_A=${ENV_A:-} ENV_B=${ENV_B:-}
 
 tmp=$(mktemp -d)
 pids=()
@@ -61,7 +64,7 @@ cp "$bbin" "$tmp/b.bin" # both copied: a binary fresh from the linker maps more 
 cp "$abin" "$tmp/a.bin"
 
 export TOLLGATE_ADMIN_KEY=tga-bench-admin-secret-0123456789abcdefghij
-mock=127.0.0.1:$((19701 + P))
+mock=127.0.0.1:$((17801 + P))
 taskset -c "$LOAD_CPU" bin/mockllm --listen "$mock" --latency "$RUSH_LATENCY" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 
@@ -70,24 +73,35 @@ sticks() { awk '{print $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 
-# rush SIDE: a fresh gateway of SIDE (a or b), one rush at RATE, the gateway stopped; prints
+# rush SIDE N: a fresh gateway of SIDE (a or b), one rush at RATE, the gateway stopped; prints
 # "rps p50 p99 errors cpu_us rss_mib sys_percent" and, with PERF=1, leaves the system calls in $tmp/SIDE.perf.
 rush() {
-  local side=$1 dir=$tmp/$1 admin=127.0.0.1:$((19790 + P)) url=http://127.0.0.1:$((19780 + P)) k pid t0 t1 out perfpid= profpid=
+  # Each run on ports of its own (the run number N: 20 * (N % 3) further): the
+  # previous gateway's port may not be free yet.
+  local side=$1 Q=$((P + 20 * ($2 % 3)))
+  local dir=$tmp/$1 admin=127.0.0.1:$((17819 + Q)) url=http://127.0.0.1:$((17816 + Q)) k pid t0 t1 out perfpid= profpid=
   rm -rf "$dir"
   mkdir -p "$dir"
-  taskset -c "$GW_CPU" "$tmp/$side.bin" run --db "$dir/bench.db" --listen 127.0.0.1:$((19780 + P)) \
-    --admin-addr "$admin" --xds-addr 127.0.0.1:$((19710 + P)) --extproc-addr 127.0.0.1:$((19720 + P)) \
-    --metrics-addr 127.0.0.1:$((19730 + P)) --demo-upstream "http://$mock" --log-level error \
-    ${PROF:+--debug-addr 127.0.0.1:$((19740 + P))} >"$dir/tollgate.log" 2>&1 &
+  local envs=$ENV_A
+  [ "$side" = a ] || envs=$ENV_B
+  # shellcheck disable=SC2086 # ENV_A and ENV_B are lists of assignments
+  env $envs taskset -c "$GW_CPU" "$tmp/$side.bin" run --db "$dir/bench.db" --listen 127.0.0.1:$((17816 + Q)) \
+    --admin-addr "$admin" --xds-addr 127.0.0.1:$((17804 + Q)) --extproc-addr 127.0.0.1:$((17807 + Q)) \
+    --metrics-addr 127.0.0.1:$((17810 + Q)) --demo-upstream "http://$mock" --log-level error \
+    ${PROF:+--debug-addr 127.0.0.1:$((17813 + Q))} >"$dir/tollgate.log" 2>&1 &
   pid=$!
   echo "$pid" >"$tmp/gw.pid"
   for _ in $(seq 1 300); do
     [ -f "$dir/.tollgate-demo-key" ] && break
     sleep 0.1
   done
-  k=$(bin/tollgate key create --addr "$admin" --alias bench -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
-  [ -n "$k" ] || { cat "$dir/tollgate.log" >&2; echo "rushcompare: gateway $side did not start" >&2; kill "$pid"; return 1; }
+  k=
+  for _ in $(seq 1 20); do # the admin API may come up after the demo key is written
+    k=$(bin/tollgate key create --addr "$admin" --alias bench -o json 2>"$dir/key.err" | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p' || true)
+    [ -z "$k" ] || break
+    sleep 0.5
+  done
+  [ -n "$k" ] || { cat "$dir/tollgate.log" >&2; cat "$dir/key.err" >&2; echo "rushcompare: gateway $side did not start" >&2; kill "$pid"; return 1; }
   sleep 1
   if [ "${PERF:-}" = 1 ]; then
     perf stat -x, -e 'syscalls:sys_enter_*' -p "$pid" -o "$tmp/$side.perfraw" &
@@ -95,7 +109,7 @@ rush() {
   fi
   if [ -n "${PROF:-}" ]; then
     mkdir -p "$PROF"
-    curl -fsS -o "$PROF/cpu-$side-$slotno.pprof" "http://127.0.0.1:$((19740 + P))/debug/pprof/profile?seconds=$((${RUSH_D%s} - 1))" &
+    curl -fsS -o "$PROF/cpu-$side-$slotno.pprof" "http://127.0.0.1:$((17813 + Q))/debug/pprof/profile?seconds=$((${RUSH_D%s} - 1))" &
     profpid=$!
   fi
   t0=$(ticks "$pid") s0=$(sticks "$pid")
@@ -109,6 +123,7 @@ rush() {
     awk -F, -v n="$(field requests <<<"$out")" '$1 ~ /^[0-9]+$/ && $1 > 0 {sub("syscalls:sys_enter_", "", $3); printf "%s %.2f\n", $3, $1 / n}' \
       "$tmp/$side.perfraw" | sort -k2 -n -r | awk 'NR <= 10 || $1 ~ /^(connect|close|accept4)$/' | tr '\n' ' ' >"$tmp/$side.perf"
   fi
+  [ -f "/proc/$pid/status" ] || { tail -20 "$dir/tollgate.log" >&2; echo "rushcompare: gateway $side ended during the rush" >&2; return 1; }
   awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$(field requests <<<"$out")" -v rps="$(field rps <<<"$out")" \
     -v sys=$((s1 - s0)) -v p50="$(field p50_ms <<<"$out")" -v p99="$(field p99_ms <<<"$out")" -v e="$(field errors <<<"$out")" \
     '/VmHWM/ {h = $2} END { printf "%.0f %.0f %.0f %s %.1f %.1f %.0f\n", rps, p50, p99, e, d / hz * 1e6 / n, h / 1024, 100 * sys / d }' "/proc/$pid/status"
@@ -120,13 +135,15 @@ median() { sort -n | awk '{v[NR] = $1} END { if (NR % 2) print v[(NR + 1) / 2]; 
 
 echo "rushcompare: A = ${A_BIN:-${BASE:-}}, B = ${B_BIN:-${REV:-this tree}}; $RUSH_CONNS connections at rate $RATE (0: unpaced), mock latency $RUSH_LATENCY, $SLOTS pairs of $RUSH_D; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| pair | side | req/s | p50 ms | p99 ms | errors | CPU µs/req | system %% | peak RSS MiB | load |\n|---|---|---|---|---|---|---|---|---|---|\n'
-acpu=() bcpu=() ratios=() arss=() brss=() ap99=() bp99=()
+run=0 acpu=() bcpu=() ratios=() arss=() brss=() ap99=() bp99=()
 for i in $(seq 1 "$SLOTS"); do
   slotno=$i
   order="a b"
   ((i % 2)) || order="b a"
   for side in $order; do
-    read -r rps p50 p99 errs cpu rss sys < <(rush "$side")
+    run=$((run + 1))
+    read -r rps p50 p99 errs cpu rss sys < <(rush "$side" "$run") || true
+    [ -n "${cpu:-}" ] || { echo "rushcompare: no result for $side" >&2; exit 1; }
     printf '| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$i" "${side^^}" "$rps" "$p50" "$p99" "$errs" "$cpu" "$sys" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
     [ "${PERF:-}" != 1 ] || echo "  system calls per request, ${side^^}: $(cat "$tmp/$side.perf")"
     if [ "$side" = a ]; then acpu+=("$cpu") arss+=("$rss") ap99+=("$p99"); else bcpu+=("$cpu") brss+=("$rss") bp99+=("$p99"); fi
