@@ -369,3 +369,59 @@ func TestClientHoldsNoReadBufferWhileAwaiting(t *testing.T) {
 	require.True(t, c.rd.ok())
 	require.Nil(t, c.br, "no read buffer was taken while the response was awaited")
 }
+
+// countingConn counts its closes.
+type countingConn struct {
+	net.Conn
+	closed *atomic.Int64
+}
+
+func (c countingConn) Close() error {
+	c.closed.Add(1)
+	return c.Conn.Close()
+}
+
+// The pool keeps as many idle connections as max_connections allows (a
+// lower bound closed the connections that responses coming back together
+// gave back, to dial as many for the next requests), MaxIdleConns without
+// max_connections, and closes those unused for idleConnTimeout.
+func TestH1ClientPoolKeepsWhatMaxConnectionsAllows(t *testing.T) {
+	var closed atomic.Int64
+	conn := func(cl *Client) *h1Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { _ = b.Close() })
+		return &h1Conn{Conn: countingConn{a, &closed}, cl: cl}
+	}
+	fill := func(cl *Client, n int) {
+		for range n {
+			if cl.slots != nil {
+				cl.slots <- struct{}{} // the slot the connection was dialled in
+			}
+			cl.put(conn(cl))
+		}
+	}
+	bounded := NewClient(nil, MaxIdleConns+501) // a slot left for the last one
+	defer bounded.CloseIdleConnections()
+	fill(bounded, MaxIdleConns+500)
+	require.Len(t, bounded.idle, MaxIdleConns+500)
+	require.Zero(t, closed.Load())
+
+	unbounded := NewClient(nil, 0)
+	defer unbounded.CloseIdleConnections()
+	fill(unbounded, MaxIdleConns+10)
+	require.Len(t, unbounded.idle, MaxIdleConns)
+	require.EqualValues(t, 10, closed.Load())
+
+	// The three least recently used expire; the next one given back takes
+	// them out.
+	closed.Store(0)
+	for _, c := range bounded.idle[:3] {
+		c.lastUsed = time.Now().Add(-idleConnTimeout - time.Second)
+	}
+	keep := bounded.idle[3]
+	fill(bounded, 1)
+	require.EqualValues(t, 3, closed.Load())
+	require.Len(t, bounded.idle, MaxIdleConns+500-3+1)
+	require.Same(t, keep, bounded.idle[0])
+	require.Len(t, bounded.slots, MaxIdleConns+500-3+1, "an expired connection gives its slot back")
+}

@@ -215,6 +215,8 @@ type serverConn struct {
 	br *bufio.Reader
 	rd readiness
 	bw *bufio.Writer // while a response is written (writer, releaseWriter)
+	// remote is the client's address as a request's RemoteAddr.
+	remote string
 
 	mu     sync.Mutex
 	active bool // a request is being served
@@ -353,6 +355,7 @@ func (sc *serverConn) serve() {
 		if p := recover(); p != nil && p != http.ErrAbortHandler { //nolint:errorlint // the sentinel is compared as net/http does
 			s.logger.Error("edge: handler panic", "panic", p)
 		}
+		sc.endPoll(hijacked)
 		if !hijacked {
 			if sc.linger {
 				sc.lingerClose()
@@ -493,7 +496,10 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 			req.Body = expect
 		}
 	}
-	req.RemoteAddr = sc.c.RemoteAddr().String()
+	if sc.remote == "" {
+		sc.remote = sc.c.RemoteAddr().String() // once per connection
+	}
+	req.RemoteAddr = sc.remote
 	if req.ContentLength == 0 {
 		sc.releaseReader() // until the next request
 	}

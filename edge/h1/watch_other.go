@@ -8,8 +8,10 @@ type poller struct{}
 
 type pollReg struct{}
 
+func (*pollReg) isRegistered() bool { return false }
+
 func thePoller() *poller { return nil }
 
-func (*poller) add(*serverConn) bool { return false }
-func (*poller) rearm(*serverConn)    {}
-func (*poller) remove(*serverConn)   {}
+func (*poller) add(*serverConn) bool     { return false }
+func (*poller) rearm(*serverConn)        {}
+func (*poller) forget(*serverConn, bool) {}
