@@ -13,7 +13,8 @@ import (
 // Observer is told about every request the processor handled, once, when its
 // stream ends: metrics, the access log and traces are built from it
 // (observe/). Observe runs on the request's goroutine: it must not block, and
-// must not keep r (the stream reuses it).
+// must not keep r nor its Tries past the call: the request's state is pooled,
+// zeroed and reused once its stream ended (stream_pool.go).
 type Observer interface {
 	Observe(r *Report)
 }

@@ -111,7 +111,7 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 // them. It is Process's loop without the transport: the same messages get
 // the same replies. A Session is used by one goroutine at a time.
 type Session struct {
-	s    stream
+	s    *stream // pooled: nil once the session closed (stream_pool.go)
 	ctx  context.Context
 	done bool
 }
@@ -119,9 +119,7 @@ type Session struct {
 // Session starts a stream whose context is ctx (cancelled: the stream was
 // reset). End it with Close unless Handle returned an error.
 func (p *Processor) Session(ctx context.Context) *Session {
-	ss := &Session{ctx: ctx}
-	ss.s.p = p
-	return ss
+	return &Session{ctx: ctx, s: p.newStream()}
 }
 
 // Handle processes one message and sends its reply (none in observability
@@ -171,6 +169,8 @@ func (ss *Session) Close() {
 	ss.done = true
 	ss.s.finish(ss.ctx)
 	ss.s.observed()
+	ss.s.release()
+	ss.s = nil
 }
 
 // recv returns srv's next message: decoded into rb when it is not nil (the
