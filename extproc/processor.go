@@ -227,6 +227,8 @@ type stream struct {
 	rec  Record
 	// report is what Observer gets (filled only when there is one).
 	report Report
+	// parsed holds in when the endpoint's request is parsed by parseRequest.
+	parsed parsedRequest
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -368,7 +370,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if len(body) > s.p.maxBody {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
-	in, err := s.ep.parse(s.path, body)
+	in, err := s.ep.parse(s.path, body, &s.parsed)
 	if err != nil {
 		return s.reject(bodyError(err))
 	}
