@@ -202,10 +202,15 @@ func (s *stream) addTry() {
 	if r.Tries == nil {
 		r.Tries = r.tries[:0]
 	}
+	sent := r.Forwarded // the first try leaves when the request does: no second clock read
 	if n := len(r.Tries); n > 0 {
 		r.Tries[n-1].Status = s.status
+		sent = time.Time{}
 	}
-	r.Tries = append(r.Tries, Try{Group: s.target.Model, Deployment: s.target.Deployment, Sent: s.p.now()})
+	if sent.IsZero() {
+		sent = s.p.now()
+	}
+	r.Tries = append(r.Tries, Try{Group: s.target.Model, Deployment: s.target.Deployment, Sent: sent})
 }
 
 // fillReport copies the stream's state into its report.

@@ -750,7 +750,9 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)
 		defer cancel()
 	}
-	s.mark(&s.report.SettleStart)
+	if s.p.obs != nil && s.report.SettleStart.IsZero() {
+		s.report.SettleStart = rec.EndedAt // read just above: one clock read for both
+	}
 	cost, err := s.p.acct.Settle(ctx, rec)
 	s.settledReport(rec, cost, err)
 	if err != nil {
