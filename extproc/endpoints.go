@@ -36,12 +36,13 @@ type endpoint struct {
 	QueryKey bool
 }
 
-// parse reads the request of the endpoint.
-func (e *endpoint) parse(path string, body []byte) (*Inbound, error) {
+// parse reads the request of the endpoint; into holds it unless the
+// endpoint has a Parse of its own.
+func (e *endpoint) parse(path string, body []byte, into *parsedRequest) (*Inbound, error) {
 	if e.Parse != nil {
 		return e.Parse(path, body)
 	}
-	return parseRequest(e.API, body)
+	return parseRequestInto(into, e.API, body)
 }
 
 // apiReply is a complete response produced by the gateway itself.

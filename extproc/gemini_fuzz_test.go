@@ -54,7 +54,7 @@ func FuzzGeminiStream(f *testing.F) {
 			if p.path != "" {
 				ep = lookupEndpoint(p.path)
 			}
-			in, err := ep.parse(p.path, []byte(p.body))
+			in, err := ep.parse(p.path, []byte(p.body), new(parsedRequest))
 			require.NoError(t, err)
 			tr := newTranslator(p.api, p.prov)
 			_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})

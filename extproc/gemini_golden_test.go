@@ -27,7 +27,7 @@ func geminiInbound(t *testing.T, tc *geminiCase) *Inbound {
 		require.NotNil(t, ep, "no endpoint for %s", tc.Path)
 		require.Equal(t, tc.API, ep.API)
 	}
-	in, err := ep.parse(tc.Path, tc.Request)
+	in, err := ep.parse(tc.Path, tc.Request, new(parsedRequest))
 	require.NoError(t, err)
 	in.ClampMaxTokens, in.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
 	return in

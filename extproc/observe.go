@@ -13,7 +13,8 @@ import (
 // Observer is told about every request the processor handled, once, when its
 // stream ends: metrics, the access log and traces are built from it
 // (observe/). Observe runs on the request's goroutine: it must not block, and
-// must not keep r (the stream reuses it).
+// must not keep r nor its Tries past the call: the request's state is pooled,
+// zeroed and reused once its stream ended (stream_pool.go).
 type Observer interface {
 	Observe(r *Report)
 }
@@ -201,10 +202,15 @@ func (s *stream) addTry() {
 	if r.Tries == nil {
 		r.Tries = r.tries[:0]
 	}
+	sent := r.Forwarded // the first try leaves when the request does: no second clock read
 	if n := len(r.Tries); n > 0 {
 		r.Tries[n-1].Status = s.status
+		sent = time.Time{}
 	}
-	r.Tries = append(r.Tries, Try{Group: s.target.Model, Deployment: s.target.Deployment, Sent: s.p.now()})
+	if sent.IsZero() {
+		sent = s.p.now()
+	}
+	r.Tries = append(r.Tries, Try{Group: s.target.Model, Deployment: s.target.Deployment, Sent: sent})
 }
 
 // fillReport copies the stream's state into its report.

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,9 @@ type reports struct {
 func (o *reports) Observe(r *Report) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.got = append(o.got, *r)
+	c := *r
+	c.Tries = slices.Clone(r.Tries) // r's own are reused after the call
+	o.got = append(o.got, c)
 }
 
 func (o *reports) UpstreamTraceparent(r *Report) string {

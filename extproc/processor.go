@@ -111,7 +111,7 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 // them. It is Process's loop without the transport: the same messages get
 // the same replies. A Session is used by one goroutine at a time.
 type Session struct {
-	s    stream
+	s    *stream // pooled: nil once the session closed (stream_pool.go)
 	ctx  context.Context
 	done bool
 }
@@ -119,9 +119,7 @@ type Session struct {
 // Session starts a stream whose context is ctx (cancelled: the stream was
 // reset). End it with Close unless Handle returned an error.
 func (p *Processor) Session(ctx context.Context) *Session {
-	ss := &Session{ctx: ctx}
-	ss.s.p = p
-	return ss
+	return &Session{ctx: ctx, s: p.newStream()}
 }
 
 // Handle processes one message and sends its reply (none in observability
@@ -171,6 +169,8 @@ func (ss *Session) Close() {
 	ss.done = true
 	ss.s.finish(ss.ctx)
 	ss.s.observed()
+	ss.s.release()
+	ss.s = nil
 }
 
 // recv returns srv's next message: decoded into rb when it is not nil (the
@@ -228,6 +228,8 @@ type stream struct {
 	rec  Record
 	// report is what Observer gets (filled only when there is one).
 	report Report
+	// parsed holds in when the endpoint's request is parsed by parseRequest.
+	parsed parsedRequest
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -370,7 +372,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if len(body) > s.p.maxBody {
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
-	in, err := s.ep.parse(s.path, body)
+	in, err := s.ep.parse(s.path, body, &s.parsed)
 	if err != nil {
 		return s.reject(bodyError(err))
 	}
@@ -757,7 +759,9 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)
 		defer cancel()
 	}
-	s.mark(&s.report.SettleStart)
+	if s.p.obs != nil && s.report.SettleStart.IsZero() {
+		s.report.SettleStart = rec.EndedAt // read just above: one clock read for both
+	}
 	cost, err := s.p.acct.Settle(ctx, rec)
 	s.settledReport(rec, cost, err)
 	if err != nil {

@@ -31,13 +31,22 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
 
+// parsedRequest is an Inbound and its fields in one piece of memory: one
+// allocation, or none where it lives in the request's pooled stream.
+type parsedRequest struct {
+	in Inbound
+	f  requestFields
+}
+
 // parseRequest scans body, a JSON object, for the fields of requestFields and
 // fills in the scalar ones; the Inbound keeps the fields located.
 func parseRequest(api API, body []byte) (*Inbound, error) {
-	x := &struct { // the Inbound and its fields in one allocation
-		in Inbound
-		f  requestFields
-	}{}
+	return parseRequestInto(new(parsedRequest), api, body)
+}
+
+// parseRequestInto is parseRequest into x, which it overwrites.
+func parseRequestInto(x *parsedRequest, api API, body []byte) (*Inbound, error) {
+	*x = parsedRequest{}
 	f := &x.f
 	*f = requestFields{
 		model: absent, stream: absent, maxTokens: absent, maxCompletionTokens: absent,

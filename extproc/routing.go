@@ -259,7 +259,10 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	if s.rt == nil || s.rt.current == nil {
 		return
 	}
-	now := s.p.now()
+	now := s.report.FirstByte // read for the report with :status, this same message
+	if now.IsZero() {
+		now = s.p.now()
+	}
 	var retryAfter time.Duration
 	if s.status == 429 {
 		for _, hv := range h.GetHeaders().GetHeaders() {

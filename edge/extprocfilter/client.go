@@ -44,6 +44,10 @@ func (c *Client) Start(ctx context.Context, opts ...StartOption) *Stream {
 // Headers (when non-nil) go on now, then Body, then Trailers (when non-nil).
 // With Continue false the filter is holding the message (BUFFERED) and the
 // caller keeps feeding it.
+//
+// A Result is valid until the Stream's next call, which may reuse it: take
+// what it holds (its Headers, Body, Trailers and LocalReply are the caller's
+// and stay valid) rather than keep the *Result.
 type Result struct {
 	// Continue: the headers are released (now or before) and the filter holds
 	// no body data back. False while BUFFERED accumulates, even when the

@@ -225,3 +225,22 @@ func TestDownstreamAbort(t *testing.T) {
 	require.Eventually(t, func() bool { return len(fake.endings()) == 1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, []string{"request_headers", "request_body", "response_headers", "response_body", "response_body"}, fake.kinds())
 }
+
+// TestResultFieldsOutliveTheNextCall: a Stream reuses its Result from one
+// call to the next, and what the caller took out of one (the released
+// headers) stays as it was.
+func TestResultFieldsOutliveTheNextCall(t *testing.T) {
+	c := NewClient(GRPC(Direct(newFake(continuer))), testConfig())
+	s := c.Start(testCtx(t))
+	defer s.Close()
+	first, err := s.RequestHeaders(getRequest().Headers, true)
+	require.NoError(t, err)
+	require.True(t, first.Continue)
+	fwd := first.Headers
+	next, err := s.ResponseHeaders(Headers{{":status", "200"}, {"content-type", "application/json"}}, true)
+	require.NoError(t, err)
+	require.Same(t, first, next, "the Result is reused")
+	require.Equal(t, "200", next.Headers.Value(":status"))
+	require.Equal(t, "/v1/models", fwd.Value(":path"), "the headers taken from the previous Result")
+	require.Equal(t, "GET", fwd.Value(":method"))
+}

@@ -56,6 +56,11 @@ func (s *Stream) onGrpcError(err error) {
 
 // onTimer fires the message timer that expired (§4, N4.1).
 func (s *Stream) onTimer() {
+	if !s.req.timerOn && !s.resp.timerOn {
+		// No message outstanding: nothing to fire, and no clock to read
+		// (drain looks at every call; over Sync the timers are off by then).
+		return
+	}
 	now := time.Now()
 	for _, d := range []*direction{&s.req, &s.resp} {
 		if d.timerOn && !now.Before(d.deadline) {

@@ -56,6 +56,9 @@ type Stream struct {
 	finished          bool // outcome returned, context ended or closed
 	closed            bool
 	metadata          map[string]*structpb.Struct
+	// res is the Result every call but the last returns (the outcome is
+	// its own): one allocation less per call.
+	res Result
 }
 
 func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
@@ -273,7 +276,8 @@ func (s *Stream) result(d *direction) (*Result, error) {
 		s.finished = true
 		return nil, err
 	}
-	r := &Result{
+	r := &s.res // reused: a Result is read before the next call (Result)
+	*r = Result{
 		Continue:        !d.holding && !d.buffering,
 		Headers:         d.outHeaders,
 		Body:            d.out,
