@@ -422,15 +422,15 @@ func bodyThenTrailers(f *extprocfilter.Stream, chunk []byte, eof bool, tr extpro
 	if err != nil || tr == nil || res.LocalReply != nil || res.Reset {
 		return res, err
 	}
+	out := *res // the next call reuses *res (extprocfilter.Result)
 	more, err := f.ResponseTrailers(tr)
 	if err != nil || more.LocalReply != nil || more.Reset {
 		return more, err
 	}
-	out := *res
 	if out.Headers == nil {
 		out.Headers = more.Headers
 	}
-	out.Body = append(append([]byte(nil), res.Body...), more.Body...)
+	out.Body = append(append([]byte(nil), out.Body...), more.Body...)
 	out.Trailers = more.Trailers
 	if out.Trailers == nil {
 		out.Trailers = tr
