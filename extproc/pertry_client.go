@@ -60,8 +60,8 @@ type KeyLookup interface {
 // clientFields are the client's request values a signed header carries.
 type clientFields struct {
 	keyID, path, customer, version, beta, traceparent string
-	expires                                          int64
-	googleKey                                        bool
+	expires                                           int64
+	googleKey                                         bool
 }
 
 // nClientFields is the number of fields of a signed client header.
