@@ -33,7 +33,8 @@ type tryRouter struct {
 	lists   map[string][]string // per-try key → deployments in order
 	retries map[string]int      // per-try key → num_retries
 	up      *byDeployment
-	tries   []string // the deployments tried, in order
+	tries   []string                              // the deployments tried, in order
+	seen    []*extprocfiltertest.ForwardedRequest // what each try sent upstream (nil: none)
 	// The internal redirect policy (fallback.go): the per-try keys that
 	// have it, the request a followed redirect recreates, and how many
 	// were followed for the request (max_internal_redirects).
@@ -101,6 +102,7 @@ func (r *tryRouter) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfi
 		require.NoError(r.t, err)
 		require.Empty(r.t, got.Failures)
 		r.tries = append(r.tries, list[i])
+		r.seen = append(r.seen, got.Forwarded)
 		last = got
 		if got.Forwarded != nil {
 			h = got.Forwarded.Headers.Clone()
