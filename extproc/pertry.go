@@ -95,6 +95,9 @@ func (s *stream) readTryAttribute(req *extprocv3.ProcessingRequest) {
 // tryHeader reads the per-try request headers of an upstream try.
 func (s *stream) tryHeader(key, v string) {
 	if !s.isTry() {
+		if key == hdrClient && v != "" { // a fallback redirect's token attempt (pertry_client.go)
+			s.try = &tryState{client: v}
+		}
 		return
 	}
 	switch key {

@@ -101,8 +101,13 @@ func clientMAC(hash []byte, payload string) string {
 // header, when it has one and the catalog can check it: the principal,
 // the client's :path (*path) and the client's values of the headers a
 // previous try may have changed. It returns the refusal of an invalid one.
+//
+// The request a try's fallback redirect recreates comes back to the
+// router-level filter with the try's header map: after a retry that holds
+// a provider's credential, so a token attempt (its token is the
+// processor's own) also authenticates from the signed header it carries.
 func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *apiError {
-	if !s.isTry() || s.try.client == "" {
+	if s.try == nil || s.try.client == "" || !s.isTry() && s.att.n <= 1 {
 		return nil
 	}
 	kl, ok := s.p.cat.(KeyLookup)
@@ -178,8 +183,9 @@ func (s *stream) authenticate(ctx context.Context, secret string) (*Principal, e
 	return s.p.cat.Authenticate(ctx, secret)
 }
 
-// signedTry reports whether a signed client header authenticated this try.
-func (s *stream) signedTry() bool { return s.isTry() && s.try.signed }
+// signedTry reports whether a signed client header authenticated this try
+// (or token attempt).
+func (s *stream) signedTry() bool { return s.try != nil && s.try.signed }
 
 // withoutQueryKey is path without its key query parameter (a Gemini
 // client's secret must not travel in the client header).

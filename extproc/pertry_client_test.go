@@ -132,11 +132,42 @@ func TestPerTryClientHeaderIsChecked(t *testing.T) {
 
 func TestWithoutQueryKey(t *testing.T) {
 	for in, want := range map[string]string{
-		"/v1beta/models/g:generateContent":                 "/v1beta/models/g:generateContent",
-		"/v1beta/models/g:generateContent?key=SECRET":      "/v1beta/models/g:generateContent",
+		"/v1beta/models/g:generateContent":                          "/v1beta/models/g:generateContent",
+		"/v1beta/models/g:generateContent?key=SECRET":               "/v1beta/models/g:generateContent",
 		"/v1beta/models/g:streamGenerateContent?alt=sse&key=SECRET": "/v1beta/models/g:streamGenerateContent?alt=sse",
-		"/v1/chat/completions?monkey=1":                    "/v1/chat/completions?monkey=1",
+		"/v1/chat/completions?monkey=1":                             "/v1/chat/completions?monkey=1",
 	} {
 		require.Equal(t, want, withoutQueryKey(in), in)
 	}
+}
+
+// TestFallbackRedirectOfALaterTry: the first try fails with a 503 and is
+// retried on an Anthropic deployment, whose context-window refusal is
+// redirected to the context-window fallback: the header map the redirect
+// starts from holds the first try's provider credential, so the recreated
+// request is authenticated from the signed client header (with the try's
+// token), never from a provider's key.
+func TestFallbackRedirectOfALaterTry(t *testing.T) {
+	oa, an := openAIDep("gpt", "oa"), anthropicDep("gpt", "an")
+	oa.Weight, oa.AllowedFails, an.AllowedFails = 1000, 100, 100
+	e, _, rt, up := perTryEnv(t,
+		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{oa, an}, ContextWindowFallbacks: []string{"big"}},
+		&Group{Name: "big", Retries: 2, Deployments: []*Deployment{openAIDep("big", "big")}},
+	)
+	up.answer["oa"] = failing(503)
+	up.answer["an"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(400, contextWindowRefusal) }
+	up.answer["big"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, chatOK) }
+	got := rt.do(t, post("/v1/chat/completions", clientKey, chatBody, extprocfilter.Header{Key: "x-tollgate-customer", Value: "c1"}))
+	require.Equal(t, 200, got.Status, string(got.Body))
+	require.Equal(t, "big", got.Headers.Value(hdrDeployment))
+	require.Equal(t, []string{"oa", "an", "big"}, rt.tries)
+	fwd := got.Forwarded.Headers
+	require.Equal(t, "/v1/chat/completions", fwd.Value(":path"))
+	require.Equal(t, "Bearer "+openAIKey, fwd.Value("authorization"), "big's own credential")
+	for _, k := range []string{"x-api-key", "anthropic-version", hdrClient, envoy.ReservedHeader, hdrRetry, "x-tollgate-customer"} {
+		require.False(t, fwd.Has(k), k)
+	}
+	recs := e.acct.waitRecords(t, 3)
+	require.Equal(t, []string{"oa", "an", "big"}, []string{recs[0].Deployment, recs[1].Deployment, recs[2].Deployment})
+	require.Equal(t, "k1", recs[2].Principal.KeyID)
 }
