@@ -59,7 +59,7 @@ type tryState struct {
 	origin  tryOrigin // upstream: the request as it arrived (fallback.go)
 	// upstream: the signed client header (pertry_client.go), whether it
 	// authenticated the try, and how the client sent its key.
-	client            string
+	client, beta      string // beta: the client's anthropic-beta
 	signed, googleKey bool
 }
 
@@ -95,8 +95,14 @@ func (s *stream) readTryAttribute(req *extprocv3.ProcessingRequest) {
 // tryHeader reads the per-try request headers of an upstream try.
 func (s *stream) tryHeader(key, v string) {
 	if !s.isTry() {
-		if key == hdrClient && v != "" { // a fallback redirect's token attempt (pertry_client.go)
-			s.try = &tryState{client: v}
+		// The client's anthropic-beta (signed for the tries) and the
+		// client header of a fallback redirect's token attempt
+		// (pertry_client.go); allocated only when they are sent.
+		if (key == hdrClient || key == hdrAnthropicBeta) && v != "" {
+			if s.try == nil {
+				s.try = &tryState{}
+			}
+			s.try.setClientHeader(key, v)
 		}
 		return
 	}
@@ -105,8 +111,8 @@ func (s *stream) tryHeader(key, v string) {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= maxAttempts {
 			s.att.n = n
 		}
-	case hdrClient:
-		s.try.client = v
+	case hdrClient, hdrAnthropicBeta:
+		s.try.setClientHeader(key, v)
 	case envoy.ReservedHeader:
 		f := strings.Split(v, ";")
 		if len(f) != 5 || f[0] == "" {
@@ -271,7 +277,8 @@ func (s *stream) routesPerTry() bool {
 	if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbackCount()) {
 		return false
 	}
-	s.try = &tryState{router: true}
+	beta := s.clientBeta()
+	s.try = &tryState{router: true, beta: beta}
 	return true
 }
 

@@ -84,7 +84,7 @@ func (s *stream) signedClient(ctx context.Context) string {
 	}
 	payload := strings.Join([]string{
 		s.principal.KeyID, strconv.FormatInt(s.p.now().Add(clientHeaderTTL).Unix(), 10),
-		withoutQueryKey(s.path), s.customerHdr, s.anthropicVersion, s.clientBeta,
+		withoutQueryKey(s.path), s.customerHdr, s.anthropicVersion, s.clientBeta(),
 		s.report.ClientTraceparent, flags,
 	}, "\x00")
 	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + clientMAC(hashes[0], payload)
@@ -131,7 +131,7 @@ func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *
 	}
 	s.principal, s.try.signed = pr, true
 	*path = &corev3.HeaderValue{Key: ":path", RawValue: []byte(f.path)}
-	s.customerHdr, s.anthropicVersion, s.clientBeta = f.customer, f.version, f.beta
+	s.customerHdr, s.anthropicVersion, s.try.beta = f.customer, f.version, f.beta
 	s.report.ClientTraceparent = f.traceparent
 	s.try.googleKey = f.googleKey
 	return nil
@@ -232,7 +232,7 @@ func (s *stream) tryRequestHeaders(l headerList, out *Outbound, remove []string)
 	}
 	for _, kv := range [...][2]string{
 		{hdrAnthropicVersion, s.anthropicVersion},
-		{hdrAnthropicBeta, s.clientBeta},
+		{hdrAnthropicBeta, s.clientBeta()},
 		{hdrTraceparent, s.report.ClientTraceparent},
 	} {
 		if kv[1] != "" && !l.has(kv[0]) && !slices.Contains(out.Remove, kv[0]) {
@@ -245,4 +245,21 @@ func (s *stream) tryRequestHeaders(l headerList, out *Outbound, remove []string)
 // has reports whether l sets key.
 func (l headerList) has(key string) bool {
 	return slices.ContainsFunc(l.kv, func(kv headerKV) bool { return kv.key == key })
+}
+
+// setClientHeader keeps the client header or the client's anthropic-beta.
+func (t *tryState) setClientHeader(key, v string) {
+	if key == hdrClient {
+		t.client = v
+	} else {
+		t.beta = v
+	}
+}
+
+// clientBeta is the client's anthropic-beta ("" for none).
+func (s *stream) clientBeta() string {
+	if s.try == nil {
+		return ""
+	}
+	return s.try.beta
 }

@@ -217,9 +217,6 @@ type stream struct {
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
-	// clientBeta: the client's anthropic-beta (a per-try route's tries
-	// restore it, pertry_client.go).
-	clientBeta string
 	// googleKey: the key came as Google's (x-goog-api-key or ?key=), from a
 	// Gemini API client (gemini_models.go).
 	googleKey bool
@@ -281,8 +278,6 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.customerHdr = headerValue(hv)
 		case hdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
-		case hdrAnthropicBeta:
-			s.clientBeta = headerValue(hv)
 		case hdrContentLength:
 			contentLength = hv
 			s.hadCL = true
@@ -290,7 +285,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.report.ClientTraceparent = headerValue(hv)
 		case hdrRetry:
 			s.retryHeader(headerValue(hv))
-		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient:
+		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient, hdrAnthropicBeta:
 			s.tryHeader(hv.GetKey(), headerValue(hv))
 		}
 	}
