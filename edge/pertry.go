@@ -298,8 +298,20 @@ func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int)
 			opts = append(opts, extprocfilter.WithRequestAttributes(map[string]any{envoy.TryAttribute: cl.try.deployment}))
 		}
 		x.tryF = c.Start(x.ctx, opts...)
-		h := make(extprocfilter.Headers, 0, len(x.fwd)+12)
-		h = append(h, x.fwd...)
+		// As Envoy's tries (UpstreamRequest::acceptHeadersFromRouter runs
+		// the upstream filters on the router's own header map, which
+		// Filter::doRetry does not restore), a try starts from the headers
+		// the previous try released; the body is the router's copy.
+		held := x.fwd
+		if x.tryFwd != nil {
+			held = x.tryFwd
+		}
+		h := make(extprocfilter.Headers, 0, len(held)+12)
+		for _, kv := range held {
+			if kv.Key != envoy.AttemptCountHeader { // set again below (Envoy overwrites it)
+				h = append(h, kv)
+			}
+		}
 		if rt.try.attemptCount {
 			h = append(h, extprocfilter.Header{Key: envoy.AttemptCountHeader, Value: strconv.Itoa(n)})
 		}

@@ -1,7 +1,9 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"slices"
 	"sync"
@@ -158,4 +160,23 @@ func (a *stateAccountant) waitRecords(t testing.TB, n int) []Record {
 			t.Fatalf("waited for %d settlements, have %d", n, len(a.Records()))
 		}
 	}
+}
+
+var _ KeyLookup = (*fakeCatalog)(nil)
+
+// KeyByID finds a key by id; its "stored hashes" are its secrets' SHA-256.
+func (c *fakeCatalog) KeyByID(_ context.Context, id string) (*Principal, [][]byte, error) {
+	var pr *Principal
+	var hashes [][]byte
+	for secret, p := range c.keys {
+		if p.KeyID == id {
+			sum := sha256.Sum256([]byte(secret))
+			pr, hashes = p, append(hashes, sum[:])
+		}
+	}
+	if pr == nil || c.authErr != nil {
+		return nil, nil, ErrUnauthorized
+	}
+	slices.SortFunc(hashes, bytes.Compare)
+	return pr, hashes, nil
 }

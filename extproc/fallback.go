@@ -51,14 +51,26 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 		return
 	}
 	o := &s.try.origin
+	// A retry's map holds the previous try's values of the copied headers
+	// (a provider's credential): the redirect then removes them, and the
+	// token attempt authenticates from the signed client header, which
+	// stays in the map (pertry_client.go).
+	later := s.try.signed && s.att.n > 1
 	for _, hv := range h.GetHeaders() {
 		switch k := hv.GetKey(); {
 		case k == ":scheme":
 			o.scheme = headerValue(hv)
 		case k == ":authority":
 			o.authority = headerValue(hv)
-		case k != hdrRetry && slices.Contains(envoy.FallbackCopiedHeaders, k):
+		case !later && k != hdrRetry && slices.Contains(envoy.FallbackCopiedHeaders, k):
 			o.copied = append(o.copied, [2]string{k, headerValue(hv)})
+		}
+	}
+	if later {
+		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {hdrAnthropicVersion, s.anthropicVersion}} {
+			if kv[1] != "" {
+				o.copied = append(o.copied, kv)
+			}
 		}
 	}
 }

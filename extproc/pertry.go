@@ -57,6 +57,10 @@ type tryState struct {
 	retried bool      // a failed try the retry policy retries
 	order   int       // deployments in the try order (the chain's)
 	origin  tryOrigin // upstream: the request as it arrived (fallback.go)
+	// upstream: the signed client header (pertry_client.go), whether it
+	// authenticated the try, and how the client sent its key.
+	client, beta      string // beta: the client's anthropic-beta
+	signed, googleKey bool
 }
 
 // reserved is the reservation the router-level stream hands to the first
@@ -91,6 +95,15 @@ func (s *stream) readTryAttribute(req *extprocv3.ProcessingRequest) {
 // tryHeader reads the per-try request headers of an upstream try.
 func (s *stream) tryHeader(key, v string) {
 	if !s.isTry() {
+		// The client's anthropic-beta (signed for the tries) and the
+		// client header of a fallback redirect's token attempt
+		// (pertry_client.go); allocated only when they are sent.
+		if (key == hdrClient || key == hdrAnthropicBeta) && v != "" {
+			if s.try == nil {
+				s.try = &tryState{}
+			}
+			s.try.setClientHeader(key, v)
+		}
 		return
 	}
 	switch key {
@@ -98,6 +111,8 @@ func (s *stream) tryHeader(key, v string) {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= maxAttempts {
 			s.att.n = n
 		}
+	case hdrClient, hdrAnthropicBeta:
+		s.try.setClientHeader(key, v)
 	case envoy.ReservedHeader:
 		f := strings.Split(v, ";")
 		if len(f) != 5 || f[0] == "" {
@@ -196,8 +211,8 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 	s.p.router.finish(dep, 0) // in flight on the try, not here
 	pr, x := newRequestBodyReply()
 	x.c.ClearRouteCache = true
-	var kvs [2]headerKV
-	var vals [256]byte
+	var kvs [3]headerKV
+	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	g := s.rt.groups[len(s.rt.groups)-1]
 	l = l.add(RouteHeader, envoy.TryKey(g.Name, s.target.Deployment, s.trySkip(ctx, g)))
@@ -213,20 +228,20 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 		}
 	}
 	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped+";"+why)
+	if c := s.signedClient(ctx); c != "" {
+		l = l.add(hdrClient, c)
+	}
 	x.hm.SetHeaders = l.options()
 	x.hm.RemoveHeaders = routerRemoved
 	s.mark(&s.report.Forwarded)
 	return pr
 }
 
-// routerRemoved: a client's retry token never reaches a try (the
-// reservation header is overwritten; Envoy removes a client's x-envoy-*
-// headers at the edge, and ext_proc may not touch them).
-var routerRemoved = []string{hdrRetry}
-
-// tryRemoved is what an upstream try removes besides the client's
-// credentials.
-var tryRemoved = []string{envoy.ReservedHeader}
+// routerRemoved: a client's retry token and client header never reach a
+// try (the reservation header and a signed client header are overwritten;
+// Envoy removes a client's x-envoy-* headers at the edge, and ext_proc may
+// not touch them).
+var routerRemoved = []string{hdrRetry, hdrClient}
 
 // tryResponse is the router-level stream's response headers: a try's
 // response (it carries the attempts header a try sets) was handled by that
@@ -262,7 +277,8 @@ func (s *stream) routesPerTry() bool {
 	if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbackCount()) {
 		return false
 	}
-	s.try = &tryState{router: true}
+	beta := s.clientBeta()
+	s.try = &tryState{router: true, beta: beta}
 	return true
 }
 

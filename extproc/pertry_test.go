@@ -33,7 +33,8 @@ type tryRouter struct {
 	lists   map[string][]string // per-try key → deployments in order
 	retries map[string]int      // per-try key → num_retries
 	up      *byDeployment
-	tries   []string // the deployments tried, in order
+	tries   []string                              // the deployments tried, in order
+	seen    []*extprocfiltertest.ForwardedRequest // what each try sent upstream (nil: none)
 	// The internal redirect policy (fallback.go): the per-try keys that
 	// have it, the request a followed redirect recreates, and how many
 	// were followed for the request (max_internal_redirects).
@@ -87,16 +88,25 @@ func (r *tryRouter) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfi
 		return r.up.upstream(req)
 	}
 	var last *extprocfiltertest.Response
+	// Every try runs on the router's own request header map
+	// (UpstreamRequest::acceptHeadersFromRouter), which Filter::doRetry
+	// does not restore: a try's header changes are the next try's
+	// headers. The body is a fresh copy of the router's buffer.
+	h := req.Headers.Clone()
 	for i := 0; i <= r.retries[key] && i < len(list); i++ {
-		h := append(req.Headers.Clone(), extprocfilter.Header{Key: envoy.AttemptCountHeader, Value: strconv.Itoa(i + 1)})
+		h = setHeader(h, envoy.AttemptCountHeader, strconv.Itoa(i+1))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		got, err := extprocfiltertest.DoWith(ctx, r.e.client, &extprocfiltertest.Request{Headers: h, Body: [][]byte{req.Body}},
+		got, err := extprocfiltertest.DoWith(ctx, r.e.client, &extprocfiltertest.Request{Headers: h, Body: [][]byte{slices.Clone(req.Body)}},
 			r.up.upstream, extprocfilter.WithRequestAttributes(map[string]any{envoy.TryAttribute: list[i]}))
 		cancel()
 		require.NoError(r.t, err)
 		require.Empty(r.t, got.Failures)
 		r.tries = append(r.tries, list[i])
+		r.seen = append(r.seen, got.Forwarded)
 		last = got
+		if got.Forwarded != nil {
+			h = got.Forwarded.Headers.Clone()
+		}
 		if got.LocalReply != nil || !retryable(got.Status) {
 			break
 		}
@@ -148,6 +158,12 @@ func (r *tryRouter) do(t *testing.T, req *extprocfiltertest.Request) *extprocfil
 		require.Zero(t, got.Status, "the abandoned stream sent nothing downstream")
 		req, r.recreated = r.recreated, nil
 	}
+}
+
+// setHeader is h with key's value replaced (Envoy's setEnvoyAttemptCount).
+func setHeader(h extprocfilter.Headers, key, v string) extprocfilter.Headers {
+	h = slices.DeleteFunc(h, func(kv extprocfilter.Header) bool { return kv.Key == key })
+	return append(h, extprocfilter.Header{Key: key, Value: v})
 }
 
 // internalRedirect is the request Envoy's router recreates from the request

@@ -288,11 +288,14 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.report.ClientTraceparent = headerValue(hv)
 		case hdrRetry:
 			s.retryHeader(headerValue(hv))
-		case envoy.AttemptCountHeader, envoy.ReservedHeader:
+		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient, hdrAnthropicBeta:
 			s.tryHeader(hv.GetKey(), headerValue(hv))
 		}
 	}
 	s.tryID()
+	if e := s.readTryClient(ctx, &path); e != nil {
+		return s.reject(e)
+	}
 	s.readTryOrigin(h.GetHeaders())
 	if s.p.debug {
 		s.p.log.Debug("request headers", "request_id", s.id, "headers", redactedHeaders(h.GetHeaders()))
@@ -325,13 +328,13 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		secret = queryKey(s.path)
 	}
 	s.googleKey = secret != "" && secret != bearer && secret != xKey && secret != apiKey
-	if secret == "" {
+	if secret == "" && !s.signedTry() {
 		return s.reject(&apiError{
 			Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
 			Message: "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY' or 'x-api-key: YOUR_KEY'.",
 		})
 	}
-	pr, err := s.p.cat.Authenticate(ctx, secret)
+	pr, err := s.authenticate(ctx, secret)
 	if err != nil || pr == nil {
 		if err == nil || errors.Is(err, ErrUnauthorized) {
 			return s.reject(&apiError{
@@ -485,9 +488,6 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		l = l.add(":path", out.Path)
 	}
 	x.hm.RemoveHeaders = clientCredentialHeaders
-	if s.isTry() {
-		x.hm.RemoveHeaders = append(slices.Clip(clientCredentialHeaders), tryRemoved...)
-	}
 	if len(out.Remove) > 0 {
 		// A new slice: clientCredentialHeaders is shared.
 		x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), out.Remove...)
@@ -503,6 +503,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		}
 	} else if s.att.n > 1 && s.hadCL {
 		l = l.addInt(hdrContentLength, s.promptBytes) // a fallback redirect's holds the try's (fallback.go)
+	}
+	if s.isTry() || s.att.n > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
+		l, x.hm.RemoveHeaders = s.tryRequestHeaders(l, out, x.hm.RemoveHeaders)
 	}
 	x.hm.SetHeaders = l.options()
 	return pr

@@ -22,6 +22,7 @@ type Snapshot struct {
 	Revision  int64
 	Built     time.Time
 	keys      map[string]*keyEntry // by secret hash
+	keyHashes map[string][]string  // key id → its secret hashes, sorted (catalog_keys.go)
 	models    map[string]*modelEntry
 	served    []*modelEntry // the models with a deployment, by name (GET /v1/models)
 	customers map[string]kernel.Scope
@@ -109,6 +110,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 		Revision:  rev,
 		Built:     now,
 		keys:      make(map[string]*keyEntry, len(keys)),
+		keyHashes: make(map[string][]string, len(keys)),
 		models:    make(map[string]*modelEntry, len(groups)),
 		customers: make(map[string]kernel.Scope, len(customers)),
 	}
@@ -160,6 +162,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			if !k.Limits.ExpiresAt.IsZero() && (validUntil.IsZero() || k.Limits.ExpiresAt.Before(validUntil)) {
 				validUntil = k.Limits.ExpiresAt
 			}
+			s.keyHashes[k.ID] = append(s.keyHashes[k.ID], h.Hash)
 			s.keys[h.Hash] = &keyEntry{
 				principal: extproc.Principal{
 					KeyID: k.ID, KeyAlias: k.Alias, UserID: k.UserID, TeamID: k.TeamID, OrgID: orgID, Scopes: scopes,
