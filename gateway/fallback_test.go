@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,21 +35,7 @@ func TestContentPolicyFallbackToAnthropic(t *testing.T) {
 				require.Equal(t, "2", resp.Header.Get("x-tollgate-attempts"))
 				require.Contains(t, string(b), "chat.completion", "translated back for the OpenAI client")
 				id := resp.Header.Get("x-tollgate-request-id")
-				i := strings.LastIndex(id, "-2-")
-				require.Positive(t, i, id)
-				first := id[:i]
-				var rows map[string]store.LedgerEntry
-				eventually(t, func() bool {
-					all, err := r.st.Entries(context.Background(), store.LedgerFilter{Limit: 1000})
-					require.NoError(t, err)
-					rows = map[string]store.LedgerEntry{}
-					for _, e := range all {
-						if e.RequestID == first || e.RequestID == id {
-							rows[e.RequestID] = e
-						}
-					}
-					return len(rows) == 2
-				})
+				first, rows := attemptRows(t, r, id)
 				require.Equal(t, "small", rows[first].Deployment)
 				require.Equal(t, kernel.StatusFailed, rows[first].Status)
 				require.Equal(t, http.StatusBadRequest, rows[first].HTTPStatus)

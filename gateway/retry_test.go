@@ -78,21 +78,7 @@ func TestRetryIsTwoAttemptsInTheLedger(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "2", resp.Header.Get("x-tollgate-attempts"))
 	id := resp.Header.Get("x-tollgate-request-id")
-	i := strings.LastIndex(id, "-2-")
-	require.Positive(t, i, "the second attempt's id starts with the first's: %s", id)
-	first := id[:i]
-	var rows map[string]store.LedgerEntry
-	eventually(t, func() bool {
-		all, err := r.st.Entries(context.Background(), store.LedgerFilter{Limit: 1000})
-		require.NoError(t, err)
-		rows = map[string]store.LedgerEntry{}
-		for _, e := range all {
-			if e.RequestID == first || e.RequestID == id {
-				rows[e.RequestID] = e
-			}
-		}
-		return len(rows) == 2
-	})
+	first, rows := attemptRows(t, r, id)
 	require.Equal(t, "flaky", rows[first].Deployment)
 	require.Equal(t, kernel.StatusFailed, rows[first].Status)
 	require.Equal(t, http.StatusInternalServerError, rows[first].HTTPStatus)
@@ -144,4 +130,27 @@ func TestContextWindowFallbackServes(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 	require.Equal(t, "big", resp.Header.Get("x-tollgate-deployment"))
 	require.Equal(t, "2", resp.Header.Get("x-tollgate-attempts"))
+}
+
+// attemptRows waits for the ledger rows of a request served by its second
+// attempt, whose reply carried id (ID-2-x): it returns the first attempt's
+// id and the two rows by request id.
+func attemptRows(t *testing.T, r *running, id string) (string, map[string]store.LedgerEntry) {
+	t.Helper()
+	i := strings.LastIndex(id, "-2-")
+	require.Positive(t, i, "the second attempt's id starts with the first's: %s", id)
+	first := id[:i]
+	var rows map[string]store.LedgerEntry
+	eventually(t, func() bool {
+		all, err := r.st.Entries(context.Background(), store.LedgerFilter{Limit: 1000})
+		require.NoError(t, err)
+		rows = map[string]store.LedgerEntry{}
+		for _, e := range all {
+			if e.RequestID == first || e.RequestID == id {
+				rows[e.RequestID] = e
+			}
+		}
+		return len(rows) == 2
+	})
+	return first, rows
 }
