@@ -29,10 +29,7 @@ func retryGroup(t *testing.T, r *running, group *store.ModelGroup, deps ...*stor
 	}
 	put(t, r.st, group.ID, group)
 	key := r.key(t, "k", kernel.Limits{})
-	eventually(t, func() bool {
-		resp, _ := r.post(t, key, "/v1/chat/completions", `{"model":"`+group.ID+`","messages":[{"role":"user","content":"warm up"}],"max_tokens":2}`)
-		return resp.StatusCode == http.StatusOK
-	})
+	r.warm(t, key, `{"model":"`+group.ID+`","messages":[{"role":"user","content":"warm up"}],"max_tokens":2}`)
 	r.mock.ResetDeployments()
 	return key
 }
