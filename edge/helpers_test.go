@@ -458,6 +458,42 @@ func (st *fakeStream) handle(req *extprocv3.ProcessingRequest, copyKept bool) *e
 	return nil
 }
 
+// serveProcessor runs a fake processor's stream: each message gets the
+// reply of its kind, carrying the CommonResponse step fills in.
+func serveProcessor(stream extprocv3.ExternalProcessor_ProcessServer, step func(req *extprocv3.ProcessingRequest, cr *extprocv3.CommonResponse)) error {
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		cr := &extprocv3.CommonResponse{}
+		step(req, cr)
+		if err := stream.Send(replyTo(req, cr)); err != nil {
+			return err
+		}
+	}
+}
+
+// replyTo is the reply to req of its kind with cr (trailers: its header
+// mutation).
+func replyTo(req *extprocv3.ProcessingRequest, cr *extprocv3.CommonResponse) *extprocv3.ProcessingResponse {
+	switch req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: cr}}}
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: cr}}}
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}}}
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
+	default:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{HeaderMutation: cr.HeaderMutation}}}
+	}
+}
+
 // --- edge under test ---
 
 func startEdge(t *testing.T, proc extprocfilter.Transport, x *xdsServer, opts ...Option) *Edge {

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -35,16 +34,7 @@ func (p *tryProc) list() []string {
 
 func (p *tryProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	var dep, pick string
-	for {
-		req, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		cr := &extprocv3.CommonResponse{}
-		var resp *extprocv3.ProcessingResponse
+	return serveProcessor(stream, func(req *extprocv3.ProcessingRequest, cr *extprocv3.CommonResponse) {
 		switch r := req.GetRequest().(type) {
 		case *extprocv3.ProcessingRequest_RequestHeaders:
 			dep = req.GetAttributes()["envoy.filters.http.ext_proc"].GetFields()[envoy.TryAttribute].GetStringValue()
@@ -55,7 +45,6 @@ func (p *tryProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) erro
 				p.tries = append(p.tries, dep+"/"+h.Value(envoy.AttemptCountHeader))
 				p.mu.Unlock()
 			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: cr}}}
 		case *extprocv3.ProcessingRequest_RequestBody:
 			if dep == "" {
 				cr.HeaderMutation, cr.ClearRouteCache = setRoute(pick), true
@@ -64,21 +53,12 @@ func (p *tryProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) erro
 					Header: &corev3.HeaderValue{Key: "x-try", RawValue: []byte(dep)},
 				}}}
 			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: cr}}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}}}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
 		case *extprocv3.ProcessingRequest_ResponseTrailers:
 			p.mu.Lock()
 			p.trailers = append(p.trailers, dep+"/"+extprocfilter.HeadersFromProto(r.ResponseTrailers.GetTrailers()).Value("x-checksum"))
 			p.mu.Unlock()
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
 		}
-		if err := stream.Send(resp); err != nil {
-			return err
-		}
-	}
+	})
 }
 
 // TestPerTryRoutesOnTollgateXDS: the edge runs the per-try xDS Tollgate

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -39,16 +38,7 @@ func (p *redirectProc) Process(stream extprocv3.ExternalProcessor_ProcessServer)
 		}
 		return m
 	}
-	for {
-		req, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		cr := &extprocv3.CommonResponse{}
-		var resp *extprocv3.ProcessingResponse
+	return serveProcessor(stream, func(req *extprocv3.ProcessingRequest, cr *extprocv3.CommonResponse) {
 		switch r := req.GetRequest().(type) {
 		case *extprocv3.ProcessingRequest_RequestHeaders:
 			try = req.GetAttributes()["envoy.filters.http.ext_proc"].GetFields()[envoy.TryAttribute].GetStringValue() != ""
@@ -61,7 +51,6 @@ func (p *redirectProc) Process(stream extprocv3.ExternalProcessor_ProcessServer)
 				p.routers = append(p.routers, token)
 				p.mu.Unlock()
 			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: cr}}}
 		case *extprocv3.ProcessingRequest_RequestBody:
 			switch {
 			case try:
@@ -71,27 +60,19 @@ func (p *redirectProc) Process(stream extprocv3.ExternalProcessor_ProcessServer)
 			default:
 				cr.HeaderMutation, cr.ClearRouteCache = setRoute(pick), true
 			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: cr}}}
 		case *extprocv3.ProcessingRequest_ResponseHeaders:
 			if !try {
 				p.mu.Lock()
 				p.routers[idx] += "+response"
 				p.mu.Unlock()
 			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}}}
 		case *extprocv3.ProcessingRequest_ResponseBody:
 			if try && strings.Contains(string(r.ResponseBody.GetBody()), "context_length_exceeded") {
 				cr.HeaderMutation = set(":status", strconv.Itoa(envoy.FallbackRedirectStatus), "location", scheme+"://"+authority+path,
 					envoy.RetryHeader, "tok", "authorization", "Bearer client")
 			}
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
-		case *extprocv3.ProcessingRequest_ResponseTrailers:
-			resp = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
 		}
-		if err := stream.Send(resp); err != nil {
-			return err
-		}
-	}
+	})
 }
 
 func (p *redirectProc) list() []string {
