@@ -182,11 +182,21 @@ func (g *Gateway) refresh(ctx context.Context) error {
 	return nil
 }
 
-func (g *Gateway) watch(ctx context.Context) {
-	for range g.Store.Watch(ctx) {
+// watch refreshes the snapshot on every change the store reports. A change
+// made after the first snapshot was built and before changes was subscribed
+// has no notification of its own: the revision check catches it (it was
+// missed for good, and a key created then stayed unknown).
+func (g *Gateway) watch(ctx context.Context, changes <-chan int64) {
+	refresh := func() {
 		if err := g.refresh(ctx); err != nil && ctx.Err() == nil {
 			g.log.Error("configuration refresh failed; serving the previous snapshot", "err", err)
 		}
+	}
+	if rev, err := g.Store.Revision(ctx); err == nil && rev != g.Catalog.Snapshot().Revision {
+		refresh()
+	}
+	for range changes {
+		refresh()
 	}
 }
 

@@ -243,9 +243,10 @@ func (g *Gateway) startAdmin(ctx context.Context) error {
 // startWatchers follows configuration changes (snapshot, counters, xDS) and
 // expires abandoned reservations.
 func (g *Gateway) startWatchers(ctx context.Context) error {
+	changes := g.Store.Watch(ctx) // before watch's revision check: no change falls between
 	g.wg.Add(2)
 	shareCooldowns(ctx, &g.wg, g.Router, g.counters, g.now)
-	go func() { defer g.wg.Done(); g.watch(ctx) }()
+	go func() { defer g.wg.Done(); g.watch(ctx, changes) }()
 	go func() { defer g.wg.Done(); g.Accountant.ExpireLoop(ctx, 5*time.Second) }()
 	return nil
 }
