@@ -1,9 +1,7 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"slices"
 	"sync"
@@ -164,19 +162,12 @@ func (a *stateAccountant) waitRecords(t testing.TB, n int) []Record {
 
 var _ KeyLookup = (*fakeCatalog)(nil)
 
-// KeyByID finds a key by id; its "stored hashes" are its secrets' SHA-256.
-func (c *fakeCatalog) KeyByID(_ context.Context, id string) (*Principal, [][]byte, error) {
-	var pr *Principal
-	var hashes [][]byte
-	for secret, p := range c.keys {
-		if p.KeyID == id {
-			sum := sha256.Sum256([]byte(secret))
-			pr, hashes = p, append(hashes, sum[:])
+// KeyByID finds a key by id.
+func (c *fakeCatalog) KeyByID(_ context.Context, id string) (*Principal, error) {
+	for _, p := range c.keys {
+		if p.KeyID == id && c.authErr == nil {
+			return p, nil
 		}
 	}
-	if pr == nil || c.authErr != nil {
-		return nil, nil, ErrUnauthorized
-	}
-	slices.SortFunc(hashes, bytes.Compare)
-	return pr, hashes, nil
+	return nil, ErrUnauthorized
 }

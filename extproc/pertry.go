@@ -228,7 +228,7 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 		}
 	}
 	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped+";"+why)
-	if c := s.signedClient(ctx); c != "" {
+	if c := s.signedClient(); c != "" {
 		l = l.add(hdrClient, c)
 	}
 	x.hm.SetHeaders = l.options()

@@ -29,10 +29,11 @@ import (
 //	base64url(key id NUL expiry NUL path NUL customer NUL anthropic-version
 //	          NUL anthropic-beta NUL traceparent NUL flags) "." base64url(mac)
 //
-// mac is HMAC-SHA256 over the payload keyed by the virtual key's stored
-// hash: every processor replica reads it from the store (the key lookup is
-// by that hash), a client at the data plane or an attacker at the ext_proc
-// port does not have it, so no new shared secret is needed. The path loses
+// mac is HMAC-SHA256 over the payload keyed by the key that signs retry
+// tokens (retry.go): every replica on one store shares it (WithTokenKey),
+// a client at the data plane or an attacker at the ext_proc port does not
+// have it. The try then looks the key up by id (KeyLookup), so a key
+// revoked or expired since is refused. The path loses
 // a ?key= (the client's Gemini key): the header reaches the provider, to
 // which it is opaque. A try authenticates from a valid header; without one
 // (a router-level stream of an older processor, a catalog without
@@ -46,15 +47,14 @@ const hdrClient = "x-tollgate-client"
 // retry comes within the route's timeout (10 minutes by default).
 const clientHeaderTTL = time.Hour
 
-// KeyLookup is the optional part of a Catalog that signs and checks the
-// client header of per-try routing. Without it tries authenticate the
-// client's credential, which on Envoy only the first try still has.
+// KeyLookup is the optional part of a Catalog that per-try routing's signed
+// client header needs. Without it tries authenticate the client's
+// credential, which on Envoy only the first try still has.
 type KeyLookup interface {
-	// KeyByID returns the key's principal and the stored hashes of its
-	// secrets valid now (more than one while a rotation's grace lasts,
-	// in a stable order); ErrUnauthorized when the key is unknown,
+	// KeyByID returns the principal of the key with id when one of its
+	// secrets is valid now; ErrUnauthorized when the key is unknown,
 	// expired or revoked.
-	KeyByID(ctx context.Context, id string) (*Principal, [][]byte, error)
+	KeyByID(ctx context.Context, id string) (*Principal, error)
 }
 
 // clientFields are the client's request values a signed header carries.
@@ -69,13 +69,8 @@ const nClientFields = 8
 
 // signedClient is the router-level stream's hdrClient value ("" when the
 // catalog cannot sign: tries then authenticate the client's credential).
-func (s *stream) signedClient(ctx context.Context) string {
-	kl, ok := s.p.cat.(KeyLookup)
-	if !ok || s.principal == nil || s.principal.KeyID == "" {
-		return ""
-	}
-	_, hashes, err := kl.KeyByID(ctx, s.principal.KeyID)
-	if err != nil || len(hashes) == 0 {
+func (s *stream) signedClient() string {
+	if _, ok := s.p.cat.(KeyLookup); !ok || s.principal == nil || s.principal.KeyID == "" {
 		return ""
 	}
 	flags := ""
@@ -87,12 +82,12 @@ func (s *stream) signedClient(ctx context.Context) string {
 		withoutQueryKey(s.path), s.customerHdr, s.anthropicVersion, s.clientBeta(),
 		s.report.ClientTraceparent, flags,
 	}, "\x00")
-	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + clientMAC(hashes[0], payload)
+	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + clientMAC(s.p.retryKey, payload)
 }
 
-// clientMAC signs a client header's payload with a key's stored hash.
-func clientMAC(hash []byte, payload string) string {
-	m := hmac.New(sha256.New, hash)
+// clientMAC signs a client header's payload with key.
+func clientMAC(key []byte, payload string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(payload))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -115,18 +110,11 @@ func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *
 		return nil
 	}
 	f, payload, mac, ok := parseClientHeader(s.try.client)
-	if !ok || f.expires < s.p.now().Unix() {
+	if !ok || f.expires < s.p.now().Unix() || !hmac.Equal([]byte(clientMAC(s.p.retryKey, payload)), []byte(mac)) {
 		return errClientHeader()
 	}
-	pr, hashes, err := kl.KeyByID(ctx, f.keyID)
+	pr, err := kl.KeyByID(ctx, f.keyID)
 	if err != nil || pr == nil {
-		return errClientHeader()
-	}
-	valid := false
-	for _, h := range hashes {
-		valid = valid || hmac.Equal([]byte(clientMAC(h, payload)), []byte(mac))
-	}
-	if !valid {
 		return errClientHeader()
 	}
 	s.principal, s.try.signed = pr, true

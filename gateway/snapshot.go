@@ -22,7 +22,7 @@ type Snapshot struct {
 	Revision  int64
 	Built     time.Time
 	keys      map[string]*keyEntry // by secret hash
-	keyHashes map[string][]string  // key id → its secret hashes, sorted (catalog_keys.go)
+	keyHashes map[string][]string  // key id → its secret hashes (catalog_keys.go)
 	models    map[string]*modelEntry
 	served    []*modelEntry // the models with a deployment, by name (GET /v1/models)
 	customers map[string]kernel.Scope
