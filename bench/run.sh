@@ -172,6 +172,7 @@ field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 
 # cell TARGET URL PID KEY MODEL [RATE]: sets row (one table row without its
 # last two columns), cpu (µs/req) and rps; RATE paces the load generator.
+split= # the rush's rows of its latency split (cell)
 cell() {
   local target=$1 url=$2 pid=$3 key=$4 model=$5 rate=${6:-0} t0 t1 out reqs rss=-
   cpu=-
@@ -187,6 +188,10 @@ cell() {
       END {printf "%.1f (%.1f + %.1f)", h/1024, a/1024, f/1024}' "/proc/$pid/status")
   fi
   rps=$(field rps <<<"$out")
+  if [ "$s" = rush ]; then
+    split+=$(printf '| %s | %.0f | %.0f | %.0f | %.0f |\n' "$target" "$(field first_p50_ms <<<"$out")" \
+      "$(field first_p99_ms <<<"$out")" "$(field later_p50_ms <<<"$out")" "$(field later_p99_ms <<<"$out")")$'\n'
+  fi
   row=$(printf '| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s |' "$s" "$c" "$target" \
     "$rps" "$(field p50_ms <<<"$out")" "$(field p99_ms <<<"$out")" "$(field errors <<<"$out")" "$cpu" "$rss")
 }
@@ -310,4 +315,7 @@ if [ -n "$rush" ]; then
     printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
     [ -z "$profpid" ] || wait "$profpid" || true
   fi
+  # The rush's latency split: the first request of each connection (it
+  # opened the connection, in the first wave of 5,000) and the later ones.
+  printf '\n| rush: target | first request p50 ms | first request p99 ms | later requests p50 ms | later requests p99 ms |\n|---|---|---|---|---|\n%s' "$split"
 fi

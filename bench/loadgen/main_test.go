@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,6 +39,35 @@ func TestRunAgainstTheMock(t *testing.T) {
 			require.LessOrEqual(t, r["p50_ms"], r["p99_ms"])
 		})
 	}
+}
+
+// The first request of each connection is reported apart from the rest: a
+// target slow on a connection's first request shows in first_*, not later_*.
+func TestRunSplitsFirstRequests(t *testing.T) {
+	mock := mockllm.New(mockllm.DefaultConfig())
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := !seen[r.RemoteAddr]
+		seen[r.RemoteAddr] = true
+		mu.Unlock()
+		if first {
+			time.Sleep(300 * time.Millisecond)
+		}
+		mock.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{
+		"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt", "-c", "4", "-d", "800ms", "-warmup", "0s",
+	}, &out, io.Discard))
+	var r result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Zero(t, r.Errors, r.FirstError)
+	require.GreaterOrEqual(t, r.FirstP50ms, 300.0, "%s", out.String())
+	require.Less(t, r.LaterP50ms, 300.0, "%s", out.String())
+	require.Greater(t, r.Requests, int64(4), "%s", out.String())
 }
 
 // A target that answers errors counts errors, not requests.
