@@ -124,7 +124,7 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		return s.result(d)
 	}
 	if !d.started || d.bodyEnded {
-		return nil, fmt.Errorf("%w: %s body without headers or after its end", ErrOutOfOrder, d.name())
+		return nil, errBodyOutOfOrder(d)
 	}
 	d.bodyEnded = eos
 	d.dataSeen = true
@@ -149,27 +149,50 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 			s.waitFor(func() bool { return d.cb == cbIdle })
 		}
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL:
-		// R1.5d: send at end of stream or when the limit is reached.
-		d.bufferChunk(data)
-		d.buffering = true
-		if eos || len(d.buf) >= d.limit() {
-			d.sendBuffered(cbPartialBody, eos)
-			s.waitFor(func() bool { return d.cb == cbIdle })
-		}
+		s.partialBody(d, data, eos)
 	case d.bodyMode == extprocfilterv3.ProcessingMode_STREAMED:
-		// R1.5c: one message per chunk, replies consumed in FIFO order.
-		data = bytes.Clone(data)
-		d.queue = append(d.queue, chunk{data: data, eos: eos})
-		s.send(d, d.bodyMsg(s.processorCopy(data), eos), cbStreamedBody)
-		if eos {
-			s.waitFor(func() bool { return len(d.queue) == 0 })
-		} else {
-			w := s.cfg.window()
-			s.waitFor(func() bool { return len(d.queue) < w })
-			s.drain()
-		}
+		s.streamedBody(d, data, eos)
 	}
 	return s.result(d)
+}
+
+// onBody's other modes are out of line: a buffered body's reply is applied
+// under onBody's frame, at the deepest point of a request's goroutine (see
+// applyHeaderMutation).
+
+// partialBody buffers a BUFFERED_PARTIAL chunk, sent at end of stream or
+// when the limit is reached (R1.5d).
+//
+//go:noinline
+func (s *Stream) partialBody(d *direction, data []byte, eos bool) {
+	d.bufferChunk(data)
+	d.buffering = true
+	if eos || len(d.buf) >= d.limit() {
+		d.sendBuffered(cbPartialBody, eos)
+		s.waitFor(func() bool { return d.cb == cbIdle })
+	}
+}
+
+// streamedBody sends a STREAMED chunk: one message per chunk, replies
+// consumed in FIFO order (R1.5c).
+//
+//go:noinline
+func (s *Stream) streamedBody(d *direction, data []byte, eos bool) {
+	data = bytes.Clone(data)
+	d.queue = append(d.queue, chunk{data: data, eos: eos})
+	s.send(d, d.bodyMsg(s.processorCopy(data), eos), cbStreamedBody)
+	if eos {
+		s.waitFor(func() bool { return len(d.queue) == 0 })
+	} else {
+		w := s.cfg.window()
+		s.waitFor(func() bool { return len(d.queue) < w })
+		s.drain()
+	}
+}
+
+//go:noinline
+func errBodyOutOfOrder(d *direction) error {
+	return fmt.Errorf("%w: %s body without headers or after its end", ErrOutOfOrder, d.name())
 }
 
 func (s *Stream) onTrailers(d *direction, h Headers) (*Result, error) {

@@ -90,19 +90,8 @@ func (s *Stream) onMessage(r *extprocv3.ProcessingResponse) {
 		s.onNewTimeout(r.GetOverrideMessageTimeout())
 		return
 	}
-	// R2.7: mode_override, honoured only while a headers call is outstanding.
-	base := s.cfg.mode()
-	if r.GetModeOverride() != nil && s.cfg.AllowModeOverride &&
-		base.GetRequestBodyMode() != extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED &&
-		base.GetResponseBodyMode() != extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED &&
-		(s.req.cb == cbHeaders || s.resp.cb == cbHeaders) {
-		eff := effectiveModeOverride(r.GetModeOverride(), base)
-		// FULL_DUPLEX_STREAMED and GRPC are not modelled: such an override is
-		// dropped (documented deviation).
-		if s.cfg.overrideAllowed(eff) && supportedBodyMode(eff.GetRequestBodyMode()) && supportedBodyMode(eff.GetResponseBodyMode()) {
-			s.req.setMode(eff)
-			s.resp.setMode(eff)
-		}
+	if r.GetModeOverride() != nil {
+		s.onModeOverride(r.GetModeOverride())
 	}
 	if r.GetResponse() != nil {
 		s.setDynamicMetadata(r.GetDynamicMetadata())
@@ -136,24 +125,56 @@ func (s *Stream) onMessage(r *extprocv3.ProcessingResponse) {
 		err = failuref(ErrSpurious, "unhandled message")
 	}
 	if err != nil {
-		if errors.Is(err, ErrSpurious) && (s.cfg.FailureModeAllow || !s.cfg.SpuriousFailsClosed) {
-			// §4: ignore it and detach the processor.
-			s.complete = true
-			s.failure = err
-			s.closeStream()
-			s.clearAsyncState()
-			return
-		}
-		// §4: status_on_error whatever the failure mode.
-		var f *failure
-		msg := err.Error()
-		if errors.As(err, &f) {
-			msg = f.msg
-		}
-		s.localReply(s.cfg.statusOnError(), nil, nil, msg, err)
+		s.onReplyError(err)
 		return
 	}
 	s.closeIfLastResponse(r, lastBody)
+}
+
+// onMessage's rare paths are out of line: it runs at the deepest point of a
+// request's goroutine, and its frame with them inlined was 528 bytes (see
+// applyHeaderMutation).
+
+// onModeOverride applies a reply's mode_override (R2.7), honoured only while
+// a headers call is outstanding.
+//
+//go:noinline
+func (s *Stream) onModeOverride(mo *extprocfilterv3.ProcessingMode) {
+	base := s.cfg.mode()
+	if !s.cfg.AllowModeOverride ||
+		base.GetRequestBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED ||
+		base.GetResponseBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED ||
+		(s.req.cb != cbHeaders && s.resp.cb != cbHeaders) {
+		return
+	}
+	eff := effectiveModeOverride(mo, base)
+	// FULL_DUPLEX_STREAMED and GRPC are not modelled: such an override is
+	// dropped (documented deviation).
+	if s.cfg.overrideAllowed(eff) && supportedBodyMode(eff.GetRequestBodyMode()) && supportedBodyMode(eff.GetResponseBodyMode()) {
+		s.req.setMode(eff)
+		s.resp.setMode(eff)
+	}
+}
+
+// onReplyError ends the stream after a reply that could not be applied.
+//
+//go:noinline
+func (s *Stream) onReplyError(err error) {
+	if errors.Is(err, ErrSpurious) && (s.cfg.FailureModeAllow || !s.cfg.SpuriousFailsClosed) {
+		// §4: ignore it and detach the processor.
+		s.complete = true
+		s.failure = err
+		s.closeStream()
+		s.clearAsyncState()
+		return
+	}
+	// §4: status_on_error whatever the failure mode.
+	var f *failure
+	msg := err.Error()
+	if errors.As(err, &f) {
+		msg = f.msg
+	}
+	s.localReply(s.cfg.statusOnError(), nil, nil, msg, err)
 }
 
 // setDynamicMetadata keeps the receiving namespaces whose value is a Struct

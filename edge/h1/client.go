@@ -259,7 +259,7 @@ func (t *Client) get(ctx context.Context, fresh bool) (*h1Conn, bool, error) {
 			return c, c != nil, err
 		}
 	}
-	conn, err := t.dial(ctx)
+	conn, err := t.dialApart(ctx)
 	if err != nil {
 		t.freeSlot()
 		return nil, false, err
