@@ -19,7 +19,8 @@ func bodyMsg(b []byte) *extprocv3.ProcessingRequest {
 }
 
 // BenchmarkHandleNonStream is the processor's own work for one non-streamed
-// request, without gRPC: the four phases called directly.
+// request, without gRPC: the four phases called directly, each reply given
+// back as the built-in data plane does once it applied it.
 func BenchmarkHandleNonStream(b *testing.B) {
 	benchHandleNonStream(b, New(newCatalog(), benchAccountant{}))
 }
@@ -33,9 +34,11 @@ func benchHandleNonStream(b *testing.B, p *Processor) {
 	for b.Loop() {
 		s := &stream{p: p}
 		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
-			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
+			r := s.handle(ctx, m)
+			if r == nil || r.GetImmediateResponse() != nil {
 				b.Fatalf("unexpected reply %v", r)
 			}
+			s.takeLent(r).release() // the data plane applied it (reply_pool.go)
 		}
 		s.finish(ctx)
 	}
