@@ -49,12 +49,14 @@ type pooledReply struct {
 }
 
 // replyHeaders is the room of a pooled reply's set_headers: as many headers
-// as a chat request's replies set (the route and credentials; the request
-// id, deployment and rate limits), with their values back to back.
+// as a chat request's replies set (the route and credentials, a provider key
+// up to a few hundred bytes; the request id, deployment and rate limits),
+// with their values back to back. vals fills the reply's size class (2,304
+// bytes).
 type replyHeaders struct {
 	sets [8]headerSet
 	opts [8]*corev3.HeaderValueOption
-	vals [256]byte
+	vals [480]byte
 }
 
 // setHeaders sets the reply's set_headers to l's, in the reply's own room

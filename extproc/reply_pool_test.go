@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +143,34 @@ func TestReplyPoolConcurrent(t *testing.T) {
 		delete(byID, s.id) // each id once
 	}
 	require.Equal(t, workers*each, n)
+}
+
+// A pooled reply's set_headers are those headerList.options builds, in the
+// reply's room when they fit and in their own allocation when they do not
+// (more headers, longer values); the values are copies.
+func TestReplySetHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		n, len int
+	}{{"none", 0, 0}, {"fit", 8, 60}, {"too many", 9, 4}, {"too long", 2, 300}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var kvs [16]headerKV
+			var vals [1024]byte
+			l := headerList{kv: kvs[:0], vals: vals[:0]}
+			for i := range tc.n {
+				l = l.add(fmt.Sprintf("x-h%d", i), strings.Repeat(string(rune('a'+i)), tc.len))
+			}
+			x := new(pooledReply)
+			x.setHeaders(l)
+			want := l.options()
+			require.Len(t, x.hm.SetHeaders, len(want))
+			for i := range want {
+				require.True(t, proto.Equal(want[i], x.hm.SetHeaders[i]), "header %d: %v", i, x.hm.SetHeaders[i])
+			}
+			clear(vals[:]) // the caller's buffer is reused
+			for i := range want {
+				require.True(t, proto.Equal(want[i], x.hm.SetHeaders[i]), "header %d: %v", i, x.hm.SetHeaders[i])
+			}
+		})
+	}
 }
