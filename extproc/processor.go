@@ -636,7 +636,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		}
 		pr := replyContinueResponseBody
 		if !sameBytes(out, body) {
-			pr = chunkReply(out)
+			pr = s.newChunkReply(out)
 		}
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()

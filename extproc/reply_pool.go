@@ -75,6 +75,15 @@ func (x *replyParts) setHeaders(l headerList) {
 	x.hm.SetHeaders = l.fill(x.hs.sets[:n], x.hs.opts[:n], vals)
 }
 
+// newChunkReply is chunkReply from the pool: the reply to a streamed chunk
+// that replaces it with b (no header mutation: R2.4).
+func (s *stream) newChunkReply(b []byte) *extprocv3.ProcessingResponse {
+	pr, x := s.newResponseBodyReply()
+	x.c.HeaderMutation = nil
+	x.c.BodyMutation = x.mutation(b)
+	return pr
+}
+
 // lendReply takes a zero reply from the pool, with its CommonResponse's
 // HeaderMutation; the Session lends it to the data plane (takeLent).
 func (s *stream) lendReply() *pooledReply {
