@@ -118,7 +118,13 @@ func TestReplyPoolConcurrent(t *testing.T) {
 				if !assert.NoError(t, err) || !assert.Equal(t, 200, resp.Status) || !assert.Empty(t, resp.Failures) {
 					return
 				}
-				fw := up.last(t)
+				up.mu.Lock()
+				sentUp := up.got
+				up.mu.Unlock()
+				if !assert.Len(t, sentUp, 1, "forwarded upstream") {
+					return
+				}
+				fw := sentUp[0]
 				assert.Equal(t, deployment, fw.Headers.Value(RouteHeader))
 				if model == "azure-gpt" {
 					assert.Equal(t, key, fw.Headers.Value("api-key"))
