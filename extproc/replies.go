@@ -194,9 +194,9 @@ func (l headerList) pairs() [][2]string {
 
 // headerSets returns n headerSets, a list for their options and a copy of
 // vals (the headers' values back to back), in one allocation for up to four
-// headers whose values take up to 24 bytes a header (what the hot path's
-// replies set: the route, content-length; the request id, deployment; the
-// cost). Each value array fills its allocation's size class: 192, 384, 576
+// headers whose values take up to 24 bytes a header (an immediate
+// response's, and a pooled reply's that do not fit its room). Each value
+// array fills its allocation's size class: 192, 384, 576
 // and 768 bytes, what the headers alone took (without it, the copy of the
 // values was an allocation of its own).
 func headerSets(n int, vals []byte) ([]headerSet, []*corev3.HeaderValueOption, []byte) {
