@@ -182,13 +182,21 @@ func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry) 
 		return 0, nil // already settled (or expired): exactly once
 	}
 	e.Cost, e.EndedAt = s.Cost, s.SettledAt
-	return s.Cost, a.record(ctx, &e)
+	return s.Cost, a.record(ctx, oneEntry(e))
 }
 
-// record appends e to the ledger, written ahead to the spill when there is
-// one. The ledger holds the charge whatever happens to the request's context.
-func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
-	appendOne := func() error { return a.appendLedger(ctx, e) }
+// oneEntry is e in a list of one, what Ledger.Append takes: the one
+// allocation of a settlement's entry (passing e itself, a variadic argument
+// to an interface, was one more, beside the copy the spill's encoding
+// already moved to the heap).
+func oneEntry(e store.LedgerEntry) []store.LedgerEntry { return []store.LedgerEntry{e} }
+
+// record appends one[0] to the ledger, written ahead to the spill when there
+// is one. The ledger holds the charge whatever happens to the request's
+// context.
+func (a *Accountant) record(ctx context.Context, one []store.LedgerEntry) error {
+	e := &one[0]
+	appendOne := func() error { return a.appendLedger(ctx, one) }
 	if a.spill == nil {
 		return appendOne()
 	}
@@ -203,19 +211,19 @@ func (a *Accountant) record(ctx context.Context, e *store.LedgerEntry) error {
 	return appendOne()
 }
 
-// appendLedger queues e for the ledger. The ledger holds the charge whatever
-// happens to the request's context.
-func (a *Accountant) appendLedger(ctx context.Context, e *store.LedgerEntry) error {
-	if err := a.ledger.Append(ctx, *e); err != nil {
+// appendLedger queues one[0] for the ledger. The ledger holds the charge
+// whatever happens to the request's context.
+func (a *Accountant) appendLedger(ctx context.Context, one []store.LedgerEntry) error {
+	if err := a.ledger.Append(ctx, one...); err != nil {
 		// Keep the entry for the durable record on a fresh context so a
 		// cancelled request cannot lose it.
 		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err2 := a.ledger.Append(ctx2, *e); err2 != nil {
+		if err2 := a.ledger.Append(ctx2, one...); err2 != nil {
 			return fmt.Errorf("accounting: ledger append: %w", errors.Join(err, err2))
 		}
 	}
-	a.noteAppended(e.RequestID)
+	a.noteAppended(one[0].RequestID)
 	return nil
 }
 
@@ -294,8 +302,7 @@ func (a *Accountant) ExpireNow(ctx context.Context) {
 		a.log.Warn("expiring reservations failed; retrying at the next tick", "err", err)
 	}
 	for _, s := range expired {
-		e := expiredEntry(s)
-		if err := a.record(ctx, &e); err != nil {
+		if err := a.record(ctx, oneEntry(expiredEntry(s))); err != nil {
 			a.log.Error("ledger append of an expired reservation failed", "request_id", s.ID, "err", err)
 		}
 	}

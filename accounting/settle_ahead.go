@@ -57,28 +57,30 @@ func (c *RedisCounters) settleCost(id string, u kernel.Usage) (kernel.Money, boo
 // the counters close the reservation.
 func (a *Accountant) settleAhead(ctx context.Context, e store.LedgerEntry, cost kernel.Money) (kernel.Money, error) {
 	now := a.now()
-	e.Cost, e.EndedAt = cost, now
+	one := oneEntry(e)
+	ep := &one[0]
+	ep.Cost, ep.EndedAt = cost, now
 	var (
 		charged   kernel.Money
 		settleErr error
 	)
-	err := a.spill.writeThen(&e, func() error {
-		s, ok, err := a.counters.Settle(ctx, now, e.RequestID, e.Usage, e.Status)
+	err := a.spill.writeThen(ep, func() error {
+		s, ok, err := a.counters.Settle(ctx, now, ep.RequestID, ep.Usage, ep.Status)
 		if err != nil || !ok {
 			settleErr = err
 			return nil // not settled here: nothing to record
 		}
 		charged = s.Cost
-		e.Cost, e.EndedAt = s.Cost, s.SettledAt
-		return a.appendLedger(ctx, &e)
+		ep.Cost, ep.EndedAt = s.Cost, s.SettledAt
+		return a.appendLedger(ctx, one)
 	})
 	switch {
 	case err != nil && !errors.Is(err, errAppend):
 		// The spill could not be written: settle as without one (record
 		// logs the spill's failure).
-		return a.settleThenRecord(ctx, e)
+		return a.settleThenRecord(ctx, *ep)
 	case settleErr != nil:
-		return 0, fmt.Errorf("accounting: settle %s: %w", e.RequestID, settleErr)
+		return 0, fmt.Errorf("accounting: settle %s: %w", ep.RequestID, settleErr)
 	}
 	return charged, err
 }

@@ -19,7 +19,8 @@ func bodyMsg(b []byte) *extprocv3.ProcessingRequest {
 }
 
 // BenchmarkHandleNonStream is the processor's own work for one non-streamed
-// request, without gRPC: the four phases called directly.
+// request, without gRPC: the four phases called directly, each reply given
+// back as the built-in data plane does once it applied it.
 func BenchmarkHandleNonStream(b *testing.B) {
 	benchHandleNonStream(b, New(newCatalog(), benchAccountant{}))
 }
@@ -33,9 +34,11 @@ func benchHandleNonStream(b *testing.B, p *Processor) {
 	for b.Loop() {
 		s := &stream{p: p}
 		for _, m := range []*extprocv3ProcessingRequest{benchReqHdrs, benchReqBodyM, benchRespHdrs, benchRespBody} {
-			if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
+			r := s.handle(ctx, m)
+			if r == nil || r.GetImmediateResponse() != nil {
 				b.Fatalf("unexpected reply %v", r)
 			}
+			s.takeLent(r).release() // the data plane applied it (reply_pool.go)
 		}
 		s.finish(ctx)
 	}
@@ -47,9 +50,26 @@ func BenchmarkHandleStreamChunk(b *testing.B) {
 	benchHandleStreamChunk(b, New(newCatalog(), benchAccountant{}))
 }
 
+// BenchmarkHandleStreamChunkRenamed is BenchmarkHandleStreamChunk for an
+// upstream that names its model's version: each chunk is edited to name the
+// client's model, and its reply replaces the chunk.
+func BenchmarkHandleStreamChunkRenamed(b *testing.B) {
+	benchHandleStreamChunkOf(b, New(newCatalog(), benchAccountant{}), benchChunkRenamed)
+}
+
+var benchChunkRenamed = &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
+	ResponseBody: &extprocv3.HttpBody{Body: []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}],"usage":null}` + "\n\n")},
+}}
+
 // benchHandleStreamChunk runs one SSE chunk of an open stream on p per
 // iteration and reports the CPU time per chunk.
 func benchHandleStreamChunk(b *testing.B, p *Processor) {
+	benchHandleStreamChunkOf(b, p, benchChunk)
+}
+
+// benchHandleStreamChunkOf runs chunk on an open stream of p per iteration,
+// each reply given back as the built-in data plane does once it applied it.
+func benchHandleStreamChunkOf(b *testing.B, p *Processor, chunk *extprocv3.ProcessingRequest) {
 	ctx := context.Background()
 	s := &stream{p: p}
 	body := []byte(`{"model":"gpt-4o","stream":true}`)
@@ -61,7 +81,7 @@ func benchHandleStreamChunk(b *testing.B, p *Processor) {
 	b.ReportAllocs()
 	start := selfCPU(b)
 	for b.Loop() {
-		s.handle(ctx, benchChunk)
+		s.takeLent(s.handle(ctx, chunk)).release()
 	}
 	b.ReportMetric(float64((selfCPU(b)-start).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
 }

@@ -209,7 +209,7 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 	dep := s.rt.current
 	s.rt.current = nil
 	s.p.router.finish(dep, 0) // in flight on the try, not here
-	pr, x := newRequestBodyReply()
+	pr, x := s.newRequestBodyReply()
 	x.c.ClearRouteCache = true
 	var kvs [3]headerKV
 	var vals [512]byte
@@ -231,7 +231,7 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 	if c := s.signedClient(); c != "" {
 		l = l.add(hdrClient, c)
 	}
-	x.hm.SetHeaders = l.options()
+	x.setHeaders(l)
 	x.hm.RemoveHeaders = routerRemoved
 	s.mark(&s.report.Forwarded)
 	return pr
@@ -251,7 +251,7 @@ func (s *stream) tryResponse(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResp
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		if hv.GetKey() == hdrAttempts {
 			s.try.owned, s.settled, s.admitted = true, true, false
-			pr, _ := newResponseHeadersReply()
+			pr, _ := s.newResponseHeadersReply()
 			pr.ModeOverride = modeBodyNone
 			return pr
 		}

@@ -96,7 +96,11 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 		if resp == nil {
 			continue
 		}
-		if err := srv.Send(resp); err != nil {
+		err = srv.Send(resp)
+		if rb != nil && !grpc.EnableTracing {
+			ss.ReleaseReply(resp) // encoded by Send (reply_pool.go)
+		}
+		if err != nil {
 			return err
 		}
 		if end {
@@ -114,6 +118,7 @@ type Session struct {
 	s    *stream // pooled: nil once the session closed (stream_pool.go)
 	ctx  context.Context
 	done bool
+	lent [4]*pooledReply // replies lent to the data plane (reply_pool.go)
 }
 
 // Session starts a stream whose context is ctx (cancelled: the stream was
@@ -126,7 +131,8 @@ func (p *Processor) Session(ctx context.Context) *Session {
 // mode). io.EOF means the stream ended after the reply (an immediate
 // response, R1.8c): the stream finished and Handle is not called again. The
 // session only reads req, and keeps nothing of it (the data plane reuses
-// it); the reply is read-only (it may be shared with other streams).
+// it); the reply is read-only (it may be shared with other streams), and the
+// data plane may give it back with ReleaseReply once it applied it.
 func (ss *Session) Handle(req *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
 	if ss.done {
 		return io.EOF
@@ -150,12 +156,15 @@ func (ss *Session) handle(req *extprocv3.ProcessingRequest) (*extprocv3.Processi
 		t0 = time.Now()
 	}
 	resp := ss.s.handle(ss.ctx, req)
+	x := ss.s.takeLent(resp)
 	if p.observe != nil {
 		p.observe(time.Since(t0))
 	}
 	if resp == nil || req.GetObservabilityMode() {
+		x.release() // not sent
 		return nil, false
 	}
+	ss.lend(x)
 	// Envoy closes the stream after an immediate response (R1.8c).
 	return resp, resp.GetImmediateResponse() != nil
 }
@@ -201,6 +210,7 @@ type stream struct {
 	rtState      route
 	att          attempt       // which attempt this stream is (retry.go)
 	try          *tryState     // its part in per-try routing, nil: none (pertry.go)
+	lent         *pooledReply  // the reply being built, from the pool (reply_pool.go)
 	upRetryAfter time.Duration // a 429's retry-after
 	tr           Translator
 	in           *Inbound
@@ -476,7 +486,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		}
 	}
 
-	pr, x := newRequestBodyReply()
+	pr, x := s.newRequestBodyReply()
 	x.c.ClearRouteCache = true
 	var kvs [8]headerKV
 	var vals [512]byte
@@ -507,7 +517,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if s.isTry() || s.att.n > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
 		l, x.hm.RemoveHeaders = s.tryRequestHeaders(l, out, x.hm.RemoveHeaders)
 	}
-	x.hm.SetHeaders = l.options()
+	x.setHeaders(l)
 	return pr
 }
 
@@ -557,7 +567,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		}
 	}
 	s.observeResponse(h)
-	pr, x := newResponseHeadersReply()
+	pr, x := s.newResponseHeadersReply()
 	var kvs [8]headerKV
 	var vals [256]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
@@ -592,7 +602,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 			l = l.addAll(s.retryAfterFailure(ctx, s.status, nil))
 		}
 	}
-	x.hm.SetHeaders = l.options()
+	x.setHeaders(l)
 	return pr
 }
 
@@ -626,7 +636,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		}
 		pr := replyContinueResponseBody
 		if !sameBytes(out, body) {
-			pr = chunkReply(out)
+			pr = s.newChunkReply(out)
 		}
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()
@@ -637,7 +647,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		return pr
 	}
 	// BUFFERED: the whole body, headers still held.
-	pr, x := newResponseBodyReply()
+	pr, x := s.newResponseBodyReply()
 	var kvs [4]headerKV
 	var vals [64]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
@@ -674,7 +684,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 	if settled {
 		l = l.addUSD(hdrCost, cost)
 	}
-	x.hm.SetHeaders = l.options()
+	x.setHeaders(l)
 	return pr
 }
 

@@ -12,9 +12,10 @@ import (
 
 // The processor's replies are built with few allocations: a reply's messages
 // (ProcessingResponse, its oneof wrapper, Body/HeadersResponse,
-// CommonResponse, HeaderMutation, BodyMutation) are allocated together, and
-// its set_headers come from a headerList in three allocations whatever their
-// number. Replies are never touched once returned
+// CommonResponse, HeaderMutation, BodyMutation) and its set_headers are one
+// pooled object, given back once the data plane applied it (reply_pool.go);
+// the others' set_headers come from a headerList in one allocation whatever
+// their number. Replies are never touched while lent
 // (extprocfiltertest.DirectOwned passes them to the data plane by pointer).
 
 // The replies that are a plain CONTINUE are shared by every stream (the codec
@@ -37,12 +38,14 @@ var (
 	}}
 )
 
-// replyParts holds the CommonResponse of a reply and what it points to; the
-// constructors below allocate it together with the rest of the reply.
+// replyParts holds the CommonResponse of a reply and what it points to, and
+// room for its set_headers (setHeaders); pooledReply holds it with the rest
+// of the reply.
 type replyParts struct {
 	c  extprocv3.CommonResponse
 	hm extprocv3.HeaderMutation
 	bodyMutationParts
+	hs replyHeaders
 }
 
 // bodyMutationParts holds a BodyMutation and its oneof wrappers.
@@ -65,43 +68,26 @@ func (p *bodyMutationParts) mutation(b []byte) *extprocv3.BodyMutation {
 	return &p.bm
 }
 
-// replyBlock is a reply with all its messages, allocated together: W is the
-// ProcessingResponse's oneof wrapper, R the Body- or HeadersResponse it holds.
-type replyBlock[W, R any] struct {
-	pr extprocv3.ProcessingResponse
-	w  W
-	r  R
-	replyParts
-}
-
-// newReply allocates a replyBlock whose CommonResponse has its
-// HeaderMutation, empty; link points the block's messages at one another.
-func newReply[W, R any](link func(x *replyBlock[W, R])) (*extprocv3.ProcessingResponse, *replyParts) {
-	x := new(replyBlock[W, R])
-	x.c.HeaderMutation = &x.hm
-	link(x)
+// newRequestBodyReply returns a request-body reply and its parts, from the
+// pool (reply_pool.go): its CommonResponse has its HeaderMutation, empty.
+func (s *stream) newRequestBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	x := s.lendReply()
+	x.body.Response, x.reqBody.RequestBody, x.pr.Response = &x.c, &x.body, &x.reqBody
 	return &x.pr, &x.replyParts
 }
 
-// newRequestBodyReply returns a request-body reply and its parts.
-func newRequestBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
-	return newReply(func(x *replyBlock[extprocv3.ProcessingResponse_RequestBody, extprocv3.BodyResponse]) {
-		x.r.Response, x.w.RequestBody, x.pr.Response = &x.c, &x.r, &x.w
-	})
-}
-
 // newResponseBodyReply is newRequestBodyReply for the response body.
-func newResponseBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
-	return newReply(func(x *replyBlock[extprocv3.ProcessingResponse_ResponseBody, extprocv3.BodyResponse]) {
-		x.r.Response, x.w.ResponseBody, x.pr.Response = &x.c, &x.r, &x.w
-	})
+func (s *stream) newResponseBodyReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	x := s.lendReply()
+	x.body.Response, x.respBody.ResponseBody, x.pr.Response = &x.c, &x.body, &x.respBody
+	return &x.pr, &x.replyParts
 }
 
 // newResponseHeadersReply is newRequestBodyReply for the response headers.
-func newResponseHeadersReply() (*extprocv3.ProcessingResponse, *replyParts) {
-	return newReply(func(x *replyBlock[extprocv3.ProcessingResponse_ResponseHeaders, extprocv3.HeadersResponse]) {
-		x.r.Response, x.w.ResponseHeaders, x.pr.Response = &x.c, &x.r, &x.w
-	})
+func (s *stream) newResponseHeadersReply() (*extprocv3.ProcessingResponse, *replyParts) {
+	x := s.lendReply()
+	x.hdrs.Response, x.respHdrs.ResponseHeaders, x.pr.Response = &x.c, &x.hdrs, &x.respHdrs
+	return &x.pr, &x.replyParts
 }
 
 // modeStreamed switches the response body to STREAMED (shared: read-only).
@@ -179,7 +165,12 @@ func (l headerList) options() []*corev3.HeaderValueOption {
 	if len(l.kv) == 0 {
 		return nil
 	}
-	sets, out, vals := headerSets(len(l.kv), l.vals)
+	return l.fill(headerSets(len(l.kv), l.vals))
+}
+
+// fill points sets and out (one of each per header) at the headers, whose
+// values are in vals, a copy of l.vals; it returns out.
+func (l headerList) fill(sets []headerSet, out []*corev3.HeaderValueOption, vals []byte) []*corev3.HeaderValueOption {
 	for i, kv := range l.kv {
 		hs := &sets[i]
 		hs.val.Key, hs.val.RawValue = kv.key, vals[kv.start:kv.end:kv.end]
@@ -203,9 +194,9 @@ func (l headerList) pairs() [][2]string {
 
 // headerSets returns n headerSets, a list for their options and a copy of
 // vals (the headers' values back to back), in one allocation for up to four
-// headers whose values take up to 24 bytes a header (what the hot path's
-// replies set: the route, content-length; the request id, deployment; the
-// cost). Each value array fills its allocation's size class: 192, 384, 576
+// headers whose values take up to 24 bytes a header (an immediate
+// response's, and a pooled reply's that do not fit its room). Each value
+// array fills its allocation's size class: 192, 384, 576
 // and 768 bytes, what the headers alone took (without it, the copy of the
 // values was an allocation of its own).
 func headerSets(n int, vals []byte) ([]headerSet, []*corev3.HeaderValueOption, []byte) {

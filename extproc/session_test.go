@@ -20,27 +20,48 @@ import (
 // no part of a message, and keeps nothing of it. Each message is handed over
 // as a copy, compared with the original afterwards and then overwritten, so
 // that anything kept from it reads garbage later (a ledger record, a reply).
+// Each reply is copied when sent and compared with the copy when the client
+// gives it back (ReleaseReply): a reply the processor reused while lent
+// (given to another message or stream too early) differs.
 func checkedSyncClient(t *testing.T) func(p *Processor) extprocfilter.Transport {
 	return func(p *Processor) extprocfilter.Transport {
 		return extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream {
-			return checkedSession{t: t, ss: p.Session(ctx)}
+			return checkedSession{t: t, ss: p.Session(ctx), sent: map[*extprocv3.ProcessingResponse]*extprocv3.ProcessingResponse{}}
 		})
 	}
 }
 
 type checkedSession struct {
-	t  *testing.T
-	ss *Session
+	t    *testing.T
+	ss   *Session
+	sent map[*extprocv3.ProcessingResponse]*extprocv3.ProcessingResponse // lent replies and their copies
 }
+
+var _ extprocfilter.ReplyReleaser = checkedSession{}
 
 func (c checkedSession) Handle(m *extprocv3.ProcessingRequest, send func(*extprocv3.ProcessingResponse)) error {
 	own := proto.Clone(m).(*extprocv3.ProcessingRequest)
-	err := c.ss.Handle(own, send)
+	err := c.ss.Handle(own, func(r *extprocv3.ProcessingResponse) {
+		c.sent[r] = proto.Clone(r).(*extprocv3.ProcessingResponse)
+		send(r)
+	})
 	if !proto.Equal(m, own) {
 		c.t.Errorf("the processor wrote into a message it handled:\nsent %v\nnow  %v", m, own)
 	}
 	scribble(own)
 	return err
+}
+
+func (c checkedSession) ReleaseReply(r *extprocv3.ProcessingResponse) {
+	if want, ok := c.sent[r]; ok {
+		delete(c.sent, r)
+		if !proto.Equal(want, r) {
+			c.t.Errorf("a reply changed while the client held it:\nsent %v\nnow  %v", want, r)
+		}
+	} else {
+		c.t.Errorf("the client gave back a reply it was not sent: %v", r)
+	}
+	c.ss.ReleaseReply(r)
 }
 
 func (c checkedSession) Close() { c.ss.Close() }

@@ -58,7 +58,7 @@ func (s *stream) responseCut(ctx context.Context, b *extprocv3.HttpBody, details
 	if s.p.debug {
 		s.p.log.Debug("stream cut by the upstream", "request_id", s.id, "details", details)
 	}
-	return chunkReply(ev)
+	return s.newChunkReply(ev)
 }
 
 // cutEvent is the SSE event that tells the client its stream broke off, in

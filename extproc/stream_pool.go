@@ -17,9 +17,10 @@ import "sync"
 //     not keep it, nor its Tries, past the call (Observer's contract);
 //   - Accountant.Admit and Settle get &s.areq and &s.rec and must not keep
 //     them past the call (gateway copies the Record into a ledger entry);
-//   - s.rt points into the stream itself; the translator, the Inbound and
-//     the per-try state are allocated per request and referenced only from
-//     the stream, so they go with it.
+//   - s.rt points into the stream itself; the Inbound and the per-try state
+//     are allocated per request and referenced only from the stream, so they
+//     go with it; the translator goes back to its type's pool
+//     (translator_pool.go).
 //
 // TestStreamReleasedAtClose and TestPooledStreamsKeepToTheirRequest check it.
 var streamPool = sync.Pool{New: func() any { return new(stream) }}
@@ -34,6 +35,9 @@ func (p *Processor) newStream() *stream {
 // release zeroes s (nothing of the request stays reachable from the pool)
 // and gives it back. s must not be used afterwards.
 func (s *stream) release() {
+	if s.tr != nil {
+		freeTranslator(s.tr)
+	}
 	*s = stream{}
 	streamPool.Put(s)
 }

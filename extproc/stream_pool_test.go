@@ -139,14 +139,16 @@ func TestPooledStreamsKeepToTheirRequest(t *testing.T) {
 
 // BenchmarkSessionNonStream is BenchmarkHandleNonStream through a Session,
 // as the built-in data plane calls it: the request's state comes from the
-// pool and goes back at Close.
+// pool and goes back at Close, each reply goes back once applied.
 func BenchmarkSessionNonStream(b *testing.B) {
 	p := New(newCatalog(), benchAccountant{})
 	ctx := context.Background()
+	var got *extprocv3.ProcessingResponse
 	send := func(r *extprocv3.ProcessingResponse) {
 		if r.GetImmediateResponse() != nil {
 			b.Fatalf("unexpected reply %v", r)
 		}
+		got = r
 	}
 	b.ReportAllocs()
 	start := selfCPU(b)
@@ -156,6 +158,7 @@ func BenchmarkSessionNonStream(b *testing.B) {
 			if err := ss.Handle(m, send); err != nil {
 				b.Fatal(err)
 			}
+			ss.ReleaseReply(got)
 		}
 		ss.Close()
 	}

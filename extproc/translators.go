@@ -6,22 +6,22 @@ package extproc
 // it. Every pair here has golden cases in testdata (TestTranslatorTableGolden).
 var translators = map[translatorKey]TranslatorFactory{
 	// OpenAI chat completions (POST /v1/chat/completions)
-	{APIChat, ProviderOpenAI}:    func() Translator { return new(chatOpenAI) },
-	{APIChat, ProviderAzure}:     func() Translator { return new(chatAzure) },
-	{APIChat, ProviderAnthropic}: func() Translator { return new(chatAnthropic) },
+	{APIChat, ProviderOpenAI}:    func() Translator { return chatOpenAIs.get() },
+	{APIChat, ProviderAzure}:     func() Translator { return chatAzures.get() },
+	{APIChat, ProviderAnthropic}: func() Translator { return chatAnthropics.get() },
 	{APIChat, ProviderGemini}:    func() Translator { return new(chatGemini) },
 	{APIChat, ProviderBedrock}:   func() Translator { return new(chatBedrock) },
 	{APIChat, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIChat} },
 
 	// OpenAI completions (POST /v1/completions)
-	{APICompletions, ProviderOpenAI}:  func() Translator { return new(completionsOpenAI) },
+	{APICompletions, ProviderOpenAI}:  func() Translator { return completionsOpenAIs.get() },
 	{APICompletions, ProviderAzure}:   func() Translator { return new(completionsAzure) },
 	{APICompletions, ProviderGemini}:  func() Translator { return newCompletionsViaChat(new(chatGemini)) },
 	{APICompletions, ProviderBedrock}: func() Translator { return newCompletionsViaChat(new(chatBedrock)) },
 	{APICompletions, ProviderVertex}:  func() Translator { return newCompletionsViaChat(&vertexTranslator{api: APIChat}) },
 
 	// OpenAI embeddings (POST /v1/embeddings)
-	{APIEmbeddings, ProviderOpenAI}:  func() Translator { return new(embeddingsOpenAI) },
+	{APIEmbeddings, ProviderOpenAI}:  func() Translator { return embeddingsOpenAIs.get() },
 	{APIEmbeddings, ProviderAzure}:   func() Translator { return new(embeddingsAzure) },
 	{APIEmbeddings, ProviderGemini}:  func() Translator { return new(embeddingsGemini) },
 	{APIEmbeddings, ProviderBedrock}: func() Translator { return new(embeddingsBedrock) },
@@ -36,9 +36,9 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIResponses, ProviderVertex}:    func() Translator { return newResponsesViaChat(&vertexTranslator{api: APIChat}) },
 
 	// Anthropic Messages (POST /v1/messages)
-	{APIMessages, ProviderAnthropic}: func() Translator { return new(messagesAnthropic) },
-	{APIMessages, ProviderOpenAI}:    func() Translator { return new(messagesOpenAI) },
-	{APIMessages, ProviderAzure}:     func() Translator { return &messagesOpenAI{azure: true} },
+	{APIMessages, ProviderAnthropic}: func() Translator { return messagesAnthropics.get() },
+	{APIMessages, ProviderOpenAI}:    func() Translator { return messagesOpenAIs.get() },
+	{APIMessages, ProviderAzure}:     azureMessages,
 	{APIMessages, ProviderGemini}:    func() Translator { return new(messagesGemini) },
 	{APIMessages, ProviderBedrock}:   func() Translator { return new(messagesBedrock) },
 	{APIMessages, ProviderVertex}:    func() Translator { return &vertexTranslator{api: APIMessages} },
@@ -68,7 +68,8 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiCount, ProviderBedrock}:   func() Translator { return new(geminiCountBedrock) },
 }
 
-// TranslatorFactory makes a Translator for one request.
+// TranslatorFactory makes a Translator for one request (the common pairs'
+// from a pool: translator_pool.go).
 type TranslatorFactory func() Translator
 
 // translatorKey is a row of the table: client API × provider type.

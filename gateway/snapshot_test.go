@@ -38,6 +38,8 @@ func TestSnapshotScopesFollowTheHierarchy(t *testing.T) {
 	p, err := c.Authenticate(ctx, s)
 	require.NoError(t, err)
 	require.Equal(t, "acme", p.OrgID)
+	// Authenticating hashes the key without garbage (one request each).
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = c.Authenticate(ctx, s) }))
 	var refs []kernel.ScopeRef
 	for _, sc := range p.Scopes {
 		refs = append(refs, sc.Ref)

@@ -215,7 +215,7 @@ func (s *Stream) takePending() bool {
 			return true
 		}
 	}
-	s.onRecv(it)
+	s.consume(it) // release.go
 	return true
 }
 

@@ -46,8 +46,21 @@ func New(prefix string) string {
 
 // Hash is the stored form of a secret: hex SHA-256.
 func Hash(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+	var b [HashLen]byte
+	return string(AppendHash(b[:0], secret))
+}
+
+// HashLen is the length of a Hash.
+const HashLen = 2 * sha256.Size
+
+// AppendHash appends Hash(secret) to dst: with dst on the caller's stack, a
+// lookup by hash (a map index with string(AppendHash(…))) allocates nothing,
+// where Hash's string and hex.EncodeToString's buffer were two allocations
+// per request authenticated.
+func AppendHash(dst []byte, secret string) []byte {
+	var buf [128]byte // the secret's bytes: []byte(secret) allocates above 32
+	sum := sha256.Sum256(append(buf[:0], secret...))
+	return hex.AppendEncode(dst, sum[:])
 }
 
 // Display is the part of a secret safe to show: the prefix and 4 characters.

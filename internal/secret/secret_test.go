@@ -1,6 +1,8 @@
 package secret
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,4 +57,22 @@ func TestMasterKeyFileIsReused(t *testing.T) {
 	require.Equal(t, a, b)
 	_, err = ParseMasterKey("abc")
 	require.ErrorIs(t, err, ErrMasterKey)
+}
+
+// AppendHash is Hash appended, and a lookup with it allocates nothing.
+func TestAppendHashAllocatesNothing(t *testing.T) {
+	require.Equal(t, Hash("tg-x"), string(AppendHash([]byte(nil), "tg-x")))
+	require.Equal(t, "p:"+Hash("tg-y"), string(AppendHash([]byte("p:"), "tg-y")))
+	long := strings.Repeat("k", 200) // above AppendHash's buffer
+	sum := sha256.Sum256([]byte(long))
+	require.Equal(t, hex.EncodeToString(sum[:]), Hash(long))
+	key := New("tg-") // 46 bytes: []byte(key) would allocate
+	m := map[string]int{Hash(key): 1}
+	allocs := testing.AllocsPerRun(100, func() {
+		var b [HashLen]byte
+		if m[string(AppendHash(b[:0], key))] != 1 {
+			t.Fatal("not found")
+		}
+	})
+	require.Zero(t, allocs)
 }
