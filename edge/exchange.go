@@ -174,10 +174,10 @@ func (x *exchange) finish() {
 		x.timer.Stop()
 	}
 	if x.f != nil {
-		x.f.Close()
+		x.f.Release()
 	}
 	if x.tryF != nil {
-		x.tryF.Close()
+		x.tryF.Release()
 	}
 	if x.release != nil {
 		x.release()

@@ -14,7 +14,8 @@
 // its event loop), direction.go (the per-direction state machine),
 // replies.go (what each reply does), mutation.go and headers.go (the header
 // rules), transport.go (the Transport interface and its gRPC
-// implementation), sync.go (the in-process transport), config.go.
+// implementation), sync.go (the in-process transport), pool.go (Streams
+// reused after Release, and what a released one keeps), config.go.
 //
 // Its users:
 //   - the built-in data plane (edge/), which runs every production request
