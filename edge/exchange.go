@@ -325,6 +325,10 @@ func (x *exchange) onRequest(res *extprocfilter.Result, err error, last bool) bo
 			x.body = append(x.body, res.Body...)
 		}
 	}
+	// The Stream reuses *res for its next result: what it points to is the
+	// exchange's now, which may drop it while the request waits (a Result
+	// of a Stream is valid until its next call; nothing reads it again).
+	*res = extprocfilter.Result{}
 	return true
 }
 

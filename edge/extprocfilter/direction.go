@@ -137,6 +137,12 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		// R2.3: the original body is discarded after CONTINUE_AND_REPLACE.
 	case d.partialDone || d.bodyMode == extprocfilterv3.ProcessingMode_NONE:
 		d.out = append(d.out, data...)
+	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && eos && d.buf == nil && len(data) <= d.limit():
+		// The whole body in one chunk: buffered without a copy (buffer.go).
+		d.buf, d.buffering = data, true
+		d.sendBuffered(cbBufferedBody, true)
+		s.waitFor(func() bool { return d.cb == cbIdle })
+		d.unborrow(data)
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED:
 		d.bufferChunk(data)
 		d.buffering = true
