@@ -106,6 +106,7 @@ type exchange struct {
 	idle       time.Duration              // stream idle timeout, 0 for none
 	deadline   int64                      // monoNow when the route timeout fires, 0 for none
 	timer      *time.Timer                // one timer for both
+	et         *exTimer                   // timer's pooled holder (timer.go)
 	timerP     atomic.Pointer[time.Timer] // timer, for timerCheck's goroutine
 	lastActive atomic.Int64               // monoNow at the last stream activity
 	// attemptDeadline is monoNow when the running attempt's per-try
@@ -170,9 +171,7 @@ func (x *exchange) finish() {
 			_ = resp.Body.Close()
 		}
 	}
-	if x.timer != nil {
-		x.timer.Stop()
-	}
+	x.stopTimer()
 	if x.f != nil {
 		x.f.Release()
 	}
@@ -382,8 +381,7 @@ func (x *exchange) startTimers(rt *route) {
 		return
 	}
 	x.lastActive.Store(now)
-	x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
-	x.timerP.Store(x.timer) // before the timer can fire
+	x.timer = x.newTimer()
 	x.timer.Reset(x.due(now))
 }
 
@@ -392,8 +390,7 @@ func (x *exchange) armAttempt(d time.Duration) {
 	now := monoNow()
 	x.attemptDeadline.Store(now + int64(d))
 	if x.timer == nil {
-		x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
-		x.timerP.Store(x.timer) // before the timer can fire
+		x.timer = x.newTimer()
 	}
 	x.timer.Reset(x.due(now))
 }
