@@ -504,11 +504,9 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		sc.releaseReader() // until the next request
 	}
 	sc.startWatch(cancel, req.ContentLength == 0)
-	w := responses.Get().(*Response) //nolint:forcetypeassert // the pool holds only these
-	*w = Response{sc: sc, req: req, fields: head.fields, contentLength: -1, expect: expect}
+	w := getResponse(sc, req, head.fields, expect)
 	var wb *watchedBody
 	if req.ContentLength != 0 {
-		w.body = watchedBody{ReadCloser: req.Body, sc: sc}
 		wb = &w.body
 		req.Body = wb
 	}
@@ -645,6 +643,20 @@ func (r *continueReader) Read(p []byte) (int, error) {
 // once it was served (not when the handler hijacked the connection), so
 // that neither a request nor an idle connection costs one of its own.
 var responses = sync.Pool{New: func() any { return new(Response) }}
+
+// getResponse takes the Response of req, whose body (if any) it watches.
+// Out of line: the Response is built in its frame, which a request waiting
+// for its upstream does not keep on its stack.
+//
+//go:noinline
+func getResponse(sc *serverConn, req *http.Request, fields Fields, expect *continueReader) *Response {
+	w := responses.Get().(*Response) //nolint:forcetypeassert // the pool holds only these
+	*w = Response{sc: sc, req: req, fields: fields, contentLength: -1, expect: expect}
+	if req.ContentLength != 0 {
+		w.body = watchedBody{ReadCloser: req.Body, sc: sc}
+	}
+	return w
+}
 
 // putResponse gives w back, holding nothing of its request.
 func putResponse(w *Response) {
