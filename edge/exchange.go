@@ -106,6 +106,7 @@ type exchange struct {
 	idle       time.Duration              // stream idle timeout, 0 for none
 	deadline   int64                      // monoNow when the route timeout fires, 0 for none
 	timer      *time.Timer                // one timer for both
+	et         *exTimer                   // timer's pooled holder (timer.go)
 	timerP     atomic.Pointer[time.Timer] // timer, for timerCheck's goroutine
 	lastActive atomic.Int64               // monoNow at the last stream activity
 	// attemptDeadline is monoNow when the running attempt's per-try
@@ -170,14 +171,12 @@ func (x *exchange) finish() {
 			_ = resp.Body.Close()
 		}
 	}
-	if x.timer != nil {
-		x.timer.Stop()
-	}
+	x.stopTimer()
 	if x.f != nil {
-		x.f.Close()
+		x.f.Release()
 	}
 	if x.tryF != nil {
-		x.tryF.Close()
+		x.tryF.Release()
 	}
 	if x.release != nil {
 		x.release()
@@ -325,6 +324,10 @@ func (x *exchange) onRequest(res *extprocfilter.Result, err error, last bool) bo
 			x.body = append(x.body, res.Body...)
 		}
 	}
+	// The Stream reuses *res for its next result: what it points to is the
+	// exchange's now, which may drop it while the request waits (a Result
+	// of a Stream is valid until its next call; nothing reads it again).
+	*res = extprocfilter.Result{}
 	return true
 }
 
@@ -378,8 +381,7 @@ func (x *exchange) startTimers(rt *route) {
 		return
 	}
 	x.lastActive.Store(now)
-	x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
-	x.timerP.Store(x.timer) // before the timer can fire
+	x.timer = x.newTimer()
 	x.timer.Reset(x.due(now))
 }
 
@@ -388,8 +390,7 @@ func (x *exchange) armAttempt(d time.Duration) {
 	now := monoNow()
 	x.attemptDeadline.Store(now + int64(d))
 	if x.timer == nil {
-		x.timer = time.AfterFunc(time.Duration(math.MaxInt64), x.timerCheck)
-		x.timerP.Store(x.timer) // before the timer can fire
+		x.timer = x.newTimer()
 	}
 	x.timer.Reset(x.due(now))
 }

@@ -11,7 +11,9 @@ type filter interface {
 	ResponseHeaders(h extprocfilter.Headers, endOfStream bool) (*extprocfilter.Result, error)
 	ResponseBody(chunk []byte, endOfStream bool) (*extprocfilter.Result, error)
 	ResponseTrailers(h extprocfilter.Headers) (*extprocfilter.Result, error)
-	Close()
+	// Release ends the filter for good: the exchange touches it no more
+	// (a Stream is reused by a later request).
+	Release()
 }
 
 var (
@@ -46,4 +48,4 @@ func (passthrough) ResponseTrailers(h extprocfilter.Headers) (*extprocfilter.Res
 	return &extprocfilter.Result{Continue: true, Trailers: h}, nil
 }
 
-func (passthrough) Close() {}
+func (passthrough) Release() {}

@@ -289,7 +289,7 @@ func (x *exchange) pickTry(agg *cluster, tried []*cluster) *cluster {
 func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int) (resp *http.Response, local bool) {
 	fwd, out := x.fwd, body
 	if x.tryF != nil {
-		x.tryF.Close()
+		x.tryF.Release()
 		x.tryF = nil
 	}
 	if c := x.st.tryFilters[agg.name]; c != nil {
@@ -344,7 +344,7 @@ func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int)
 		// timeout): upstream filters do not see it, as in Envoy, whose
 		// router resets the try (its filter stream ends with no response).
 		if x.tryF != nil {
-			x.tryF.Close()
+			x.tryF.Release()
 			x.tryF = nil
 		}
 		cl.outcome(resp.StatusCode)

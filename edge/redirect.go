@@ -144,10 +144,10 @@ func seeOther(h extprocfilter.Headers) extprocfilter.Headers {
 // route its headers match, with body. False when the exchange ends (the
 // filter answered, or the client left).
 func (x *exchange) recreate(h extprocfilter.Headers, body []byte) bool {
-	x.f.Close()
+	x.f.Release()
 	x.f = passthrough{}
 	if x.tryF != nil {
-		x.tryF.Close()
+		x.tryF.Release()
 		x.tryF = nil
 	}
 	if x.release != nil {

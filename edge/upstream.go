@@ -73,6 +73,13 @@ func (x *exchange) roundTrip(rt *route, body upstreamBody) *http.Response {
 		if !x.wireRequest(wire, rt, cl, b) {
 			return localResponse(http.StatusBadRequest, nil, nil)
 		}
+		// The serialised request holds the body now: the request waiting
+		// for its upstream keeps no other copy, unless an internal redirect
+		// may send it again (redirect.go).
+		body.whole = nil
+		if rt.redirect == nil {
+			x.body = nil
+		}
 		req = h1.MethodRequest(x.fwd.Value(":method"))
 	} else if req, err = x.upstreamRequest(rt, cl, body); err != nil {
 		return localResponse(http.StatusBadRequest, nil, nil)

@@ -1,6 +1,9 @@
 package extprocfilter
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+)
 
 // bufferChunk appends data to the direction's buffered body. The first chunk
 // sizes the buffer to the whole body when its content-length is known and
@@ -16,6 +19,24 @@ func (d *direction) bufferChunk(data []byte) {
 	}
 	d.buf = append(d.buf, data...)
 }
+
+// unborrow copies what the direction still holds of data, the caller's
+// chunk it buffered without a copy: a body that arrives whole in its
+// last chunk (the usual request) goes to the processor as it is, and is
+// copied only if it is released unchanged (or still held when the call
+// returns). A processor that replaces the body, as the gateway's does to
+// route and translate, cost a copy of every request body for nothing.
+func (d *direction) unborrow(data []byte) {
+	if aliases(d.buf, data) {
+		d.buf = bytes.Clone(d.buf)
+	}
+	if aliases(d.out, data) {
+		d.out = bytes.Clone(d.out)
+	}
+}
+
+// aliases reports whether a begins where b does.
+func aliases(a, b []byte) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
 
 // noteSize records the body size the headers announce (content-length), as
 // the hint bufferChunk sizes the buffer with; 0 when absent or invalid.

@@ -137,6 +137,12 @@ func (s *Stream) onBody(d *direction, data []byte, eos bool) (*Result, error) {
 		// R2.3: the original body is discarded after CONTINUE_AND_REPLACE.
 	case d.partialDone || d.bodyMode == extprocfilterv3.ProcessingMode_NONE:
 		d.out = append(d.out, data...)
+	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED && eos && d.buf == nil && len(data) <= d.limit():
+		// The whole body in one chunk: buffered without a copy (buffer.go).
+		d.buf, d.buffering = data, true
+		d.sendBuffered(cbBufferedBody, true)
+		s.waitFor(func() bool { return d.cb == cbIdle })
+		d.unborrow(data)
 	case d.bodyMode == extprocfilterv3.ProcessingMode_BUFFERED:
 		d.bufferChunk(data)
 		d.buffering = true
@@ -287,8 +293,8 @@ func (d *direction) restartTimer(v time.Duration) bool {
 }
 
 func (d *direction) headersMsg(eos bool) *extprocv3.ProcessingRequest {
-	if sc := d.s.scratch; sc != nil {
-		return sc.headers(d.request, d.held, eos)
+	if d.s.inCall {
+		return d.s.msgScratch().headers(d.request, d.held, eos)
 	}
 	hh := &extprocv3.HttpHeaders{Headers: d.held.toProto(), EndOfStream: eos}
 	if d.request {
@@ -298,8 +304,8 @@ func (d *direction) headersMsg(eos bool) *extprocv3.ProcessingRequest {
 }
 
 func (d *direction) bodyMsg(data []byte, eos bool) *extprocv3.ProcessingRequest {
-	if sc := d.s.scratch; sc != nil {
-		return sc.bodyChunk(d.request, data, eos)
+	if d.s.inCall {
+		return d.s.msgScratch().bodyChunk(d.request, data, eos)
 	}
 	b := &extprocv3.HttpBody{Body: data, EndOfStream: eos}
 	if d.request {
@@ -309,8 +315,8 @@ func (d *direction) bodyMsg(data []byte, eos bool) *extprocv3.ProcessingRequest 
 }
 
 func (d *direction) trailersMsg() *extprocv3.ProcessingRequest {
-	if sc := d.s.scratch; sc != nil {
-		return sc.trailers(d.request, d.trailers)
+	if d.s.inCall {
+		return d.s.msgScratch().trailers(d.request, d.trailers)
 	}
 	t := &extprocv3.HttpTrailers{Trailers: d.trailers.toProto()}
 	if d.request {
@@ -331,7 +337,7 @@ func (d *direction) sendBuffered(cb callback, eos bool) {
 // keep, or data itself for a Sync stream's processor, which keeps nothing
 // of a message and never writes into it.
 func (s *Stream) processorCopy(data []byte) []byte {
-	if s.scratch != nil {
+	if s.inCall {
 		return data
 	}
 	return bytes.Clone(data)

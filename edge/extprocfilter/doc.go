@@ -15,7 +15,8 @@
 // replies.go (what each reply does), mutation.go and headers.go (the header
 // rules), transport.go (the Transport interface and its gRPC
 // implementation), sync.go (the in-process transport), release.go (giving
-// an in-process processor its replies back once applied), config.go.
+// an in-process processor its replies back once applied), pool.go (Streams
+// reused after Release, and what a released one keeps), config.go.
 //
 // Its users:
 //   - the built-in data plane (edge/), which runs every production request

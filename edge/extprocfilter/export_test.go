@@ -25,3 +25,14 @@ const DefaultWorkersAbove = defaultWorkersAbove
 
 // ProcWorkers is the number of processor-call workers running.
 func ProcWorkers() int32 { return procWorkers.Load() }
+
+// PoisonReleased makes released Streams poisoned (a later use panics with
+// ErrReleased in the caller's goroutine) rather than reused, until the test
+// ends.
+func PoisonReleased(t interface{ Cleanup(func()) }) {
+	oldP, oldR := poisonReleased.Swap(true), recoverable.Swap(true)
+	t.Cleanup(func() { poisonReleased.Store(oldP); recoverable.Store(oldR) })
+}
+
+// ErrReleased exports errReleased.
+var ErrReleased = errReleased

@@ -25,6 +25,7 @@ const DetailsUpstreamReset = "upstream_reset_after_response_started{connection_t
 // stream as Envoy does.
 func (s *Stream) ResponseReset(details string) (*Result, error) {
 	s.mu.Lock()
+	s.checkLive()
 	d := &s.resp
 	ok := !s.complete && !s.streamClosed && d.started && !d.bodyEnded && !d.bodyReplaced &&
 		d.bodyMode == extprocfilterv3.ProcessingMode_STREAMED

@@ -7,10 +7,13 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
-// scratch holds the request messages of a Sync stream, reused from one
-// message to the next: its processor keeps nothing of a message once Handle
+// scratch holds the request messages of a Sync stream and the arrays of
+// their header values: its processor keeps nothing of a message once Handle
 // returned and never writes into it (SyncStream), and the client never
-// touches a message after sending it. Over gRPC every message is its own.
+// touches a message after sending it. A stream takes a scratch for each
+// message it builds and gives it back once the message was handled
+// (Stream.msgScratch, Stream.handled), so that a request waiting for its
+// upstream holds none. Over gRPC every message is its own.
 type scratch struct {
 	req   extprocv3.ProcessingRequest
 	reqH  extprocv3.ProcessingRequest_RequestHeaders
@@ -27,7 +30,6 @@ type scratch struct {
 	ptrs  []*corev3.HeaderValue
 	vals  []corev3.HeaderValue
 	raw   []byte
-	link  syncLink // the Sync transport's link of the stream
 }
 
 // headerMap encodes h as toProto does, into the reused arrays.
@@ -57,8 +59,7 @@ func (sc *scratch) headerMap(h Headers) *corev3.HeaderMap {
 	return &sc.hmap
 }
 
-// scratches are the free scratch sets: a stream takes one when it starts
-// and gives it back once its processor finished.
+// scratches are the free scratch sets.
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // maxScratchBytes bounds the header bytes a pooled scratch keeps.
@@ -66,9 +67,10 @@ const maxScratchBytes = 16 << 10
 
 func getScratch() *scratch { return scratches.Get().(*scratch) }
 
-// putScratch gives sc back. Its messages point only into sc itself (and
-// each is emptied before it is built again), except for the header names
-// and the last body, which are dropped here.
+// putScratch gives sc back once its message was handled. Its messages
+// point only into sc itself (and each is emptied before it is built
+// again), except for the header names and the body, which are dropped
+// here.
 func putScratch(sc *scratch) {
 	if cap(sc.raw) > maxScratchBytes {
 		sc.raw, sc.vals, sc.ptrs = nil, nil, nil
@@ -79,12 +81,6 @@ func putScratch(sc *scratch) {
 	sc.body.Body = nil
 	scratches.Put(sc)
 }
-
-// handled drops the body of the message the processor just handled (a Sync
-// processor keeps nothing of it): the reused message would otherwise keep a
-// large buffered body alive until the stream ends, beside the processor's
-// rewritten copy that goes upstream.
-func (sc *scratch) handled() { sc.body.Body = nil }
 
 func (sc *scratch) headers(request bool, h Headers, eos bool) *extprocv3.ProcessingRequest {
 	sc.hh.Reset()

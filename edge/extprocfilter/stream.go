@@ -19,7 +19,8 @@ import (
 // response. Each call returns what Envoy does next. Calls must not overlap
 // (they are serialised); Close may come from any goroutine and ends the
 // stream (R1.8d). Cancelling the context given to Start resets the HTTP
-// stream: a waiting call returns the context's error.
+// stream: a waiting call returns the context's error. Its owner may give it
+// back with Release, to be reused by a later Start (pool.go).
 type Stream struct {
 	c      *Client
 	cfg    *Config
@@ -33,7 +34,13 @@ type Stream struct {
 	// message, R1.1); streamClosed once Envoy closed it (closeStream).
 	link         link
 	streamClosed bool
-	scratch      *scratch // an in-call transport's reused messages (Sync)
+	// inCall: the transport calls the processor in the caller's goroutine
+	// (Sync): a message is built in a scratch taken for it (msg) and
+	// given back once handled; syncL is the processor's link, kept with
+	// the Stream when it is reused.
+	inCall bool
+	msg    *scratch
+	syncL  *syncLink
 	// ownHeaders: the header lists passed in are the stream's (WithOwnedHeaders).
 	ownHeaders bool
 
@@ -55,6 +62,7 @@ type Stream struct {
 	downstreamStarted bool
 	finished          bool // outcome returned, context ended or closed
 	closed            bool
+	released          bool // given back (pool.go): any use panics
 	metadata          map[string]*structpb.Struct
 	// res is the Result every call but the last returns (the outcome is
 	// its own): one allocation less per call.
@@ -63,14 +71,18 @@ type Stream struct {
 
 func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 	cfg := &c.cfg // read-only: the client's copy, validated once
-	s := &Stream{c: c, cfg: cfg, cfgErr: errors.Join(c.cfgErr, o.attrsInvalid), ownHeaders: o.ownHeaders}
+	s := getStream()
+	s.c, s.cfg, s.cfgErr, s.ownHeaders = c, cfg, errors.Join(c.cfgErr, o.attrsInvalid), o.ownHeaders
 	if c.t.inCall() {
 		// A Sync stream's calls run in its caller's goroutine: no call
 		// waits in a select that a reset must wake, so the stream lives on
 		// the context it was started with (one context and the parent's
 		// registration of it less per request).
-		s.ctx, s.cancel = ctx, func() {}
-		s.scratch = getScratch()
+		s.ctx, s.cancel = ctx, noCancel
+		s.inCall = true
+		if s.syncL == nil {
+			s.syncL = new(syncLink)
+		}
 	} else {
 		s.ctx, s.cancel = context.WithCancel(ctx)
 	}
@@ -94,6 +106,7 @@ func newStream(ctx context.Context, c *Client, o startOptions) *Stream {
 func (s *Stream) DynamicMetadata() map[string]*structpb.Struct {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.checkLive()
 	out := make(map[string]*structpb.Struct, len(s.metadata))
 	for k, v := range s.metadata {
 		out[k] = proto.Clone(v).(*structpb.Struct)
@@ -145,11 +158,15 @@ func (s *Stream) ResponseTrailers(h Headers) (*Result, error) {
 // an HTTP stream reset, the waiting call returns context.Canceled (over
 // [Sync] the processor runs in the call's goroutine and cannot be cut off:
 // Close waits for it, the call returns its result and the next one
-// ErrFinished). It is safe to call more than once.
+// ErrFinished). It is safe to call more than once, but not after Release.
 func (s *Stream) Close() {
 	if !s.mu.TryLock() {
 		s.cancel() // a call is waiting: reset, so that it returns
 		s.mu.Lock()
+	}
+	if s.released {
+		s.mu.Unlock()
+		usedAfterRelease()
 	}
 	if s.closed {
 		s.mu.Unlock()
@@ -159,11 +176,10 @@ func (s *Stream) Close() {
 	s.finished = true
 	s.complete = true
 	s.closeStream()
-	if s.scratch != nil {
-		// The processor finished (closeStream): nothing uses the messages,
-		// nor the in-call link kept beside them, any more.
-		putScratch(s.scratch)
-		s.scratch, s.link = nil, nil
+	if s.inCall {
+		// The processor finished (closeStream): nothing uses the in-call
+		// link any more.
+		s.link = nil
 	}
 	l := s.link
 	s.mu.Unlock()
@@ -174,6 +190,7 @@ func (s *Stream) Close() {
 }
 
 func (s *Stream) usable() error {
+	s.checkLive()
 	switch {
 	case s.cfgErr != nil:
 		return s.cfgErr

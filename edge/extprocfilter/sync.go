@@ -67,13 +67,12 @@ var (
 
 func (SyncTransport) inCall() bool { return true }
 
-// openLink starts the processor's stream on ctx (the Stream's own: the
-// processor's stream lives as long as it), its link kept in sc.
-func (c SyncTransport) open(ctx context.Context, sc *scratch) (link, error) {
+// open starts the processor's stream on ctx (the Stream's own: the
+// processor's stream lives as long as it) in l, the Stream's link.
+func (c SyncTransport) open(ctx context.Context, l *syncLink) (link, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	l := &sc.link
 	l.ss, l.ended = c.start(ctx), false
 	l.pending = l.pendBuf[:0]
 	liveSyncLinks.Add(1)
@@ -100,7 +99,7 @@ func (c SyncTransport) Process(ctx context.Context, _ ...grpc.CallOption) (extpr
 }
 
 // syncLink is a Sync stream's processor, called in the caller's goroutine.
-// It lives in the stream's scratch, reused from one request to the next.
+// It lives with the Stream, reused from one request to the next.
 type syncLink struct {
 	ss    SyncStream
 	ended bool // the processor finished (Handle's error or Close)

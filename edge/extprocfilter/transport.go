@@ -24,9 +24,9 @@ type Transport interface {
 	// the stream reuses its messages (scratch).
 	inCall() bool
 	// open opens the processor's side of one request's stream (R1.1) on
-	// ctx, the Stream's context; sc is the Stream's scratch (nil unless
-	// inCall).
-	open(ctx context.Context, sc *scratch) (link, error)
+	// ctx, the Stream's context; sl is the Stream's in-call link to open
+	// (nil unless inCall).
+	open(ctx context.Context, sl *syncLink) (link, error)
 }
 
 // link is one open ext_proc stream, as the filter's state machine drives it.
@@ -66,7 +66,7 @@ var _ Transport = grpcTransport{}
 
 func (grpcTransport) inCall() bool { return false }
 
-func (t grpcTransport) open(ctx context.Context, _ *scratch) (link, error) {
+func (t grpcTransport) open(ctx context.Context, _ *syncLink) (link, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	st, err := t.cc.Process(sctx)
 	if err != nil {
@@ -137,6 +137,7 @@ func read(ctx context.Context, st extprocv3.ExternalProcessor_ProcessClient, out
 func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback) {
 	d.startCall(cb)
 	if s.streamClosed || !s.open() {
+		s.handled()
 		if !s.complete {
 			// Closed earlier by the close optimization: nothing to talk to.
 			s.complete = true
@@ -144,8 +145,8 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 		}
 		return
 	}
-	if s.scratch != nil {
-		m.MetadataContext = &s.scratch.meta // R5.4
+	if s.msg != nil {
+		m.MetadataContext = &s.msg.meta // R5.4
 	} else {
 		m.MetadataContext = &corev3.Metadata{} // R5.4
 	}
@@ -163,9 +164,7 @@ func (s *Stream) send(d *direction, m *extprocv3.ProcessingRequest, cb callback)
 		}
 	}
 	err := s.link.send(m)
-	if s.scratch != nil {
-		s.scratch.handled()
-	}
+	s.handled()
 	if err != nil && !errors.Is(err, io.EOF) {
 		// io.EOF: the stream ended; its status comes from Recv.
 		s.onGrpcError(err)
@@ -178,7 +177,7 @@ func (s *Stream) open() bool {
 	if s.link != nil {
 		return true
 	}
-	l, err := s.c.t.open(s.ctx, s.scratch)
+	l, err := s.c.t.open(s.ctx, s.syncL)
 	if err != nil {
 		s.streamClosed = true
 		s.onGrpcError(err)

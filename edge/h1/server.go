@@ -504,18 +504,19 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		sc.releaseReader() // until the next request
 	}
 	sc.startWatch(cancel, req.ContentLength == 0)
+	w := getResponse(sc, req, head.fields, expect)
 	var wb *watchedBody
 	if req.ContentLength != 0 {
-		wb = &watchedBody{ReadCloser: req.Body, sc: sc}
+		wb = &w.body
 		req.Body = wb
 	}
-	w := &Response{sc: sc, req: req, fields: head.fields, contentLength: -1, expect: expect}
 	sc.s.handler(w, req)
 	if w.hijacked {
 		sc.stopWatch()
 		cancel(nil)
 		return true
 	}
+	defer putResponse(w)
 	if wb != nil && wb.broken {
 		// F7: the body's framing broke (a bad chunk, data cut short): the
 		// connection cannot find the next request, so it ends, and a
@@ -638,10 +639,39 @@ func (r *continueReader) Read(p []byte) (int, error) {
 	return r.ReadCloser.Read(p)
 }
 
-// response is the http.ResponseWriter of one request.
+// responses are the free Responses: a request takes one and gives it back
+// once it was served (not when the handler hijacked the connection), so
+// that neither a request nor an idle connection costs one of its own.
+var responses = sync.Pool{New: func() any { return new(Response) }}
+
+// getResponse takes the Response of req, whose body (if any) it watches.
+// Out of line: the Response is built in its frame, which a request waiting
+// for its upstream does not keep on its stack.
+//
+//go:noinline
+func getResponse(sc *serverConn, req *http.Request, fields Fields, expect *continueReader) *Response {
+	w := responses.Get().(*Response) //nolint:forcetypeassert // the pool holds only these
+	*w = Response{sc: sc, req: req, fields: fields, contentLength: -1, expect: expect}
+	if req.ContentLength != 0 {
+		w.body = watchedBody{ReadCloser: req.Body, sc: sc}
+	}
+	return w
+}
+
+// putResponse gives w back, holding nothing of its request.
+func putResponse(w *Response) {
+	*w = Response{}
+	responses.Put(w)
+}
+
+// Response is the http.ResponseWriter of one request. The handler must
+// not touch it (nor its request's body) after it returned: it is reused.
 type Response struct {
 	sc  *serverConn
 	req *http.Request
+	// body is the request's body as the handler reads it (a request with
+	// a body): it tells the watch when the body has been read.
+	body watchedBody
 	// fields are the request's header fields (req.Header is nil), names
 	// lower-cased, in order; Expect removed.
 	fields Fields

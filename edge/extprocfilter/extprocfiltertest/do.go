@@ -90,7 +90,7 @@ func Do(ctx context.Context, c *extprocfilter.Client, req *Request, upstream Ups
 // an upstream filter's try learns its host from them).
 func DoWith(ctx context.Context, c *extprocfilter.Client, req *Request, upstream Upstream, opts ...extprocfilter.StartOption) (*Response, error) {
 	s := c.Start(ctx, opts...)
-	defer s.Close()
+	defer s.Release()
 	out := &Response{}
 	fwd := &ForwardedRequest{}
 
