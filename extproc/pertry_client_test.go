@@ -23,7 +23,7 @@ func mixedGroup(anthropicFirst bool) *Group {
 	if anthropicFirst {
 		a, b = b, a
 	}
-	a.Weight, a.AllowedFails, b.AllowedFails = 1000, 100, 100
+	a.Weight, a.AllowedFails, b.AllowedFails = preferred, 100, 100
 	return &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}}
 }
 
@@ -149,7 +149,7 @@ func TestWithoutQueryKey(t *testing.T) {
 // token), never from a provider's key.
 func TestFallbackRedirectOfALaterTry(t *testing.T) {
 	oa, an := openAIDep("gpt", "oa"), anthropicDep("gpt", "an")
-	oa.Weight, oa.AllowedFails, an.AllowedFails = 1000, 100, 100
+	oa.Weight, oa.AllowedFails, an.AllowedFails = preferred, 100, 100
 	e, _, rt, up := perTryEnv(t,
 		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{oa, an}, ContextWindowFallbacks: []string{"big"}},
 		&Group{Name: "big", Retries: 2, Deployments: []*Deployment{openAIDep("big", "big")}},

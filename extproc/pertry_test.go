@@ -243,7 +243,7 @@ func TestPerTryHidesADeadDeployment(t *testing.T) {
 // stream forwards it untouched to the per-try route.
 func TestPerTryAdoptsTheRoutersReservation(t *testing.T) {
 	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
-	a.Weight = 1000
+	a.Weight = preferred
 	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}})
 	up.answer["a"] = failing(500)
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
@@ -271,7 +271,7 @@ func TestPerTryAdoptsTheRoutersReservation(t *testing.T) {
 // then it is probed again.
 func TestPerTryRetryAfterKeepsTheDeploymentOut(t *testing.T) {
 	limited, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "ok")
-	limited.Weight = 1000
+	limited.Weight = preferred
 	e, clk, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{limited, ok}})
 	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
@@ -345,7 +345,7 @@ func TestPerTryFallsBackToAnthropic(t *testing.T) {
 // response started is not retried: it ends, charged what was observed.
 func TestPerTryStreamRetriedOnlyBeforeItsFirstByte(t *testing.T) {
 	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
-	a.Weight = 1000
+	a.Weight = preferred
 	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}})
 	stream := `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
 	up.answer["a"] = func() *extprocfiltertest.UpstreamResponse {
@@ -396,7 +396,7 @@ func TestPerTryOnlyForGroupsThatRetryElsewhere(t *testing.T) {
 // retry-after, retries included.
 func TestPerTryRetriesSkipACoolingDeployment(t *testing.T) {
 	limited, flaky, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "flaky"), openAIDep("gpt", "ok")
-	limited.Weight, flaky.Weight, flaky.AllowedFails = 1_000_000, 1000, 1000
+	limited.Weight, flaky.Weight, flaky.AllowedFails = preferred, preferred>>20, 1000
 	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{limited, flaky, ok}})
 	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
 	up.answer["flaky"] = failing(500)

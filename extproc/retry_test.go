@@ -42,7 +42,7 @@ func (e *testEnv) doRetrying(t *testing.T, req *extprocfiltertest.Request, up ex
 // status), each attempt its own reservation priced for its deployment.
 func TestRetryMovesToAnotherDeployment(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
-	dead.Weight = 1000
+	dead.Weight = preferred
 	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = failing(500)
@@ -123,7 +123,7 @@ func TestRetryAfterIsHonouredAndCapped(t *testing.T) {
 // served by the other deployment as a stream.
 func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
-	dead.Weight = 1000
+	dead.Weight = preferred
 	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = func() *extprocfiltertest.UpstreamResponse {

@@ -169,9 +169,14 @@ func TestDeadDeploymentCoolsDown(t *testing.T) {
 
 // TestRetryAfterCoolsForItsDuration: a 429 with retry-after: 5 keeps the
 // deployment out for exactly 5 s.
+// preferred is the weight of a deployment a test wants chosen first whenever
+// it is in rotation: against weight 1 the weighted draw picks another once in
+// 2^40 (at 1000 it did once in a thousand, and the tests failed that often).
+const preferred = 1 << 40
+
 func TestRetryAfterCoolsForItsDuration(t *testing.T) {
 	limited, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "ok")
-	limited.Weight = 1000 // chosen first whenever it is in rotation
+	limited.Weight = preferred
 	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{limited, ok}})
 	up := newByDeployment()
 	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
@@ -193,7 +198,7 @@ func TestRetryAfterCoolsForItsDuration(t *testing.T) {
 // it is refused with 429, and the next minute it is served again.
 func TestDeploymentRPMIsEnforcedAtRouting(t *testing.T) {
 	small, big := openAIDep("gpt", "small"), openAIDep("gpt", "big")
-	small.RPM, small.Weight = 2, 1000
+	small.RPM, small.Weight = 2, preferred
 	solo := openAIDep("solo", "solo")
 	solo.RPM = 2
 	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{small, big}}, &Group{Name: "solo", Deployments: []*Deployment{solo}})

@@ -127,7 +127,7 @@ func readOpenAIError(t *testing.T, b []byte) (string, string) {
 func TestUpstreamAuthWithNoBodyIsRetriedElsewhere(t *testing.T) {
 	group := func() *Group {
 		bad, ok := openAIDep("gpt", "bad-key"), openAIDep("gpt", "ok")
-		bad.Weight, bad.AllowedFails = 1000, 2
+		bad.Weight, bad.AllowedFails = preferred, 2
 		return &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{bad, ok}}
 	}
 	t.Run("token", func(t *testing.T) {

@@ -62,7 +62,7 @@ func TestUpstreamAuthIsA502InTheClientsFormat(t *testing.T) {
 // fails.
 func TestUpstreamAuthIsRetriedElsewhere(t *testing.T) {
 	bad, ok := openAIDep("gpt", "bad-key"), openAIDep("gpt", "ok")
-	bad.Weight, bad.AllowedFails = 1000, 2
+	bad.Weight, bad.AllowedFails = preferred, 2
 	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{bad, ok}})
 	up := newByDeployment()
 	up.answer["bad-key"] = failing(401)
