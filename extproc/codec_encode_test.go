@@ -120,11 +120,11 @@ func TestEncodeResponse(t *testing.T) {
 		{"trailers with mutation", &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
 			ResponseTrailers: &extprocv3.TrailersResponse{HeaderMutation: common.HeaderMutation},
 		}}, true},
-		{"body cleared", chunkReply(nil), true},
+		{"body cleared", s.newChunkReply(nil), true},
 		{"clear_body false", bodyReply(&extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{}}), true},
 		{"empty body member", bodyReply(&extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{}}), true},
 		{"no mutation member", bodyReply(&extprocv3.BodyMutation{}), true},
-		{"large body", chunkReply(big), true},
+		{"large body", s.newChunkReply(big), true},
 		{"immediate 401", s.immediate(401, []byte(`{"error":{}}`), [][2]string{{"retry-after", "1"}}), true},
 		{"immediate, all fields", &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
 			ImmediateResponse: &extprocv3.ImmediateResponse{

@@ -96,22 +96,6 @@ var modeStreamed = &extprocfilterv3.ProcessingMode{
 	ResponseBodyMode: extprocfilterv3.ProcessingMode_STREAMED,
 }
 
-// chunkReply is the reply to a streamed chunk that replaces it with b.
-func chunkReply(b []byte) *extprocv3.ProcessingResponse {
-	x := &struct {
-		pr   extprocv3.ProcessingResponse
-		w    extprocv3.ProcessingResponse_ResponseBody
-		body extprocv3.BodyResponse
-		c    extprocv3.CommonResponse
-		bodyMutationParts
-	}{}
-	x.c.BodyMutation = x.mutation(b)
-	x.body.Response = &x.c
-	x.w.ResponseBody = &x.body
-	x.pr.Response = &x.w
-	return &x.pr
-}
-
 // headerList collects the headers a reply sets, to build their options at
 // once (options). Its methods return the list, as append does, so that its
 // slices may live on the caller's stack:
