@@ -175,9 +175,7 @@ func (x *exchange) finish() {
 	if x.f != nil {
 		x.f.Release()
 	}
-	if x.tryF != nil {
-		x.tryF.Release()
-	}
+	x.releaseTry()
 	if x.release != nil {
 		x.release()
 	}

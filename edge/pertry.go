@@ -284,14 +284,20 @@ func (x *exchange) pickTry(agg *cluster, tried []*cluster) *cluster {
 	return ejected
 }
 
-// try sends one try to cl through the aggregate's upstream filter. local
-// reports a reply of that filter (it goes downstream, not retried).
-func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int) (resp *http.Response, local bool) {
-	fwd, out := x.fwd, body
+// releaseTry ends the running try's filter (upstream filters), if any: it is
+// released for good, and the exchange forgets it.
+func (x *exchange) releaseTry() {
 	if x.tryF != nil {
 		x.tryF.Release()
 		x.tryF = nil
 	}
+}
+
+// try sends one try to cl through the aggregate's upstream filter. local
+// reports a reply of that filter (it goes downstream, not retried).
+func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int) (resp *http.Response, local bool) {
+	fwd, out := x.fwd, body
+	x.releaseTry()
 	if c := x.st.tryFilters[agg.name]; c != nil {
 		opts := []extprocfilter.StartOption{extprocfilter.WithOwnedHeaders()}
 		if agg.try.withAttr {
@@ -343,10 +349,7 @@ func (x *exchange) try(rt *route, agg *cluster, cl *cluster, body []byte, n int)
 		// The router's own reply (connect failure, reset, per-try
 		// timeout): upstream filters do not see it, as in Envoy, whose
 		// router resets the try (its filter stream ends with no response).
-		if x.tryF != nil {
-			x.tryF.Release()
-			x.tryF = nil
-		}
+		x.releaseTry()
 		cl.outcome(resp.StatusCode)
 		return resp, false
 	}

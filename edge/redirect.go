@@ -146,10 +146,7 @@ func seeOther(h extprocfilter.Headers) extprocfilter.Headers {
 func (x *exchange) recreate(h extprocfilter.Headers, body []byte) bool {
 	x.f.Release()
 	x.f = passthrough{}
-	if x.tryF != nil {
-		x.tryF.Release()
-		x.tryF = nil
-	}
+	x.releaseTry()
 	if x.release != nil {
 		x.release()
 		x.release = nil
