@@ -10,7 +10,9 @@
 #   SCEN=rush                    # the rush (issue 20): RUSH_CONNS=5000 connections opened at once
 #                                # and held, chat back to back for RUSH_D=30s to a mock answering
 #                                # after RUSH_LATENCY=1s; direct, nginx and a fresh gateway
-#   RUSH_TARGETS="direct nginx tollgate"  # which of the three the rush measures
+#   RUSH_TARGETS="direct nginx floor tollgate"  # which of the four the rush measures; floor is
+#                                # loadgen -floor (bench/loadgen/floor.go), the least a Go proxy
+#                                # with a goroutine per connection does, pinned as the gateway
 #   RUSH_PROF=DIR                # the rush's gateway serves pprof (--debug-addr); DIR gets a CPU
 #                                # profile of its cell, and heap and goroutine profiles halfway
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
@@ -66,6 +68,7 @@ admin=127.0.0.1:$((19090 + P))
 slowmock=127.0.0.1:$((19401 + P))
 ngxrush=127.0.0.1:$((18092 + P))
 gwrush=127.0.0.1:$((18082 + P))
+floorrush=127.0.0.1:$((18083 + P))
 adminrush=127.0.0.1:$((19092 + P))
 RUSH_CONNS=${RUSH_CONNS:-5000}
 RUSH_D=${RUSH_D:-30s}
@@ -254,7 +257,7 @@ done
 # to a mock that answers after RUSH_LATENCY, measured from the first dial (no
 # warm-up): direct to the mock, nginx, then a gateway started for the rush
 # alone (its peak RSS is the rush's). The gateway's extra flags: RUSH_FLAGS.
-RUSH_TARGETS=${RUSH_TARGETS:-"direct nginx tollgate"}
+RUSH_TARGETS=${RUSH_TARGETS:-"direct nginx floor tollgate"}
 want() { case " $RUSH_TARGETS " in *" $1 "*) return 0 ;; esac; return 1; }
 # rush_profile: during the gateway's rush cell, a CPU profile of all of it,
 # the heap (heap.pprof, heap.txt with the runtime's MemStats) and the
@@ -304,6 +307,15 @@ if [ -n "$rush" ]; then
     cell "nginx (plain proxy)" "http://$ngxrush" "$nginx_pid" "" mock-gpt
     ngx_cpu=$cpu
     printf '%s 1.00 | - |\n' "$row"
+  fi
+  if want floor; then
+    taskset -c "$GW_CPU" bin/loadgen -floor "$floorrush" -url "http://$slowmock" >"$tmp/floor.log" 2>&1 &
+    floorpid=$!
+    pids+=($floorpid)
+    sleep 0.5
+    cell "floor (Go, no processing)" "http://$floorrush" "$floorpid" "" mock-gpt
+    printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+    kill "$floorpid" 2>/dev/null || true
   fi
   if want tollgate; then
     profpid=

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -68,6 +69,7 @@ type config struct {
 	conns                     int
 	dur, warm                 time.Duration
 	rate                      float64 // requests per second over all connections; 0: unpaced
+	floor                     string  // serve the floor proxy (floor.go) on this address to url's host
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -82,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.dur, "d", 10*time.Second, "duration")
 	fs.DurationVar(&c.warm, "warmup", time.Second, "warm-up before measuring")
 	fs.Float64Var(&c.rate, "rate", 0, "requests per second over all connections, each paced evenly (0: each sends as soon as it has its answer)")
+	fs.StringVar(&c.floor, "floor", "", "instead of driving load, serve the floor proxy (the least a Go proxy does) on this address, forwarding to -url's host")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -112,6 +115,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tgt, err := newTarget(cfg.url, http.MethodPost, sc.path, cfg.key, sc.body)
 	if err != nil {
 		return err
+	}
+	if cfg.floor != "" {
+		lis, err := net.Listen("tcp", cfg.floor)
+		if err != nil {
+			return err
+		}
+		return serveFloor(ctx, lis, tgt.addr)
 	}
 	r := drive(ctx, tgt, sc.check, cfg.conns, cfg.warm, cfg.dur, cfg.rate)
 	r.Scenario, r.Target = cfg.scenario, cfg.url
