@@ -160,7 +160,7 @@ func (e *Edge) accept(ctx context.Context, res *resources, resp *discoveryv3.Dis
 				next.clusters[c.GetName()] = old
 				continue
 			}
-			cl, err := compileCluster(&c)
+			cl, err := compileCluster(&c) //nolint:contextcheck // its h1 dials are bound by connect_timeout, not by a request (cluster.go)
 			if err != nil {
 				return fmt.Errorf("%w: %w", ErrUnsupported, err)
 			}

@@ -105,7 +105,8 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 	if d := c.GetConnectTimeout(); d != nil {
 		connectTimeout = d.AsDuration()
 	}
-	dialer := &net.Dialer{Timeout: connectTimeout}
+	// As Envoy, SO_KEEPALIVE only when tcp_keepalive is configured.
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: -1}
 	if ka := c.GetUpstreamConnectionOptions().GetTcpKeepalive(); ka != nil {
 		dialer.KeepAliveConfig = net.KeepAliveConfig{
 			Enable:   true,
@@ -144,7 +145,9 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 		tr.TLSClientConfig = cfg
 		cl.scheme = "https"
 	} else if !h2 {
-		cl.h1 = h1.NewClient(dial, maxConns)
+		// The h1 client gives up on a dial when its request ends (dialApart):
+		// the dial itself is bound only by connect_timeout.
+		cl.h1 = h1.NewClient(func() (net.Conn, error) { return dial(context.Background()) }, maxConns)
 	}
 	cl.transport = tr
 	return cl, nil

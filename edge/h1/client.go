@@ -23,7 +23,9 @@ import (
 // the rest of the exchange). Streamed request bodies, TLS and HTTP/2 go
 // through the cluster's http.Transport.
 type Client struct {
-	dial func(ctx context.Context) (net.Conn, error)
+	// dial opens a connection; it is bound by its own timeout, and a
+	// request that ends first leaves it (dialApart).
+	dial func() (net.Conn, error)
 	// slots bounds the open connections (max_connections); nil: no bound.
 	slots chan struct{}
 	// returned wakes a request waiting for a slot when a connection goes
@@ -98,7 +100,7 @@ const idleConnTimeout = 90 * time.Second
 
 var reqBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func NewClient(dial func(ctx context.Context) (net.Conn, error), maxConns int) *Client {
+func NewClient(dial func() (net.Conn, error), maxConns int) *Client {
 	c := &Client{dial: dial, maxIdle: MaxIdleConns}
 	if maxConns > 0 {
 		c.maxIdle = maxConns
@@ -181,6 +183,9 @@ func (t *Client) exchange(ctx context.Context, c *h1Conn, req *http.Request, wir
 		ab.disarm()
 		t.discard(c)
 		return nil, staleIf(err, c.nread == before)
+	}
+	if ab.Written != nil {
+		ab.Written.RequestWritten()
 	}
 	if c.br == nil {
 		// The response's first byte (or the end of the connection) is

@@ -51,9 +51,9 @@ func startRaw(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) *rawUpstre
 }
 
 func (u *rawUpstream) client(maxConns int) *Client {
-	d := &net.Dialer{}
+	d := &net.Dialer{Timeout: 5 * time.Second}
 	addr := u.lis.Addr().String()
-	return NewClient(func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }, maxConns)
+	return NewClient(func() (net.Conn, error) { return d.Dial("tcp", addr) }, maxConns)
 }
 
 // reply answers every request on the connection with body, n times, then
