@@ -36,6 +36,8 @@ type Edge struct {
 	healthPaths []string
 
 	state atomic.Pointer[state]
+	// gate orders bursts (gate.go); nil: off.
+	gate *gate
 
 	mu      sync.Mutex
 	lis     net.Listener
@@ -77,6 +79,7 @@ func New(proc extprocfilter.Transport, opts ...Option) *Edge {
 		base:   extprocfilter.DefaultConfig(),
 		ready:  make(chan struct{}),
 		served: make(chan struct{}),
+		gate:   defaultGate(),
 	}
 	for _, o := range opts {
 		o(e)

@@ -116,6 +116,8 @@ type exchange struct {
 	tryF            *extprocfilter.Stream // the running try's upstream filter (pertry.go)
 	tryFwd          extprocfilter.Headers // the request headers it released: the router's after the try
 	redirects       int                   // internal redirects followed (redirect.go)
+	gated           atomic.Bool           // x holds a slot of the burst gate (gate.go)
+	gt              *gateTimer            // the slot's hold timer
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -129,6 +131,7 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
 	x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
 	x.upAbort = &x.abort0
+	x.abort0.Written = x
 	if rw, ok := w.(*h1.Response); ok {
 		x.goneHook = rw
 		x.goneHook.OnGone(x.cancelUp)
@@ -172,6 +175,7 @@ func (x *exchange) finish() {
 		}
 	}
 	x.stopTimer()
+	x.closeGate()
 	if x.f != nil {
 		x.f.Release()
 	}
@@ -182,6 +186,7 @@ func (x *exchange) finish() {
 }
 
 func (x *exchange) run() {
+	x.enterGate()
 	h := downstreamHeaders(x.w, x.r)
 	noBody := x.r.Body == nil || x.r.Body == http.NoBody || x.r.ContentLength == 0
 	x.first = x.st.routes.match(h)
@@ -334,6 +339,7 @@ func (x *exchange) startAsync() {
 	pr, pw := io.Pipe()
 	x.pipe = pw
 	x.async = make(chan *http.Response, 1)
+	x.leaveGate() // the upstream request goes through http.Transport
 	rt := x.route()
 	go func() { x.async <- x.forwardStream(rt, pr) }() //nolint:bodyclose // run or finish closes it
 }

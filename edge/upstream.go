@@ -108,6 +108,7 @@ func (x *exchange) roundTrip(rt *route, body upstreamBody) *http.Response {
 		if wire != nil {
 			resp, err = cl.h1.Do(x.upCtx, req, wire.Bytes(), x.upAbort)
 		} else {
+			x.leaveGate() // no hook tells when http.Transport has written it
 			resp, err = cl.transport.RoundTrip(req.WithContext(x.upCtx))
 		}
 		x.attemptDeadline.Store(0) // the response started, or the attempt failed

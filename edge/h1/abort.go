@@ -16,6 +16,9 @@ type Abort struct {
 	mu    sync.Mutex
 	c     net.Conn // the connection in use; nil between requests
 	fired bool
+	// Written, when set, is told once a request is written on the
+	// connection.
+	Written interface{ RequestWritten() }
 }
 
 // arm registers c as the connection in use; false when the abort already
