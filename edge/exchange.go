@@ -117,7 +117,10 @@ type exchange struct {
 	tryFwd          extprocfilter.Headers // the request headers it released: the router's after the try
 	redirects       int                   // internal redirects followed (redirect.go)
 	gated           atomic.Bool           // x holds a slot of the burst gate (gate.go)
-	gt              *gateTimer            // the slot's hold timer
+	gateSince       int64                 // monoNow when it took the slot
+	gatePrev        *exchange             // the gate's holders, in the order they entered
+	gateNext        *exchange
+	gateLinked      bool // in that list (under the gate's mutex)
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -175,7 +178,7 @@ func (x *exchange) finish() {
 		}
 	}
 	x.stopTimer()
-	x.closeGate()
+	x.leaveGate()
 	if x.f != nil {
 		x.f.Release()
 	}

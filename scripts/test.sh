@@ -26,6 +26,10 @@ else
   # corpus on every run (docs/dataplane.md), bounded by a count of runs, not
   # a time: a time limit can end in "context deadline exceeded" on a loaded machine.
   go test -run '^$' -fuzz '^FuzzPipelined$' -fuzztime="${PIPELINE_FUZZTIME:-20000x}" ./edge/h1/
+  # The data plane shares pooled state between goroutines (released filter
+  # streams, which -race poisons; the burst gate's holders and sweeper):
+  # its tests run again under the race detector.
+  go test -race -count=1 -timeout 10m ./edge/...
   if ! command -v envoy >/dev/null 2>&1; then
     echo "note: xds TestRealEnvoyRoutesThroughExtProc was SKIPPED, NOT PASSED: no envoy binary on PATH (see deploy/envoy/README.md)"
   fi
