@@ -36,8 +36,8 @@ type Edge struct {
 	healthPaths []string
 
 	state atomic.Pointer[state]
-	// gate orders bursts (gate.go); nil: off.
-	gate *gate
+	// gate orders bursts (gate.go).
+	gate gateConf
 
 	mu      sync.Mutex
 	lis     net.Listener
@@ -174,6 +174,7 @@ func (e *Edge) publish(st *state) {
 		HeadersTimeout: lc.headersTimeout,
 		IdleTimeout:    lc.idleTimeout,
 	}, e.logger)
+	e.srv.SetGate(e.gate.slots, e.gate.hold)
 	e.serving = true
 	srv, lis := e.srv, e.lis
 	go func() {

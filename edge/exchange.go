@@ -116,11 +116,6 @@ type exchange struct {
 	tryF            *extprocfilter.Stream // the running try's upstream filter (pertry.go)
 	tryFwd          extprocfilter.Headers // the request headers it released: the router's after the try
 	redirects       int                   // internal redirects followed (redirect.go)
-	gated           atomic.Bool           // x holds a slot of the burst gate (gate.go)
-	gateSince       int64                 // monoNow when it took the slot
-	gatePrev        *exchange             // the gate's holders, in the order they entered
-	gateNext        *exchange
-	gateLinked      bool // in that list (under the gate's mutex)
 
 	sentHeaders bool // response headers went downstream
 	flushEach   bool // flush every write downstream: a stream (SSE, or a body of unknown length)
@@ -178,7 +173,6 @@ func (x *exchange) finish() {
 		}
 	}
 	x.stopTimer()
-	x.leaveGate()
 	if x.f != nil {
 		x.f.Release()
 	}
@@ -189,7 +183,6 @@ func (x *exchange) finish() {
 }
 
 func (x *exchange) run() {
-	x.enterGate()
 	h := downstreamHeaders(x.w, x.r)
 	noBody := x.r.Body == nil || x.r.Body == http.NoBody || x.r.ContentLength == 0
 	x.first = x.st.routes.match(h)

@@ -212,33 +212,3 @@ func upstreamH2C(t *testing.T, h http.Handler) string {
 	t.Cleanup(func() { _ = srv.Close() })
 	return lis.Addr().String()
 }
-
-// Holders that leave while the sweeper takes slots from those past their
-// hold: every slot comes back exactly once and the holders' list ends
-// empty (make test runs edge under -race).
-func TestGateSweeperAndLeavesRace(t *testing.T) {
-	e := &Edge{gate: newGate(4, 200*time.Microsecond)}
-	g := e.gate
-	ctx := t.Context()
-	var wg sync.WaitGroup
-	for i := range 32 {
-		wg.Go(func() {
-			for j := range 100 {
-				x := &exchange{e: e, upCtx: ctx}
-				x.enterGate()
-				if (i+j)%3 == 0 {
-					time.Sleep(time.Duration(j%4) * 100 * time.Microsecond)
-				}
-				x.leaveGate()
-				x.leaveGate() // a second leave is nothing
-			}
-		})
-	}
-	wg.Wait()
-	require.Zero(t, len(g.slots), "slots still taken")
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	require.Nil(t, g.head)
-	require.Nil(t, g.tail)
-	require.Zero(t, g.waiting)
-}

@@ -34,6 +34,8 @@ type Server struct {
 	h2      *http.Server
 	h2conns *connListener
 
+	gate *gate // the burst gate (gate.go); nil: none
+
 	mu       sync.Mutex
 	lis      net.Listener
 	conns    map[*serverConn]struct{}
@@ -218,6 +220,14 @@ type serverConn struct {
 	// remote is the client's address as a request's RemoteAddr.
 	remote string
 
+	// The burst gate's slot (gate.go): held from the request's first byte
+	// until the handler lets it go or returns.
+	gated      atomic.Bool
+	gateSince  int64       // monoNow when it took the slot
+	gatePrev   *serverConn // the gate's holders, in the order they entered
+	gateNext   *serverConn
+	gateLinked bool // in that list (under the gate's mutex)
+
 	mu     sync.Mutex
 	active bool // a request is being served
 	closed bool
@@ -378,6 +388,7 @@ func (sc *serverConn) serve() {
 			sc.releaseReader()
 		}
 	}()
+	defer sc.leaveGate()
 	if !sc.idle() {
 		return
 	}
@@ -388,6 +399,7 @@ func (sc *serverConn) serve() {
 	if sc.awaitRequest() != nil {
 		return
 	}
+	sc.enterGate()
 	if p, err := sc.reader().Peek(3); err == nil && string(p) == "PRI" {
 		if p, err := sc.br.Peek(len(h2Preface)); err == nil && string(p) == h2Preface {
 			_ = sc.c.SetReadDeadline(time.Time{})
@@ -412,6 +424,7 @@ func (sc *serverConn) serve() {
 		if sc.awaitRequest() != nil {
 			return
 		}
+		sc.enterGate()
 		_ = sc.c.SetReadDeadline(time.Now().Add(s.limits.HeadersTimeout))
 	}
 }
@@ -511,6 +524,7 @@ func (sc *serverConn) serveOne() (hijacked bool) {
 		req.Body = wb
 	}
 	sc.s.handler(w, req)
+	sc.leaveGate()
 	if w.hijacked {
 		sc.stopWatch()
 		cancel(nil)
