@@ -29,7 +29,7 @@ func TestGateSweeperAndLeavesRace(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	require.Zero(t, len(g.slots), "slots still taken")
+	require.Empty(t, g.slots, "slots still taken")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	require.Nil(t, g.head)
