@@ -51,8 +51,13 @@ func (h Headers) Has(key string) bool {
 
 // Set replaces the first instance of key and drops the others; a missing key is
 // added (a pseudo-header at the end of the pseudo-header block).
-func (h *Headers) Set(key, value string) {
-	key = strings.ToLower(key)
+func (h *Headers) Set(key, value string) { h.setLower(strings.ToLower(key), value) }
+
+// setLower is Set of a lower-case key. The mutations call it and addLower
+// with the names they lowered already: the set of a mutation runs at the
+// deepest point of a request's goroutine (mutation.go), where another
+// strings.ToLower frame made the 4 KiB stack grow to 8 KiB.
+func (h *Headers) setLower(key, value string) {
 	for i, e := range *h {
 		if e.Key == key {
 			(*h)[i].Value = value
@@ -60,13 +65,15 @@ func (h *Headers) Set(key, value string) {
 			return
 		}
 	}
-	h.Add(key, value)
+	h.addLower(key, value)
 }
 
 // Add appends a new instance of key (a pseudo-header at the end of the
 // pseudo-header block).
-func (h *Headers) Add(key, value string) {
-	key = strings.ToLower(key)
+func (h *Headers) Add(key, value string) { h.addLower(strings.ToLower(key), value) }
+
+// addLower is Add of a lower-case key.
+func (h *Headers) addLower(key, value string) {
 	if !strings.HasPrefix(key, ":") {
 		*h = append(*h, Header{key, value})
 		return

@@ -215,9 +215,9 @@ func (c *Config) setHeader(h *Headers, sh *corev3.HeaderValueOption, o mutationO
 	switch res {
 	case checkOK:
 		if appendMode {
-			h.Add(name, value)
+			h.addLower(name, value)
 		} else {
-			h.Set(name, value)
+			h.setLower(name, value)
 		}
 	case checkIgnore:
 		return 1, nil
