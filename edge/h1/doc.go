@@ -21,9 +21,14 @@
 // the client going away by one epoll goroutine for the process (watch.go,
 // watch_linux.go; a goroutine per request elsewhere).
 //
+// Under a burst of connections, the server's gate (gate.go) lets a few
+// requests per core at a time run from their first byte until the handler
+// lets their slot go (Response.LeaveGate), in arrival order.
+//
 // The exchange (edge) reaches what net/http's interfaces do not carry
 // through *Response (the request's header fields in order, SetHeaders, the
-// OnGone "client gone" hook) and *Body (the upstream response's fields).
+// OnGone "client gone" hook, LeaveGate) and *Body (the upstream response's
+// fields).
 //
 // It owns no gateway or Envoy logic: it must not import the edge, the ext_proc
 // filter, the processor or anything else of Tollgate; stdlib and

@@ -16,9 +16,9 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 // step of a request (its processor calls, its dial, its write upstream)
 // waits behind a step of every other, and nearly every request of the
 // burst reaches its provider only once the whole burst has been processed.
-// The gate lets a few requests per core at a time go from their first byte
-// to the moment they are written upstream; the others wait parked, off the run
-// queue, and enter in arrival order (a channel queues its blocked senders
+// The gate lets a few requests per core at a time go from their first
+// byte to the moment they are written upstream; the others wait parked, off
+// the run queue, and enter in arrival order (a channel queues its blocked senders
 // first come, first served). What the burst costs is unchanged; who waits
 // for it is not: the first requests go upstream at once instead of with
 // the last. Measured on the rush (5,000 connections at once), see
@@ -63,10 +63,11 @@ func newGate(slots int, hold time.Duration) *gate {
 // each held at most hold while others wait; slots <= 0: none.
 func (s *Server) SetGate(slots int, hold time.Duration) { s.gate = newGate(slots, hold) }
 
-// enterGate waits for a slot (the connection's goroutine).
+// enterGate waits for a slot (the connection's goroutine); a connection
+// that holds one already keeps it.
 func (sc *serverConn) enterGate() {
 	g := sc.s.gate
-	if g == nil {
+	if g == nil || sc.gated.Load() {
 		return
 	}
 	select {
