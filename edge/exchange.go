@@ -104,12 +104,12 @@ type exchange struct {
 	goneHook   *h1.Response               // the HTTP/1.1 response whose OnGone hook reaches cancelUp
 	stopGone   func() bool                // else the link from ctx, an AfterFunc
 	idle       time.Duration              // stream idle timeout, 0 for none
-	deadline   int64                      // monoNow when the route timeout fires, 0 for none
+	deadline   int64                      // h1.MonoNow when the route timeout fires, 0 for none
 	timer      *time.Timer                // one timer for both
 	et         *exTimer                   // timer's pooled holder (timer.go)
 	timerP     atomic.Pointer[time.Timer] // timer, for timerCheck's goroutine
-	lastActive atomic.Int64               // monoNow at the last stream activity
-	// attemptDeadline is monoNow when the running attempt's per-try
+	lastActive atomic.Int64               // h1.MonoNow at the last stream activity
+	// attemptDeadline is h1.MonoNow when the running attempt's per-try
 	// timeout fires, 0 when none runs.
 	attemptDeadline atomic.Int64
 	release         func()
@@ -335,7 +335,6 @@ func (x *exchange) startAsync() {
 	pr, pw := io.Pipe()
 	x.pipe = pw
 	x.async = make(chan *http.Response, 1)
-	x.leaveGate() // the upstream request goes through http.Transport
 	rt := x.route()
 	go func() { x.async <- x.forwardStream(rt, pr) }() //nolint:bodyclose // run or finish closes it
 }
@@ -372,7 +371,7 @@ func (x *exchange) startTimers(rt *route) {
 	if x.timer != nil {
 		return
 	}
-	now := monoNow()
+	now := h1.MonoNow()
 	if rt.timeout > 0 {
 		x.deadline = now + int64(rt.timeout)
 	}
@@ -387,7 +386,7 @@ func (x *exchange) startTimers(rt *route) {
 
 // armAttempt starts an upstream attempt's per-try timeout of d.
 func (x *exchange) armAttempt(d time.Duration) {
-	now := monoNow()
+	now := h1.MonoNow()
 	x.attemptDeadline.Store(now + int64(d))
 	if x.timer == nil {
 		x.timer = x.newTimer()
@@ -400,7 +399,7 @@ func (x *exchange) armAttempt(d time.Duration) {
 // fires, re-arms itself for what is left of the idle time.
 func (x *exchange) touch() {
 	if x.idle > 0 {
-		x.lastActive.Store(monoNow())
+		x.lastActive.Store(h1.MonoNow())
 	}
 }
 
@@ -423,7 +422,7 @@ func (x *exchange) due(now int64) time.Duration {
 // timerCheck runs when the timer fires: the route timeout wins over the
 // idle timeout when both are due.
 func (x *exchange) timerCheck() {
-	now := monoNow()
+	now := h1.MonoNow()
 	switch {
 	case x.deadline > 0 && now >= x.deadline:
 		x.cancelUp(errRouteTimeout)
@@ -435,12 +434,6 @@ func (x *exchange) timerCheck() {
 		x.timerP.Load().Reset(x.due(now))
 	}
 }
-
-// monoStart anchors monoNow.
-var monoStart = time.Now()
-
-// monoNow is monotonic nanoseconds since the process started.
-func monoNow() int64 { return int64(time.Since(monoStart)) }
 
 // downstreamHeaders is the request as Envoy's HCM hands it to the filters:
 // from the fields the HTTP/1 server parsed (in order), else from r.Header

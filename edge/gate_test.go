@@ -39,8 +39,9 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// postAsync posts and delivers the status.
-func postAsync(t *testing.T, c *http.Client, url, pick string) <-chan int {
+// postAsync posts with x-pick and the header pairs kv, and delivers the
+// status (-1 for no response).
+func postAsync(t *testing.T, c *http.Client, url, pick string, kv ...string) <-chan int {
 	t.Helper()
 	done := make(chan int, 1)
 	go func() {
@@ -50,6 +51,9 @@ func postAsync(t *testing.T, c *http.Client, url, pick string) <-chan int {
 			return
 		}
 		req.Header.Set("x-pick", pick)
+		for i := 0; i+1 < len(kv); i += 2 {
+			req.Header.Set(kv[i], kv[i+1])
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			done <- -1
@@ -129,19 +133,7 @@ func TestGateHoldBounded(t *testing.T) {
 	url := "http://" + e.Addr().String()
 	c := client(t)
 
-	stuck := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, url+"/v1/x", http.NoBody)
-		req.Header.Set("x-pick", "a")
-		req.Header.Set("x-block", "1")
-		resp, err := c.Do(req)
-		if err != nil {
-			stuck <- -1
-			return
-		}
-		_ = resp.Body.Close()
-		stuck <- resp.StatusCode
-	}()
+	stuck := postAsync(t, c, url+"/v1/x", "a", "x-block", "1")
 	within(t, entered, "the stuck request in its processor")
 	require.Equal(t, http.StatusOK, within(t, postAsync(t, c, url+"/v1/x", "a"), "a request behind a stuck one"))
 	once.Do(func() { close(release) })

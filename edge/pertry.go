@@ -20,6 +20,7 @@ import (
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
+	"github.com/tollgate-ai/tollgate/edge/h1"
 	"github.com/tollgate-ai/tollgate/envoy"
 )
 
@@ -52,7 +53,7 @@ type tryCluster struct {
 	maxFails             int32 // 0: no outlier detection
 	ejection             time.Duration
 	fails                atomic.Int32
-	ejectedUntil         atomic.Int64 // monoNow
+	ejectedUntil         atomic.Int64 // h1.MonoNow
 }
 
 // compileAggregate compiles an envoy.clusters.aggregate cluster with its
@@ -136,7 +137,7 @@ func (cl *cluster) outcome(status int) {
 	}
 	if cl.try.fails.Add(1) >= cl.try.maxFails {
 		cl.try.fails.Store(0)
-		cl.try.ejectedUntil.Store(monoNow() + int64(cl.try.ejection))
+		cl.try.ejectedUntil.Store(h1.MonoNow() + int64(cl.try.ejection))
 	}
 }
 
@@ -258,7 +259,7 @@ func (x *exchange) tries(rt *route, agg *cluster, body []byte) *http.Response {
 		}
 		wait := rt.try.wait(n, resp.Header)
 		_ = resp.Body.Close()
-		if x.deadline > 0 && monoNow()+int64(wait) >= x.deadline || !x.newTry() || wait > 0 && !sleepCtx(x.upCtx, wait) {
+		if x.deadline > 0 && h1.MonoNow()+int64(wait) >= x.deadline || !x.newTry() || wait > 0 && !sleepCtx(x.upCtx, wait) {
 			return nil
 		}
 	}
@@ -267,7 +268,7 @@ func (x *exchange) tries(rt *route, agg *cluster, body []byte) *http.Response {
 // pickTry is the aggregate's next cluster not tried, in priority order; an
 // ejected one only when every one left is ejected (Envoy's panic routing).
 func (x *exchange) pickTry(agg *cluster, tried []*cluster) *cluster {
-	now := monoNow()
+	now := h1.MonoNow()
 	var ejected *cluster
 	for _, name := range agg.try.members {
 		cl := x.st.clusters[name]

@@ -23,7 +23,7 @@ func (x *exchange) newTry() bool {
 	}
 	if x.upCtx.Err() != nil {
 		x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
-		x.upAbort = new(h1.Abort)
+		x.upAbort = &h1.Abort{Written: x}
 	}
 	return true
 }

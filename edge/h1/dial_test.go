@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 )
 
 // hangingAddr is a listening address whose connects hang: a socket listening
@@ -37,7 +39,10 @@ func hangingAddr(t *testing.T) string {
 		}
 		t.Cleanup(func() { _ = c.Close() })
 	}
-	t.Skip("this kernel completes connects to a full accept queue")
+	if testenv.CI() {
+		t.Fatal("this kernel completes connects to a full accept queue: the test cannot make a dial hang")
+	}
+	t.Skip("this kernel completes connects to a full accept queue (fails under CI=true)")
 	return ""
 }
 

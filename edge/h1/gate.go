@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// monoStart anchors monoNow.
+// monoStart anchors MonoNow.
 var monoStart = time.Now()
 
-// monoNow is monotonic nanoseconds since the process started.
-func monoNow() int64 { return int64(time.Since(monoStart)) }
+// MonoNow is monotonic nanoseconds since the process started: a deadline
+// or a start kept in an int64 (atomically, where it must be) rather than a
+// time.Time. The edge's timers use it too.
+func MonoNow() int64 { return int64(time.Since(monoStart)) }
 
 // The burst gate. Go runs the runnable goroutines in turn, so when thousands
 // of connections arrive at once their requests all advance together: each
@@ -85,7 +87,7 @@ func (sc *serverConn) enterGate() {
 		g.waiting--
 		g.mu.Unlock()
 	}
-	sc.gateSince = monoNow()
+	sc.gateSince = MonoNow()
 	sc.gated.Store(true)
 	g.mu.Lock()
 	sc.gatePrev = g.tail
@@ -95,7 +97,6 @@ func (sc *serverConn) enterGate() {
 		g.head = sc
 	}
 	g.tail = sc
-	sc.gateLinked = true
 	g.mu.Unlock()
 }
 
@@ -119,10 +120,9 @@ func (w *Response) LeaveGate() { w.sc.leaveGate() }
 // unlink removes x from the holders, if it is there (g.mu held): the
 // sweeper and x's own leaveGate may both try.
 func (g *gate) unlink(x *serverConn) {
-	if !x.gateLinked {
-		return
+	if x.gatePrev == nil && g.head != x {
+		return // not in the list
 	}
-	x.gateLinked = false
 	if x.gatePrev != nil {
 		x.gatePrev.gateNext = x.gateNext
 	} else {
@@ -142,7 +142,7 @@ func (g *gate) unlink(x *serverConn) {
 func (g *gate) sweep() {
 	for {
 		time.Sleep(min(g.hold/2, 10*time.Millisecond))
-		now := monoNow()
+		now := MonoNow()
 		g.mu.Lock()
 		for x := g.head; x != nil && time.Duration(now-x.gateSince) >= g.hold; x = g.head {
 			g.unlink(x)

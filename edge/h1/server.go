@@ -222,11 +222,10 @@ type serverConn struct {
 
 	// The burst gate's slot (gate.go): held from the request's first byte
 	// until the handler lets it go or returns.
-	gated      atomic.Bool
-	gateSince  int64       // monoNow when it took the slot
-	gatePrev   *serverConn // the gate's holders, in the order they entered
-	gateNext   *serverConn
-	gateLinked bool // in that list (under the gate's mutex)
+	gated     atomic.Bool
+	gateSince int64       // MonoNow when it took the slot
+	gatePrev  *serverConn // the gate's holders, in the order they entered
+	gateNext  *serverConn
 
 	mu     sync.Mutex
 	active bool // a request is being served
