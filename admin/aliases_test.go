@@ -21,7 +21,7 @@ func TestModelAliasPatterns(t *testing.T) {
 			return err
 		}
 		require.NoError(t, mk("claude", "claude-*"))
-		require.NoError(t, mk("opus", "claude-opus-*"))  // more specific: it wins, no conflict
+		require.NoError(t, mk("opus", "claude-opus-*"))    // more specific: it wins, no conflict
 		require.NoError(t, mk("minis", "*-mini", "gpt-*")) // one group's own patterns may overlap
 		err := mk("other", "claude-*")
 		requireCode(t, codes.InvalidArgument, err)

@@ -1,11 +1,12 @@
 package admin
 
 import (
-	"github.com/tollgate-ai/tollgate/internal/modelpattern"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/modelpattern"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"

@@ -377,7 +377,6 @@ func (t *chatGemini) responseID(id string) string {
 	return "chatcmpl-" + id
 }
 
-
 // --- stream -------------------------------------------------------------------
 
 // StreamChunk converts Gemini SSE events into chat.completion.chunk events:

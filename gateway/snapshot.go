@@ -27,7 +27,7 @@ type Snapshot struct {
 	models    map[string]*modelEntry
 	// patterns are the glob aliases ("claude-*"), most specific first: a
 	// name found in models (a group or a plain alias) never reaches them.
-	patterns []aliasPattern
+	patterns  []aliasPattern
 	served    []*modelEntry // the models with a deployment, by name (GET /v1/models)
 	customers map[string]kernel.Scope
 	// Upstreams lists every deployment that a model group uses, for xDS.

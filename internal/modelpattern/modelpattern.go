@@ -65,7 +65,7 @@ func Overlap(a, b string) bool {
 			// must also produce (b's literal, or b's star consuming it too).
 			ok = walk(i+1, j) ||
 				(j < len(b) && b[j] != Wildcard && walk(i, j+1)) ||
-				(j < len(b) && b[j] == Wildcard && (walk(i, j+1)))
+				(j < len(b) && b[j] == Wildcard && walk(i, j+1))
 		case j < len(b) && b[j] == Wildcard:
 			ok = walk(i, j+1) || (i < len(a) && walk(i+1, j))
 		case i < len(a) && j < len(b):

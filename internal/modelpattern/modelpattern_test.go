@@ -46,14 +46,14 @@ func TestOverlap(t *testing.T) {
 		want bool
 	}{
 		{"claude-*", "claude-*", true},
-		{"claude-*", "*-4-5", true},     // claude-4-5
-		{"claude-*", "gpt-*", false},    // different literal prefixes
-		{"gpt-*", "*-mini", true},       // gpt-mini
-		{"a*", "*b", true},              // ab
-		{"abc*", "*x", true},            // abcx
-		{"ab", "a*c", false},            // a plain name the pattern misses
-		{"a*c", "a*d", false},           // different last characters
-		{"x*y*z", "*q*", true},          // xqyz
+		{"claude-*", "*-4-5", true},  // claude-4-5
+		{"claude-*", "gpt-*", false}, // different literal prefixes
+		{"gpt-*", "*-mini", true},    // gpt-mini
+		{"a*", "*b", true},           // ab
+		{"abc*", "*x", true},         // abcx
+		{"ab", "a*c", false},         // a plain name the pattern misses
+		{"a*c", "a*d", false},        // different last characters
+		{"x*y*z", "*q*", true},       // xqyz
 		{"claude-opus-*", "claude-*", true},
 	} {
 		require.Equal(t, c.want, Overlap(c.a, c.b), "%q ∩ %q", c.a, c.b)
