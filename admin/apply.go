@@ -183,7 +183,7 @@ func limitsFromDoc(field string, d LimitsDoc) (kernel.Limits, error) {
 		return l, errorf(ErrInvalid, "%s: rpm, tpm and max_parallel must not be negative", field)
 	}
 	for i, m := range d.Models {
-		if !adminv1.ValidID(m) {
+		if !validModelName(m) {
 			return l, errorf(ErrInvalid, "%s.models[%d]: %q is not a valid model name", field, i, m)
 		}
 	}
@@ -523,6 +523,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		want := store.Deployment{ID: dp.ID, Provider: dp.Provider, ProviderModel: dp.ProviderModel, Weight: dp.Weight, RPM: dp.RPM, TPM: dp.TPM, DeploymentPolicy: pol}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Deployment, bool) (store.Deployment, error) { return want, nil }))
 	}
+	var groups []store.ModelGroup
 	for i, m := range d.Models {
 		f := fmt.Sprintf("models[%d]", i)
 		for j, dep := range m.Deployments {
@@ -538,7 +539,11 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			return nil, err
 		}
 		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases), GroupRouting: rt}
+		groups = append(groups, want)
 		plans = append(plans, entityPlan(a, want.ID, func(*store.ModelGroup, bool) (store.ModelGroup, error) { return want, nil }))
+	}
+	if err := checkAliases(ctx, a.st, groups...); err != nil {
+		return nil, err
 	}
 	priced := map[string]bool{}
 	for i := range d.Prices {

@@ -292,6 +292,9 @@ func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelReques
 		err = s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
 	}
 	if err == nil {
+		err = checkAliases(ctx, s.st, m)
+	}
+	if err == nil {
 		err = create(ctx, s.st, m.ID, &m)
 	}
 	if err == nil {
@@ -343,6 +346,9 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 			}
 			if hasPath(paths, "aliases") {
 				m.Aliases = slices.Clone(in.GetAliases())
+				if err := checkAliases(ctx, s.st, *m); err != nil {
+					return err
+				}
 			}
 			updateGroupRouting(&m.GroupRouting, in, paths)
 			return s.checkFallbacks(ctx, m.ID, &m.GroupRouting)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/internal/modelpattern"
+
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -214,7 +216,9 @@ func withinLimits(l, ceiling kernel.Limits, ceilingName string) error {
 			return fmt.Errorf("%w: limits.models: the %s allows only %v; list the key's models", ErrDenied, ceilingName, ceiling.Models)
 		}
 		for _, m := range l.Models {
-			if !slices.Contains(ceiling.Models, m) {
+			// A pattern of the ceiling covers a name, or a narrower pattern
+			// (its '*' matched as a character: "claude-*" covers "claude-s*").
+			if !slices.ContainsFunc(ceiling.Models, func(c string) bool { return modelpattern.Match(c, m) }) {
 				return fmt.Errorf("%w: limits.models: %q is not allowed for the %s", ErrDenied, m, ceilingName)
 			}
 		}

@@ -407,7 +407,7 @@ func (r *runner) model(m *adminv1.Model) {
 func modelCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
-	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated")
+	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated; '*' matches any characters (claude-*)")
 	var rf modelRoutingFlags
 	rf.register(fs)
 	return func(r *runner, pos []string) error {
@@ -457,7 +457,7 @@ func modelGet(*flag.FlagSet) func(*runner, []string) error {
 func modelUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated (replaces the list)")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
-	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated (replaces the list)")
+	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated, '*' matching any characters (replaces the list)")
 	var rf modelRoutingFlags
 	rf.register(fs)
 	return func(r *runner, pos []string) error {

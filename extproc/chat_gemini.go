@@ -76,10 +76,7 @@ func geminiMaxTokens(in *Inbound) *int64 {
 // Request builds the generateContent (or streamGenerateContent) request.
 func (t *chatGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey, t.includeUsage, t.created = target.APIKey, in.IncludeUsage, anthropicNow().Unix()
-	t.model = target.ProviderModel
-	if t.model == "" {
-		t.model = in.Model
-	}
+	t.model = in.Model // replies name the client's model (reply_model.go), not Gemini's modelVersion
 	t.ev.onEvent, t.ev.onError = t.event, t.streamError
 	var req geminiChatRequest
 	if err := json.Unmarshal(in.Body, &req); err != nil {
@@ -360,7 +357,7 @@ func (t *chatGemini) Response(body []byte) ([]byte, kernel.Usage, error) {
 		finish = geminiFinishToOpenAI(c.FinishReason, len(msg.ToolCalls) > 0)
 	}
 	out, err := json.Marshal(geminiCompletion{
-		ID: t.responseID(r.ResponseID), Object: "chat.completion", Created: t.created, Model: t.modelOf(r.ModelVersion),
+		ID: t.responseID(r.ResponseID), Object: "chat.completion", Created: t.created, Model: t.model,
 		Choices: []openai.ChatChoice{{Message: msg, FinishReason: finish}},
 		Usage:   openAIUsageOfKernel(u),
 	})
@@ -378,13 +375,6 @@ func (t *chatGemini) responseID(id string) string {
 		return "chatcmpl-gemini"
 	}
 	return "chatcmpl-" + id
-}
-
-func (t *chatGemini) modelOf(version string) string {
-	if version != "" {
-		return version
-	}
-	return t.model
 }
 
 // --- stream -------------------------------------------------------------------
@@ -414,7 +404,7 @@ func (t *chatGemini) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 func (t *chatGemini) event(r *gemini.GenerateContentResponse) {
 	if !t.started {
 		t.started = true
-		t.cc.begin(t.responseID(r.ResponseID), t.modelOf(r.ModelVersion), t.created)
+		t.cc.begin(t.responseID(r.ResponseID), t.model, t.created)
 		t.out = t.cc.chunk(t.out, `{"role":"assistant","content":""}`, "")
 	}
 	if len(r.Candidates) == 0 {

@@ -51,6 +51,16 @@ func (t *messagesBedrock) Request(in *Inbound, target *Target) (*Outbound, error
 		out.System = []bedrock.SystemBlock{{Text: sys}}
 	}
 	for i, m := range req.Messages {
+		if m.Role == roleSystem { // Claude Code sends them between turns: Converse has one system list
+			text, err := systemText(m.Content)
+			if err != nil {
+				return nil, fmt.Errorf("messages.%d: %w", i, err)
+			}
+			if text != "" {
+				out.System = append(out.System, bedrock.SystemBlock{Text: text})
+			}
+			continue
+		}
 		blocks, err := bedrockBlocksOfMessage(m)
 		if err != nil {
 			return nil, fmt.Errorf("messages.%d: %w", i, err)

@@ -95,6 +95,19 @@ func messagesToGemini(req *anthropic.Request) (*gemini.GenerateContentRequest, e
 	}
 	names := map[string]string{} // tool_use id → name
 	for i, m := range req.Messages {
+		if m.Role == roleSystem { // Claude Code sends them between turns: one systemInstruction, in order
+			text, err := systemText(m.Content)
+			if err != nil {
+				return nil, fmt.Errorf("messages.%d: %w", i, err)
+			}
+			if text != "" {
+				if out.SystemInstruction == nil {
+					out.SystemInstruction = &gemini.Content{}
+				}
+				out.SystemInstruction.Parts = append(out.SystemInstruction.Parts, gemini.Part{Text: text})
+			}
+			continue
+		}
 		parts, err := geminiPartsOfBlocks(m, names)
 		if err != nil {
 			return nil, fmt.Errorf("messages.%d: %w", i, err)

@@ -123,6 +123,13 @@ func blocksOf(raw json.RawMessage) ([]anthropic.Block, error) {
 	return blocks, nil
 }
 
+// roleSystem is the role of a system message inside an Anthropic request's
+// messages: Anthropic's API takes them and Claude Code sends them between
+// turns. Each translator maps them as its target allows (in place for
+// OpenAI chat, appended in order to Converse's system list or Gemini's
+// systemInstruction); none is dropped.
+const roleSystem = "system"
+
 // systemText joins the system prompt (a string or text blocks).
 func systemText(raw json.RawMessage) (string, error) {
 	blocks, err := blocksOf(raw)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/internal/modelpattern"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
@@ -47,11 +48,11 @@ func (c *Catalog) Authenticate(_ context.Context, key string) (*extproc.Principa
 // Resolve implements extproc.Catalog: a weighted random deployment of the group.
 func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string) (*extproc.Target, error) {
 	s := c.snap.Load()
-	m, ok := s.models[model]
+	m, ok := s.lookup(model)
 	if !ok || len(m.targets) == 0 {
 		return nil, extproc.ErrModelNotFound
 	}
-	if !allowed(p, m.info.ID) { // an alias is allowed with its group
+	if !allowed(p, model, m.info.ID) {
 		return nil, extproc.ErrModelNotAllowed
 	}
 	if len(m.targets) == 1 {
@@ -62,9 +63,17 @@ func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string)
 	return m.targets[i], nil
 }
 
-func allowed(p *extproc.Principal, model string) bool {
+// allowed reports whether every scope of the key lets it use the model the
+// client named (requested) of group: a scope's model list may name either,
+// exactly or by pattern ("claude-*"); an empty list allows all.
+func allowed(p *extproc.Principal, requested, group string) bool {
 	for _, sc := range p.Scopes {
-		if sc.Limits != nil && len(sc.Limits.Models) > 0 && !slices.Contains(sc.Limits.Models, model) {
+		if sc.Limits == nil || len(sc.Limits.Models) == 0 {
+			continue
+		}
+		if !slices.ContainsFunc(sc.Limits.Models, func(m string) bool {
+			return modelpattern.Match(m, requested) || modelpattern.Match(m, group)
+		}) {
 			return false
 		}
 	}
@@ -76,7 +85,7 @@ func (c *Catalog) Models(_ context.Context, p *extproc.Principal) []extproc.Mode
 	s := c.snap.Load()
 	out := make([]extproc.ModelInfo, 0, len(s.served))
 	for _, m := range s.served {
-		if allowed(p, m.info.ID) {
+		if allowed(p, m.info.ID, m.info.ID) {
 			out = append(out, m.info)
 		}
 	}

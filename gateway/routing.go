@@ -18,11 +18,11 @@ var _ extproc.GroupCatalog = (*Catalog)(nil)
 // ResolveGroup implements extproc.GroupCatalog: the processor routes among
 // the group's deployments itself.
 func (c *Catalog) ResolveGroup(_ context.Context, p *extproc.Principal, model string) (*extproc.Group, error) {
-	m, ok := c.snap.Load().models[model]
+	m, ok := c.snap.Load().lookup(model)
 	if !ok || m.group == nil {
 		return nil, extproc.ErrModelNotFound
 	}
-	if !allowed(p, model) {
+	if !allowed(p, model, m.info.ID) {
 		return nil, extproc.ErrModelNotAllowed
 	}
 	return m.group, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/internal/modelpattern"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
@@ -24,6 +25,9 @@ type Snapshot struct {
 	keys      map[string]*keyEntry // by secret hash
 	keyHashes map[string][]string  // key id → its secret hashes (catalog_keys.go)
 	models    map[string]*modelEntry
+	// patterns are the glob aliases ("claude-*"), most specific first: a
+	// name found in models (a group or a plain alias) never reaches them.
+	patterns  []aliasPattern
 	served    []*modelEntry // the models with a deployment, by name (GET /v1/models)
 	customers map[string]kernel.Scope
 	// Upstreams lists every deployment that a model group uses, for xDS.
@@ -303,13 +307,39 @@ func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *sto
 	}, nil
 }
 
+// aliasPattern is a glob alias of a model group.
+type aliasPattern struct {
+	pattern string
+	model   *modelEntry
+}
+
+// lookup finds the model group a client's name means: a group's own name or
+// a plain alias first, then the most specific pattern (ties: the first group
+// listing one; the admin API refuses them, modelpattern.Overlap).
+func (s *Snapshot) lookup(name string) (*modelEntry, bool) {
+	if m, ok := s.models[name]; ok {
+		return m, true
+	}
+	for _, p := range s.patterns { // most specific first
+		if modelpattern.Match(p.pattern, name) {
+			return p.model, true
+		}
+	}
+	return nil, false
+}
+
 // addAliases makes each group's aliases resolve to the group: a key allowed
 // the group may ask for any of its names. A group's own name wins over an
-// alias of another group, and the first group listing an alias wins.
+// alias of another group, and the first group listing an alias wins; glob
+// aliases go to s.patterns, most specific first.
 func addAliases(s *Snapshot, groups []store.ModelGroup, log *slog.Logger) {
 	for _, g := range groups {
 		m := s.models[g.ID]
 		for _, a := range g.Aliases {
+			if modelpattern.IsPattern(a) {
+				s.patterns = append(s.patterns, aliasPattern{pattern: a, model: m})
+				continue
+			}
 			if other, taken := s.models[a]; taken {
 				if other != m {
 					log.Warn("model alias already names another group", "model", g.ID, "alias", a, "group", other.info.ID)
@@ -319,4 +349,7 @@ func addAliases(s *Snapshot, groups []store.ModelGroup, log *slog.Logger) {
 			s.models[a] = m
 		}
 	}
+	slices.SortStableFunc(s.patterns, func(a, b aliasPattern) int {
+		return modelpattern.Specificity(b.pattern) - modelpattern.Specificity(a.pattern)
+	})
 }

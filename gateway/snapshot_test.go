@@ -130,3 +130,58 @@ func TestCatalogAliases(t *testing.T) {
 	_, err = c.Resolve(ctx, p, "nope")
 	require.ErrorIs(t, err, extproc.ErrModelNotFound)
 }
+
+// TestCatalogPatterns: a group's glob aliases resolve names nothing else
+// claims; a group's name or a plain alias wins over any pattern, and the
+// longest (most specific) pattern over a shorter one. A key's model list may
+// hold patterns too, matched against the name the client asked for.
+func TestCatalogPatterns(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	_, err := store.Put(ctx, st, "p", &store.Provider{ID: "p", Type: store.ProviderOpenAI, BaseURL: "http://upstream:8000/v1"}, -1)
+	require.NoError(t, err)
+	_, err = store.Put(ctx, st, "d", &store.Deployment{ID: "d", Provider: "p", ProviderModel: "m"}, -1)
+	require.NoError(t, err)
+	for _, g := range []store.ModelGroup{
+		{ID: "claude-any", Deployments: []string{"d"}, Aliases: []string{"claude-*"}},
+		{ID: "opus", Deployments: []string{"d"}, Aliases: []string{"claude-opus-*"}},
+		{ID: "sonnet", Deployments: []string{"d"}, Aliases: []string{"claude-sonnet-4-5"}},
+		{ID: "claude-opus-exact", Deployments: []string{"d"}},
+	} {
+		_, err = store.Put(ctx, st, g.ID, &g, -1)
+		require.NoError(t, err)
+	}
+	all, narrow := secret.New("tg-"), secret.New("tg-")
+	_, err = store.Put(ctx, st, "all", &store.Key{ID: "all", Hashes: []store.KeyHash{{Hash: secret.Hash(all)}}}, -1)
+	require.NoError(t, err)
+	_, err = store.Put(ctx, st, "narrow", &store.Key{ID: "narrow", Limits: kernel.Limits{Models: []string{"claude-s*"}}, Hashes: []store.KeyHash{{Hash: secret.Hash(narrow)}}}, -1)
+	require.NoError(t, err)
+	snap, err := buildSnapshot(ctx, st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now())
+	require.NoError(t, err)
+	c := NewCatalog(time.Now)
+	c.Swap(snap)
+	p, err := c.Authenticate(ctx, all)
+	require.NoError(t, err)
+	for name, group := range map[string]string{
+		"claude-opus-exact": "claude-opus-exact", // a group's own name beats both patterns
+		"claude-sonnet-4-5": "sonnet",            // a plain alias beats "claude-*"
+		"claude-opus-4-8":   "opus",              // the longer pattern wins
+		"claude-haiku-4-5":  "claude-any",
+	} {
+		g, err := c.ResolveGroup(ctx, p, name)
+		require.NoError(t, err, name)
+		require.Equal(t, group, g.Name, name)
+		tg, err := c.Resolve(ctx, p, name)
+		require.NoError(t, err, name)
+		require.Equal(t, group, tg.Model, name)
+	}
+	_, err = c.ResolveGroup(ctx, p, "gpt-4o")
+	require.ErrorIs(t, err, extproc.ErrModelNotFound)
+
+	q, err := c.Authenticate(ctx, narrow)
+	require.NoError(t, err)
+	_, err = c.ResolveGroup(ctx, q, "claude-sonnet-4-5")
+	require.NoError(t, err)
+	_, err = c.ResolveGroup(ctx, q, "claude-opus-4-8")
+	require.ErrorIs(t, err, extproc.ErrModelNotAllowed)
+}

@@ -34,7 +34,7 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 	if _, err := store.Put(ctx, st, dep.ID, &dep, -1); err != nil {
 		return err
 	}
-	group := store.ModelGroup{ID: "demo", Deployments: []string{dep.ID}, DefaultMaxTokens: 256, Aliases: claudeCodeModels}
+	group := store.ModelGroup{ID: "demo", Deployments: []string{dep.ID}, DefaultMaxTokens: 256, Aliases: agentModels}
 	if _, err := store.Put(ctx, st, group.ID, &group, -1); err != nil {
 		return err
 	}
@@ -57,6 +57,7 @@ Tollgate is running.
   admin API    %[2]s   (tollgate key list --addr %[2]s)
   console      http://%[2]s/ui/   (sign in with the admin key)
   demo model   demo → mock provider at %[3]s
+               (also answers to claude-*, gpt-*, o*, gemini-*: agents' default models)
   demo key     %[4]s   ($5.00 monthly budget)
 
 Try it:
@@ -99,16 +100,7 @@ func demoKey(ctx context.Context, st store.Store, keyFile string) (string, error
 	return s, nil
 }
 
-// claudeCodeModels are the model names Claude Code asks for by default (its
-// main and small fast models, current and recent): the demo group answers to
-// them so that Claude Code works against `make run` with no model settings.
-var claudeCodeModels = []string{
-	"claude-sonnet-4-5", "claude-sonnet-4-5-20250929",
-	"claude-haiku-4-5", "claude-haiku-4-5-20251001",
-	"claude-opus-4-5", "claude-opus-4-5-20251101",
-	"claude-opus-4-1", "claude-opus-4-1-20250805",
-	"claude-sonnet-4-0", "claude-sonnet-4-20250514",
-	"claude-opus-4-0", "claude-opus-4-20250514",
-	"claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219",
-	"claude-3-5-haiku-latest", "claude-3-5-haiku-20241022",
-}
+// agentModels are the demo group's pattern aliases: whatever model Claude
+// Code, Codex CLI, gemini-cli or an SDK asks for by default (today's or next
+// release's), the demo answers, with no model settings.
+var agentModels = []string{"claude-*", "gpt-*", "o*", "gemini-*"}
