@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -3,8 +3,8 @@ package extproc
 import (
 	"fmt"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 )
 
 // Structured outputs and reasoning on Anthropic, for the chat → Messages

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 )
 
 // bedrockEvent is one ConverseStream message of a golden case: an event

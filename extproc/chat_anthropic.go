@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

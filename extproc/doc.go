@@ -62,7 +62,7 @@
 // Endpoints are small specs registered by path (or path prefix, for path
 // parameters); providers are Translators, one file per client-API × provider
 // pair (chat_openai.go, chat_azure.go, ...), listed in one table by API and
-// provider type (translators.go). Wire types are in extproc/schema/<api>. Everything a request needs lives in its
+// provider type (translators.go). Wire types are in schema/<api>. Everything a request needs lives in its
 // stream; the Processor holds only immutable configuration, so there is no
 // lock on the request path.
 //

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // Client APIs of Google's Gemini API.

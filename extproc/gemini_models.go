@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // GET /v1beta/models/{model} (models.get of the Gemini API; the same under

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

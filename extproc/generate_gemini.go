@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

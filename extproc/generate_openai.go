@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

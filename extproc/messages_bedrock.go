@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

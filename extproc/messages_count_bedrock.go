@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/bedrock"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

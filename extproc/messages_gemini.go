@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/anthropic"
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 )
 
 // Reasoning in the translated Responses API:

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 )
 
 // Stored responses of the Responses API. For a translated provider the

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/openai"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 )
 
 // Built-in tools on translated providers. Clients such as Codex CLI send
