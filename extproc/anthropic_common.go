@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/tollgate-ai/tollgate/schema/anthropic"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/anthropic"
 )
 
 // Anthropic wire constants.

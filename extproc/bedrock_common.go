@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"strings"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/tollgate-ai/tollgate/schema/anthropic"
 
-	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 )
 
 // ProviderBedrock is the Amazon Bedrock runtime: Converse and ConverseStream
@@ -252,17 +251,6 @@ func bedrockTools(names, descs []string, schemas []json.RawMessage) []bedrock.To
 		tools[i].ToolSpec.InputSchema.JSON = s
 	}
 	return tools
-}
-
-// upstreamStreams reports whether a 2xx reply's content type is a stream the
-// translators read incrementally: SSE, or an AWS event stream (Bedrock's
-// ConverseStream, application/vnd.amazon.eventstream).
-func upstreamStreams(h *corev3.HeaderValue) bool {
-	if headerIsEventStream(h) {
-		return true
-	}
-	ct, _, _ := strings.Cut(headerValue(h), ";")
-	return strings.EqualFold(strings.TrimSpace(ct), "application/vnd.amazon.eventstream")
 }
 
 // sseContentType is the content type of the SSE a translator writes from an

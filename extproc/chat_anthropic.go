@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/schema/anthropic"
 	"github.com/tollgate-ai/tollgate/schema/openai"
-	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // anthropicNow is the clock of the "created" field of translated responses

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/schema/openai"
 
-	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 )
 
 // chatBedrock serves OpenAI's chat completions API from a Bedrock deployment

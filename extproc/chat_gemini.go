@@ -9,8 +9,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/schema/openai"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // chatGemini serves OpenAI's chat completions API from a Gemini deployment:

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 )
 
 // completionsDefaultMaxTokens is OpenAI's documented default max_tokens of a

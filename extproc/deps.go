@@ -38,38 +38,6 @@ type Principal struct {
 	KeyAlias string
 }
 
-// ProviderType is the wire format of a deployment's provider.
-type ProviderType string
-
-// Provider types (the same strings as the store's).
-const (
-	ProviderOpenAI    ProviderType = "openai"
-	ProviderAzure     ProviderType = "azure"
-	ProviderAnthropic ProviderType = "anthropic"
-)
-
-// Target is where a request goes: one deployment of the requested model group.
-type Target struct {
-	Model         string // public model name the client used
-	Deployment    string // deployment id: the RouteHeader value
-	Provider      ProviderType
-	BasePath      string // path prefix of the provider's base URL, e.g. "/v1" ("" for none)
-	Host          string // provider host, e.g. "api.openai.com" (informational; Envoy rewrites it)
-	APIKey        string // decrypted provider credential; never logged or returned
-	APIVersion    string // Azure api-version or anthropic-version
-	ProviderModel string // model name upstream (Azure: deployment name)
-	Price         kernel.Price
-	// DefaultMaxTokens bounds the output when the client gives no max_tokens.
-	DefaultMaxTokens int64
-	// NativeResponses: the upstream serves OpenAI's Responses API itself
-	// (OpenAI-compatible providers that declare it); otherwise the gateway
-	// translates Responses requests to chat completions.
-	NativeResponses bool
-	// Signer, when set, signs each upstream request once its body is final
-	// (bedrock: AWS SigV4); see signer.go.
-	Signer RequestSigner `json:"-"`
-}
-
 // ModelInfo is one entry of GET /v1/models.
 type ModelInfo struct {
 	ID      string

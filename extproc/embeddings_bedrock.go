@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 )
 
 // embeddingsBedrock serves OpenAI's embeddings API from a Bedrock deployment

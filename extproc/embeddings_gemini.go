@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // embeddingsGemini serves OpenAI's embeddings API from a Gemini deployment

@@ -6,8 +6,8 @@ import (
 	"math"
 	"net/url"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // embeddingsVertex serves OpenAI's embeddings API from a Vertex AI

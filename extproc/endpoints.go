@@ -170,3 +170,26 @@ func modelsReply(ctx context.Context, s *stream) *apiReply {
 //	}
 //
 // and a row per provider in the translators table (translators.go).
+
+// OpenAI's Responses API is served at POST /v1/responses: natively where the
+// upstream speaks it (responses_native.go), else translated to chat
+// completions, for Anthropic through the chat → Messages translator
+// (responses_chat.go).
+func init() {
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/responses", API: APIResponses})
+}
+
+// Anthropic's Messages API is served at POST /v1/messages and POST
+// /v1/messages/count_tokens, with errors in Anthropic's shape. The key may come
+// in x-api-key (Anthropic's SDKs, Claude Code with ANTHROPIC_API_KEY) or
+// Authorization: Bearer (ANTHROPIC_AUTH_TOKEN): the processor reads both.
+func init() {
+	registerEndpoint(&endpoint{
+		Method: http.MethodPost, Path: "/v1/messages",
+		API: APIMessages, ErrorBody: anthropicErrorBody,
+	})
+	registerEndpoint(&endpoint{
+		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
+		API: APIMessagesCount, NoOutput: true, ErrorBody: anthropicErrorBody,
+	})
+}

@@ -184,3 +184,20 @@ func (e *apiError) sanitizeUpstream(key string) {
 	e.Param = redactSecrets(e.Param, key)
 	e.Code = redactSecrets(e.Code, key)
 }
+
+// bodyError maps a parse error of the request body to a 400.
+func bodyError(err error) *apiError {
+	var se *SyntaxError
+	var fe *fieldError
+	switch {
+	case errors.As(err, &se):
+		return &apiError{
+			Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: codeInvalidJSON,
+			Message: "We could not parse the JSON body of your request: " + se.Error() + ".",
+		}
+	case errors.As(err, &fe):
+		return errInvalidRequest("Invalid '"+fe.Field+"': "+fe.Msg+".", fe.Field)
+	default:
+		return errInvalidRequest("Invalid request body.", "")
+	}
+}

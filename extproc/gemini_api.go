@@ -11,15 +11,6 @@ import (
 	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
-// Client APIs of Google's Gemini API.
-const (
-	// APIGeminiGenerate is POST /v1beta/models/{model}:generateContent and
-	// :streamGenerateContent (and the same under /v1/).
-	APIGeminiGenerate API = "gemini.generate_content"
-	// APIGeminiCount is POST /v1beta/models/{model}:countTokens.
-	APIGeminiCount API = "gemini.count_tokens"
-)
-
 // The Gemini API is served at /v1beta/models/{model}:{method} and
 // /v1/models/{model}:{method} (@google/genai calls /v1/ by default), for the
 // methods generateContent, streamGenerateContent (SSE with alt=sse, else a
@@ -67,29 +58,6 @@ func geminiModelEndpoint(path string) *endpoint {
 	return nil
 }
 
-// geminiModelPath splits a Gemini API model path (query excluded) into its
-// model (unescaped) and method.
-func geminiModelPath(path string) (model, method string, ok bool) {
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
-	if !ok {
-		if rest, ok = strings.CutPrefix(path, "/v1/models/"); !ok {
-			return "", "", false
-		}
-	}
-	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 || strings.IndexByte(rest[:i], '/') >= 0 {
-		return "", "", false
-	}
-	m, err := url.PathUnescape(rest[:i])
-	if err != nil || m == "" {
-		return "", "", false
-	}
-	return m, rest[i+1:], true
-}
-
 // queryKey is the key= parameter of a :path ("" when absent).
 func queryKey(path string) string {
 	_, q, ok := strings.Cut(path, "?")
@@ -101,48 +69,6 @@ func queryKey(path string) string {
 		return ""
 	}
 	return v.Get("key")
-}
-
-// geminiSSE reports whether the client's :path asks for SSE (alt=sse).
-func geminiSSE(path string) bool {
-	_, q, _ := strings.Cut(path, "?")
-	v, _ := url.ParseQuery(q)
-	return v.Get("alt") == "sse"
-}
-
-// parseGeminiRequest reads a Gemini API request: the model and the method
-// from the path, max tokens from generationConfig.maxOutputTokens; the body
-// is validated like every other (one scan, JSON errors located).
-func parseGeminiRequest(path string, body []byte) (*Inbound, error) {
-	in, err := parseRequest(APIGeminiGenerate, body)
-	if err != nil {
-		return nil, err
-	}
-	model, method, ok := geminiModelPath(path)
-	if !ok {
-		return nil, &fieldError{"model", "the path names no model"}
-	}
-	in.Path, in.Model, in.Stream, in.MaxTokens = path, model, method == geminiStream, 0
-	in.User, in.IncludeUsage = "", false
-	if method == geminiCount {
-		in.API = APIGeminiCount
-		return in, nil
-	}
-	v, err := topLevelMember(body, "generationConfig")
-	if err != nil || !v.isObject(body) {
-		return in, nil //nolint:nilerr // a body without generationConfig
-	}
-	_, err = scanObject(body, v.start, false, func(key []byte, v span) error {
-		if keyIs(key, "maxOutputTokens") && !v.isNull(body) {
-			n, ok := intValue(body, v)
-			if !ok {
-				return &fieldError{"generationConfig.maxOutputTokens", "must be a non-negative integer"}
-			}
-			in.MaxTokens = n
-		}
-		return nil
-	})
-	return in, err
 }
 
 // geminiModelsReply lists the models the key may use, as models.list does.
@@ -158,13 +84,6 @@ func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
 		return &apiReply{Status: http.StatusInternalServerError, Body: geminiErrorBody(&apiError{Status: 500, Message: "internal error"})}
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
-}
-
-// streamContentTyper is implemented by translators whose client stream is
-// not SSE (the Gemini API's JSON array): the processor sets the content type
-// of a streamed 2xx reply to it ("" keeps the provider's).
-type streamContentTyper interface {
-	streamContentType() string
 }
 
 // redactQueryKey hides the value of a key= query parameter of a :path (the

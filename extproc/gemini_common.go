@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // ProviderGemini is Google's Gemini API (AI Studio,
@@ -301,4 +301,62 @@ func functionResponse(text string) json.RawMessage {
 	}
 	b, _ := json.Marshal(map[string]string{"result": text})
 	return b
+}
+
+// geminiModelPath splits a Gemini API model path (query excluded) into its
+// model (unescaped) and method.
+func geminiModelPath(path string) (model, method string, ok bool) {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/v1/models/"); !ok {
+			return "", "", false
+		}
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 || strings.IndexByte(rest[:i], '/') >= 0 {
+		return "", "", false
+	}
+	m, err := url.PathUnescape(rest[:i])
+	if err != nil || m == "" {
+		return "", "", false
+	}
+	return m, rest[i+1:], true
+}
+
+// parseGeminiRequest reads a Gemini API request: the model and the method
+// from the path, max tokens from generationConfig.maxOutputTokens; the body
+// is validated like every other (one scan, JSON errors located).
+func parseGeminiRequest(path string, body []byte) (*Inbound, error) {
+	in, err := parseRequest(APIGeminiGenerate, body)
+	if err != nil {
+		return nil, err
+	}
+	model, method, ok := geminiModelPath(path)
+	if !ok {
+		return nil, &fieldError{"model", "the path names no model"}
+	}
+	in.Path, in.Model, in.Stream, in.MaxTokens = path, model, method == geminiStream, 0
+	in.User, in.IncludeUsage = "", false
+	if method == geminiCount {
+		in.API = APIGeminiCount
+		return in, nil
+	}
+	v, err := topLevelMember(body, "generationConfig")
+	if err != nil || !v.isObject(body) {
+		return in, nil //nolint:nilerr // a body without generationConfig
+	}
+	_, err = scanObject(body, v.start, false, func(key []byte, v span) error {
+		if keyIs(key, "maxOutputTokens") && !v.isNull(body) {
+			n, ok := intValue(body, v)
+			if !ok {
+				return &fieldError{"generationConfig.maxOutputTokens", "must be a non-negative integer"}
+			}
+			in.MaxTokens = n
+		}
+		return nil
+	})
+	return in, err
 }

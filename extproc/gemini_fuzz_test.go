@@ -50,11 +50,10 @@ func FuzzGeminiStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		p := pairs[int(which)%len(pairs)]
 		requireStreamSplitInvariant(t, b, s1, s2, func() Translator {
-			ep := &endpoint{API: p.api}
+			in, err := parseRequest(p.api, []byte(p.body))
 			if p.path != "" {
-				ep = lookupEndpoint(p.path)
+				in, err = parseGeminiRequest(p.path, []byte(p.body))
 			}
-			in, err := ep.parse(p.path, []byte(p.body), new(parsedRequest))
 			require.NoError(t, err)
 			tr := newTranslator(p.api, p.prov)
 			_, err = tr.Request(in, &Target{ProviderModel: "pm", BasePath: "/v1"})

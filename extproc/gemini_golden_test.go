@@ -21,14 +21,16 @@ type geminiCase struct {
 // geminiInbound parses a case's request as the processor would.
 func geminiInbound(t *testing.T, tc *geminiCase) *Inbound {
 	t.Helper()
-	ep := &endpoint{API: tc.API}
+	var in *Inbound
+	var err error
 	if tc.Path != "" {
-		ep = lookupEndpoint(tc.Path)
-		require.NotNil(t, ep, "no endpoint for %s", tc.Path)
-		require.Equal(t, tc.API, ep.API)
+		in, err = parseGeminiRequest(tc.Path, tc.Request)
+		require.NoError(t, err)
+		require.Equal(t, tc.API, in.API, "the path %s names the case's API", tc.Path)
+	} else {
+		in, err = parseRequest(tc.API, tc.Request)
+		require.NoError(t, err)
 	}
-	in, err := ep.parse(tc.Path, tc.Request, new(parsedRequest))
-	require.NoError(t, err)
 	in.ClampMaxTokens, in.AnthropicVersion = tc.Clamp, tc.AnthropicVersion
 	return in
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/schema/gemini"
-	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // generateBedrock serves the Gemini API from a Bedrock deployment with

@@ -3,8 +3,8 @@ package extproc
 import (
 	"encoding/json"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // The Gemini API's countTokens of a Claude model on Vertex AI or Bedrock is

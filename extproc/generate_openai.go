@@ -8,8 +8,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/schema/openai"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // generateOpenAI serves the Gemini API from an OpenAI-compatible (or Azure

@@ -13,9 +13,6 @@ import (
 
 // Headers the processor reads or writes.
 const (
-	hdrAuthorization = "authorization"
-	hdrXAPIKey       = "x-api-key"
-	hdrAPIKey        = "api-key" // Azure-style clients send their key here
 	hdrCustomer      = "x-tollgate-customer"
 	hdrRequestID     = "x-tollgate-request-id"
 	hdrCost          = "x-tollgate-cost"
@@ -173,4 +170,15 @@ func retryAfterHeaders(d time.Duration) [][2]string {
 		{hdrRetryAfter, strconv.FormatInt(max(secs, 1), 10)},
 		{hdrRetryAfterMs, strconv.FormatInt(max(d.Milliseconds(), 1), 10)},
 	}
+}
+
+// upstreamStreams reports whether a 2xx reply's content type is a stream the
+// translators read incrementally: SSE, or an AWS event stream (Bedrock's
+// ConverseStream, application/vnd.amazon.eventstream).
+func upstreamStreams(h *corev3.HeaderValue) bool {
+	if headerIsEventStream(h) {
+		return true
+	}
+	ct, _, _ := strings.Cut(headerValue(h), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "application/vnd.amazon.eventstream")
 }

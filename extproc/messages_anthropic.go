@@ -2,26 +2,10 @@ package extproc
 
 import (
 	"bytes"
-	"net/http"
 	"strconv"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 )
-
-// Anthropic's Messages API is served at POST /v1/messages and POST
-// /v1/messages/count_tokens, with errors in Anthropic's shape. The key may come
-// in x-api-key (Anthropic's SDKs, Claude Code with ANTHROPIC_API_KEY) or
-// Authorization: Bearer (ANTHROPIC_AUTH_TOKEN): the processor reads both.
-func init() {
-	registerEndpoint(&endpoint{
-		Method: http.MethodPost, Path: "/v1/messages",
-		API: APIMessages, ErrorBody: anthropicErrorBody,
-	})
-	registerEndpoint(&endpoint{
-		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
-		API: APIMessagesCount, NoOutput: true, ErrorBody: anthropicErrorBody,
-	})
-}
 
 // messagesAnthropic serves the Messages API from an Anthropic deployment with
 // no translation: the model is renamed, max_tokens set (clamped or defaulted),

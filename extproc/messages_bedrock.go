@@ -6,8 +6,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/schema/anthropic"
 
-	"github.com/tollgate-ai/tollgate/schema/bedrock"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/bedrock"
 )
 
 // messagesBedrock serves Anthropic's Messages API from a Bedrock deployment

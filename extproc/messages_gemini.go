@@ -6,8 +6,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/schema/anthropic"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/gemini"
 )
 
 // messagesGemini serves Anthropic's Messages API from a Gemini deployment,

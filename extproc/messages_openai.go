@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/schema/anthropic"
 	"github.com/tollgate-ai/tollgate/schema/openai"
-	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // messagesOpenAI serves Anthropic's Messages API from an OpenAI-compatible (or

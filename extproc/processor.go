@@ -688,11 +688,6 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 	return pr
 }
 
-// sameBytes reports whether a is b itself (a translator passing its input).
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResponse {
 	if s.admitted && !s.settled && s.sse {
 		// The stream ended with trailers: the last body chunk had no end_of_stream.
@@ -839,23 +834,6 @@ func errTooLarge(limit int) *apiError {
 	return &apiError{
 		Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge,
 		Message: fmt.Sprintf("The request body is larger than the gateway's limit of %d bytes.", limit),
-	}
-}
-
-// bodyError maps a parse error of the request body to a 400.
-func bodyError(err error) *apiError {
-	var se *SyntaxError
-	var fe *fieldError
-	switch {
-	case errors.As(err, &se):
-		return &apiError{
-			Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: codeInvalidJSON,
-			Message: "We could not parse the JSON body of your request: " + se.Error() + ".",
-		}
-	case errors.As(err, &fe):
-		return errInvalidRequest("Invalid '"+fe.Field+"': "+fe.Msg+".", fe.Field)
-	default:
-		return errInvalidRequest("Invalid request body.", "")
 	}
 }
 

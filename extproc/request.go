@@ -243,3 +243,31 @@ func checkShapes(api API, body []byte, f *requestFields) error {
 	}
 	return nil
 }
+
+// choices is how many completions the request makes the provider generate,
+// and bill: max(n, best_of), at least 1. Only OpenAI's chat and completions
+// APIs have them; Anthropic's Messages and OpenAI's Responses API generate
+// one completion per request.
+func (in *Inbound) choices() (int64, error) {
+	if in.API != APIChat && in.API != APICompletions || in.fields == nil {
+		return 1, nil
+	}
+	c := int64(1)
+	for _, m := range [...]struct {
+		name string
+		s    span
+	}{{"n", in.fields.n}, {"best_of", in.fields.bestOf}} {
+		if !m.s.ok() || m.s.isNull(in.Body) {
+			continue
+		}
+		v, ok := intValue(in.Body, m.s)
+		if !ok || v < 1 || v > maxChoices {
+			return 0, &fieldError{m.name, "must be an integer from 1 to 128"}
+		}
+		c = max(c, v)
+	}
+	return c, nil
+}
+
+// maxChoices bounds n and best_of (OpenAI accepts at most 128 choices).
+const maxChoices = 128

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/schema/openai"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/schema/openai"
 )
 
 // responsesNow is the clock of created_at (tests fix it).

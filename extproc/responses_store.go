@@ -57,28 +57,6 @@ func init() {
 	registerEndpoint(&endpoint{Path: "/v1/responses/", Prefix: true, Reply: storedResponseReply})
 }
 
-// responsesTranslator is a Responses translator: chatPath returns the
-// translation to chat completions the target gets, nil when the upstream
-// serves the Responses API itself.
-type responsesTranslator interface {
-	chatPath(t *Target) *responsesViaChat
-}
-
-func (t *responsesViaChat) chatPath(*Target) *responsesViaChat { return t }
-
-// chatPath picks the way for the target once.
-func (t *responsesOpenAI) chatPath(target *Target) *responsesViaChat {
-	if t.Translator == nil {
-		if target.NativeResponses {
-			t.Translator = new(responsesNative)
-		} else {
-			t.Translator = newResponsesViaChat(new(chatOpenAI))
-		}
-	}
-	v, _ := t.Translator.(*responsesViaChat)
-	return v
-}
-
 // prepareResponses runs before admission for a Responses request on a
 // translated provider: the history of previous_response_id is loaded (it
 // counts as input for the reservation) and the finished response will be

@@ -105,13 +105,6 @@ func TestAppendJSONString(t *testing.T) {
 	}
 }
 
-func TestFormatUSD(t *testing.T) {
-	require.Equal(t, "0.000000000", formatUSD(0))
-	require.Equal(t, "0.000125000", formatUSD(125_000))
-	require.Equal(t, "12.000000001", formatUSD(12_000_000_001))
-	require.Equal(t, "-1.500000000", formatUSD(-1_500_000_000))
-}
-
 // FuzzScanObject checks the scanner against encoding/json: same verdict on
 // validity for objects, and the same field values when valid.
 func FuzzScanObject(f *testing.F) {

@@ -98,21 +98,3 @@ func (s *stream) cutEvent() []byte {
 		return appendSSEEvent(nil, "", e.openAIBody())
 	}
 }
-
-// sequencer is a Responses stream translator that numbers its events (ok
-// false: it passes the provider's own numbers, which it does not follow).
-type sequencer interface{ nextSequence() (n int64, ok bool) }
-
-// nextSequence numbers the event that ends a cut stream after the others.
-func (t *responsesViaChat) nextSequence() (int64, bool) {
-	n := t.seq
-	t.seq++
-	return n, true
-}
-
-func (t *responsesOpenAI) nextSequence() (int64, bool) {
-	if sq, ok := t.Translator.(sequencer); ok {
-		return sq.nextSequence()
-	}
-	return 0, false
-}

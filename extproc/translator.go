@@ -1,6 +1,9 @@
 package extproc
 
 import (
+	"net/url"
+	"strings"
+
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
@@ -93,4 +96,40 @@ type Translator interface {
 	// format (status is the upstream HTTP status). It must not echo provider
 	// credentials (see redactSecrets).
 	Error(status int, body []byte) []byte
+}
+
+// Client APIs of Google's Gemini API.
+const (
+	// APIGeminiGenerate is POST /v1beta/models/{model}:generateContent and
+	// :streamGenerateContent (and the same under /v1/).
+	APIGeminiGenerate API = "gemini.generate_content"
+	// APIGeminiCount is POST /v1beta/models/{model}:countTokens.
+	APIGeminiCount API = "gemini.count_tokens"
+)
+
+// geminiSSE reports whether the client's :path asks for SSE (alt=sse).
+func geminiSSE(path string) bool {
+	_, q, _ := strings.Cut(path, "?")
+	v, _ := url.ParseQuery(q)
+	return v.Get("alt") == "sse"
+}
+
+// streamContentTyper is implemented by translators whose client stream is
+// not SSE (the Gemini API's JSON array): the processor sets the content type
+// of a streamed 2xx reply to it ("" keeps the provider's).
+type streamContentTyper interface {
+	streamContentType() string
+}
+
+// Headers of the client's credentials, which translators replace with the
+// provider's.
+const (
+	hdrAuthorization = "authorization"
+	hdrXAPIKey       = "x-api-key"
+	hdrAPIKey        = "api-key" // Azure-style clients send their key here
+)
+
+// sameBytes reports whether a is b itself (a translator passing its input).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
