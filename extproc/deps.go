@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // RouteHeader is the request header the processor sets to the chosen deployment
@@ -52,7 +53,7 @@ type Catalog interface {
 	Authenticate(ctx context.Context, secret string) (*Principal, error)
 	// Resolve picks a deployment of the named model group for this key:
 	// ErrModelNotFound or ErrModelNotAllowed when it cannot.
-	Resolve(ctx context.Context, p *Principal, model string) (*Target, error)
+	Resolve(ctx context.Context, p *Principal, model string) (*translate.Target, error)
 	// Models lists the model groups the key may use.
 	Models(ctx context.Context, p *Principal) []ModelInfo
 	// Customer returns the scope of an end customer (from the request's `user`
@@ -87,3 +88,30 @@ type Accountant interface {
 	// It returns the cost charged.
 	Settle(ctx context.Context, rec *Record) (kernel.Money, error)
 }
+
+// The translation types callers of the processor name (defined in translate,
+// where the translators use them).
+type (
+	// API is a client-facing API (translate.API).
+	API = translate.API
+	// ProviderType is the wire format of a deployment's provider.
+	ProviderType = translate.ProviderType
+	// Target is where a request goes: one deployment of the requested model group.
+	Target = translate.Target
+	// RequestSigner signs an upstream request (translate.RequestSigner).
+	RequestSigner = translate.RequestSigner
+	// UpstreamRequest is what a RequestSigner signs.
+	UpstreamRequest = translate.UpstreamRequest
+)
+
+// Client APIs and provider types (translate's).
+const (
+	APIChat        = translate.APIChat
+	APICompletions = translate.APICompletions
+	APIEmbeddings  = translate.APIEmbeddings
+	APIMessages    = translate.APIMessages
+
+	ProviderOpenAI    = translate.ProviderOpenAI
+	ProviderAzure     = translate.ProviderAzure
+	ProviderAnthropic = translate.ProviderAnthropic
+)

@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Context-window and content-policy fallbacks on per-try routes
@@ -67,7 +68,7 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 		}
 	}
 	if later {
-		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {hdrAnthropicVersion, s.anthropicVersion}} {
+		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {translate.HdrAnthropicVersion, s.anthropicVersion}} {
 			if kv[1] != "" {
 				o.copied = append(o.copied, kv)
 			}

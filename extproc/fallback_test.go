@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // Refusals as providers word them (retry.go's markers).
@@ -46,11 +47,11 @@ func TestFallbackRedirectOnPerTryRoutes(t *testing.T) {
 	msgsStream := `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
 	openAI := map[bool]func() *extprocfiltertest.UpstreamResponse{
 		false: func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, chatOK) },
-		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 11) },
+		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.OpenAIStream, 11) },
 	}
 	anthropic := map[bool]func() *extprocfiltertest.UpstreamResponse{
 		false: func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) },
-		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) },
+		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 9) },
 	}
 	rows := 0
 	for _, refusal := range []struct{ name, body, served string }{

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/schema/gemini"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // The Gemini API is served at /v1beta/models/{model}:{method} and
@@ -19,23 +20,23 @@ import (
 // in ?key=; errors are Google's {"error":{"code","message","status"}}.
 var (
 	geminiGenerateEndpoint = &endpoint{
-		Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", API: APIGeminiGenerate,
-		ErrorBody: geminiErrorBody, Parse: parseGeminiRequest, QueryKey: true,
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", API: translate.APIGeminiGenerate,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
 	geminiStreamEndpoint = &endpoint{
-		Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", API: APIGeminiGenerate,
-		ErrorBody: geminiErrorBody, Parse: parseGeminiRequest, QueryKey: true,
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", API: translate.APIGeminiGenerate,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
 	geminiCountEndpoint = &endpoint{
-		Method: http.MethodPost, Path: "/v1beta/models/{model}:countTokens", API: APIGeminiCount, NoOutput: true,
-		ErrorBody: geminiErrorBody, Parse: parseGeminiRequest, QueryKey: true,
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:countTokens", API: translate.APIGeminiCount, NoOutput: true,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
 )
 
 func init() {
 	registerEndpoint(&endpoint{
 		Method: http.MethodGet, Path: "/v1beta/models", Reply: geminiModelsReply,
-		ErrorBody: geminiErrorBody, QueryKey: true,
+		ErrorBody: translate.GeminiErrorBody, QueryKey: true,
 	})
 }
 
@@ -43,16 +44,16 @@ func init() {
 // (/v1beta/models/{model}:{method}, /v1/models/{model}:{method}), nil for
 // any other path.
 func geminiModelEndpoint(path string) *endpoint {
-	_, method, ok := geminiModelPath(path)
+	_, method, ok := translate.GeminiModelPath(path)
 	if !ok {
 		return nil
 	}
 	switch method {
-	case geminiGenerate:
+	case translate.GeminiGenerate:
 		return geminiGenerateEndpoint
-	case geminiStream:
+	case translate.GeminiStream:
 		return geminiStreamEndpoint
-	case geminiCount:
+	case translate.GeminiCount:
 		return geminiCountEndpoint
 	}
 	return nil
@@ -81,7 +82,7 @@ func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
 	slices.SortFunc(list.Models, func(a, b gemini.Model) int { return strings.Compare(a.Name, b.Name) })
 	body, err := json.Marshal(list)
 	if err != nil {
-		return &apiReply{Status: http.StatusInternalServerError, Body: geminiErrorBody(&apiError{Status: 500, Message: "internal error"})}
+		return &apiReply{Status: http.StatusInternalServerError, Body: translate.GeminiErrorBody(&translate.APIError{Status: 500, Message: "internal error"})}
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
 }

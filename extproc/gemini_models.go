@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/schema/gemini"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // GET /v1beta/models/{model} (models.get of the Gemini API; the same under
@@ -18,7 +19,7 @@ import (
 func init() {
 	registerEndpoint(&endpoint{
 		Method: http.MethodGet, Path: "/v1beta/models/", Prefix: true, Reply: geminiModelReply,
-		ErrorBody: geminiErrorBody, QueryKey: true,
+		ErrorBody: translate.GeminiErrorBody, QueryKey: true,
 	})
 }
 
@@ -26,19 +27,21 @@ func init() {
 func geminiModelOf(id string) gemini.Model {
 	return gemini.Model{
 		Name: "models/" + id, BaseModelID: id, DisplayName: id,
-		SupportedGenerationMethods: []string{geminiGenerate, geminiStream, geminiCount},
+		SupportedGenerationMethods: []string{translate.GeminiGenerate, translate.GeminiStream, translate.GeminiCount},
 	}
 }
 
 // geminiModelReply answers models.get.
 func geminiModelReply(ctx context.Context, s *stream) *apiReply {
-	errReply := func(e *apiError) *apiReply { return &apiReply{Status: e.Status, Body: geminiErrorBody(e)} }
+	errReply := func(e *translate.APIError) *apiReply {
+		return &apiReply{Status: e.Status, Body: translate.GeminiErrorBody(e)}
+	}
 	path, _, _ := strings.Cut(s.path, "?")
 	version, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/models/")
 	id, err := url.PathUnescape(rest)
 	id = strings.TrimPrefix(id, "models/")
 	if err != nil || id == "" || strings.ContainsAny(id, "/:") {
-		return errReply(&apiError{Status: http.StatusNotFound, Message: "Invalid URL (" + s.method + " " + path + ")"})
+		return errReply(&translate.APIError{Status: http.StatusNotFound, Message: "Invalid URL (" + s.method + " " + path + ")"})
 	}
 	known := false
 	for _, m := range s.p.cat.Models(ctx, s.principal) {
@@ -51,7 +54,7 @@ func geminiModelReply(ctx context.Context, s *stream) *apiReply {
 			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
 				return errReply(errUnavailable())
 			}
-			return errReply(&apiError{
+			return errReply(&translate.APIError{
 				Status:  http.StatusNotFound,
 				Message: "models/" + id + " is not found for API version " + version + ". Call ListModels to see the list of available models.",
 			})

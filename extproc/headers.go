@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Headers the processor reads or writes.
@@ -24,7 +25,7 @@ const (
 
 // clientCredentialHeaders are removed from every request sent upstream.
 // (With the retry token, which is the processor's own.)
-var clientCredentialHeaders = []string{hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrCustomer, hdrGoogAPIKey, hdrRetry}
+var clientCredentialHeaders = []string{translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, hdrCustomer, translate.HdrGoogAPIKey, hdrRetry}
 
 // headerValue is the value of one HeaderValue: raw_value, or value from an
 // Envoy that sends only that.
@@ -92,7 +93,7 @@ func bearerToken(v string) string {
 // isSensitiveHeader reports headers whose values are never logged.
 func isSensitiveHeader(k string) bool {
 	switch strings.ToLower(k) {
-	case hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
+	case translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, translate.HdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
 		return true
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Observer is told about every request the processor handled, once, when its
@@ -34,14 +35,14 @@ type Report struct {
 	RequestID string
 	// API is the client API (APIChat, APIMessages, …); "" when the path is
 	// not one the processor serves or the request has no body (GET /v1/models).
-	API  API
+	API  translate.API
 	Path string
 	// Principal is the authenticated key, nil before authentication.
 	Principal *Principal
 	// Model is the model the client asked for ("" before the body was read).
 	Model string
 	// Target is the deployment the request went to, nil when none was chosen.
-	Target     *Target
+	Target     *translate.Target
 	CustomerID string
 	Stream     bool
 
@@ -243,7 +244,7 @@ func (s *stream) fillReport() {
 }
 
 // rejected records the error a request was refused with.
-func (s *stream) rejected(e *apiError) { s.report.ErrorType = e.Code }
+func (s *stream) rejected(e *translate.APIError) { s.report.ErrorType = e.Code }
 
 // settled records a settlement's outcome.
 func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {

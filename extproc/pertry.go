@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Per-try routing (docs/envoy.md, "Retries across deployments"): the
@@ -98,7 +99,7 @@ func (s *stream) tryHeader(key, v string) {
 		// The client's anthropic-beta (signed for the tries) and the
 		// client header of a fallback redirect's token attempt
 		// (pertry_client.go); allocated only when they are sent.
-		if (key == hdrClient || key == hdrAnthropicBeta) && v != "" {
+		if (key == hdrClient || key == translate.HdrAnthropicBeta) && v != "" {
 			if s.try == nil {
 				s.try = &tryState{}
 			}
@@ -111,7 +112,7 @@ func (s *stream) tryHeader(key, v string) {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= maxAttempts {
 			s.att.n = n
 		}
-	case hdrClient, hdrAnthropicBeta:
+	case hdrClient, translate.HdrAnthropicBeta:
 		s.try.setClientHeader(key, v)
 	case envoy.ReservedHeader:
 		f := strings.Split(v, ";")
@@ -147,7 +148,7 @@ func (s *stream) adopts() bool {
 
 // resolveTry is resolve for an upstream try: the deployment it landed on,
 // found in the group the client asked for or in its fallback chain.
-func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) (*Target, error) {
+func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) (*translate.Target, error) {
 	g, err := gc.ResolveGroup(ctx, s.principal, model)
 	if err != nil || g == nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // tryRouter plays Envoy's router on the per-try xDS (docs/envoy.md,
@@ -306,9 +307,9 @@ func TestPerTryFallsBackToAnthropic(t *testing.T) {
 		resp             func() *extprocfiltertest.UpstreamResponse
 	}{
 		{"/v1/chat/completions", chatBody, `"chat.completion"`, func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }},
-		{"/v1/chat/completions", `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, "chat.completion.chunk", func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 17) }},
+		{"/v1/chat/completions", `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, "chat.completion.chunk", func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 17) }},
 		{"/v1/messages", `{"model":"gpt","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, `"type":"message"`, func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }},
-		{"/v1/messages", `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, "message_stop", func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) }},
+		{"/v1/messages", `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, "message_stop", func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 9) }},
 	} {
 		up.answer["anthropic"] = tc.resp
 		rt.tries = nil
@@ -354,14 +355,14 @@ func TestPerTryStreamRetriedOnlyBeforeItsFirstByte(t *testing.T) {
 			Chunks: [][]byte{[]byte("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure")},
 		}
 	}
-	up.answer["b"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 7) }
+	up.answer["b"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.OpenAIStream, 7) }
 	got := e.do(t, post("/v1/chat/completions", clientKey, stream), rt.upstream)
 	require.Equal(t, 200, got.Status)
 	require.Equal(t, "b", got.Headers.Value(hdrDeployment))
 	require.Contains(t, string(got.Body), "chat.completion.chunk")
 
 	up.answer["a"] = func() *extprocfiltertest.UpstreamResponse {
-		r := sseResponse(openAIStream[:len(openAIStream)/2], 7)
+		r := sseResponse(translatetest.OpenAIStream[:len(translatetest.OpenAIStream)/2], 7)
 		r.Reset = true
 		return r
 	}

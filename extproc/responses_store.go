@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/schema/openai"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Stored responses of the Responses API. For a translated provider the
@@ -61,20 +62,20 @@ func init() {
 // translated provider: the history of previous_response_id is loaded (it
 // counts as input for the reservation) and the finished response will be
 // stored.
-func (s *stream) prepareResponses(ctx context.Context) *apiError {
-	rt, ok := s.tr.(responsesTranslator)
+func (s *stream) prepareResponses(ctx context.Context) *translate.APIError {
+	rt, ok := s.tr.(translate.ResponsesTranslator)
 	if !ok {
 		return nil
 	}
-	v := rt.chatPath(s.target)
+	v := rt.ChatPath(s.target)
 	if v == nil {
 		return nil
 	}
 	var prev string
-	if m, err := topLevelMember(s.in.Body, "previous_response_id"); err == nil && m.ok() && !m.isNull(s.in.Body) {
+	if m, err := translate.TopLevelMember(s.in.Body, "previous_response_id"); err == nil && m.OK() && !m.IsNull(s.in.Body) {
 		var ok bool
-		if prev, ok = stringValue(s.in.Body, m); !ok {
-			return errInvalidRequest("Invalid 'previous_response_id': must be a string.", "previous_response_id")
+		if prev, ok = translate.StringValue(s.in.Body, m); !ok {
+			return translate.ErrInvalidRequest("Invalid 'previous_response_id': must be a string.", "previous_response_id")
 		}
 	}
 	rs := s.p.responses
@@ -86,8 +87,8 @@ func (s *stream) prepareResponses(ctx context.Context) *apiError {
 		}
 		switch {
 		case errors.Is(err, ErrResponseNotFound):
-			return &apiError{
-				Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "previous_response_not_found", Param: "previous_response_id",
+			return &translate.APIError{
+				Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: "previous_response_not_found", Param: "previous_response_id",
 				Message: fmt.Sprintf("Previous response with id '%s' not found.", prev),
 			}
 		case err != nil:
@@ -99,12 +100,12 @@ func (s *stream) prepareResponses(ctx context.Context) *apiError {
 			s.p.log.Warn("stored response unreadable", "request_id", s.id, "response", prev, "err", err)
 			return errUnavailable()
 		}
-		v.history = history
+		v.History = history
 		s.promptBytes += int64(len(sr.Input) + len(sr.Response)) // the history is input too
 	}
 	if rs != nil {
 		keyID, base := s.principal.KeyID, context.WithoutCancel(ctx)
-		v.done = func(r *openai.Response, input []openai.InputItem) {
+		v.Done = func(r *openai.Response, input []openai.InputItem) {
 			ctx, cancel := context.WithTimeout(base, s.p.settleTimeout)
 			defer cancel()
 			if err := saveResponse(ctx, rs, keyID, r, input, s.p.now()); err != nil {
@@ -206,13 +207,13 @@ func storedResponseReply(ctx context.Context, s *stream) *apiReply {
 	case err != nil || id == "" || (sub != "" && sub != "input_items"),
 		sub == "" && s.method != http.MethodGet && s.method != http.MethodDelete,
 		sub != "" && s.method != http.MethodGet:
-		return errorReply(&apiError{
-			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeUnknownURL,
+		return errorReply(&translate.APIError{
+			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeUnknownURL,
 			Message: fmt.Sprintf("Invalid URL (%s %s)", s.method, path),
 		})
 	}
-	notFound := errorReply(&apiError{
-		Status: http.StatusNotFound, Type: typeInvalidRequest,
+	notFound := errorReply(&translate.APIError{
+		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest,
 		Message: fmt.Sprintf("Response with id '%s' not found.", id),
 	})
 	rs := s.p.responses
@@ -265,4 +266,6 @@ func storedResponseReply(ctx context.Context, s *stream) *apiReply {
 	return jsonReply(list)
 }
 
-func errorReply(e *apiError) *apiReply { return &apiReply{Status: e.Status, Body: e.openAIBody()} }
+func errorReply(e *translate.APIError) *apiReply {
+	return &apiReply{Status: e.Status, Body: e.OpenAIBody()}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // doRetrying plays a data plane that retries as the processor says
@@ -132,7 +133,7 @@ func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 			Chunks: [][]byte{[]byte("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure")},
 		}
 	}
-	up.answer["ok"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 7) }
+	up.answer["ok"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.OpenAIStream, 7) }
 	got, _ := e.doRetrying(t, post("/v1/chat/completions", clientKey, `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`), up.upstream)
 	require.Equal(t, 200, got.Status)
 	require.Equal(t, "ok", got.Headers.Value(hdrDeployment))

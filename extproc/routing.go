@@ -11,6 +11,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Routing: the choice of a deployment among a model group's, shared by both
@@ -55,7 +56,7 @@ const ScopeDeployment = kernel.ScopeDeployment
 
 // Deployment is one deployment of a group and its routing policy.
 type Deployment struct {
-	Target       *Target
+	Target       *translate.Target
 	Weight       int   // ≤ 0 counts as 1
 	RPM, TPM     int64 // the provider's quota; 0: none
 	Cooldown     time.Duration
@@ -117,7 +118,7 @@ type route struct {
 
 // resolve finds the request's first deployment: the catalog's choice, or with
 // a GroupCatalog the first candidate of the group (or of a fallback group).
-func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
+func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, error) {
 	gc, ok := s.p.cat.(GroupCatalog)
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
@@ -179,7 +180,7 @@ const hdrDeployment = "x-tollgate-deployment"
 
 // refused maps a refused admission: a deployment's full quota (every
 // candidate's, since admit moves on while one is left) is the model's 429.
-func (s *stream) refused(d kernel.Decision, model string) *apiError {
+func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	if d.Scope.Kind == kernel.ScopeDeployment {
 		return unavailableReply(model, &d, 0)
 	}
@@ -243,7 +244,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		}
 		next := s.rt.cands[0].Target
 		if next.Provider != t.Provider {
-			tr := newTranslator(s.ep.API, next.Provider)
+			tr := translate.NewTranslator(s.ep.API, next.Provider)
 			if tr == nil {
 				return d, nil
 			}
@@ -293,10 +294,10 @@ func (s *stream) doneRouting(u kernel.Usage) {
 // unavailableReply is the client error when no deployment can take the
 // request: 429 when every one is at its rpm/tpm quota, 503 when they are
 // cooling down (retry-after: the soonest end).
-func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *apiError {
+func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *translate.APIError {
 	if d != nil {
-		e := &apiError{
-			Status: 429, Type: "requests", Code: codeRateLimit,
+		e := &translate.APIError{
+			Status: 429, Type: "requests", Code: translate.CodeRateLimit,
 			Message: "Rate limit reached for every deployment of the model `" + model + "`: the providers' quotas are used up for this minute.",
 		}
 		e.Headers = retryAfterHeaders(d.RetryAfter)

@@ -16,6 +16,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // groupCatalog is fakeCatalog plus model groups: the processor routes.
@@ -74,16 +76,16 @@ func routedEnvWith(t *testing.T, opts []Option, groups ...*Group) (*testEnv, *te
 
 // openAIDep is an OpenAI deployment of group model.
 func openAIDep(model, id string) *Deployment {
-	return &Deployment{Target: &Target{
-		Model: model, Deployment: id, Provider: ProviderOpenAI, BasePath: "/v1", APIKey: openAIKey,
+	return &Deployment{Target: &translate.Target{
+		Model: model, Deployment: id, Provider: translate.ProviderOpenAI, BasePath: "/v1", APIKey: openAIKey,
 		ProviderModel: "gpt-4o", Price: testPrice, DefaultMaxTokens: 64,
 	}}
 }
 
 // anthropicDep is an Anthropic deployment of group model.
 func anthropicDep(model, id string) *Deployment {
-	return &Deployment{Target: &Target{
-		Model: model, Deployment: id, Provider: ProviderAnthropic, BasePath: "/v1", APIKey: anthropicKey,
+	return &Deployment{Target: &translate.Target{
+		Model: model, Deployment: id, Provider: translate.ProviderAnthropic, BasePath: "/v1", APIKey: anthropicKey,
 		ProviderModel: "claude-sonnet-4-5", Price: anthropicPrice, DefaultMaxTokens: 64,
 	}}
 }
@@ -244,7 +246,7 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 	require.Contains(t, string(got.Body), `"chat.completion"`, "translated back to the client's API")
 	require.Equal(t, "/v1/messages", got.Forwarded.Headers.Value(":path"))
 
-	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 17) }
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 17) }
 	got = e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`), up.upstream)
 	require.Equal(t, 200, got.Status)
 	require.Contains(t, string(got.Body), "chat.completion.chunk")
@@ -253,11 +255,11 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
 	got = e.do(t, post("/v1/messages", clientKey, msgs), up.upstream)
 	require.Equal(t, 200, got.Status, string(got.Body))
-	require.JSONEq(t, namedModel(messagesOK, "claude-sonnet-4-5", "gpt"), string(got.Body), "the reply names the client's model")
-	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) }
+	require.JSONEq(t, translatetest.NamedModel(messagesOK, "claude-sonnet-4-5", "gpt"), string(got.Body), "the reply names the client's model")
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 9) }
 	got = e.do(t, post("/v1/messages", clientKey, `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`), up.upstream)
 	require.Equal(t, 200, got.Status)
-	require.Equal(t, namedModel(nativeStream, "claude-sonnet-4-5-20250929", "gpt"), string(got.Body))
+	require.Equal(t, translatetest.NamedModel(translatetest.NativeStream, "claude-sonnet-4-5-20250929", "gpt"), string(got.Body))
 
 	recs := e.acct.waitRecords(t, 5)
 	require.Equal(t, "bad", recs[0].Deployment)

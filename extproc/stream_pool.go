@@ -1,6 +1,10 @@
 package extproc
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/tollgate-ai/tollgate/translate"
+)
 
 // A request's state (stream, about 1.5 KB with its Report, routing and retry
 // state) is taken from a pool when its Session starts and given back, zeroed,
@@ -36,7 +40,7 @@ func (p *Processor) newStream() *stream {
 // and gives it back. s must not be used afterwards.
 func (s *stream) release() {
 	if s.tr != nil {
-		freeTranslator(s.tr)
+		translate.FreeTranslator(s.tr)
 	}
 	*s = stream{}
 	streamPool.Put(s)

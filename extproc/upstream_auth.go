@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // A provider that refuses the gateway's credential (401, or 403 that is not
@@ -36,7 +37,7 @@ func (s *stream) upstreamError(body []byte) ([]byte, int) {
 	if !upstreamAuthFailure(s.status, body) {
 		return s.tr.Error(s.status, body), 0
 	}
-	e := &apiError{
+	e := &translate.APIError{
 		Status: http.StatusBadGateway, Type: typeUpstreamAuth, Code: typeUpstreamAuth,
 		Message: "The provider of deployment `" + s.target.Deployment + "` rejected the gateway's credentials (HTTP " +
 			strconv.Itoa(s.status) + "). Your API key is fine; the gateway's operator must fix this deployment's credential.",
