@@ -10,10 +10,6 @@ type CooldownShare interface {
 	Publish(deployment string, until time.Time)
 }
 
-// WithRouter sets the Router (default: a new one): the gateway shares it
-// with the admin API, which shows each deployment's state.
-func WithRouter(r *Router) Option { return func(p *Processor) { p.router = r } }
-
 // SetShare makes r publish its cooldowns through s. Call it before serving.
 func (r *Router) SetShare(s CooldownShare) { r.share = s }
 

@@ -260,3 +260,34 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return min(max(d, 0), time.Hour)
 }
+
+// Cooldown reasons (CooldownObserver).
+const (
+	CooldownAllowedFails = "allowed_fails" // allowed_fails failures within a minute
+	CooldownRateLimited  = "rate_limited"  // a 429 (for its retry-after when it has one)
+)
+
+// CooldownObserver is told when this replica takes a deployment out of
+// rotation (not when it adopts another replica's cooldown): reason is
+// CooldownAllowedFails or CooldownRateLimited. It runs on the request's
+// goroutine and must not block.
+type CooldownObserver interface {
+	CooledDown(deployment, reason string, d time.Duration)
+}
+
+// SetCooldownObserver makes r report the cooldowns it starts to o. Call it
+// before serving.
+func (r *Router) SetCooldownObserver(o CooldownObserver) { r.cooldowns = o }
+
+// cooled reports a cooldown r started on deployment id after an attempt
+// that ended with status.
+func (r *Router) cooled(id string, status int, d time.Duration) {
+	if r.cooldowns == nil {
+		return
+	}
+	reason := CooldownAllowedFails
+	if status == http.StatusTooManyRequests {
+		reason = CooldownRateLimited
+	}
+	r.cooldowns.CooledDown(id, reason, d)
+}

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"net/http"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -106,48 +105,6 @@ type Try struct {
 	// Span is the attempt's span id, chosen by a Tracer: the parent in the
 	// traceparent the attempt was sent with (zero without a Tracer).
 	Span [8]byte
-}
-
-// Fallback reasons (Report.FallbackReason).
-const (
-	FallbackCooldown    = "cooldown"
-	FallbackRateLimited = "rate_limited"
-	// A retry on a fallback group: every deployment of the group failed, or
-	// the attempt hit the context window or the content policy.
-	FallbackFailed        = "failed"
-	FallbackContextWindow = "context_window"
-	FallbackContentPolicy = "content_policy"
-)
-
-// Cooldown reasons (CooldownObserver).
-const (
-	CooldownAllowedFails = "allowed_fails" // allowed_fails failures within a minute
-	CooldownRateLimited  = "rate_limited"  // a 429 (for its retry-after when it has one)
-)
-
-// CooldownObserver is told when this replica takes a deployment out of
-// rotation (not when it adopts another replica's cooldown): reason is
-// CooldownAllowedFails or CooldownRateLimited. It runs on the request's
-// goroutine and must not block.
-type CooldownObserver interface {
-	CooledDown(deployment, reason string, d time.Duration)
-}
-
-// SetCooldownObserver makes r report the cooldowns it starts to o. Call it
-// before serving.
-func (r *Router) SetCooldownObserver(o CooldownObserver) { r.cooldowns = o }
-
-// cooled reports a cooldown r started on deployment id after an attempt
-// that ended with status.
-func (r *Router) cooled(id string, status int, d time.Duration) {
-	if r.cooldowns == nil {
-		return
-	}
-	reason := CooldownAllowedFails
-	if status == http.StatusTooManyRequests {
-		reason = CooldownRateLimited
-	}
-	r.cooldowns.CooledDown(id, reason, d)
 }
 
 // TraceIDs are the ids of a request's trace, chosen when the request is

@@ -60,3 +60,7 @@ func defaultRequestIDs() func() string {
 		return string(strconv.AppendUint(append(buf[:0], prefix...), n.Add(1), 36))
 	}
 }
+
+// WithRouter sets the Router (default: a new one): the gateway shares it
+// with the admin API, which shows each deployment's state.
+func WithRouter(r *Router) Option { return func(p *Processor) { p.router = r } }

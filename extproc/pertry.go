@@ -283,13 +283,6 @@ func (s *stream) routesPerTry() bool {
 	return true
 }
 
-// fallbackCount counts the group's fallback groups of every kind, as the
-// xDS does for envoy.PerTry: a context-window or content-policy fallback is
-// somewhere else to go (by the fallback redirect, fallback.go).
-func (g *Group) fallbackCount() int {
-	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
-}
-
 // tryRetried records whether the data plane's retry policy retries this
 // failed try (Report.Retried): a status it retries, a retry left in the
 // requested group's budget (the route's num_retries) and a deployment left

@@ -1,19 +1,15 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tollgate-ai/tollgate/envoy"
 )
@@ -54,36 +50,6 @@ const (
 	hdrRetryDelay = envoy.RetryDelayHeader
 	hdrAttempts   = "x-tollgate-attempts"
 )
-
-const (
-	// retryBackoffBase is the first retry's backoff; each next one doubles.
-	retryBackoffBase = 25 * time.Millisecond
-	// maxRetryWait caps the wait before a retry, a provider's retry-after
-	// included: the next attempt goes to another deployment, and a client
-	// is not held for the failed one's quota.
-	maxRetryWait = time.Second
-	// maxAttempts bounds a token's attempt count whatever it claims.
-	maxAttempts = 11
-)
-
-// attempt is where a request is in its attempts: zero for a first attempt
-// without a token.
-type attempt struct {
-	n     int      // this attempt's number (0: the first, not retried yet)
-	max   int      // attempts allowed in all
-	group string   // group to route in ("": the model the client asked for)
-	avoid []string // deployments already tried
-	orig  string   // the first attempt's request id
-	// The failed attempt this one retries: its group, HTTP status and why
-	// it was retried (a fallback reason when group differs from it).
-	failedGroup  string
-	failedStatus int
-	why          string
-}
-
-func (a *attempt) number() int { return max(a.n, 1) }
-
-func (a *attempt) avoids(id string) bool { return slices.Contains(a.avoid, id) }
 
 // retryKey signs this processor's retry tokens, so a client cannot make one
 // up. A gateway gives its replicas one shared key (WithTokenKey, from the
@@ -149,67 +115,6 @@ func (s *stream) withoutTried(cands []*Deployment) []*Deployment {
 		}
 	}
 	return out
-}
-
-// failure kinds an attempt can end with.
-type failureKind uint8
-
-const (
-	failNotRetried    failureKind = iota
-	failRetryable                 // another deployment of the group, then the fallbacks
-	failContextWindow             // the group's context_window_fallbacks
-	failContentPolicy             // the group's content_policy_fallbacks
-)
-
-// Markers of the two refusals routed to their own fallbacks, as providers
-// word them (OpenAI codes, Anthropic, Gemini and Bedrock messages); matched
-// on the lower-cased error body.
-var (
-	contextWindowMarkers = []string{
-		"context_length_exceeded", "prompt is too long", "maximum context length",
-		"context window", "input is too long", "too many input tokens", "exceeds the maximum number of tokens",
-	}
-	contentPolicyMarkers = []string{
-		"content_policy_violation", "content_filter", "content filtering policy", "responsibleaipolicyviolation",
-	}
-)
-
-// reason is the fallback reason a retry of this kind gives when it moves to
-// another group (Report.FallbackReason).
-func (k failureKind) reason() string {
-	switch k {
-	case failContextWindow:
-		return FallbackContextWindow
-	case failContentPolicy:
-		return FallbackContentPolicy
-	default:
-		return FallbackFailed
-	}
-}
-
-// classify says how an attempt that answered status with body failed.
-func classify(status int, body []byte) failureKind {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusUnauthorized:
-		return failRetryable
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusForbidden:
-		lb := bytes.ToLower(body)
-		for _, m := range contextWindowMarkers {
-			if bytes.Contains(lb, []byte(m)) {
-				return failContextWindow
-			}
-		}
-		for _, m := range contentPolicyMarkers {
-			if bytes.Contains(lb, []byte(m)) {
-				return failContentPolicy
-			}
-		}
-		if status == http.StatusForbidden {
-			return failRetryable // the provider refused the gateway's credential (upstream_auth.go)
-		}
-	}
-	return failNotRetried
 }
 
 // retryAfterFailure decides whether the failed attempt (its status and
@@ -318,13 +223,4 @@ func (s *stream) availableGroup(ctx context.Context, names, tried []string) stri
 		}
 	}
 	return ""
-}
-
-// retryDelay is the wait before attempt n+1: exponential backoff from
-// retryBackoffBase with equal jitter, at least the provider's retry-after,
-// at most maxRetryWait.
-func retryDelay(n int, retryAfter time.Duration) time.Duration {
-	d := retryBackoffBase << min(n-1, 8)
-	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), maxRetryWait)
 }

@@ -1,4 +1,4 @@
-package translate
+package upstream
 
 import (
 	"context"
@@ -45,11 +45,11 @@ type Target struct {
 // Implementations cache what they can (credentials, tokens) and must not
 // log or return secrets in errors.
 type RequestSigner interface {
-	SignRequest(ctx context.Context, r *UpstreamRequest) ([][2]string, error)
+	SignRequest(ctx context.Context, r *Request) ([][2]string, error)
 }
 
-// UpstreamRequest is what a RequestSigner signs.
-type UpstreamRequest struct {
+// Request is what a RequestSigner signs.
+type Request struct {
 	Method string
 	Host   string // the deployment's host (Target.Host)
 	Path   string // the escaped :path, query included
@@ -57,9 +57,9 @@ type UpstreamRequest struct {
 }
 
 // RequestSignerFunc adapts a function to RequestSigner.
-type RequestSignerFunc func(ctx context.Context, r *UpstreamRequest) ([][2]string, error)
+type RequestSignerFunc func(ctx context.Context, r *Request) ([][2]string, error)
 
 // SignRequest calls f.
-func (f RequestSignerFunc) SignRequest(ctx context.Context, r *UpstreamRequest) ([][2]string, error) {
+func (f RequestSignerFunc) SignRequest(ctx context.Context, r *Request) ([][2]string, error) {
 	return f(ctx, r)
 }
