@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -115,3 +116,36 @@ const (
 	ProviderAzure     = translate.ProviderAzure
 	ProviderAnthropic = translate.ProviderAnthropic
 )
+
+// The routing types callers of the processor name (defined in routing, which
+// owns deployment choice, health and cooldowns).
+type (
+	// Router keeps the health of deployments (routing.Router).
+	Router = routing.Router
+	// Group is a model group as the router sees it.
+	Group = routing.Group
+	// Deployment is one deployment of a group and its routing policy.
+	Deployment = routing.Deployment
+	// DeploymentState is a deployment's health as the Router sees it.
+	DeploymentState = routing.DeploymentState
+	// CooldownObserver is told when a replica cools a deployment down.
+	CooldownObserver = routing.CooldownObserver
+	// CooldownShare spreads cooldowns to other replicas.
+	CooldownShare = routing.CooldownShare
+)
+
+// Cooldown and fallback reasons (routing's).
+const (
+	CooldownAllowedFails = routing.CooldownAllowedFails
+	CooldownRateLimited  = routing.CooldownRateLimited
+	FallbackCooldown     = routing.FallbackCooldown
+)
+
+// NewRouter returns a Router with no history (routing.NewRouter).
+func NewRouter() *Router { return routing.NewRouter() }
+
+// NewGroup prepares g for routing (routing.NewGroup).
+func NewGroup(g *Group) *Group { return routing.NewGroup(g) }
+
+// ParseStrategy reads a group's strategy name (routing.ParseStrategy).
+func ParseStrategy(s string) routing.Strategy { return routing.ParseStrategy(s) }

@@ -56,7 +56,7 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 	// (a provider's credential): the redirect then removes them, and the
 	// token attempt authenticates from the signed client header, which
 	// stays in the map (pertry_client.go).
-	later := s.try.signed && s.att.n > 1
+	later := s.try.signed && s.att.N > 1
 	for _, hv := range h.GetHeaders() {
 		switch k := hv.GetKey(); {
 		case k == ":scheme":

@@ -7,6 +7,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -182,18 +183,18 @@ func (s *stream) fillReport() {
 	if s.in != nil {
 		r.Model, r.Stream = s.in.Model, s.in.Stream
 	}
-	if a := &s.att; a.n > 1 && len(a.avoid) > 0 {
-		r.RetryOf = &Try{Group: a.failedGroup, Deployment: a.avoid[len(a.avoid)-1], Status: a.failedStatus}
-		if s.admitted && s.in != nil && a.group != "" && a.group != a.failedGroup {
-			r.FallbackFrom, r.FallbackReason = a.failedGroup, a.why
+	if a := &s.att; a.N > 1 && len(a.Avoid) > 0 {
+		r.RetryOf = &Try{Group: a.FailedGroup, Deployment: a.Avoid[len(a.Avoid)-1], Status: a.FailedStatus}
+		if s.admitted && s.in != nil && a.Group != "" && a.Group != a.FailedGroup {
+			r.FallbackFrom, r.FallbackReason = a.FailedGroup, a.Why
 		}
 	}
 	if rt := s.rt; rt != nil && s.admitted && len(rt.groups) > 1 {
 		// Admitted past the requested group: on a fallback group (resolve
 		// keeps only the requested one when it serves the request itself).
-		r.FallbackFrom, r.FallbackReason = rt.groups[0].Name, FallbackCooldown
+		r.FallbackFrom, r.FallbackReason = rt.groups[0].Name, routing.FallbackCooldown
 		if rt.tried > 0 {
-			r.FallbackReason = FallbackRateLimited
+			r.FallbackReason = routing.FallbackRateLimited
 		}
 		s.tryFallbackReason(r)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // DefaultMaxBodyBytes is the default request body limit (413 above).
@@ -63,4 +65,4 @@ func defaultRequestIDs() func() string {
 
 // WithRouter sets the Router (default: a new one): the gateway shares it
 // with the admin API, which shows each deployment's state.
-func WithRouter(r *Router) Option { return func(p *Processor) { p.router = r } }
+func WithRouter(r *routing.Router) Option { return func(p *Processor) { p.router = r } }

@@ -103,7 +103,7 @@ func clientMAC(key []byte, payload string) string {
 // a provider's credential, so a token attempt (its token is the
 // processor's own) also authenticates from the signed header it carries.
 func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *translate.APIError {
-	if s.try == nil || s.try.client == "" || !s.isTry() && s.att.n <= 1 {
+	if s.try == nil || s.try.client == "" || !s.isTry() && s.att.N <= 1 {
 		return nil
 	}
 	kl, ok := s.p.cat.(KeyLookup)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -36,10 +37,10 @@ type Processor struct {
 	settleTimeout   time.Duration
 	shutdownTimeout time.Duration
 	health          *health.Server
-	responses       ResponseStore // stored responses of the Responses API (nil: none)
-	router          *Router       // deployment health and choice (routing.go)
-	retryKey        []byte        // signs retry tokens (retry.go)
-	perTry          bool          // route retrying groups per try (pertry.go)
+	responses       ResponseStore   // stored responses of the Responses API (nil: none)
+	router          *routing.Router // deployment health and choice (routing.go)
+	retryKey        []byte          // signs retry tokens (retry.go)
+	perTry          bool            // route retrying groups per try (pertry.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -63,7 +64,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		settleTimeout:   10 * time.Second,
 		shutdownTimeout: 30 * time.Second,
 		health:          health.NewServer(),
-		router:          NewRouter(),
+		router:          routing.NewRouter(),
 		retryKey:        newRetryKey(),
 	}
 	for _, o := range opts {
@@ -209,10 +210,10 @@ type stream struct {
 	target       *translate.Target
 	rt           *route // routing state when the catalog routes by group (&rtState)
 	rtState      route
-	att          attempt       // which attempt this stream is (retry.go)
-	try          *tryState     // its part in per-try routing, nil: none (pertry.go)
-	lent         *pooledReply  // the reply being built, from the pool (reply_pool.go)
-	upRetryAfter time.Duration // a 429's retry-after
+	att          routing.Attempt // which attempt this stream is (retry.go)
+	try          *tryState       // its part in per-try routing, nil: none (pertry.go)
+	lent         *pooledReply    // the reply being built, from the pool (reply_pool.go)
+	upRetryAfter time.Duration   // a 429's retry-after
 	tr           translate.Translator
 	in           *translate.Inbound
 	promptBytes  int64
@@ -512,10 +513,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		} else {
 			x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), hdrContentLength)
 		}
-	} else if s.att.n > 1 && s.hadCL {
+	} else if s.att.N > 1 && s.hadCL {
 		l = l.addInt(hdrContentLength, s.promptBytes) // a fallback redirect's holds the try's (fallback.go)
 	}
-	if s.isTry() || s.att.n > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
+	if s.isTry() || s.att.N > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
 		l, x.hm.RemoveHeaders = s.tryRequestHeaders(l, out, x.hm.RemoveHeaders)
 	}
 	x.setHeaders(l)
@@ -575,7 +576,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l = l.add(hdrRequestID, s.id)
 	l = l.add(hdrDeployment, s.target.Deployment)
 	if s.rt != nil {
-		l = l.addInt(hdrAttempts, int64(s.att.number()))
+		l = l.addInt(hdrAttempts, int64(s.att.Number()))
 	}
 	l = l.addRateLimits(s.decision.RateLimit)
 	if rh, ok := s.tr.(translate.ReplyHeaderer); ok {
@@ -811,7 +812,7 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	l = l.add(hdrContentType, "application/json")
 	l = l.add(hdrRequestID, s.id)
 	if s.isTry() { // the router-level stream knows a try answered
-		l = l.addInt(hdrAttempts, int64(s.att.number()))
+		l = l.addInt(hdrAttempts, int64(s.att.Number()))
 	}
 	l = l.addAll(headers)
 	x.hm.SetHeaders = l.options()

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // Retrying a failed attempt on another deployment (docs/envoy.md, "Retries").
@@ -68,24 +69,24 @@ func (p *Processor) signToken(payload string) string {
 }
 
 // parseRetry reads a retry token; the zero attempt when it is not valid.
-func (p *Processor) parseRetry(v string) attempt {
+func (p *Processor) parseRetry(v string) routing.Attempt {
 	payload, sig, ok := strings.Cut(v, "&s=")
 	if !ok || !hmac.Equal([]byte(p.signToken(payload)), []byte(v)) || sig == "" {
-		return attempt{}
+		return routing.Attempt{}
 	}
 	q, err := url.ParseQuery(payload)
 	if err != nil {
-		return attempt{}
+		return routing.Attempt{}
 	}
 	n, _ := strconv.Atoi(q.Get("a"))
 	m, _ := strconv.Atoi(q.Get("m"))
-	if n < 2 || n > m || m > maxAttempts || q.Get("r") == "" {
-		return attempt{}
+	if n < 2 || n > m || m > routing.MaxAttempts || q.Get("r") == "" {
+		return routing.Attempt{}
 	}
 	fs, _ := strconv.Atoi(q.Get("fs"))
-	a := attempt{n: n, max: m, group: q.Get("g"), orig: q.Get("r"), failedGroup: q.Get("fg"), failedStatus: fs, why: q.Get("w")}
+	a := routing.Attempt{N: n, Max: m, Group: q.Get("g"), Orig: q.Get("r"), FailedGroup: q.Get("fg"), FailedStatus: fs, Why: q.Get("w")}
 	if x := q.Get("x"); x != "" {
-		a.avoid = strings.Split(x, ",")
+		a.Avoid = strings.Split(x, ",")
 	}
 	return a
 }
@@ -93,24 +94,24 @@ func (p *Processor) parseRetry(v string) attempt {
 // retryHeader reads the request's retry token (request headers).
 func (s *stream) retryHeader(v string) {
 	s.att = s.p.parseRetry(v)
-	if s.att.n > 1 {
+	if s.att.N > 1 {
 		// The first attempt's id, the attempt number, and this stream's own
 		// id's last part: unique even when a token is replayed (the ledger
 		// keeps one row per id).
-		s.id = s.att.orig + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
-		s.report.Attempts = s.att.n - 1 // traceHeader counts this one
+		s.id = s.att.Orig + "-" + strconv.Itoa(s.att.N) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+		s.report.Attempts = s.att.N - 1 // traceHeader counts this one
 	}
 }
 
 // withoutTried drops the deployments already tried from cands (a new slice:
 // cands may be the group's own).
-func (s *stream) withoutTried(cands []*Deployment) []*Deployment {
-	if len(s.att.avoid) == 0 || len(cands) == 0 {
+func (s *stream) withoutTried(cands []*routing.Deployment) []*routing.Deployment {
+	if len(s.att.Avoid) == 0 || len(cands) == 0 {
 		return cands
 	}
-	out := make([]*Deployment, 0, len(cands))
+	out := make([]*routing.Deployment, 0, len(cands))
 	for _, d := range cands {
-		if !s.att.avoids(d.Target.Deployment) {
+		if !s.att.Avoids(d.Target.Deployment) {
 			out = append(out, d)
 		}
 	}
@@ -124,8 +125,8 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	if s.rt == nil || s.rt.last == nil || s.isRouterTry() {
 		return nil
 	}
-	kind := classify(status, body)
-	if kind == failNotRetried || s.isTry() && (kind == failRetryable || !s.redirectsFallbacks()) {
+	kind := routing.Classify(status, body)
+	if kind == routing.FailNotRetried || s.isTry() && (kind == routing.FailRetryable || !s.redirectsFallbacks()) {
 		// Per-try routing: the data plane's retry policy retries these;
 		// the context-window and content-policy fallbacks, which a retry
 		// policy cannot tell from the client's own 400s, are the try's
@@ -139,30 +140,30 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 		// built-in one. Its request is a plain group's or a token attempt's.
 		return nil
 	}
-	n, limit := s.att.number(), s.att.max
+	n, limit := s.att.Number(), s.att.Max
 	if limit == 0 {
 		limit = 1 + s.rt.groups[0].Retries
 	}
-	if n >= min(limit, maxAttempts) {
+	if n >= min(limit, routing.MaxAttempts) {
 		return nil
 	}
 	dep := s.rt.last
 	cur := s.rt.groups[len(s.rt.groups)-1]
-	tried := append(slices.Clip(s.att.avoid), dep.Target.Deployment)
+	tried := append(slices.Clip(s.att.Avoid), dep.Target.Deployment)
 	var group string
 	switch kind {
-	case failRetryable:
-		if slices.ContainsFunc(s.rt.cands, func(d *Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
+	case routing.FailRetryable:
+		if slices.ContainsFunc(s.rt.cands, func(d *routing.Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
 			group = cur.Name
 		} else if group = s.availableGroup(ctx, cur.Fallbacks, tried); group == "" {
 			return nil
 		}
-	case failContextWindow, failContentPolicy:
+	case routing.FailContextWindow, routing.FailContentPolicy:
 		if group = s.availableGroup(ctx, s.fallbacksFor(cur, kind), tried); group == "" {
 			return nil
 		}
 	}
-	orig := s.att.orig
+	orig := s.att.Orig
 	if orig == "" {
 		orig = s.id
 		if s.isTry() && s.try.res != nil {
@@ -177,11 +178,11 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	q.Set("r", orig)
 	q.Set("fg", cur.Name)
 	q.Set("fs", strconv.Itoa(status))
-	q.Set("w", kind.reason())
+	q.Set("w", kind.Reason())
 	if s.isTry() {
 		return s.fallbackRedirect(s.p.signToken(q.Encode()))
 	}
-	delay := retryDelay(n, s.upRetryAfter)
+	delay := routing.RetryDelay(n, s.upRetryAfter)
 	return [][2]string{
 		{hdrRetry, s.p.signToken(q.Encode())},
 		{hdrRetryDelay, strconv.FormatInt(delay.Milliseconds(), 10)},
@@ -190,9 +191,9 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 
 // fallbacksFor is the context-window or content-policy fallback list of the
 // current group, else of the group the client asked for.
-func (s *stream) fallbacksFor(cur *Group, kind failureKind) []string {
-	pick := func(g *Group) []string {
-		if kind == failContextWindow {
+func (s *stream) fallbacksFor(cur *routing.Group, kind routing.FailureKind) []string {
+	pick := func(g *routing.Group) []string {
+		if kind == routing.FailContextWindow {
 			return g.ContextWindowFallbacks
 		}
 		return g.ContentPolicyFallbacks
@@ -216,7 +217,7 @@ func (s *stream) availableGroup(ctx context.Context, names, tried []string) stri
 		if err != nil || g == nil {
 			continue
 		}
-		for _, d := range s.p.router.order(g, now) {
+		for _, d := range s.p.router.Order(g, now) {
 			if !slices.Contains(tried, d.Target.Deployment) {
 				return name
 			}

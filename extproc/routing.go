@@ -9,6 +9,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -31,7 +32,7 @@ const ScopeDeployment = kernel.ScopeDeployment
 type GroupCatalog interface {
 	// ResolveGroup returns the named group for this key: ErrModelNotFound or
 	// ErrModelNotAllowed when it cannot.
-	ResolveGroup(ctx context.Context, p *Principal, model string) (*Group, error)
+	ResolveGroup(ctx context.Context, p *Principal, model string) (*routing.Group, error)
 }
 
 // maxFallbackDepth bounds how far fallbacks of fallbacks are followed.
@@ -39,13 +40,13 @@ const maxFallbackDepth = 3
 
 // route is the routing state of one request: the candidates left, in order.
 type route struct {
-	groups  []*Group      // groups visited, first the requested one
-	cands   []*Deployment // candidates of the current group, next first
-	current *Deployment   // the deployment the request was admitted on
-	last    *Deployment   // the same, kept after the request is done with it
-	sentAt  time.Time     // when the request left for it (time to first byte)
-	tried   int           // deployments tried at admission (limits full)
-	first   [1]*Group     // backing array of groups (no allocation without fallbacks)
+	groups  []*routing.Group      // groups visited, first the requested one
+	cands   []*routing.Deployment // candidates of the current group, next first
+	current *routing.Deployment   // the deployment the request was admitted on
+	last    *routing.Deployment   // the same, kept after the request is done with it
+	sentAt  time.Time             // when the request left for it (time to first byte)
+	tried   int                   // deployments tried at admission (limits full)
+	first   [1]*routing.Group     // backing array of groups (no allocation without fallbacks)
 }
 
 // resolve finds the request's first deployment: the catalog's choice, or with
@@ -58,8 +59,8 @@ func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, 
 	if s.isTry() {
 		return s.resolveTry(ctx, gc, model)
 	}
-	if s.att.group != "" {
-		model = s.att.group // a retry: the group the failed attempt chose
+	if s.att.Group != "" {
+		model = s.att.Group // a retry: the group the failed attempt chose
 	}
 	g, err := gc.ResolveGroup(ctx, s.principal, model)
 	if err != nil || g == nil {
@@ -68,16 +69,16 @@ func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, 
 	s.rtState = route{groups: s.rtState.first[:0]}
 	s.rt = &s.rtState
 	s.rt.groups = append(s.rt.groups, g)
-	s.rt.cands = s.withoutTried(s.p.router.order(g, s.p.now()))
+	s.rt.cands = s.withoutTried(s.p.router.Order(g, s.p.now()))
 	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
-		if len(g.Deployments) == 1 && !s.att.avoids(g.Deployments[0].Target.Deployment) {
+		if len(g.Deployments) == 1 && !s.att.Avoids(g.Deployments[0].Target.Deployment) {
 			// A group of one deployment and no fallback left has nothing
 			// better to offer than the deployment itself (as LiteLLM, which
 			// never cools the only deployment down): the provider answers.
 			s.rt.groups, s.rt.cands = s.rt.groups[:1], g.Deployments
 			return g.Deployments[0].Target, nil
 		}
-		return nil, &unavailableError{retryAfter: s.p.router.soonest(g, s.p.now())}
+		return nil, &unavailableError{retryAfter: s.p.router.Soonest(g, s.p.now())}
 	}
 	return s.rt.cands[0].Target, nil
 }
@@ -88,7 +89,7 @@ func (s *stream) nextGroup(ctx context.Context, names []string) bool {
 	gc := s.p.cat.(GroupCatalog)
 	now := s.p.now()
 	for _, name := range names {
-		if len(s.rt.groups) > maxFallbackDepth || slices.ContainsFunc(s.rt.groups, func(g *Group) bool { return g.Name == name }) {
+		if len(s.rt.groups) > maxFallbackDepth || slices.ContainsFunc(s.rt.groups, func(g *routing.Group) bool { return g.Name == name }) {
 			continue
 		}
 		g, err := gc.ResolveGroup(ctx, s.principal, name)
@@ -96,7 +97,7 @@ func (s *stream) nextGroup(ctx context.Context, names []string) bool {
 			continue
 		}
 		s.rt.groups = append(s.rt.groups, g)
-		if c := s.withoutTried(s.p.router.order(g, now)); len(c) > 0 {
+		if c := s.withoutTried(s.p.router.Order(g, now)); len(c) > 0 {
 			s.rt.cands = c
 			return true
 		}
@@ -151,8 +152,8 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		t := dep.Target
 		areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
 		areq.Scopes = base
-		if dep.scope.Limits != nil {
-			areq.Scopes = append(slices.Clip(base), dep.scope)
+		if dep.Scope.Limits != nil {
+			areq.Scopes = append(slices.Clip(base), dep.Scope)
 		}
 		d, err := s.p.acct.Admit(ctx, areq)
 		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.isTry() {
@@ -164,7 +165,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
 			if err == nil && d.Admitted {
 				s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
-				s.p.router.start(dep)
+				s.p.router.Start(dep)
 			}
 			return d, err
 		}
@@ -200,12 +201,12 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	if s.status == 429 {
 		for _, hv := range h.GetHeaders().GetHeaders() {
 			if hv.GetKey() == hdrRetryAfter {
-				retryAfter = parseRetryAfter(headerValue(hv), now)
+				retryAfter = routing.ParseRetryAfter(headerValue(hv), now)
 			}
 		}
 		s.upRetryAfter = retryAfter
 	}
-	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
+	s.p.router.Observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
 	s.tryRetried(s.status)
 }
 
@@ -220,7 +221,7 @@ func (s *stream) doneRouting(u kernel.Usage) {
 	}
 	dep := s.rt.current
 	s.rt.current = nil
-	s.p.router.finish(dep, u.Total())
+	s.p.router.Finish(dep, u.Total())
 }
 
 // unavailableReply is the client error when no deployment can take the

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -27,7 +28,7 @@ const typeUpstreamAuth = "upstream_auth_error"
 // refused the gateway's credential.
 func upstreamAuthFailure(status int, body []byte) bool {
 	return status == http.StatusUnauthorized ||
-		status == http.StatusForbidden && classify(status, body) != failContentPolicy
+		status == http.StatusForbidden && routing.Classify(status, body) != routing.FailContentPolicy
 }
 
 // upstreamError is the client's error body for a failed attempt that

@@ -1,4 +1,4 @@
-package extproc
+package routing
 
 import (
 	"bytes"
@@ -10,42 +10,42 @@ import (
 
 const (
 	// retryBackoffBase is the first retry's backoff; each next one doubles.
-	retryBackoffBase = 25 * time.Millisecond
+	RetryBackoffBase = 25 * time.Millisecond
 	// maxRetryWait caps the wait before a retry, a provider's retry-after
 	// included: the next attempt goes to another deployment, and a client
 	// is not held for the failed one's quota.
-	maxRetryWait = time.Second
+	MaxRetryWait = time.Second
 	// maxAttempts bounds a token's attempt count whatever it claims.
-	maxAttempts = 11
+	MaxAttempts = 11
 )
 
 // attempt is where a request is in its attempts: zero for a first attempt
 // without a token.
-type attempt struct {
-	n     int      // this attempt's number (0: the first, not retried yet)
-	max   int      // attempts allowed in all
-	group string   // group to route in ("": the model the client asked for)
-	avoid []string // deployments already tried
-	orig  string   // the first attempt's request id
+type Attempt struct {
+	N     int      // this attempt's number (0: the first, not retried yet)
+	Max   int      // attempts allowed in all
+	Group string   // group to route in ("": the model the client asked for)
+	Avoid []string // deployments already tried
+	Orig  string   // the first attempt's request id
 	// The failed attempt this one retries: its group, HTTP status and why
 	// it was retried (a fallback reason when group differs from it).
-	failedGroup  string
-	failedStatus int
-	why          string
+	FailedGroup  string
+	FailedStatus int
+	Why          string
 }
 
-func (a *attempt) number() int { return max(a.n, 1) }
+func (a *Attempt) Number() int { return max(a.N, 1) }
 
-func (a *attempt) avoids(id string) bool { return slices.Contains(a.avoid, id) }
+func (a *Attempt) Avoids(id string) bool { return slices.Contains(a.Avoid, id) }
 
 // failure kinds an attempt can end with.
-type failureKind uint8
+type FailureKind uint8
 
 const (
-	failNotRetried    failureKind = iota
-	failRetryable                 // another deployment of the group, then the fallbacks
-	failContextWindow             // the group's context_window_fallbacks
-	failContentPolicy             // the group's content_policy_fallbacks
+	FailNotRetried    FailureKind = iota
+	FailRetryable                 // another deployment of the group, then the fallbacks
+	FailContextWindow             // the group's context_window_fallbacks
+	FailContentPolicy             // the group's content_policy_fallbacks
 )
 
 // Markers of the two refusals routed to their own fallbacks, as providers
@@ -63,11 +63,11 @@ var (
 
 // reason is the fallback reason a retry of this kind gives when it moves to
 // another group (Report.FallbackReason).
-func (k failureKind) reason() string {
+func (k FailureKind) Reason() string {
 	switch k {
-	case failContextWindow:
+	case FailContextWindow:
 		return FallbackContextWindow
-	case failContentPolicy:
+	case FailContentPolicy:
 		return FallbackContentPolicy
 	default:
 		return FallbackFailed
@@ -75,37 +75,37 @@ func (k failureKind) reason() string {
 }
 
 // classify says how an attempt that answered status with body failed.
-func classify(status int, body []byte) failureKind {
+func Classify(status int, body []byte) FailureKind {
 	switch status {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusUnauthorized:
-		return failRetryable
+		return FailRetryable
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusForbidden:
 		lb := bytes.ToLower(body)
 		for _, m := range contextWindowMarkers {
 			if bytes.Contains(lb, []byte(m)) {
-				return failContextWindow
+				return FailContextWindow
 			}
 		}
 		for _, m := range contentPolicyMarkers {
 			if bytes.Contains(lb, []byte(m)) {
-				return failContentPolicy
+				return FailContentPolicy
 			}
 		}
 		if status == http.StatusForbidden {
-			return failRetryable // the provider refused the gateway's credential (upstream_auth.go)
+			return FailRetryable // the provider refused the gateway's credential (upstream_auth.go)
 		}
 	}
-	return failNotRetried
+	return FailNotRetried
 }
 
 // retryDelay is the wait before attempt n+1: exponential backoff from
 // retryBackoffBase with equal jitter, at least the provider's retry-after,
 // at most maxRetryWait.
-func retryDelay(n int, retryAfter time.Duration) time.Duration {
-	d := retryBackoffBase << min(n-1, 8)
+func RetryDelay(n int, retryAfter time.Duration) time.Duration {
+	d := RetryBackoffBase << min(n-1, 8)
 	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), maxRetryWait)
+	return min(max(d, retryAfter), MaxRetryWait)
 }
 
 // Fallback reasons (Report.FallbackReason).

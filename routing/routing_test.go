@@ -1,4 +1,4 @@
-package extproc
+package routing
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/upstream"
 )
 
 // TestStrategiesOrder: the order each strategy gives, on the router alone.
@@ -27,39 +27,39 @@ func TestStrategiesOrder(t *testing.T) {
 	}
 
 	r, g := mk(StrategyLeastBusy)
-	r.start(g.Deployments[0])
-	r.start(g.Deployments[0])
-	r.start(g.Deployments[1])
+	r.Start(g.Deployments[0])
+	r.Start(g.Deployments[0])
+	r.Start(g.Deployments[1])
 	for range 20 {
-		require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)), "fewest in flight first")
+		require.Equal(t, []string{"b", "a"}, ids(r.Order(g, now)), "fewest in flight first")
 	}
-	r.finish(g.Deployments[0], 0)
-	r.finish(g.Deployments[0], 0)
+	r.Finish(g.Deployments[0], 0)
+	r.Finish(g.Deployments[0], 0)
 	for range 20 {
-		require.Equal(t, []string{"a", "b"}, ids(r.order(g, now)))
+		require.Equal(t, []string{"a", "b"}, ids(r.Order(g, now)))
 	}
 
 	r, g = mk(StrategyLatency)
-	r.observe(g.Deployments[0], 200, 0, 300*time.Millisecond, now)
-	r.observe(g.Deployments[1], 200, 0, 100*time.Millisecond, now)
-	require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)))
+	r.Observe(g.Deployments[0], 200, 0, 300*time.Millisecond, now)
+	r.Observe(g.Deployments[1], 200, 0, 100*time.Millisecond, now)
+	require.Equal(t, []string{"b", "a"}, ids(r.Order(g, now)))
 	for range 20 { // b slows down: its EWMA overtakes a's
-		r.observe(g.Deployments[1], 200, 0, time.Second, now)
+		r.Observe(g.Deployments[1], 200, 0, time.Second, now)
 	}
-	require.Equal(t, []string{"a", "b"}, ids(r.order(g, now)))
+	require.Equal(t, []string{"a", "b"}, ids(r.Order(g, now)))
 
 	r, g = mk(StrategyUsage)
 	for range 7 {
-		r.observe(g.Deployments[0], 200, 0, time.Millisecond, now)
+		r.Observe(g.Deployments[0], 200, 0, time.Millisecond, now)
 	}
-	r.observe(g.Deployments[1], 200, 0, time.Millisecond, now)
-	require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)), "most rpm headroom first")
+	r.Observe(g.Deployments[1], 200, 0, time.Millisecond, now)
+	require.Equal(t, []string{"b", "a"}, ids(r.Order(g, now)), "most rpm headroom first")
 
 	r, g = mk(StrategyWeighted)
 	g.Deployments[0].Weight, g.Deployments[1].Weight = 3, 1
 	first := map[string]int{}
 	for range 4000 {
-		first[r.order(g, now)[0].Target.Deployment]++
+		first[r.Order(g, now)[0].Target.Deployment]++
 	}
 	require.InDelta(t, 3000, first["a"], 250, "in proportion to the weights")
 }
@@ -70,11 +70,11 @@ func TestParseRetryAfter(t *testing.T) {
 		"5": 5 * time.Second, "0.5": 500 * time.Millisecond, "": 0, "soon": 0, "-3": 0, "99999": time.Hour,
 		now.Add(7 * time.Second).Format(http.TimeFormat): 7 * time.Second,
 	} {
-		require.Equal(t, want, parseRetryAfter(v, now), strconv.Quote(v))
+		require.Equal(t, want, ParseRetryAfter(v, now), strconv.Quote(v))
 	}
 }
 
 // testDep is a deployment of group g.
 func testDep(id string) *Deployment {
-	return &Deployment{Target: &translate.Target{Model: "g", Deployment: id}}
+	return &Deployment{Target: &upstream.Target{Model: "g", Deployment: id}}
 }

@@ -1,4 +1,4 @@
-package extproc
+package routing
 
 import (
 	"cmp"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
-	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/upstream"
 )
 
 // Strategy is how a group balances among its available deployments.
@@ -38,7 +38,7 @@ func ParseStrategy(s string) Strategy {
 
 // Deployment is one deployment of a group and its routing policy.
 type Deployment struct {
-	Target       *translate.Target
+	Target       *upstream.Target
 	Weight       int   // ≤ 0 counts as 1
 	RPM, TPM     int64 // the provider's quota; 0: none
 	Cooldown     time.Duration
@@ -47,7 +47,7 @@ type Deployment struct {
 	// data plane applies them (xDS per-try timeouts, the edge the same).
 	Timeout, FirstByteTimeout, ConnectTimeout time.Duration
 
-	scope kernel.Scope // the rpm/tpm scope; Limits nil when none
+	Scope kernel.Scope // the rpm/tpm scope; Limits nil when none
 }
 
 // Group is a model group as the router sees it. Build it with NewGroup; it is
@@ -65,9 +65,9 @@ type Group struct {
 // NewGroup prepares g for routing (each deployment's limit scope) and returns it.
 func NewGroup(g *Group) *Group {
 	for _, d := range g.Deployments {
-		d.scope = kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeDeployment, ID: d.Target.Deployment}}
+		d.Scope = kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeDeployment, ID: d.Target.Deployment}}
 		if d.RPM > 0 || d.TPM > 0 {
-			d.scope.Limits = &kernel.Limits{RPM: d.RPM, TPM: d.TPM}
+			d.Scope.Limits = &kernel.Limits{RPM: d.RPM, TPM: d.TPM}
 		}
 		if d.Weight <= 0 {
 			d.Weight = 1
@@ -101,6 +101,6 @@ func sortBy(ds []*Deployment, key func(*Deployment) int64) {
 // fallbackCount counts the group's fallback groups of every kind, as the
 // xDS does for envoy.PerTry: a context-window or content-policy fallback is
 // somewhere else to go (by the fallback redirect, fallback.go).
-func (g *Group) fallbackCount() int {
+func (g *Group) FallbackCount() int {
 	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
 }

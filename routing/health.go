@@ -1,4 +1,4 @@
-package extproc
+package routing
 
 import (
 	"math"
@@ -56,23 +56,23 @@ func (r *Router) health(id string) *depHealth {
 }
 
 // cooling reports whether deployment id is out of rotation at now.
-func (r *Router) cooling(id string, now time.Time) bool {
+func (r *Router) Cooling(id string, now time.Time) bool {
 	return r.health(id).coolUntil.Load() > now.UnixNano()
 }
 
 // order returns g's deployments that are in rotation at now, in the order the
 // group's strategy prefers them; nil when every one is cooling down.
-func (r *Router) order(g *Group, now time.Time) []*Deployment {
+func (r *Router) Order(g *Group, now time.Time) []*Deployment {
 	ds := g.Deployments
 	if len(ds) == 1 { // the common case: no copy, no draw
-		if r.cooling(ds[0].Target.Deployment, now) {
+		if r.Cooling(ds[0].Target.Deployment, now) {
 			return nil
 		}
 		return ds
 	}
 	out := make([]*Deployment, 0, len(ds))
 	for _, d := range ds {
-		if !r.cooling(d.Target.Deployment, now) {
+		if !r.Cooling(d.Target.Deployment, now) {
 			out = append(out, d)
 		}
 	}
@@ -120,7 +120,7 @@ func (r *Router) headroom(d *Deployment, minute int64) int64 {
 
 // soonest is when the first deployment of g comes back into rotation,
 // from now.
-func (r *Router) soonest(g *Group, now time.Time) time.Duration {
+func (r *Router) Soonest(g *Group, now time.Time) time.Duration {
 	best := int64(math.MaxInt64)
 	for _, d := range g.Deployments {
 		best = min(best, r.health(d.Target.Deployment).coolUntil.Load())
@@ -132,10 +132,10 @@ func (r *Router) soonest(g *Group, now time.Time) time.Duration {
 }
 
 // start counts a request on d.
-func (r *Router) start(d *Deployment) { r.health(d.Target.Deployment).inFlight.Add(1) }
+func (r *Router) Start(d *Deployment) { r.health(d.Target.Deployment).inFlight.Add(1) }
 
 // finish ends a request on d that used tokens.
-func (r *Router) finish(d *Deployment, tokens int64) {
+func (r *Router) Finish(d *Deployment, tokens int64) {
 	h := r.health(d.Target.Deployment)
 	h.inFlight.Add(-1)
 	h.mu.Lock()
@@ -148,17 +148,17 @@ func (r *Router) finish(d *Deployment, tokens int64) {
 // 503 and 504 for a connect failure, reset or timeout included — and 401, the
 // provider refusing the deployment's credential (upstream_auth.go; a 403 may
 // be a content-policy refusal, which the status alone does not tell).
-func retryable(status int) bool {
+func Retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500 ||
 		status == http.StatusUnauthorized
 }
 
 // observe records an attempt's outcome on d: its status, the
 // provider's retry-after on a 429, and the time to its response headers.
-func (r *Router) observe(d *Deployment, status int, retryAfter, ttfb time.Duration, now time.Time) {
+func (r *Router) Observe(d *Deployment, status int, retryAfter, ttfb time.Duration, now time.Time) {
 	id := d.Target.Deployment
 	h := r.health(id)
-	failed := retryable(status)
+	failed := Retryable(status)
 	if !failed && ttfb > 0 {
 		old := h.ttfb.Load()
 		v := int64(ttfb)
@@ -248,7 +248,7 @@ func (r *Router) States(now time.Time) map[string]DeploymentState {
 
 // parseRetryAfter reads a retry-after value: delay seconds or an HTTP date
 // (RFC 9110 §10.2.3); 0 when absent or unreadable. It is capped at an hour.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
