@@ -2,13 +2,11 @@ package extproc
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/schema/gemini"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -75,12 +73,11 @@ func queryKey(path string) string {
 // geminiModelsReply lists the models the key may use, as models.list does.
 func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
 	models := s.p.cat.Models(ctx, s.principal)
-	list := gemini.ListModelsResponse{Models: make([]gemini.Model, 0, len(models))}
-	for _, m := range models {
-		list.Models = append(list.Models, geminiModelOf(m.ID))
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
 	}
-	slices.SortFunc(list.Models, func(a, b gemini.Model) int { return strings.Compare(a.Name, b.Name) })
-	body, err := json.Marshal(list)
+	body, err := translate.GeminiModelsBody(ids)
 	if err != nil {
 		return &apiReply{Status: http.StatusInternalServerError, Body: translate.GeminiErrorBody(&translate.APIError{Status: 500, Message: "internal error"})}
 	}
@@ -101,4 +98,52 @@ func redactQueryKey(path string) string {
 		}
 	}
 	return p + "?" + strings.Join(params, "&")
+}
+
+// GET /v1beta/models/{model} (models.get of the Gemini API; the same under
+// /v1/ when the key came in x-goog-api-key, see modelReply): the model
+// object of a model (or alias) the key may use, as models.list lists it;
+// Google's 404 NOT_FOUND otherwise, so a key learns nothing of the models it
+// may not use.
+func init() {
+	registerEndpoint(&endpoint{
+		Method: http.MethodGet, Path: "/v1beta/models/", Prefix: true, Reply: geminiModelReply,
+		ErrorBody: translate.GeminiErrorBody, QueryKey: true,
+	})
+}
+
+// geminiModelReply answers models.get.
+func geminiModelReply(ctx context.Context, s *stream) *apiReply {
+	errReply := func(e *translate.APIError) *apiReply {
+		return &apiReply{Status: e.Status, Body: translate.GeminiErrorBody(e)}
+	}
+	path, _, _ := strings.Cut(s.path, "?")
+	version, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/models/")
+	id, err := url.PathUnescape(rest)
+	id = strings.TrimPrefix(id, "models/")
+	if err != nil || id == "" || strings.ContainsAny(id, "/:") {
+		return errReply(&translate.APIError{Status: http.StatusNotFound, Message: "Invalid URL (" + s.method + " " + path + ")"})
+	}
+	known := false
+	for _, m := range s.p.cat.Models(ctx, s.principal) {
+		if known = m.ID == id; known {
+			break
+		}
+	}
+	if !known { // an alias, or a model the key may not use
+		if _, err := s.p.cat.Resolve(ctx, s.principal, id); err != nil {
+			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
+				return errReply(errUnavailable())
+			}
+			return errReply(&translate.APIError{
+				Status:  http.StatusNotFound,
+				Message: "models/" + id + " is not found for API version " + version + ". Call ListModels to see the list of available models.",
+			})
+		}
+	}
+	body, err := translate.GeminiModelBody(id)
+	if err != nil {
+		return internalErrorReply()
+	}
+	return &apiReply{Status: http.StatusOK, Body: body}
 }

@@ -59,9 +59,14 @@ func anthropicModelsReply(models []ModelInfo) *apiReply {
 func jsonReply(v any) *apiReply {
 	body, err := json.Marshal(v)
 	if err != nil {
-		return &apiReply{Status: http.StatusInternalServerError, Body: (&translate.APIError{Status: 500, Type: translate.TypeServer, Message: "internal error"}).OpenAIBody()}
+		return internalErrorReply()
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
+}
+
+// internalErrorReply is the 500 of a reply that could not be encoded.
+func internalErrorReply() *apiReply {
+	return &apiReply{Status: http.StatusInternalServerError, Body: (&translate.APIError{Status: 500, Type: translate.TypeServer, Message: "internal error"}).OpenAIBody()}
 }
 
 // modelReply answers GET /v1/models/{id}.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -359,4 +360,25 @@ func ParseGeminiRequest(path string, body []byte) (*Inbound, error) {
 		return nil
 	})
 	return in, err
+}
+
+// geminiModelOf is a model as models.list and models.get write it.
+func geminiModelOf(id string) gemini.Model {
+	return gemini.Model{
+		Name: "models/" + id, BaseModelID: id, DisplayName: id,
+		SupportedGenerationMethods: []string{GeminiGenerate, GeminiStream, GeminiCount},
+	}
+}
+
+// GeminiModelBody is the model id as models.get writes it (JSON).
+func GeminiModelBody(id string) ([]byte, error) { return json.Marshal(geminiModelOf(id)) }
+
+// GeminiModelsBody is the models.list of the model ids, sorted by name.
+func GeminiModelsBody(ids []string) ([]byte, error) {
+	list := gemini.ListModelsResponse{Models: make([]gemini.Model, 0, len(ids))}
+	for _, id := range ids {
+		list.Models = append(list.Models, geminiModelOf(id))
+	}
+	slices.SortFunc(list.Models, func(a, b gemini.Model) int { return strings.Compare(a.Name, b.Name) })
+	return json.Marshal(list)
 }
