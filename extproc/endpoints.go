@@ -170,12 +170,12 @@ func modelsReply(ctx context.Context, s *stream) *apiReply {
 //			API: APIMessages, ErrorBody: anthropicErrorBody})
 //	}
 //
-// and a row per provider in the translators table (translators.go).
+// and a row per provider in the translators table (translate/translators.go).
 
 // OpenAI's Responses API is served at POST /v1/responses: natively where the
-// upstream speaks it (responses_native.go), else translated to chat
+// upstream speaks it (translate/responses_native.go), else translated to chat
 // completions, for Anthropic through the chat → Messages translator
-// (responses_chat.go).
+// (translate/responses_chat.go).
 func init() {
 	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/responses", API: translate.APIResponses})
 }

@@ -117,7 +117,7 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 // them. It is Process's loop without the transport: the same messages get
 // the same replies. A Session is used by one goroutine at a time.
 type Session struct {
-	s    *stream // pooled: nil once the session closed (stream_pool.go)
+	s    *stream // pooled: nil once the session closed (reply_pool.go)
 	ctx  context.Context
 	done bool
 	lent [4]*pooledReply // replies lent to the data plane (reply_pool.go)
@@ -231,7 +231,7 @@ type stream struct {
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
 	// googleKey: the key came as Google's (x-goog-api-key or ?key=), from a
-	// Gemini API client (gemini_models.go).
+	// Gemini API client (gemini_api.go).
 	googleKey bool
 
 	// The request's admission and settlement, allocated with the stream
@@ -443,7 +443,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
 	} else {
-		reserveChoices(areq, choices) // n × the output bound (choices.go)
+		reserveChoices(areq, choices) // n × the output bound (estimate.go)
 	}
 	s.mark(&s.report.AdmitStart)
 	d, err := s.admit(ctx, areq)
@@ -477,7 +477,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		s.settle(ctx, kernel.StatusCompleted, http.StatusOK, kernel.Usage{}, true)
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
-	if target.Signer != nil { // signer.go: after the body is final
+	if target.Signer != nil { // upstream_auth.go: after the body is final
 		if err := s.signOutbound(ctx, out); err != nil {
 			s.p.log.Warn("signing the upstream request failed", "request_id", s.id, "deployment", target.Deployment, "err", err)
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)

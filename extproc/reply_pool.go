@@ -162,7 +162,7 @@ func (ss *Session) ReleaseReply(r *extprocv3.ProcessingResponse) {
 //   - s.rt points into the stream itself; the Inbound and the per-try state
 //     are allocated per request and referenced only from the stream, so they
 //     go with it; the translator goes back to its type's pool
-//     (translator_pool.go).
+//     (translate/translator_pool.go).
 //
 // TestStreamReleasedAtClose and TestPooledStreamsKeepToTheirRequest check it.
 var streamPool = sync.Pool{New: func() any { return new(stream) }}

@@ -21,7 +21,7 @@ import (
 // provider's quota, counted like every other limit, across replicas when
 // the counters are shared) and moves to the next deployment when that scope
 // is full. A group with no deployment left hands over to its fallback groups,
-// in order. Responses feed the Router (health.go): failures cool a
+// in order. Responses feed the Router (routing/health.go): failures cool a
 // deployment down, times to first byte feed the latency strategy.
 
 // ScopeDeployment is the kernel scope a deployment's rpm/tpm are counted in.

@@ -18,7 +18,7 @@ type Router struct {
 	deps  sync.Map // deployment id → *health
 	share CooldownShare
 
-	cooldowns CooldownObserver // observe.go
+	cooldowns CooldownObserver // SetCooldownObserver
 }
 
 // Defaults of a deployment whose policy leaves them zero (the same as the
@@ -146,7 +146,7 @@ func (r *Router) Finish(d *Deployment, tokens int64) {
 // retryable reports whether an upstream status is the deployment's failure
 // (counted towards its cooldown): 408, 429 and 5xx — the data plane's own
 // 503 and 504 for a connect failure, reset or timeout included — and 401, the
-// provider refusing the deployment's credential (upstream_auth.go; a 403 may
+// provider refusing the deployment's credential (extproc/upstream_auth.go; a 403 may
 // be a content-policy refusal, which the status alone does not tell).
 func Retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500 ||

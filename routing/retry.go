@@ -93,7 +93,7 @@ func Classify(status int, body []byte) FailureKind {
 			}
 		}
 		if status == http.StatusForbidden {
-			return FailRetryable // the provider refused the gateway's credential (upstream_auth.go)
+			return FailRetryable // the provider refused the gateway's credential (extproc/upstream_auth.go)
 		}
 	}
 	return FailNotRetried

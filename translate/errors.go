@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Errors of the processor itself (those a Catalog returns are in deps.go).
+// Errors of translation (those a Catalog returns are in extproc/deps.go).
 var (
 	// ErrSSETooLarge: an SSE line or event exceeds maxSSEEvent bytes; the rest
 	// of the stream passes untranslated and its usage is estimated.

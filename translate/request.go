@@ -20,7 +20,7 @@ type requestFields struct {
 	streamOptions       Span
 	metadata            Span // Anthropic's metadata (user_id)
 	n, bestOf           Span // OpenAI's choices per request (chat, completions)
-	// The prompt outside message contents, for the input estimate (estimate.go).
+	// The prompt outside message contents, for the input estimate (extproc/estimate.go).
 	System, Prompt, Instructions, Tools Span // and input, above
 }
 

@@ -3,7 +3,7 @@ package translate
 import "sync"
 
 // The translators of the common pairs come from a pool of their type and go
-// back, zeroed, when their stream is released (stream_pool.go): allocated
+// back, zeroed, when their stream is released (extproc/reply_pool.go): allocated
 // per request, an OpenAI chat translator (its SSE editor and usage state, 350
 // bytes) was 3.5 % of the bytes a chat request allocates in the gateway. A
 // translator lives as long as its request, so it stays out of the pooled

@@ -1,6 +1,6 @@
 // Package anthropic holds the wire types of Anthropic's Messages API as the
 // gateway's translators read and write them. It holds no logic: translators in
-// extproc decide what to map; this package only names the shapes.
+// translate/ decide what to map; this package only names the shapes.
 //
 // Types whose name starts with Upstream are the gateway's side of a
 // gateway → upstream exchange (what it writes to, or reads from, a provider);

@@ -1,6 +1,6 @@
 // Package openai holds the wire types of OpenAI's HTTP APIs (chat
 // completions, and the Responses API in responses.go) as the gateway's
-// translators read and write them. It holds no logic: translators in extproc
+// translators read and write them. It holds no logic: translators in translate/
 // decide what to map; this package only names the shapes.
 //
 // Types whose name starts with Upstream are the gateway's side of a
