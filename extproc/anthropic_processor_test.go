@@ -13,6 +13,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 const anthropicKey = "sk-ant-provider-EEEEEEEEEEEEEEEEEEEEEE"
@@ -26,38 +28,14 @@ var anthropicPrice = kernel.Price{
 // the OpenAI deployment "gpt-4o".
 func anthropicEnv(t *testing.T) *testEnv {
 	e := newTestEnv(t)
-	e.cat.targets["claude-sonnet"] = &Target{
-		Model: "claude-sonnet", Deployment: "anthropic-sonnet", Provider: ProviderAnthropic, BasePath: "/v1",
+	e.cat.targets["claude-sonnet"] = &translate.Target{
+		Model: "claude-sonnet", Deployment: "anthropic-sonnet", Provider: translate.ProviderAnthropic, BasePath: "/v1",
 		Host: "api.anthropic.com", APIKey: anthropicKey, ProviderModel: "claude-sonnet-4-5-20250929",
 		Price: anthropicPrice, DefaultMaxTokens: 2048,
 	}
 	t.Cleanup(func() { require.NotContains(t, e.logs.String(), anthropicKey) })
 	return e
 }
-
-func anthropicSSE(events ...string) string {
-	var b strings.Builder
-	for _, ev := range events {
-		var m struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal([]byte(ev), &m) != nil {
-			panic(ev)
-		}
-		b.WriteString("event: " + m.Type + "\ndata: " + ev + "\n\n")
-	}
-	return b.String()
-}
-
-var nativeStream = anthropicSSE(
-	`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":21,"cache_creation_input_tokens":1000,"cache_read_input_tokens":0,"output_tokens":1}}}`,
-	`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-	`{"type":"ping"}`,
-	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
-	`{"type":"content_block_stop","index":0}`,
-	`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}`,
-	`{"type":"message_stop"}`,
-)
 
 // TestAnthropicNativeSettlesCacheTokens: Messages → Anthropic, JSON and
 // streamed at several chunk sizes; the client's key never goes upstream, the
@@ -74,7 +52,7 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 			extprocfilter.Header{Key: "anthropic-version", Value: "2023-01-01"},
 			extprocfilter.Header{Key: "anthropic-beta", Value: "prompt-caching-2024-07-31"}), up.upstream)
 		require.Equal(t, 200, got.Status)
-		require.Equal(t, namedModel(resp, "claude-sonnet-4-5-20250929", "claude-sonnet"), string(got.Body), "native responses pass unchanged but for the model")
+		require.Equal(t, translatetest.NamedModel(resp, "claude-sonnet-4-5-20250929", "claude-sonnet"), string(got.Body), "native responses pass unchanged but for the model")
 		fwd := up.last(t)
 		require.Equal(t, "/v1/messages", fwd.Headers.Value(":path"))
 		require.Equal(t, anthropicKey, fwd.Headers.Value("x-api-key"), "the client's key never goes upstream")
@@ -93,14 +71,14 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 		require.Equal(t, kernel.StatusCompleted, recs[0].Status)
 		require.Equal(t, formatUSD(kernel.Cost(anthropicPrice, want)), got.Headers.Value(hdrCost))
 	})
-	for _, size := range []int{1, 7, 64, len(nativeStream)} {
+	for _, size := range []int{1, 7, 64, len(translatetest.NativeStream)} {
 		t.Run("stream", func(t *testing.T) {
 			e := anthropicEnv(t)
-			up := &recorder{resp: sseResponse(nativeStream, size)}
+			up := &recorder{resp: sseResponse(translatetest.NativeStream, size)}
 			sbody := strings.Replace(body, `"max_tokens":256`, `"max_tokens":256,"stream":true`, 1)
 			got := e.do(t, post("/v1/messages", clientKey, sbody), up.upstream)
 			require.Equal(t, 200, got.Status)
-			require.Equal(t, namedModel(nativeStream, "claude-sonnet-4-5-20250929", "claude-sonnet"), string(got.Body), "chunk size %d", size)
+			require.Equal(t, translatetest.NamedModel(translatetest.NativeStream, "claude-sonnet-4-5-20250929", "claude-sonnet"), string(got.Body), "chunk size %d", size)
 			recs := e.acct.waitRecords(t, 1)
 			require.Equal(t, kernel.Usage{Input: 21, CacheWrite: 1000, Output: 9}, recs[0].Usage, "chunk size %d", size)
 			require.True(t, recs[0].Stream)
@@ -147,7 +125,7 @@ func TestCountTokensEstimateOnOpenAI(t *testing.T) {
 // the client gets OpenAI chunks and [DONE] and the cache tokens settle.
 func TestChatToAnthropicStreamSettles(t *testing.T) {
 	e := anthropicEnv(t)
-	up := &recorder{resp: sseResponse(nativeStream, 5)}
+	up := &recorder{resp: sseResponse(translatetest.NativeStream, 5)}
 	got := e.do(t, post("/v1/chat/completions", clientKey,
 		`{"model":"claude-sonnet","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"sys"},{"role":"user","content":"Hi"}]}`), up.upstream)
 	require.Equal(t, 200, got.Status)
@@ -239,7 +217,7 @@ func TestAnthropicErrorShapes(t *testing.T) {
 			up := &recorder{resp: jsonResponse(200, `{}`)}
 			got := e.do(t, tt.req, up.upstream)
 			require.Equal(t, tt.status, got.Status)
-			var env anthropicErrorEnvelope
+			var env translate.AnthropicErrorEnvelope
 			require.NoError(t, json.Unmarshal(got.Body, &env), "%s", got.Body)
 			require.Equal(t, "error", env.Type)
 			require.Equal(t, tt.typ, env.Error.Type)
@@ -280,8 +258,8 @@ func TestAnthropicStreamAbortedByUpstreamReset(t *testing.T) {
 	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
 		t.Run(path, func(t *testing.T) {
 			e := anthropicEnv(t)
-			cut := strings.Index(nativeStream, "event: content_block_stop")
-			r := sseResponse(nativeStream[:cut], 11)
+			cut := strings.Index(translatetest.NativeStream, "event: content_block_stop")
+			r := sseResponse(translatetest.NativeStream[:cut], 11)
 			r.Reset = true
 			req := `{"model":"claude-sonnet","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`
 			resp := e.do(t, post(path, clientKey, req), (&recorder{resp: r}).upstream)

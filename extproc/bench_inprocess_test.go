@@ -8,6 +8,7 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 type extprocv3ProcessingRequest = extprocv3.ProcessingRequest
@@ -92,7 +93,7 @@ func BenchmarkParseRequestLarge(b *testing.B) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + content + `"}],"stream":true}`)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := parseRequest(APIChat, body); err != nil {
+		if _, err := translate.ParseRequest(translate.APIChat, body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // checkpoints records what the processor checkpointed, by request id.
@@ -42,7 +43,7 @@ func TestStreamChunksAreCheckpointed(t *testing.T) {
 	cp.mu.Unlock()
 	require.NotEmpty(t, seen)
 	for i, u := range seen {
-		require.Equal(t, estimateTokens(int64(len("tell me a story"))), u.Input)
+		require.Equal(t, translate.EstimateTokens(int64(len("tell me a story"))), u.Input)
 		if i > 0 {
 			require.GreaterOrEqual(t, u.Output, seen[i-1].Output)
 		}

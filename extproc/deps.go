@@ -7,6 +7,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // RouteHeader is the request header the processor sets to the chosen deployment
@@ -38,38 +40,6 @@ type Principal struct {
 	KeyAlias string
 }
 
-// ProviderType is the wire format of a deployment's provider.
-type ProviderType string
-
-// Provider types (the same strings as the store's).
-const (
-	ProviderOpenAI    ProviderType = "openai"
-	ProviderAzure     ProviderType = "azure"
-	ProviderAnthropic ProviderType = "anthropic"
-)
-
-// Target is where a request goes: one deployment of the requested model group.
-type Target struct {
-	Model         string // public model name the client used
-	Deployment    string // deployment id: the RouteHeader value
-	Provider      ProviderType
-	BasePath      string // path prefix of the provider's base URL, e.g. "/v1" ("" for none)
-	Host          string // provider host, e.g. "api.openai.com" (informational; Envoy rewrites it)
-	APIKey        string // decrypted provider credential; never logged or returned
-	APIVersion    string // Azure api-version or anthropic-version
-	ProviderModel string // model name upstream (Azure: deployment name)
-	Price         kernel.Price
-	// DefaultMaxTokens bounds the output when the client gives no max_tokens.
-	DefaultMaxTokens int64
-	// NativeResponses: the upstream serves OpenAI's Responses API itself
-	// (OpenAI-compatible providers that declare it); otherwise the gateway
-	// translates Responses requests to chat completions.
-	NativeResponses bool
-	// Signer, when set, signs each upstream request once its body is final
-	// (bedrock: AWS SigV4); see signer.go.
-	Signer RequestSigner `json:"-"`
-}
-
 // ModelInfo is one entry of GET /v1/models.
 type ModelInfo struct {
 	ID      string
@@ -84,7 +54,7 @@ type Catalog interface {
 	Authenticate(ctx context.Context, secret string) (*Principal, error)
 	// Resolve picks a deployment of the named model group for this key:
 	// ErrModelNotFound or ErrModelNotAllowed when it cannot.
-	Resolve(ctx context.Context, p *Principal, model string) (*Target, error)
+	Resolve(ctx context.Context, p *Principal, model string) (*translate.Target, error)
 	// Models lists the model groups the key may use.
 	Models(ctx context.Context, p *Principal) []ModelInfo
 	// Customer returns the scope of an end customer (from the request's `user`
@@ -110,7 +80,7 @@ type Record struct {
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and
 // the durable ledger behind one small interface. Neither call keeps req or
-// rec past its return: they are the request's pooled state (stream_pool.go).
+// rec past its return: they are the request's pooled state (reply_pool.go).
 type Accountant interface {
 	// Admit checks and reserves on every scope at once (req.ID is the request id).
 	Admit(ctx context.Context, req *kernel.AdmitRequest) (kernel.Decision, error)
@@ -119,3 +89,63 @@ type Accountant interface {
 	// It returns the cost charged.
 	Settle(ctx context.Context, rec *Record) (kernel.Money, error)
 }
+
+// The translation types callers of the processor name (defined in translate,
+// where the translators use them).
+type (
+	// API is a client-facing API (translate.API).
+	API = translate.API
+	// ProviderType is the wire format of a deployment's provider.
+	ProviderType = translate.ProviderType
+	// Target is where a request goes: one deployment of the requested model group.
+	Target = translate.Target
+	// RequestSigner signs an upstream request (translate.RequestSigner).
+	RequestSigner = translate.RequestSigner
+	// UpstreamRequest is what a RequestSigner signs.
+	UpstreamRequest = translate.UpstreamRequest
+)
+
+// Client APIs and provider types (translate's).
+const (
+	APIChat        = translate.APIChat
+	APICompletions = translate.APICompletions
+	APIEmbeddings  = translate.APIEmbeddings
+	APIMessages    = translate.APIMessages
+
+	ProviderOpenAI    = translate.ProviderOpenAI
+	ProviderAzure     = translate.ProviderAzure
+	ProviderAnthropic = translate.ProviderAnthropic
+)
+
+// The routing types callers of the processor name (defined in routing, which
+// owns deployment choice, health and cooldowns).
+type (
+	// Router keeps the health of deployments (routing.Router).
+	Router = routing.Router
+	// Group is a model group as the router sees it.
+	Group = routing.Group
+	// Deployment is one deployment of a group and its routing policy.
+	Deployment = routing.Deployment
+	// DeploymentState is a deployment's health as the Router sees it.
+	DeploymentState = routing.DeploymentState
+	// CooldownObserver is told when a replica cools a deployment down.
+	CooldownObserver = routing.CooldownObserver
+	// CooldownShare spreads cooldowns to other replicas.
+	CooldownShare = routing.CooldownShare
+)
+
+// Cooldown and fallback reasons (routing's).
+const (
+	CooldownAllowedFails = routing.CooldownAllowedFails
+	CooldownRateLimited  = routing.CooldownRateLimited
+	FallbackCooldown     = routing.FallbackCooldown
+)
+
+// NewRouter returns a Router with no history (routing.NewRouter).
+func NewRouter() *Router { return routing.NewRouter() }
+
+// NewGroup prepares g for routing (routing.NewGroup).
+func NewGroup(g *Group) *Group { return routing.NewGroup(g) }
+
+// ParseStrategy reads a group's strategy name (routing.ParseStrategy).
+func ParseStrategy(s string) routing.Strategy { return routing.ParseStrategy(s) }

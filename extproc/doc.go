@@ -29,15 +29,17 @@
 //     Upstream errors are rewritten into OpenAI's error shape with the upstream
 //     status, with anything key-like redacted.
 //
-// Routing (routing.go, health.go, cooldown.go): when the Catalog is a
-// GroupCatalog the processor chooses the deployment itself among the model
-// group's: deployments cooling down are skipped, the rest ordered by the
+// Routing: when the Catalog is a GroupCatalog the processor chooses the
+// deployment itself among the model group's, with a routing.Router
+// (routing/): deployments cooling down are skipped, the rest ordered by the
 // group's strategy, and the request admitted with the deployment's rpm/tpm
 // as a scope of its own (kernel.ScopeDeployment), moving on to the next
 // deployment, then the fallback groups, when that quota is full. Response
 // statuses feed the Router (cooldowns, time to first byte, in flight), which
 // one processor shares across its requests and, through a CooldownShare,
 // with other replicas. Replies name the deployment in x-tollgate-deployment.
+// This package drives routing per request (routing.go, retry.go, pertry.go,
+// fallback.go); the policy itself is routing's.
 //
 // Settlement happens exactly once per admitted request, on every path: at the
 // end of the body or at the trailers, or — when the stream ends early (client
@@ -60,9 +62,12 @@
 //	503 service_unavailable    Catalog or Accountant failing
 //
 // Endpoints are small specs registered by path (or path prefix, for path
-// parameters); providers are Translators, one file per client-API × provider
-// pair (chat_openai.go, chat_azure.go, ...), listed in one table by API and
-// provider type (translators.go). Wire types are in extproc/schema/<api>. Everything a request needs lives in its
+// parameters; endpoints.go); providers are translate.Translators, one per
+// client-API × provider pair, listed in one table (translate/translators.go).
+// This package never reads or writes a provider's wire format: translate/
+// does, and only it imports schema/<api>. Stored responses of the Responses
+// API are kept through translate/responses' Store (responses.go loads and
+// saves them around the request). Everything a request needs lives in its
 // stream; the Processor holds only immutable configuration, so there is no
 // lock on the request path.
 //
@@ -82,7 +87,10 @@
 // with no goroutine, channel or copy between them. Process runs on a Session
 // too, so both paths share every line of the request's handling.
 //
-// Imports: kernel, Envoy's protos (and protobuf), grpc. It never imports
-// store/, admin/, xds/ or edge/: configuration and accounting reach it only
-// through the Catalog and Accountant interfaces declared in deps.go.
+// Imports: kernel, translate, routing, upstream, Envoy's protos (and
+// protobuf), grpc. It never imports store/, admin/, xds/, edge/ nor a wire
+// schema: configuration, accounting and stored responses reach it only
+// through the interfaces declared in deps.go and responses.go. deps.go also
+// aliases the translate and routing names its callers use (Target, Router,
+// Group, ...).
 package extproc

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // endpoint is one client-facing route: the processor's whole pipeline is
@@ -18,31 +19,31 @@ type endpoint struct {
 	Method string
 	Path   string
 	// API of the request body; the translator is looked up by it.
-	API API
+	API translate.API
 	// NoOutput: the endpoint generates no output tokens (embeddings).
 	NoOutput bool
 	// Reply answers the request at request headers (GET /v1/models).
 	Reply func(ctx context.Context, s *stream) *apiReply
 	// ErrorBody renders errors in the endpoint's API shape; nil means OpenAI's.
-	ErrorBody func(e *apiError) []byte
+	ErrorBody func(e *translate.APIError) []byte
 	// Prefix: Path is a prefix followed by one or more path segments
 	// (/v1/models/{id}); Method "" accepts any method (Reply tells them apart).
 	Prefix bool
 	// Parse reads the request (the :path, query included, and the body); nil
 	// means parseRequest of the body (the Gemini API takes the model from the
 	// path).
-	Parse func(path string, body []byte) (*Inbound, error)
+	Parse func(path string, body []byte) (*translate.Inbound, error)
 	// QueryKey: the virtual key may come in the query (?key=, Google's APIs).
 	QueryKey bool
 }
 
 // parse reads the request of the endpoint; into holds it unless the
 // endpoint has a Parse of its own.
-func (e *endpoint) parse(path string, body []byte, into *parsedRequest) (*Inbound, error) {
+func (e *endpoint) parse(path string, body []byte, into *translate.ParsedRequest) (*translate.Inbound, error) {
 	if e.Parse != nil {
 		return e.Parse(path, body)
 	}
-	return parseRequestInto(into, e.API, body)
+	return translate.ParseRequestInto(into, e.API, body)
 }
 
 // apiReply is a complete response produced by the gateway itself.
@@ -78,9 +79,9 @@ func lookupPrefix(path string) *endpoint {
 }
 
 func init() {
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/chat/completions", API: APIChat})
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/completions", API: APICompletions})
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/embeddings", API: APIEmbeddings, NoOutput: true})
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/chat/completions", API: translate.APIChat})
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/completions", API: translate.APICompletions})
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/embeddings", API: translate.APIEmbeddings, NoOutput: true})
 	registerEndpoint(&endpoint{Method: http.MethodGet, Path: "/v1/models", Reply: modelsReply})
 }
 
@@ -116,11 +117,11 @@ func lookupEndpointHeader(h *corev3.HeaderValue) *endpoint {
 	return lookupPrefix(string(raw))
 }
 
-func (e *endpoint) errorBody(err *apiError) []byte {
+func (e *endpoint) errorBody(err *translate.APIError) []byte {
 	if e != nil && e.ErrorBody != nil {
 		return e.ErrorBody(err)
 	}
-	return err.openAIBody()
+	return err.OpenAIBody()
 }
 
 type modelList struct {
@@ -157,7 +158,7 @@ func modelsReply(ctx context.Context, s *stream) *apiReply {
 	slices.SortFunc(list.Data, func(a, b modelEntry) int { return strings.Compare(a.ID, b.ID) })
 	body, err := json.Marshal(list)
 	if err != nil {
-		return &apiReply{Status: http.StatusInternalServerError, Body: (&apiError{Status: 500, Type: typeServer, Message: "internal error"}).openAIBody()}
+		return &apiReply{Status: http.StatusInternalServerError, Body: (&translate.APIError{Status: 500, Type: translate.TypeServer, Message: "internal error"}).OpenAIBody()}
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
 }
@@ -169,4 +170,27 @@ func modelsReply(ctx context.Context, s *stream) *apiReply {
 //			API: APIMessages, ErrorBody: anthropicErrorBody})
 //	}
 //
-// and a row per provider in the translators table (translators.go).
+// and a row per provider in the translators table (translate/translators.go).
+
+// OpenAI's Responses API is served at POST /v1/responses: natively where the
+// upstream speaks it (translate/responses_native.go), else translated to chat
+// completions, for Anthropic through the chat → Messages translator
+// (translate/responses_chat.go).
+func init() {
+	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/responses", API: translate.APIResponses})
+}
+
+// Anthropic's Messages API is served at POST /v1/messages and POST
+// /v1/messages/count_tokens, with errors in Anthropic's shape. The key may come
+// in x-api-key (Anthropic's SDKs, Claude Code with ANTHROPIC_API_KEY) or
+// Authorization: Bearer (ANTHROPIC_AUTH_TOKEN): the processor reads both.
+func init() {
+	registerEndpoint(&endpoint{
+		Method: http.MethodPost, Path: "/v1/messages",
+		API: translate.APIMessages, ErrorBody: translate.AnthropicErrorBody,
+	})
+	registerEndpoint(&endpoint{
+		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
+		API: translate.APIMessagesCount, NoOutput: true, ErrorBody: translate.AnthropicErrorBody,
+	})
+}

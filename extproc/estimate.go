@@ -1,5 +1,10 @@
 package extproc
 
+import (
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+)
+
 // promptTextBytes estimates the bytes of the prompt's text in a request: the
 // string values of the text members anywhere in the body (message contents,
 // text blocks, tool call arguments; see textBytes), the top-level system
@@ -7,29 +12,29 @@ package extproc
 // blocks and string arrays are counted by textBytes or below), and the tool
 // definitions' JSON. Model name, roles, ids and the JSON around them are not
 // counted: the provider does not bill them as prompt text.
-func promptTextBytes(in *Inbound) int64 {
+func promptTextBytes(in *translate.Inbound) int64 {
 	if in == nil {
 		return 0
 	}
 	b := in.Body
-	n := textBytes(b)
-	f := in.fields
+	n := translate.TextBytes(b)
+	f := in.Fields
 	if f == nil {
 		return n
 	}
-	for _, v := range [...]span{f.system, f.prompt, f.input, f.instructions} {
-		if !v.ok() {
+	for _, v := range [...]translate.Span{f.System, f.Prompt, f.Input, f.Instructions} {
+		if !v.OK() {
 			continue
 		}
-		switch b[v.start] {
+		switch b[v.Start] {
 		case '"':
-			n += int64(v.end - v.start - 2)
+			n += int64(v.End - v.Start - 2)
 		case '[':
 			n += stringElementBytes(b, v)
 		}
 	}
-	if f.tools.ok() && !f.tools.isNull(b) {
-		n += int64(f.tools.end - f.tools.start)
+	if f.Tools.OK() && !f.Tools.IsNull(b) {
+		n += int64(f.Tools.End - f.Tools.Start)
 	}
 	return n
 }
@@ -37,20 +42,20 @@ func promptTextBytes(in *Inbound) int64 {
 // stringElementBytes is the bytes of the string elements of the JSON array at
 // v (a prompt or input given as a list of strings); other elements are
 // skipped (their text members are counted by textBytes).
-func stringElementBytes(b []byte, v span) int64 {
+func stringElementBytes(b []byte, v translate.Span) int64 {
 	var n int64
-	i := skipSpace(b, v.start+1)
-	for i < v.end && b[i] != ']' {
-		end, err := skipValue(b, i, 1)
+	i := translate.SkipSpace(b, v.Start+1)
+	for i < v.End && b[i] != ']' {
+		end, err := translate.SkipValue(b, i, 1)
 		if err != nil {
 			return n
 		}
 		if b[i] == '"' {
 			n += int64(end - i - 2)
 		}
-		i = skipSpace(b, end)
-		if i < v.end && b[i] == ',' {
-			i = skipSpace(b, i+1)
+		i = translate.SkipSpace(b, end)
+		if i < v.End && b[i] == ',' {
+			i = translate.SkipSpace(b, i+1)
 		}
 	}
 	return n
@@ -61,9 +66,9 @@ func stringElementBytes(b []byte, v span) int64 {
 // estimate found no text (a prompt of images or files only).
 func (s *stream) inputEstimate() int64 {
 	if s.promptText > 0 {
-		return estimateTokens(s.promptText)
+		return translate.EstimateTokens(s.promptText)
 	}
-	return estimateTokens(s.promptBytes)
+	return translate.EstimateTokens(s.promptBytes)
 }
 
 // releaseBody lets go of the client's body once its message is handled: the
@@ -73,6 +78,43 @@ func (s *stream) inputEstimate() int64 {
 // the memory of a large request while it went upstream.
 func (s *stream) releaseBody() {
 	if s.in != nil {
-		s.in.Body, s.in.fields = nil, nil
+		s.in.Body, s.in.Fields = nil, nil
 	}
+}
+
+// reserveChoices makes req's output bound cover every choice: the provider
+// bills each of them up to max_tokens (or the default bound).
+func reserveChoices(req *kernel.AdmitRequest, choices int64) {
+	if choices <= 1 {
+		return
+	}
+	if req.MaxTokens <= 0 && req.DefaultMaxTokens <= 0 {
+		req.DefaultMaxTokens = kernel.DefaultOutputBound
+	}
+	req.MaxTokens = satMul(req.MaxTokens, choices)
+	req.DefaultMaxTokens = satMul(req.DefaultMaxTokens, choices)
+}
+
+// perChoice is the max_tokens each choice may use when the kernel reserved
+// for bound output tokens in all: bound / choices, rounded down.
+func perChoice(bound, choices int64) int64 { return bound / max(choices, 1) }
+
+func satMul(a, b int64) int64 {
+	if a <= 0 {
+		return a
+	}
+	if a > (1<<63-1)/b {
+		return 1<<63 - 1
+	}
+	return a * b
+}
+
+// budgetRefusal is the decision for a budget that affords less than one
+// output token per choice.
+func budgetRefusal(scopes []kernel.Scope) kernel.Decision {
+	d := kernel.Decision{Reason: kernel.ReasonBudgetExceeded}
+	if len(scopes) > 0 {
+		d.Scope = scopes[0].Ref
+	}
+	return d
 }

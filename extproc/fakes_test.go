@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // fakeCatalog is an in-memory Catalog: keys by secret, one target per model.
 type fakeCatalog struct {
 	keys      map[string]*Principal
-	allowed   map[string][]string // key id → models; absent means all
-	targets   map[string]*Target  // public model name → deployment
+	allowed   map[string][]string          // key id → models; absent means all
+	targets   map[string]*translate.Target // public model name → deployment
 	customers map[string]kernel.Scope
 	authErr   error // returned by Authenticate for every key when set
 }
@@ -37,7 +38,7 @@ func (c *fakeCatalog) may(p *Principal, model string) bool {
 	return !ok || slices.Contains(list, model)
 }
 
-func (c *fakeCatalog) Resolve(_ context.Context, p *Principal, model string) (*Target, error) {
+func (c *fakeCatalog) Resolve(_ context.Context, p *Principal, model string) (*translate.Target, error) {
 	t, ok := c.targets[model]
 	if !ok {
 		return nil, ErrModelNotFound

@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Context-window and content-policy fallbacks on per-try routes
@@ -55,7 +56,7 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 	// (a provider's credential): the redirect then removes them, and the
 	// token attempt authenticates from the signed client header, which
 	// stays in the map (pertry_client.go).
-	later := s.try.signed && s.att.n > 1
+	later := s.try.signed && s.att.N > 1
 	for _, hv := range h.GetHeaders() {
 		switch k := hv.GetKey(); {
 		case k == ":scheme":
@@ -67,7 +68,7 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 		}
 	}
 	if later {
-		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {hdrAnthropicVersion, s.anthropicVersion}} {
+		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {translate.HdrAnthropicVersion, s.anthropicVersion}} {
 			if kv[1] != "" {
 				o.copied = append(o.copied, kv)
 			}

@@ -11,6 +11,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // Refusals as providers word them (retry.go's markers).
@@ -23,11 +25,11 @@ const (
 // fallbackGroups: a group of one OpenAI deployment whose context-window
 // refusals go to another OpenAI group and content-policy refusals to an
 // Anthropic group.
-func fallbackGroups() []*Group {
-	return []*Group{
-		{Name: "gpt", Retries: 2, Deployments: []*Deployment{openAIDep("gpt", "small")}, ContextWindowFallbacks: []string{"big"}, ContentPolicyFallbacks: []string{"claude"}},
-		{Name: "big", Retries: 2, Deployments: []*Deployment{openAIDep("big", "big")}},
-		{Name: "claude", Retries: 2, Deployments: []*Deployment{anthropicDep("claude", "anthropic")}},
+func fallbackGroups() []*routing.Group {
+	return []*routing.Group{
+		{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{openAIDep("gpt", "small")}, ContextWindowFallbacks: []string{"big"}, ContentPolicyFallbacks: []string{"claude"}},
+		{Name: "big", Retries: 2, Deployments: []*routing.Deployment{openAIDep("big", "big")}},
+		{Name: "claude", Retries: 2, Deployments: []*routing.Deployment{anthropicDep("claude", "anthropic")}},
 	}
 }
 
@@ -46,11 +48,11 @@ func TestFallbackRedirectOnPerTryRoutes(t *testing.T) {
 	msgsStream := `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
 	openAI := map[bool]func() *extprocfiltertest.UpstreamResponse{
 		false: func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, chatOK) },
-		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 11) },
+		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.OpenAIStream, 11) },
 	}
 	anthropic := map[bool]func() *extprocfiltertest.UpstreamResponse{
 		false: func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) },
-		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) },
+		true:  func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 9) },
 	}
 	rows := 0
 	for _, refusal := range []struct{ name, body, served string }{
@@ -148,8 +150,8 @@ func TestStrictBudgetRefusesAnExpensiveContextWindowFallback(t *testing.T) {
 	dear := openAIDep("dear", "dear")
 	dear.Target.Price = kernel.Price{Input: 100 * kernel.Dollar, Output: 100 * kernel.Dollar}
 	e, _, rt, up := perTryEnv(t,
-		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{openAIDep("gpt", "cheap")}, ContextWindowFallbacks: []string{"dear"}},
-		&Group{Name: "dear", Deployments: []*Deployment{dear}},
+		&routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{openAIDep("gpt", "cheap")}, ContextWindowFallbacks: []string{"dear"}},
+		&routing.Group{Name: "dear", Deployments: []*routing.Deployment{dear}},
 	)
 	e.cat.keys[clientKey].Scopes[0].Limits = &kernel.Limits{
 		Shortfall: kernel.Reject,
@@ -191,7 +193,7 @@ func TestFallbackRedirectIsReportedAsAFallback(t *testing.T) {
 		return false
 	}, 5*time.Second, 5*time.Millisecond)
 	require.Equal(t, "gpt", fell.FallbackFrom)
-	require.Equal(t, FallbackContextWindow, fell.FallbackReason)
+	require.Equal(t, routing.FallbackContextWindow, fell.FallbackReason)
 	require.Equal(t, "big", fell.Target.Model)
 	require.NotNil(t, fell.RetryOf)
 	require.Equal(t, Try{Group: "gpt", Deployment: "small", Status: 400}, *fell.RetryOf)

@@ -2,22 +2,12 @@ package extproc
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
-	"github.com/tollgate-ai/tollgate/extproc/schema/gemini"
-)
-
-// Client APIs of Google's Gemini API.
-const (
-	// APIGeminiGenerate is POST /v1beta/models/{model}:generateContent and
-	// :streamGenerateContent (and the same under /v1/).
-	APIGeminiGenerate API = "gemini.generate_content"
-	// APIGeminiCount is POST /v1beta/models/{model}:countTokens.
-	APIGeminiCount API = "gemini.count_tokens"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // The Gemini API is served at /v1beta/models/{model}:{method} and
@@ -28,23 +18,23 @@ const (
 // in ?key=; errors are Google's {"error":{"code","message","status"}}.
 var (
 	geminiGenerateEndpoint = &endpoint{
-		Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", API: APIGeminiGenerate,
-		ErrorBody: geminiErrorBody, Parse: parseGeminiRequest, QueryKey: true,
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", API: translate.APIGeminiGenerate,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
 	geminiStreamEndpoint = &endpoint{
-		Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", API: APIGeminiGenerate,
-		ErrorBody: geminiErrorBody, Parse: parseGeminiRequest, QueryKey: true,
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", API: translate.APIGeminiGenerate,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
 	geminiCountEndpoint = &endpoint{
-		Method: http.MethodPost, Path: "/v1beta/models/{model}:countTokens", API: APIGeminiCount, NoOutput: true,
-		ErrorBody: geminiErrorBody, Parse: parseGeminiRequest, QueryKey: true,
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:countTokens", API: translate.APIGeminiCount, NoOutput: true,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
 )
 
 func init() {
 	registerEndpoint(&endpoint{
 		Method: http.MethodGet, Path: "/v1beta/models", Reply: geminiModelsReply,
-		ErrorBody: geminiErrorBody, QueryKey: true,
+		ErrorBody: translate.GeminiErrorBody, QueryKey: true,
 	})
 }
 
@@ -52,42 +42,19 @@ func init() {
 // (/v1beta/models/{model}:{method}, /v1/models/{model}:{method}), nil for
 // any other path.
 func geminiModelEndpoint(path string) *endpoint {
-	_, method, ok := geminiModelPath(path)
+	_, method, ok := translate.GeminiModelPath(path)
 	if !ok {
 		return nil
 	}
 	switch method {
-	case geminiGenerate:
+	case translate.GeminiGenerate:
 		return geminiGenerateEndpoint
-	case geminiStream:
+	case translate.GeminiStream:
 		return geminiStreamEndpoint
-	case geminiCount:
+	case translate.GeminiCount:
 		return geminiCountEndpoint
 	}
 	return nil
-}
-
-// geminiModelPath splits a Gemini API model path (query excluded) into its
-// model (unescaped) and method.
-func geminiModelPath(path string) (model, method string, ok bool) {
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
-	if !ok {
-		if rest, ok = strings.CutPrefix(path, "/v1/models/"); !ok {
-			return "", "", false
-		}
-	}
-	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 || strings.IndexByte(rest[:i], '/') >= 0 {
-		return "", "", false
-	}
-	m, err := url.PathUnescape(rest[:i])
-	if err != nil || m == "" {
-		return "", "", false
-	}
-	return m, rest[i+1:], true
 }
 
 // queryKey is the key= parameter of a :path ("" when absent).
@@ -103,68 +70,18 @@ func queryKey(path string) string {
 	return v.Get("key")
 }
 
-// geminiSSE reports whether the client's :path asks for SSE (alt=sse).
-func geminiSSE(path string) bool {
-	_, q, _ := strings.Cut(path, "?")
-	v, _ := url.ParseQuery(q)
-	return v.Get("alt") == "sse"
-}
-
-// parseGeminiRequest reads a Gemini API request: the model and the method
-// from the path, max tokens from generationConfig.maxOutputTokens; the body
-// is validated like every other (one scan, JSON errors located).
-func parseGeminiRequest(path string, body []byte) (*Inbound, error) {
-	in, err := parseRequest(APIGeminiGenerate, body)
-	if err != nil {
-		return nil, err
-	}
-	model, method, ok := geminiModelPath(path)
-	if !ok {
-		return nil, &fieldError{"model", "the path names no model"}
-	}
-	in.Path, in.Model, in.Stream, in.MaxTokens = path, model, method == geminiStream, 0
-	in.User, in.IncludeUsage = "", false
-	if method == geminiCount {
-		in.API = APIGeminiCount
-		return in, nil
-	}
-	v, err := topLevelMember(body, "generationConfig")
-	if err != nil || !v.isObject(body) {
-		return in, nil //nolint:nilerr // a body without generationConfig
-	}
-	_, err = scanObject(body, v.start, false, func(key []byte, v span) error {
-		if keyIs(key, "maxOutputTokens") && !v.isNull(body) {
-			n, ok := intValue(body, v)
-			if !ok {
-				return &fieldError{"generationConfig.maxOutputTokens", "must be a non-negative integer"}
-			}
-			in.MaxTokens = n
-		}
-		return nil
-	})
-	return in, err
-}
-
 // geminiModelsReply lists the models the key may use, as models.list does.
 func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
 	models := s.p.cat.Models(ctx, s.principal)
-	list := gemini.ListModelsResponse{Models: make([]gemini.Model, 0, len(models))}
-	for _, m := range models {
-		list.Models = append(list.Models, geminiModelOf(m.ID))
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
 	}
-	slices.SortFunc(list.Models, func(a, b gemini.Model) int { return strings.Compare(a.Name, b.Name) })
-	body, err := json.Marshal(list)
+	body, err := translate.GeminiModelsBody(ids)
 	if err != nil {
-		return &apiReply{Status: http.StatusInternalServerError, Body: geminiErrorBody(&apiError{Status: 500, Message: "internal error"})}
+		return &apiReply{Status: http.StatusInternalServerError, Body: translate.GeminiErrorBody(&translate.APIError{Status: 500, Message: "internal error"})}
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
-}
-
-// streamContentTyper is implemented by translators whose client stream is
-// not SSE (the Gemini API's JSON array): the processor sets the content type
-// of a streamed 2xx reply to it ("" keeps the provider's).
-type streamContentTyper interface {
-	streamContentType() string
 }
 
 // redactQueryKey hides the value of a key= query parameter of a :path (the
@@ -181,4 +98,52 @@ func redactQueryKey(path string) string {
 		}
 	}
 	return p + "?" + strings.Join(params, "&")
+}
+
+// GET /v1beta/models/{model} (models.get of the Gemini API; the same under
+// /v1/ when the key came in x-goog-api-key, see modelReply): the model
+// object of a model (or alias) the key may use, as models.list lists it;
+// Google's 404 NOT_FOUND otherwise, so a key learns nothing of the models it
+// may not use.
+func init() {
+	registerEndpoint(&endpoint{
+		Method: http.MethodGet, Path: "/v1beta/models/", Prefix: true, Reply: geminiModelReply,
+		ErrorBody: translate.GeminiErrorBody, QueryKey: true,
+	})
+}
+
+// geminiModelReply answers models.get.
+func geminiModelReply(ctx context.Context, s *stream) *apiReply {
+	errReply := func(e *translate.APIError) *apiReply {
+		return &apiReply{Status: e.Status, Body: translate.GeminiErrorBody(e)}
+	}
+	path, _, _ := strings.Cut(s.path, "?")
+	version, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/models/")
+	id, err := url.PathUnescape(rest)
+	id = strings.TrimPrefix(id, "models/")
+	if err != nil || id == "" || strings.ContainsAny(id, "/:") {
+		return errReply(&translate.APIError{Status: http.StatusNotFound, Message: "Invalid URL (" + s.method + " " + path + ")"})
+	}
+	known := false
+	for _, m := range s.p.cat.Models(ctx, s.principal) {
+		if known = m.ID == id; known {
+			break
+		}
+	}
+	if !known { // an alias, or a model the key may not use
+		if _, err := s.p.cat.Resolve(ctx, s.principal, id); err != nil {
+			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
+				return errReply(errUnavailable())
+			}
+			return errReply(&translate.APIError{
+				Status:  http.StatusNotFound,
+				Message: "models/" + id + " is not found for API version " + version + ". Call ListModels to see the list of available models.",
+			})
+		}
+	}
+	body, err := translate.GeminiModelBody(id)
+	if err != nil {
+		return internalErrorReply()
+	}
+	return &apiReply{Status: http.StatusOK, Body: body}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 func TestGeminiModelPath(t *testing.T) {
@@ -22,7 +23,7 @@ func TestGeminiModelPath(t *testing.T) {
 		{"/v2/models/gem:generateContent", "", "", false, nil},
 		{"/v1/chat/completions", "", "", false, nil},
 	} {
-		m, meth, ok := geminiModelPath(tc.path)
+		m, meth, ok := translate.GeminiModelPath(tc.path)
 		require.Equal(t, tc.ok, ok, tc.path)
 		require.Equal(t, tc.model, m, tc.path)
 		require.Equal(t, tc.method, meth, tc.path)
@@ -40,25 +41,25 @@ func TestGeminiModelPath(t *testing.T) {
 func TestGeminiQuery(t *testing.T) {
 	require.Equal(t, "tg-123", queryKey("/v1beta/models/m:generateContent?alt=sse&key=tg-123"))
 	require.Empty(t, queryKey("/v1beta/models/m:generateContent"))
-	require.True(t, geminiSSE("/v1/models/m:streamGenerateContent?alt=sse"))
-	require.False(t, geminiSSE("/v1/models/m:streamGenerateContent"))
+	require.True(t, translate.GeminiSSE("/v1/models/m:streamGenerateContent?alt=sse"))
+	require.False(t, translate.GeminiSSE("/v1/models/m:streamGenerateContent"))
 }
 
 func TestParseGeminiRequest(t *testing.T) {
-	in, err := parseGeminiRequest("/v1/models/gem:streamGenerateContent", []byte(`{"contents":[],"generationConfig":{"maxOutputTokens":77}}`))
+	in, err := translate.ParseGeminiRequest("/v1/models/gem:streamGenerateContent", []byte(`{"contents":[],"generationConfig":{"maxOutputTokens":77}}`))
 	require.NoError(t, err)
 	require.Equal(t, "gem", in.Model)
 	require.True(t, in.Stream)
 	require.Equal(t, int64(77), in.MaxTokens)
-	require.Equal(t, APIGeminiGenerate, in.API)
+	require.Equal(t, translate.APIGeminiGenerate, in.API)
 
-	in, err = parseGeminiRequest("/v1beta/models/gem:countTokens", []byte(`{"contents":[]}`))
+	in, err = translate.ParseGeminiRequest("/v1beta/models/gem:countTokens", []byte(`{"contents":[]}`))
 	require.NoError(t, err)
-	require.Equal(t, APIGeminiCount, in.API)
+	require.Equal(t, translate.APIGeminiCount, in.API)
 	require.False(t, in.Stream)
 
-	_, err = parseGeminiRequest("/v1beta/models/gem:generateContent", []byte(`{"generationConfig":{"maxOutputTokens":"x"}}`))
+	_, err = translate.ParseGeminiRequest("/v1beta/models/gem:generateContent", []byte(`{"generationConfig":{"maxOutputTokens":"x"}}`))
 	require.Error(t, err)
-	_, err = parseGeminiRequest("/v1beta/models/gem:generateContent", []byte(`{"contents":[`))
+	_, err = translate.ParseGeminiRequest("/v1beta/models/gem:generateContent", []byte(`{"contents":[`))
 	require.Error(t, err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 const geminiKey = "AIzaSyGatewayProviderKeyGGGGGGGGGGGGG"
@@ -17,8 +18,8 @@ const geminiKey = "AIzaSyGatewayProviderKeyGGGGGGGGGGGGG"
 // ones.
 func geminiEnv(t *testing.T) *testEnv {
 	e := newTestEnv(t)
-	e.cat.targets["gem"] = &Target{
-		Model: "gem", Deployment: "gemini-flash", Provider: ProviderGemini, BasePath: "/v1beta",
+	e.cat.targets["gem"] = &translate.Target{
+		Model: "gem", Deployment: "gemini-flash", Provider: translate.ProviderGemini, BasePath: "/v1beta",
 		Host: "generativelanguage.googleapis.com", APIKey: geminiKey, ProviderModel: "gemini-2.5-flash",
 		Price: testPrice,
 	}

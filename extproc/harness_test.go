@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 func TestMain(m *testing.M) {
@@ -75,30 +76,30 @@ func newCatalog() *fakeCatalog {
 			otherKey: {KeyID: "k2", Scopes: []kernel.Scope{{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k2"}, Limits: &kernel.Limits{}}}},
 		},
 		allowed: map[string][]string{"k2": {"gpt-4o"}},
-		targets: map[string]*Target{
+		targets: map[string]*translate.Target{
 			"gpt-4o": {
-				Model: "gpt-4o", Deployment: "openai-gpt4o", Provider: ProviderOpenAI, BasePath: "/v1",
+				Model: "gpt-4o", Deployment: "openai-gpt4o", Provider: translate.ProviderOpenAI, BasePath: "/v1",
 				Host: "api.openai.com", APIKey: openAIKey, ProviderModel: "gpt-4o-2024-08-06", Price: testPrice,
 				DefaultMaxTokens: 4096,
 			},
 			"azure-gpt": {
-				Model: "azure-gpt", Deployment: "azure-east", Provider: ProviderAzure, Host: "x.openai.azure.com",
+				Model: "azure-gpt", Deployment: "azure-east", Provider: translate.ProviderAzure, Host: "x.openai.azure.com",
 				APIKey: azureKey, APIVersion: "2024-10-21", ProviderModel: "gpt4o-east", Price: testPrice, DefaultMaxTokens: 4096,
 			},
 			"instruct": {
-				Model: "instruct", Deployment: "openai-instruct", Provider: ProviderOpenAI, BasePath: "/v1",
+				Model: "instruct", Deployment: "openai-instruct", Provider: translate.ProviderOpenAI, BasePath: "/v1",
 				APIKey: openAIKey, ProviderModel: "gpt-3.5-turbo-instruct", Price: testPrice, DefaultMaxTokens: 256,
 			},
 			"embed": {
-				Model: "embed", Deployment: "openai-embed", Provider: ProviderOpenAI, BasePath: "/v1",
+				Model: "embed", Deployment: "openai-embed", Provider: translate.ProviderOpenAI, BasePath: "/v1",
 				APIKey: openAIKey, ProviderModel: "text-embedding-3-small", Price: kernel.Price{Input: 20 * kernel.MicroUSD * 1000},
 			},
 			"azure-embed": {
-				Model: "azure-embed", Deployment: "azure-embed", Provider: ProviderAzure, APIKey: azureKey,
+				Model: "azure-embed", Deployment: "azure-embed", Provider: translate.ProviderAzure, APIKey: azureKey,
 				APIVersion: "2024-10-21", ProviderModel: "embed-east", Price: kernel.Price{Input: 20 * kernel.MicroUSD * 1000},
 			},
 			"claude": {
-				Model: "claude", Deployment: "anthropic", Provider: ProviderType("unsupported-test-provider"),
+				Model: "claude", Deployment: "anthropic", Provider: translate.ProviderType("unsupported-test-provider"),
 				APIKey: "x", ProviderModel: "claude", Price: testPrice,
 			},
 		},

@@ -9,13 +9,11 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Headers the processor reads or writes.
 const (
-	hdrAuthorization = "authorization"
-	hdrXAPIKey       = "x-api-key"
-	hdrAPIKey        = "api-key" // Azure-style clients send their key here
 	hdrCustomer      = "x-tollgate-customer"
 	hdrRequestID     = "x-tollgate-request-id"
 	hdrCost          = "x-tollgate-cost"
@@ -27,7 +25,7 @@ const (
 
 // clientCredentialHeaders are removed from every request sent upstream.
 // (With the retry token, which is the processor's own.)
-var clientCredentialHeaders = []string{hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrCustomer, hdrGoogAPIKey, hdrRetry}
+var clientCredentialHeaders = []string{translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, hdrCustomer, translate.HdrGoogAPIKey, hdrRetry}
 
 // headerValue is the value of one HeaderValue: raw_value, or value from an
 // Envoy that sends only that.
@@ -95,7 +93,7 @@ func bearerToken(v string) string {
 // isSensitiveHeader reports headers whose values are never logged.
 func isSensitiveHeader(k string) bool {
 	switch strings.ToLower(k) {
-	case hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
+	case translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, translate.HdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
 		return true
 	}
 	return false
@@ -173,4 +171,15 @@ func retryAfterHeaders(d time.Duration) [][2]string {
 		{hdrRetryAfter, strconv.FormatInt(max(secs, 1), 10)},
 		{hdrRetryAfterMs, strconv.FormatInt(max(d.Milliseconds(), 1), 10)},
 	}
+}
+
+// upstreamStreams reports whether a 2xx reply's content type is a stream the
+// translators read incrementally: SSE, or an AWS event stream (Bedrock's
+// ConverseStream, application/vnd.amazon.eventstream).
+func upstreamStreams(h *corev3.HeaderValue) bool {
+	if headerIsEventStream(h) {
+		return true
+	}
+	ct, _, _ := strings.Cut(headerValue(h), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "application/vnd.amazon.eventstream")
 }

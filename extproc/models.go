@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // GET /v1/models/{id}: the model object of a model (or alias) the key may use;
@@ -57,9 +59,14 @@ func anthropicModelsReply(models []ModelInfo) *apiReply {
 func jsonReply(v any) *apiReply {
 	body, err := json.Marshal(v)
 	if err != nil {
-		return &apiReply{Status: http.StatusInternalServerError, Body: (&apiError{Status: 500, Type: typeServer, Message: "internal error"}).openAIBody()}
+		return internalErrorReply()
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
+}
+
+// internalErrorReply is the 500 of a reply that could not be encoded.
+func internalErrorReply() *apiReply {
+	return &apiReply{Status: http.StatusInternalServerError, Body: (&translate.APIError{Status: 500, Type: translate.TypeServer, Message: "internal error"}).OpenAIBody()}
 }
 
 // modelReply answers GET /v1/models/{id}.
@@ -67,17 +74,17 @@ func modelReply(ctx context.Context, s *stream) *apiReply {
 	if s.googleKey { // a Gemini API client (@google/genai with apiVersion v1)
 		return geminiModelReply(ctx, s)
 	}
-	errBody := func(e *apiError) *apiReply {
+	errBody := func(e *translate.APIError) *apiReply {
 		if s.anthropicVersion != "" {
-			return &apiReply{Status: e.Status, Body: anthropicErrorBody(e)}
+			return &apiReply{Status: e.Status, Body: translate.AnthropicErrorBody(e)}
 		}
-		return &apiReply{Status: e.Status, Body: e.openAIBody()}
+		return &apiReply{Status: e.Status, Body: e.OpenAIBody()}
 	}
 	path, _, _ := strings.Cut(s.path, "?")
 	id, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/models/"))
 	if s.method != http.MethodGet || err != nil || id == "" {
-		return errBody(&apiError{
-			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeUnknownURL,
+		return errBody(&translate.APIError{
+			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeUnknownURL,
 			Message: fmt.Sprintf("Invalid URL (%s %s)", s.method, path),
 		})
 	}
@@ -94,8 +101,8 @@ func modelReply(ctx context.Context, s *stream) *apiReply {
 			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
 				return errBody(errUnavailable())
 			}
-			return errBody(&apiError{
-				Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",
+			return errBody(&translate.APIError{
+				Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",
 				Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id),
 			})
 		}

@@ -1,20 +1,21 @@
 package extproc
 
 import (
-	"net/http"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Observer is told about every request the processor handled, once, when its
 // stream ends: metrics, the access log and traces are built from it
 // (observe/). Observe runs on the request's goroutine: it must not block, and
 // must not keep r nor its Tries past the call: the request's state is pooled,
-// zeroed and reused once its stream ended (stream_pool.go).
+// zeroed and reused once its stream ended (reply_pool.go).
 type Observer interface {
 	Observe(r *Report)
 }
@@ -34,14 +35,14 @@ type Report struct {
 	RequestID string
 	// API is the client API (APIChat, APIMessages, …); "" when the path is
 	// not one the processor serves or the request has no body (GET /v1/models).
-	API  API
+	API  translate.API
 	Path string
 	// Principal is the authenticated key, nil before authentication.
 	Principal *Principal
 	// Model is the model the client asked for ("" before the body was read).
 	Model string
 	// Target is the deployment the request went to, nil when none was chosen.
-	Target     *Target
+	Target     *translate.Target
 	CustomerID string
 	Stream     bool
 
@@ -105,48 +106,6 @@ type Try struct {
 	// Span is the attempt's span id, chosen by a Tracer: the parent in the
 	// traceparent the attempt was sent with (zero without a Tracer).
 	Span [8]byte
-}
-
-// Fallback reasons (Report.FallbackReason).
-const (
-	FallbackCooldown    = "cooldown"
-	FallbackRateLimited = "rate_limited"
-	// A retry on a fallback group: every deployment of the group failed, or
-	// the attempt hit the context window or the content policy.
-	FallbackFailed        = "failed"
-	FallbackContextWindow = "context_window"
-	FallbackContentPolicy = "content_policy"
-)
-
-// Cooldown reasons (CooldownObserver).
-const (
-	CooldownAllowedFails = "allowed_fails" // allowed_fails failures within a minute
-	CooldownRateLimited  = "rate_limited"  // a 429 (for its retry-after when it has one)
-)
-
-// CooldownObserver is told when this replica takes a deployment out of
-// rotation (not when it adopts another replica's cooldown): reason is
-// CooldownAllowedFails or CooldownRateLimited. It runs on the request's
-// goroutine and must not block.
-type CooldownObserver interface {
-	CooledDown(deployment, reason string, d time.Duration)
-}
-
-// SetCooldownObserver makes r report the cooldowns it starts to o. Call it
-// before serving.
-func (r *Router) SetCooldownObserver(o CooldownObserver) { r.cooldowns = o }
-
-// cooled reports a cooldown r started on deployment id after an attempt
-// that ended with status.
-func (r *Router) cooled(id string, status int, d time.Duration) {
-	if r.cooldowns == nil {
-		return
-	}
-	reason := CooldownAllowedFails
-	if status == http.StatusTooManyRequests {
-		reason = CooldownRateLimited
-	}
-	r.cooldowns.CooledDown(id, reason, d)
 }
 
 // TraceIDs are the ids of a request's trace, chosen when the request is
@@ -224,18 +183,18 @@ func (s *stream) fillReport() {
 	if s.in != nil {
 		r.Model, r.Stream = s.in.Model, s.in.Stream
 	}
-	if a := &s.att; a.n > 1 && len(a.avoid) > 0 {
-		r.RetryOf = &Try{Group: a.failedGroup, Deployment: a.avoid[len(a.avoid)-1], Status: a.failedStatus}
-		if s.admitted && s.in != nil && a.group != "" && a.group != a.failedGroup {
-			r.FallbackFrom, r.FallbackReason = a.failedGroup, a.why
+	if a := &s.att; a.N > 1 && len(a.Avoid) > 0 {
+		r.RetryOf = &Try{Group: a.FailedGroup, Deployment: a.Avoid[len(a.Avoid)-1], Status: a.FailedStatus}
+		if s.admitted && s.in != nil && a.Group != "" && a.Group != a.FailedGroup {
+			r.FallbackFrom, r.FallbackReason = a.FailedGroup, a.Why
 		}
 	}
 	if rt := s.rt; rt != nil && s.admitted && len(rt.groups) > 1 {
 		// Admitted past the requested group: on a fallback group (resolve
 		// keeps only the requested one when it serves the request itself).
-		r.FallbackFrom, r.FallbackReason = rt.groups[0].Name, FallbackCooldown
+		r.FallbackFrom, r.FallbackReason = rt.groups[0].Name, routing.FallbackCooldown
 		if rt.tried > 0 {
-			r.FallbackReason = FallbackRateLimited
+			r.FallbackReason = routing.FallbackRateLimited
 		}
 		s.tryFallbackReason(r)
 	}
@@ -243,7 +202,7 @@ func (s *stream) fillReport() {
 }
 
 // rejected records the error a request was refused with.
-func (s *stream) rejected(e *apiError) { s.report.ErrorType = e.Code }
+func (s *stream) rejected(e *translate.APIError) { s.report.ErrorType = e.Code }
 
 // settled records a settlement's outcome.
 func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // reports is an Observer (and Tracer) that keeps a copy of every report.
@@ -69,7 +70,7 @@ func TestObserverGetsOneReportPerRequest(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, APIChat, r.API)
+	require.Equal(t, translate.APIChat, r.API)
 	require.Equal(t, "k1", r.Principal.KeyID)
 	require.Equal(t, "openai-gpt4o", r.Target.Deployment)
 	require.Empty(t, r.ErrorType)
@@ -86,7 +87,7 @@ func TestObserverGetsOneReportPerRequest(t *testing.T) {
 	}
 
 	r = byStatus[http.StatusUnauthorized]
-	require.Equal(t, codeInvalidAPIKey, r.ErrorType)
+	require.Equal(t, translate.CodeInvalidAPIKey, r.ErrorType)
 	require.Nil(t, r.Principal)
 	require.Nil(t, r.Target)
 	require.False(t, r.Settled)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // DefaultMaxBodyBytes is the default request body limit (413 above).
@@ -60,3 +62,7 @@ func defaultRequestIDs() func() string {
 		return string(strconv.AppendUint(append(buf[:0], prefix...), n.Add(1), 36))
 	}
 }
+
+// WithRouter sets the Router (default: a new one): the gateway shares it
+// with the admin API, which shows each deployment's state.
+func WithRouter(r *routing.Router) Option { return func(p *Processor) { p.router = r } }

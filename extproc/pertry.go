@@ -12,6 +12,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Per-try routing (docs/envoy.md, "Retries across deployments"): the
@@ -98,7 +100,7 @@ func (s *stream) tryHeader(key, v string) {
 		// The client's anthropic-beta (signed for the tries) and the
 		// client header of a fallback redirect's token attempt
 		// (pertry_client.go); allocated only when they are sent.
-		if (key == hdrClient || key == hdrAnthropicBeta) && v != "" {
+		if (key == hdrClient || key == translate.HdrAnthropicBeta) && v != "" {
 			if s.try == nil {
 				s.try = &tryState{}
 			}
@@ -108,10 +110,10 @@ func (s *stream) tryHeader(key, v string) {
 	}
 	switch key {
 	case envoy.AttemptCountHeader:
-		if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= maxAttempts {
-			s.att.n = n
+		if n, err := strconv.Atoi(v); err == nil && n > 0 && n <= routing.MaxAttempts {
+			s.att.N = n
 		}
-	case hdrClient, hdrAnthropicBeta:
+	case hdrClient, translate.HdrAnthropicBeta:
 		s.try.setClientHeader(key, v)
 	case envoy.ReservedHeader:
 		f := strings.Split(v, ";")
@@ -133,26 +135,26 @@ func (s *stream) tryID() {
 	if !s.isTry() || s.try.res == nil {
 		return
 	}
-	if s.att.n <= 1 {
+	if s.att.N <= 1 {
 		s.id = s.try.res.id
 		return
 	}
-	s.id = s.try.res.id + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+	s.id = s.try.res.id + "-" + strconv.Itoa(s.att.N) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
 }
 
 // adopts reports whether this try takes over the router's reservation.
 func (s *stream) adopts() bool {
-	return s.isTry() && s.try.res != nil && s.att.n <= 1 && s.try.res.dep == s.try.dep
+	return s.isTry() && s.try.res != nil && s.att.N <= 1 && s.try.res.dep == s.try.dep
 }
 
 // resolveTry is resolve for an upstream try: the deployment it landed on,
 // found in the group the client asked for or in its fallback chain.
-func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) (*Target, error) {
+func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) (*translate.Target, error) {
 	g, err := gc.ResolveGroup(ctx, s.principal, model)
 	if err != nil || g == nil {
 		return nil, err
 	}
-	byName := map[string]*Group{g.Name: g}
+	byName := map[string]*routing.Group{g.Name: g}
 	chain := envoy.GroupChain(g.Name, func(name string) []string {
 		fg, ok := byName[name]
 		if !ok {
@@ -180,12 +182,12 @@ func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) 
 			continue
 		}
 		s.rt.groups = append(s.rt.groups, cg)
-		i := slices.IndexFunc(cg.Deployments, func(d *Deployment) bool { return d.Target.Deployment == s.try.dep })
+		i := slices.IndexFunc(cg.Deployments, func(d *routing.Deployment) bool { return d.Target.Deployment == s.try.dep })
 		if i < 0 {
 			continue
 		}
 		d := cg.Deployments[i]
-		s.rt.cands = []*Deployment{d}
+		s.rt.cands = []*routing.Deployment{d}
 		return d.Target, nil
 	}
 	// The data plane's xDS and this processor's catalog disagree (an
@@ -197,7 +199,7 @@ func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) 
 func (s *stream) adopt() kernel.Decision {
 	dep := s.rt.cands[0]
 	s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
-	s.p.router.start(dep)
+	s.p.router.Start(dep)
 	return kernel.Decision{Admitted: true, MaxTokens: s.try.res.max, Clamped: s.try.res.clamped}
 }
 
@@ -208,7 +210,7 @@ func (s *stream) adopt() kernel.Decision {
 func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.ProcessingResponse {
 	dep := s.rt.current
 	s.rt.current = nil
-	s.p.router.finish(dep, 0) // in flight on the try, not here
+	s.p.router.Finish(dep, 0) // in flight on the try, not here
 	pr, x := s.newRequestBodyReply()
 	x.c.ClearRouteCache = true
 	var kvs [3]headerKV
@@ -222,9 +224,9 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 	}
 	why := ""
 	if len(s.rt.groups) > 1 {
-		why = FallbackCooldown
+		why = routing.FallbackCooldown
 		if s.rt.tried > 0 {
-			why = FallbackRateLimited
+			why = routing.FallbackRateLimited
 		}
 	}
 	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped+";"+why)
@@ -270,11 +272,11 @@ var modeBodyNone = &extprocfilterv3.ProcessingMode{
 // the processor does, the request is a first attempt, and the group it was
 // admitted in retries elsewhere (envoy.PerTry, as the xDS emits it).
 func (s *stream) routesPerTry() bool {
-	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.n != 0 {
+	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 {
 		return false
 	}
 	g := s.rt.groups[len(s.rt.groups)-1]
-	if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbackCount()) {
+	if !envoy.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
 		return false
 	}
 	beta := s.clientBeta()
@@ -282,22 +284,15 @@ func (s *stream) routesPerTry() bool {
 	return true
 }
 
-// fallbackCount counts the group's fallback groups of every kind, as the
-// xDS does for envoy.PerTry: a context-window or content-policy fallback is
-// somewhere else to go (by the fallback redirect, fallback.go).
-func (g *Group) fallbackCount() int {
-	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
-}
-
 // tryRetried records whether the data plane's retry policy retries this
 // failed try (Report.Retried): a status it retries, a retry left in the
 // requested group's budget (the route's num_retries) and a deployment left
 // in the try order.
 func (s *stream) tryRetried(status int) {
-	if !s.isTry() || s.rt == nil || classify(status, nil) != failRetryable {
+	if !s.isTry() || s.rt == nil || routing.Classify(status, nil) != routing.FailRetryable {
 		return
 	}
-	n := s.att.number()
+	n := s.att.Number()
 	s.try.retried = n <= s.rt.groups[0].Retries && n < s.try.order
 }
 
@@ -308,8 +303,8 @@ func (s *stream) tryFallbackReason(r *Report) {
 	if !s.isTry() || r.FallbackFrom == "" {
 		return
 	}
-	if s.att.n > 1 {
-		r.FallbackReason = FallbackFailed
+	if s.att.N > 1 {
+		r.FallbackReason = routing.FallbackFailed
 	} else if s.try.res != nil && s.try.res.why != "" {
 		r.FallbackReason = s.try.res.why
 	}
@@ -319,9 +314,9 @@ func (s *stream) tryFallbackReason(r *Report) {
 // deployments cooling down now (envoy.Skip): the order is the xDS's (the
 // group's deployments, then its fallback chain's); 0 when a group of the
 // chain cannot be resolved for this key (the orders would differ).
-func (s *stream) trySkip(ctx context.Context, g *Group) uint {
+func (s *stream) trySkip(ctx context.Context, g *routing.Group) uint {
 	gc := s.p.cat.(GroupCatalog)
-	byName := map[string]*Group{g.Name: g}
+	byName := map[string]*routing.Group{g.Name: g}
 	ok := true
 	names := envoy.GroupChain(g.Name, func(name string) []string {
 		fg, found := byName[name]
@@ -346,7 +341,7 @@ func (s *stream) trySkip(ctx context.Context, g *Group) uint {
 		chain = append(chain, deps)
 	}
 	now := s.p.now()
-	return envoy.Skip(envoy.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.cooling(id, now) })
+	return envoy.Skip(envoy.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.Cooling(id, now) })
 }
 
 // tryEndedUnanswered records a try whose stream ended with no response: the
@@ -360,6 +355,6 @@ func (s *stream) tryEndedUnanswered(ctx context.Context) {
 		return
 	}
 	now := s.p.now()
-	s.p.router.observe(s.rt.current, s.status, 0, now.Sub(s.rt.sentAt), now)
+	s.p.router.Observe(s.rt.current, s.status, 0, now.Sub(s.rt.sentAt), now)
 	s.tryRetried(s.status)
 }

@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // The signed client header of per-try routing (docs/envoy.md, "Retries
@@ -101,8 +102,8 @@ func clientMAC(key []byte, payload string) string {
 // router-level filter with the try's header map: after a retry that holds
 // a provider's credential, so a token attempt (its token is the
 // processor's own) also authenticates from the signed header it carries.
-func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *apiError {
-	if s.try == nil || s.try.client == "" || !s.isTry() && s.att.n <= 1 {
+func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *translate.APIError {
+	if s.try == nil || s.try.client == "" || !s.isTry() && s.att.N <= 1 {
 		return nil
 	}
 	kl, ok := s.p.cat.(KeyLookup)
@@ -154,9 +155,9 @@ func parseClientHeader(v string) (f clientFields, payload, mac string, ok bool) 
 
 // errClientHeader refuses a try whose signed client header does not check
 // (forged, expired, or its key revoked since).
-func errClientHeader() *apiError {
-	return &apiError{
-		Status: 401, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+func errClientHeader() *translate.APIError {
+	return &translate.APIError{
+		Status: 401, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
 		Message: "Invalid API key: it is unknown, expired or revoked.",
 	}
 }
@@ -198,8 +199,8 @@ func withoutQueryKey(path string) string {
 // a try removes them all before setting its own, since the header map it
 // starts from may hold a previous try's (Envoy).
 var providerHeaders = []string{
-	hdrAuthorization, hdrXAPIKey, hdrAPIKey, hdrGoogAPIKey,
-	hdrAnthropicVersion, hdrAnthropicBeta, hdrTraceparent,
+	translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, translate.HdrGoogAPIKey,
+	translate.HdrAnthropicVersion, translate.HdrAnthropicBeta, hdrTraceparent,
 	"x-amz-date", "x-amz-security-token", "x-amz-content-sha256",
 }
 
@@ -210,7 +211,7 @@ var providerHeaders = []string{
 // The request a try's fallback redirect recreates (a token attempt on a
 // plain route) starts from the try's map too, and also loses the per-try
 // headers (a try keeps them for the next try).
-func (s *stream) tryRequestHeaders(l headerList, out *Outbound, remove []string) (headerList, []string) {
+func (s *stream) tryRequestHeaders(l headerList, out *translate.Outbound, remove []string) (headerList, []string) {
 	remove = append(slices.Clip(remove), providerHeaders...)
 	if !s.isTry() {
 		remove = append(remove, envoy.ReservedHeader, hdrClient)
@@ -219,8 +220,8 @@ func (s *stream) tryRequestHeaders(l headerList, out *Outbound, remove []string)
 		l = l.add(":path", s.path)
 	}
 	for _, kv := range [...][2]string{
-		{hdrAnthropicVersion, s.anthropicVersion},
-		{hdrAnthropicBeta, s.clientBeta()},
+		{translate.HdrAnthropicVersion, s.anthropicVersion},
+		{translate.HdrAnthropicBeta, s.clientBeta()},
 		{hdrTraceparent, s.report.ClientTraceparent},
 	} {
 		if kv[1] != "" && !l.has(kv[0]) && !slices.Contains(out.Remove, kv[0]) {

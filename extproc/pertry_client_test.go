@@ -13,18 +13,19 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // mixedGroup is a group whose first deployment (by weight) is of one
 // provider kind and whose second is of the other: a retry changes the
 // provider, so the second try must undo all of the first one's headers.
-func mixedGroup(anthropicFirst bool) *Group {
+func mixedGroup(anthropicFirst bool) *routing.Group {
 	a, b := openAIDep("gpt", "oa"), anthropicDep("gpt", "an")
 	if anthropicFirst {
 		a, b = b, a
 	}
 	a.Weight, a.AllowedFails, b.AllowedFails = preferred, 100, 100
-	return &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}}
+	return &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{a, b}}
 }
 
 // TestPerTryRetryWritesItsRequestFromScratch: on Envoy's shared header map
@@ -151,8 +152,8 @@ func TestFallbackRedirectOfALaterTry(t *testing.T) {
 	oa, an := openAIDep("gpt", "oa"), anthropicDep("gpt", "an")
 	oa.Weight, oa.AllowedFails, an.AllowedFails = preferred, 100, 100
 	e, _, rt, up := perTryEnv(t,
-		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{oa, an}, ContextWindowFallbacks: []string{"big"}},
-		&Group{Name: "big", Retries: 2, Deployments: []*Deployment{openAIDep("big", "big")}},
+		&routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{oa, an}, ContextWindowFallbacks: []string{"big"}},
+		&routing.Group{Name: "big", Retries: 2, Deployments: []*routing.Deployment{openAIDep("big", "big")}},
 	)
 	up.answer["oa"] = failing(503)
 	up.answer["an"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(400, contextWindowRefusal) }

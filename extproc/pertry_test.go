@@ -16,6 +16,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // tryRouter plays Envoy's router on the per-try xDS (docs/envoy.md,
@@ -44,9 +46,9 @@ type tryRouter struct {
 }
 
 // newTryRouter derives the per-try routes of groups as the xDS builder does.
-func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*Group) *tryRouter {
+func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*routing.Group) *tryRouter {
 	r := &tryRouter{t: t, e: e, up: up, lists: map[string][]string{}, retries: map[string]int{}, redirect: map[string]bool{}}
-	byName := map[string]*Group{}
+	byName := map[string]*routing.Group{}
 	for _, g := range groups {
 		byName[g.Name] = g
 	}
@@ -57,7 +59,7 @@ func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*Group) 
 		return nil
 	}
 	for _, g := range groups {
-		if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbackCount()) {
+		if !envoy.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
 			continue
 		}
 		var chain [][]string
@@ -107,7 +109,7 @@ func (r *tryRouter) upstream(req *extprocfiltertest.ForwardedRequest) *extprocfi
 		if got.Forwarded != nil {
 			h = got.Forwarded.Headers.Clone()
 		}
-		if got.LocalReply != nil || !retryable(got.Status) {
+		if got.LocalReply != nil || !routing.Retryable(got.Status) {
 			break
 		}
 	}
@@ -199,7 +201,7 @@ func internalRedirect(t *testing.T, held, resp extprocfilter.Headers) extprocfil
 }
 
 // perTryEnv is routedEnv with per-try routing and its Envoy router.
-func perTryEnv(t *testing.T, groups ...*Group) (*testEnv, *testClock, *tryRouter, *byDeployment) {
+func perTryEnv(t *testing.T, groups ...*routing.Group) (*testEnv, *testClock, *tryRouter, *byDeployment) {
 	t.Helper()
 	e, clk := routedEnvWith(t, []Option{WithPerTry()}, groups...)
 	up := newByDeployment()
@@ -213,7 +215,7 @@ func perTryEnv(t *testing.T, groups ...*Group) (*testEnv, *testClock, *tryRouter
 func TestPerTryHidesADeadDeployment(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
 	dead.AllowedFails, dead.Cooldown = 3, 30*time.Second
-	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
+	e, _, rt, up := perTryEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{dead, ok}})
 	up.answer["dead"] = failing(503)
 	for range 200 {
 		got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
@@ -244,7 +246,7 @@ func TestPerTryHidesADeadDeployment(t *testing.T) {
 func TestPerTryAdoptsTheRoutersReservation(t *testing.T) {
 	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
 	a.Weight = preferred
-	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}})
+	e, _, rt, up := perTryEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{a, b}})
 	up.answer["a"] = failing(500)
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
 	require.Equal(t, 200, got.Status, string(got.Body))
@@ -272,7 +274,7 @@ func TestPerTryAdoptsTheRoutersReservation(t *testing.T) {
 func TestPerTryRetryAfterKeepsTheDeploymentOut(t *testing.T) {
 	limited, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "ok")
 	limited.Weight = preferred
-	e, clk, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{limited, ok}})
+	e, clk, rt, up := perTryEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{limited, ok}})
 	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
 	require.Equal(t, 200, got.Status, string(got.Body))
@@ -295,9 +297,9 @@ func TestPerTryRetryAfterKeepsTheDeploymentOut(t *testing.T) {
 func TestPerTryFallsBackToAnthropic(t *testing.T) {
 	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
 	a.AllowedFails, b.AllowedFails = 100, 100 // stay in rotation: each request falls back within itself
-	groups := []*Group{
-		{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}, Fallbacks: []string{"claude"}},
-		{Name: "claude", Deployments: []*Deployment{anthropicDep("claude", "anthropic")}},
+	groups := []*routing.Group{
+		{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{a, b}, Fallbacks: []string{"claude"}},
+		{Name: "claude", Deployments: []*routing.Deployment{anthropicDep("claude", "anthropic")}},
 	}
 	e, _, rt, up := perTryEnv(t, groups...)
 	up.answer["a"], up.answer["b"] = failing(500), failing(502)
@@ -306,9 +308,9 @@ func TestPerTryFallsBackToAnthropic(t *testing.T) {
 		resp             func() *extprocfiltertest.UpstreamResponse
 	}{
 		{"/v1/chat/completions", chatBody, `"chat.completion"`, func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }},
-		{"/v1/chat/completions", `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, "chat.completion.chunk", func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 17) }},
+		{"/v1/chat/completions", `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, "chat.completion.chunk", func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 17) }},
 		{"/v1/messages", `{"model":"gpt","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, `"type":"message"`, func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }},
-		{"/v1/messages", `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, "message_stop", func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) }},
+		{"/v1/messages", `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, "message_stop", func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 9) }},
 	} {
 		up.answer["anthropic"] = tc.resp
 		rt.tries = nil
@@ -346,7 +348,7 @@ func TestPerTryFallsBackToAnthropic(t *testing.T) {
 func TestPerTryStreamRetriedOnlyBeforeItsFirstByte(t *testing.T) {
 	a, b := openAIDep("gpt", "a"), openAIDep("gpt", "b")
 	a.Weight = preferred
-	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{a, b}})
+	e, _, rt, up := perTryEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{a, b}})
 	stream := `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
 	up.answer["a"] = func() *extprocfiltertest.UpstreamResponse {
 		return &extprocfiltertest.UpstreamResponse{
@@ -354,14 +356,14 @@ func TestPerTryStreamRetriedOnlyBeforeItsFirstByte(t *testing.T) {
 			Chunks: [][]byte{[]byte("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure")},
 		}
 	}
-	up.answer["b"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 7) }
+	up.answer["b"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.OpenAIStream, 7) }
 	got := e.do(t, post("/v1/chat/completions", clientKey, stream), rt.upstream)
 	require.Equal(t, 200, got.Status)
 	require.Equal(t, "b", got.Headers.Value(hdrDeployment))
 	require.Contains(t, string(got.Body), "chat.completion.chunk")
 
 	up.answer["a"] = func() *extprocfiltertest.UpstreamResponse {
-		r := sseResponse(openAIStream[:len(openAIStream)/2], 7)
+		r := sseResponse(translatetest.OpenAIStream[:len(translatetest.OpenAIStream)/2], 7)
 		r.Reset = true
 		return r
 	}
@@ -377,8 +379,8 @@ func TestPerTryStreamRetriedOnlyBeforeItsFirstByte(t *testing.T) {
 // translated by the router-level stream as before.
 func TestPerTryOnlyForGroupsThatRetryElsewhere(t *testing.T) {
 	e, _, rt, _ := perTryEnv(t,
-		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{openAIDep("gpt", "solo")}},
-		&Group{Name: "none", Retries: 0, Deployments: []*Deployment{openAIDep("none", "n1"), openAIDep("none", "n2")}},
+		&routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{openAIDep("gpt", "solo")}},
+		&routing.Group{Name: "none", Retries: 0, Deployments: []*routing.Deployment{openAIDep("none", "n1"), openAIDep("none", "n2")}},
 	)
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), rt.upstream)
 	require.Equal(t, 200, got.Status, string(got.Body))
@@ -397,7 +399,7 @@ func TestPerTryOnlyForGroupsThatRetryElsewhere(t *testing.T) {
 func TestPerTryRetriesSkipACoolingDeployment(t *testing.T) {
 	limited, flaky, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "flaky"), openAIDep("gpt", "ok")
 	limited.Weight, flaky.Weight, flaky.AllowedFails = preferred, preferred>>20, 1000
-	e, _, rt, up := perTryEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{limited, flaky, ok}})
+	e, _, rt, up := perTryEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{limited, flaky, ok}})
 	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
 	up.answer["flaky"] = failing(500)
 	for i := range 10 {

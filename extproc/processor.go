@@ -20,6 +20,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Processor is the ext_proc server: one Process call per HTTP request. It holds
@@ -35,10 +37,10 @@ type Processor struct {
 	settleTimeout   time.Duration
 	shutdownTimeout time.Duration
 	health          *health.Server
-	responses       ResponseStore // stored responses of the Responses API (nil: none)
-	router          *Router       // deployment health and choice (routing.go)
-	retryKey        []byte        // signs retry tokens (retry.go)
-	perTry          bool          // route retrying groups per try (pertry.go)
+	responses       ResponseStore   // stored responses of the Responses API (nil: none)
+	router          *routing.Router // deployment health and choice (routing.go)
+	retryKey        []byte          // signs retry tokens (retry.go)
+	perTry          bool            // route retrying groups per try (pertry.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -62,7 +64,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		settleTimeout:   10 * time.Second,
 		shutdownTimeout: 30 * time.Second,
 		health:          health.NewServer(),
-		router:          NewRouter(),
+		router:          routing.NewRouter(),
 		retryKey:        newRetryKey(),
 	}
 	for _, o := range opts {
@@ -115,7 +117,7 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 // them. It is Process's loop without the transport: the same messages get
 // the same replies. A Session is used by one goroutine at a time.
 type Session struct {
-	s    *stream // pooled: nil once the session closed (stream_pool.go)
+	s    *stream // pooled: nil once the session closed (reply_pool.go)
 	ctx  context.Context
 	done bool
 	lent [4]*pooledReply // replies lent to the data plane (reply_pool.go)
@@ -205,15 +207,15 @@ type stream struct {
 	hadCL        bool
 	customerHdr  string
 	principal    *Principal
-	target       *Target
+	target       *translate.Target
 	rt           *route // routing state when the catalog routes by group (&rtState)
 	rtState      route
-	att          attempt       // which attempt this stream is (retry.go)
-	try          *tryState     // its part in per-try routing, nil: none (pertry.go)
-	lent         *pooledReply  // the reply being built, from the pool (reply_pool.go)
-	upRetryAfter time.Duration // a 429's retry-after
-	tr           Translator
-	in           *Inbound
+	att          routing.Attempt // which attempt this stream is (retry.go)
+	try          *tryState       // its part in per-try routing, nil: none (pertry.go)
+	lent         *pooledReply    // the reply being built, from the pool (reply_pool.go)
+	upRetryAfter time.Duration   // a 429's retry-after
+	tr           translate.Translator
+	in           *translate.Inbound
 	promptBytes  int64
 	promptText   int64 // bytes of the prompt's text (estimate.go)
 	decision     kernel.Decision
@@ -229,7 +231,7 @@ type stream struct {
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
 	// googleKey: the key came as Google's (x-goog-api-key or ?key=), from a
-	// Gemini API client (gemini_models.go).
+	// Gemini API client (gemini_api.go).
 	googleKey bool
 
 	// The request's admission and settlement, allocated with the stream
@@ -239,7 +241,7 @@ type stream struct {
 	// report is what Observer gets (filled only when there is one).
 	report Report
 	// parsed holds in when the endpoint's request is parsed by parseRequest.
-	parsed parsedRequest
+	parsed translate.ParsedRequest
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -279,17 +281,17 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			path = hv
 		case ":method":
 			method = hv
-		case hdrAuthorization:
+		case translate.HdrAuthorization:
 			bearer = bearerToken(headerValue(hv))
-		case hdrXAPIKey:
+		case translate.HdrXAPIKey:
 			xKey = headerValue(hv)
-		case hdrAPIKey:
+		case translate.HdrAPIKey:
 			apiKey = headerValue(hv)
-		case hdrGoogAPIKey:
+		case translate.HdrGoogAPIKey:
 			googKey = headerValue(hv)
 		case hdrCustomer:
 			s.customerHdr = headerValue(hv)
-		case hdrAnthropicVersion:
+		case translate.HdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
 			contentLength = hv
@@ -298,7 +300,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.report.ClientTraceparent = headerValue(hv)
 		case hdrRetry:
 			s.retryHeader(headerValue(hv))
-		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient, hdrAnthropicBeta:
+		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient, translate.HdrAnthropicBeta:
 			s.tryHeader(hv.GetKey(), headerValue(hv))
 		}
 	}
@@ -318,8 +320,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	s.path, s.method = headerValueAs(path, epPath), headerValueAs(method, epMethod)
 	if ep == nil || ep.Method != "" && ep.Method != s.method {
 		pathOnly, _, _ := strings.Cut(s.path, "?")
-		return s.reject(&apiError{
-			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeUnknownURL,
+		return s.reject(&translate.APIError{
+			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeUnknownURL,
 			Message: fmt.Sprintf("Invalid URL (%s %s)", s.method, pathOnly),
 		})
 	}
@@ -339,16 +341,16 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	}
 	s.googleKey = secret != "" && secret != bearer && secret != xKey && secret != apiKey
 	if secret == "" && !s.signedTry() {
-		return s.reject(&apiError{
-			Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+		return s.reject(&translate.APIError{
+			Status: http.StatusUnauthorized, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
 			Message: "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY' or 'x-api-key: YOUR_KEY'.",
 		})
 	}
 	pr, err := s.authenticate(ctx, secret)
 	if err != nil || pr == nil {
 		if err == nil || errors.Is(err, ErrUnauthorized) {
-			return s.reject(&apiError{
-				Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+			return s.reject(&translate.APIError{
+				Status: http.StatusUnauthorized, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
 				Message: "Invalid API key: it is unknown, expired or revoked.",
 			})
 		}
@@ -361,7 +363,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		return s.immediate(r.Status, r.Body, nil)
 	}
 	if h.GetEndOfStream() {
-		return s.reject(errInvalidRequest("The request has no body: send a JSON object.", ""))
+		return s.reject(translate.ErrInvalidRequest("The request has no body: send a JSON object.", ""))
 	}
 	if n, err := headerInt(contentLength); err == nil && n > int64(s.p.maxBody) {
 		return s.reject(errTooLarge(s.p.maxBody))
@@ -376,8 +378,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if s.ep == nil || s.principal == nil || s.admitted {
 		// request_header_mode SKIP, or a second body: the filter is misconfigured.
 		// Fail closed: without the headers there is no key and no route.
-		return s.reject(&apiError{
-			Status: http.StatusInternalServerError, Type: typeServer, Code: "gateway_misconfigured",
+		return s.reject(&translate.APIError{
+			Status: http.StatusInternalServerError, Type: translate.TypeServer, Code: "gateway_misconfigured",
 			Message: "The gateway received a request body without its headers.",
 		})
 	}
@@ -387,14 +389,14 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	in, err := s.ep.parse(s.path, body, &s.parsed)
 	if err != nil {
-		return s.reject(bodyError(err))
+		return s.reject(translate.BodyError(err))
 	}
-	choices, err := in.choices()
+	choices, err := in.Choices()
 	if err != nil {
-		return s.reject(bodyError(err))
+		return s.reject(translate.BodyError(err))
 	}
 	if in.Model == "" {
-		return s.reject(errInvalidRequest("You must provide a model parameter.", "model"))
+		return s.reject(translate.ErrInvalidRequest("You must provide a model parameter.", "model"))
 	}
 	s.in = in
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
@@ -408,10 +410,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
 	}
 	s.target = target
-	tr := newTranslator(s.ep.API, target.Provider)
+	tr := translate.NewTranslator(s.ep.API, target.Provider)
 	if tr == nil {
-		return s.reject(&apiError{
-			Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unsupported_endpoint",
+		return s.reject(&translate.APIError{
+			Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "unsupported_endpoint",
 			Message: fmt.Sprintf("The model `%s` does not support %s.", in.Model, s.ep.Path), Param: "model",
 		})
 	}
@@ -441,7 +443,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
 	} else {
-		reserveChoices(areq, choices) // n × the output bound (choices.go)
+		reserveChoices(areq, choices) // n × the output bound (estimate.go)
 	}
 	s.mark(&s.report.AdmitStart)
 	d, err := s.admit(ctx, areq)
@@ -469,18 +471,18 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	out, err := s.tr.Request(in, s.target)
 	if err != nil {
 		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
-		return s.reject(errInvalidRequest(err.Error(), ""))
+		return s.reject(translate.ErrInvalidRequest(err.Error(), ""))
 	}
 	if out.Reply != nil { // answered by the gateway itself: free
 		s.settle(ctx, kernel.StatusCompleted, http.StatusOK, kernel.Usage{}, true)
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
-	if target.Signer != nil { // signer.go: after the body is final
+	if target.Signer != nil { // upstream_auth.go: after the body is final
 		if err := s.signOutbound(ctx, out); err != nil {
 			s.p.log.Warn("signing the upstream request failed", "request_id", s.id, "deployment", target.Deployment, "err", err)
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)
-			return s.reject(&apiError{
-				Status: http.StatusBadGateway, Type: typeServer, Code: "upstream_auth_error",
+			return s.reject(&translate.APIError{
+				Status: http.StatusBadGateway, Type: translate.TypeServer, Code: "upstream_auth_error",
 				Message: "The gateway could not sign the request for this deployment.",
 			})
 		}
@@ -511,10 +513,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		} else {
 			x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), hdrContentLength)
 		}
-	} else if s.att.n > 1 && s.hadCL {
+	} else if s.att.N > 1 && s.hadCL {
 		l = l.addInt(hdrContentLength, s.promptBytes) // a fallback redirect's holds the try's (fallback.go)
 	}
-	if s.isTry() || s.att.n > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
+	if s.isTry() || s.att.N > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
 		l, x.hm.RemoveHeaders = s.tryRequestHeaders(l, out, x.hm.RemoveHeaders)
 	}
 	x.setHeaders(l)
@@ -574,11 +576,11 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l = l.add(hdrRequestID, s.id)
 	l = l.add(hdrDeployment, s.target.Deployment)
 	if s.rt != nil {
-		l = l.addInt(hdrAttempts, int64(s.att.number()))
+		l = l.addInt(hdrAttempts, int64(s.att.Number()))
 	}
 	l = l.addRateLimits(s.decision.RateLimit)
-	if rh, ok := s.tr.(replyHeaderer); ok {
-		l = l.addAll(rh.replyHeaders())
+	if rh, ok := s.tr.(translate.ReplyHeaderer); ok {
+		l = l.addAll(rh.ReplyHeaders())
 	}
 	x.hm.RemoveHeaders = s.redirectRemoved()
 	ok := s.status >= 200 && s.status < 300
@@ -586,8 +588,8 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		s.sse = true
 		x.hm.RemoveHeaders = contentLengthHeader
 		pr.ModeOverride = modeStreamed
-		if ct, ok := s.tr.(streamContentTyper); ok && ct.streamContentType() != "" {
-			l = l.add(hdrContentType, ct.streamContentType())
+		if ct, ok := s.tr.(translate.StreamContentTyper); ok && ct.StreamContentType() != "" {
+			l = l.add(hdrContentType, ct.StreamContentType())
 		}
 	} else if h.GetEndOfStream() { // no body follows (204, HEAD-like): settle now
 		st := kernel.StatusCompleted
@@ -635,7 +637,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			s.streamError(err)
 		}
 		pr := replyContinueResponseBody
-		if !sameBytes(out, body) {
+		if !translate.SameBytes(out, body) {
 			pr = s.newChunkReply(out)
 		}
 		if b.GetEndOfStream() {
@@ -673,9 +675,9 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			if out == nil {
 				out = body
 			}
-			u = kernel.Usage{Output: estimateTokens(textBytes(body))}
+			u = kernel.Usage{Output: translate.EstimateTokens(translate.TextBytes(body))}
 		}
-		if !sameBytes(out, body) {
+		if !translate.SameBytes(out, body) {
 			x.c.BodyMutation = x.mutation(out)
 			l = l.addInt(hdrContentLength, int64(len(out)))
 		}
@@ -686,11 +688,6 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 	}
 	x.setHeaders(l)
 	return pr
-}
-
-// sameBytes reports whether a is b itself (a translator passing its input).
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResponse {
@@ -791,7 +788,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 // --- rejections -------------------------------------------------------------
 
 // reject answers with an error in the endpoint's shape.
-func (s *stream) reject(e *apiError) *extprocv3.ProcessingResponse {
+func (s *stream) reject(e *translate.APIError) *extprocv3.ProcessingResponse {
 	if s.p.debug {
 		s.p.log.Debug("rejected", "request_id", s.id, "status", e.Status, "code", e.Code)
 	}
@@ -815,7 +812,7 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	l = l.add(hdrContentType, "application/json")
 	l = l.add(hdrRequestID, s.id)
 	if s.isTry() { // the router-level stream knows a try answered
-		l = l.addInt(hdrAttempts, int64(s.att.number()))
+		l = l.addInt(hdrAttempts, int64(s.att.Number()))
 	}
 	l = l.addAll(headers)
 	x.hm.SetHeaders = l.options()
@@ -827,57 +824,40 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	return &x.pr
 }
 
-func errUnavailable() *apiError {
-	return &apiError{
-		Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+func errUnavailable() *translate.APIError {
+	return &translate.APIError{
+		Status: http.StatusServiceUnavailable, Type: translate.TypeServer, Code: translate.CodeUnavailable,
 		Message: "The gateway cannot check limits and budgets right now; retry shortly.",
 		Headers: retryAfterHeaders(time.Second), // counters or configuration briefly out of reach
 	}
 }
 
-func errTooLarge(limit int) *apiError {
-	return &apiError{
-		Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge,
+func errTooLarge(limit int) *translate.APIError {
+	return &translate.APIError{
+		Status: http.StatusRequestEntityTooLarge, Type: translate.TypeInvalidRequest, Code: translate.CodeTooLarge,
 		Message: fmt.Sprintf("The request body is larger than the gateway's limit of %d bytes.", limit),
 	}
 }
 
-// bodyError maps a parse error of the request body to a 400.
-func bodyError(err error) *apiError {
-	var se *SyntaxError
-	var fe *fieldError
-	switch {
-	case errors.As(err, &se):
-		return &apiError{
-			Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: codeInvalidJSON,
-			Message: "We could not parse the JSON body of your request: " + se.Error() + ".",
-		}
-	case errors.As(err, &fe):
-		return errInvalidRequest("Invalid '"+fe.Field+"': "+fe.Msg+".", fe.Field)
-	default:
-		return errInvalidRequest("Invalid request body.", "")
-	}
-}
-
 // resolveError maps a Catalog.Resolve error.
-func resolveError(id string, log *slog.Logger, model string, err error) *apiError {
+func resolveError(id string, log *slog.Logger, model string, err error) *translate.APIError {
 	switch {
 	case errors.Is(err, ErrModelNotAllowed):
-		return &apiError{
-			Status: http.StatusForbidden, Type: typeInvalidRequest, Code: codeModelNotAllowed, Param: "model",
+		return &translate.APIError{
+			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotAllowed, Param: "model",
 			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
 		}
 	case asUnavailable(err) != nil:
 		return unavailableReply(model, nil, asUnavailable(err).retryAfter)
 	case err == nil || errors.Is(err, ErrModelNotFound):
-		return &apiError{
-			Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",
+		return &translate.APIError{
+			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",
 			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
 		}
 	default:
 		log.Warn("resolve failed", "request_id", id, "err", err)
-		return &apiError{
-			Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeUnavailable,
+		return &translate.APIError{
+			Status: http.StatusServiceUnavailable, Type: translate.TypeServer, Code: translate.CodeUnavailable,
 			Message: fmt.Sprintf("No deployment of the model `%s` is available right now.", model),
 		}
 	}
@@ -887,22 +867,22 @@ func resolveError(id string, log *slog.Logger, model string, err error) *apiErro
 // code "budget_exceeded", as LiteLLM returns them (clients and SDKs do not
 // retry a 400, and waiting does not refill a budget); rate limits are 429 with
 // retry-after and x-ratelimit-* headers.
-func decisionError(d kernel.Decision, model string) *apiError {
+func decisionError(d kernel.Decision, model string) *translate.APIError {
 	scope := scopeName(d.Scope)
 	switch d.Reason {
 	case kernel.ReasonKeyExpired:
-		return &apiError{
-			Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
+		return &translate.APIError{
+			Status: http.StatusUnauthorized, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
 			Message: "Invalid API key: it has expired.",
 		}
 	case kernel.ReasonModelNotAllowed:
-		return &apiError{
-			Status: http.StatusForbidden, Type: typeInvalidRequest, Code: codeModelNotAllowed, Param: "model",
+		return &translate.APIError{
+			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotAllowed, Param: "model",
 			Message: fmt.Sprintf("The %s is not allowed to use the model `%s`.", scope, model),
 		}
 	case kernel.ReasonBudgetExceeded:
-		return &apiError{
-			Status: http.StatusBadRequest, Type: typeBudgetExceeded, Code: codeBudgetExceeded,
+		return &translate.APIError{
+			Status: http.StatusBadRequest, Type: translate.TypeBudgetExceeded, Code: translate.CodeBudgetExceeded,
 			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
 		}
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
@@ -913,15 +893,15 @@ func decisionError(d kernel.Decision, model string) *apiError {
 		case kernel.ReasonParallelLimit:
 			what = "parallel requests"
 		}
-		e := &apiError{
-			Status: http.StatusTooManyRequests, Type: typ, Code: codeRateLimit,
+		e := &translate.APIError{
+			Status: http.StatusTooManyRequests, Type: typ, Code: translate.CodeRateLimit,
 			Message: fmt.Sprintf("Rate limit reached for the %s: %s.", scope, what),
 		}
 		e.Headers = append(retryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
 		return e
 	default: // ReasonDuplicate or unknown: a gateway fault, not the client's
-		return &apiError{
-			Status: http.StatusInternalServerError, Type: typeServer, Code: "admission_error",
+		return &translate.APIError{
+			Status: http.StatusInternalServerError, Type: translate.TypeServer, Code: "admission_error",
 			Message: "The gateway could not admit the request.",
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 func without(h extprocfilter.Headers, key string) extprocfilter.Headers {
@@ -327,7 +328,7 @@ func TestResponseWithoutUsage(t *testing.T) {
 	recs := e.acct.Records()
 	require.Len(t, recs, 1)
 	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
-	require.Equal(t, kernel.Usage{Input: estimateTokens(int64(len("Say hello"))), Output: 4}, recs[0].Usage)
+	require.Equal(t, kernel.Usage{Input: translate.EstimateTokens(int64(len("Say hello"))), Output: 4}, recs[0].Usage)
 	require.NotEqual(t, formatUSD(0), resp.Headers.Value(hdrCost))
 }
 
@@ -423,7 +424,7 @@ func TestResolveUnavailable(t *testing.T) {
 
 type failingResolve struct{ *fakeCatalog }
 
-func (f *failingResolve) Resolve(context.Context, *Principal, string) (*Target, error) {
+func (f *failingResolve) Resolve(context.Context, *Principal, string) (*translate.Target, error) {
 	return nil, errors.New("all deployments cooling down")
 }
 

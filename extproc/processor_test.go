@@ -15,6 +15,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 const chatResponse = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-2024-08-06",` +
@@ -76,10 +78,6 @@ func TestChatNonStream(t *testing.T) {
 	require.Contains(t, logs, `"msg":"settled"`)
 }
 
-// openAIStreamBody is a streamed chat completion with include_usage.
-const streamUsageEvent = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[],` +
-	`"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}`
-
 func streamBody(withUsage bool) string {
 	var b strings.Builder
 	b.WriteString(": keep-alive\r\n\r\n")
@@ -87,7 +85,7 @@ func streamBody(withUsage bool) string {
 		b.WriteString(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":` + strconv.Quote(word) + `},"finish_reason":null}],"usage":null}` + "\n\n")
 	}
 	if withUsage {
-		b.WriteString("data: " + streamUsageEvent + "\n\n")
+		b.WriteString("data: " + translatetest.StreamUsageEvent + "\n\n")
 	}
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
@@ -95,7 +93,7 @@ func streamBody(withUsage bool) string {
 
 func TestChatStream(t *testing.T) {
 	body := streamBody(true)
-	usageEvent := "data: " + streamUsageEvent + "\n\n"
+	usageEvent := "data: " + translatetest.StreamUsageEvent + "\n\n"
 	for _, asked := range []bool{false, true} {
 		for _, size := range []int{3, 17, 64, 4096} {
 			t.Run(fmt.Sprintf("include_usage=%v/chunks of %d", asked, size), func(t *testing.T) {
@@ -155,8 +153,8 @@ func TestChatStreamWithoutUsage(t *testing.T) {
 	recs := e.acct.Records()
 	require.Len(t, recs, 1)
 	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
-	require.Equal(t, estimateTokens(int64(len(req))), recs[0].Usage.Input)
-	require.Equal(t, estimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output)
+	require.Equal(t, translate.EstimateTokens(int64(len(req))), recs[0].Usage.Input)
+	require.Equal(t, translate.EstimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output)
 }
 
 func TestStreamAbortedByUpstreamReset(t *testing.T) {
@@ -166,8 +164,8 @@ func TestStreamAbortedByUpstreamReset(t *testing.T) {
 	require.True(t, resp.Reset)
 	recs := e.acct.waitRecords(t, 1)
 	require.Equal(t, kernel.StatusAborted, recs[0].Status)
-	require.Equal(t, estimateTokens(int64(len("tell me a story"))), recs[0].Usage.Input, "input charged at minimum, from the prompt's text")
-	require.Equal(t, estimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output, "output estimated from the text")
+	require.Equal(t, translate.EstimateTokens(int64(len("tell me a story"))), recs[0].Usage.Input, "input charged at minimum, from the prompt's text")
+	require.Equal(t, translate.EstimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output, "output estimated from the text")
 	require.Positive(t, kernel.Cost(testPrice, recs[0].Usage), "never $0")
 }
 
@@ -188,7 +186,7 @@ func TestStreamAbortedByClientAfterUsage(t *testing.T) {
 	r, err = s.ResponseHeaders(extprocfilter.Headers{{Key: ":status", Value: "200"}, {Key: "content-type", Value: "text/event-stream"}}, false)
 	require.NoError(t, err)
 	require.Nil(t, r.LocalReply)
-	r, err = s.ResponseBody([]byte("data: "+streamUsageEvent+"\n\n"), false)
+	r, err = s.ResponseBody([]byte("data: "+translatetest.StreamUsageEvent+"\n\n"), false)
 	require.NoError(t, err)
 	require.Nil(t, r.LocalReply)
 	s.Close()
@@ -211,7 +209,7 @@ func TestAbortBeforeResponse(t *testing.T) {
 	s.Close()
 	recs := e.acct.waitRecords(t, 1)
 	require.Equal(t, kernel.StatusAborted, recs[0].Status)
-	require.Equal(t, estimateTokens(int64(len("Say hello"))), recs[0].Usage.Input, "from the prompt's text, not the body")
+	require.Equal(t, translate.EstimateTokens(int64(len("Say hello"))), recs[0].Usage.Input, "from the prompt's text, not the body")
 	require.Zero(t, recs[0].Usage.Output)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // A pooled reply stays the data plane's until it gives it back: other
@@ -129,7 +130,7 @@ func TestReplyPoolConcurrent(t *testing.T) {
 				if model == "azure-gpt" {
 					assert.Equal(t, key, fw.Headers.Value("api-key"))
 				} else {
-					assert.Equal(t, key, fw.Headers.Value(hdrAuthorization))
+					assert.Equal(t, key, fw.Headers.Value(translate.HdrAuthorization))
 				}
 				assert.Equal(t, deployment, resp.Headers.Value(hdrDeployment))
 				got <- sent{resp.Headers.Value(hdrRequestID), model}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // memResponses is an in-memory ResponseStore.
@@ -129,8 +130,8 @@ func TestStoredResponses(t *testing.T) {
 // error; on a native upstream the clamp rewrites max_output_tokens.
 func TestResponsesAdmission(t *testing.T) {
 	e := newTestEnv(t)
-	e.cat.targets["native"] = &Target{
-		Model: "native", Deployment: "openai-native", Provider: ProviderOpenAI, BasePath: "/v1",
+	e.cat.targets["native"] = &translate.Target{
+		Model: "native", Deployment: "openai-native", Provider: translate.ProviderOpenAI, BasePath: "/v1",
 		APIKey: openAIKey, ProviderModel: "gpt-5", Price: testPrice, NativeResponses: true,
 	}
 	body := `{"id":"resp_u","object":"response","status":"completed","output":[],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}}`

@@ -1,21 +1,18 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // Retrying a failed attempt on another deployment (docs/envoy.md, "Retries").
@@ -55,36 +52,6 @@ const (
 	hdrAttempts   = "x-tollgate-attempts"
 )
 
-const (
-	// retryBackoffBase is the first retry's backoff; each next one doubles.
-	retryBackoffBase = 25 * time.Millisecond
-	// maxRetryWait caps the wait before a retry, a provider's retry-after
-	// included: the next attempt goes to another deployment, and a client
-	// is not held for the failed one's quota.
-	maxRetryWait = time.Second
-	// maxAttempts bounds a token's attempt count whatever it claims.
-	maxAttempts = 11
-)
-
-// attempt is where a request is in its attempts: zero for a first attempt
-// without a token.
-type attempt struct {
-	n     int      // this attempt's number (0: the first, not retried yet)
-	max   int      // attempts allowed in all
-	group string   // group to route in ("": the model the client asked for)
-	avoid []string // deployments already tried
-	orig  string   // the first attempt's request id
-	// The failed attempt this one retries: its group, HTTP status and why
-	// it was retried (a fallback reason when group differs from it).
-	failedGroup  string
-	failedStatus int
-	why          string
-}
-
-func (a *attempt) number() int { return max(a.n, 1) }
-
-func (a *attempt) avoids(id string) bool { return slices.Contains(a.avoid, id) }
-
 // retryKey signs this processor's retry tokens, so a client cannot make one
 // up. A gateway gives its replicas one shared key (WithTokenKey, from the
 // store); a processor without one signs with this random key, and a token
@@ -102,24 +69,24 @@ func (p *Processor) signToken(payload string) string {
 }
 
 // parseRetry reads a retry token; the zero attempt when it is not valid.
-func (p *Processor) parseRetry(v string) attempt {
+func (p *Processor) parseRetry(v string) routing.Attempt {
 	payload, sig, ok := strings.Cut(v, "&s=")
 	if !ok || !hmac.Equal([]byte(p.signToken(payload)), []byte(v)) || sig == "" {
-		return attempt{}
+		return routing.Attempt{}
 	}
 	q, err := url.ParseQuery(payload)
 	if err != nil {
-		return attempt{}
+		return routing.Attempt{}
 	}
 	n, _ := strconv.Atoi(q.Get("a"))
 	m, _ := strconv.Atoi(q.Get("m"))
-	if n < 2 || n > m || m > maxAttempts || q.Get("r") == "" {
-		return attempt{}
+	if n < 2 || n > m || m > routing.MaxAttempts || q.Get("r") == "" {
+		return routing.Attempt{}
 	}
 	fs, _ := strconv.Atoi(q.Get("fs"))
-	a := attempt{n: n, max: m, group: q.Get("g"), orig: q.Get("r"), failedGroup: q.Get("fg"), failedStatus: fs, why: q.Get("w")}
+	a := routing.Attempt{N: n, Max: m, Group: q.Get("g"), Orig: q.Get("r"), FailedGroup: q.Get("fg"), FailedStatus: fs, Why: q.Get("w")}
 	if x := q.Get("x"); x != "" {
-		a.avoid = strings.Split(x, ",")
+		a.Avoid = strings.Split(x, ",")
 	}
 	return a
 }
@@ -127,89 +94,28 @@ func (p *Processor) parseRetry(v string) attempt {
 // retryHeader reads the request's retry token (request headers).
 func (s *stream) retryHeader(v string) {
 	s.att = s.p.parseRetry(v)
-	if s.att.n > 1 {
+	if s.att.N > 1 {
 		// The first attempt's id, the attempt number, and this stream's own
 		// id's last part: unique even when a token is replayed (the ledger
 		// keeps one row per id).
-		s.id = s.att.orig + "-" + strconv.Itoa(s.att.n) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
-		s.report.Attempts = s.att.n - 1 // traceHeader counts this one
+		s.id = s.att.Orig + "-" + strconv.Itoa(s.att.N) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+		s.report.Attempts = s.att.N - 1 // traceHeader counts this one
 	}
 }
 
 // withoutTried drops the deployments already tried from cands (a new slice:
 // cands may be the group's own).
-func (s *stream) withoutTried(cands []*Deployment) []*Deployment {
-	if len(s.att.avoid) == 0 || len(cands) == 0 {
+func (s *stream) withoutTried(cands []*routing.Deployment) []*routing.Deployment {
+	if len(s.att.Avoid) == 0 || len(cands) == 0 {
 		return cands
 	}
-	out := make([]*Deployment, 0, len(cands))
+	out := make([]*routing.Deployment, 0, len(cands))
 	for _, d := range cands {
-		if !s.att.avoids(d.Target.Deployment) {
+		if !s.att.Avoids(d.Target.Deployment) {
 			out = append(out, d)
 		}
 	}
 	return out
-}
-
-// failure kinds an attempt can end with.
-type failureKind uint8
-
-const (
-	failNotRetried    failureKind = iota
-	failRetryable                 // another deployment of the group, then the fallbacks
-	failContextWindow             // the group's context_window_fallbacks
-	failContentPolicy             // the group's content_policy_fallbacks
-)
-
-// Markers of the two refusals routed to their own fallbacks, as providers
-// word them (OpenAI codes, Anthropic, Gemini and Bedrock messages); matched
-// on the lower-cased error body.
-var (
-	contextWindowMarkers = []string{
-		"context_length_exceeded", "prompt is too long", "maximum context length",
-		"context window", "input is too long", "too many input tokens", "exceeds the maximum number of tokens",
-	}
-	contentPolicyMarkers = []string{
-		"content_policy_violation", "content_filter", "content filtering policy", "responsibleaipolicyviolation",
-	}
-)
-
-// reason is the fallback reason a retry of this kind gives when it moves to
-// another group (Report.FallbackReason).
-func (k failureKind) reason() string {
-	switch k {
-	case failContextWindow:
-		return FallbackContextWindow
-	case failContentPolicy:
-		return FallbackContentPolicy
-	default:
-		return FallbackFailed
-	}
-}
-
-// classify says how an attempt that answered status with body failed.
-func classify(status int, body []byte) failureKind {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusUnauthorized:
-		return failRetryable
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusForbidden:
-		lb := bytes.ToLower(body)
-		for _, m := range contextWindowMarkers {
-			if bytes.Contains(lb, []byte(m)) {
-				return failContextWindow
-			}
-		}
-		for _, m := range contentPolicyMarkers {
-			if bytes.Contains(lb, []byte(m)) {
-				return failContentPolicy
-			}
-		}
-		if status == http.StatusForbidden {
-			return failRetryable // the provider refused the gateway's credential (upstream_auth.go)
-		}
-	}
-	return failNotRetried
 }
 
 // retryAfterFailure decides whether the failed attempt (its status and
@@ -219,8 +125,8 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	if s.rt == nil || s.rt.last == nil || s.isRouterTry() {
 		return nil
 	}
-	kind := classify(status, body)
-	if kind == failNotRetried || s.isTry() && (kind == failRetryable || !s.redirectsFallbacks()) {
+	kind := routing.Classify(status, body)
+	if kind == routing.FailNotRetried || s.isTry() && (kind == routing.FailRetryable || !s.redirectsFallbacks()) {
 		// Per-try routing: the data plane's retry policy retries these;
 		// the context-window and content-policy fallbacks, which a retry
 		// policy cannot tell from the client's own 400s, are the try's
@@ -234,30 +140,30 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 		// built-in one. Its request is a plain group's or a token attempt's.
 		return nil
 	}
-	n, limit := s.att.number(), s.att.max
+	n, limit := s.att.Number(), s.att.Max
 	if limit == 0 {
 		limit = 1 + s.rt.groups[0].Retries
 	}
-	if n >= min(limit, maxAttempts) {
+	if n >= min(limit, routing.MaxAttempts) {
 		return nil
 	}
 	dep := s.rt.last
 	cur := s.rt.groups[len(s.rt.groups)-1]
-	tried := append(slices.Clip(s.att.avoid), dep.Target.Deployment)
+	tried := append(slices.Clip(s.att.Avoid), dep.Target.Deployment)
 	var group string
 	switch kind {
-	case failRetryable:
-		if slices.ContainsFunc(s.rt.cands, func(d *Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
+	case routing.FailRetryable:
+		if slices.ContainsFunc(s.rt.cands, func(d *routing.Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
 			group = cur.Name
 		} else if group = s.availableGroup(ctx, cur.Fallbacks, tried); group == "" {
 			return nil
 		}
-	case failContextWindow, failContentPolicy:
+	case routing.FailContextWindow, routing.FailContentPolicy:
 		if group = s.availableGroup(ctx, s.fallbacksFor(cur, kind), tried); group == "" {
 			return nil
 		}
 	}
-	orig := s.att.orig
+	orig := s.att.Orig
 	if orig == "" {
 		orig = s.id
 		if s.isTry() && s.try.res != nil {
@@ -272,11 +178,11 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	q.Set("r", orig)
 	q.Set("fg", cur.Name)
 	q.Set("fs", strconv.Itoa(status))
-	q.Set("w", kind.reason())
+	q.Set("w", kind.Reason())
 	if s.isTry() {
 		return s.fallbackRedirect(s.p.signToken(q.Encode()))
 	}
-	delay := retryDelay(n, s.upRetryAfter)
+	delay := routing.RetryDelay(n, s.upRetryAfter)
 	return [][2]string{
 		{hdrRetry, s.p.signToken(q.Encode())},
 		{hdrRetryDelay, strconv.FormatInt(delay.Milliseconds(), 10)},
@@ -285,9 +191,9 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 
 // fallbacksFor is the context-window or content-policy fallback list of the
 // current group, else of the group the client asked for.
-func (s *stream) fallbacksFor(cur *Group, kind failureKind) []string {
-	pick := func(g *Group) []string {
-		if kind == failContextWindow {
+func (s *stream) fallbacksFor(cur *routing.Group, kind routing.FailureKind) []string {
+	pick := func(g *routing.Group) []string {
+		if kind == routing.FailContextWindow {
 			return g.ContextWindowFallbacks
 		}
 		return g.ContentPolicyFallbacks
@@ -311,20 +217,11 @@ func (s *stream) availableGroup(ctx context.Context, names, tried []string) stri
 		if err != nil || g == nil {
 			continue
 		}
-		for _, d := range s.p.router.order(g, now) {
+		for _, d := range s.p.router.Order(g, now) {
 			if !slices.Contains(tried, d.Target.Deployment) {
 				return name
 			}
 		}
 	}
 	return ""
-}
-
-// retryDelay is the wait before attempt n+1: exponential backoff from
-// retryBackoffBase with equal jitter, at least the provider's retry-after,
-// at most maxRetryWait.
-func retryDelay(n int, retryAfter time.Duration) time.Duration {
-	d := retryBackoffBase << min(n-1, 8)
-	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), maxRetryWait)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // doRetrying plays a data plane that retries as the processor says
@@ -21,7 +23,7 @@ func (e *testEnv) doRetrying(t *testing.T, req *extprocfiltertest.Request, up ex
 	t.Helper()
 	var delays []string
 	orig := req.Headers
-	for range maxAttempts {
+	for range routing.MaxAttempts {
 		got := e.do(t, req, up)
 		tok := got.Headers.Value(hdrRetry)
 		if tok == "" || got.LocalReply != nil {
@@ -43,7 +45,7 @@ func (e *testEnv) doRetrying(t *testing.T, req *extprocfiltertest.Request, up ex
 func TestRetryMovesToAnotherDeployment(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
 	dead.Weight = preferred
-	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
+	e, _ := routedEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = failing(500)
 	got, delays := e.doRetrying(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
@@ -70,7 +72,7 @@ func TestRetryMovesToAnotherDeployment(t *testing.T) {
 func TestDeadAndHealthyNoClientErrors(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
 	dead.AllowedFails, dead.Cooldown = 3, 30*time.Second
-	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
+	e, _ := routedEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = failing(503)
 	for range 200 {
@@ -87,8 +89,8 @@ func TestRetriesAreBounded(t *testing.T) {
 	a, b, c := openAIDep("gpt", "a"), openAIDep("gpt", "b"), openAIDep("gpt", "c")
 	zero := openAIDep("solo", "z1")
 	e, _ := routedEnv(t,
-		&Group{Name: "gpt", Retries: 1, Deployments: []*Deployment{a, b, c}},
-		&Group{Name: "solo", Retries: 0, Deployments: []*Deployment{zero, openAIDep("solo", "z2")}},
+		&routing.Group{Name: "gpt", Retries: 1, Deployments: []*routing.Deployment{a, b, c}},
+		&routing.Group{Name: "solo", Retries: 0, Deployments: []*routing.Deployment{zero, openAIDep("solo", "z2")}},
 	)
 	up := newByDeployment()
 	for _, d := range []string{"a", "b", "c", "z1", "z2"} {
@@ -108,11 +110,11 @@ func TestRetriesAreBounded(t *testing.T) {
 // TestRetryAfterIsHonouredAndCapped: a 429's retry-after sets the wait
 // before the retry, up to maxRetryWait; the backoff grows with jitter.
 func TestRetryAfterIsHonouredAndCapped(t *testing.T) {
-	require.Equal(t, 300*time.Millisecond, retryDelay(1, 300*time.Millisecond))
-	require.Equal(t, maxRetryWait, retryDelay(1, time.Hour))
+	require.Equal(t, 300*time.Millisecond, routing.RetryDelay(1, 300*time.Millisecond))
+	require.Equal(t, routing.MaxRetryWait, routing.RetryDelay(1, time.Hour))
 	for n := 1; n <= 4; n++ {
-		d := retryDelay(n, 0)
-		base := retryBackoffBase << (n - 1)
+		d := routing.RetryDelay(n, 0)
+		base := routing.RetryBackoffBase << (n - 1)
 		require.GreaterOrEqual(t, d, base/2)
 		require.LessOrEqual(t, d, base)
 	}
@@ -124,7 +126,7 @@ func TestRetryAfterIsHonouredAndCapped(t *testing.T) {
 func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
 	dead.Weight = preferred
-	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{dead, ok}})
+	e, _ := routedEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = func() *extprocfiltertest.UpstreamResponse {
 		return &extprocfiltertest.UpstreamResponse{
@@ -132,7 +134,7 @@ func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 			Chunks: [][]byte{[]byte("upstream connect error or disconnect/reset before headers. reset reason: remote connection failure")},
 		}
 	}
-	up.answer["ok"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(openAIStream, 7) }
+	up.answer["ok"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.OpenAIStream, 7) }
 	got, _ := e.doRetrying(t, post("/v1/chat/completions", clientKey, `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`), up.upstream)
 	require.Equal(t, 200, got.Status)
 	require.Equal(t, "ok", got.Headers.Value(hdrDeployment))
@@ -147,9 +149,9 @@ func TestStreamRetriedBeforeFirstByte(t *testing.T) {
 func TestContextWindowAndContentPolicyFallbacks(t *testing.T) {
 	small := openAIDep("gpt", "small")
 	e, _ := routedEnv(t,
-		&Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{small}, ContextWindowFallbacks: []string{"big"}, ContentPolicyFallbacks: []string{"claude"}},
-		&Group{Name: "big", Deployments: []*Deployment{openAIDep("big", "big")}},
-		&Group{Name: "claude", Deployments: []*Deployment{anthropicDep("claude", "anthropic")}},
+		&routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{small}, ContextWindowFallbacks: []string{"big"}, ContentPolicyFallbacks: []string{"claude"}},
+		&routing.Group{Name: "big", Deployments: []*routing.Deployment{openAIDep("big", "big")}},
+		&routing.Group{Name: "claude", Deployments: []*routing.Deployment{anthropicDep("claude", "anthropic")}},
 	)
 	up := newByDeployment()
 	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
@@ -181,9 +183,9 @@ func TestStrictBudgetRefusesAnExpensiveFallback(t *testing.T) {
 			cheap := openAIDep("gpt", "cheap")
 			dear := openAIDep("dear", "dear")
 			dear.Target.Price = kernel.Price{Input: 100 * kernel.Dollar, Output: 100 * kernel.Dollar}
-			groups := []*Group{
-				{Name: "gpt", Retries: 2, Deployments: []*Deployment{cheap}, Fallbacks: []string{"dear"}},
-				{Name: "dear", Deployments: []*Deployment{dear}},
+			groups := []*routing.Group{
+				{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{cheap}, Fallbacks: []string{"dear"}},
+				{Name: "dear", Deployments: []*routing.Deployment{dear}},
 			}
 			var e *testEnv
 			var rt *tryRouter
@@ -222,7 +224,7 @@ func TestStrictBudgetRefusesAnExpensiveFallback(t *testing.T) {
 // TestForgedRetryTokenIsIgnored: a token not signed by this processor is a
 // first attempt (a client cannot pick its attempt number or request id).
 func TestForgedRetryTokenIsIgnored(t *testing.T) {
-	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
+	e, _ := routedEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
 	up := newByDeployment()
 	q := url.Values{"a": {"3"}, "m": {"3"}, "g": {"gpt"}, "x": {"a,b"}, "r": {"victim"}}
 	forged := q.Encode() + "&s=00112233445566778899aabbccddeeff"

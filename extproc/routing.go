@@ -1,16 +1,16 @@
 package extproc
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Routing: the choice of a deployment among a model group's, shared by both
@@ -21,84 +21,18 @@ import (
 // provider's quota, counted like every other limit, across replicas when
 // the counters are shared) and moves to the next deployment when that scope
 // is full. A group with no deployment left hands over to its fallback groups,
-// in order. Responses feed the Router (health.go): failures cool a
+// in order. Responses feed the Router (routing/health.go): failures cool a
 // deployment down, times to first byte feed the latency strategy.
-
-// Strategy is how a group balances among its available deployments.
-type Strategy uint8
-
-// Strategies (the names of store.RoutingStrategies).
-const (
-	StrategyWeighted  Strategy = iota // random in proportion to the weights
-	StrategyLeastBusy                 // fewest requests in flight on this replica
-	StrategyLatency                   // lowest time to first byte (EWMA); unmeasured first
-	StrategyUsage                     // most rpm (then tpm) headroom left this minute
-)
-
-// ParseStrategy reads "weighted", "least-busy", "latency" or "usage" ("" and
-// unknown names are weighted).
-func ParseStrategy(s string) Strategy {
-	switch s {
-	case "least-busy":
-		return StrategyLeastBusy
-	case "latency":
-		return StrategyLatency
-	case "usage":
-		return StrategyUsage
-	default:
-		return StrategyWeighted
-	}
-}
 
 // ScopeDeployment is the kernel scope a deployment's rpm/tpm are counted in.
 const ScopeDeployment = kernel.ScopeDeployment
-
-// Deployment is one deployment of a group and its routing policy.
-type Deployment struct {
-	Target       *Target
-	Weight       int   // ≤ 0 counts as 1
-	RPM, TPM     int64 // the provider's quota; 0: none
-	Cooldown     time.Duration
-	AllowedFails int
-	// Timeout, FirstByteTimeout and ConnectTimeout bound one attempt; the
-	// data plane applies them (xDS per-try timeouts, the edge the same).
-	Timeout, FirstByteTimeout, ConnectTimeout time.Duration
-
-	scope kernel.Scope // the rpm/tpm scope; Limits nil when none
-}
-
-// Group is a model group as the router sees it. Build it with NewGroup; it is
-// immutable afterwards and shared by concurrent requests.
-type Group struct {
-	Name                   string
-	Strategy               Strategy
-	Retries                int
-	Fallbacks              []string
-	ContextWindowFallbacks []string
-	ContentPolicyFallbacks []string
-	Deployments            []*Deployment
-}
-
-// NewGroup prepares g for routing (each deployment's limit scope) and returns it.
-func NewGroup(g *Group) *Group {
-	for _, d := range g.Deployments {
-		d.scope = kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeDeployment, ID: d.Target.Deployment}}
-		if d.RPM > 0 || d.TPM > 0 {
-			d.scope.Limits = &kernel.Limits{RPM: d.RPM, TPM: d.TPM}
-		}
-		if d.Weight <= 0 {
-			d.Weight = 1
-		}
-	}
-	return g
-}
 
 // GroupCatalog is implemented by a Catalog that routes by model group; the
 // processor then uses ResolveGroup instead of Resolve.
 type GroupCatalog interface {
 	// ResolveGroup returns the named group for this key: ErrModelNotFound or
 	// ErrModelNotAllowed when it cannot.
-	ResolveGroup(ctx context.Context, p *Principal, model string) (*Group, error)
+	ResolveGroup(ctx context.Context, p *Principal, model string) (*routing.Group, error)
 }
 
 // maxFallbackDepth bounds how far fallbacks of fallbacks are followed.
@@ -106,18 +40,18 @@ const maxFallbackDepth = 3
 
 // route is the routing state of one request: the candidates left, in order.
 type route struct {
-	groups  []*Group      // groups visited, first the requested one
-	cands   []*Deployment // candidates of the current group, next first
-	current *Deployment   // the deployment the request was admitted on
-	last    *Deployment   // the same, kept after the request is done with it
-	sentAt  time.Time     // when the request left for it (time to first byte)
-	tried   int           // deployments tried at admission (limits full)
-	first   [1]*Group     // backing array of groups (no allocation without fallbacks)
+	groups  []*routing.Group      // groups visited, first the requested one
+	cands   []*routing.Deployment // candidates of the current group, next first
+	current *routing.Deployment   // the deployment the request was admitted on
+	last    *routing.Deployment   // the same, kept after the request is done with it
+	sentAt  time.Time             // when the request left for it (time to first byte)
+	tried   int                   // deployments tried at admission (limits full)
+	first   [1]*routing.Group     // backing array of groups (no allocation without fallbacks)
 }
 
 // resolve finds the request's first deployment: the catalog's choice, or with
 // a GroupCatalog the first candidate of the group (or of a fallback group).
-func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
+func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, error) {
 	gc, ok := s.p.cat.(GroupCatalog)
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
@@ -125,8 +59,8 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	if s.isTry() {
 		return s.resolveTry(ctx, gc, model)
 	}
-	if s.att.group != "" {
-		model = s.att.group // a retry: the group the failed attempt chose
+	if s.att.Group != "" {
+		model = s.att.Group // a retry: the group the failed attempt chose
 	}
 	g, err := gc.ResolveGroup(ctx, s.principal, model)
 	if err != nil || g == nil {
@@ -135,16 +69,16 @@ func (s *stream) resolve(ctx context.Context, model string) (*Target, error) {
 	s.rtState = route{groups: s.rtState.first[:0]}
 	s.rt = &s.rtState
 	s.rt.groups = append(s.rt.groups, g)
-	s.rt.cands = s.withoutTried(s.p.router.order(g, s.p.now()))
+	s.rt.cands = s.withoutTried(s.p.router.Order(g, s.p.now()))
 	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
-		if len(g.Deployments) == 1 && !s.att.avoids(g.Deployments[0].Target.Deployment) {
+		if len(g.Deployments) == 1 && !s.att.Avoids(g.Deployments[0].Target.Deployment) {
 			// A group of one deployment and no fallback left has nothing
 			// better to offer than the deployment itself (as LiteLLM, which
 			// never cools the only deployment down): the provider answers.
 			s.rt.groups, s.rt.cands = s.rt.groups[:1], g.Deployments
 			return g.Deployments[0].Target, nil
 		}
-		return nil, &unavailableError{retryAfter: s.p.router.soonest(g, s.p.now())}
+		return nil, &unavailableError{retryAfter: s.p.router.Soonest(g, s.p.now())}
 	}
 	return s.rt.cands[0].Target, nil
 }
@@ -155,7 +89,7 @@ func (s *stream) nextGroup(ctx context.Context, names []string) bool {
 	gc := s.p.cat.(GroupCatalog)
 	now := s.p.now()
 	for _, name := range names {
-		if len(s.rt.groups) > maxFallbackDepth || slices.ContainsFunc(s.rt.groups, func(g *Group) bool { return g.Name == name }) {
+		if len(s.rt.groups) > maxFallbackDepth || slices.ContainsFunc(s.rt.groups, func(g *routing.Group) bool { return g.Name == name }) {
 			continue
 		}
 		g, err := gc.ResolveGroup(ctx, s.principal, name)
@@ -163,7 +97,7 @@ func (s *stream) nextGroup(ctx context.Context, names []string) bool {
 			continue
 		}
 		s.rt.groups = append(s.rt.groups, g)
-		if c := s.withoutTried(s.p.router.order(g, now)); len(c) > 0 {
+		if c := s.withoutTried(s.p.router.Order(g, now)); len(c) > 0 {
 			s.rt.cands = c
 			return true
 		}
@@ -179,7 +113,7 @@ const hdrDeployment = "x-tollgate-deployment"
 
 // refused maps a refused admission: a deployment's full quota (every
 // candidate's, since admit moves on while one is left) is the model's 429.
-func (s *stream) refused(d kernel.Decision, model string) *apiError {
+func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	if d.Scope.Kind == kernel.ScopeDeployment {
 		return unavailableReply(model, &d, 0)
 	}
@@ -218,8 +152,8 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		t := dep.Target
 		areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
 		areq.Scopes = base
-		if dep.scope.Limits != nil {
-			areq.Scopes = append(slices.Clip(base), dep.scope)
+		if dep.Scope.Limits != nil {
+			areq.Scopes = append(slices.Clip(base), dep.Scope)
 		}
 		d, err := s.p.acct.Admit(ctx, areq)
 		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.isTry() {
@@ -231,7 +165,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
 			if err == nil && d.Admitted {
 				s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
-				s.p.router.start(dep)
+				s.p.router.Start(dep)
 			}
 			return d, err
 		}
@@ -243,7 +177,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		}
 		next := s.rt.cands[0].Target
 		if next.Provider != t.Provider {
-			tr := newTranslator(s.ep.API, next.Provider)
+			tr := translate.NewTranslator(s.ep.API, next.Provider)
 			if tr == nil {
 				return d, nil
 			}
@@ -267,12 +201,12 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	if s.status == 429 {
 		for _, hv := range h.GetHeaders().GetHeaders() {
 			if hv.GetKey() == hdrRetryAfter {
-				retryAfter = parseRetryAfter(headerValue(hv), now)
+				retryAfter = routing.ParseRetryAfter(headerValue(hv), now)
 			}
 		}
 		s.upRetryAfter = retryAfter
 	}
-	s.p.router.observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
+	s.p.router.Observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
 	s.tryRetried(s.status)
 }
 
@@ -287,16 +221,16 @@ func (s *stream) doneRouting(u kernel.Usage) {
 	}
 	dep := s.rt.current
 	s.rt.current = nil
-	s.p.router.finish(dep, u.Total())
+	s.p.router.Finish(dep, u.Total())
 }
 
 // unavailableReply is the client error when no deployment can take the
 // request: 429 when every one is at its rpm/tpm quota, 503 when they are
 // cooling down (retry-after: the soonest end).
-func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *apiError {
+func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *translate.APIError {
 	if d != nil {
-		e := &apiError{
-			Status: 429, Type: "requests", Code: codeRateLimit,
+		e := &translate.APIError{
+			Status: 429, Type: "requests", Code: translate.CodeRateLimit,
 			Message: "Rate limit reached for every deployment of the model `" + model + "`: the providers' quotas are used up for this minute.",
 		}
 		e.Headers = retryAfterHeaders(d.RetryAfter)
@@ -306,26 +240,4 @@ func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration
 	e.Message = "No deployment of the model `" + model + "` is available right now: every one is cooling down after failures."
 	e.Headers = retryAfterHeaders(retryAfter)
 	return e
-}
-
-// weightedPick returns an index of ds drawn in proportion to the weights.
-func weightedPick(ds []*Deployment) int {
-	total := 0
-	for _, d := range ds {
-		total += d.Weight
-	}
-	n := rand.IntN(total)
-	for i, d := range ds {
-		if n < d.Weight {
-			return i
-		}
-		n -= d.Weight
-	}
-	return len(ds) - 1
-}
-
-// sortBy orders ds (in place) by key ascending, keeping the order of ties
-// (which is the weighted draw).
-func sortBy(ds []*Deployment, key func(*Deployment) int64) {
-	slices.SortStableFunc(ds, func(a, b *Deployment) int { return cmp.Compare(key(a), key(b)) })
 }

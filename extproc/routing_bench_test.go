@@ -1,6 +1,10 @@
 package extproc
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tollgate-ai/tollgate/routing"
+)
 
 // BenchmarkHandleNonStreamGroup is BenchmarkHandleNonStream routed through a
 // model group of one deployment (routing.go, retry.go): the cost routing adds
@@ -8,8 +12,8 @@ import "testing"
 func BenchmarkHandleNonStreamGroup(b *testing.B) {
 	cat := newCatalog()
 	t := cat.targets["gpt-4o"]
-	gc := &groupCatalog{fakeCatalog: cat, groups: map[string]*Group{
-		"gpt-4o": NewGroup(&Group{Name: "gpt-4o", Retries: 2, Deployments: []*Deployment{{Target: t}}}),
+	gc := &groupCatalog{fakeCatalog: cat, groups: map[string]*routing.Group{
+		"gpt-4o": routing.NewGroup(&routing.Group{Name: "gpt-4o", Retries: 2, Deployments: []*routing.Deployment{{Target: t}}}),
 	}}
 	benchHandleNonStream(b, New(gc, benchAccountant{}))
 }

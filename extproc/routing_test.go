@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,17 +14,20 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
 // groupCatalog is fakeCatalog plus model groups: the processor routes.
 type groupCatalog struct {
 	*fakeCatalog
-	groups map[string]*Group
+	groups map[string]*routing.Group
 }
 
 var _ GroupCatalog = (*groupCatalog)(nil)
 
-func (c *groupCatalog) ResolveGroup(_ context.Context, p *Principal, model string) (*Group, error) {
+func (c *groupCatalog) ResolveGroup(_ context.Context, p *Principal, model string) (*routing.Group, error) {
 	g, ok := c.groups[model]
 	if !ok {
 		return nil, ErrModelNotFound
@@ -49,20 +50,20 @@ func (c *testClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.
 
 // routedEnv serves a processor over gRPC, driven by the Envoy-faithful
 // client, whose catalog routes groups.
-func routedEnv(t *testing.T, groups ...*Group) (*testEnv, *testClock) {
+func routedEnv(t *testing.T, groups ...*routing.Group) (*testEnv, *testClock) {
 	t.Helper()
 	return routedEnvWith(t, nil, groups...)
 }
 
 // routedEnvWith is routedEnv with processor options.
-func routedEnvWith(t *testing.T, opts []Option, groups ...*Group) (*testEnv, *testClock) {
+func routedEnvWith(t *testing.T, opts []Option, groups ...*routing.Group) (*testEnv, *testClock) {
 	t.Helper()
 	clk := &testClock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
 	e := &testEnv{cat: newCatalog(), acct: newStateAccountant(t), logs: &syncBuffer{}}
 	e.acct.now = clk.now
-	gc := &groupCatalog{fakeCatalog: e.cat, groups: map[string]*Group{}}
+	gc := &groupCatalog{fakeCatalog: e.cat, groups: map[string]*routing.Group{}}
 	for _, g := range groups {
-		gc.groups[g.Name] = NewGroup(g)
+		gc.groups[g.Name] = routing.NewGroup(g)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.proc = New(gc, e.acct, append([]Option{WithLogger(log), WithClock(clk.now)}, opts...)...)
@@ -73,17 +74,17 @@ func routedEnvWith(t *testing.T, opts []Option, groups ...*Group) (*testEnv, *te
 }
 
 // openAIDep is an OpenAI deployment of group model.
-func openAIDep(model, id string) *Deployment {
-	return &Deployment{Target: &Target{
-		Model: model, Deployment: id, Provider: ProviderOpenAI, BasePath: "/v1", APIKey: openAIKey,
+func openAIDep(model, id string) *routing.Deployment {
+	return &routing.Deployment{Target: &translate.Target{
+		Model: model, Deployment: id, Provider: translate.ProviderOpenAI, BasePath: "/v1", APIKey: openAIKey,
 		ProviderModel: "gpt-4o", Price: testPrice, DefaultMaxTokens: 64,
 	}}
 }
 
 // anthropicDep is an Anthropic deployment of group model.
-func anthropicDep(model, id string) *Deployment {
-	return &Deployment{Target: &Target{
-		Model: model, Deployment: id, Provider: ProviderAnthropic, BasePath: "/v1", APIKey: anthropicKey,
+func anthropicDep(model, id string) *routing.Deployment {
+	return &routing.Deployment{Target: &translate.Target{
+		Model: model, Deployment: id, Provider: translate.ProviderAnthropic, BasePath: "/v1", APIKey: anthropicKey,
 		ProviderModel: "claude-sonnet-4-5", Price: anthropicPrice, DefaultMaxTokens: 64,
 	}}
 }
@@ -140,7 +141,7 @@ func failing(status int, headers ...extprocfilter.Header) func() *extprocfiltert
 func TestDeadDeploymentCoolsDown(t *testing.T) {
 	dead, ok := openAIDep("gpt", "dead"), openAIDep("gpt", "ok")
 	dead.AllowedFails, dead.Cooldown = 3, 30*time.Second
-	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{dead, ok}})
+	e, clk := routedEnv(t, &routing.Group{Name: "gpt", Deployments: []*routing.Deployment{dead, ok}})
 	up := newByDeployment()
 	up.answer["dead"] = failing(503)
 	clientErrors := 0
@@ -177,7 +178,7 @@ const preferred = 1 << 40
 func TestRetryAfterCoolsForItsDuration(t *testing.T) {
 	limited, ok := openAIDep("gpt", "limited"), openAIDep("gpt", "ok")
 	limited.Weight = preferred
-	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{limited, ok}})
+	e, clk := routedEnv(t, &routing.Group{Name: "gpt", Deployments: []*routing.Deployment{limited, ok}})
 	up := newByDeployment()
 	up.answer["limited"] = failing(429, extprocfilter.Header{Key: "retry-after", Value: "5"})
 	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
@@ -201,7 +202,7 @@ func TestDeploymentRPMIsEnforcedAtRouting(t *testing.T) {
 	small.RPM, small.Weight = 2, preferred
 	solo := openAIDep("solo", "solo")
 	solo.RPM = 2
-	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{small, big}}, &Group{Name: "solo", Deployments: []*Deployment{solo}})
+	e, clk := routedEnv(t, &routing.Group{Name: "gpt", Deployments: []*routing.Deployment{small, big}}, &routing.Group{Name: "solo", Deployments: []*routing.Deployment{solo}})
 	up := newByDeployment()
 	for range 3 {
 		require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
@@ -230,8 +231,8 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 	bad := openAIDep("gpt", "bad")
 	bad.AllowedFails = 1
 	e, _ := routedEnv(t,
-		&Group{Name: "gpt", Deployments: []*Deployment{bad}, Fallbacks: []string{"claude"}},
-		&Group{Name: "claude", Deployments: []*Deployment{anthropicDep("claude", "anthropic")}},
+		&routing.Group{Name: "gpt", Deployments: []*routing.Deployment{bad}, Fallbacks: []string{"claude"}},
+		&routing.Group{Name: "claude", Deployments: []*routing.Deployment{anthropicDep("claude", "anthropic")}},
 	)
 	up := newByDeployment()
 	up.answer["bad"] = failing(500)
@@ -244,7 +245,7 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 	require.Contains(t, string(got.Body), `"chat.completion"`, "translated back to the client's API")
 	require.Equal(t, "/v1/messages", got.Forwarded.Headers.Value(":path"))
 
-	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 17) }
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 17) }
 	got = e.do(t, post("/v1/chat/completions", clientKey, `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`), up.upstream)
 	require.Equal(t, 200, got.Status)
 	require.Contains(t, string(got.Body), "chat.completion.chunk")
@@ -253,11 +254,11 @@ func TestFallbackToAnthropicGroup(t *testing.T) {
 	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
 	got = e.do(t, post("/v1/messages", clientKey, msgs), up.upstream)
 	require.Equal(t, 200, got.Status, string(got.Body))
-	require.JSONEq(t, namedModel(messagesOK, "claude-sonnet-4-5", "gpt"), string(got.Body), "the reply names the client's model")
-	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(nativeStream, 9) }
+	require.JSONEq(t, translatetest.NamedModel(messagesOK, "claude-sonnet-4-5", "gpt"), string(got.Body), "the reply names the client's model")
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return sseResponse(translatetest.NativeStream, 9) }
 	got = e.do(t, post("/v1/messages", clientKey, `{"model":"gpt","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`), up.upstream)
 	require.Equal(t, 200, got.Status)
-	require.Equal(t, namedModel(nativeStream, "claude-sonnet-4-5-20250929", "gpt"), string(got.Body))
+	require.Equal(t, translatetest.NamedModel(translatetest.NativeStream, "claude-sonnet-4-5-20250929", "gpt"), string(got.Body))
 
 	recs := e.acct.waitRecords(t, 5)
 	require.Equal(t, "bad", recs[0].Deployment)
@@ -283,7 +284,7 @@ func TestNoDeploymentAvailable(t *testing.T) {
 	b.AllowedFails, b.Cooldown = 1, 20*time.Second
 	only := openAIDep("solo", "only")
 	only.AllowedFails = 1
-	e, clk := routedEnv(t, &Group{Name: "gpt", Deployments: []*Deployment{a, b}}, &Group{Name: "solo", Deployments: []*Deployment{only}})
+	e, clk := routedEnv(t, &routing.Group{Name: "gpt", Deployments: []*routing.Deployment{a, b}}, &routing.Group{Name: "solo", Deployments: []*routing.Deployment{only}})
 	up := newByDeployment()
 	up.answer["a"], up.answer["b"], up.answer["only"] = failing(502), failing(502), failing(502)
 	require.Equal(t, 502, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
@@ -306,7 +307,7 @@ func TestNoDeploymentAvailable(t *testing.T) {
 // TestLatencyStrategyAvoidsTheSlowDeployment: with "latency", once both
 // deployments were measured the slow one gets no more traffic.
 func TestLatencyStrategyAvoidsTheSlowDeployment(t *testing.T) {
-	e, clk := routedEnv(t, &Group{Name: "gpt", Strategy: StrategyLatency, Deployments: []*Deployment{openAIDep("gpt", "slow"), openAIDep("gpt", "fast")}})
+	e, clk := routedEnv(t, &routing.Group{Name: "gpt", Strategy: routing.StrategyLatency, Deployments: []*routing.Deployment{openAIDep("gpt", "slow"), openAIDep("gpt", "fast")}})
 	up := newByDeployment()
 	up.before = func(dep string) {
 		if dep == "slow" {
@@ -324,76 +325,12 @@ func TestLatencyStrategyAvoidsTheSlowDeployment(t *testing.T) {
 	require.Equal(t, 50*time.Millisecond, st["fast"].Latency)
 }
 
-// TestStrategiesOrder: the order each strategy gives, on the router alone.
-func TestStrategiesOrder(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	mk := func(s Strategy) (*Router, *Group) {
-		a, b := openAIDep("g", "a"), openAIDep("g", "b")
-		a.RPM, b.RPM = 10, 10
-		return NewRouter(), NewGroup(&Group{Name: "g", Strategy: s, Deployments: []*Deployment{a, b}})
-	}
-	ids := func(ds []*Deployment) []string {
-		var out []string
-		for _, d := range ds {
-			out = append(out, d.Target.Deployment)
-		}
-		return out
-	}
-
-	r, g := mk(StrategyLeastBusy)
-	r.start(g.Deployments[0])
-	r.start(g.Deployments[0])
-	r.start(g.Deployments[1])
-	for range 20 {
-		require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)), "fewest in flight first")
-	}
-	r.finish(g.Deployments[0], 0)
-	r.finish(g.Deployments[0], 0)
-	for range 20 {
-		require.Equal(t, []string{"a", "b"}, ids(r.order(g, now)))
-	}
-
-	r, g = mk(StrategyLatency)
-	r.observe(g.Deployments[0], 200, 0, 300*time.Millisecond, now)
-	r.observe(g.Deployments[1], 200, 0, 100*time.Millisecond, now)
-	require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)))
-	for range 20 { // b slows down: its EWMA overtakes a's
-		r.observe(g.Deployments[1], 200, 0, time.Second, now)
-	}
-	require.Equal(t, []string{"a", "b"}, ids(r.order(g, now)))
-
-	r, g = mk(StrategyUsage)
-	for range 7 {
-		r.observe(g.Deployments[0], 200, 0, time.Millisecond, now)
-	}
-	r.observe(g.Deployments[1], 200, 0, time.Millisecond, now)
-	require.Equal(t, []string{"b", "a"}, ids(r.order(g, now)), "most rpm headroom first")
-
-	r, g = mk(StrategyWeighted)
-	g.Deployments[0].Weight, g.Deployments[1].Weight = 3, 1
-	first := map[string]int{}
-	for range 4000 {
-		first[r.order(g, now)[0].Target.Deployment]++
-	}
-	require.InDelta(t, 3000, first["a"], 250, "in proportion to the weights")
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"5": 5 * time.Second, "0.5": 500 * time.Millisecond, "": 0, "soon": 0, "-3": 0, "99999": time.Hour,
-		now.Add(7 * time.Second).Format(http.TimeFormat): 7 * time.Second,
-	} {
-		require.Equal(t, want, parseRetryAfter(v, now), strconv.Quote(v))
-	}
-}
-
 // BenchmarkHandleNonStreamRouted is BenchmarkHandleNonStream through a
 // routing catalog with a one-deployment group: the routing path's own cost.
 func BenchmarkHandleNonStreamRouted(b *testing.B) {
 	base := newCatalog()
-	gc := &groupCatalog{fakeCatalog: base, groups: map[string]*Group{
-		"gpt-4o": NewGroup(&Group{Name: "gpt-4o", Deployments: []*Deployment{{Target: base.targets["gpt-4o"]}}}),
+	gc := &groupCatalog{fakeCatalog: base, groups: map[string]*routing.Group{
+		"gpt-4o": routing.NewGroup(&routing.Group{Name: "gpt-4o", Deployments: []*routing.Deployment{{Target: base.targets["gpt-4o"]}}}),
 	}}
 	benchHandleNonStream(b, New(gc, benchAccountant{}))
 }
@@ -403,7 +340,7 @@ func BenchmarkHandleNonStreamRouted(b *testing.B) {
 // its own call), the next ones go to the other deployment (fewest in
 // flight), whichever the first one landed on.
 func TestLeastBusyAvoidsTheDeploymentInFlight(t *testing.T) {
-	e, _ := routedEnv(t, &Group{Name: "gpt", Strategy: StrategyLeastBusy, Deployments: []*Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
+	e, _ := routedEnv(t, &routing.Group{Name: "gpt", Strategy: routing.StrategyLeastBusy, Deployments: []*routing.Deployment{openAIDep("gpt", "a"), openAIDep("gpt", "b")}})
 	up := newByDeployment()
 	var held atomic.Bool
 	var busy string

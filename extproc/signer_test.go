@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // TestSignerSignsTheFinalBody: a deployment's signer is called after the
@@ -15,11 +16,11 @@ import (
 // signing failure is a 502 that names no secret and is settled as failed.
 func TestSignerSignsTheFinalBody(t *testing.T) {
 	e := newTestEnv(t)
-	var signed UpstreamRequest
-	e.cat.targets["claude-bedrock"] = &Target{
-		Model: "claude-bedrock", Deployment: "bedrock-claude", Provider: ProviderBedrock,
+	var signed translate.UpstreamRequest
+	e.cat.targets["claude-bedrock"] = &translate.Target{
+		Model: "claude-bedrock", Deployment: "bedrock-claude", Provider: translate.ProviderBedrock,
 		Host: "bedrock-runtime.us-east-1.amazonaws.com", ProviderModel: "anthropic.claude-v2:1", Price: testPrice,
-		Signer: RequestSignerFunc(func(_ context.Context, r *UpstreamRequest) ([][2]string, error) {
+		Signer: translate.RequestSignerFunc(func(_ context.Context, r *translate.UpstreamRequest) ([][2]string, error) {
 			signed = *r
 			return [][2]string{{"authorization", "AWS4-HMAC-SHA256 test"}, {"x-amz-date", "20250102T030405Z"}}, nil
 		}),
@@ -36,7 +37,7 @@ func TestSignerSignsTheFinalBody(t *testing.T) {
 	require.Equal(t, "bedrock-runtime.us-east-1.amazonaws.com", signed.Host)
 	require.Equal(t, kernel.Usage{Input: 3, Output: 1}, e.acct.Records()[0].Usage)
 
-	e.cat.targets["claude-bedrock"].Signer = RequestSignerFunc(func(context.Context, *UpstreamRequest) ([][2]string, error) {
+	e.cat.targets["claude-bedrock"].Signer = translate.RequestSignerFunc(func(context.Context, *translate.UpstreamRequest) ([][2]string, error) {
 		return nil, errors.New("no credentials")
 	})
 	got = e.do(t, post("/v1/chat/completions", clientKey, `{"model":"claude-bedrock","messages":[{"role":"user","content":"hi"}]}`), up.upstream)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // A stream cut mid-way.
@@ -67,12 +68,12 @@ func (s *stream) responseCut(ctx context.Context, b *extprocv3.HttpBody, details
 // "event: error" with its error envelope, the Gemini API (alt=sse) a data
 // line with Google's {"error":{…}}. nil for a Gemini JSON-array stream.
 func (s *stream) cutEvent() []byte {
-	e := &apiError{
-		Status: http.StatusBadGateway, Type: typeServer, Code: codeUpstreamReset,
+	e := &translate.APIError{
+		Status: http.StatusBadGateway, Type: translate.TypeServer, Code: codeUpstreamReset,
 		Message: "the provider's stream was cut before its end; the reply is incomplete",
 	}
 	switch s.in.API {
-	case APIResponses:
+	case translate.APIResponses:
 		ev := struct {
 			Type    string  `json:"type"`
 			Code    string  `json:"code"`
@@ -80,39 +81,21 @@ func (s *stream) cutEvent() []byte {
 			Param   *string `json:"param"`
 			Seq     *int64  `json:"sequence_number,omitempty"`
 		}{Type: "error", Code: e.Code, Message: e.Message}
-		if sq, ok := s.tr.(sequencer); ok {
-			if n, ok := sq.nextSequence(); ok {
+		if sq, ok := s.tr.(translate.Sequencer); ok {
+			if n, ok := sq.NextSequence(); ok {
 				ev.Seq = &n
 			}
 		}
 		b, _ := json.Marshal(ev) // strings and ints only
-		return appendSSEEvent(nil, "error", b)
-	case APIMessages:
-		return appendSSEEvent(nil, "error", anthropicErrorBody(e))
-	case APIGeminiGenerate:
+		return translate.AppendSSEEvent(nil, "error", b)
+	case translate.APIMessages:
+		return translate.AppendSSEEvent(nil, "error", translate.AnthropicErrorBody(e))
+	case translate.APIGeminiGenerate:
 		if !strings.Contains(s.in.Path, "alt=sse") {
 			return nil
 		}
-		return appendSSEEvent(nil, "", geminiErrorBody(e))
+		return translate.AppendSSEEvent(nil, "", translate.GeminiErrorBody(e))
 	default:
-		return appendSSEEvent(nil, "", e.openAIBody())
+		return translate.AppendSSEEvent(nil, "", e.OpenAIBody())
 	}
-}
-
-// sequencer is a Responses stream translator that numbers its events (ok
-// false: it passes the provider's own numbers, which it does not follow).
-type sequencer interface{ nextSequence() (n int64, ok bool) }
-
-// nextSequence numbers the event that ends a cut stream after the others.
-func (t *responsesViaChat) nextSequence() (int64, bool) {
-	n := t.seq
-	t.seq++
-	return n, true
-}
-
-func (t *responsesOpenAI) nextSequence() (int64, bool) {
-	if sq, ok := t.Translator.(sequencer); ok {
-		return sq.nextSequence()
-	}
-	return 0, false
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 )
@@ -25,7 +27,7 @@ func TestStreamCutAnsweredWithAnErrorEvent(t *testing.T) {
 		resp := e.do(t, post("/v1/chat/completions", clientKey, req), (&recorder{resp: r}).upstream)
 		recs := e.acct.waitRecords(t, 1)
 		require.Equal(t, kernel.StatusAborted, recs[0].Status)
-		require.Equal(t, estimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output, "output estimated from the text")
+		require.Equal(t, translate.EstimateTokens(int64(len("Hello there, friend"))), recs[0].Usage.Output, "output estimated from the text")
 		if !edge {
 			require.True(t, resp.Reset, "Envoy resets the client's stream")
 			continue
@@ -42,17 +44,17 @@ func TestStreamCutAnsweredWithAnErrorEvent(t *testing.T) {
 // TestCutEventShapes: the event that ends a cut stream, per client API.
 func TestCutEventShapes(t *testing.T) {
 	for _, tc := range []struct {
-		api  API
+		api  translate.API
 		path string
 		want string
 	}{
-		{APIChat, "", `data: {"error":{"message":"the provider's stream was cut before its end; the reply is incomplete","type":"server_error","param":null,"code":"upstream_reset"}}` + "\n\n"},
-		{APIResponses, "", "event: error\n" + `data: {"type":"error","code":"upstream_reset","message":"the provider's stream was cut before its end; the reply is incomplete","param":null}` + "\n\n"},
-		{APIMessages, "", "event: error\n" + `data: {"type":"error","error":{"type":"api_error","message":"the provider's stream was cut before its end; the reply is incomplete"}}` + "\n\n"},
-		{APIGeminiGenerate, "/v1beta/models/m:streamGenerateContent?alt=sse", `data: {"error":{"code":502,"message":"the provider's stream was cut before its end; the reply is incomplete","status":"INTERNAL"}}` + "\n\n"},
-		{APIGeminiGenerate, "/v1beta/models/m:streamGenerateContent", ""}, // a JSON array: no SSE event to send
+		{translate.APIChat, "", `data: {"error":{"message":"the provider's stream was cut before its end; the reply is incomplete","type":"server_error","param":null,"code":"upstream_reset"}}` + "\n\n"},
+		{translate.APIResponses, "", "event: error\n" + `data: {"type":"error","code":"upstream_reset","message":"the provider's stream was cut before its end; the reply is incomplete","param":null}` + "\n\n"},
+		{translate.APIMessages, "", "event: error\n" + `data: {"type":"error","error":{"type":"api_error","message":"the provider's stream was cut before its end; the reply is incomplete"}}` + "\n\n"},
+		{translate.APIGeminiGenerate, "/v1beta/models/m:streamGenerateContent?alt=sse", `data: {"error":{"code":502,"message":"the provider's stream was cut before its end; the reply is incomplete","status":"INTERNAL"}}` + "\n\n"},
+		{translate.APIGeminiGenerate, "/v1beta/models/m:streamGenerateContent", ""}, // a JSON array: no SSE event to send
 	} {
-		s := &stream{in: &Inbound{API: tc.api, Path: tc.path}, tr: new(chatOpenAI)}
+		s := &stream{in: &translate.Inbound{API: tc.api, Path: tc.path}, tr: new(translate.ChatOpenAI)}
 		require.Equal(t, tc.want, string(s.cutEvent()), "%s %s", tc.api, tc.path)
 	}
 }
@@ -61,7 +63,7 @@ func TestCutEventShapes(t *testing.T) {
 // the upstream's answer, the bytes it sent, and the client's request.
 func resetStream() (r *extprocfiltertest.UpstreamResponse, sent, req string) {
 	body := streamBody(true)
-	sent = body[:strings.Index(body, streamUsageEvent)-len("data: ")] // before usage arrives
+	sent = body[:strings.Index(body, translatetest.StreamUsageEvent)-len("data: ")] // before usage arrives
 	r = sseResponse(sent, 33)
 	r.Reset = true
 	return r, sent, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"tell me a story"}]}`

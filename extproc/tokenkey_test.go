@@ -18,14 +18,14 @@ func TestRetryTokenAcrossProcessors(t *testing.T) {
 
 	tok := a.signToken("a=2&m=3&g=big&r=req-1")
 	got := b.parseRetry(tok)
-	require.Equal(t, 2, got.n)
-	require.Equal(t, "big", got.group)
-	require.Equal(t, "req-1", got.orig)
+	require.Equal(t, 2, got.N)
+	require.Equal(t, "big", got.Group)
+	require.Equal(t, "req-1", got.Orig)
 
-	require.Zero(t, other.parseRetry(tok).n, "another key: routed as a first attempt")
-	require.Zero(t, unset.parseRetry(tok).n)
+	require.Zero(t, other.parseRetry(tok).N, "another key: routed as a first attempt")
+	require.Zero(t, unset.parseRetry(tok).N)
 	require.NotEmpty(t, unset.retryKey, "no key given: a random one")
 	forged := []byte(tok)
 	forged[len(forged)-1] ^= 1
-	require.Zero(t, b.parseRetry(string(forged)).n, "a forged signature")
+	require.Zero(t, b.parseRetry(string(forged)).N, "a forged signature")
 }

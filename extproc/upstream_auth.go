@@ -1,10 +1,13 @@
 package extproc
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // A provider that refuses the gateway's credential (401, or 403 that is not
@@ -26,7 +29,7 @@ const typeUpstreamAuth = "upstream_auth_error"
 // refused the gateway's credential.
 func upstreamAuthFailure(status int, body []byte) bool {
 	return status == http.StatusUnauthorized ||
-		status == http.StatusForbidden && classify(status, body) != failContentPolicy
+		status == http.StatusForbidden && routing.Classify(status, body) != routing.FailContentPolicy
 }
 
 // upstreamError is the client's error body for a failed attempt that
@@ -36,7 +39,7 @@ func (s *stream) upstreamError(body []byte) ([]byte, int) {
 	if !upstreamAuthFailure(s.status, body) {
 		return s.tr.Error(s.status, body), 0
 	}
-	e := &apiError{
+	e := &translate.APIError{
 		Status: http.StatusBadGateway, Type: typeUpstreamAuth, Code: typeUpstreamAuth,
 		Message: "The provider of deployment `" + s.target.Deployment + "` rejected the gateway's credentials (HTTP " +
 			strconv.Itoa(s.status) + "). Your API key is fine; the gateway's operator must fix this deployment's credential.",
@@ -62,4 +65,22 @@ func (s *stream) upstreamAuthNoBody(x *replyParts, l headerList) headerList {
 	x.c.BodyMutation = x.mutation(out)
 	l = l.addInt(":status", int64(status))
 	return l.add(hdrContentType, "application/json")
+}
+
+// signOutbound adds the signer's headers to out (its body, else the client's).
+func (s *stream) signOutbound(ctx context.Context, out *translate.Outbound) error {
+	body := out.Body
+	if body == nil {
+		body = s.in.Body
+	}
+	path := out.Path
+	if path == "" {
+		path = s.path
+	}
+	h, err := s.target.Signer.SignRequest(ctx, &translate.UpstreamRequest{Method: s.method, Host: s.target.Host, Path: path, Body: body})
+	if err != nil {
+		return err
+	}
+	out.Headers = append(out.Headers, h...)
+	return nil
 }

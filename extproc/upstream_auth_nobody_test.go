@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // emptyAuthFailure is a provider's 401/403 with no body at all and no
@@ -125,10 +126,10 @@ func readOpenAIError(t *testing.T, b []byte) (string, string) {
 // plane's retry policy (per-try routing), and cooled down after its allowed
 // fails.
 func TestUpstreamAuthWithNoBodyIsRetriedElsewhere(t *testing.T) {
-	group := func() *Group {
+	group := func() *routing.Group {
 		bad, ok := openAIDep("gpt", "bad-key"), openAIDep("gpt", "ok")
 		bad.Weight, bad.AllowedFails = preferred, 2
-		return &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{bad, ok}}
+		return &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{bad, ok}}
 	}
 	t.Run("token", func(t *testing.T) {
 		e, _ := routedEnv(t, group())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // TestUpstreamAuthIsA502InTheClientsFormat: a provider refusing the
@@ -63,7 +64,7 @@ func TestUpstreamAuthIsA502InTheClientsFormat(t *testing.T) {
 func TestUpstreamAuthIsRetriedElsewhere(t *testing.T) {
 	bad, ok := openAIDep("gpt", "bad-key"), openAIDep("gpt", "ok")
 	bad.Weight, bad.AllowedFails = preferred, 2
-	e, _ := routedEnv(t, &Group{Name: "gpt", Retries: 2, Deployments: []*Deployment{bad, ok}})
+	e, _ := routedEnv(t, &routing.Group{Name: "gpt", Retries: 2, Deployments: []*routing.Deployment{bad, ok}})
 	up := newByDeployment()
 	up.answer["bad-key"] = failing(401)
 	for range 20 {

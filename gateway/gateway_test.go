@@ -209,7 +209,7 @@ func TestGatewayServesChatAndSettlesIntoTheLedger(t *testing.T) {
 				} `json:"usage"`
 			}
 			require.NoError(t, json.Unmarshal(b, &out), string(b))
-			require.Equal(t, "demo", out.Model, "the name the client asked for, on every route (extproc/reply_model.go)")
+			require.Equal(t, "demo", out.Model, "the name the client asked for, on every route (translate/reply_model.go)")
 			require.Positive(t, out.Usage.Completion)
 
 			require.NoError(t, r.st.Flush(context.Background()))

@@ -1,0 +1,79 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
+)
+
+// TestNativeStreamNamesClientModel: a chat stream whose client asked for its
+// usage (nothing is dropped) gets the client's model in every chunk, however
+// the upstream's bytes are split; a stream already naming the client's model
+// passes as the very chunks fed.
+func TestNativeStreamNamesClientModel(t *testing.T) {
+	stream := strings.ReplaceAll(translatetest.OpenAIStream, "\n", "\r\n")
+	want := strings.ReplaceAll(stream, `"model":"gpt-4o"`, `"model":"my-group"`)
+	run := func(model string, parts ...string) (string, []bool) {
+		in, err := ParseRequest(APIChat, []byte(`{"model":"`+model+`","stream":true,"stream_options":{"include_usage":true}}`))
+		require.NoError(t, err)
+		tr := NewTranslator(APIChat, ProviderOpenAI)
+		_, err = tr.Request(in, &Target{ProviderModel: "gpt-4o"})
+		require.NoError(t, err)
+		var got []byte
+		var same []bool
+		for _, c := range parts {
+			b := []byte(c)
+			out, err := tr.StreamChunk(b, false)
+			require.NoError(t, err)
+			same = append(same, len(b) > 0 && len(out) == len(b) && &out[0] == &b[0])
+			got = append(got, out...)
+		}
+		out, err := tr.StreamChunk(nil, true)
+		require.NoError(t, err)
+		return string(append(got, out...)), same
+	}
+	for i := 0; i <= len(stream); i += 5 {
+		got, _ := run("my-group", stream[:i], stream[i:])
+		require.Equal(t, want, got, "split at %d", i)
+	}
+	events := strings.SplitAfter(stream, "\r\n\r\n")
+	got, same := run("gpt-4o", events...)
+	require.Equal(t, stream, got)
+	for i, ev := range events {
+		require.True(t, ev == "" || same[i], "event %d passes as the same slice", i)
+	}
+}
+
+// TestReplyModelMultilineData: an event whose data spans several lines is
+// written anew with the client's model.
+func TestReplyModelMultilineData(t *testing.T) {
+	e := sseEditor{active: true}
+	m := newReplyModel("mine", "response", false)
+	e.fn = func(ev sseEvent) eventAction {
+		at, with := m.event(ev.Data)
+		return eventAction{at: at, with: with}
+	}
+	in := "event: response.created\r\n: note\r\ndata: {\"type\":\"response.created\",\r\ndata: \"response\":{\"id\":\"r\",\"model\":\"up-1\"}}\r\n\r\n" +
+		"data: {\"type\":\"x\",\"response\":{\"model\":\"up-1\"}}\n\n"
+	out, err := e.feed([]byte(in), true)
+	require.NoError(t, err)
+	require.Equal(t, "event: response.created\ndata: {\"type\":\"response.created\",\ndata: \"response\":{\"id\":\"r\",\"model\":\"mine\"}}\n\n"+
+		"data: {\"type\":\"x\",\"response\":{\"model\":\"mine\"}}\n\n", string(out))
+}
+
+// TestReplyModelJSON: a JSON reply keeps every byte but the model's value;
+// already the client's, it is the same slice.
+func TestReplyModelJSON(t *testing.T) {
+	m := newReplyModel("grp", "", false)
+	b := []byte(`{"id":"x", "model" : "up-2","usage":{"model":"no"}}`)
+	u, v, err := usageAndModel(b)
+	require.NoError(t, err)
+	require.True(t, u.OK())
+	require.Equal(t, `{"id":"x", "model" : "grp","usage":{"model":"no"}}`, string(m.body(b, v)))
+	same := []byte(`{"model":"grp"}`)
+	_, v, err = usageAndModel(same)
+	require.NoError(t, err)
+	require.Same(t, &same[0], &m.body(same, v)[0])
+}
