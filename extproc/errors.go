@@ -34,6 +34,7 @@ const (
 	codeBudgetExceeded  = "budget_exceeded"
 	codeUnavailable     = "service_unavailable"
 	codeInvalidJSON     = "invalid_json"
+	codeModelUnpriced   = "model_price_missing"
 )
 
 // apiError is an error response to the client, in the shape of the endpoint's
