@@ -178,7 +178,7 @@ func (s *Server) CreateDeployment(ctx context.Context, req *adminv1.CreateDeploy
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.CreateDeploymentResponse{Deployment: deploymentView(&d), Warnings: s.priceWarnings(ctx, &d)}, nil
+	return &adminv1.CreateDeploymentResponse{Deployment: deploymentView(&d), Warnings: s.priceWarnings(ctx, d.ID)}, nil
 }
 
 // GetDeployment returns a deployment.
@@ -251,7 +251,7 @@ func (s *Server) UpdateDeployment(ctx context.Context, req *adminv1.UpdateDeploy
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.UpdateDeploymentResponse{Deployment: deploymentView(&d), Warnings: s.priceWarnings(ctx, &d)}, nil
+	return &adminv1.UpdateDeploymentResponse{Deployment: deploymentView(&d), Warnings: s.priceWarnings(ctx, d.ID)}, nil
 }
 
 // DeleteDeployment deletes a deployment no model group uses.

@@ -115,28 +115,33 @@ func (s *Server) ListMissingPrices(ctx context.Context, _ *adminv1.ListMissingPr
 	return &adminv1.ListMissingPricesResponse{Missing: out}, nil
 }
 
-// priceWarnings are the warnings of a created or updated deployment: one per
-// model group (or one when no group uses it yet) for which it has no price.
-// A failure to read the configuration is no warning: the write succeeded.
-func (s *Server) priceWarnings(ctx context.Context, d *store.Deployment) []string {
+// priceWarnings are the warnings of a created or updated deployment (only;
+// every deployment when only is ""): one per model group (or one when no
+// group uses it) for which it has no price. A failure to read the
+// configuration is no warning: the write succeeded.
+func (s *Server) priceWarnings(ctx context.Context, only string) []string {
 	missing, err := s.missingPrices(ctx)
 	if err != nil {
-		s.log.Warn("checking the deployment's price failed", "deployment", d.ID, "err", err)
+		s.log.Warn("checking deployment prices failed", "deployment", only, "err", err)
 		return nil
 	}
 	var out []string
 	for _, m := range missing {
-		if m.GetDeployment() != d.ID {
+		if only != "" && m.GetDeployment() != only {
 			continue
 		}
 		where := ""
 		if m.GetModel() != "" {
 			where = fmt.Sprintf(" (model group %q)", m.GetModel())
 		}
+		model := m.GetBaseModel()
+		if model == "" {
+			model = m.GetProviderModel()
+		}
 		out = append(out, fmt.Sprintf("deployment %q%s: no price for model %q (looked up as %s): "+
 			"its requests are refused under strict budgets and recorded unpriced otherwise; "+
 			"set one with `tollgate price set %s --input … --output …`, name its base model (--base-model) or declare it free (--free)",
-			d.ID, where, d.PriceModel(), strings.Join(m.GetNamesTried(), ", "), d.PriceModel()))
+			m.GetDeployment(), where, model, strings.Join(m.GetNamesTried(), ", "), model))
 	}
 	return out
 }

@@ -76,3 +76,32 @@ func TestMissingPrices(t *testing.T) {
 		require.Contains(t, upd.GetWarnings()[0], `(model group "chat")`)
 	})
 }
+
+// TestApplyWarnsOfMissingPrices: the Apply RPC stores a deployment's
+// base_model and free and warns of every deployment left without a price.
+func TestApplyWarnsOfMissingPrices(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		c := clients(e)
+		ctx := e.admin(t)
+		doc := `
+providers:
+  - {id: az, type: azure, base_url: 'https://x.openai.azure.com'}
+deployments:
+  - {id: east, provider: az, provider_model: prod-east-4o, base_model: gpt-4o}
+  - {id: west, provider: az, provider_model: prod-west-4o}
+  - {id: lab, provider: az, provider_model: lab-model, free: true}
+prices:
+  - {model: gpt-4o, input: "2.50", output: "10.00"}
+`
+		res, err := c.config.Apply(ctx, &adminv1.ApplyRequest{Document: doc})
+		require.NoError(t, err)
+		require.Len(t, res.GetWarnings(), 1, "%q", res.GetWarnings())
+		require.Contains(t, res.GetWarnings()[0], `deployment "west": no price for model "prod-west-4o"`)
+		got, err := c.deployments.GetDeployment(ctx, &adminv1.GetDeploymentRequest{Id: "east"})
+		require.NoError(t, err)
+		require.Equal(t, "gpt-4o", got.GetDeployment().GetBaseModel())
+		got, err = c.deployments.GetDeployment(ctx, &adminv1.GetDeploymentRequest{Id: "lab"})
+		require.NoError(t, err)
+		require.True(t, got.GetDeployment().GetFree())
+	})
+}

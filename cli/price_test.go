@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -65,7 +66,15 @@ func TestPriceMissingCommands(t *testing.T) {
 			require.Contains(t, out, "unpriced")
 			require.NotContains(t, out, "$0")
 			out, _ = s.runBoth(t, "spend", "logs", "--since", "2026-03-01", "-o", "json")
-			require.Contains(t, out, `"unpriced": true`)
+			var logs struct {
+				Entries []struct {
+					RequestID string `json:"request_id"`
+					Unpriced  bool   `json:"unpriced"`
+				} `json:"entries"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &logs), out)
+			require.Len(t, logs.Entries, 1)
+			require.True(t, logs.Entries[0].Unpriced, out)
 		})
 	}
 }

@@ -352,6 +352,7 @@ func applyFile(*flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		r.warnings(resp.GetWarnings())
 		return r.emit(resp, func() {
 			var rows [][]string
 			for _, s := range []struct {
