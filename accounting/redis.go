@@ -218,6 +218,9 @@ func startNanos(start time.Time) int64 {
 // Admit decides on req at now with the rules of kernel.State.Admit, atomically
 // over all scopes of the request and all replicas.
 func (c *RedisCounters) Admit(ctx context.Context, now time.Time, req *kernel.AdmitRequest) (kernel.Decision, error) {
+	if d, refused := kernel.UnpricedRefusal(req); refused { // as kernel.State.Admit, before any counter
+		return d, nil
+	}
 	d, err := c.admitRedis(ctx, now, req)
 	if err == nil || !errors.Is(err, ErrUnavailable) || c.opts.policy != LocalFallback {
 		return d, err

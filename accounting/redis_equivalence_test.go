@@ -99,6 +99,9 @@ func TestSameAsKernel(t *testing.T) {
 					Price:            price,
 					Lease:            time.Duration(rapid.IntRange(0, 240).Draw(rt, "lease")) * time.Second,
 				}
+				if rapid.IntRange(0, 7).Draw(rt, "unpriced") == 0 { // a model nobody priced (kernel.UnpricedRefusal)
+					req.Price = kernel.Price{Unpriced: true}
+				}
 				want := k.Admit(now, req)
 				got, err := c.Admit(ctx, now, req)
 				require.NoError(rt, err)

@@ -60,6 +60,10 @@ type DeploymentDoc struct {
 	Weight        int    `yaml:"weight"`
 	RPM           int64  `yaml:"rpm"`
 	TPM           int64  `yaml:"tpm"`
+	// BaseModel names the model to price ProviderModel by; Free declares the
+	// deployment free of charge (store.Deployment).
+	BaseModel string `yaml:"base_model"`
+	Free      bool   `yaml:"free"`
 
 	DeploymentRoutingDoc `yaml:",inline"`
 }
@@ -520,7 +524,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		want := store.Deployment{ID: dp.ID, Provider: dp.Provider, ProviderModel: dp.ProviderModel, Weight: dp.Weight, RPM: dp.RPM, TPM: dp.TPM, DeploymentPolicy: pol}
+		want := store.Deployment{ID: dp.ID, Provider: dp.Provider, ProviderModel: dp.ProviderModel, Weight: dp.Weight, RPM: dp.RPM, TPM: dp.TPM, BaseModel: dp.BaseModel, Free: dp.Free, DeploymentPolicy: pol}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Deployment, bool) (store.Deployment, error) { return want, nil }))
 	}
 	var groups []store.ModelGroup
@@ -739,5 +743,8 @@ func (s *Server) Apply(ctx context.Context, req *adminv1.ApplyRequest) (*adminv1
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.ApplyResponse{Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Secrets: res.Secrets}, nil
+	return &adminv1.ApplyResponse{
+		Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Secrets: res.Secrets,
+		Warnings: s.priceWarnings(ctx, ""),
+	}, nil
 }

@@ -131,6 +131,7 @@ var methodRoles = map[string]roleSet{
 	adminv1.PriceService_ListPrices_FullMethodName:        teamRead,
 	adminv1.PriceService_DeletePrice_FullMethodName:       adminOnly,
 	adminv1.PriceService_LoadDefaultPrices_FullMethodName: adminOnly,
+	adminv1.PriceService_ListMissingPrices_FullMethodName: readers, // it lists deployments
 
 	adminv1.SpendService_GetSpend_FullMethodName:          teamRead,
 	adminv1.SpendService_GetSpendSeries_FullMethodName:    teamRead,

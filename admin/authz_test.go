@@ -308,6 +308,9 @@ func TestRoleMatrix(t *testing.T) {
 		{"LoadDefaultPrices", func(ctx context.Context, c apiClients, _ *fixture) error {
 			return ok(c.prices.LoadDefaultPrices(ctx, &adminv1.LoadDefaultPricesRequest{}))
 		}, []string{A}},
+		{"ListMissingPrices", func(ctx context.Context, c apiClients, _ *fixture) error {
+			return ok(c.prices.ListMissingPrices(ctx, &adminv1.ListMissingPricesRequest{}))
+		}, []string{A, V}},
 		// Spend: team admins read their team (the default) and its keys.
 		{"GetSpend default scope", func(ctx context.Context, c apiClients, _ *fixture) error {
 			return ok(c.spend.GetSpend(ctx, &adminv1.GetSpendRequest{}))

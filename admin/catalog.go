@@ -154,13 +154,17 @@ func (s *Server) DeleteProvider(ctx context.Context, req *adminv1.DeleteProvider
 }
 
 func deploymentView(d *store.Deployment) *adminv1.Deployment {
-	return deploymentPolicyView(&adminv1.Deployment{Id: d.ID, Provider: d.Provider, ProviderModel: d.ProviderModel, Weight: int32(d.Weight), Rpm: d.RPM, Tpm: d.TPM}, &d.DeploymentPolicy)
+	return deploymentPolicyView(&adminv1.Deployment{
+		Id: d.ID, Provider: d.Provider, ProviderModel: d.ProviderModel, Weight: int32(d.Weight), Rpm: d.RPM, Tpm: d.TPM,
+		BaseModel: d.BaseModel, Free: d.Free,
+	}, &d.DeploymentPolicy)
 }
 
 // CreateDeployment creates a deployment of an existing provider.
 func (s *Server) CreateDeployment(ctx context.Context, req *adminv1.CreateDeploymentRequest) (*adminv1.CreateDeploymentResponse, error) {
 	in := req.GetDeployment()
 	d := store.Deployment{ID: in.GetId(), Provider: in.GetProvider(), ProviderModel: in.GetProviderModel(), Weight: int(in.GetWeight()), RPM: in.GetRpm(), TPM: in.GetTpm(), DeploymentPolicy: deploymentPolicyOf(in)}
+	d.BaseModel, d.Free = in.GetBaseModel(), in.GetFree()
 	err := policyError(d.Validate())
 	if err == nil {
 		_, _, err = get[store.Provider](ctx, s.st, d.Provider)
@@ -174,7 +178,7 @@ func (s *Server) CreateDeployment(ctx context.Context, req *adminv1.CreateDeploy
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.CreateDeploymentResponse{Deployment: deploymentView(&d)}, nil
+	return &adminv1.CreateDeploymentResponse{Deployment: deploymentView(&d), Warnings: s.priceWarnings(ctx, d.ID)}, nil
 }
 
 // GetDeployment returns a deployment.
@@ -232,6 +236,12 @@ func (s *Server) UpdateDeployment(ctx context.Context, req *adminv1.UpdateDeploy
 			if hasPath(paths, "tpm") {
 				d.TPM = in.GetTpm()
 			}
+			if hasPath(paths, "base_model") {
+				d.BaseModel = in.GetBaseModel()
+			}
+			if hasPath(paths, "free") {
+				d.Free = in.GetFree()
+			}
 			return updateDeploymentPolicy(&d.DeploymentPolicy, in, paths)
 		})
 	}
@@ -241,7 +251,7 @@ func (s *Server) UpdateDeployment(ctx context.Context, req *adminv1.UpdateDeploy
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	return &adminv1.UpdateDeploymentResponse{Deployment: deploymentView(&d)}, nil
+	return &adminv1.UpdateDeploymentResponse{Deployment: deploymentView(&d), Warnings: s.priceWarnings(ctx, d.ID)}, nil
 }
 
 // DeleteDeployment deletes a deployment no model group uses.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -39,6 +40,7 @@ func init() {
 		&command{noun: "price", verb: "get", args: "MODEL", help: "show a model's price", setup: priceGet},
 		&command{noun: "price", verb: "delete", args: "MODEL", help: "delete a model's price", setup: priceDelete},
 		&command{noun: "price", verb: "defaults", help: "store the built-in prices of popular models (--overwrite)", setup: priceDefaults},
+		&command{noun: "price", verb: "missing", help: "list deployments whose model has no price (refused under strict budgets)", setup: priceMissing},
 	)
 }
 
@@ -290,15 +292,18 @@ func (r *runner) deployment(d *adminv1.Deployment) {
 		{"TIMEOUT", durationText(d.GetTimeout())},
 		{"FIRST BYTE TIMEOUT", durationText(d.GetFirstByteTimeout())},
 		{"CONNECT TIMEOUT", durationText(d.GetConnectTimeout())},
+		{"BASE MODEL", orDash(d.GetBaseModel())},
+		{"FREE", strconv.FormatBool(d.GetFree())},
 	}...)
 	r.fields(pairs)
 }
 
 type deploymentFlags struct {
-	provider, model string
-	weight          int
-	rpm, tpm        int64
-	routing         deploymentRoutingFlags
+	provider, model, baseModel string
+	weight                     int
+	rpm, tpm                   int64
+	free                       bool
+	routing                    deploymentRoutingFlags
 }
 
 func (f *deploymentFlags) register(fs *flag.FlagSet) {
@@ -307,11 +312,16 @@ func (f *deploymentFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.weight, "weight", 0, "routing weight among the model's deployments (0 means 1)")
 	fs.Int64Var(&f.rpm, "rpm", 0, "requests per minute this deployment takes (0: no limit)")
 	fs.Int64Var(&f.tpm, "tpm", 0, "tokens per minute this deployment takes (0: no limit)")
+	fs.StringVar(&f.baseModel, "base-model", "", "the model the provider runs under --model, to find its price (Azure deployment names, fine-tunes)")
+	fs.BoolVar(&f.free, "free", false, "the deployment costs nothing (a local or prepaid model): served at $0 under every budget")
 	f.routing.register(fs)
 }
 
 func (f *deploymentFlags) message(id string) *adminv1.Deployment {
-	return f.routing.set(&adminv1.Deployment{Id: id, Provider: f.provider, ProviderModel: f.model, Weight: int32(f.weight), Rpm: f.rpm, Tpm: f.tpm})
+	return f.routing.set(&adminv1.Deployment{
+		Id: id, Provider: f.provider, ProviderModel: f.model, Weight: int32(f.weight), Rpm: f.rpm, Tpm: f.tpm,
+		BaseModel: f.baseModel, Free: f.free,
+	})
 }
 
 func deploymentCreate(fs *flag.FlagSet) func(*runner, []string) error {
@@ -322,6 +332,7 @@ func deploymentCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		r.warnings(resp.GetWarnings())
 		return r.emit(resp, func() { r.deployment(resp.GetDeployment()) })
 	}
 }
@@ -364,7 +375,10 @@ func deploymentUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	var df deploymentFlags
 	df.register(fs)
 	return func(r *runner, pos []string) error {
-		fields := map[string]string{"provider": "provider", "model": "provider_model", "weight": "weight", "rpm": "rpm", "tpm": "tpm"}
+		fields := map[string]string{
+			"provider": "provider", "model": "provider_model", "weight": "weight", "rpm": "rpm", "tpm": "tpm",
+			"base-model": "base_model", "free": "free",
+		}
 		maps.Copy(fields, deploymentRoutingMask)
 		mask, err := updateMask(r.set, fields, nil)
 		if err != nil {
@@ -374,6 +388,7 @@ func deploymentUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		r.warnings(resp.GetWarnings())
 		return r.emit(resp, func() { r.deployment(resp.GetDeployment()) })
 	}
 }
@@ -583,6 +598,39 @@ func priceDefaults(fs *flag.FlagSet) func(*runner, []string) error {
 		}
 		return r.emit(resp, func() {
 			_, _ = fmt.Fprintf(r.out, "%d default prices stored: %s\n", len(resp.GetModels()), strings.Join(resp.GetModels(), ", "))
+		})
+	}
+}
+
+// warnings prints the server's warnings on stderr, one a line (the output
+// itself, JSON included, stays on stdout).
+func (r *runner) warnings(ws []string) {
+	for _, w := range ws {
+		_, _ = fmt.Fprintf(r.errOut, "warning: %s\n", w)
+	}
+}
+
+var missingPriceHeader = []string{"DEPLOYMENT", "MODEL", "PROVIDER", "PROVIDER MODEL", "BASE MODEL", "NAMES TRIED"}
+
+func priceMissing(*flag.FlagSet) func(*runner, []string) error {
+	return func(r *runner, _ []string) error {
+		resp, err := adminv1.NewPriceServiceClient(r.conn).ListMissingPrices(r.ctx, &adminv1.ListMissingPricesRequest{})
+		if err != nil {
+			return err
+		}
+		return r.emit(resp, func() {
+			if len(resp.GetMissing()) == 0 {
+				_, _ = fmt.Fprintln(r.out, "every deployment has a price")
+				return
+			}
+			var rows [][]string
+			for _, m := range resp.GetMissing() {
+				rows = append(rows, []string{
+					m.GetDeployment(), orDash(m.GetModel()), m.GetProvider(), m.GetProviderModel(),
+					orDash(m.GetBaseModel()), strings.Join(m.GetNamesTried(), ", "),
+				})
+			}
+			r.table(missingPriceHeader, rows)
 		})
 	}
 }

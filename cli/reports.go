@@ -184,10 +184,14 @@ func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {
 			var rows [][]string
 			for _, e := range all.GetEntries() {
 				u := e.GetUsage()
+				cost := usd(e.GetCost())
+				if e.GetUnpriced() { // no price: never shown as a plain $0
+					cost = "unpriced"
+				}
 				rows = append(rows, []string{
 					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), e.GetModel(), orDash(e.GetDeployment()),
 					fmt.Sprint(u.GetInput() + u.GetCachedInput() + u.GetCacheWrite()), fmt.Sprint(u.GetOutput() + u.GetReasoning()),
-					usd(e.GetCost()), statusNames[e.GetStatus()], fmt.Sprint(e.GetHttpStatus()),
+					cost, statusNames[e.GetStatus()], fmt.Sprint(e.GetHttpStatus()),
 				})
 			}
 			r.table([]string{"ENDED", "REQUEST", "KEY", "MODEL", "DEPLOYMENT", "IN", "OUT", "COST", "STATUS", "HTTP"}, rows)
@@ -348,6 +352,7 @@ func applyFile(*flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		r.warnings(resp.GetWarnings())
 		return r.emit(resp, func() {
 			var rows [][]string
 			for _, s := range []struct {

@@ -156,13 +156,20 @@ try {
   }
   out.credential_shown = (await page.content()).includes("sk-console-secret");
   out.provider_row = await page.locator("tbody tr", { hasText: "console-mock" }).first().innerText();
-  for (const [id, prov] of [["console-d", "console-mock"], ["dead-d", "dead"]]) {
+  // The mock's model has no price: declared free, the two deployments are
+  // served under the key's strict budget; a third, left unpriced, is warned
+  // about when created and listed as missing a price.
+  for (const [id, prov, free] of [["console-d", "console-mock", true], ["dead-d", "dead", true], ["unpriced-d", "console-mock", false]]) {
     await create("deployment", id, async (f) => {
       await f.getByLabel("ID", { exact: true }).fill(id);
       await f.locator('select[name="provider"]').selectOption(prov);
       await f.getByLabel("Provider model").fill("mock-gpt");
+      if (free) await f.getByLabel("Free").check();
     });
+    if (!free) out.unpriced_warning = await page.locator("#status").innerText();
   }
+  out.unpriced_listed = await page.locator('[data-unpriced="unpriced-d"]').count();
+  out.missing_section = await page.locator("#missing-prices").innerText();
   for (const [id, dep] of [["console-model", "console-d"], ["broken", "dead-d"]]) {
     await create("model", id, async (f) => {
       await f.getByLabel("Public name").fill(id);

@@ -61,6 +61,9 @@ type consoleRun struct {
 	CredentialShown  bool     `json:"credential_shown"`
 	ProviderRow      string   `json:"provider_row"`
 	ConsoleModel     int      `json:"console_model_status"`
+	UnpricedWarning  string   `json:"unpriced_warning"`
+	UnpricedListed   int      `json:"unpriced_listed"`
+	MissingSection   string   `json:"missing_section"`
 	ModelDeleted     bool     `json:"model_deleted"`
 	ViewerCreate     int      `json:"viewer_create_forms"`
 	ViewerWriteResp  struct {
@@ -145,6 +148,10 @@ func TestConsoleInChromium(t *testing.T) {
 	require.False(t, got.CredentialShown, "a provider credential is never shown back")
 	require.Contains(t, got.ProviderRow, "set", "the provider has a credential")
 	require.Equal(t, 200, got.ConsoleModel, "the model created in the console serves")
+	require.Contains(t, got.UnpricedWarning, `Warning: deployment "unpriced-d": no price for model "mock-gpt"`)
+	require.Equal(t, 1, got.UnpricedListed, "the deployment without a price is marked in the table")
+	require.Contains(t, got.MissingSection, "unpriced-d")
+	require.NotContains(t, got.MissingSection, "console-d", "a free deployment has a price that says $0")
 	require.GreaterOrEqual(t, got.BrokenStatus, 500, "the model whose provider is down fails")
 	require.Contains(t, got.HealthAfter, "dead-d=cooling_down")
 	require.Contains(t, got.HealthAfter, "console-d=healthy")

@@ -76,6 +76,9 @@ type Record struct {
 	Stream     bool
 	StartedAt  time.Time
 	EndedAt    time.Time
+	// Unpriced: the deployment's model has no price (Target.Price.Unpriced);
+	// the ledger marks the row so that its $0 is not taken for a price.
+	Unpriced bool
 }
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and

@@ -452,6 +452,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(errUnavailable())
 	}
 	if !d.Admitted {
+		if d.Reason == kernel.ReasonUnpriced { // unpriced.go: name the missing price
+			return s.reject(unpricedError(s.target, d))
+		}
 		return s.reject(s.refused(d, in.Model))
 	}
 	s.admitted, s.decision = true, d
@@ -763,6 +766,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		Stream:     s.in.Stream,
 		StartedAt:  s.started,
 		EndedAt:    s.p.now(),
+		Unpriced:   s.target.Price.Unpriced,
 	}
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -885,6 +889,8 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Status: http.StatusBadRequest, Type: translate.TypeBudgetExceeded, Code: translate.CodeBudgetExceeded,
 			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
 		}
+	case kernel.ReasonUnpriced:
+		return unpricedError(&translate.Target{Model: model, ProviderModel: model}, d)
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
 		what, typ := "requests per minute", "requests"
 		switch d.Reason {

@@ -35,6 +35,7 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 		Stream:     rec.Stream,
 		StartedAt:  rec.StartedAt,
 		EndedAt:    rec.EndedAt,
+		Unpriced:   rec.Unpriced,
 	}
 	if p := rec.Principal; p != nil {
 		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID

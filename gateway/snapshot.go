@@ -208,6 +208,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 				log.Warn("deployment skipped", "deployment", d.ID, "err", err)
 				continue
 			}
+			if t.Price.Unpriced {
+				log.Warn("deployment has no price: refused under strict budgets, unpriced in the ledger otherwise (tollgate price missing)",
+					"model", g.ID, "deployment", d.ID, "provider_model", d.ProviderModel)
+			}
 			w := d.Weight
 			if w <= 0 {
 				w = 1
@@ -269,10 +273,12 @@ func target(ctx context.Context, g store.ModelGroup, d *store.Deployment, p *sto
 		}
 		apiKey = string(b)
 	}
-	price, ok := prices[g.ID]
-	if !ok {
-		price = prices[d.ProviderModel]
-	}
+	// A model nobody priced is marked so (kernel.Price.Unpriced): refused
+	// under strict budgets, marked in the ledger otherwise; never a silent $0.
+	price, _, _, _ := store.DeploymentPrice(g.ID, d, p.Type, func(name string) (kernel.Price, bool) {
+		pr, ok := prices[name]
+		return pr, ok
+	})
 	t := &extproc.Target{
 		Model:            g.ID,
 		Deployment:       d.ID,

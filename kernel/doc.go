@@ -20,6 +20,10 @@
 // cache-write price is the input price; a zero reasoning price is the output
 // price; negative prices and token counts count as zero.
 //
+// PriceNames and LookupPrice find a model's price under the names providers
+// give it (Vertex "model@date", Bedrock inference profiles, "models/"
+// prefixes).
+//
 // # Windows
 //
 // Period.Window(now) is the window [start, end) containing now. PeriodTotal is
@@ -56,6 +60,13 @@
 // Tokens counted for tpm: strict, the input bound plus the output bound after
 // clamping (the requested bound when the budget refuses); estimate,
 // ceil(PromptBytes / 4).
+//
+// Unpriced models. A Price with Unpriced set (a model nobody priced and not
+// declared free) refuses before anything else under a strict budget — the
+// request's mode is Strict and some scope has a budget window —
+// (ReasonUnpriced, Scope = the first scope with a budget window; see
+// UnpricedRefusal): its cost cannot be bounded and would be a silent $0. In
+// estimate mode, or when no scope has a budget, it is admitted and costs 0.
 //
 // Checks. A reservation id that is still open refuses first (ReasonDuplicate,
 // Scope = Scopes[0]). Then for each scope in order, the checks in this order,

@@ -15,6 +15,7 @@ var (
 		ReasonOK: "ok", ReasonKeyExpired: "key_expired", ReasonModelNotAllowed: "model_not_allowed",
 		ReasonRequestLimit: "request_limit", ReasonTokenLimit: "token_limit", ReasonParallelLimit: "parallel_limit",
 		ReasonBudgetExceeded: "budget_exceeded", ReasonDuplicate: "duplicate",
+		ReasonUnpriced: "unpriced",
 	}
 	statusNames = [...]string{StatusCompleted: "completed", StatusAborted: "aborted", StatusFailed: "failed", StatusExpired: "expired"}
 )

@@ -178,6 +178,9 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		outBound = DefaultOutputBound
 	}
 	inPrice, outPrice := req.Price.bounds()
+	if d, refused := UnpricedRefusal(req); refused {
+		return d
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

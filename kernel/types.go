@@ -25,6 +25,11 @@ type Price struct {
 	CacheWrite  Money `json:"cache_write,omitempty"`
 	Output      Money `json:"output"`
 	Reasoning   Money `json:"reasoning,omitempty"`
+	// Unpriced marks the price of a model nobody priced: it is in no price
+	// table and its deployment is not declared free. Its cost is zero all the
+	// same; Admit refuses it under a strict budget (UnpricedRefusal) and the
+	// ledger marks what it served. Stored prices never carry it.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // Usage counts the tokens of one request by kind. The kinds are disjoint:
@@ -177,6 +182,7 @@ const (
 	ReasonParallelLimit // max parallel requests
 	ReasonBudgetExceeded
 	ReasonDuplicate // a reservation with this ID exists
+	ReasonUnpriced  // the model has no price and a strict budget applies
 )
 
 // RateLimitInfo carries the values for the x-ratelimit-* headers, from the

@@ -75,6 +75,7 @@ type Metrics struct {
 	keyCost   *prometheus.CounterVec
 
 	refusals    *prometheus.CounterVec
+	unpriced    *prometheus.CounterVec // settled requests of a model without a price
 	inflight    prometheus.Gauge
 	storeErrors *prometheus.CounterVec
 
@@ -136,7 +137,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 	}, []string{lblModelGroup, lblDeployment, lblTeam})
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tollgate_admission_refusals_total",
-		Help: "Requests refused at admission, by reason: rate_limit_requests, rate_limit_tokens, rate_limit_parallel, budget, model_not_allowed, key_expired, duplicate.",
+		Help: "Requests refused at admission, by reason: rate_limit_requests, rate_limit_tokens, rate_limit_parallel, budget, unpriced (a model without a price under a strict budget), model_not_allowed, key_expired, duplicate.",
 	}, []string{lblReason})
 	m.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "tollgate_reservations_in_flight",
@@ -166,8 +167,12 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		Name: "tollgate_fallbacks_total",
 		Help: "Requests admitted on a fallback group, by the group asked for, the group that took the request and why the last group was left: cooldown (no deployment in rotation) or rate_limited (every deployment's rpm/tpm quota full).",
 	}, []string{lblFromGroup, lblToGroup, lblReason})
+	m.unpriced = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tollgate_unpriced_requests_total",
+		Help: "Requests settled for a model without a price (served under an estimate budget or no budget; the ledger row is marked unpriced), by model group and deployment.",
+	}, []string{lblModelGroup, lblDeployment})
 	m.reg.MustRegister(m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.tokens, m.cost,
-		m.refusals, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks,
+		m.refusals, m.unpriced, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -435,6 +440,8 @@ func (a *accountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Mo
 	c, err := a.inner.Settle(ctx, rec)
 	if err != nil {
 		a.m.storeErrors.WithLabelValues("settle").Inc()
+	} else if rec.Unpriced {
+		a.m.unpriced.WithLabelValues(rec.Model, rec.Deployment).Inc()
 	}
 	return c, err
 }
@@ -455,6 +462,8 @@ func refusalReason(r kernel.Reason) string {
 		return "budget"
 	case kernel.ReasonDuplicate:
 		return "duplicate"
+	case kernel.ReasonUnpriced:
+		return "unpriced"
 	default:
 		return "other"
 	}

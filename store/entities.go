@@ -104,6 +104,14 @@ type Deployment struct {
 	Weight        int    `json:"weight,omitempty"`
 	RPM           int64  `json:"rpm,omitempty"`
 	TPM           int64  `json:"tpm,omitempty"`
+	// BaseModel is the model the provider runs under ProviderModel, for
+	// pricing when ProviderModel is a name of the operator's own (an Azure
+	// deployment name, a fine-tune); "" prices ProviderModel itself.
+	BaseModel string `json:"base_model,omitempty"`
+	// Free declares the deployment free of charge (a local or prepaid
+	// model): its requests cost $0 by the operator's word, never refused or
+	// marked as unpriced.
+	Free bool `json:"free,omitempty"`
 	DeploymentPolicy
 }
 

@@ -93,6 +93,10 @@ type LedgerEntry struct {
 	Stream     bool          `json:"stream"`
 	StartedAt  time.Time     `json:"started_at"`
 	EndedAt    time.Time     `json:"ended_at"`
+	// Unpriced: the model had no price (kernel.Price.Unpriced) and the request
+	// was served all the same (estimate budget, or no budget): Cost is not a
+	// price that says $0 but the absence of one.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).

@@ -34,6 +34,7 @@ const (
 	CodeBudgetExceeded  = "budget_exceeded"
 	CodeUnavailable     = "service_unavailable"
 	codeInvalidJSON     = "invalid_json"
+	CodeModelUnpriced   = "model_price_missing"
 )
 
 // apiError is an error response to the client, in the shape of the endpoint's

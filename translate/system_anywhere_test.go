@@ -1,4 +1,4 @@
-package extproc
+package translate
 
 import (
 	"fmt"
@@ -35,9 +35,9 @@ func TestSystemMessagesAnywhere(t *testing.T) {
 	for api, body := range requests {
 		for _, target := range targets {
 			t.Run(fmt.Sprintf("%s/%s/%s", api, target.Provider, target.ProviderModel), func(t *testing.T) {
-				tr := newTranslator(api, target.Provider)
+				tr := NewTranslator(api, target.Provider)
 				require.NotNil(t, tr)
-				in, err := parseRequest(api, []byte(body))
+				in, err := ParseRequest(api, []byte(body))
 				require.NoError(t, err)
 				out, err := tr.Request(in, &target)
 				require.NoError(t, err, "system messages between turns must be accepted")

@@ -85,3 +85,19 @@ func NewTranslator(api API, p ProviderType) Translator {
 	}
 	return nil
 }
+
+// Pair is a row of the table: a client API served from a provider type.
+type Pair struct {
+	API      API
+	Provider ProviderType
+}
+
+// Pairs lists every row of the table, in no particular order (the
+// processor's tests walk them all).
+func Pairs() []Pair {
+	out := make([]Pair, 0, len(translators))
+	for k := range translators {
+		out = append(out, Pair{k.api, k.provider})
+	}
+	return out
+}

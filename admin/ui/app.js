@@ -30,6 +30,14 @@ function say(msg, isError = false) {
   statusEl.className = isError ? 'error' : '';
 }
 
+// sayWarned reports a write and the server's warnings about it (e.g. a
+// deployment whose model has no price), styled as a warning when there are any.
+function sayWarned(msg, warnings) {
+  if (!warnings || warnings.length === 0) { say(msg); return; }
+  statusEl.textContent = msg + ' Warning: ' + warnings.join(' ');
+  statusEl.className = 'warning';
+}
+
 class APIError extends Error {
   constructor(status, body) {
     super(body.message || `HTTP ${status}`);
@@ -380,11 +388,13 @@ pages.models = async () => {
   const lists = h('div', {});
   const forms = h('div', {});
   async function refresh() {
-    const [models, deps, provs] = await Promise.all([
+    const [models, deps, provs, missing] = await Promise.all([
       listAll('ModelService/ListModels', 'models'),
       listAll('DeploymentService/ListDeployments', 'deployments').catch(() => []),
       listAll('ProviderService/ListProviders', 'providers').catch(() => []),
+      api('PriceService/ListMissingPrices', {}).then((r) => r.missing || []).catch(() => []),
     ]);
+    const unpriced = new Set(missing.map((m) => m.deployment));
     lists.replaceChildren(
       h('h2', {}, 'Models'),
       table([idCol, { label: 'Actions', get: (m) => deleteButton('model', m.id, 'ModelService/DeleteModel', refresh) },
@@ -400,7 +410,15 @@ pages.models = async () => {
         { label: 'Latency', num: true, get: (d) => ms(d.state && d.state.latency) },
         { label: 'In flight', num: true, get: (d) => (d.state ? d.state.in_flight || '0' : '') },
         { label: 'Provider', get: (d) => d.provider }, { label: 'Provider model', get: (d) => d.provider_model },
-        { label: 'Weight', num: true, get: (d) => d.weight }, { label: 'RPM', num: true, get: (d) => d.rpm }, { label: 'TPM', num: true, get: (d) => d.tpm }], deps),
+        { label: 'Weight', num: true, get: (d) => d.weight }, { label: 'RPM', num: true, get: (d) => d.rpm }, { label: 'TPM', num: true, get: (d) => d.tpm },
+        { label: 'Price', get: (d) => (d.free ? 'free' : unpriced.has(d.id) ? h('span', { class: 'pill failed', 'data-unpriced': d.id }, 'missing') : (d.base_model ? 'as ' + d.base_model : 'set')) }], deps),
+      // A model without a price is refused under strict budgets and served
+      // unpriced otherwise: say so where the deployments are.
+      missing.length ? h('section', { class: 'warning', 'aria-label': 'Deployments without a price', id: 'missing-prices' },
+        h('h2', {}, 'Deployments without a price'),
+        h('p', {}, 'Requests to these are refused under strict budgets and recorded as unpriced otherwise. Set a price (tollgate price set), name the base model, or declare the deployment free.'),
+        table([{ label: 'Deployment', get: (m) => m.deployment }, { label: 'Model', get: (m) => m.model || '—' },
+          { label: 'Provider model', get: (m) => m.provider_model }, { label: 'Names tried', get: (m) => (m.names_tried || []).join(', ') }], missing)) : '',
       h('h2', {}, 'Providers'),
       table([idCol, { label: 'Actions', get: (p) => deleteButton('provider', p.id, 'ProviderService/DeleteProvider', refresh) },
         { label: 'Type', get: (p) => enumTail(p.type, 'PROVIDER_TYPE_') }, { label: 'Base URL', get: (p) => p.base_url },
@@ -427,11 +445,13 @@ pages.models = async () => {
         field('Weight', inp('weight', { type: 'number', min: 0, size: 4 })),
         field('RPM', inp('rpm', { type: 'number', min: 0, size: 6 })),
         field('TPM', inp('tpm', { type: 'number', min: 0, size: 8 })),
+        field('Base model (for its price)', inp('base_model', { size: 14 })),
+        field('Free', inp('free', { type: 'checkbox' })),
       ], async (f) => {
         const e = f.elements;
-        await api('DeploymentService/CreateDeployment', { deployment: { id: e.id.value.trim(), provider: e.provider.value, provider_model: e.provider_model.value.trim(),
-          weight: Number(e.weight.value || 1), rpm: e.rpm.value || '0', tpm: e.tpm.value || '0' } });
-        say(`Created deployment ${e.id.value.trim()}.`);
+        const r = await api('DeploymentService/CreateDeployment', { deployment: { id: e.id.value.trim(), provider: e.provider.value, provider_model: e.provider_model.value.trim(),
+          weight: Number(e.weight.value || 1), rpm: e.rpm.value || '0', tpm: e.tpm.value || '0', base_model: e.base_model.value.trim(), free: e.free.checked } });
+        sayWarned(`Created deployment ${e.id.value.trim()}.`, r.warnings);
         await refresh();
       }),
       writeForm('Create model', [
@@ -606,7 +626,7 @@ pages.requests = async () => {
       { label: 'Model', get: (x) => x.model },
       { label: 'Status', get: (x) => h('span', { class: 'pill ' + enumTail(x.status, 'REQUEST_STATUS_') }, enumTail(x.status, 'REQUEST_STATUS_') + ' ' + (x.http_status || '')) },
       { label: 'Tokens in/out', num: true, get: (x) => `${(x.usage && x.usage.input) || 0} / ${(x.usage && x.usage.output) || 0}` },
-      { label: 'Cost', num: true, get: (x) => usd(x.cost) },
+      { label: 'Cost', num: true, get: (x) => (x.unpriced ? h('span', { class: 'pill failed', title: 'the model had no price' }, 'unpriced') : usd(x.cost)) },
       { label: '', get: (x) => h('button', { type: 'button', 'data-request': x.request_id, onclick: () => show(x) }, 'Details') },
     ], entries, 'No request in this range.'));
   }
@@ -614,7 +634,7 @@ pages.requests = async () => {
     const rows = [['Request ID', x.request_id], ['Key', x.key_id], ['User', x.user_id], ['Team', x.team_id], ['Org', x.org_id], ['Customer', x.customer_id],
       ['Model', x.model], ['Deployment', x.deployment], ['Status', enumTail(x.status, 'REQUEST_STATUS_')], ['HTTP status', x.http_status], ['Stream', x.stream ? 'yes' : 'no'],
       ['Input tokens', x.usage && x.usage.input], ['Cached input', x.usage && x.usage.cached_input], ['Cache write', x.usage && x.usage.cache_write],
-      ['Output tokens', x.usage && x.usage.output], ['Reasoning', x.usage && x.usage.reasoning], ['Cost', x.cost && x.cost.dollars ? '$' + x.cost.dollars : '$0'],
+      ['Output tokens', x.usage && x.usage.output], ['Reasoning', x.usage && x.usage.reasoning], ['Cost', x.unpriced ? 'unpriced (the model had no price)' : x.cost && x.cost.dollars ? '$' + x.cost.dollars : '$0'],
       ['Started', when(x.started_at)], ['Ended', when(x.ended_at)]];
     const sec = h('section', { 'aria-label': 'Request detail', id: 'request-detail', tabindex: '-1' }, h('h2', {}, 'Request ' + x.request_id),
       h('dl', { class: 'detail' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v === undefined || v === '' ? '—' : String(v))])));

@@ -14,9 +14,9 @@ import (
 )
 
 const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
-	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns`
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced`
 
-const ledgerArity = 19
+const ledgerArity = 20
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -393,5 +393,5 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[8].Value, a[9].Value, a[10].Value = e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite
 	a[11].Value, a[12].Value, a[13].Value = e.Usage.Output, e.Usage.Reasoning, int64(e.Cost)
 	a[14].Value, a[15].Value, a[16].Value = int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream)
-	a[17].Value, a[18].Value = e.StartedAt.UnixNano(), e.EndedAt.UnixNano()
+	a[17].Value, a[18].Value, a[19].Value = e.StartedAt.UnixNano(), e.EndedAt.UnixNano(), b2i(e.Unpriced)
 }

@@ -55,6 +55,7 @@ func Gen(n int, seed uint64, prefix string) []store.LedgerEntry {
 			Stream:     r.IntN(2) == 0,
 			StartedAt:  ended.Add(-time.Duration(r.Int64N(int64(time.Minute/time.Microsecond))) * time.Microsecond),
 			EndedAt:    ended,
+			Unpriced:   i%7 == 3, // not drawn: the same seed gives the entries it always gave
 		}
 	}
 	return out
@@ -147,6 +148,23 @@ func (s *suite) ledgerTests() []test {
 				require.NoError(t, err)
 				require.Empty(t, got, "kind %v", kind)
 			}
+		}},
+		{"UnpricedRoundTrip", func(t *testing.T) {
+			// A row served without a price keeps its mark; a priced $0 row has none.
+			st := s.fresh(t)
+			at := base.Add(time.Minute)
+			rows := []store.LedgerEntry{
+				{RequestID: "unpriced", KeyID: "k", Model: "m", Usage: kernel.Usage{Input: 10, Output: 5}, StartedAt: at, EndedAt: at, Unpriced: true},
+				{RequestID: "free", KeyID: "k", Model: "m", Usage: kernel.Usage{Input: 10, Output: 5}, StartedAt: at, EndedAt: at.Add(time.Second)},
+			}
+			require.NoError(t, st.Append(t.Context(), rows...))
+			require.NoError(t, st.Flush(timeout(t, 30*time.Second)))
+			got, err := st.Entries(t.Context(), store.LedgerFilter{Model: "m"})
+			require.NoError(t, err)
+			require.Len(t, got, 2)
+			require.Equal(t, "unpriced", got[0].RequestID)
+			require.True(t, got[0].Unpriced)
+			require.False(t, got[1].Unpriced)
 		}},
 		{"AppendFlushRoundTrip", func(t *testing.T) {
 			st := s.fresh(t)

@@ -743,7 +743,10 @@ type ApplyResponse struct {
 	Updated   []string `protobuf:"bytes,2,rep,name=updated,proto3" json:"updated,omitempty"`
 	Unchanged []string `protobuf:"bytes,3,rep,name=unchanged,proto3" json:"unchanged,omitempty"`
 	// secrets are the secrets of keys the document created without one, by key id.
-	Secrets       map[string]string `protobuf:"bytes,4,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Secrets map[string]string `protobuf:"bytes,4,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// warnings say what the applied configuration lacks, e.g. a deployment
+	// whose model has no price (as ListMissingPrices).
+	Warnings      []string `protobuf:"bytes,5,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -806,6 +809,13 @@ func (x *ApplyResponse) GetSecrets() map[string]string {
 	return nil
 }
 
+func (x *ApplyResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_audit_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_audit_proto_rawDesc = "" +
@@ -853,12 +863,13 @@ const file_tollgate_admin_v1_audit_proto_rawDesc = "" +
 	"credential\x18\x01 \x01(\v2\".tollgate.admin.v1.AdminCredentialR\n" +
 	"credential\"*\n" +
 	"\fApplyRequest\x12\x1a\n" +
-	"\bdocument\x18\x01 \x01(\tR\bdocument\"\xe6\x01\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\"\x82\x02\n" +
 	"\rApplyResponse\x12\x18\n" +
 	"\acreated\x18\x01 \x03(\tR\acreated\x12\x18\n" +
 	"\aupdated\x18\x02 \x03(\tR\aupdated\x12\x1c\n" +
 	"\tunchanged\x18\x03 \x03(\tR\tunchanged\x12G\n" +
-	"\asecrets\x18\x04 \x03(\v2-.tollgate.admin.v1.ApplyResponse.SecretsEntryR\asecrets\x1a:\n" +
+	"\asecrets\x18\x04 \x03(\v2-.tollgate.admin.v1.ApplyResponse.SecretsEntryR\asecrets\x12\x1a\n" +
+	"\bwarnings\x18\x05 \x03(\tR\bwarnings\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*o\n" +

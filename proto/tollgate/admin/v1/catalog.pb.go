@@ -686,7 +686,15 @@ type Deployment struct {
 	ConnectTimeout *durationpb.Duration `protobuf:"bytes,11,opt,name=connect_timeout,json=connectTimeout,proto3" json:"connect_timeout,omitempty"`
 	// state is the deployment's routing state as the gateway sees it now
 	// (output only; absent when the admin server has no view of it).
-	State         *DeploymentState `protobuf:"bytes,12,opt,name=state,proto3" json:"state,omitempty"`
+	State *DeploymentState `protobuf:"bytes,12,opt,name=state,proto3" json:"state,omitempty"`
+	// base_model is the model the provider runs under provider_model, used to
+	// find the price when provider_model is a name of the operator's own (an
+	// Azure deployment name, a fine-tune). Unset: provider_model is priced.
+	BaseModel string `protobuf:"bytes,13,opt,name=base_model,json=baseModel,proto3" json:"base_model,omitempty"`
+	// free declares the deployment free of charge (a local or prepaid model):
+	// its requests cost $0 by the operator's word, never refused or marked
+	// unpriced for want of a price.
+	Free          bool `protobuf:"varint,14,opt,name=free,proto3" json:"free,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -803,6 +811,20 @@ func (x *Deployment) GetState() *DeploymentState {
 		return x.State
 	}
 	return nil
+}
+
+func (x *Deployment) GetBaseModel() string {
+	if x != nil {
+		return x.BaseModel
+	}
+	return ""
+}
+
+func (x *Deployment) GetFree() bool {
+	if x != nil {
+		return x.Free
+	}
+	return false
 }
 
 // DeploymentState is what the router knows of a deployment.
@@ -932,8 +954,10 @@ func (x *CreateDeploymentRequest) GetDeployment() *Deployment {
 }
 
 type CreateDeploymentResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Deployment    *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deployment *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	// warnings say what the deployment lacks, e.g. a price for its model.
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -971,6 +995,13 @@ func (*CreateDeploymentResponse) Descriptor() ([]byte, []int) {
 func (x *CreateDeploymentResponse) GetDeployment() *Deployment {
 	if x != nil {
 		return x.Deployment
+	}
+	return nil
+}
+
+func (x *CreateDeploymentResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -1181,7 +1212,7 @@ type UpdateDeploymentRequest struct {
 	Deployment *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
 	// update_mask: "provider", "provider_model", "weight", "rpm", "tpm",
 	// "cooldown", "allowed_fails", "timeout", "first_byte_timeout",
-	// "connect_timeout".
+	// "connect_timeout", "base_model", "free".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1232,8 +1263,10 @@ func (x *UpdateDeploymentRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 }
 
 type UpdateDeploymentResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Deployment    *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deployment *Deployment            `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	// warnings say what the deployment lacks, e.g. a price for its model.
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1271,6 +1304,13 @@ func (*UpdateDeploymentResponse) Descriptor() ([]byte, []int) {
 func (x *UpdateDeploymentResponse) GetDeployment() *Deployment {
 	if x != nil {
 		return x.Deployment
+	}
+	return nil
+}
+
+func (x *UpdateDeploymentResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -2473,6 +2513,183 @@ func (x *LoadDefaultPricesResponse) GetModels() []string {
 	return nil
 }
 
+type ListMissingPricesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMissingPricesRequest) Reset() {
+	*x = ListMissingPricesRequest{}
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMissingPricesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMissingPricesRequest) ProtoMessage() {}
+
+func (x *ListMissingPricesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMissingPricesRequest.ProtoReflect.Descriptor instead.
+func (*ListMissingPricesRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{45}
+}
+
+type ListMissingPricesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Missing       []*MissingPrice        `protobuf:"bytes,1,rep,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMissingPricesResponse) Reset() {
+	*x = ListMissingPricesResponse{}
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMissingPricesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMissingPricesResponse) ProtoMessage() {}
+
+func (x *ListMissingPricesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMissingPricesResponse.ProtoReflect.Descriptor instead.
+func (*ListMissingPricesResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListMissingPricesResponse) GetMissing() []*MissingPrice {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
+// MissingPrice is a deployment whose model has no price, as one model group
+// uses it.
+type MissingPrice struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deployment string                 `protobuf:"bytes,1,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	// model is the model group that uses the deployment ("" when none does).
+	Model         string       `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Provider      string       `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	ProviderType  ProviderType `protobuf:"varint,4,opt,name=provider_type,json=providerType,proto3,enum=tollgate.admin.v1.ProviderType" json:"provider_type,omitempty"`
+	ProviderModel string       `protobuf:"bytes,5,opt,name=provider_model,json=providerModel,proto3" json:"provider_model,omitempty"`
+	BaseModel     string       `protobuf:"bytes,6,opt,name=base_model,json=baseModel,proto3" json:"base_model,omitempty"`
+	// names_tried are the price names looked up, in order: the model group's,
+	// then the provider's naming of its model normalized.
+	NamesTried    []string `protobuf:"bytes,7,rep,name=names_tried,json=namesTried,proto3" json:"names_tried,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MissingPrice) Reset() {
+	*x = MissingPrice{}
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MissingPrice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MissingPrice) ProtoMessage() {}
+
+func (x *MissingPrice) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MissingPrice.ProtoReflect.Descriptor instead.
+func (*MissingPrice) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *MissingPrice) GetDeployment() string {
+	if x != nil {
+		return x.Deployment
+	}
+	return ""
+}
+
+func (x *MissingPrice) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *MissingPrice) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *MissingPrice) GetProviderType() ProviderType {
+	if x != nil {
+		return x.ProviderType
+	}
+	return ProviderType_PROVIDER_TYPE_UNSPECIFIED
+}
+
+func (x *MissingPrice) GetProviderModel() string {
+	if x != nil {
+		return x.ProviderModel
+	}
+	return ""
+}
+
+func (x *MissingPrice) GetBaseModel() string {
+	if x != nil {
+		return x.BaseModel
+	}
+	return ""
+}
+
+func (x *MissingPrice) GetNamesTried() []string {
+	if x != nil {
+		return x.NamesTried
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
@@ -2515,7 +2732,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\"'\n" +
 	"\x15DeleteProviderRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x18\n" +
-	"\x16DeleteProviderResponse\"\xf3\x03\n" +
+	"\x16DeleteProviderResponse\"\xa6\x04\n" +
 	"\n" +
 	"Deployment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
@@ -2530,7 +2747,10 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x12first_byte_timeout\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x10firstByteTimeout\x12B\n" +
 	"\x0fconnect_timeout\x18\v \x01(\v2\x19.google.protobuf.DurationR\x0econnectTimeout\x128\n" +
-	"\x05state\x18\f \x01(\v2\".tollgate.admin.v1.DeploymentStateR\x05state\"\xdd\x01\n" +
+	"\x05state\x18\f \x01(\v2\".tollgate.admin.v1.DeploymentStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"base_model\x18\r \x01(\tR\tbaseModel\x12\x12\n" +
+	"\x04free\x18\x0e \x01(\bR\x04free\"\xdd\x01\n" +
 	"\x0fDeploymentState\x12\x16\n" +
 	"\x06health\x18\x01 \x01(\tR\x06health\x12A\n" +
 	"\x0ecooldown_until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rcooldownUntil\x12\x1d\n" +
@@ -2541,11 +2761,12 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x17CreateDeploymentRequest\x12=\n" +
 	"\n" +
 	"deployment\x18\x01 \x01(\v2\x1d.tollgate.admin.v1.DeploymentR\n" +
-	"deployment\"Y\n" +
+	"deployment\"u\n" +
 	"\x18CreateDeploymentResponse\x12=\n" +
 	"\n" +
 	"deployment\x18\x01 \x01(\v2\x1d.tollgate.admin.v1.DeploymentR\n" +
-	"deployment\"&\n" +
+	"deployment\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"&\n" +
 	"\x14GetDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"V\n" +
 	"\x15GetDeploymentResponse\x12=\n" +
@@ -2565,11 +2786,12 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"deployment\x18\x01 \x01(\v2\x1d.tollgate.admin.v1.DeploymentR\n" +
 	"deployment\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\"Y\n" +
+	"updateMask\"u\n" +
 	"\x18UpdateDeploymentResponse\x12=\n" +
 	"\n" +
 	"deployment\x18\x01 \x01(\v2\x1d.tollgate.admin.v1.DeploymentR\n" +
-	"deployment\")\n" +
+	"deployment\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\")\n" +
 	"\x17DeleteDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1a\n" +
 	"\x18DeleteDeploymentResponse\"\xd8\x02\n" +
@@ -2638,7 +2860,22 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x18LoadDefaultPricesRequest\x12\x1c\n" +
 	"\toverwrite\x18\x01 \x01(\bR\toverwrite\"3\n" +
 	"\x19LoadDefaultPricesResponse\x12\x16\n" +
-	"\x06models\x18\x01 \x03(\tR\x06models*\xcc\x01\n" +
+	"\x06models\x18\x01 \x03(\tR\x06models\"\x1a\n" +
+	"\x18ListMissingPricesRequest\"V\n" +
+	"\x19ListMissingPricesResponse\x129\n" +
+	"\amissing\x18\x01 \x03(\v2\x1f.tollgate.admin.v1.MissingPriceR\amissing\"\x8d\x02\n" +
+	"\fMissingPrice\x12\x1e\n" +
+	"\n" +
+	"deployment\x18\x01 \x01(\tR\n" +
+	"deployment\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12D\n" +
+	"\rprovider_type\x18\x04 \x01(\x0e2\x1f.tollgate.admin.v1.ProviderTypeR\fproviderType\x12%\n" +
+	"\x0eprovider_model\x18\x05 \x01(\tR\rproviderModel\x12\x1d\n" +
+	"\n" +
+	"base_model\x18\x06 \x01(\tR\tbaseModel\x12\x1f\n" +
+	"\vnames_tried\x18\a \x03(\tR\n" +
+	"namesTried*\xcc\x01\n" +
 	"\fProviderType\x12\x1d\n" +
 	"\x19PROVIDER_TYPE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PROVIDER_TYPE_OPENAI\x10\x01\x12\x17\n" +
@@ -2665,14 +2902,15 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\n" +
 	"ListModels\x12$.tollgate.admin.v1.ListModelsRequest\x1a%.tollgate.admin.v1.ListModelsResponse\x12\\\n" +
 	"\vUpdateModel\x12%.tollgate.admin.v1.UpdateModelRequest\x1a&.tollgate.admin.v1.UpdateModelResponse\x12\\\n" +
-	"\vDeleteModel\x12%.tollgate.admin.v1.DeleteModelRequest\x1a&.tollgate.admin.v1.DeleteModelResponse2\xe1\x03\n" +
+	"\vDeleteModel\x12%.tollgate.admin.v1.DeleteModelRequest\x1a&.tollgate.admin.v1.DeleteModelResponse2\xd1\x04\n" +
 	"\fPriceService\x12S\n" +
 	"\bSetPrice\x12\".tollgate.admin.v1.SetPriceRequest\x1a#.tollgate.admin.v1.SetPriceResponse\x12S\n" +
 	"\bGetPrice\x12\".tollgate.admin.v1.GetPriceRequest\x1a#.tollgate.admin.v1.GetPriceResponse\x12Y\n" +
 	"\n" +
 	"ListPrices\x12$.tollgate.admin.v1.ListPricesRequest\x1a%.tollgate.admin.v1.ListPricesResponse\x12\\\n" +
 	"\vDeletePrice\x12%.tollgate.admin.v1.DeletePriceRequest\x1a&.tollgate.admin.v1.DeletePriceResponse\x12n\n" +
-	"\x11LoadDefaultPrices\x12+.tollgate.admin.v1.LoadDefaultPricesRequest\x1a,.tollgate.admin.v1.LoadDefaultPricesResponseBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x11LoadDefaultPrices\x12+.tollgate.admin.v1.LoadDefaultPricesRequest\x1a,.tollgate.admin.v1.LoadDefaultPricesResponse\x12n\n" +
+	"\x11ListMissingPrices\x12+.tollgate.admin.v1.ListMissingPricesRequest\x1a,.tollgate.admin.v1.ListMissingPricesResponseBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_catalog_proto_rawDescOnce sync.Once
@@ -2687,7 +2925,7 @@ func file_tollgate_admin_v1_catalog_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_catalog_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(ProviderType)(0),                 // 0: tollgate.admin.v1.ProviderType
 	(*Provider)(nil),                  // 1: tollgate.admin.v1.Provider
@@ -2735,10 +2973,13 @@ var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(*DeletePriceResponse)(nil),       // 43: tollgate.admin.v1.DeletePriceResponse
 	(*LoadDefaultPricesRequest)(nil),  // 44: tollgate.admin.v1.LoadDefaultPricesRequest
 	(*LoadDefaultPricesResponse)(nil), // 45: tollgate.admin.v1.LoadDefaultPricesResponse
-	(*fieldmaskpb.FieldMask)(nil),     // 46: google.protobuf.FieldMask
-	(*durationpb.Duration)(nil),       // 47: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 48: google.protobuf.Timestamp
-	(*Money)(nil),                     // 49: tollgate.admin.v1.Money
+	(*ListMissingPricesRequest)(nil),  // 46: tollgate.admin.v1.ListMissingPricesRequest
+	(*ListMissingPricesResponse)(nil), // 47: tollgate.admin.v1.ListMissingPricesResponse
+	(*MissingPrice)(nil),              // 48: tollgate.admin.v1.MissingPrice
+	(*fieldmaskpb.FieldMask)(nil),     // 49: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),       // 50: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 51: google.protobuf.Timestamp
+	(*Money)(nil),                     // 52: tollgate.admin.v1.Money
 }
 var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	0,  // 0: tollgate.admin.v1.Provider.type:type_name -> tollgate.admin.v1.ProviderType
@@ -2747,83 +2988,87 @@ var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	1,  // 3: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 4: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
 	1,  // 5: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	46, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
+	49, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
 	1,  // 7: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	47, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
-	47, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
-	47, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
-	47, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
+	50, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
+	50, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
+	50, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
+	50, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
 	13, // 12: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
-	48, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
-	47, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
+	51, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
+	50, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
 	12, // 15: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 16: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 17: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 18: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
 	12, // 19: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	46, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
+	49, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
 	12, // 21: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	24, // 22: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
 	24, // 23: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
 	24, // 24: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
 	24, // 25: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
 	24, // 26: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	46, // 27: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	49, // 27: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
 	24, // 28: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	49, // 29: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	49, // 30: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	49, // 31: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	49, // 32: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	49, // 33: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	52, // 29: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	52, // 30: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	52, // 31: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	52, // 32: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	52, // 33: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
 	35, // 34: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
 	35, // 35: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
 	35, // 36: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
 	35, // 37: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	2,  // 38: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 39: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 40: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 41: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 42: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 43: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 44: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 45: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 46: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 47: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	25, // 48: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	27, // 49: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	29, // 50: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	31, // 51: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	33, // 52: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	36, // 53: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	38, // 54: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	40, // 55: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	42, // 56: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	44, // 57: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	3,  // 58: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 59: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 60: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 61: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 62: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 63: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 64: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 65: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 66: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 67: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	26, // 68: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	28, // 69: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	30, // 70: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	32, // 71: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	34, // 72: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	37, // 73: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	39, // 74: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	41, // 75: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	43, // 76: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	45, // 77: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	58, // [58:78] is the sub-list for method output_type
-	38, // [38:58] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	48, // 38: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
+	0,  // 39: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
+	2,  // 40: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 41: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 42: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 43: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 44: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 45: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 46: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 47: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 48: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 49: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	25, // 50: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	27, // 51: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	29, // 52: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	31, // 53: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	33, // 54: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	36, // 55: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	38, // 56: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	40, // 57: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	42, // 58: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	44, // 59: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	46, // 60: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
+	3,  // 61: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 62: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 63: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 64: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 65: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 66: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 67: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 68: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 69: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 70: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	26, // 71: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	28, // 72: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	30, // 73: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	32, // 74: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	34, // 75: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	37, // 76: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	39, // 77: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	41, // 78: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	43, // 79: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	45, // 80: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	47, // 81: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
+	61, // [61:82] is the sub-list for method output_type
+	40, // [40:61] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }
@@ -2839,7 +3084,7 @@ func file_tollgate_admin_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_catalog_proto_rawDesc), len(file_tollgate_admin_v1_catalog_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

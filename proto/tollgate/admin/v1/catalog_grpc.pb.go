@@ -800,6 +800,7 @@ const (
 	PriceService_ListPrices_FullMethodName        = "/tollgate.admin.v1.PriceService/ListPrices"
 	PriceService_DeletePrice_FullMethodName       = "/tollgate.admin.v1.PriceService/DeletePrice"
 	PriceService_LoadDefaultPrices_FullMethodName = "/tollgate.admin.v1.PriceService/LoadDefaultPrices"
+	PriceService_ListMissingPrices_FullMethodName = "/tollgate.admin.v1.PriceService/ListMissingPrices"
 )
 
 // PriceServiceClient is the client API for PriceService service.
@@ -815,6 +816,10 @@ type PriceServiceClient interface {
 	DeletePrice(ctx context.Context, in *DeletePriceRequest, opts ...grpc.CallOption) (*DeletePriceResponse, error)
 	// LoadDefaultPrices stores the built-in prices of popular models.
 	LoadDefaultPrices(ctx context.Context, in *LoadDefaultPricesRequest, opts ...grpc.CallOption) (*LoadDefaultPricesResponse, error)
+	// ListMissingPrices lists the deployments whose model has no price and
+	// that are not declared free: refused under strict budgets, served
+	// unpriced otherwise.
+	ListMissingPrices(ctx context.Context, in *ListMissingPricesRequest, opts ...grpc.CallOption) (*ListMissingPricesResponse, error)
 }
 
 type priceServiceClient struct {
@@ -875,6 +880,16 @@ func (c *priceServiceClient) LoadDefaultPrices(ctx context.Context, in *LoadDefa
 	return out, nil
 }
 
+func (c *priceServiceClient) ListMissingPrices(ctx context.Context, in *ListMissingPricesRequest, opts ...grpc.CallOption) (*ListMissingPricesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMissingPricesResponse)
+	err := c.cc.Invoke(ctx, PriceService_ListMissingPrices_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PriceServiceServer is the server API for PriceService service.
 // All implementations must embed UnimplementedPriceServiceServer
 // for forward compatibility.
@@ -888,6 +903,10 @@ type PriceServiceServer interface {
 	DeletePrice(context.Context, *DeletePriceRequest) (*DeletePriceResponse, error)
 	// LoadDefaultPrices stores the built-in prices of popular models.
 	LoadDefaultPrices(context.Context, *LoadDefaultPricesRequest) (*LoadDefaultPricesResponse, error)
+	// ListMissingPrices lists the deployments whose model has no price and
+	// that are not declared free: refused under strict budgets, served
+	// unpriced otherwise.
+	ListMissingPrices(context.Context, *ListMissingPricesRequest) (*ListMissingPricesResponse, error)
 	mustEmbedUnimplementedPriceServiceServer()
 }
 
@@ -912,6 +931,9 @@ func (UnimplementedPriceServiceServer) DeletePrice(context.Context, *DeletePrice
 }
 func (UnimplementedPriceServiceServer) LoadDefaultPrices(context.Context, *LoadDefaultPricesRequest) (*LoadDefaultPricesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadDefaultPrices not implemented")
+}
+func (UnimplementedPriceServiceServer) ListMissingPrices(context.Context, *ListMissingPricesRequest) (*ListMissingPricesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMissingPrices not implemented")
 }
 func (UnimplementedPriceServiceServer) mustEmbedUnimplementedPriceServiceServer() {}
 func (UnimplementedPriceServiceServer) testEmbeddedByValue()                      {}
@@ -1024,6 +1046,24 @@ func _PriceService_LoadDefaultPrices_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PriceService_ListMissingPrices_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMissingPricesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PriceServiceServer).ListMissingPrices(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PriceService_ListMissingPrices_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PriceServiceServer).ListMissingPrices(ctx, req.(*ListMissingPricesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PriceService_ServiceDesc is the grpc.ServiceDesc for PriceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1050,6 +1090,10 @@ var PriceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LoadDefaultPrices",
 			Handler:    _PriceService_LoadDefaultPrices_Handler,
+		},
+		{
+			MethodName: "ListMissingPrices",
+			Handler:    _PriceService_ListMissingPrices_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

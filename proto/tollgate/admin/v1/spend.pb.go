@@ -481,22 +481,25 @@ func (x *Usage) GetReasoning() int64 {
 
 // SpendEntry is one settled request.
 type SpendEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	KeyId         string                 `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
-	UserId        string                 `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	TeamId        string                 `protobuf:"bytes,4,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
-	OrgId         string                 `protobuf:"bytes,5,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
-	CustomerId    string                 `protobuf:"bytes,6,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
-	Model         string                 `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
-	Deployment    string                 `protobuf:"bytes,8,opt,name=deployment,proto3" json:"deployment,omitempty"`
-	Usage         *Usage                 `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
-	Cost          *Money                 `protobuf:"bytes,10,opt,name=cost,proto3" json:"cost,omitempty"`
-	Status        RequestStatus          `protobuf:"varint,11,opt,name=status,proto3,enum=tollgate.admin.v1.RequestStatus" json:"status,omitempty"`
-	HttpStatus    int32                  `protobuf:"varint,12,opt,name=http_status,json=httpStatus,proto3" json:"http_status,omitempty"`
-	Stream        bool                   `protobuf:"varint,13,opt,name=stream,proto3" json:"stream,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	RequestId  string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	KeyId      string                 `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	UserId     string                 `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	TeamId     string                 `protobuf:"bytes,4,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
+	OrgId      string                 `protobuf:"bytes,5,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	CustomerId string                 `protobuf:"bytes,6,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
+	Model      string                 `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	Deployment string                 `protobuf:"bytes,8,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	Usage      *Usage                 `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	Cost       *Money                 `protobuf:"bytes,10,opt,name=cost,proto3" json:"cost,omitempty"`
+	Status     RequestStatus          `protobuf:"varint,11,opt,name=status,proto3,enum=tollgate.admin.v1.RequestStatus" json:"status,omitempty"`
+	HttpStatus int32                  `protobuf:"varint,12,opt,name=http_status,json=httpStatus,proto3" json:"http_status,omitempty"`
+	Stream     bool                   `protobuf:"varint,13,opt,name=stream,proto3" json:"stream,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	EndedAt    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// unpriced: the model had no price and the request was served all the same
+	// (estimate budget, or no budget): cost is the absence of a price, not $0.
+	Unpriced      bool `protobuf:"varint,16,opt,name=unpriced,proto3" json:"unpriced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -634,6 +637,13 @@ func (x *SpendEntry) GetEndedAt() *timestamppb.Timestamp {
 		return x.EndedAt
 	}
 	return nil
+}
+
+func (x *SpendEntry) GetUnpriced() bool {
+	if x != nil {
+		return x.Unpriced
+	}
+	return false
 }
 
 type ListSpendEntriesRequest struct {
@@ -1003,7 +1013,7 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\vcache_write\x18\x03 \x01(\x03R\n" +
 	"cacheWrite\x12\x16\n" +
 	"\x06output\x18\x04 \x01(\x03R\x06output\x12\x1c\n" +
-	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xa5\x04\n" +
+	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xc1\x04\n" +
 	"\n" +
 	"SpendEntry\x12\x1d\n" +
 	"\n" +
@@ -1027,7 +1037,8 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\x06stream\x18\r \x01(\bR\x06stream\x129\n" +
 	"\n" +
 	"started_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
-	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\"\xff\x01\n" +
+	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1a\n" +
+	"\bunpriced\x18\x10 \x01(\bR\bunpriced\"\xff\x01\n" +
 	"\x17ListSpendEntriesRequest\x12.\n" +
 	"\x05scope\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +

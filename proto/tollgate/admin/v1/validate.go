@@ -451,7 +451,7 @@ func (d *Deployment) validate() error {
 		return bad("deployment.weight", "must not be negative")
 	}
 	return first(id("deployment.id", d.GetId()), optID("deployment.provider", d.GetProvider()),
-		text("deployment.provider_model", d.GetProviderModel()),
+		text("deployment.provider_model", d.GetProviderModel()), optID("deployment.base_model", d.GetBaseModel()),
 		nonNeg("deployment.rpm", d.GetRpm()), nonNeg("deployment.tpm", d.GetTpm()), d.validateRouting())
 }
 
@@ -475,7 +475,7 @@ func (r *ListDeploymentsRequest) Validate() error {
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateDeploymentRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), append([]string{"provider", "provider_model", "weight", "rpm", "tpm"}, DeploymentRoutingPaths...)...),
+	return first(mask("update_mask", r.GetUpdateMask(), append([]string{"provider", "provider_model", "weight", "rpm", "tpm", "base_model", "free"}, DeploymentRoutingPaths...)...),
 		r.GetDeployment().validate())
 }
 
@@ -635,3 +635,6 @@ func (r *ApplyRequest) Validate() error {
 	}
 	return nil
 }
+
+// Validate implements the go-grpc-middleware validator interface.
+func (r *ListMissingPricesRequest) Validate() error { return nil }

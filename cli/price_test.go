@@ -1,0 +1,80 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/cli"
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+// runBoth runs one command line and returns its stdout and stderr.
+func (s *server) runBoth(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := cli.Main(ctx, append(append([]string{}, args...), "--addr", s.addr, "--admin-key", s.key), &out, &errOut)
+	require.NoError(t, err, "%v: %s", args, errOut.String())
+	return out.String(), errOut.String()
+}
+
+// TestPriceMissingCommands: a deployment without a price is warned about on
+// stderr when created, listed by `price missing` until --free or
+// --base-model settles it, and an unpriced ledger row shows as unpriced in
+// `spend logs`, never as $0.
+func TestPriceMissingCommands(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s := startServer(t, open(t))
+			runSteps(t, s, []step{
+				{args: []string{"provider", "create", "az", "--type", "azure", "--base-url", "https://x.openai.azure.com"}, want: []string{"az"}},
+				{args: []string{"provider", "create", "local", "--type", "openai", "--base-url", "http://127.0.0.1:9"}, want: []string{"local"}},
+				{args: []string{"price", "defaults"}, want: []string{"gpt-4o"}},
+				{args: []string{"price", "missing"}, want: []string{"every deployment has a price"}},
+			})
+			out, warn := s.runBoth(t, "deployment", "create", "east", "--provider", "az", "--model", "prod-east-4o")
+			require.Contains(t, out, "prod-east-4o")
+			require.Contains(t, warn, `warning: deployment "east": no price for model "prod-east-4o"`)
+			out, warn = s.runBoth(t, "deployment", "create", "llama", "--provider", "local", "--model", "llama-3", "-o", "json")
+			require.Contains(t, out, `"llama-3"`)
+			require.Contains(t, warn, `no price for model "llama-3"`, "warned on stderr, JSON stays clean on stdout")
+			runSteps(t, s, []step{
+				{args: []string{"price", "missing"}, want: []string{"DEPLOYMENT", "east", "prod-east-4o", "llama", "llama-3"}},
+				{args: []string{"price", "missing", "-o", "json"}, want: []string{`"names_tried"`, `"prod-east-4o"`}},
+				{args: []string{"deployment", "update", "llama", "--free"}, want: []string{"FREE", "true"}},
+			})
+			out, warn = s.runBoth(t, "deployment", "update", "east", "--base-model", "gpt-4o")
+			require.Contains(t, out, "gpt-4o")
+			require.Empty(t, warn)
+			runSteps(t, s, []step{{args: []string{"price", "missing"}, want: []string{"every deployment has a price"}}})
+
+			at := time.Date(2026, 3, 10, 1, 0, 0, 0, time.UTC)
+			require.NoError(t, s.st.Append(context.Background(), store.LedgerEntry{
+				RequestID: "req-unpriced", KeyID: "k1", Model: "mystery", Usage: kernel.Usage{Input: 10, Output: 5},
+				HTTPStatus: 200, StartedAt: at, EndedAt: at, Unpriced: true,
+			}))
+			require.NoError(t, s.st.Flush(context.Background()))
+			out, _ = s.runBoth(t, "spend", "logs", "--since", "2026-03-01")
+			require.Contains(t, out, "req-unpriced")
+			require.Contains(t, out, "unpriced")
+			require.NotContains(t, out, "$0")
+			out, _ = s.runBoth(t, "spend", "logs", "--since", "2026-03-01", "-o", "json")
+			var logs struct {
+				Entries []struct {
+					RequestID string `json:"request_id"`
+					Unpriced  bool   `json:"unpriced"`
+				} `json:"entries"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &logs), out)
+			require.Len(t, logs.Entries, 1)
+			require.True(t, logs.Entries[0].Unpriced, out)
+		})
+	}
+}
