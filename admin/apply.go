@@ -74,6 +74,8 @@ type ModelDoc struct {
 	Deployments      []string `yaml:"deployments"`
 	DefaultMaxTokens int64    `yaml:"default_max_tokens"`
 	Aliases          []string `yaml:"aliases"` // other names clients may ask for
+	// UpstreamModelFromRequest sends the client's model name upstream as is.
+	UpstreamModelFromRequest bool `yaml:"upstream_model_from_request"`
 
 	ModelRoutingDoc `yaml:",inline"`
 }
@@ -542,7 +544,10 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases), GroupRouting: rt}
+		want := store.ModelGroup{
+			ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases),
+			UpstreamModelFromRequest: m.UpstreamModelFromRequest, GroupRouting: rt,
+		}
 		groups = append(groups, want)
 		plans = append(plans, entityPlan(a, want.ID, func(*store.ModelGroup, bool) (store.ModelGroup, error) { return want, nil }))
 	}

@@ -274,7 +274,10 @@ func (s *Server) DeleteDeployment(ctx context.Context, req *adminv1.DeleteDeploy
 }
 
 func modelView(m *store.ModelGroup) *adminv1.Model {
-	return groupRoutingView(&adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}, &m.GroupRouting)
+	return groupRoutingView(&adminv1.Model{
+		Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases),
+		UpstreamModelFromRequest: m.UpstreamModelFromRequest,
+	}, &m.GroupRouting)
 }
 
 // checkDeployments fails when a deployment does not exist or is listed twice.
@@ -293,7 +296,10 @@ func (s *Server) checkDeployments(ctx context.Context, ids []string) error {
 // CreateModel creates a model group.
 func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelRequest) (*adminv1.CreateModelResponse, error) {
 	in := req.GetModel()
-	m := store.ModelGroup{ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens(), Aliases: slices.Clone(in.GetAliases()), GroupRouting: groupRoutingOf(in)}
+	m := store.ModelGroup{
+		ID: in.GetId(), Deployments: slices.Clone(in.GetDeployments()), DefaultMaxTokens: in.GetDefaultMaxTokens(), Aliases: slices.Clone(in.GetAliases()),
+		UpstreamModelFromRequest: in.GetUpstreamModelFromRequest(), GroupRouting: groupRoutingOf(in),
+	}
 	if m.Deployments == nil {
 		m.Deployments = []string{}
 	}
@@ -353,6 +359,9 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 			}
 			if hasPath(paths, "default_max_tokens") {
 				m.DefaultMaxTokens = in.GetDefaultMaxTokens()
+			}
+			if hasPath(paths, "upstream_model_from_request") {
+				m.UpstreamModelFromRequest = in.GetUpstreamModelFromRequest()
 			}
 			if hasPath(paths, "aliases") {
 				m.Aliases = slices.Clone(in.GetAliases())

@@ -416,18 +416,29 @@ func (r *runner) model(m *adminv1.Model) {
 		{"DEPLOYMENTS", orDash(strings.Join(m.GetDeployments(), ", "))},
 		{"DEFAULT MAX TOKENS", num(m.GetDefaultMaxTokens())},
 		{"ALIASES", orDash(strings.Join(m.GetAliases(), ", "))},
+		{"UPSTREAM MODEL", upstreamModelOf(m)},
 	}, r.modelRouting(m)...))
+}
+
+// upstreamModelOf says which model name a group's deployments are sent.
+func upstreamModelOf(m *adminv1.Model) string {
+	if m.GetUpstreamModelFromRequest() {
+		return "the name the client asked for"
+	}
+	return "each deployment's model"
 }
 
 func modelCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
 	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated; '*' matches any characters (claude-*)")
+	passName := fs.Bool("upstream-model-from-request", false, "send the name the client asked for to the provider as the model, priced under that name")
 	var rf modelRoutingFlags
 	rf.register(fs)
 	return func(r *runner, pos []string) error {
 		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: rf.set(&adminv1.Model{
 			Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases),
+			UpstreamModelFromRequest: *passName,
 		}, r.set)})
 		if err != nil {
 			return err
@@ -473,17 +484,21 @@ func modelUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	deps := fs.String("deployments", "", "deployment ids, comma-separated (replaces the list)")
 	maxTokens := fs.Int64("default-max-tokens", 0, "output bound for requests without max_tokens")
 	aliases := fs.String("aliases", "", "other names clients may ask for, comma-separated, '*' matching any characters (replaces the list)")
+	passName := fs.Bool("upstream-model-from-request", false, "send the name the client asked for to the provider as the model, priced under that name")
 	var rf modelRoutingFlags
 	rf.register(fs)
 	return func(r *runner, pos []string) error {
-		fields := map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens", "aliases": "aliases"}
+		fields := map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens", "aliases": "aliases", "upstream-model-from-request": "upstream_model_from_request"}
 		maps.Copy(fields, modelRoutingMask)
 		mask, err := updateMask(r.set, fields, nil)
 		if err != nil {
 			return err
 		}
 		resp, err := adminv1.NewModelServiceClient(r.conn).UpdateModel(r.ctx, &adminv1.UpdateModelRequest{
-			Model: rf.set(&adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases)}, r.set), UpdateMask: mask,
+			Model: rf.set(&adminv1.Model{
+				Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases),
+				UpstreamModelFromRequest: *passName,
+			}, r.set), UpdateMask: mask,
 		})
 		if err != nil {
 			return err

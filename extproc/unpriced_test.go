@@ -1,11 +1,12 @@
 package extproc
 
 import (
-	"github.com/tollgate-ai/tollgate/translate"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-ai/tollgate/translate"
 
 	"github.com/stretchr/testify/require"
 

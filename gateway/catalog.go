@@ -52,6 +52,7 @@ func (c *Catalog) Resolve(_ context.Context, p *extproc.Principal, model string)
 	if !ok || len(m.targets) == 0 {
 		return nil, extproc.ErrModelNotFound
 	}
+	m = m.forName(model)
 	if !allowed(p, model, m.info.ID) {
 		return nil, extproc.ErrModelNotAllowed
 	}

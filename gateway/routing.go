@@ -22,6 +22,7 @@ func (c *Catalog) ResolveGroup(_ context.Context, p *extproc.Principal, model st
 	if !ok || m.group == nil {
 		return nil, extproc.ErrModelNotFound
 	}
+	m = m.forName(model)
 	if !allowed(p, model, m.info.ID) {
 		return nil, extproc.ErrModelNotAllowed
 	}

@@ -61,6 +61,8 @@ type modelEntry struct {
 	targets []*extproc.Target
 	weights []int          // cumulative
 	group   *extproc.Group // the same deployments, for the router (routing.go)
+	// pass is set for a pass-the-name group (passname.go).
+	pass *passName
 }
 
 // buildSnapshot reads the whole configuration from the store.
@@ -191,6 +193,9 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 	used := map[string]bool{}
 	for _, g := range groups {
 		m := &modelEntry{info: extproc.ModelInfo{ID: g.ID, OwnedBy: "tollgate", Created: time.Unix(0, 0)}}
+		if g.UpstreamModelFromRequest {
+			m.pass = &passName{prices: priceByID}
+		}
 		total := 0
 		for _, depID := range g.Deployments {
 			d, ok := depByID[depID]
@@ -219,6 +224,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			total += w
 			m.targets = append(m.targets, t)
 			m.weights = append(m.weights, total)
+			if m.pass != nil {
+				m.pass.providers = append(m.pass.providers, p.Type)
+				m.pass.free = append(m.pass.free, d.Free)
+			}
 			if !used[d.ID] {
 				used[d.ID] = true
 				s.Upstreams = append(s.Upstreams, up)

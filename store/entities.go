@@ -122,6 +122,10 @@ type ModelGroup struct {
 	DefaultMaxTokens int64    `json:"default_max_tokens,omitempty"`
 	// Aliases are other names of the group clients may ask for.
 	Aliases []string `json:"aliases,omitempty"`
+	// UpstreamModelFromRequest sends the name the client asked for (through
+	// an alias or pattern) to the provider as the model, priced under that
+	// name: one group serves every model of a provider.
+	UpstreamModelFromRequest bool `json:"upstream_model_from_request,omitempty"`
 	GroupRouting
 }
 

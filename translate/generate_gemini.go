@@ -20,6 +20,11 @@ type generateGemini struct {
 	ev     geminiEvents
 	cs     geminiClientStream
 	out    []byte
+	// name is the client's model (model as a JSON string): replies carry it
+	// as modelVersion, as every route names the model the client asked for.
+	name  string
+	model []byte
+	ed    sseEditor // an SSE stream passed with modelVersion renamed
 }
 
 var _ Translator = (*generateGemini)(nil)
@@ -27,6 +32,7 @@ var _ Translator = (*generateGemini)(nil)
 // Request sets the path and, when the kernel clamps it, maxOutputTokens.
 func (t *generateGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
+	t.name, t.model = in.Model, appendJSONString(t.model[:0], in.Model)
 	t.cs.sse = GeminiSSE(in.Path)
 	t.ev.onEvent = t.event
 	t.ev.onError = t.streamError
@@ -111,29 +117,76 @@ func (t *generateGemini) Response(body []byte) ([]byte, kernel.Usage, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return body, kernel.Usage{}, err
 	}
+	body = t.renameModel(body)
 	if r.UsageMetadata == nil {
 		return body, kernel.Usage{}, errNoUsage
 	}
 	return body, geminiKernelUsage(r.UsageMetadata), nil
 }
 
+// renameModel returns the object b with its top-level modelVersion set to
+// the client's model (b itself when it has none or already that one).
+func (t *generateGemini) renameModel(b []byte) []byte {
+	at := t.modelVersion(b)
+	if !at.OK() {
+		return b
+	}
+	return applyEdits(b, []edit{{at.Start, at.End, t.model}})
+}
+
+// modelVersion is the span of the object b's top-level modelVersion string
+// when it differs from the client's model (absent otherwise).
+func (t *generateGemini) modelVersion(b []byte) Span {
+	if len(t.model) == 0 || len(b) == 0 || b[0] != '{' {
+		return absent
+	}
+	at := absent
+	_, _ = scanObject(b, 0, false, func(key []byte, v Span) error {
+		if keyIs(key, "modelVersion") && b[v.Start] == '"' {
+			at = v
+			return errStopScan
+		}
+		return nil
+	})
+	if at.OK() && string(at.bytes(b)) == string(t.model) {
+		return absent
+	}
+	return at
+}
+
 // StreamChunk reads the usage from the events; SSE passes unchanged, a JSON
 // array stream is written from the events.
 func (t *generateGemini) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	t.out = t.out[:0]
-	err := t.ev.feed(chunk, eos)
-	if t.cs.sse {
-		return chunk, err
+	if t.cs.sse { // passed as is but for modelVersion; the editor's events feed the usage
+		if t.ed.fn == nil {
+			t.ed.fn, t.ed.active = t.sseEvent, true
+		}
+		return t.ed.feed(chunk, eos)
 	}
+	err := t.ev.feed(chunk, eos)
 	if eos {
 		t.out = t.cs.end(t.out)
 	}
 	return append([]byte{}, t.out...), err
 }
 
+// sseEvent reads one event of a passed SSE stream and renames its
+// modelVersion in place.
+func (t *generateGemini) sseEvent(ev sseEvent) eventAction {
+	t.ev.event(ev)
+	if at := t.modelVersion(ev.Data); at.OK() {
+		return eventAction{at: at, with: t.model}
+	}
+	return eventAction{at: absent}
+}
+
 func (t *generateGemini) event(r *gemini.GenerateContentResponse) {
 	if t.cs.sse {
 		return
+	}
+	if r.ModelVersion != "" {
+		r.ModelVersion = t.name
 	}
 	b, err := json.Marshal(r)
 	if err == nil {

@@ -1420,8 +1420,13 @@ type Model struct {
 	ContextWindowFallbacks []string `protobuf:"bytes,8,rep,name=context_window_fallbacks,json=contextWindowFallbacks,proto3" json:"context_window_fallbacks,omitempty"`
 	// content_policy_fallbacks are tried when a provider refuses the content.
 	ContentPolicyFallbacks []string `protobuf:"bytes,9,rep,name=content_policy_fallbacks,json=contentPolicyFallbacks,proto3" json:"content_policy_fallbacks,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// upstream_model_from_request sends the model name the client asked for
+	// (matched by an alias or pattern) to the provider as is, priced under
+	// that name from the price table: one group serves every model of a
+	// provider. A name with no price is refused under strict budgets.
+	UpstreamModelFromRequest bool `protobuf:"varint,20,opt,name=upstream_model_from_request,json=upstreamModelFromRequest,proto3" json:"upstream_model_from_request,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -1515,6 +1520,13 @@ func (x *Model) GetContentPolicyFallbacks() []string {
 		return x.ContentPolicyFallbacks
 	}
 	return nil
+}
+
+func (x *Model) GetUpstreamModelFromRequest() bool {
+	if x != nil {
+		return x.UpstreamModelFromRequest
+	}
+	return false
 }
 
 type CreateModelRequest struct {
@@ -1801,7 +1813,8 @@ type UpdateModelRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Model *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
 	// update_mask: "deployments", "default_max_tokens", "aliases", "routing",
-	// "retries", "fallbacks", "context_window_fallbacks", "content_policy_fallbacks".
+	// "retries", "fallbacks", "context_window_fallbacks", "content_policy_fallbacks",
+	// "upstream_model_from_request".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2794,7 +2807,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\")\n" +
 	"\x17DeleteDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1a\n" +
-	"\x18DeleteDeploymentResponse\"\xd8\x02\n" +
+	"\x18DeleteDeploymentResponse\"\x97\x03\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdeployments\x18\x02 \x03(\tR\vdeployments\x12,\n" +
@@ -2804,7 +2817,8 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\aretries\x18\x06 \x01(\x05H\x00R\aretries\x88\x01\x01\x12\x1c\n" +
 	"\tfallbacks\x18\a \x03(\tR\tfallbacks\x128\n" +
 	"\x18context_window_fallbacks\x18\b \x03(\tR\x16contextWindowFallbacks\x128\n" +
-	"\x18content_policy_fallbacks\x18\t \x03(\tR\x16contentPolicyFallbacksB\n" +
+	"\x18content_policy_fallbacks\x18\t \x03(\tR\x16contentPolicyFallbacks\x12=\n" +
+	"\x1bupstream_model_from_request\x18\x14 \x01(\bR\x18upstreamModelFromRequestB\n" +
 	"\n" +
 	"\b_retries\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
