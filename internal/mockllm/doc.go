@@ -108,6 +108,15 @@
 //   - output_tokens counts the words of the content chunks actually written and
 //     flushed (for JSON replies: all of them once the body is written).
 //
+// # The providers' reports (reports.go)
+//
+// The bill is also kept per UTC day × model × API key and served as OpenAI's
+// organization Usage and Costs APIs and Anthropic's Usage & Cost Admin API,
+// behind Config.AdminKey, priced with Config.Prices, so that a reconciliation
+// of Tollgate's ledger against "the provider's invoice" can be tested: a
+// request sent straight to the mock shows up in the report and not in the
+// ledger.
+//
 // The package must not import anything from Tollgate: it stands in for an
 // external provider (it uses the providers' own SDK pieces where the wire is
 // framing- or security-critical: aws-sdk-go-v2's event-stream encoder and

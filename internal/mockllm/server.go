@@ -22,6 +22,7 @@ type Server struct {
 	mux   *http.ServeMux
 	seq   atomic.Uint64
 	stats sync.Map // api key → *counters
+	lines sync.Map // lineKey → *counters: the bill per day × model × key (reports.go)
 	cache sync.Map // cacheKey → struct{}: prompt prefixes seen (Anthropic caching)
 	// tokens maps the access tokens POST /token issued to their service
 	// account (vertex.go).
@@ -70,6 +71,11 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /token", s.vertexToken) // vertex.go
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.vertexGoogle)
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}", s.vertexAnthropic)
+	s.mux.HandleFunc("GET /v1/organization/usage/completions", s.openAIUsage(lineCompletions)) // reports.go
+	s.mux.HandleFunc("GET /v1/organization/usage/embeddings", s.openAIUsage(lineEmbeddings))
+	s.mux.HandleFunc("GET /v1/organization/costs", s.openAICosts)
+	s.mux.HandleFunc("GET /v1/organizations/usage_report/messages", s.anthropicUsage)
+	s.mux.HandleFunc("GET /v1/organizations/cost_report", s.anthropicCosts)
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -161,6 +167,7 @@ type call struct {
 	output     int64
 	cached     int64
 	toolCall   string // x-mock-tool-call
+	model      string // the model billed (reports.go); set by the handler
 }
 
 type handler func(*call)
