@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/reconcile"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -68,6 +69,7 @@ type Gateway struct {
 	now         func() time.Time
 	xds         *xds.Server
 	builtMu     sync.Mutex
+	reconciler  *reconcile.Job // the scheduled reconciliation; nil when off
 
 	// What start steps started, for shutdown; nil when not started.
 	proc     *extproc.Processor
