@@ -84,7 +84,7 @@ func reconcileTable(r *runner, rep *adminv1.ReconcileReport) {
 		if !rep.GetRequestsReported() {
 			return "-"
 		}
-		return num(t.GetRequests())
+		return strconv.FormatInt(t.GetRequests(), 10)
 	}
 	var rows [][]string
 	for _, c := range rep.GetCells() {
@@ -95,10 +95,11 @@ func reconcileTable(r *runner, rep *adminv1.ReconcileReport) {
 		}
 		rows = append(rows, []string{
 			c.GetDay(), c.GetModel(), orDash(strings.Join(c.GetPublicModels(), ",")),
-			pair(num(c.GetLedger().GetRequests()), provRequests(c.GetProvider())), reqDrift,
-			pair(num(tokens(c.GetLedger())), num(tokens(c.GetProvider()))), strconv.FormatInt(d.GetTokens(), 10), pct(d.GetTokensRel()),
+			pair(strconv.FormatInt(c.GetLedger().GetRequests(), 10), provRequests(c.GetProvider())), reqDrift,
+			pair(strconv.FormatInt(tokens(c.GetLedger()), 10), strconv.FormatInt(tokens(c.GetProvider()), 10)),
+			strconv.FormatInt(d.GetTokens(), 10), pct(d.GetTokensRel()),
 			pair(usd(c.GetLedger().GetCost()), usd(c.GetProvider().GetCost())), usd(d.GetCost()), pct(d.GetCostRel()),
-			num(int64(len(c.GetRequestIds()))),
+			strconv.Itoa(len(c.GetRequestIds())),
 		})
 	}
 	r.table([]string{"DAY", "MODEL", "PUBLIC", "REQUESTS L/P", "Δ REQ", "TOKENS L/P", "Δ TOKENS", "Δ TOK %", "COST L/P", "Δ COST", "Δ COST %", "ROWS"}, rows)
