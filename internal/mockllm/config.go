@@ -28,6 +28,9 @@ type Config struct {
 	AdminKey string
 	// Prices are what the mock bills each model (reports.go).
 	Prices map[string]Price
+	// BatchDelay is how long a batch takes to run (batches.go); a request's
+	// x-mock-batch-delay overrides it.
+	BatchDelay time.Duration
 }
 
 // DefaultConfig returns the defaults of the mockllm binary.

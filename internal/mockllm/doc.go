@@ -117,6 +117,14 @@
 // request sent straight to the mock shows up in the report and not in the
 // ledger.
 //
+// # Files and batches (batches.go)
+//
+// OpenAI's Files and Batch APIs and Anthropic's Message Batches API, owned by
+// the API key that created them, with a controllable completion time
+// (Config.BatchDelay, x-mock-batch-delay: line i of n completes at
+// delay×(i+1)/n) and each line served as the same request alone would be
+// (deterministic per-line usage), billed at half price as batch usage.
+//
 // The package must not import anything from Tollgate: it stands in for an
 // external provider (it uses the providers' own SDK pieces where the wire is
 // framing- or security-critical: aws-sdk-go-v2's event-stream encoder and

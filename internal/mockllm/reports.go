@@ -58,6 +58,7 @@ type lineKey struct {
 	kind  lineKind
 	model string
 	key   string
+	batch bool // a batch line (batches.go), billed at half price
 }
 
 const day = 24 * time.Hour
@@ -77,7 +78,7 @@ func (s *Server) recordLine(c *call, b billed) *counters {
 	case strings.HasSuffix(c.r.URL.Path, "/embeddings"):
 		kind = lineEmbeddings
 	}
-	k := lineKey{day: s.now().UTC().Truncate(day).Unix(), kind: kind, model: c.model, key: c.key}
+	k := lineKey{day: s.now().UTC().Truncate(day).Unix(), kind: kind, model: c.model, key: c.key, batch: c.batch}
 	v, ok := s.lines.Load(k)
 	if !ok {
 		v, _ = s.lines.LoadOrStore(k, new(counters))
@@ -100,8 +101,12 @@ type line struct {
 	Usage
 }
 
-// cost is the line's cost per token kind, in nano-USD.
+// cost is the line's cost per token kind, in nano-USD; a batch line's
+// prices are half (rounded down to the nano-dollar per million tokens).
 func (l *line) cost(p Price) (input, cached, creation, output int64) {
+	if l.batch {
+		p = Price{Input: p.Input / 2, CachedInput: p.CachedInput / 2, CacheWrite: p.CacheWrite / 2, Output: p.Output / 2}
+	}
 	c := func(tokens, price int64) int64 { return (tokens*price + 999_999) / 1_000_000 }
 	return c(l.InputTokens, p.Input), c(l.CachedTokens, p.CachedInput), c(l.CacheCreationTokens, p.CacheWrite), c(l.OutputTokens, p.Output)
 }
