@@ -463,7 +463,7 @@ func (s *Server) openAIBatch(b *mockBatch) map[string]any {
 		"finalizing_at": nullTime(completedAt), "completed_at": nullTime(completedAt), "failed_at": nil, "expired_at": nil,
 		"cancelling_at": nullTime(cancellingAt), "cancelled_at": nullTime(cancelledAt),
 		"request_counts": map[string]int{"total": len(b.lines), "completed": completed, "failed": failed},
-		"metadata": meta,
+		"metadata":       meta,
 	}
 }
 
