@@ -43,6 +43,9 @@ const (
 	// KindReconcile is the last scheduled reconciliation of a provider (id:
 	// the provider's id; the doc is the admin API's ReconcileReport as JSON).
 	KindReconcile Kind = "reconcile"
+	// KindBatch is a batch admitted and not yet settled, and the batch
+	// poller's lease (batch/).
+	KindBatch Kind = "batch"
 )
 
 // Object is one configuration object: a JSON document of a kind, with a version
