@@ -125,8 +125,13 @@ func (p *Poller) Loop(ctx context.Context, every time.Duration) {
 }
 
 // LedgerSettler settles into a ledger only: each line's entry, appended
-// (the ledger records a request id once). It releases no reservation: the
-// processor's wiring gives the accountant's release (docs/batches.md).
+// (the ledger records a request id once). It releases no reservation; the
+// gateway's Settler is accounting.Accountant.SettleBatch (the reservation
+// settled with the lines' total, each line in the ledger):
+//
+//	batch.SettlerFunc(func(ctx context.Context, p *batch.Pending, es []store.LedgerEntry) error {
+//		return acct.SettleBatch(ctx, p.ReservationID, es)
+//	})
 type LedgerSettler struct{ Ledger store.Ledger }
 
 // SettleBatch appends the entries and waits until they are durable.
