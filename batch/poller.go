@@ -64,13 +64,16 @@ func NewPoller(st *Store, holder string, providers func(context.Context, *Pendin
 // Tick polls every pending batch once, when this replica holds the lease,
 // and settles those that ended; it returns how many it settled. A failure
 // on one batch is logged and the others go on; it is tried again next tick.
+//
+// With nothing pending it only reads: the lease (a store write, which every
+// replica's configuration watch sees) is taken only when there is work.
 func (p *Poller) Tick(ctx context.Context) (int, error) {
-	ok, err := p.st.Acquire(ctx, p.holder, p.now(), p.lease)
-	if err != nil || !ok {
+	pending, err := p.st.List(ctx)
+	if err != nil || len(pending) == 0 {
 		return 0, err
 	}
-	pending, err := p.st.List(ctx)
-	if err != nil {
+	ok, err := p.st.Acquire(ctx, p.holder, p.now(), p.lease)
+	if err != nil || !ok {
 		return 0, err
 	}
 	settled := 0

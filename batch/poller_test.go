@@ -190,3 +190,23 @@ func TestPollerSettlesEachLineOnceAtTheBatchPrice(t *testing.T) {
 	}
 	require.Equal(t, total, again)
 }
+
+// With nothing pending a tick writes nothing (every write wakes every
+// replica's configuration watch).
+func TestIdlePollerOnlyReads(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	before, err := st.Revision(ctx)
+	require.NoError(t, err)
+	providers := func(context.Context, *batch.Pending) (batch.Provider, error) {
+		t.Fatal("no batch to poll")
+		return nil, nil
+	}
+	p := batch.NewPoller(batch.NewStore(st), "r1", providers, batch.LedgerSettler{Ledger: st})
+	n, err := p.Tick(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	after, err := st.Revision(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
