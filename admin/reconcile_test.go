@@ -26,7 +26,7 @@ func TestReconcileCredentialAndRuns(t *testing.T) {
 	ctx := e.admin(t)
 	providers := adminv1.NewProviderServiceClient(e.conn)
 	resp, err := providers.CreateProvider(ctx, &adminv1.CreateProviderRequest{
-		Provider: &adminv1.Provider{Id: "oa", Type: adminv1.ProviderType_PROVIDER_TYPE_OPENAI, BaseUrl: "https://api.openai.com/v1"},
+		Provider:   &adminv1.Provider{Id: "oa", Type: adminv1.ProviderType_PROVIDER_TYPE_OPENAI, BaseUrl: "https://api.openai.com/v1"},
 		Credential: "sk-api", AdminCredential: "sk-admin-secret",
 	})
 	require.NoError(t, err)
@@ -60,9 +60,11 @@ func TestReconcileCredentialAndRuns(t *testing.T) {
 
 	// A recorded run, and a failed one.
 	day := time.Date(2026, 3, 13, 0, 0, 0, 0, time.UTC)
-	res := &reconcile.Result{Provider: "oa", From: day, To: day.Add(reconcile.Day), RanAt: day.Add(30 * time.Hour), RequestsReported: true,
-		Cells: []reconcile.Cell{{Day: day, Model: "gpt-4o", Ledger: reconcile.Totals{Requests: 3, Output: 10, Cost: 100}, Provider: reconcile.Totals{Requests: 4, Output: 12, Cost: 150}, RequestIDs: []string{"a", "b", "c"}}},
-		Ledger: reconcile.Totals{Requests: 3, Output: 10, Cost: 100}, Reported: reconcile.Totals{Requests: 4, Output: 12, Cost: 150}}
+	res := &reconcile.Result{
+		Provider: "oa", From: day, To: day.Add(reconcile.Day), RanAt: day.Add(30 * time.Hour), RequestsReported: true,
+		Cells:  []reconcile.Cell{{Day: day, Model: "gpt-4o", Ledger: reconcile.Totals{Requests: 3, Output: 10, Cost: 100}, Provider: reconcile.Totals{Requests: 4, Output: 12, Cost: 150}, RequestIDs: []string{"a", "b", "c"}}},
+		Ledger: reconcile.Totals{Requests: 3, Output: 10, Cost: 100}, Reported: reconcile.Totals{Requests: 4, Output: 12, Cost: 150},
+	}
 	require.NoError(t, admin.RecordReconcileRun(context.Background(), st, "oa", res, true, nil, day))
 	require.NoError(t, admin.RecordReconcileRun(context.Background(), st, "other", nil, false, errors.New("provider down"), day))
 

@@ -97,12 +97,18 @@ func TestReconcileFindsTheDiscrepancyInItsCell(t *testing.T) {
 		price    kernel.Price
 		requests bool
 	}{
-		{"openai", store.ProviderOpenAI, "/v1/chat/completions", "mock-gpt",
+		{
+			"openai", store.ProviderOpenAI, "/v1/chat/completions", "mock-gpt",
 			`{"model":"mock-gpt","max_tokens":5,"messages":[{"role":"user","content":"twelve bytes"}]}`,
-			kernel.Price{Input: kernel.Dollar, CachedInput: kernel.Dollar / 2, Output: 2 * kernel.Dollar}, true},
-		{"anthropic", store.ProviderAnthropic, "/v1/messages", "mock-claude",
+			kernel.Price{Input: kernel.Dollar, CachedInput: kernel.Dollar / 2, Output: 2 * kernel.Dollar},
+			true,
+		},
+		{
+			"anthropic", store.ProviderAnthropic, "/v1/messages", "mock-claude",
 			`{"model":"mock-claude","max_tokens":7,"messages":[{"role":"user","content":"twenty bytes of text"}]}`,
-			kernel.Price{Input: 3 * kernel.Dollar, Output: 15 * kernel.Dollar}, false},
+			kernel.Price{Input: 3 * kernel.Dollar, Output: 15 * kernel.Dollar},
+			false,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, base := mock(t)

@@ -288,7 +288,7 @@ func (s *Server) batch(r *http.Request, anthropic bool) *mockBatch {
 	if b == nil || b.key != apiKey(r) || b.anthropic != anthropic {
 		return nil
 	}
-	s.advance(b)
+	s.advance(r.Context(), b)
 	return b
 }
 
@@ -299,8 +299,9 @@ func (b *mockBatch) doneAt(i int) time.Time {
 
 // advance serves every line whose time has come (and that was not
 // cancelled), and writes the output and error files of an OpenAI batch once
-// it ended.
-func (s *Server) advance(b *mockBatch) {
+// it ended. A line runs to its end even when the reader of the batch goes
+// away (ctx's values, not its cancellation).
+func (s *Server) advance(ctx context.Context, b *mockBatch) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := s.now()
@@ -310,7 +311,7 @@ func (s *Server) advance(b *mockBatch) {
 		if l.status != 0 || at.After(now) || !b.cancelled.IsZero() && !at.Before(b.cancelled) {
 			continue
 		}
-		req := httptest.NewRequestWithContext(context.WithValue(context.Background(), batchLineKey{}, true), http.MethodPost, l.url, bytes.NewReader(l.body))
+		req := httptest.NewRequestWithContext(context.WithValue(context.WithoutCancel(ctx), batchLineKey{}, true), http.MethodPost, l.url, bytes.NewReader(l.body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+b.key)
 		if b.anthropic {
@@ -331,8 +332,10 @@ func (s *Server) advance(b *mockBatch) {
 		if l.status == 0 {
 			continue
 		}
-		line := map[string]any{"id": "batch_req_mock_" + strconv.Itoa(i+1), "custom_id": l.customID,
-			"response": map[string]any{"status_code": l.status, "request_id": "req_mock_" + strconv.Itoa(i+1), "body": l.reply}, "error": nil}
+		line := map[string]any{
+			"id": "batch_req_mock_" + strconv.Itoa(i+1), "custom_id": l.customID,
+			"response": map[string]any{"status_code": l.status, "request_id": "req_mock_" + strconv.Itoa(i+1), "body": l.reply}, "error": nil,
+		}
 		enc, _ := json.Marshal(line)
 		if l.status < 300 {
 			out.Write(enc)
@@ -374,7 +377,7 @@ func (s *Server) batchOp(anthropic bool, do func(*mockBatch, time.Time)) http.Ha
 		}
 		if do != nil {
 			do(b, s.now())
-			s.advance(b)
+			s.advance(r.Context(), b)
 		}
 		if anthropic {
 			writeReport(w, s.messageBatch(r, b))
@@ -397,7 +400,7 @@ func (s *Server) listBatches(anthropic bool) http.HandlerFunc {
 		s.bat.mu.Unlock()
 		data := []any{}
 		for _, b := range list {
-			s.advance(b)
+			s.advance(r.Context(), b)
 			if anthropic {
 				data = append(data, s.messageBatch(r, b))
 			} else {
