@@ -78,6 +78,9 @@ type Config struct {
 	// providers' usage and cost reports (gateway/reconcile.go; off when its
 	// Interval is 0).
 	Reconcile reconcile.JobConfig
+	// BatchPollInterval is how often pending batches are polled and the
+	// ended ones settled (gateway/batches.go; 0: never).
+	BatchPollInterval time.Duration
 }
 
 // DefaultMetricsAddr is where /metrics is served unless told otherwise:
@@ -100,6 +103,8 @@ func DefaultConfig() Config {
 		ReservationLease: kernel.DefaultLease,
 		MetricsAddr:      DefaultMetricsAddr,
 		Reconcile:        reconcile.DefaultJobConfig(),
+
+		BatchPollInterval: time.Minute,
 	}
 }
 
@@ -131,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReservationLease < 0 {
 		errs = append(errs, errors.New("reservation lease must not be negative"))
+	}
+	if c.BatchPollInterval < 0 {
+		errs = append(errs, errors.New("batch poll interval must not be negative"))
 	}
 	if c.Reconcile.Interval > 0 {
 		if err := c.Reconcile.Validate(); err != nil {

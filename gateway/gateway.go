@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/batch"
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -70,6 +71,7 @@ type Gateway struct {
 	xds         *xds.Server
 	builtMu     sync.Mutex
 	reconciler  *reconcile.Job // the scheduled reconciliation; nil when off
+	batches     *batch.Poller  // settles ended batches (batches.go)
 
 	// What start steps started, for shutdown; nil when not started.
 	proc     *extproc.Processor

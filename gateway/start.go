@@ -249,6 +249,7 @@ func (g *Gateway) startWatchers(ctx context.Context) error {
 	go func() { defer g.wg.Done(); g.watch(ctx, changes) }()
 	go func() { defer g.wg.Done(); g.Accountant.ExpireLoop(ctx, 5*time.Second) }()
 	g.startReconcile(ctx)
+	g.startBatches(ctx)
 	return nil
 }
 
