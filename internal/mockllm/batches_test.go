@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -126,6 +127,13 @@ func TestOpenAIBatchRunsEachLineAsAlone(t *testing.T) {
 	usage := resp0["body"].(map[string]any)["usage"].(map[string]any)
 	require.InDelta(t, 2, usage["prompt_tokens"], 0)
 	require.InDelta(t, 3, usage["completion_tokens"], 0)
+
+	// Reported as batch usage when grouped by batch.
+	var page openAIPage
+	require.Equal(t, http.StatusOK, h.report("/v1/organization/usage/completions?group_by=batch&start_time="+strconv.FormatInt(t0.Truncate(24*time.Hour).Unix(), 10)+"&end_time="+strconv.FormatInt(t0.Add(time.Hour).Unix(), 10), &page, "Authorization", "Bearer sk-admin-mock"))
+	require.Len(t, page.Data, 1)
+	isBatch, _ := page.Data[0].Results[0].(map[string]any)["batch"].(bool)
+	require.True(t, isBatch)
 
 	// Billed at half price, as batch usage.
 	require.Equal(t, int64(2), h.srv.Stats().Keys["sk-owner"].Requests)

@@ -299,13 +299,18 @@ func ptr[T any](v T) *T { return &v }
 // dimensions (model, api key id), in order of first appearance.
 type group struct {
 	model, keyID string
+	batch        bool
 	Usage
 	lines []line
 }
 
 func groupLines(lines []line, dayStart int64, rq *reportQuery, keyPrefix string) []*group {
 	var out []*group
-	idx := map[[2]string]*group{}
+	type groupKey struct {
+		model, keyID string
+		batch        bool
+	}
+	idx := map[groupKey]*group{}
 	for _, l := range lines {
 		if l.day != dayStart {
 			continue
@@ -314,16 +319,19 @@ func groupLines(lines []line, dayStart int64, rq *reportQuery, keyPrefix string)
 		if len(rq.models) > 0 && !slices.Contains(rq.models, l.model) || len(rq.keyIDs) > 0 && !slices.Contains(rq.keyIDs, keyID) {
 			continue
 		}
-		var k [2]string
+		var k groupKey
 		if rq.grouped("model") {
-			k[0] = l.model
+			k.model = l.model
 		}
 		if rq.grouped("api_key_id") {
-			k[1] = keyID
+			k.keyID = keyID
+		}
+		if rq.grouped("batch") {
+			k.batch = l.batch
 		}
 		g := idx[k]
 		if g == nil {
-			g = &group{model: k[0], keyID: k[1]}
+			g = &group{model: k.model, keyID: k.keyID, batch: k.batch}
 			idx[k] = g
 			out = append(out, g)
 		}
@@ -388,7 +396,7 @@ func (s *Server) openAIUsage(kind lineKind) http.HandlerFunc {
 					res.OutputTokens, res.InputCachedTokens = ptr(g.OutputTokens), ptr(g.CachedTokens)
 					res.InputAudioTokens, res.OutputAudioTokens = ptr(int64(0)), ptr(int64(0))
 					if rq.grouped("batch") {
-						res.Batch = ptr(false)
+						res.Batch = ptr(g.batch)
 					}
 					if rq.grouped("service_tier") {
 						res.ServiceTier = ptr("default")
