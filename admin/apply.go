@@ -50,6 +50,9 @@ type ProviderDoc struct {
 	Credential string `yaml:"credential"`
 	// ResponsesAPI: the upstream serves the Responses API itself.
 	ResponsesAPI bool `yaml:"responses_api"`
+	// AdminCredential is the provider's admin key for its usage and cost
+	// reports (docs/reconcile.md), usually ${ENV_VAR}; kept when absent.
+	AdminCredential string `yaml:"admin_credential"`
 }
 
 // DeploymentDoc is a deployment.
@@ -497,6 +500,13 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if cred != "" && a.sealer == nil {
 			return nil, fmt.Errorf("%s.credential: %w", f, ErrNoSealer)
 		}
+		adminCred, err := expandEnv(f+".admin_credential", p.AdminCredential, a.lookup)
+		if err != nil {
+			return nil, err
+		}
+		if adminCred != "" && a.sealer == nil {
+			return nil, fmt.Errorf("%s.admin_credential: %w", f, ErrNoSealer)
+		}
 		want := store.Provider{ID: p.ID, Type: typ, BaseURL: p.BaseURL, APIVersion: p.APIVersion, ResponsesAPI: p.ResponsesAPI}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Provider, found bool) (store.Provider, error) {
 			w := want
@@ -508,6 +518,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			case cred != "":
 				w.Credential = a.sealer.Seal([]byte(cred))
 			}
+			w.AdminCredential = a.keepOrSeal(cur, found, adminCred)
 			return w, nil
 		}))
 	}
@@ -639,6 +650,20 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		plans = append(plans, a.membershipPlans(ctx, t)...)
 	}
 	return plans, nil
+}
+
+// keepOrSeal is the provider's sealed admin credential after an apply: the
+// current one when the document has none or the same one, else plain sealed.
+func (a *applier) keepOrSeal(cur *store.Provider, found bool, plain string) []byte {
+	switch {
+	case plain == "" && found:
+		return cur.AdminCredential
+	case plain != "" && found && a.sameCredential(cur.AdminCredential, plain):
+		return cur.AdminCredential
+	case plain != "":
+		return a.sealer.Seal([]byte(plain))
+	}
+	return nil
 }
 
 func (a *applier) sameCredential(sealed []byte, plain string) bool {

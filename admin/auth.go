@@ -146,6 +146,10 @@ var methodRoles = map[string]roleSet{
 	adminv1.AdminCredentialService_WhoAmI_FullMethodName:                teamRead,
 
 	adminv1.ConfigService_Apply_FullMethodName: adminOnly,
+
+	// Reconciling calls the provider with its admin credential.
+	adminv1.ReconcileService_Reconcile_FullMethodName:         adminOnly,
+	adminv1.ReconcileService_ListReconcileRuns_FullMethodName: readers,
 }
 
 // public reports whether a method needs no credential (health, reflection).

@@ -28,12 +28,16 @@ func providerView(p *store.Provider) *adminv1.Provider {
 	return &adminv1.Provider{
 		Id: p.ID, Type: providerTypesOut[p.Type], BaseUrl: p.BaseURL, ApiVersion: p.APIVersion,
 		HasCredential: len(p.Credential) > 0, ResponsesApi: p.ResponsesAPI,
+		HasAdminCredential: len(p.AdminCredential) > 0,
 	}
 }
 
 // providerAudit is what the audit log keeps of a provider: never the credential.
 func providerAudit(p *store.Provider) any {
-	return map[string]any{"type": p.Type, "base_url": p.BaseURL, "api_version": p.APIVersion, "has_credential": len(p.Credential) > 0, "responses_api": p.ResponsesAPI}
+	return map[string]any{
+		"type": p.Type, "base_url": p.BaseURL, "api_version": p.APIVersion, "has_credential": len(p.Credential) > 0,
+		"responses_api": p.ResponsesAPI, "has_admin_credential": len(p.AdminCredential) > 0,
+	}
 }
 
 // seal encrypts a provider credential ("" stays empty).
@@ -56,6 +60,9 @@ func (s *Server) CreateProvider(ctx context.Context, req *adminv1.CreateProvider
 	in := req.GetProvider()
 	sealed, err := s.seal(req.GetCredential())
 	p := store.Provider{ID: in.GetId(), Type: providerTypesIn[in.GetType()], BaseURL: in.GetBaseUrl(), APIVersion: in.GetApiVersion(), Credential: sealed, ResponsesAPI: in.GetResponsesApi()}
+	if err == nil {
+		p.AdminCredential, err = s.seal(req.GetAdminCredential())
+	}
 	if err == nil {
 		err = create(ctx, s.st, p.ID, &p)
 	}
@@ -93,10 +100,13 @@ func (s *Server) ListProviders(ctx context.Context, req *adminv1.ListProvidersRe
 // UpdateProvider changes the fields named by the update mask.
 func (s *Server) UpdateProvider(ctx context.Context, req *adminv1.UpdateProviderRequest) (*adminv1.UpdateProviderResponse, error) {
 	in, paths := req.GetProvider(), req.GetUpdateMask().GetPaths()
-	var sealed []byte
+	var sealed, sealedAdmin []byte
 	var err error
 	if hasPath(paths, "credential") {
 		sealed, err = s.seal(req.GetCredential())
+	}
+	if err == nil && hasPath(paths, "admin_credential") {
+		sealedAdmin, err = s.seal(req.GetAdminCredential())
 	}
 	if err == nil && hasPath(paths, "type") && in.GetType() == adminv1.ProviderType_PROVIDER_TYPE_UNSPECIFIED {
 		err = errorf(ErrInvalid, "provider.type: is required (openai, azure or anthropic)")
@@ -121,6 +131,9 @@ func (s *Server) UpdateProvider(ctx context.Context, req *adminv1.UpdateProvider
 			}
 			if hasPath(paths, "credential") {
 				p.Credential = sealed
+			}
+			if hasPath(paths, "admin_credential") {
+				p.AdminCredential = sealedAdmin
 			}
 			return nil
 		})

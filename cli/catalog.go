@@ -65,9 +65,12 @@ func providerTypeName(t adminv1.ProviderType) string {
 }
 
 func providerFields(p *adminv1.Provider) [][2]string {
-	cred := "none"
+	cred, adminCred := "none", "none"
 	if p.GetHasCredential() {
 		cred = "set (write-only)"
+	}
+	if p.GetHasAdminCredential() {
+		adminCred = "set (write-only)"
 	}
 	return [][2]string{
 		{"ID", p.GetId()},
@@ -75,26 +78,34 @@ func providerFields(p *adminv1.Provider) [][2]string {
 		{"BASE URL", p.GetBaseUrl()},
 		{"API VERSION", orDash(p.GetApiVersion())},
 		{"CREDENTIAL", cred},
+		{"ADMIN CREDENTIAL", adminCred},
 	}
 }
 
 // credentialFlags read a provider credential from the environment, a file or
-// stdin, never from the command line (where `ps` would show it).
-type credentialFlags struct{ env, file string }
+// stdin, never from the command line (where `ps` would show it). name is
+// the flags' stem: "credential" (the API key) or "admin-credential" (the
+// key of the provider's usage and cost reports).
+type credentialFlags struct{ name, env, file string }
 
 func (c *credentialFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.env, "credential-env", "", "read the provider API key from this environment variable")
-	fs.StringVar(&c.file, "credential-file", "", "read the provider API key from this file (- for stdin)")
+	c.register2(fs, "credential", "the provider API key")
+}
+
+func (c *credentialFlags) register2(fs *flag.FlagSet, name, what string) {
+	c.name = name
+	fs.StringVar(&c.env, name+"-env", "", "read "+what+" from this environment variable")
+	fs.StringVar(&c.file, name+"-file", "", "read "+what+" from this file (- for stdin)")
 }
 
 func (c *credentialFlags) read(stdin io.Reader) (string, bool, error) {
 	switch {
 	case c.env != "" && c.file != "":
-		return "", false, fmt.Errorf("%w: give --credential-env or --credential-file, not both", ErrUsage)
+		return "", false, fmt.Errorf("%w: give --%s-env or --%s-file, not both", ErrUsage, c.name, c.name)
 	case c.env != "":
 		v, ok := os.LookupEnv(c.env)
 		if !ok || v == "" {
-			return "", false, fmt.Errorf("%w: --credential-env: environment variable %s is not set", ErrUsage, c.env)
+			return "", false, fmt.Errorf("%w: --%s-env: environment variable %s is not set", ErrUsage, c.name, c.env)
 		}
 		return v, true, nil
 	case c.file != "":
@@ -106,7 +117,7 @@ func (c *credentialFlags) read(stdin io.Reader) (string, bool, error) {
 			b, err = os.ReadFile(c.file)
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("--credential-file: %w", err)
+			return "", false, fmt.Errorf("--%s-file: %w", c.name, err)
 		}
 		return strings.TrimSpace(string(b)), true, nil
 	}
@@ -154,7 +165,8 @@ func parseProviderType(s string) (adminv1.ProviderType, error) {
 }
 
 func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
-	var cf credentialFlags
+	var cf, af credentialFlags
+	af.register2(fs, "admin-credential", "the provider's admin key for its usage and cost reports (tollgate reconcile)")
 	typ := fs.String("type", "", "openai, azure, anthropic, gemini, bedrock or vertex (required)")
 	project := fs.String("project", "", "vertex: the Google Cloud project (with --location: the base URL)")
 	location := fs.String("location", "", "vertex: the location, e.g. us-central1 or global")
@@ -176,6 +188,10 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		adminCred, _, err := af.read(os.Stdin)
+		if err != nil {
+			return err
+		}
 		if t == adminv1.ProviderType_PROVIDER_TYPE_VERTEX && *baseURL == "" && *project != "" && *location != "" {
 			*baseURL = vertexBaseURL(*project, *location)
 		}
@@ -186,6 +202,7 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		}
 		resp, err := adminv1.NewProviderServiceClient(r.conn).CreateProvider(r.ctx, &adminv1.CreateProviderRequest{
 			Provider: &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}, Credential: cred,
+			AdminCredential: adminCred,
 		})
 		if err != nil {
 			return err
@@ -211,9 +228,9 @@ func providerList(fs *flag.FlagSet) func(*runner, []string) error {
 			var rows [][]string
 			for _, p := range all.GetProviders() {
 				f := providerFields(p)
-				rows = append(rows, []string{f[0][1], f[1][1], f[2][1], f[3][1], f[4][1]})
+				rows = append(rows, []string{f[0][1], f[1][1], f[2][1], f[3][1], f[4][1], f[5][1]})
 			}
-			r.table([]string{"ID", "TYPE", "BASE URL", "API VERSION", "CREDENTIAL"}, rows)
+			r.table([]string{"ID", "TYPE", "BASE URL", "API VERSION", "CREDENTIAL", "ADMIN CREDENTIAL"}, rows)
 		})
 	}
 }
@@ -235,7 +252,10 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	version := fs.String("api-version", "", "new Azure api-version or anthropic-version")
 	responses := fs.Bool("responses-api", false, "the upstream serves OpenAI's Responses API itself")
 	clearCred := fs.Bool("clear-credential", false, "remove the stored credential")
+	clearAdmin := fs.Bool("clear-admin-credential", false, "remove the stored admin credential")
 	cf.register(fs)
+	var af credentialFlags
+	af.register2(fs, "admin-credential", "the provider's admin key for its usage and cost reports (tollgate reconcile)")
 	return func(r *runner, pos []string) error {
 		p := &adminv1.Provider{Id: pos[0], BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}
 		if r.set["type"] {
@@ -249,8 +269,12 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
+		adminCred, adminGiven, err := af.read(os.Stdin)
+		if err != nil {
+			return err
+		}
 		mask, err := updateMask(r.set, map[string]string{"type": "type", "base-url": "base_url", "api-version": "api_version", "responses-api": "responses_api"}, nil)
-		if err != nil && !given && !*clearCred {
+		if err != nil && !given && !*clearCred && !adminGiven && !*clearAdmin {
 			return err
 		}
 		if mask == nil {
@@ -259,7 +283,12 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if given || *clearCred {
 			mask.Paths = append(mask.Paths, "credential")
 		}
-		resp, err := adminv1.NewProviderServiceClient(r.conn).UpdateProvider(r.ctx, &adminv1.UpdateProviderRequest{Provider: p, Credential: cred, UpdateMask: mask})
+		if adminGiven || *clearAdmin {
+			mask.Paths = append(mask.Paths, "admin_credential")
+		}
+		resp, err := adminv1.NewProviderServiceClient(r.conn).UpdateProvider(r.ctx, &adminv1.UpdateProviderRequest{
+			Provider: p, Credential: cred, AdminCredential: adminCred, UpdateMask: mask,
+		})
 		if err != nil {
 			return err
 		}

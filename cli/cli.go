@@ -49,7 +49,7 @@ var commands []*command
 func register(cs ...*command) { commands = append(commands, cs...) }
 
 // nouns orders the command list.
-var nouns = []string{"key", "team", "user", "org", "customer", "provider", "deployment", "model", "price", "spend", "audit", "admin-key", "apply"}
+var nouns = []string{"key", "team", "user", "org", "customer", "provider", "deployment", "model", "price", "spend", "reconcile", "audit", "admin-key", "apply"}
 
 // Usage prints the command list.
 func Usage(w io.Writer) {
@@ -98,6 +98,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	args = hoistGlobalFlags(args)
 	noun := args[0]
+	if noun == "reconcile" && (len(args) == 1 || strings.HasPrefix(args[1], "-")) {
+		args = append([]string{"reconcile", "run"}, args[1:]...) // `tollgate reconcile --provider …`
+	}
 	if noun == "apply" && len(args) > 1 {
 		if f, ok := strings.CutPrefix(args[1], "-f="); ok {
 			args = append([]string{"apply", "-f", f}, args[2:]...)

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/internal/tlsconf"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/reconcile"
 )
 
 // DataPlane selects what serves the gateway's HTTP traffic.
@@ -73,6 +74,13 @@ type Config struct {
 	// child Envoy presents to xDS and ext_proc over TLS, and the CA it
 	// verifies them with.
 	DataPlaneTLS tlsconf.Client
+	// Reconcile schedules the reconciliation of the ledger against the
+	// providers' usage and cost reports (gateway/reconcile.go; off when its
+	// Interval is 0).
+	Reconcile reconcile.JobConfig
+	// BatchPollInterval is how often pending batches are polled and the
+	// ended ones settled (gateway/batches.go; 0: never).
+	BatchPollInterval time.Duration
 }
 
 // DefaultMetricsAddr is where /metrics is served unless told otherwise:
@@ -94,6 +102,9 @@ func DefaultConfig() Config {
 
 		ReservationLease: kernel.DefaultLease,
 		MetricsAddr:      DefaultMetricsAddr,
+		Reconcile:        reconcile.DefaultJobConfig(),
+
+		BatchPollInterval: time.Minute,
 	}
 }
 
@@ -125,6 +136,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ReservationLease < 0 {
 		errs = append(errs, errors.New("reservation lease must not be negative"))
+	}
+	if c.BatchPollInterval < 0 {
+		errs = append(errs, errors.New("batch poll interval must not be negative"))
+	}
+	if c.Reconcile.Interval > 0 {
+		if err := c.Reconcile.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	errs = append(errs, c.validateTLS()...)
 	return errors.Join(errs...)

@@ -14,9 +14,11 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/batch"
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/reconcile"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -68,6 +70,8 @@ type Gateway struct {
 	now         func() time.Time
 	xds         *xds.Server
 	builtMu     sync.Mutex
+	reconciler  *reconcile.Job // the scheduled reconciliation; nil when off
+	batches     *batch.Poller  // settles ended batches (batches.go)
 
 	// What start steps started, for shutdown; nil when not started.
 	proc     *extproc.Processor

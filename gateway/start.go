@@ -248,6 +248,8 @@ func (g *Gateway) startWatchers(ctx context.Context) error {
 	shareCooldowns(ctx, &g.wg, g.Router, g.counters, g.now)
 	go func() { defer g.wg.Done(); g.watch(ctx, changes) }()
 	go func() { defer g.wg.Done(); g.Accountant.ExpireLoop(ctx, 5*time.Second) }()
+	g.startReconcile(ctx)
+	g.startBatches(ctx)
 	return nil
 }
 

@@ -94,6 +94,9 @@ type Provider struct {
 	APIVersion string `json:"api_version,omitempty"`
 	// ResponsesAPI: the upstream serves OpenAI's Responses API itself.
 	ResponsesAPI bool `json:"responses_api,omitempty"`
+	// AdminCredential is the provider's admin key for its usage and cost
+	// reports (reconcile/), sealed like Credential.
+	AdminCredential []byte `json:"admin_credential,omitempty"`
 }
 
 // Deployment is one provider model that can serve a model group.

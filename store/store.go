@@ -40,6 +40,12 @@ const (
 	KindGlobal     Kind = "global" // the single global scope settings, id "global"
 	KindAdmin      Kind = "admin"  // admin credentials
 	KindSecret     Kind = "secret" // secrets every replica shares (not served by the admin API)
+	// KindReconcile is the last scheduled reconciliation of a provider (id:
+	// the provider's id; the doc is the admin API's ReconcileReport as JSON).
+	KindReconcile Kind = "reconcile"
+	// KindBatch is a batch admitted and not yet settled, and the batch
+	// poller's lease (batch/).
+	KindBatch Kind = "batch"
 )
 
 // Object is one configuration object: a JSON document of a kind, with a version

@@ -494,10 +494,12 @@ pages.spend = async () => {
     h('figure', { class: 'chart' }, h('canvas', { id: 'tokens-chart', role: 'img', 'aria-label': 'Tokens over time' })));
   const top = h('div', {});
   const budgetsEl = h('div', {});
+  const reconcileEl = h('div', { id: 'reconcile' });
   controls.addEventListener('input', () => draw().catch((e) => say(e.message, true)));
   controls.addEventListener('submit', (e) => e.preventDefault());
   main.replaceChildren(h('h1', {}, 'Spend'), controls, charts, h('div', { class: 'grid2' },
-    h('section', {}, h('h2', {}, 'Top spenders'), top), h('section', {}, h('h2', {}, 'Budgets used'), budgetsEl)));
+    h('section', {}, h('h2', {}, 'Top spenders'), top), h('section', {}, h('h2', {}, 'Budgets used'), budgetsEl)),
+    h('section', {}, h('h2', {}, 'Reconciliation'), reconcileEl));
 
   // labels names the series: a key by its alias and id.
   async function labels(kind) {
@@ -600,7 +602,35 @@ pages.spend = async () => {
       { label: 'Resets', get: (r) => (r.reset ? when(r.reset.toISOString()) : r.b.period === 'PERIOD_KIND_ROLLING' ? 'rolling' : 'never') },
     ], rows, 'No scope has a budget.'));
   }
-  await Promise.all([draw(), drawBudgets()]);
+  // The last scheduled reconciliation of each provider against its own usage
+  // and cost reports (docs/reconcile.md), and the cells of each that drifted.
+  async function drawReconcile() {
+    const runs = (await api('ReconcileService/ListReconcileRuns', {}).catch(() => ({}))).runs || [];
+    const pctOf = (v) => (100 * Number(v || 0)).toFixed(2) + '%';
+    const state = (r) => (r.error ? 'error: ' + r.error : r.alert ? 'alert' : 'ok');
+    const drifted = runs.flatMap((r) => (r.cells || []).filter((c) => c.drift && (Number(c.drift.tokens || 0) !== 0 || Number(c.drift.requests || 0) !== 0 || Number((c.drift.cost || {}).nano_usd || 0) !== 0))
+      .map((c) => ({ provider: r.provider, ...c })));
+    reconcileEl.replaceChildren(
+      table([
+        { label: 'Provider', get: (r) => r.provider },
+        { label: 'Ran at', get: (r) => when(r.ran_at) },
+        { label: 'Days', get: (r) => (r.from ? `${r.from} … ${r.to}` : '') },
+        { label: 'Ledger', num: true, get: (r) => usd((r.ledger || {}).cost) },
+        { label: 'Provider billed', num: true, get: (r) => usd((r.reported || {}).cost) },
+        { label: 'Worst cell', num: true, get: (r) => pctOf(r.worst_rel) },
+        { label: 'State', get: (r) => h('span', { class: 'pill ' + (r.error || r.alert ? 'revoked' : 'active') }, state(r)) },
+      ], runs, 'No scheduled reconciliation yet (tollgate run --reconcile-interval, and a provider admin credential).'),
+      drifted.length ? table([
+        { label: 'Provider', get: (c) => c.provider },
+        { label: 'Day', get: (c) => c.day },
+        { label: 'Model', get: (c) => c.model + ((c.public_models || []).length ? ` (${c.public_models.join(', ')})` : '') },
+        { label: 'Δ tokens', num: true, get: (c) => `${c.drift.tokens || 0} (${pctOf(c.drift.tokens_rel)})` },
+        { label: 'Δ requests', num: true, get: (c) => `${c.drift.requests || 0}` },
+        { label: 'Δ cost', num: true, get: (c) => `${usd(c.drift.cost)} (${pctOf(c.drift.cost_rel)})` },
+        { label: 'Ledger rows', num: true, get: (c) => (c.request_ids || []).length },
+      ], drifted) : h('p', {}, runs.length ? 'No cell drifted.' : ''));
+  }
+  await Promise.all([draw(), drawBudgets(), drawReconcile()]);
 };
 
 pages.requests = async () => {

@@ -46,6 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (mockllm.Config, error) {
 	fs.IntVar(&cfg.Chunks, "chunks", cfg.Chunks, "content chunks per stream (0: one per word)")
 	fs.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "default output tokens (words) per reply")
 	fs.IntVar(&cfg.EmbeddingDimensions, "embedding-dimensions", cfg.EmbeddingDimensions, "embedding length when the request gives none")
+	fs.StringVar(&cfg.AdminKey, "admin-key", cfg.AdminKey, "admin key of the usage and cost reports (empty: refuse them)")
 	models := fs.String("models", strings.Join(cfg.Models, ","), "comma-separated model ids listed by GET /v1/models")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -64,6 +64,10 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&of.perKey, "metrics-per-key", false, "add per-virtual-key metric series (one series per key: mind the cardinality)")
 	fs.StringVar(&of.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&of.accessLog, "access-log", true, "log one line per request (at info level)")
+	fs.DurationVar(&cfg.Reconcile.Interval, "reconcile-interval", 0, "reconcile the ledger against the providers' usage and cost reports this often (e.g. 1h; 0: off; docs/reconcile.md)")
+	fs.Float64Var(&cfg.Reconcile.Threshold, "reconcile-threshold", cfg.Reconcile.Threshold, "relative drift of a day × model cell above which a reconciliation alerts (0.01 = 1%)")
+	fs.IntVar(&cfg.Reconcile.Days, "reconcile-days", cfg.Reconcile.Days, "whole UTC days before today each scheduled reconciliation covers")
+	fs.DurationVar(&cfg.BatchPollInterval, "batch-poll-interval", cfg.BatchPollInterval, "poll pending batches and settle the ended ones this often (0: never; docs/batches.md)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -96,6 +96,7 @@ func (s *Server) messages(c *call) {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "messages: Field required")
 		return
 	}
+	c.model = req.Model
 	p := req.prompt()
 	m := &anthropicMessage{
 		id: "msg_mock_" + strconv.FormatUint(s.seq.Add(1), 10), model: req.Model,

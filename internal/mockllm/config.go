@@ -23,6 +23,14 @@ type Config struct {
 	// EmbeddingDimensions is the embedding length when the request gives no
 	// "dimensions".
 	EmbeddingDimensions int
+	// AdminKey is the admin key of the usage and cost reports (reports.go);
+	// empty refuses every report request.
+	AdminKey string
+	// Prices are what the mock bills each model (reports.go).
+	Prices map[string]Price
+	// BatchDelay is how long a batch takes to run (batches.go); a request's
+	// x-mock-batch-delay overrides it.
+	BatchDelay time.Duration
 }
 
 // DefaultConfig returns the defaults of the mockllm binary.
@@ -32,6 +40,12 @@ func DefaultConfig() Config {
 		OutputTokens:        16,
 		Models:              []string{"mock-gpt", "mock-embedding", "mock-claude"},
 		EmbeddingDimensions: 8,
+		AdminKey:            "sk-admin-mock",
+		Prices: map[string]Price{
+			"mock-gpt":       {Input: 1_000_000_000, CachedInput: 500_000_000, Output: 2_000_000_000},
+			"mock-embedding": {Input: 100_000_000},
+			"mock-claude":    {Input: 3_000_000_000, CachedInput: 300_000_000, CacheWrite: 3_750_000_000, Output: 15_000_000_000},
+		},
 	}
 }
 

@@ -108,6 +108,23 @@
 //   - output_tokens counts the words of the content chunks actually written and
 //     flushed (for JSON replies: all of them once the body is written).
 //
+// # The providers' reports (reports.go)
+//
+// The bill is also kept per UTC day × model × API key and served as OpenAI's
+// organization Usage and Costs APIs and Anthropic's Usage & Cost Admin API,
+// behind Config.AdminKey, priced with Config.Prices, so that a reconciliation
+// of Tollgate's ledger against "the provider's invoice" can be tested: a
+// request sent straight to the mock shows up in the report and not in the
+// ledger.
+//
+// # Files and batches (batches.go)
+//
+// OpenAI's Files and Batch APIs and Anthropic's Message Batches API, owned by
+// the API key that created them, with a controllable completion time
+// (Config.BatchDelay, x-mock-batch-delay: line i of n completes at
+// delay×(i+1)/n) and each line served as the same request alone would be
+// (deterministic per-line usage), billed at half price as batch usage.
+//
 // The package must not import anything from Tollgate: it stands in for an
 // external provider (it uses the providers' own SDK pieces where the wire is
 // framing- or security-critical: aws-sdk-go-v2's event-stream encoder and

@@ -92,6 +92,7 @@ func (s *Server) generate(c *call, chat bool) {
 	if g.model == "" {
 		g.model = c.deployment
 	}
+	c.model = g.model
 	g.cached = min(c.cached, g.prompt)
 	maxTokens := req.MaxTokens
 	if req.MaxCompletionTokens != nil {
@@ -373,6 +374,7 @@ func (s *Server) embeddings(c *call) {
 	if model == "" {
 		model = c.deployment
 	}
+	c.model = model
 	dims := s.cfg.EmbeddingDimensions
 	if req.Dimensions > 0 {
 		dims = req.Dimensions

@@ -105,6 +105,7 @@ func (s *Server) responses(c *call) {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "you must provide a model parameter")
 		return
 	}
+	c.model = req.Model
 	text, last, lastUser, ok := req.prompt()
 	if !ok || len(text) == 0 && len(req.Input) == 0 {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "input must be a string or an array of input items")

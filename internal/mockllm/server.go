@@ -22,6 +22,8 @@ type Server struct {
 	mux   *http.ServeMux
 	seq   atomic.Uint64
 	stats sync.Map // api key → *counters
+	lines sync.Map // lineKey → *counters: the bill per day × model × key (reports.go)
+	bat   batches  // files and batches (batches.go)
 	cache sync.Map // cacheKey → struct{}: prompt prefixes seen (Anthropic caching)
 	// tokens maps the access tokens POST /token issued to their service
 	// account (vertex.go).
@@ -70,6 +72,12 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /token", s.vertexToken) // vertex.go
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.vertexGoogle)
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}", s.vertexAnthropic)
+	s.mux.HandleFunc("GET /v1/organization/usage/completions", s.openAIUsage(lineCompletions)) // reports.go
+	s.mux.HandleFunc("GET /v1/organization/usage/embeddings", s.openAIUsage(lineEmbeddings))
+	s.mux.HandleFunc("GET /v1/organization/costs", s.openAICosts)
+	s.mux.HandleFunc("GET /v1/organizations/usage_report/messages", s.anthropicUsage)
+	s.mux.HandleFunc("GET /v1/organizations/cost_report", s.anthropicCosts)
+	s.registerBatches()
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -161,6 +169,8 @@ type call struct {
 	output     int64
 	cached     int64
 	toolCall   string // x-mock-tool-call
+	model      string // the model billed (reports.go); set by the handler
+	batch      bool   // a line of a batch (batches.go): billed at half price
 }
 
 type handler func(*call)
@@ -186,7 +196,7 @@ func (s *Server) anthropic(h handler) http.HandlerFunc {
 // serve parses the overrides, injects the error of x-mock-status and runs h.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deployment string, h handler) {
 	c := &call{
-		w: w, r: r, flavor: f, key: apiKey(r), deployment: deployment,
+		w: w, r: r, flavor: f, key: apiKey(r), deployment: deployment, batch: isBatchLine(r),
 		disconnect: -1, latency: s.cfg.Latency, chunkDelay: s.cfg.ChunkDelay,
 		output: int64(s.cfg.OutputTokens),
 	}

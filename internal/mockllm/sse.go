@@ -9,6 +9,7 @@ import (
 type stream struct {
 	c      *call
 	ctr    *counters
+	line   *counters // the report's line (reports.go), nil when not reported
 	rc     *http.ResponseController
 	events int
 	out    []byte // the event being written (the writer copies it)
@@ -30,6 +31,7 @@ func (s *Server) startStream(c *call, b billed) (*stream, bool) {
 		return nil, false
 	}
 	b.record(st.ctr)
+	st.line = s.recordLine(c, b)
 	return st, true
 }
 
@@ -74,6 +76,9 @@ func (st *stream) content(i int, event string, data []byte, words int64) bool {
 		return false
 	}
 	st.ctr.output.Add(words)
+	if st.line != nil {
+		st.line.output.Add(words)
+	}
 	return true
 }
 
@@ -97,4 +102,7 @@ func (s *Server) writeJSON(c *call, body []byte, b billed, output int64) {
 	}
 	b.record(ctr)
 	ctr.output.Add(output)
+	if line := s.recordLine(c, b); line != nil {
+		line.output.Add(output)
+	}
 }

@@ -107,9 +107,12 @@ type Provider struct {
 	// (OpenAI, vLLM): /v1/responses passes through natively. Otherwise the
 	// gateway translates Responses requests to chat completions. Azure always
 	// serves it (its v1 API); Anthropic never.
-	ResponsesApi  bool `protobuf:"varint,6,opt,name=responses_api,json=responsesApi,proto3" json:"responses_api,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResponsesApi bool `protobuf:"varint,6,opt,name=responses_api,json=responsesApi,proto3" json:"responses_api,omitempty"`
+	// has_admin_credential says whether an admin credential (the key of the
+	// provider's usage and cost reports) is stored (output only).
+	HasAdminCredential bool `protobuf:"varint,7,opt,name=has_admin_credential,json=hasAdminCredential,proto3" json:"has_admin_credential,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Provider) Reset() {
@@ -184,13 +187,24 @@ func (x *Provider) GetResponsesApi() bool {
 	return false
 }
 
+func (x *Provider) GetHasAdminCredential() bool {
+	if x != nil {
+		return x.HasAdminCredential
+	}
+	return false
+}
+
 type CreateProviderRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Provider *Provider              `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
 	// credential is the provider API key (write-only).
-	Credential    string `protobuf:"bytes,2,opt,name=credential,proto3" json:"credential,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Credential string `protobuf:"bytes,2,opt,name=credential,proto3" json:"credential,omitempty"`
+	// admin_credential is the provider's admin key for its usage and cost
+	// reports (OpenAI admin key, Anthropic Admin API key; write-only), used by
+	// ReconcileService.
+	AdminCredential string `protobuf:"bytes,3,opt,name=admin_credential,json=adminCredential,proto3" json:"admin_credential,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CreateProviderRequest) Reset() {
@@ -233,6 +247,13 @@ func (x *CreateProviderRequest) GetProvider() *Provider {
 func (x *CreateProviderRequest) GetCredential() string {
 	if x != nil {
 		return x.Credential
+	}
+	return ""
+}
+
+func (x *CreateProviderRequest) GetAdminCredential() string {
+	if x != nil {
+		return x.AdminCredential
 	}
 	return ""
 }
@@ -477,10 +498,13 @@ type UpdateProviderRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Provider   *Provider              `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
 	Credential string                 `protobuf:"bytes,2,opt,name=credential,proto3" json:"credential,omitempty"`
-	// update_mask: "type", "base_url", "api_version", "credential", "responses_api".
-	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// update_mask: "type", "base_url", "api_version", "credential",
+	// "responses_api", "admin_credential".
+	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// admin_credential: see CreateProviderRequest.
+	AdminCredential string `protobuf:"bytes,4,opt,name=admin_credential,json=adminCredential,proto3" json:"admin_credential,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateProviderRequest) Reset() {
@@ -532,6 +556,13 @@ func (x *UpdateProviderRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 		return x.UpdateMask
 	}
 	return nil
+}
+
+func (x *UpdateProviderRequest) GetAdminCredential() string {
+	if x != nil {
+		return x.AdminCredential
+	}
+	return ""
 }
 
 type UpdateProviderResponse struct {
@@ -2707,7 +2738,7 @@ var File_tollgate_admin_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xd7\x01\n" +
+	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\x89\x02\n" +
 	"\bProvider\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1f.tollgate.admin.v1.ProviderTypeR\x04type\x12\x19\n" +
@@ -2715,12 +2746,14 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\vapi_version\x18\x04 \x01(\tR\n" +
 	"apiVersion\x12%\n" +
 	"\x0ehas_credential\x18\x05 \x01(\bR\rhasCredential\x12#\n" +
-	"\rresponses_api\x18\x06 \x01(\bR\fresponsesApi\"p\n" +
+	"\rresponses_api\x18\x06 \x01(\bR\fresponsesApi\x120\n" +
+	"\x14has_admin_credential\x18\a \x01(\bR\x12hasAdminCredential\"\x9b\x01\n" +
 	"\x15CreateProviderRequest\x127\n" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\x12\x1e\n" +
 	"\n" +
 	"credential\x18\x02 \x01(\tR\n" +
-	"credential\"Q\n" +
+	"credential\x12)\n" +
+	"\x10admin_credential\x18\x03 \x01(\tR\x0fadminCredential\"Q\n" +
 	"\x16CreateProviderResponse\x127\n" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\"$\n" +
 	"\x12GetProviderRequest\x12\x0e\n" +
@@ -2733,14 +2766,15 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"z\n" +
 	"\x15ListProvidersResponse\x129\n" +
 	"\tproviders\x18\x01 \x03(\v2\x1b.tollgate.admin.v1.ProviderR\tproviders\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xad\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd8\x01\n" +
 	"\x15UpdateProviderRequest\x127\n" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\x12\x1e\n" +
 	"\n" +
 	"credential\x18\x02 \x01(\tR\n" +
 	"credential\x12;\n" +
 	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\"Q\n" +
+	"updateMask\x12)\n" +
+	"\x10admin_credential\x18\x04 \x01(\tR\x0fadminCredential\"Q\n" +
 	"\x16UpdateProviderResponse\x127\n" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\"'\n" +
 	"\x15DeleteProviderRequest\x12\x0e\n" +

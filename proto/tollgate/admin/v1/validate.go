@@ -421,12 +421,20 @@ func (r *CreateProviderRequest) Validate() error {
 	if r.GetProvider() == nil {
 		return bad("provider", "is required")
 	}
-	return first(r.GetProvider().validate(true), credential(r.GetCredential()))
+	return first(r.GetProvider().validate(true), credential(r.GetCredential()), adminCredential(r.GetAdminCredential()))
 }
 
 func credential(c string) error {
 	if len(c) > 8192 {
 		return bad("credential", "is longer than 8192 bytes")
+	}
+	return nil
+}
+
+// adminCredential bounds a provider's admin key like its API key.
+func adminCredential(c string) error {
+	if len(c) > 8192 {
+		return bad("admin_credential", "is longer than 8192 bytes")
 	}
 	return nil
 }
@@ -439,8 +447,8 @@ func (r *ListProvidersRequest) Validate() error { return page("", r.GetPageSize(
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateProviderRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), "type", "base_url", "api_version", "credential"),
-		r.GetProvider().validate(false), credential(r.GetCredential()))
+	return first(mask("update_mask", r.GetUpdateMask(), "type", "base_url", "api_version", "credential", "admin_credential"),
+		r.GetProvider().validate(false), credential(r.GetCredential()), adminCredential(r.GetAdminCredential()))
 }
 
 // Validate implements the go-grpc-middleware validator interface.
