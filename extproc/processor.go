@@ -200,6 +200,7 @@ func recv(srv extprocv3.ExternalProcessor_ProcessServer, rb *recvBuf) (*extprocv
 // stream is the state of one request.
 type stream struct {
 	p            *Processor
+	lendsBodies  bool // the data plane lends its body buffers (LendingSession)
 	ep           *endpoint
 	id           string
 	path         string
@@ -399,6 +400,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(translate.ErrInvalidRequest("You must provide a model parameter.", "model"))
 	}
 	s.in = in
+	in.ReplyInPlace = s.lendsBodies
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
 	s.promptText = promptTextBytes(in)

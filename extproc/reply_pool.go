@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"context"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -182,4 +183,16 @@ func (s *stream) release() {
 	}
 	*s = stream{}
 	streamPool.Put(s)
+}
+
+// LendingSession is Session for an in-process data plane that lends its body
+// buffers: the bytes of a body in a request are the data plane's own buffer,
+// which it forwards after the reply, and the processor may rewrite them in
+// place without changing their length, answering with no body mutation (a
+// reply's model renamed over the provider's, translate.Inbound.ReplyInPlace).
+// Over gRPC a body is the processor's copy: Process never lends.
+func (p *Processor) LendingSession(ctx context.Context) *Session {
+	ss := p.Session(ctx)
+	ss.s.lendsBodies = true
+	return ss
 }

@@ -3,6 +3,8 @@ package extproc
 import (
 	"context"
 	"io"
+	"strconv"
+	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -161,4 +163,35 @@ func TestSessionEndsOnce(t *testing.T) {
 	require.Empty(t, out)
 	ss.Close()
 	require.Empty(t, e.acct.Records())
+}
+
+// TestLendingSessionRenamesInPlace: through a LendingSession (the built-in
+// data plane's in-process transport) a reply whose model the client's name
+// fits over is renamed in the data plane's own buffer, padded with JSON
+// whitespace, and the reply carries no body mutation: the client gets a body
+// of the upstream's length with the client's model, and the same usage. A
+// longer client name is spliced as over gRPC. Streams are unchanged.
+func TestLendingSessionRenamesInPlace(t *testing.T) {
+	inProcess = func(p *Processor) extprocfilter.Transport {
+		return extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream { return p.LendingSession(ctx) })
+	}
+	t.Cleanup(func() { inProcess = nil })
+	e := newTestEnv(t)
+	up := &recorder{resp: jsonResponse(200, chatResponse)}
+	resp := e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), up.upstream)
+	require.Equal(t, 200, resp.Status)
+	pad := strings.Repeat(" ", len("gpt-4o-2024-08-06")-len("gpt-4o"))
+	require.Equal(t, strings.Replace(chatResponse, `"model":"gpt-4o-2024-08-06"`, `"model":"gpt-4o"`+pad, 1), string(resp.Body))
+	require.Len(t, resp.Body, len(chatResponse))
+	recs := e.acct.Records()
+	require.Len(t, recs, 1)
+	require.Equal(t, chatUsage, recs[0].Usage)
+
+	longer := strings.Replace(chatResponse, `"model":"gpt-4o-2024-08-06"`, `"model":"gpt"`, 1)
+	up = &recorder{resp: jsonResponse(200, longer)}
+	resp = e.do(t, post("/v1/chat/completions", clientKey, testPromptBody), up.upstream)
+	require.Equal(t, strings.Replace(longer, `"model":"gpt"`, `"model":"gpt-4o"`, 1), string(resp.Body))
+	require.Equal(t, strconv.Itoa(len(resp.Body)), resp.Headers.Value("content-length"))
+
+	TestChatStream(t)
 }

@@ -281,7 +281,7 @@ func (g *Gateway) startEdge(ctx context.Context) error {
 		pc = extprocfilter.GRPC(extprocv3.NewExternalProcessorClient(conn))
 	} else {
 		// In-process: each message is a call in the request's goroutine.
-		pc = extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream { return g.proc.Session(ctx) })
+		pc = extprocfilter.Sync(func(ctx context.Context) extprocfilter.SyncStream { return g.proc.LendingSession(ctx) })
 	}
 	xcreds, err := g.dataPlaneCreds(g.Config.XDSTLS)
 	if err != nil {

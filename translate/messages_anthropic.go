@@ -28,7 +28,7 @@ var _ Translator = (*messagesAnthropic)(nil)
 // the base path + /messages (or /messages/count_tokens).
 func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
-	t.model = newReplyModel(in.Model, "message", true)
+	t.model = newReplyModel(in.Model, "message", true, in.ReplyInPlace)
 	t.stream = modelStream{model: t.model, observe: func(ev sseEvent) { t.usage.observe(ev.Data) }}
 	path := "/messages"
 	if t.count {

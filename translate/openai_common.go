@@ -47,7 +47,7 @@ type openAIFormat struct {
 // It returns nil when nothing changes.
 func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 	b := in.Body
-	o.model = newReplyModel(in.Model, "", false)
+	o.model = newReplyModel(in.Model, "", false, in.ReplyInPlace)
 	f, err := in.bodyFields()
 	if err != nil {
 		return nil

@@ -29,14 +29,20 @@ type replyModel struct {
 	// once: only the first event naming a model carries it (Anthropic's
 	// message_start); after it, no event is looked at.
 	once, seen bool
+	// inPlace: a JSON reply is the data plane's own buffer, lent to the
+	// translator (Inbound.ReplyInPlace): a name no longer than the provider's
+	// is written over it, padded with spaces after the closing quote (JSON
+	// whitespace), so the reply keeps its length and is not copied.
+	inPlace bool
 }
 
-// newReplyModel returns the rewrite to the client's model name.
-func newReplyModel(client, nest string, once bool) replyModel {
+// newReplyModel returns the rewrite to the client's model name, made in
+// place in JSON replies when inPlace.
+func newReplyModel(client, nest string, once, inPlace bool) replyModel {
 	if client == "" {
 		return replyModel{}
 	}
-	return replyModel{name: appendJSONString(nil, client), nest: nest, once: once}
+	return replyModel{name: appendJSONString(nil, client), nest: nest, once: once, inPlace: inPlace}
 }
 
 // active reports whether events may still need a rewrite.
@@ -74,9 +80,17 @@ func (m *modelStream) event(ev sseEvent) eventAction {
 var errStopScan = errors.New("stop")
 
 // body returns the JSON reply b with its top-level model renamed, given the
-// span of its model member (absent: unchanged); b itself when nothing changes.
+// span of its model member (absent: unchanged); b itself when nothing changes,
+// and when the name was written over b in place (see inPlace).
 func (r *replyModel) body(b []byte, model Span) []byte {
 	if r.name == nil || !model.OK() || bytes.Equal(model.bytes(b), r.name) {
+		return b
+	}
+	if r.inPlace && len(r.name) <= model.End-model.Start {
+		pad := b[model.Start+copy(b[model.Start:model.End], r.name) : model.End]
+		for i := range pad {
+			pad[i] = ' '
+		}
 		return b
 	}
 	return applyEdits(b, []edit{{model.Start, model.End, r.name}})

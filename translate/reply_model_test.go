@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestNativeStreamNamesClientModel(t *testing.T) {
 // written anew with the client's model.
 func TestReplyModelMultilineData(t *testing.T) {
 	e := sseEditor{active: true}
-	m := newReplyModel("mine", "response", false)
+	m := newReplyModel("mine", "response", false, false)
 	e.fn = func(ev sseEvent) eventAction {
 		at, with := m.event(ev.Data)
 		return eventAction{at: at, with: with}
@@ -66,7 +67,7 @@ func TestReplyModelMultilineData(t *testing.T) {
 // TestReplyModelJSON: a JSON reply keeps every byte but the model's value;
 // already the client's, it is the same slice.
 func TestReplyModelJSON(t *testing.T) {
-	m := newReplyModel("grp", "", false)
+	m := newReplyModel("grp", "", false, false)
 	b := []byte(`{"id":"x", "model" : "up-2","usage":{"model":"no"}}`)
 	u, v, err := usageAndModel(b)
 	require.NoError(t, err)
@@ -76,4 +77,33 @@ func TestReplyModelJSON(t *testing.T) {
 	_, v, err = usageAndModel(same)
 	require.NoError(t, err)
 	require.Same(t, &same[0], &m.body(same, v)[0])
+}
+
+// TestReplyModelInPlace: with a lent reply, a name no longer than the
+// provider's is written over it (padded with JSON whitespace) and the same
+// slice returned; a longer one is spliced into a new body, the lent one left
+// as it was.
+func TestReplyModelInPlace(t *testing.T) {
+	for _, tc := range []struct{ client, want string }{
+		{"gpt-4o-mini", `{"id":"c","model":"gpt-4o-mini","usage":{}}`},
+		{"demo", `{"id":"c","model":"demo"       ,"usage":{}}`},
+	} {
+		b := []byte(`{"id":"c","model":"gpt-4o-mini","usage":{}}`)
+		_, m, err := usageAndModel(b)
+		require.NoError(t, err)
+		r := newReplyModel(tc.client, "", false, true)
+		out := r.body(b, m)
+		require.True(t, SameBytes(out, b), "renamed in place")
+		require.Equal(t, tc.want, string(out))
+		require.True(t, json.Valid(out))
+	}
+	orig := `{"id":"c","model":"gpt-4o","usage":{}}`
+	b := []byte(orig)
+	_, m, err := usageAndModel(b)
+	require.NoError(t, err)
+	r := newReplyModel("a-longer-group", "", false, true)
+	out := r.body(b, m)
+	require.False(t, SameBytes(out, b))
+	require.JSONEq(t, `{"id":"c","model":"a-longer-group","usage":{}}`, string(out))
+	require.Equal(t, orig, string(b), "the lent reply is left as it was")
 }

@@ -31,7 +31,7 @@ var _ Translator = (*responsesNative)(nil)
 // Request renames the model and clamps max_output_tokens.
 func (t *responsesNative) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
-	t.model = newReplyModel(in.Model, "response", false)
+	t.model = newReplyModel(in.Model, "response", false, in.ReplyInPlace)
 	t.stream = modelStream{model: t.model, observe: t.usage.observe}
 	var f openAIFormat
 	out := &Outbound{Body: f.rewrite(in, opResponses, target.ProviderModel)}

@@ -42,6 +42,12 @@ type Inbound struct {
 	// Path is the client's :path, query included, for APIs that carry
 	// request parameters there (the Gemini API: model, method, alt=sse).
 	Path string
+	// ReplyInPlace: the reply body Response gets is the data plane's own
+	// buffer, lent until the reply (an in-process data plane): a translator
+	// may rewrite bytes of it in place, keeping its length, and return it
+	// (the processor then sends no body mutation). Over gRPC the body is the
+	// processor's copy and this is false.
+	ReplyInPlace bool
 
 	// fields locates the members above (and stream_options, metadata) in Body,
 	// so translators rewrite only what changes without decoding the body.
