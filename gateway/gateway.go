@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/mcp"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -76,6 +77,8 @@ type Gateway struct {
 	adminSrv *grpc.Server
 	dataLis  net.Listener // the built-in data plane's listener, until edge owns it
 	edge     *edge.Edge
+	mcp      *mcp.Handler // the MCP gateway (mcp.go)
+	mcpCat   *mcpCatalog
 	child    *childEnvoy
 	conns    []*grpc.ClientConn
 	wg       sync.WaitGroup // every goroutine the steps started
@@ -178,6 +181,9 @@ func (g *Gateway) refresh(ctx context.Context) error {
 	}
 	cancel()
 	g.Catalog.Swap(s)
+	if err := g.refreshMCP(ctx); err != nil {
+		g.log.Error("MCP configuration refresh failed; serving the previous one", "err", err)
+	}
 	g.snapshotPublished(s)
 	return nil
 }

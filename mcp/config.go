@@ -93,6 +93,9 @@ type Call struct {
 	Caller    *Caller
 	Server    string
 	Tool      string // the upstream's name
+	// Admitted: the accountant admitted the call (else it was refused and
+	// reached no upstream).
+	Admitted bool
 	// Ran: the upstream ran the tool (a result, even one with isError);
 	// a call that did not run costs nothing.
 	Ran       bool

@@ -106,6 +106,7 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	if !d.Admitted {
 		return nil, refusal(d)
 	}
+	call.Admitted = true
 
 	var res *sdk.CallToolResult
 	err = h.up.do(ctx, srv, func(ctx context.Context, cs *sdk.ClientSession) error {

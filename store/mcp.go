@@ -6,6 +6,9 @@ import (
 	"github.com/tollgate-ai/tollgate/kernel"
 )
 
+// KindMCPServer is the kind of an MCPServer.
+const KindMCPServer Kind = "mcp_server"
+
 // MCPServer is an upstream MCP server (Streamable HTTP) the gateway fronts on
 // /mcp. Which of its tools a key may call is the key's MCPTools (SERVER/TOOL
 // globs, deny by default) narrowed by its user's, team's and org's when they

@@ -40,7 +40,6 @@ const (
 	KindGlobal     Kind = "global" // the single global scope settings, id "global"
 	KindAdmin      Kind = "admin"  // admin credentials
 	KindSecret     Kind = "secret" // secrets every replica shares (not served by the admin API)
-	KindMCPServer  Kind = "mcp_server" // an upstream MCP server (store/mcp.go)
 )
 
 // Object is one configuration object: a JSON document of a kind, with a version
