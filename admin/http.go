@@ -34,6 +34,7 @@ var restRegistrations = []func(context.Context, *runtime.ServeMux, *grpc.ClientC
 	adminv1gw.RegisterAuditServiceHandler,
 	adminv1gw.RegisterAdminCredentialServiceHandler,
 	adminv1gw.RegisterConfigServiceHandler,
+	adminv1gw.RegisterMCPServiceHandler,
 }
 
 // RESTHandler returns the REST/JSON admin API: every RPC as

@@ -41,6 +41,7 @@ type Server struct {
 	adminv1.UnimplementedAuditServiceServer
 	adminv1.UnimplementedAdminCredentialServiceServer
 	adminv1.UnimplementedConfigServiceServer
+	adminv1.UnimplementedMCPServiceServer
 
 	st       Store
 	sessions store.Sessions // the console's sessions; nil when st keeps none
@@ -79,6 +80,7 @@ func (s *Server) Register(g *grpc.Server) {
 	adminv1.RegisterOrgServiceServer(g, s)
 	adminv1.RegisterCustomerServiceServer(g, s)
 	adminv1.RegisterProviderServiceServer(g, s)
+	adminv1.RegisterMCPServiceServer(g, s)
 	adminv1.RegisterDeploymentServiceServer(g, s)
 	adminv1.RegisterModelServiceServer(g, s)
 	adminv1.RegisterPriceServiceServer(g, s)
