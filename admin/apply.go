@@ -39,6 +39,7 @@ type Document struct {
 	Customers     []CustomerDoc   `yaml:"customers"`
 	Keys          []KeyDoc        `yaml:"keys"`
 	Global        *LimitsHolder   `yaml:"global"`
+	MCPServers    []MCPServerDoc  `yaml:"mcp_servers"` // apply_mcp.go
 }
 
 // ProviderDoc is a provider; credential may be a ${ENV_VAR} reference.
@@ -103,9 +104,10 @@ type LimitsHolder struct {
 
 // OrgDoc is an organization.
 type OrgDoc struct {
-	ID     string    `yaml:"id"`
-	Name   string    `yaml:"name"`
-	Limits LimitsDoc `yaml:"limits"`
+	ID       string    `yaml:"id"`
+	Name     string    `yaml:"name"`
+	Limits   LimitsDoc `yaml:"limits"`
+	MCPTools []string  `yaml:"mcp_tools"` // SERVER/TOOL globs (apply_mcp.go)
 }
 
 // TeamDoc is a team; members is the full list of its user ids.
@@ -115,6 +117,8 @@ type TeamDoc struct {
 	Org     string    `yaml:"org"`
 	Members []string  `yaml:"members"`
 	Limits  LimitsDoc `yaml:"limits"`
+	// MCPTools are SERVER/TOOL globs (apply_mcp.go).
+	MCPTools []string `yaml:"mcp_tools"`
 }
 
 // UserDoc is a user (team membership is declared on teams).
@@ -123,6 +127,8 @@ type UserDoc struct {
 	Email  string    `yaml:"email"`
 	Org    string    `yaml:"org"`
 	Limits LimitsDoc `yaml:"limits"`
+	// MCPTools are SERVER/TOOL globs (apply_mcp.go).
+	MCPTools []string `yaml:"mcp_tools"`
 }
 
 // CustomerDoc is an end customer.
@@ -143,6 +149,7 @@ type KeyDoc struct {
 	Secret   string            `yaml:"secret"`
 	Metadata map[string]string `yaml:"metadata"`
 	Limits   LimitsDoc         `yaml:"limits"`
+	MCPTools []string          `yaml:"mcp_tools"` // SERVER/TOOL globs (apply_mcp.go)
 }
 
 // ApplyResult says what Apply changed, as "kind/id".
@@ -428,7 +435,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		want := store.Org{ID: o.ID, Name: o.Name, Limits: l}
+		want := store.Org{ID: o.ID, Name: o.Name, Limits: l, MCPTools: o.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Org, bool) (store.Org, error) { return want, nil }))
 	}
 	// Members are users: each member not declared in users is created, and
@@ -448,7 +455,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			}
 			userIDs[m] = true
 		}
-		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l}
+		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l, MCPTools: t.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Team, bool) (store.Team, error) { return want, nil }))
 	}
 	for i, u := range d.Users {
@@ -460,7 +467,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err := a.ref(ctx, f+".org", store.KindOrg, u.Org, orgIDs); err != nil {
 			return nil, err
 		}
-		want := store.User{ID: u.ID, Email: u.Email, OrgID: u.Org, Limits: l}
+		want := store.User{ID: u.ID, Email: u.Email, OrgID: u.Org, Limits: l, MCPTools: u.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.User, _ bool) (store.User, error) {
 			w := want
 			w.Teams = cur.Teams // membership is kept by the teams
@@ -588,7 +595,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if sec != "" && (!strings.HasPrefix(sec, KeySecretPrefix) || len(sec) < 20) {
 			return nil, errorf(ErrInvalid, "%s.secret: must start with %q and be at least 20 characters", f, KeySecretPrefix)
 		}
-		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata)}
+		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata), MCPTools: k.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Key, found bool) (store.Key, error) {
 			w := want
 			if found {
@@ -624,7 +631,11 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	for _, t := range d.Teams {
 		plans = append(plans, a.membershipPlans(ctx, t)...)
 	}
-	return plans, nil
+	mcpPlans, err := a.mcpPlans(d)
+	if err != nil {
+		return nil, err
+	}
+	return append(plans, mcpPlans...), nil
 }
 
 func (a *applier) sameCredential(sealed []byte, plain string) bool {

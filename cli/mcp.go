@@ -268,7 +268,9 @@ func setMCPTools(r *runner, owner, id, patterns string) error {
 	if err != nil {
 		return err
 	}
-	return r.emit(resp, func() { fmt.Fprintf(r.out, "%s %s may call MCP tools: %s\n", owner, id, orDash(strings.Join(resp.GetPatterns(), ","))) })
+	return r.emit(resp, func() {
+		fmt.Fprintf(r.out, "%s %s may call MCP tools: %s\n", owner, id, orDash(strings.Join(resp.GetPatterns(), ",")))
+	})
 }
 
 func mcpToolsGet(*flag.FlagSet) func(*runner, []string) error {

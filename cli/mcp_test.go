@@ -16,9 +16,13 @@ func TestMCPCommands(t *testing.T) {
 	t.Setenv("TEST_MCP_TOKEN", "ghp-secret-token")
 	s := startServer(t, memstore.New())
 	runSteps(t, s, []step{
-		{args: []string{"mcp-server", "create", "github", "--url", "https://mcp.example.com/mcp", "--credential-env", "TEST_MCP_TOKEN",
-			"--header", "X-Org=acme", "--price-per-call", "0.002", "--tool-price", "create_issue=0.05", "--tool-price", "search=0", "--rpm", "60"},
-			want: []string{"github", "https://mcp.example.com/mcp", "set (write-only)", "X-Org=acme", "$0.002", "create_issue=$0.05", "60"}},
+		{
+			args: []string{
+				"mcp-server", "create", "github", "--url", "https://mcp.example.com/mcp", "--credential-env", "TEST_MCP_TOKEN",
+				"--header", "X-Org=acme", "--price-per-call", "0.002", "--tool-price", "create_issue=0.05", "--tool-price", "search=0", "--rpm", "60",
+			},
+			want: []string{"github", "https://mcp.example.com/mcp", "set (write-only)", "X-Org=acme", "$0.002", "create_issue=$0.05", "60"},
+		},
 		{args: []string{"mcp-server", "list"}, want: []string{"github", "$0.002"}},
 		{args: []string{"mcp-server", "get", "github"}, want: []string{"search=$0"}},
 		{args: []string{"mcp-server", "update", "github", "--rpm", "120"}, want: []string{"120", "set (write-only)"}},
