@@ -80,7 +80,7 @@ func New(cat Catalog, acct Accountant, sealer Sealer, opts ...Option) *Handler {
 	}, &sdk.StreamableHTTPOptions{
 		Stateless:    true, // sessions are the gateway's sealed tokens (token.go)
 		JSONResponse: true,
-		Logger:       h.log,
+		Logger:       quiet(h.log),
 		// The data plane in front sets Host to what the client asked for.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        MaxBodyBytes,
@@ -180,7 +180,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-		Logger:       h.log,
+		Logger:       quiet(h.log),
 	})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -248,3 +248,24 @@ func newRequestID() string {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// quiet is the SDK's logger: its warnings and errors only (it logs every
+// stateless request's session at info).
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }

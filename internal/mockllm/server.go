@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/mockmcp"
 )
 
 // Server is the mock provider: an http.Handler serving every endpoint of the
@@ -70,6 +72,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /token", s.vertexToken) // vertex.go
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.vertexGoogle)
 	s.mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}", s.vertexAnthropic)
+	mockmcp.Register(s.mux) // the demo MCP server on /mcp
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
