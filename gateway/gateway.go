@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ type Gateway struct {
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
 	ListenAddr, AdminAddr, XDSAddr, ExtProcAddr string
+	MCPAddr                                     string // the MCP service (Envoy's /mcp cluster)
 	MetricsAddr                                 string // "" when metrics are off
 
 	log         *slog.Logger
@@ -79,6 +81,7 @@ type Gateway struct {
 	edge     *edge.Edge
 	mcp      *mcp.Handler // the MCP gateway (mcp.go)
 	mcpCat   *mcpCatalog
+	mcpSrv   *http.Server // the MCP service Envoy's /mcp route reaches
 	child    *childEnvoy
 	conns    []*grpc.ClientConn
 	wg       sync.WaitGroup // every goroutine the steps started
@@ -227,6 +230,10 @@ func (g *Gateway) xdsInput(s *Snapshot) *xds.Input {
 		})
 	}
 	in.Groups = s.xdsGroups() // per-try routes (routing.go)
+	if g.MCPAddr != "" {
+		a := hostPort(g.MCPAddr)
+		in.MCP = &a
+	}
 	return in
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/edge"
@@ -190,6 +192,28 @@ func (g *Gateway) startMCP(ctx context.Context) error {
 	}
 	g.mcp = mcp.New(g.mcpCat, mcpAccountant{g.Accountant}, sealer,
 		mcp.WithLogger(g.log), mcp.WithClock(g.now), mcp.WithObserver(observe.NewMCP(ctx, g.log, m, tr)))
+	return g.serveMCP()
+}
+
+// serveMCP serves the MCP gateway on Config.MCPAddr for Envoy's /mcp route
+// (the built-in data plane calls the handler in process).
+func (g *Gateway) serveMCP() error {
+	addr := g.Config.MCPAddr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	lis, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	g.MCPAddr = addrString(lis)
+	g.mcpSrv = &http.Server{Handler: g.mcp, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	g.serve("MCP service", func() error {
+		if err := g.mcpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
 	return nil
 }
 

@@ -109,6 +109,17 @@ func TestMCPThroughTheBuiltInDataPlane(t *testing.T) {
 			require.Equal(t, "db", server)
 			require.Equal(t, "echo", tool)
 
+			// The MCP service Envoy's /mcp route reaches serves the same.
+			direct, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{
+				Endpoint: "http://" + r.g.MCPAddr + "/mcp/db", HTTPClient: &http.Client{Transport: bearerTransport{s}}, DisableStandaloneSSE: true,
+			}, &sdk.ClientSessionOptions{ProtocolVersion: v})
+			require.NoError(t, err)
+			defer direct.Close()
+			res, err = direct.ListTools(t.Context(), nil)
+			require.NoError(t, err)
+			require.Len(t, res.Tools, 1)
+			require.Equal(t, "echo", res.Tools[0].Name, "one server, its own names")
+
 			// No key: 401 with a challenge, on the data plane's port.
 			resp, err := http.Post(r.url+"/mcp", "application/json", nil)
 			require.NoError(t, err)

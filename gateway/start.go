@@ -42,9 +42,9 @@ func (g *Gateway) start(ctx context.Context) error {
 		{"observability", func(ctx context.Context) error { return g.startObserve(ctx, g.obsOpts) }},
 		{"shared counters", g.joinCounters},
 		{"ext_proc processor", g.startProcessor},
+		{"MCP gateway", g.startMCP},
 		{"xDS server", g.startXDS},
 		{"admin API", g.startAdmin},
-		{"MCP gateway", g.startMCP},
 		{"store watch", g.startWatchers},
 		{"data plane", g.startDataPlane},
 		{"admin credential", g.bootstrapAdmin},
@@ -84,6 +84,9 @@ func (g *Gateway) shutdown(ctx context.Context, cancel context.CancelFunc) error
 	}
 	if g.child != nil {
 		errs = append(errs, g.child.Stop(sctx))
+	}
+	if g.mcpSrv != nil {
+		errs = append(errs, g.mcpSrv.Shutdown(sctx))
 	}
 	if g.mcp != nil {
 		g.mcp.Close() // the upstream MCP sessions
