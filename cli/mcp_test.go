@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,7 +52,7 @@ func TestMCPCommands(t *testing.T) {
 	require.NotContains(t, out, "ghp-secret-token")
 	out, err = s.run(t, "mcp-server", "get", "github", "-o", "json")
 	require.NoError(t, err)
-	require.False(t, strings.Contains(out, "ghp-secret-token"))
+	require.NotContains(t, out, "ghp-secret-token")
 
 	runSteps(t, s, []step{
 		{args: []string{"mcp-server", "delete", "github"}, want: []string{"github"}},

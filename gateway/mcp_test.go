@@ -114,7 +114,7 @@ func TestMCPThroughTheBuiltInDataPlane(t *testing.T) {
 				Endpoint: "http://" + r.g.MCPAddr + "/mcp/db", HTTPClient: &http.Client{Transport: bearerTransport{s}}, DisableStandaloneSSE: true,
 			}, &sdk.ClientSessionOptions{ProtocolVersion: v})
 			require.NoError(t, err)
-			defer direct.Close()
+			defer func() { _ = direct.Close() }()
 			res, err = direct.ListTools(t.Context(), nil)
 			require.NoError(t, err)
 			require.Len(t, res.Tools, 1)
