@@ -501,14 +501,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		want := store.Provider{ID: p.ID, Type: typ, BaseURL: p.BaseURL, APIVersion: p.APIVersion, ResponsesAPI: p.ResponsesAPI}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Provider, found bool) (store.Provider, error) {
 			w := want
-			switch {
-			case cred == "" && found:
-				w.Credential = cur.Credential // not in the document: kept
-			case cred != "" && found && a.sameCredential(cur.Credential, cred):
-				w.Credential = cur.Credential
-			case cred != "":
-				w.Credential = a.sealer.Seal([]byte(cred))
-			}
+			w.Credential = a.credential(cur.Credential, found, cred)
 			return w, nil
 		}))
 	}
@@ -636,6 +629,20 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		return nil, err
 	}
 	return append(plans, mcpPlans...), nil
+}
+
+// credential is the sealed credential to store: the current one when the
+// document gives none or the same one, else the document's, sealed.
+func (a *applier) credential(cur []byte, found bool, plain string) []byte {
+	switch {
+	case plain == "" && found:
+		return cur // not in the document: kept
+	case plain != "" && found && a.sameCredential(cur, plain):
+		return cur
+	case plain != "":
+		return a.sealer.Seal([]byte(plain))
+	}
+	return nil
 }
 
 func (a *applier) sameCredential(sealed []byte, plain string) bool {

@@ -77,14 +77,7 @@ func (a *applier) mcpPlans(d *Document) ([]plan, error) {
 		}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.MCPServer, found bool) (store.MCPServer, error) {
 			w := want
-			switch {
-			case cred == "" && found:
-				w.Credential = cur.Credential // not in the document: kept
-			case cred != "" && found && a.sameCredential(cur.Credential, cred):
-				w.Credential = cur.Credential
-			case cred != "":
-				w.Credential = a.sealer.Seal([]byte(cred))
-			}
+			w.Credential = a.credential(cur.Credential, found, cred)
 			return w, nil
 		}))
 	}
