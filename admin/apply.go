@@ -39,6 +39,7 @@ type Document struct {
 	Customers     []CustomerDoc   `yaml:"customers"`
 	Keys          []KeyDoc        `yaml:"keys"`
 	Global        *LimitsHolder   `yaml:"global"`
+	MCPServers    []MCPServerDoc  `yaml:"mcp_servers"` // apply_mcp.go
 }
 
 // ProviderDoc is a provider; credential may be a ${ENV_VAR} reference.
@@ -112,9 +113,10 @@ type LimitsHolder struct {
 
 // OrgDoc is an organization.
 type OrgDoc struct {
-	ID     string    `yaml:"id"`
-	Name   string    `yaml:"name"`
-	Limits LimitsDoc `yaml:"limits"`
+	ID       string    `yaml:"id"`
+	Name     string    `yaml:"name"`
+	Limits   LimitsDoc `yaml:"limits"`
+	MCPTools []string  `yaml:"mcp_tools"` // SERVER/TOOL globs (apply_mcp.go)
 }
 
 // TeamDoc is a team; members is the full list of its user ids.
@@ -124,6 +126,8 @@ type TeamDoc struct {
 	Org     string    `yaml:"org"`
 	Members []string  `yaml:"members"`
 	Limits  LimitsDoc `yaml:"limits"`
+	// MCPTools are SERVER/TOOL globs (apply_mcp.go).
+	MCPTools []string `yaml:"mcp_tools"`
 }
 
 // UserDoc is a user (team membership is declared on teams).
@@ -132,6 +136,8 @@ type UserDoc struct {
 	Email  string    `yaml:"email"`
 	Org    string    `yaml:"org"`
 	Limits LimitsDoc `yaml:"limits"`
+	// MCPTools are SERVER/TOOL globs (apply_mcp.go).
+	MCPTools []string `yaml:"mcp_tools"`
 }
 
 // CustomerDoc is an end customer.
@@ -152,6 +158,7 @@ type KeyDoc struct {
 	Secret   string            `yaml:"secret"`
 	Metadata map[string]string `yaml:"metadata"`
 	Limits   LimitsDoc         `yaml:"limits"`
+	MCPTools []string          `yaml:"mcp_tools"` // SERVER/TOOL globs (apply_mcp.go)
 }
 
 // ApplyResult says what Apply changed, as "kind/id".
@@ -437,7 +444,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		want := store.Org{ID: o.ID, Name: o.Name, Limits: l}
+		want := store.Org{ID: o.ID, Name: o.Name, Limits: l, MCPTools: o.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Org, bool) (store.Org, error) { return want, nil }))
 	}
 	// Members are users: each member not declared in users is created, and
@@ -457,7 +464,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			}
 			userIDs[m] = true
 		}
-		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l}
+		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l, MCPTools: t.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Team, bool) (store.Team, error) { return want, nil }))
 	}
 	for i, u := range d.Users {
@@ -469,7 +476,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err := a.ref(ctx, f+".org", store.KindOrg, u.Org, orgIDs); err != nil {
 			return nil, err
 		}
-		want := store.User{ID: u.ID, Email: u.Email, OrgID: u.Org, Limits: l}
+		want := store.User{ID: u.ID, Email: u.Email, OrgID: u.Org, Limits: l, MCPTools: u.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.User, _ bool) (store.User, error) {
 			w := want
 			w.Teams = cur.Teams // membership is kept by the teams
@@ -510,14 +517,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		want := store.Provider{ID: p.ID, Type: typ, BaseURL: p.BaseURL, APIVersion: p.APIVersion, ResponsesAPI: p.ResponsesAPI}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Provider, found bool) (store.Provider, error) {
 			w := want
-			switch {
-			case cred == "" && found:
-				w.Credential = cur.Credential // not in the document: kept
-			case cred != "" && found && a.sameCredential(cur.Credential, cred):
-				w.Credential = cur.Credential
-			case cred != "":
-				w.Credential = a.sealer.Seal([]byte(cred))
-			}
+			w.Credential = a.credential(cur.Credential, found, cred)
 			w.AdminCredential = a.keepOrSeal(cur, found, adminCred)
 			return w, nil
 		}))
@@ -613,7 +613,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if sec != "" && (!strings.HasPrefix(sec, KeySecretPrefix) || len(sec) < 20) {
 			return nil, errorf(ErrInvalid, "%s.secret: must start with %q and be at least 20 characters", f, KeySecretPrefix)
 		}
-		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata)}
+		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata), MCPTools: k.MCPTools}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Key, found bool) (store.Key, error) {
 			w := want
 			if found {
@@ -649,7 +649,25 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	for _, t := range d.Teams {
 		plans = append(plans, a.membershipPlans(ctx, t)...)
 	}
-	return plans, nil
+	mcpPlans, err := a.mcpPlans(d)
+	if err != nil {
+		return nil, err
+	}
+	return append(plans, mcpPlans...), nil
+}
+
+// credential is the sealed credential to store: the current one when the
+// document gives none or the same one, else the document's, sealed.
+func (a *applier) credential(cur []byte, found bool, plain string) []byte {
+	switch {
+	case plain == "" && found:
+		return cur // not in the document: kept
+	case plain != "" && found && a.sameCredential(cur, plain):
+		return cur
+	case plain != "":
+		return a.sealer.Seal([]byte(plain))
+	}
+	return nil
 }
 
 // keepOrSeal is the provider's sealed admin credential after an apply: the

@@ -113,6 +113,14 @@ var methodRoles = map[string]roleSet{
 	adminv1.ProviderService_UpdateProvider_FullMethodName: adminOnly,
 	adminv1.ProviderService_DeleteProvider_FullMethodName: adminOnly,
 
+	adminv1.MCPService_CreateMCPServer_FullMethodName: adminOnly,
+	adminv1.MCPService_GetMCPServer_FullMethodName:    readers,
+	adminv1.MCPService_ListMCPServers_FullMethodName:  readers,
+	adminv1.MCPService_UpdateMCPServer_FullMethodName: adminOnly,
+	adminv1.MCPService_DeleteMCPServer_FullMethodName: adminOnly,
+	adminv1.MCPService_SetMCPTools_FullMethodName:     adminOnly,
+	adminv1.MCPService_GetMCPTools_FullMethodName:     readers,
+
 	adminv1.DeploymentService_CreateDeployment_FullMethodName: adminOnly,
 	adminv1.DeploymentService_GetDeployment_FullMethodName:    readers,
 	adminv1.DeploymentService_ListDeployments_FullMethodName:  readers,

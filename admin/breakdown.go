@@ -57,9 +57,12 @@ func (s *Server) GetSpendBreakdown(ctx context.Context, req *adminv1.GetSpendBre
 		return nil, s.toStatus(ctx, err)
 	}
 	var groups map[string][]store.SpendPoint
-	if req.GetGroupBy() == "model" {
+	switch req.GetGroupBy() {
+	case "model":
 		groups, err = s.modelSeries(ctx, since, until, step, n)
-	} else {
+	case groupMCPServer, groupMCPTool:
+		groups, err = s.mcpSeries(ctx, req.GetGroupBy(), since, until, step, n) // breakdown_mcp.go
+	default:
 		groups, err = s.scopeSeries(ctx, groupKinds[req.GetGroupBy()], since, until, step)
 	}
 	if err != nil {

@@ -35,6 +35,7 @@ var restRegistrations = []func(context.Context, *runtime.ServeMux, *grpc.ClientC
 	adminv1gw.RegisterAdminCredentialServiceHandler,
 	adminv1gw.RegisterConfigServiceHandler,
 	adminv1gw.RegisterReconcileServiceHandler,
+	adminv1gw.RegisterMCPServiceHandler,
 }
 
 // RESTHandler returns the REST/JSON admin API: every RPC as

@@ -42,6 +42,7 @@ type Server struct {
 	adminv1.UnimplementedAdminCredentialServiceServer
 	adminv1.UnimplementedConfigServiceServer
 	adminv1.UnimplementedReconcileServiceServer
+	adminv1.UnimplementedMCPServiceServer
 
 	st       Store
 	sessions store.Sessions // the console's sessions; nil when st keeps none
@@ -80,6 +81,7 @@ func (s *Server) Register(g *grpc.Server) {
 	adminv1.RegisterOrgServiceServer(g, s)
 	adminv1.RegisterCustomerServiceServer(g, s)
 	adminv1.RegisterProviderServiceServer(g, s)
+	adminv1.RegisterMCPServiceServer(g, s)
 	adminv1.RegisterDeploymentServiceServer(g, s)
 	adminv1.RegisterModelServiceServer(g, s)
 	adminv1.RegisterPriceServiceServer(g, s)

@@ -80,6 +80,7 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	user := fs.String("user", "", "user id")
 	org := fs.String("org", "", "organization id (default: the team's)")
 	fs.Var(&meta, "meta", "metadata key=value (repeatable)")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, _ []string) error {
 		limits, err := lf.build(r.now())
@@ -94,6 +95,9 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 			Id: *id, Alias: *alias, TeamId: *team, UserId: *user, OrgId: *org, Limits: limits, Metadata: md,
 		})
 		if err != nil {
+			return err
+		}
+		if err := grantMCPTools(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_KEY, resp.GetKey().GetId(), *mcpTools); err != nil {
 			return err
 		}
 		return r.showSecret(resp)

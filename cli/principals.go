@@ -95,6 +95,7 @@ func teamCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	var lf limitsFlags
 	name := fs.String("name", "", "display name")
 	org := fs.String("org", "", "organization id")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		l, err := lf.build(r.now())
@@ -102,6 +103,9 @@ func teamCreate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		resp, err := adminv1.NewTeamServiceClient(r.conn).CreateTeam(r.ctx, &adminv1.CreateTeamRequest{Team: &adminv1.Team{Id: pos[0], Name: *name, OrgId: *org, Limits: l}})
+		if err == nil {
+			err = grantMCPTools(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_TEAM, pos[0], *mcpTools)
+		}
 		if err != nil {
 			return err
 		}

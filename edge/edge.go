@@ -34,6 +34,8 @@ type Edge struct {
 	// health answers healthPaths before routing (WithHealth).
 	health      http.Handler
 	healthPaths []string
+	// services answer their path prefixes before routing (WithService).
+	services []service
 
 	state atomic.Pointer[state]
 	// gate orders bursts (gate.go).

@@ -126,6 +126,9 @@ func (e *Edge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.health != nil && e.serveHealth(w, r) {
 		return
 	}
+	if len(e.services) > 0 && e.serveService(w, r) {
+		return
+	}
 	x := &exchange{e: e, st: e.state.Load(), w: w, r: r, ctx: r.Context(), rc: http.NewResponseController(w)}
 	x.upCtx, x.upCancel = context.WithCancelCause(context.WithoutCancel(x.ctx))
 	x.upAbort = &x.abort0

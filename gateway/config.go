@@ -38,6 +38,9 @@ type Config struct {
 	XDSAddr string
 	// ExtProcAddr serves the ext_proc processor: host:port or unix:/path.
 	ExtProcAddr string
+	// MCPAddr serves the MCP gateway to Envoy (the cluster of its /mcp
+	// route): host:port, "" for 127.0.0.1 on a free port (gateway/mcp.go).
+	MCPAddr string
 	// DataPlane is builtin, envoy or none.
 	DataPlane DataPlane
 	// ProcessorOverGRPC makes the built-in data plane call the processor over

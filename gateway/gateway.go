@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/reconcile"
+	"github.com/tollgate-ai/tollgate/mcp"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -61,6 +63,7 @@ type Gateway struct {
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
 	ListenAddr, AdminAddr, XDSAddr, ExtProcAddr string
+	MCPAddr                                     string // the MCP service (Envoy's /mcp cluster)
 	MetricsAddr                                 string // "" when metrics are off
 
 	log         *slog.Logger
@@ -80,6 +83,9 @@ type Gateway struct {
 	adminSrv *grpc.Server
 	dataLis  net.Listener // the built-in data plane's listener, until edge owns it
 	edge     *edge.Edge
+	mcp      *mcp.Handler // the MCP gateway (mcp.go)
+	mcpCat   *mcpCatalog
+	mcpSrv   *http.Server // the MCP service Envoy's /mcp route reaches
 	child    *childEnvoy
 	conns    []*grpc.ClientConn
 	wg       sync.WaitGroup // every goroutine the steps started
@@ -182,6 +188,9 @@ func (g *Gateway) refresh(ctx context.Context) error {
 	}
 	cancel()
 	g.Catalog.Swap(s)
+	if err := g.refreshMCP(ctx); err != nil {
+		g.log.Error("MCP configuration refresh failed; serving the previous one", "err", err)
+	}
 	g.snapshotPublished(s)
 	return nil
 }
@@ -225,6 +234,10 @@ func (g *Gateway) xdsInput(s *Snapshot) *xds.Input {
 		})
 	}
 	in.Groups = s.xdsGroups() // per-try routes (routing.go)
+	if g.MCPAddr != "" {
+		a := hostPort(g.MCPAddr)
+		in.MCP = &a
+	}
 	return in
 }
 

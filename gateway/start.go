@@ -42,6 +42,7 @@ func (g *Gateway) start(ctx context.Context) error {
 		{"observability", func(ctx context.Context) error { return g.startObserve(ctx, g.obsOpts) }},
 		{"shared counters", g.joinCounters},
 		{"ext_proc processor", g.startProcessor},
+		{"MCP gateway", g.startMCP},
 		{"xDS server", g.startXDS},
 		{"admin API", g.startAdmin},
 		{"store watch", g.startWatchers},
@@ -83,6 +84,12 @@ func (g *Gateway) shutdown(ctx context.Context, cancel context.CancelFunc) error
 	}
 	if g.child != nil {
 		errs = append(errs, g.child.Stop(sctx))
+	}
+	if g.mcpSrv != nil {
+		errs = append(errs, g.mcpSrv.Shutdown(sctx))
+	}
+	if g.mcp != nil {
+		g.mcp.Close() // the upstream MCP sessions
 	}
 	for _, srv := range []*grpc.Server{g.procSrv, g.adminSrv} {
 		if srv != nil {
@@ -292,7 +299,7 @@ func (g *Gateway) startEdge(ctx context.Context) error {
 		return err
 	}
 	g.conns = append(g.conns, xconn)
-	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis), g.edgeHealth())
+	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis), g.edgeHealth(), g.mcpEdge())
 	g.dataLis = nil // the edge owns it now
 	g.serve("data plane", func() error { return g.edge.RunADS(ctx, xconn, g.Config.NodeID) })
 	t := time.NewTimer(dataPlaneReadyTimeout)

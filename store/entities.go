@@ -11,7 +11,7 @@ import (
 
 // Entity is a typed configuration object stored as a JSON document.
 type Entity interface {
-	Key | User | Team | Org | Customer | Provider | Deployment | ModelGroup | ModelPrice | Global | Admin
+	Key | User | Team | Org | Customer | Provider | Deployment | ModelGroup | ModelPrice | Global | Admin | MCPServer
 }
 
 // KeyHash is the stored form of a key secret: hex SHA-256 of the secret.
@@ -30,6 +30,7 @@ type Key struct {
 	TeamID    string            `json:"team_id,omitempty"`
 	OrgID     string            `json:"org_id,omitempty"`
 	Limits    kernel.Limits     `json:"limits"`
+	MCPTools  []string          `json:"mcp_tools,omitempty"` // see MCPServer
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Revoked   bool              `json:"revoked,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
@@ -43,6 +44,8 @@ type User struct {
 	OrgID  string        `json:"org_id,omitempty"`
 	Teams  []string      `json:"teams,omitempty"`
 	Limits kernel.Limits `json:"limits"`
+	// MCPTools narrows the MCP tools of the user's keys (see MCPServer).
+	MCPTools []string `json:"mcp_tools,omitempty"`
 }
 
 // Team groups users and keys.
@@ -52,6 +55,8 @@ type Team struct {
 	OrgID   string        `json:"org_id,omitempty"`
 	Members []string      `json:"members,omitempty"` // user ids
 	Limits  kernel.Limits `json:"limits"`
+	// MCPTools narrows the MCP tools of the team's keys (see MCPServer).
+	MCPTools []string `json:"mcp_tools,omitempty"`
 }
 
 // Org groups teams.
@@ -59,6 +64,8 @@ type Org struct {
 	ID     string        `json:"id"`
 	Name   string        `json:"name,omitempty"`
 	Limits kernel.Limits `json:"limits"`
+	// MCPTools narrows the MCP tools of the org's keys (see MCPServer).
+	MCPTools []string `json:"mcp_tools,omitempty"`
 }
 
 // Customer is an end customer of an application, named by the request's `user`
@@ -187,6 +194,8 @@ func KindOf[T Entity]() Kind {
 		return KindPrice
 	case Global:
 		return KindGlobal
+	case MCPServer:
+		return KindMCPServer
 	default:
 		return KindAdmin
 	}

@@ -78,6 +78,9 @@ func BuildResources(in *Input) (*Resources, error) {
 	for _, r := range b.tries {
 		res.Clusters = append(res.Clusters, b.tryCluster(r))
 	}
+	if norm.MCP != nil {
+		res.Clusters = append(res.Clusters, b.mcpCluster())
+	}
 	res.Clusters = append(res.Clusters, b.extProcCluster())
 	if b.err != nil {
 		return nil, b.err

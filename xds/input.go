@@ -52,6 +52,9 @@ type Input struct {
 	// An unspecified IP (0.0.0.0, ::), as in a listen address, becomes
 	// loopback.
 	ExtProc Address `yaml:"ext_proc"`
+	// MCP is the gateway's MCP service (host:port), the cluster of the /mcp
+	// route; nil: no MCP route (xds/mcp.go).
+	MCP *Address `yaml:"mcp"`
 	// MaxRequestBodyBytes caps request bodies (413 above): the listener's
 	// per_connection_buffer_limit_bytes and every route's
 	// request_body_buffer_limit. At most math.MaxUint32.
@@ -203,6 +206,13 @@ func normalize(in *Input) (*Input, error) {
 		if ip.Is6() {
 			out.ExtProc.Host = "::1"
 		}
+	}
+	if out.MCP != nil {
+		m := *out.MCP
+		out.MCP = &m
+	}
+	if err := normalizeMCP(out.MCP); err != nil {
+		return nil, err
 	}
 	if out.MaxRequestBodyBytes == 0 {
 		out.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes

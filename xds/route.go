@@ -29,6 +29,9 @@ func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 	limit := wrapperspb.UInt64(uint64(in.MaxRequestBodyBytes))
 	routes := make([]*routev3.Route, 0, len(in.Upstreams)+len(HealthPaths)+1)
 	routes = append(routes, healthRoutes()...)
+	if in.MCP != nil {
+		routes = append(routes, b.mcpRoute())
+	}
 	byDep := make(map[string]Upstream, len(in.Upstreams))
 	for _, u := range in.Upstreams {
 		routes = append(routes, b.upstreamRoute(u, limit))

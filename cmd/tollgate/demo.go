@@ -47,6 +47,9 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 	if err != nil {
 		return err
 	}
+	if err := demoMCP(ctx, st, upstream); err != nil {
+		return err
+	}
 	if err := g.Refresh(ctx); err != nil { // serve the demo before printing how to call it
 		return err
 	}
@@ -66,6 +69,12 @@ Try it:
 
   Any OpenAI SDK: OPENAI_BASE_URL=%[1]s/v1 OPENAI_API_KEY=%[4]s
   Anthropic SDK / Claude Code: ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=%[4]s
+
+  MCP: the demo MCP server's tools (echo, add, word_count; $0.001 a call) at %[1]s/mcp
+    claude mcp add --transport http tollgate %[1]s/mcp --header "Authorization: Bearer %[4]s"
+    curl %[1]s/mcp -H "Authorization: Bearer %[4]s" -H "Content-Type: application/json" \
+      -H "Accept: application/json, text/event-stream" -H "MCP-Protocol-Version: 2025-11-25" \
+      -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"hi"}}}'
 
 Press Ctrl-C to stop.
 `, url, g.AdminAddr, upstream, keySecret)

@@ -38,6 +38,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", envOr("TOLLGATE_ADMIN_LISTEN", cfg.AdminAddr), "gRPC admin API address")
 	fs.StringVar(&cfg.XDSAddr, "xds-addr", cfg.XDSAddr, "xDS (ADS) address for Envoy and the built-in data plane")
 	fs.StringVar(&cfg.ExtProcAddr, "extproc-addr", cfg.ExtProcAddr, "ext_proc address: host:port or unix:/path")
+	fs.StringVar(&cfg.MCPAddr, "mcp-addr", cfg.MCPAddr, "MCP service address for Envoy's /mcp route (default: loopback, a free port)")
 	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (runs --envoy as a child), none (an Envoy started elsewhere), or auto (envoy when on PATH, else builtin)")
 	fs.StringVar(&cfg.EnvoyPath, "envoy", cfg.EnvoyPath, "envoy binary for --dataplane envoy")
 	fs.BoolVar(&cfg.ProcessorOverGRPC, "processor-grpc", false, "built-in data plane calls the processor over gRPC instead of in-process")

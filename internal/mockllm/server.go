@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/mockmcp"
 )
 
 // Server is the mock provider: an http.Handler serving every endpoint of the
@@ -78,6 +80,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /v1/organizations/usage_report/messages", s.anthropicUsage)
 	s.mux.HandleFunc("GET /v1/organizations/cost_report", s.anthropicCosts)
 	s.registerBatches()
+	mockmcp.Register(s.mux) // the demo MCP server on /mcp
 	s.mux.HandleFunc("GET /stats", s.getStats)
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

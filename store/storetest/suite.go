@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Entries", s.entriesTests()},
 		{"Audit", s.auditTests()},
 		{"Responses", s.responsesTests()},
+		{"MCP", s.mcpTests()},
 		{"Sessions", s.sessionsTests()},
 		{"SpendByScope", s.spendByScopeTests()},
 		{"Close", s.closeTests()},

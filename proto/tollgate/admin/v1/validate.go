@@ -594,9 +594,9 @@ func (r *GetSpendSeriesRequest) Validate() error {
 // Validate implements the go-grpc-middleware validator interface.
 func (r *GetSpendBreakdownRequest) Validate() error {
 	switch r.GetGroupBy() {
-	case "key", "team", "user", "org", "customer", "model":
+	case "key", "team", "user", "org", "customer", "model", "mcp_server", "mcp_tool":
 	default:
-		return bad("group_by", "must be key, team, user, org, customer or model, not %q", r.GetGroupBy())
+		return bad("group_by", "must be key, team, user, org, customer, model, mcp_server or mcp_tool, not %q", r.GetGroupBy())
 	}
 	if err := first(timeRange(r), duration("step", r.GetStep())); err != nil {
 		return err

@@ -1,0 +1,34 @@
+// Package mcp is the MCP gateway: it serves the Model Context Protocol over
+// Streamable HTTP to agents (both protocol versions, 2026-07-28 stateless and
+// 2025-11-25 with sessions) in front of upstream MCP servers, under the same
+// virtual keys, limits, budgets, ledger and audit as model calls.
+//
+// It owns:
+//   - the HTTP handler (handler.go): key authentication (401 with
+//     WWW-Authenticate), /mcp (every server the key may use, tools named
+//     SERVER__TOOL) and /mcp/SERVER (one server, its own names);
+//   - session tokens (token.go): a 2025-11-25 session is a sealed token the
+//     client carries in Mcp-Session-Id, so any replica serves its next request
+//     without sticky sessions or a session store;
+//   - grants (grants.go): SERVER/TOOL globs, deny by default, the key's
+//     grants intersected with its ancestors';
+//   - upstream sessions (upstream.go): one official-SDK client session per
+//     upstream server and replica, negotiated per server (2026-07-28 through
+//     server/discover, else the 2025-11-25 initialize handshake);
+//   - metering (meter.go): every tools/call admitted through the same
+//     Accountant as model requests and settled into the ledger as an MCP row.
+//
+// The protocol itself is the official Go SDK's
+// (github.com/modelcontextprotocol/go-sdk): the downstream side is a
+// stateless StreamableHTTPHandler whose per-request Server answers tools/list
+// and tools/call through a receiving middleware; the upstream side is the
+// SDK's Client over StreamableClientTransport. Nothing here frames JSON-RPC
+// by hand except the Mcp-Session-Id header of an initialize reply (the SDK's
+// stateless handler sets none) and reading the method of a request body to
+// know it is an initialize.
+//
+// It imports the MCP SDK, kernel (scopes, money, admission types) and the
+// standard library. It must not import extproc, gateway, store, accounting,
+// admin or the data planes: the gateway wires it in through the small
+// interfaces declared in config.go.
+package mcp

@@ -1,0 +1,271 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is the data-plane path prefix of the MCP gateway.
+const Path = "/mcp"
+
+// Headers of the Streamable HTTP transport.
+const (
+	HeaderSessionID = "Mcp-Session-Id"
+	HeaderMethod    = "Mcp-Method" // 2026-07-28
+	HeaderName      = "Mcp-Name"   // 2026-07-28
+	HeaderProtocol  = "Mcp-Protocol-Version"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 4 << 20
+
+// Handler serves /mcp and /mcp/SERVER.
+type Handler struct {
+	cat    Catalog
+	acct   Accountant
+	sealer Sealer
+	obs    Observer
+	log    *slog.Logger
+	now    func() time.Time
+	base   http.RoundTripper
+	up     *upstreams
+	sdkh   *sdk.StreamableHTTPHandler
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithObserver sets who hears about every request (access log, metrics, traces).
+func WithObserver(o Observer) Option { return func(h *Handler) { h.obs = o } }
+
+// WithClock sets the clock (session token expiry, call times).
+func WithClock(now func() time.Time) Option { return func(h *Handler) { h.now = now } }
+
+// WithTransport sets the round tripper of upstream requests (default
+// http.DefaultTransport).
+func WithTransport(t http.RoundTripper) Option { return func(h *Handler) { h.base = t } }
+
+// New returns the MCP gateway handler.
+func New(cat Catalog, acct Accountant, sealer Sealer, opts ...Option) *Handler {
+	h := &Handler{
+		cat: cat, acct: acct, sealer: sealer,
+		obs:  ObserverFunc(func(context.Context, *Event) {}),
+		log:  slog.New(slog.DiscardHandler),
+		now:  time.Now,
+		base: http.DefaultTransport,
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	h.up = newUpstreams(h.base, h.log)
+	h.sdkh = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		rc, _ := r.Context().Value(reqKey{}).(*reqCtx)
+		if rc == nil {
+			return nil
+		}
+		return rc.server
+	}, &sdk.StreamableHTTPOptions{
+		Stateless:    true, // sessions are the gateway's sealed tokens (token.go)
+		JSONResponse: true,
+		Logger:       quiet(h.log),
+		// The data plane in front sets Host to what the client asked for.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        MaxBodyBytes,
+	})
+	return h
+}
+
+// Close ends the upstream sessions.
+func (h *Handler) Close() { h.up.close() }
+
+// reqCtx is one HTTP request's state, reached from the SDK's server through
+// the request context.
+type reqCtx struct {
+	caller  *Caller
+	single  *Server   // /mcp/SERVER: that server; nil on /mcp
+	servers []*Server // the servers the request may reach
+	version string
+	server  *sdk.Server
+}
+
+type reqKey struct{}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, Path)
+	if !ok || (rest != "" && rest[0] != '/') {
+		writeError(w, http.StatusNotFound, -32600, "not an MCP endpoint: "+r.URL.Path)
+		return
+	}
+	caller, err := h.cat.Authenticate(r.Context(), bearer(r))
+	if err != nil {
+		challenge := `Bearer realm="tollgate"`
+		msg := "missing api key: send Authorization: Bearer <tollgate key>"
+		if bearer(r) != "" {
+			challenge += `, error="invalid_token"`
+			msg = "invalid api key"
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
+		return
+	}
+	rc := &reqCtx{caller: caller, version: r.Header.Get(HeaderProtocol)}
+	all := h.cat.Servers()
+	if id := strings.Trim(rest, "/"); id != "" {
+		for _, s := range all {
+			if s.ID == id {
+				rc.single = s
+			}
+		}
+		if rc.single == nil {
+			writeError(w, http.StatusNotFound, -32600, "unknown MCP server "+strconvQuote(id))
+			return
+		}
+		rc.servers = []*Server{rc.single}
+	} else {
+		rc.servers = all
+	}
+
+	// 2025-11-25 sessions: the token is checked on every request that
+	// carries one, and ended (as far as the client is concerned) by DELETE.
+	if sid := r.Header.Get(HeaderSessionID); sid != "" {
+		t, err := openToken(h.sealer, sid, caller.KeyID, h.now())
+		if err != nil {
+			writeError(w, http.StatusNotFound, CodeNoSession, "session not found: start a new one with initialize")
+			return
+		}
+		if rc.version == "" {
+			rc.version = t.Version
+		}
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, -32700, "cannot read the request body")
+			return
+		}
+		if len(body) > MaxBodyBytes {
+			writeError(w, http.StatusRequestEntityTooLarge, -32600, "request body too large")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if v, ok := initializeVersion(body); ok && r.Header.Get(HeaderSessionID) == "" {
+			t := newSessionToken(caller.KeyID, v, h.now())
+			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
+		}
+	}
+	rc.server = h.newServer(rc)
+	h.sdkh.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqKey{}, rc)))
+}
+
+// newServer is the SDK server of one request: no tools of its own, a
+// middleware answers the tool methods from the upstreams.
+func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Logger:       quiet(h.log),
+	})
+	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			start := h.now()
+			ev := &Event{Method: method, ProtocolVersion: rc.version, Caller: rc.caller}
+			if rc.single != nil {
+				ev.Server = rc.single.ID
+			}
+			var res sdk.Result
+			var err error
+			switch method {
+			case "tools/list":
+				res, err = h.listTools(ctx, rc)
+			case "tools/call":
+				res, err = h.callTool(ctx, rc, req, ev)
+			default:
+				res, err = next(ctx, method, req)
+			}
+			ev.Err, ev.Duration = err, h.now().Sub(start)
+			h.obs.Observe(ctx, ev)
+			return res, err
+		}
+	})
+	return srv
+}
+
+// initializeVersion reports whether body is an initialize request and the
+// protocol version it asks for.
+func initializeVersion(body []byte) (string, bool) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "initialize" {
+		return "", false
+	}
+	return m.Params.ProtocolVersion, true
+}
+
+// bearer is the key of a request: Authorization: Bearer, else x-api-key.
+func bearer(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+}
+
+// writeError answers with a JSON-RPC error (id null: the request was not
+// read as JSON-RPC).
+func writeError(w http.ResponseWriter, status int, code int64, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": code, "message": msg},
+	})
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "mcp-" + hex.EncodeToString(b[:])
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// quiet is the SDK's logger: its warnings and errors only (it logs every
+// stateless request's session at info).
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(a), m.min}
+}
+
+func (m minLevel) WithGroup(n string) slog.Handler { return minLevel{m.Handler.WithGroup(n), m.min} }

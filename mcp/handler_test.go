@@ -1,0 +1,367 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/mcp"
+)
+
+// upstream is a real MCP server built with the SDK: stateless (it speaks
+// 2026-07-28) or with sessions (2025-11-25).
+type upstream struct {
+	*httptest.Server
+	calls    atomic.Int64
+	sessions sync.Map // Mcp-Session-Id values seen
+	auth     atomic.Value
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+type addArgs struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+func newUpstream(t *testing.T, stateless bool) *upstream {
+	t.Helper()
+	u := &upstream{}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "test-upstream", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, any, error) {
+		u.calls.Add(1)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "add"}, func(_ context.Context, _ *sdk.CallToolRequest, in addArgs) (*sdk.CallToolResult, any, error) {
+		u.calls.Add(1)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: jsonString(in.A + in.B)}}}, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "delete_all"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		u.calls.Add(1)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "deleted"}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: stateless})
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			u.sessions.Store(id, true)
+		}
+		u.auth.Store(r.Header.Get("Authorization"))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// catalog is a fixed configuration.
+type catalog struct {
+	keys    map[string]*mcp.Caller
+	servers []*mcp.Server
+}
+
+func (c *catalog) Authenticate(_ context.Context, s string) (*mcp.Caller, error) {
+	if k, ok := c.keys[s]; ok {
+		return k, nil
+	}
+	return nil, mcp.ErrUnauthorized
+}
+
+func (c *catalog) Servers() []*mcp.Server { return c.servers }
+
+// accountant is the kernel in memory with a ledger slice.
+type accountant struct {
+	st     *kernel.State
+	mu     sync.Mutex
+	ledger []mcp.Call
+	costs  []kernel.Money
+}
+
+func (a *accountant) Admit(_ context.Context, r *kernel.AdmitRequest) (kernel.Decision, error) {
+	return a.st.Admit(time.Now(), r), nil
+}
+
+func (a *accountant) SettleCall(_ context.Context, c *mcp.Call) (kernel.Money, error) {
+	s, ok := a.st.Settle(time.Now(), c.RequestID, mcp.CallUsage(c.Ran), c.Status)
+	if !ok {
+		return 0, errors.New("not open")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ledger = append(a.ledger, *c)
+	a.costs = append(a.costs, s.Cost)
+	return s.Cost, nil
+}
+
+type fixture struct {
+	cat      *catalog
+	acct     *accountant
+	sealer   *secret.Sealer
+	gh, fs   *upstream
+	gateways []*httptest.Server
+}
+
+const (
+	keyAll   = "tg-all"
+	keyRead  = "tg-read"
+	keyNone  = "tg-none"
+	keyTeamy = "tg-teamy"
+)
+
+func newFixture(t *testing.T, upstreamStateless bool) *fixture {
+	t.Helper()
+	sealer, err := secret.NewSealer(make([]byte, 32))
+	require.NoError(t, err)
+	f := &fixture{sealer: sealer, acct: &accountant{st: kernel.NewState()}}
+	f.gh = newUpstream(t, upstreamStateless)
+	f.fs = newUpstream(t, !upstreamStateless)
+	budget := &kernel.Limits{Budgets: []kernel.BudgetWindow{{Limit: 25 * kernel.Cent}}, Models: []string{"gpt-4o"}}
+	f.cat = &catalog{
+		servers: []*mcp.Server{
+			{ID: "fs", URL: f.fs.URL, PricePerCall: kernel.Cent},
+			{ID: "github", URL: f.gh.URL, Headers: map[string]string{"Authorization": "Bearer upstream-secret"}, PricePerCall: 10 * kernel.Cent, ToolPrices: map[string]kernel.Money{"add": 0}},
+		},
+		keys: map[string]*mcp.Caller{
+			keyAll: {
+				KeyID: "all", Scopes: []kernel.Scope{{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "all"}, Limits: budget}},
+				Grants: []mcp.Grant{{Level: "key all", Patterns: []string{"*/*"}}},
+			},
+			keyRead: {
+				KeyID: "read", Scopes: []kernel.Scope{{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "read"}}},
+				Grants: []mcp.Grant{{Level: "key read", Patterns: []string{"github/echo", "fs/*"}}},
+			},
+			keyNone: {KeyID: "none", Scopes: []kernel.Scope{{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "none"}}}},
+			keyTeamy: {
+				KeyID: "teamy", TeamID: "eng", Scopes: []kernel.Scope{{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "teamy"}}},
+				Grants: []mcp.Grant{{Level: "key teamy", Patterns: []string{"github/*"}}, {Level: "team eng", Patterns: []string{"github/add", "fs/*"}}},
+			},
+		},
+	}
+	for range 2 {
+		h := mcp.New(f.cat, f.acct, sealer)
+		t.Cleanup(h.Close)
+		s := httptest.NewServer(h)
+		t.Cleanup(s.Close)
+		f.gateways = append(f.gateways, s)
+	}
+	return f
+}
+
+// keyTransport sends the key and, with two gateways, alternates between them.
+type keyTransport struct {
+	key     string
+	targets []string
+	n       atomic.Int64
+	seen    sync.Map
+}
+
+func (k *keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if k.key != "" {
+		r.Header.Set("Authorization", "Bearer "+k.key)
+	}
+	if len(k.targets) > 1 {
+		target := k.targets[int(k.n.Add(1))%len(k.targets)]
+		r.URL.Host = strings.TrimPrefix(target, "http://")
+		r.Host = r.URL.Host
+		k.seen.Store(r.URL.Host, true)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connect(t *testing.T, f *fixture, key, path, version string, alternate bool) (*sdk.ClientSession, *keyTransport) {
+	t.Helper()
+	kt := &keyTransport{key: key}
+	if alternate {
+		for _, g := range f.gateways {
+			kt.targets = append(kt.targets, g.URL)
+		}
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{
+		Endpoint: f.gateways[0].URL + path, HTTPClient: &http.Client{Transport: kt}, DisableStandaloneSSE: true,
+	}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, kt
+}
+
+func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func text(t *testing.T, r *sdk.CallToolResult) string {
+	t.Helper()
+	require.Len(t, r.Content, 1)
+	return r.Content[0].(*sdk.TextContent).Text
+}
+
+func rpcCode(t *testing.T, err error) int64 {
+	t.Helper()
+	var w *jsonrpc.Error
+	require.ErrorAs(t, err, &w)
+	return w.Code
+}
+
+var versions = []string{"2026-07-28", "2025-11-25"}
+
+func TestListFilteredByGrants(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			f := newFixture(t, v == "2026-07-28")
+			cs, _ := connect(t, f, keyAll, "/mcp", v, false)
+			require.Equal(t, v, cs.InitializeResult().ProtocolVersion)
+			require.Equal(t, []string{"fs__add", "fs__delete_all", "fs__echo", "github__add", "github__delete_all", "github__echo"}, toolNames(t, cs))
+
+			cs, _ = connect(t, f, keyRead, "/mcp", v, false)
+			require.Equal(t, []string{"fs__add", "fs__delete_all", "fs__echo", "github__echo"}, toolNames(t, cs))
+
+			cs, _ = connect(t, f, keyNone, "/mcp", v, false)
+			require.Empty(t, toolNames(t, cs), "deny by default")
+
+			cs, _ = connect(t, f, keyTeamy, "/mcp", v, false)
+			require.Equal(t, []string{"github__add"}, toolNames(t, cs), "the key's grants ∩ its team's")
+
+			cs, _ = connect(t, f, keyRead, "/mcp/github", v, false)
+			require.Equal(t, []string{"echo"}, toolNames(t, cs), "one server, its own names")
+		})
+	}
+}
+
+func TestCallsAndRefusals(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			f := newFixture(t, v == "2026-07-28")
+			cs, _ := connect(t, f, keyRead, "/mcp", v, false)
+			r, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "github__echo", Arguments: map[string]any{"text": "hi"}})
+			require.NoError(t, err)
+			require.Equal(t, "hi", text(t, r))
+			require.Equal(t, "Bearer upstream-secret", f.gh.auth.Load(), "the server's configured credential")
+
+			_, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "github__delete_all"})
+			require.Equal(t, int64(mcp.CodeToolNotGranted), rpcCode(t, err))
+			require.ErrorContains(t, err, `key read has no mcp-tools grant matching "github/delete_all"`)
+			require.Equal(t, int64(1), f.gh.calls.Load(), "the denied call never reached the upstream")
+
+			_, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "nosuch__echo"})
+			require.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err))
+
+			single, _ := connect(t, f, keyRead, "/mcp/fs", v, false)
+			r, err = single.CallTool(t.Context(), &sdk.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}})
+			require.NoError(t, err)
+			require.Equal(t, "5", text(t, r))
+
+			// The ledger: one row per call that was admitted, with its price.
+			require.Len(t, f.acct.ledger, 2)
+			require.Equal(t, "github", f.acct.ledger[0].Server)
+			require.Equal(t, "echo", f.acct.ledger[0].Tool)
+			require.True(t, f.acct.ledger[0].Ran)
+			require.Equal(t, 10*kernel.Cent, f.acct.costs[0])
+			require.Equal(t, "fs", f.acct.ledger[1].Server)
+			require.Equal(t, kernel.Cent, f.acct.costs[1])
+		})
+	}
+}
+
+func TestStrictBudgetRefusesTheCallThatWouldOverspend(t *testing.T) {
+	f := newFixture(t, true)
+	cs, _ := connect(t, f, keyAll, "/mcp", "2026-07-28", false)
+	// Budget 25¢, github/echo 10¢ a call: two calls, then refused.
+	for range 2 {
+		_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "github__echo", Arguments: map[string]any{"text": "x"}})
+		require.NoError(t, err)
+	}
+	_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "github__echo", Arguments: map[string]any{"text": "x"}})
+	require.Equal(t, int64(mcp.CodeBudgetExceeded), rpcCode(t, err))
+	require.Equal(t, int64(2), f.gh.calls.Load())
+	// A free tool still runs; a 1¢ one fits in the 5¢ left.
+	_, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "github__add", Arguments: map[string]any{"a": 1, "b": 1}})
+	require.NoError(t, err)
+	_, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "fs__echo", Arguments: map[string]any{"text": "x"}})
+	require.NoError(t, err)
+	spent, reserved := f.acct.st.Usage(kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "all"}, kernel.Period{}, time.Now())
+	require.Equal(t, 21*kernel.Cent, spent)
+	require.Zero(t, reserved)
+}
+
+func TestUpstreamRefusalCostsNothing(t *testing.T) {
+	f := newFixture(t, true)
+	cs, _ := connect(t, f, keyAll, "/mcp/github", "2026-07-28", false)
+	_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "no_such_tool"})
+	require.Error(t, err)
+	require.Len(t, f.acct.ledger, 1)
+	require.False(t, f.acct.ledger[0].Ran)
+	require.Zero(t, f.acct.costs[0])
+	_, reserved := f.acct.st.Usage(kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "all"}, kernel.Period{}, time.Now())
+	require.Zero(t, reserved, "the reservation is released")
+}
+
+func TestUnauthorized(t *testing.T) {
+	f := newFixture(t, true)
+	for _, key := range []string{"", "tg-wrong"} {
+		req, err := http.NewRequest(http.MethodPost, f.gateways[0].URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		require.Contains(t, res.Header.Get("WWW-Authenticate"), `Bearer realm="tollgate"`)
+	}
+	res, err := http.Get(f.gateways[0].URL + "/mcp/nosuch")
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "the key before anything else")
+}
+
+func TestSessionServedByEitherReplica(t *testing.T) {
+	f := newFixture(t, false)
+	cs, kt := connect(t, f, keyAll, "/mcp", "2025-11-25", true)
+	require.True(t, strings.HasPrefix(cs.ID(), "tgs1."), "the session id is the gateway's sealed token: %q", cs.ID())
+	for i := range 4 {
+		r, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "fs__echo", Arguments: map[string]any{"text": jsonString(i)}})
+		require.NoError(t, err)
+		require.Equal(t, jsonString(i), text(t, r))
+	}
+	n := 0
+	kt.seen.Range(func(any, any) bool { n++; return true })
+	require.Equal(t, 2, n, "both replicas served the session")
+
+	// The token is bound to its key: another key presenting it is refused.
+	req, err := http.NewRequest(http.MethodPost, f.gateways[1].URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+keyRead)
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+}
