@@ -23,6 +23,9 @@ type Config struct {
 	// EmbeddingDimensions is the embedding length when the request gives no
 	// "dimensions".
 	EmbeddingDimensions int
+	// FlaggedWords are what POST /v1/moderations flags (moderation.go):
+	// an input containing one (ASCII case-insensitive) is flagged.
+	FlaggedWords []string
 }
 
 // DefaultConfig returns the defaults of the mockllm binary.
@@ -32,6 +35,7 @@ func DefaultConfig() Config {
 		OutputTokens:        16,
 		Models:              []string{"mock-gpt", "mock-embedding", "mock-claude"},
 		EmbeddingDimensions: 8,
+		FlaggedWords:        []string{"flagme"},
 	}
 }
 
