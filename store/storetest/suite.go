@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Responses", s.responsesTests()},
 		{"Sessions", s.sessionsTests()},
 		{"SpendByScope", s.spendByScopeTests()},
+		{"Guardrails", s.guardrailTests()}, // guardrails.go
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {
