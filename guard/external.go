@@ -42,7 +42,11 @@ func newExternal(kind string, sp Spec, client httpDoer) (checker, error) {
 		if model == "" {
 			model = "omni-moderation-latest"
 		}
-		return &moderation{url: strings.TrimSuffix(sp.URL, "/") + "/v1/moderations", key: sp.APIKey, model: model, timeout: timeout, client: client}, nil
+		base := strings.TrimSuffix(sp.URL, "/")
+		if !strings.HasSuffix(base, "/v1") { // a provider's base URL usually ends in /v1
+			base += "/v1"
+		}
+		return &moderation{url: base + "/moderations", key: sp.APIKey, model: model, timeout: timeout, client: client}, nil
 	}
 	return &webhook{url: sp.URL, timeout: timeout, client: client}, nil
 }

@@ -132,7 +132,8 @@ type Spec struct {
 	// MaxBytes of the size kind.
 	MaxBytes int
 	// URL of the webhook, or the base URL of the moderation provider
-	// (…/v1/moderations is appended).
+	// (/moderations is appended to a URL ending in /v1, /v1/moderations to
+	// others).
 	URL string
 	// APIKey sent to the moderation provider as a bearer token.
 	APIKey string
