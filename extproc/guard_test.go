@@ -47,7 +47,7 @@ func (g testGuards) Redactor() GuardRedactor {
 type testRedactor struct{ r *guard.Redactor }
 
 func (r testRedactor) Push(seg []byte) ([][]byte, *GuardHit) { return testBlock(r.r.Push(seg)) }
-func (r testRedactor) Flush() ([][]byte, *GuardHit)         { return testBlock(r.r.Flush()) }
+func (r testRedactor) Flush() ([][]byte, *GuardHit)          { return testBlock(r.r.Flush()) }
 func (r testRedactor) Hits() []GuardHit {
 	var out []GuardHit
 	for _, h := range r.r.Hits() {

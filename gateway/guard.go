@@ -56,8 +56,10 @@ func (g *guardSet) Redactor() extproc.GuardRedactor {
 type guardRedactor struct{ r *guard.Redactor }
 
 func (r guardRedactor) Push(seg []byte) ([][]byte, *extproc.GuardHit) { return blockHit(r.r.Push(seg)) }
-func (r guardRedactor) Flush() ([][]byte, *extproc.GuardHit)         { return blockHit(r.r.Flush()) }
-func (r guardRedactor) Hits() []extproc.GuardHit                     { return guardHits(r.r.Hits()) }
+
+func (r guardRedactor) Flush() ([][]byte, *extproc.GuardHit) { return blockHit(r.r.Flush()) }
+
+func (r guardRedactor) Hits() []extproc.GuardHit { return guardHits(r.r.Hits()) }
 
 func blockHit(segs [][]byte, h *guard.Hit) ([][]byte, *extproc.GuardHit) {
 	if h == nil {

@@ -29,7 +29,9 @@ func attach(t *testing.T, st store.Store, scope, id string, names ...string) {
 
 func errMessage(t *testing.T, b []byte) string {
 	t.Helper()
-	var e struct{ Error struct{ Message, Code string } }
+	var e struct {
+		Error struct{ Message, Code string }
+	}
 	require.NoError(t, json.Unmarshal(b, &e), string(b))
 	return e.Error.Message
 }
@@ -83,7 +85,9 @@ func TestGatewayGuardrailStreamSplit(t *testing.T) {
 		if !ok || data == "[DONE]" {
 			continue
 		}
-		var m struct{ Choices []struct{ Delta struct{ Content string } } }
+		var m struct {
+			Choices []struct{ Delta struct{ Content string } }
+		}
 		require.NoError(t, json.Unmarshal([]byte(data), &m), data)
 		for _, c := range m.Choices {
 			text.WriteString(c.Delta.Content)
