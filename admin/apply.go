@@ -39,6 +39,9 @@ type Document struct {
 	Customers     []CustomerDoc   `yaml:"customers"`
 	Keys          []KeyDoc        `yaml:"keys"`
 	Global        *LimitsHolder   `yaml:"global"`
+	// Guardrails and their attachments (apply_guardrails.go).
+	Guardrails           []GuardrailDoc           `yaml:"guardrails"`
+	GuardrailAttachments []GuardrailAttachmentDoc `yaml:"guardrail_attachments"`
 }
 
 // ProviderDoc is a provider; credential may be a ${ENV_VAR} reference.
@@ -624,7 +627,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	for _, t := range d.Teams {
 		plans = append(plans, a.membershipPlans(ctx, t)...)
 	}
-	return plans, nil
+	return a.planGuardrails(ctx, d, plans) // apply_guardrails.go
 }
 
 func (a *applier) sameCredential(sealed []byte, plain string) bool {

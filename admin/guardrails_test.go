@@ -70,3 +70,43 @@ func TestGuardrailsCRUDAndAttachments(t *testing.T) {
 	_, err = c.GetGuardrail(ctx, &adminv1.GetGuardrailRequest{Name: "words"})
 	requireCode(t, codes.NotFound, err)
 }
+
+func TestApplyGuardrails(t *testing.T) {
+	e := newEnv(t, memstore.New())
+	ctx := e.admin(t)
+	doc := `
+guardrails:
+  - name: pii
+    kind: pii
+    action: redact
+    on: [pre, stream]
+    mandatory: true
+  - name: hook
+    kind: webhook
+    action: block
+    url: http://127.0.0.1:1/check
+    timeout: 300ms
+    fail_open: true
+guardrail_attachments:
+  - {scope: team, id: ml, guardrails: [pii]}
+  - {scope: key, id: k1, guardrails: [hook]}
+`
+	res, err := adminv1.NewConfigServiceClient(e.conn).Apply(ctx, &adminv1.ApplyRequest{Document: doc})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"guardrail/pii", "guardrail/hook", "guardrail_attachment/team:ml", "guardrail_attachment/key:k1"}, res.GetCreated())
+	res, err = adminv1.NewConfigServiceClient(e.conn).Apply(ctx, &adminv1.ApplyRequest{Document: doc})
+	require.NoError(t, err)
+	require.Len(t, res.GetUnchanged(), 4, "applying again changes nothing")
+	g, err := adminv1.NewGuardrailServiceClient(e.conn).GetGuardrail(ctx, &adminv1.GetGuardrailRequest{Name: "hook"})
+	require.NoError(t, err)
+	require.Equal(t, int64(300), g.GetGuardrail().GetTimeoutMs())
+
+	for _, bad := range []string{
+		"guardrails: [{name: x, kind: pii, action: shout}]",
+		"guardrail_attachments: [{scope: key, id: k1, guardrails: [-pii]}]",
+		"guardrail_attachments: [{scope: team, id: t, guardrails: [missing]}]",
+	} {
+		_, err = adminv1.NewConfigServiceClient(e.conn).Apply(ctx, &adminv1.ApplyRequest{Document: bad})
+		requireCode(t, codes.InvalidArgument, err)
+	}
+}
