@@ -58,12 +58,18 @@ func (f *guardrailFlags) guardrail(name string) (*adminv1.Guardrail, error) {
 
 func (r *runner) guardrail(g *adminv1.Guardrail) {
 	pairs := [][2]string{
-		{"NAME", g.GetName()}, {"KIND", g.GetKind()}, {"ACTION", g.GetAction()},
-		{"ON", strings.Join(g.GetOn(), ",")}, {"MANDATORY", strconv.FormatBool(g.GetMandatory())},
+		{"NAME", g.GetName()},
+		{"KIND", g.GetKind()},
+		{"ACTION", g.GetAction()},
+		{"ON", strings.Join(g.GetOn(), ",")},
+		{"MANDATORY", strconv.FormatBool(g.GetMandatory())},
 	}
 	for _, kv := range [][2]string{
-		{"TYPES", strings.Join(g.GetTypes(), ",")}, {"WORDS", strings.Join(g.GetWords(), ",")},
-		{"PATTERNS", strings.Join(g.GetPatterns(), ",")}, {"URL", g.GetUrl()}, {"PROVIDER", g.GetProvider()},
+		{"TYPES", strings.Join(g.GetTypes(), ",")},
+		{"WORDS", strings.Join(g.GetWords(), ",")},
+		{"PATTERNS", strings.Join(g.GetPatterns(), ",")},
+		{"URL", g.GetUrl()},
+		{"PROVIDER", g.GetProvider()},
 		{"MODEL", g.GetModel()},
 	} {
 		if kv[1] != "" {
