@@ -178,9 +178,18 @@ func (s *stream) guardHeaders(l headerList) headerList {
 	return l.add(hdrGuardrails, s.guard.names)
 }
 
-// guardLog writes one audit line per intervention.
+// GuardReport is one intervention as an Observer sees it.
+type GuardReport struct {
+	Guardrail, Kind, Action, Stage string
+	Failed                         bool // an external check failed
+}
+
+// guardLog writes one audit line per intervention, and reports it.
 func (s *stream) guardLog(stage string, hits []GuardHit) {
 	for _, h := range hits {
+		if s.p.obs != nil {
+			s.report.Guardrails = append(s.report.Guardrails, GuardReport{Guardrail: h.Guardrail, Kind: h.Kind, Action: h.Action, Stage: stage, Failed: h.Failed})
+		}
 		if h.Failed {
 			s.p.log.Warn("guardrail check failed", "request_id", s.id, "stage", stage, "guardrail", h.Guardrail,
 				"kind", h.Kind, "action", h.Action, "reason", h.Reason)

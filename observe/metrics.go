@@ -84,6 +84,7 @@ type Metrics struct {
 	cooldowns *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	fallbacks *prometheus.CounterVec
+	guards    *prometheus.CounterVec // guardrails.go
 
 	// series are the label children of the request path, resolved once per
 	// label set: one map lookup per request instead of one per metric.
@@ -167,7 +168,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		Help: "Requests admitted on a fallback group, by the group asked for, the group that took the request and why the last group was left: cooldown (no deployment in rotation) or rate_limited (every deployment's rpm/tpm quota full).",
 	}, []string{lblFromGroup, lblToGroup, lblReason})
 	m.reg.MustRegister(m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.tokens, m.cost,
-		m.refusals, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks,
+		m.refusals, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks, m.newGuardrails(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -243,6 +244,7 @@ func (m *Metrics) seriesOf(r *extproc.Report) *series {
 
 // Observe implements extproc.Observer.
 func (m *Metrics) Observe(r *extproc.Report) {
+	m.observeGuardrails(r) // guardrails.go
 	team := ""
 	if r.Principal != nil {
 		team = r.Principal.TeamID
