@@ -283,3 +283,53 @@ func hget(h extprocfilter.Headers, k string) string {
 	v, _ := h.Get(k)
 	return v
 }
+
+// BenchmarkGuardPre4KiB is the processor's work for one non-streamed chat
+// request with a 4 KiB prompt, without guardrails and with built-in pre
+// guardrails (docs/guardrails.md, bench/README.md): cpu-µs/op compares.
+func BenchmarkGuardPre4KiB(b *testing.B) {
+	para := strings.Repeat("The gateway forwards each request to the provider its routing strategy chose, records the usage it reports, and settles the cost. ", 33)
+	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []map[string]string{{"role": "user", "content": para[:4096]}}})
+	require.NoError(b, err)
+	hdrs := reqHeadersMsg(len(body), false)
+	bodyM := bodyMsg(body)
+	for _, bc := range []struct {
+		name  string
+		specs []guard.Spec
+	}{
+		{"none", nil},
+		{"pii", []guard.Spec{{Name: "pii", Kind: guard.KindPII, Action: "redact", On: []string{"pre"}}}},
+		{"pii+secrets", []guard.Spec{
+			{Name: "pii", Kind: guard.KindPII, Action: "redact", On: []string{"pre"}},
+			{Name: "secrets", Kind: guard.KindSecrets, Action: "block", On: []string{"pre"}},
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := New(newCatalog(), benchAccountant{})
+			if bc.specs != nil {
+				var set guard.Set
+				for _, sp := range bc.specs {
+					g, err := guard.Compile(sp)
+					require.NoError(b, err)
+					set = append(set, g)
+				}
+				p.guards = testGuards{set}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			start := selfCPU(b)
+			for b.Loop() {
+				s := &stream{p: p}
+				for _, m := range []*extprocv3ProcessingRequest{hdrs, bodyM, benchRespHdrs, benchRespBody} {
+					r := s.handle(ctx, m)
+					if r == nil || r.GetImmediateResponse() != nil {
+						b.Fatalf("unexpected reply %v", r)
+					}
+					s.takeLent(r).release()
+				}
+				s.finish(ctx)
+			}
+			b.ReportMetric(float64((selfCPU(b)-start).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
+		})
+	}
+}

@@ -13,65 +13,50 @@ func mask(dst, src []byte, isJSON bool) []byte {
 		copy(dst, src)
 		return dst
 	}
-	const (
-		outside = iota
-		inString
-	)
-	state := outside
-	key := false // the string being read is an object key
+	lastStart, lastEnd := -1, -1 // the last string read: blanked if a ':' follows (a key)
 	for i := 0; i < len(src); i++ {
 		c := src[i]
-		if state == outside {
+		if c != '"' {
 			dst[i] = ' '
-			if c == '"' {
-				state = inString
-				key = isKey(src, i+1)
+			if c == ':' && lastStart >= 0 {
+				for j := lastStart; j < lastEnd; j++ {
+					dst[j] = ' '
+				}
+				lastStart = -1
+			} else if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				lastStart = -1
 			}
 			continue
 		}
-		switch {
-		case c == '"':
-			dst[i] = ' '
-			state = outside
-		case c == '\\':
-			n := 2
-			if i+1 < len(src) && src[i+1] == 'u' {
+		dst[i] = ' '
+		j := i + 1
+		for j < len(src) {
+			// Copy the run up to the next quote or backslash.
+			k := j
+			for k < len(src) && src[k] != '"' && src[k] != '\\' {
+				k++
+			}
+			copy(dst[j:k], src[j:k])
+			j = k
+			if j >= len(src) || src[j] == '"' {
+				break
+			}
+			n := 2 // an escape: masked
+			if j+1 < len(src) && src[j+1] == 'u' {
 				n = 6
 			}
-			for j := 0; j < n && i+j < len(src); j++ {
-				dst[i+j] = ' '
+			for e := j; e < j+n && e < len(src); e++ {
+				dst[e] = ' '
 			}
-			i += n - 1
-		case key:
-			dst[i] = ' '
-		default:
-			dst[i] = c
+			j += n
 		}
+		lastStart, lastEnd = i+1, min(j, len(src))
+		if j < len(src) {
+			dst[j] = ' '
+		}
+		i = j
 	}
 	return dst
-}
-
-// isKey reports whether the string starting at i (after its quote) is
-// followed by a colon: an object key.
-func isKey(src []byte, i int) bool {
-	for ; i < len(src); i++ {
-		switch src[i] {
-		case '\\':
-			i++
-		case '"':
-			for j := i + 1; j < len(src); j++ {
-				switch src[j] {
-				case ' ', '\t', '\n', '\r':
-					continue
-				case ':':
-					return true
-				}
-				return false
-			}
-			return false
-		}
-	}
-	return false
 }
 
 // maskSegment masks the raw (escaped) content of one JSON string: escape

@@ -492,35 +492,42 @@ func mod97(b []byte) bool {
 // longer dotted number such as a version) and IPv6 (at least two colons, as
 // net/netip parses it; a time such as 12:30:45 does not).
 func findIPs(text []byte, dst []Finding) []Finding {
+	// Anchored on the separators, rare in prose: each '.' or ':' with a hex
+	// digit or ':' beside it, expanded to its run of address characters.
+	ipChar := func(c byte) bool { return isHex(c) || c == ':' || c == '.' }
+	done := 0 // runs end before here were judged
 	for i := 0; i < len(text); i++ {
 		c := text[i]
-		if !isDigit(c) && !isHex(c) && c != ':' {
+		if c != '.' && c != ':' || i < done {
 			continue
 		}
-		p := before(text, i)
-		if wordChar(p) || p == '.' || p == ':' {
+		if !isHex(at(text, i+1)) && at(text, i+1) != ':' && !isHex(before(text, i)) {
 			continue
+		}
+		s := i
+		for s > 0 && ipChar(text[s-1]) {
+			s--
+		}
+		for s < i && (text[s] == '.' || text[s] == ':' && at(text, s+1) != ':') {
+			s++
 		}
 		e := i
-		for e < len(text) && (isHex(text[e]) || text[e] == ':' || text[e] == '.') {
+		for e < len(text) && ipChar(text[e]) {
 			e++
 		}
-		for e > i && (text[e-1] == '.' || text[e-1] == ':' && (e-2 < i || text[e-2] != ':')) {
+		done = e
+		for e > s && (text[e-1] == '.' || text[e-1] == ':' && (e-2 < s || text[e-2] != ':')) {
 			e--
 		}
-		if wordChar(at(text, e)) {
-			i = e
+		if p := before(text, s); wordChar(p) || wordChar(at(text, e)) || e <= s {
 			continue
 		}
-		cand := text[i:e]
+		cand := text[s:e]
 		if ipCandidate(cand) {
 			if bytes.Count(cand, []byte(":")) == 1 {
-				e = i + bytes.IndexByte(cand, ':')
+				e = s + bytes.IndexByte(cand, ':')
 			}
-			dst = append(dst, Finding{TypeIP, i, e})
-		}
-		if e > i {
-			i = e - 1
+			dst = append(dst, Finding{TypeIP, s, e})
 		}
 	}
 	return dst
