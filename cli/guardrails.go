@@ -204,6 +204,10 @@ func withGuardrailsFlag(cmd *command) *command {
 			if err := run(r, pos); err != nil || !r.set["guardrails"] {
 				return err
 			}
+			if r.json { // one JSON document per command: the object's
+				_, err := adminv1.NewGuardrailServiceClient(r.conn).SetGuardrails(r.ctx, &adminv1.SetGuardrailsRequest{Scope: cmd.noun, Id: id, Guardrails: splitList(*names)})
+				return err
+			}
 			return setGuardrails(r, cmd.noun, id, *names)
 		}
 	}
