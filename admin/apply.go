@@ -40,6 +40,9 @@ type Document struct {
 	Keys          []KeyDoc        `yaml:"keys"`
 	Global        *LimitsHolder   `yaml:"global"`
 	MCPServers    []MCPServerDoc  `yaml:"mcp_servers"` // apply_mcp.go
+	// Guardrails and their attachments (apply_guardrails.go).
+	Guardrails           []GuardrailDoc           `yaml:"guardrails"`
+	GuardrailAttachments []GuardrailAttachmentDoc `yaml:"guardrail_attachments"`
 }
 
 // ProviderDoc is a provider; credential may be a ${ENV_VAR} reference.
@@ -653,7 +656,7 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(plans, mcpPlans...), nil
+	return a.planGuardrails(ctx, d, append(plans, mcpPlans...)) // apply_guardrails.go
 }
 
 // credential is the sealed credential to store: the current one when the

@@ -141,6 +141,14 @@ var methodRoles = map[string]roleSet{
 	adminv1.PriceService_LoadDefaultPrices_FullMethodName: adminOnly,
 	adminv1.PriceService_ListMissingPrices_FullMethodName: readers, // it lists deployments
 
+	adminv1.GuardrailService_CreateGuardrail_FullMethodName: adminOnly,
+	adminv1.GuardrailService_GetGuardrail_FullMethodName:    teamRead,
+	adminv1.GuardrailService_ListGuardrails_FullMethodName:  teamRead,
+	adminv1.GuardrailService_UpdateGuardrail_FullMethodName: adminOnly,
+	adminv1.GuardrailService_DeleteGuardrail_FullMethodName: adminOnly,
+	adminv1.GuardrailService_SetGuardrails_FullMethodName:   adminOnly,
+	adminv1.GuardrailService_GetGuardrails_FullMethodName:   teamRead,
+
 	adminv1.SpendService_GetSpend_FullMethodName:          teamRead,
 	adminv1.SpendService_GetSpendSeries_FullMethodName:    teamRead,
 	adminv1.SpendService_ListSpendEntries_FullMethodName:  teamRead,

@@ -30,6 +30,7 @@ var restRegistrations = []func(context.Context, *runtime.ServeMux, *grpc.ClientC
 	adminv1gw.RegisterDeploymentServiceHandler,
 	adminv1gw.RegisterModelServiceHandler,
 	adminv1gw.RegisterPriceServiceHandler,
+	adminv1gw.RegisterGuardrailServiceHandler,
 	adminv1gw.RegisterSpendServiceHandler,
 	adminv1gw.RegisterAuditServiceHandler,
 	adminv1gw.RegisterAdminCredentialServiceHandler,

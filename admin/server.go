@@ -43,6 +43,7 @@ type Server struct {
 	adminv1.UnimplementedConfigServiceServer
 	adminv1.UnimplementedReconcileServiceServer
 	adminv1.UnimplementedMCPServiceServer
+	adminv1.UnimplementedGuardrailServiceServer
 
 	st       Store
 	sessions store.Sessions // the console's sessions; nil when st keeps none
@@ -90,6 +91,7 @@ func (s *Server) Register(g *grpc.Server) {
 	adminv1.RegisterAdminCredentialServiceServer(g, s)
 	adminv1.RegisterConfigServiceServer(g, s)
 	adminv1.RegisterReconcileServiceServer(g, s)
+	adminv1.RegisterGuardrailServiceServer(g, s) // guardrails.go
 	healthpb.RegisterHealthServer(g, s.health)
 	for name := range g.GetServiceInfo() {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)

@@ -49,7 +49,7 @@ var commands []*command
 func register(cs ...*command) { commands = append(commands, cs...) }
 
 // nouns orders the command list.
-var nouns = []string{"key", "team", "user", "org", "customer", "provider", "deployment", "model", "price", "spend", "reconcile", "audit", "admin-key", "apply"}
+var nouns = []string{"key", "team", "user", "org", "customer", "provider", "deployment", "model", "price", "guardrail", "spend", "reconcile", "audit", "admin-key", "apply"}
 
 // Usage prints the command list.
 func Usage(w io.Writer) {
@@ -130,7 +130,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("%w: tollgate %s needs one of: %s", ErrUsage, noun, strings.Join(names, ", "))
 	}
-	return runCommand(ctx, cmd, args[2:], stdout, stderr)
+	return runCommand(ctx, withGuardrailsFlag(cmd), args[2:], stdout, stderr) // guardrails.go
 }
 
 func runCommand(ctx context.Context, cmd *command, args []string, stdout, stderr io.Writer) error {

@@ -88,6 +88,9 @@ type Report struct {
 	SettleStart time.Time
 	Ended       time.Time // stream ended (after settlement)
 
+	// Guardrails are the guardrails' interventions (guard.go).
+	Guardrails []GuardReport
+
 	// ClientTraceparent is the client's traceparent header ("" for none).
 	ClientTraceparent string
 	// Trace holds the ids a Tracer chose for the request's spans.

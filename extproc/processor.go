@@ -49,6 +49,7 @@ type Processor struct {
 	obs    Observer
 	tracer Tracer
 	cp     UsageCheckpointer // streams' usage so far (checkpoint.go; nil: none)
+	guards GuardResolver     // guard.go (nil: none)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -243,6 +244,7 @@ type stream struct {
 	report Report
 	// parsed holds in when the endpoint's request is parsed by parseRequest.
 	parsed translate.ParsedRequest
+	guard  guardState // guard.go
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -399,6 +401,11 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if in.Model == "" {
 		return s.reject(translate.ErrInvalidRequest("You must provide a model parameter.", "model"))
 	}
+	in, ge := s.guardPre(ctx, in) // guard.go: before anything is charged
+	if ge != nil {
+		return s.reject(ge)
+	}
+	body = in.Body
 	s.in = in
 	in.ReplyInPlace = s.lendsBodies
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
@@ -509,7 +516,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		// A new slice: clientCredentialHeaders is shared.
 		x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), out.Remove...)
 	}
-	if out.Body != nil {
+	if out.Body = s.guardBody(out.Body); out.Body != nil {
 		x.set.Body = out.Body
 		x.bm.Mutation = &x.set
 		x.c.BodyMutation = &x.bm
@@ -584,6 +591,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		l = l.addInt(hdrAttempts, int64(s.att.Number()))
 	}
 	l = l.addRateLimits(s.decision.RateLimit)
+	l = s.guardHeaders(l)
 	if rh, ok := s.tr.(translate.ReplyHeaderer); ok {
 		l = l.addAll(rh.ReplyHeaders())
 	}
@@ -641,6 +649,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			}
 			s.streamError(err)
 		}
+		out = s.guardStream(ctx, out, b.GetEndOfStream()) // guard.go
 		pr := replyContinueResponseBody
 		if !translate.SameBytes(out, body) {
 			pr = s.newChunkReply(out)
@@ -682,6 +691,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			}
 			u = kernel.Usage{Output: translate.EstimateTokens(translate.TextBytes(body))}
 		}
+		out, l = s.guardReply(ctx, out, l) // guard.go
 		if !translate.SameBytes(out, body) {
 			x.c.BodyMutation = x.mutation(out)
 			l = l.addInt(hdrContentLength, int64(len(out)))

@@ -68,10 +68,15 @@ func (s *stream) responseCut(ctx context.Context, b *extprocv3.HttpBody, details
 // "event: error" with its error envelope, the Gemini API (alt=sse) a data
 // line with Google's {"error":{…}}. nil for a Gemini JSON-array stream.
 func (s *stream) cutEvent() []byte {
-	e := &translate.APIError{
+	return s.errorEvent(&translate.APIError{
 		Status: http.StatusBadGateway, Type: translate.TypeServer, Code: codeUpstreamReset,
 		Message: "the provider's stream was cut before its end; the reply is incomplete",
-	}
+	})
+}
+
+// errorEvent is e as the SSE event that ends a stream in the client's API
+// (see cutEvent).
+func (s *stream) errorEvent(e *translate.APIError) []byte {
 	switch s.in.API {
 	case translate.APIResponses:
 		ev := struct {

@@ -34,6 +34,7 @@ type Snapshot struct {
 	Upstreams []Upstream
 	// Budgeted lists every scope with budget windows, for seeding counters.
 	Budgeted []kernel.Scope
+	guards   *guardPolicy // guard.go (nil: no guardrails)
 }
 
 // Upstream is where a deployment's requests go.
@@ -241,6 +242,9 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 	}
 	slices.SortFunc(s.served, func(a, b *modelEntry) int { return strings.Compare(a.info.ID, b.info.ID) })
 	addAliases(s, groups, log)
+	if s.guards, err = buildGuards(ctx, cfg, provByID, sealer, log); err != nil { // guard.go
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -177,6 +177,7 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	respOpts, purgeResponses := processorResponseOptions(g.Store, &g.Config, g.now, g.log)
 	g.Router = extproc.NewRouter()
 	respOpts = append(respOpts, extproc.WithRouter(g.Router))
+	respOpts = append(respOpts, extproc.WithGuardrails(g.Catalog)) // gateway/guard.go
 	respOpts = append(respOpts, extproc.WithCheckpoints(g.Accountant))
 	tokenKey, err := sharedTokenKey(ctx, g.Store)
 	if err != nil {

@@ -85,6 +85,7 @@ type Metrics struct {
 	cooldowns *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	fallbacks *prometheus.CounterVec
+	guards    *prometheus.CounterVec // guardrails.go
 
 	// series are the label children of the request path, resolved once per
 	// label set: one map lookup per request instead of one per metric.
@@ -172,7 +173,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		Help: "Requests settled for a model without a price (served under an estimate budget or no budget; the ledger row is marked unpriced), by model group and deployment.",
 	}, []string{lblModelGroup, lblDeployment})
 	m.reg.MustRegister(m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.tokens, m.cost,
-		m.refusals, m.unpriced, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks,
+		m.refusals, m.unpriced, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks, m.newGuardrails(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -248,6 +249,7 @@ func (m *Metrics) seriesOf(r *extproc.Report) *series {
 
 // Observe implements extproc.Observer.
 func (m *Metrics) Observe(r *extproc.Report) {
+	m.observeGuardrails(r) // guardrails.go
 	team := ""
 	if r.Principal != nil {
 		team = r.Principal.TeamID

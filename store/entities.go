@@ -11,7 +11,8 @@ import (
 
 // Entity is a typed configuration object stored as a JSON document.
 type Entity interface {
-	Key | User | Team | Org | Customer | Provider | Deployment | ModelGroup | ModelPrice | Global | Admin | MCPServer
+	Key | User | Team | Org | Customer | Provider | Deployment | ModelGroup | ModelPrice | Global | Admin | MCPServer |
+		Guardrail | GuardrailAttachment // guardrails.go
 }
 
 // KeyHash is the stored form of a key secret: hex SHA-256 of the secret.
@@ -196,6 +197,10 @@ func KindOf[T Entity]() Kind {
 		return KindGlobal
 	case MCPServer:
 		return KindMCPServer
+	case Guardrail:
+		return KindGuardrail
+	case GuardrailAttachment:
+		return KindGuardrailAttachment
 	default:
 		return KindAdmin
 	}

@@ -161,16 +161,16 @@ func (u *anthropicUsage) update(b []byte, v Span) (ok bool) {
 	if !v.isObject(b) {
 		return false
 	}
-	_, err := scanObject(b, v.Start, false, func(key []byte, v Span) error {
+	_, err := ScanObject(b, v.Start, false, func(key []byte, v Span) error {
 		var dst *int64
 		switch {
-		case keyIs(key, "input_tokens"):
+		case KeyIs(key, "input_tokens"):
 			dst = &u.InputTokens
-		case keyIs(key, "output_tokens"):
+		case KeyIs(key, "output_tokens"):
 			dst = &u.OutputTokens
-		case keyIs(key, "cache_creation_input_tokens"):
+		case KeyIs(key, "cache_creation_input_tokens"):
 			dst = &u.CacheCreationInputTokens
-		case keyIs(key, "cache_read_input_tokens"):
+		case KeyIs(key, "cache_read_input_tokens"):
 			dst = &u.CacheReadInputTokens
 		default:
 			return nil
@@ -199,15 +199,15 @@ type anthropicStreamUsage struct {
 func (s *anthropicStreamUsage) observe(data []byte) {
 	var typ string
 	msg, usage, delta := absent, absent, absent
-	_, err := scanObject(data, 0, true, func(key []byte, v Span) error {
+	_, err := ScanObject(data, 0, true, func(key []byte, v Span) error {
 		switch {
-		case keyIs(key, "type"):
+		case KeyIs(key, "type"):
 			typ, _ = StringValue(data, v)
-		case keyIs(key, "message"):
+		case KeyIs(key, "message"):
 			msg = v
-		case keyIs(key, "usage"):
+		case KeyIs(key, "usage"):
 			usage = v
-		case keyIs(key, "delta"):
+		case KeyIs(key, "delta"):
 			delta = v
 		}
 		return nil
@@ -220,9 +220,9 @@ func (s *anthropicStreamUsage) observe(data []byte) {
 		if !msg.isObject(data) {
 			return
 		}
-		_, _ = scanObject(data, msg.Start, false, func(key []byte, v Span) error {
+		_, _ = ScanObject(data, msg.Start, false, func(key []byte, v Span) error {
 			var u anthropicUsage
-			if keyIs(key, "usage") && u.update(data, v) {
+			if KeyIs(key, "usage") && u.update(data, v) {
 				s.usage, s.started = u, true
 			}
 			return nil
@@ -236,8 +236,8 @@ func (s *anthropicStreamUsage) observe(data []byte) {
 		s.usage, s.final = u, true
 	case "content_block_delta":
 		if delta.isObject(data) {
-			_, _ = scanObject(data, delta.Start, false, func(key []byte, v Span) error {
-				if keyIs(key, "text") || keyIs(key, "partial_json") || keyIs(key, "thinking") {
+			_, _ = ScanObject(data, delta.Start, false, func(key []byte, v Span) error {
+				if KeyIs(key, "text") || KeyIs(key, "partial_json") || KeyIs(key, "thinking") {
 					if str, ok := StringValue(data, v); ok {
 						s.text += int64(len(str))
 					}

@@ -35,7 +35,7 @@ type chatAnthropic struct {
 	includeUsage bool
 	created      int64
 
-	sse   sseParser
+	sse   SSEParser
 	usage anthropicStreamUsage
 	out   []byte
 	// stream state
@@ -381,7 +381,7 @@ func (t *chatAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	return append([]byte{}, t.out...), err
 }
 
-func (t *chatAnthropic) event(ev sseEvent) {
+func (t *chatAnthropic) event(ev SSEEvent) {
 	t.usage.observe(ev.Data)
 	var e anthropic.StreamEvent
 	if json.Unmarshal(ev.Data, &e) != nil {

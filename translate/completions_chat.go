@@ -31,7 +31,7 @@ type completionsViaChat struct {
 	model string // the client's model name
 
 	// Stream state.
-	sse sseParser
+	sse SSEParser
 	out []byte
 }
 
@@ -207,7 +207,7 @@ func (t *completionsViaChat) StreamChunk(chunk []byte, eos bool) ([]byte, error)
 	return append([]byte{}, t.out...), err
 }
 
-func (t *completionsViaChat) event(ev sseEvent) {
+func (t *completionsViaChat) event(ev SSEEvent) {
 	if string(ev.Data) == "[DONE]" {
 		t.out = append(t.out, "data: [DONE]\n\n"...)
 		return

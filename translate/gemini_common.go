@@ -240,7 +240,7 @@ func (s *geminiStreamUsage) result() (kernel.Usage, bool) {
 // GenerateContentResponse; an event that is not one (an error object) is
 // given to onError, when set.
 type geminiEvents struct {
-	sse     sseParser
+	sse     SSEParser
 	usage   geminiStreamUsage
 	onEvent func(r *gemini.GenerateContentResponse)
 	onError func(data []byte)
@@ -252,7 +252,7 @@ func (g *geminiEvents) feed(chunk []byte, eos bool) error {
 	return err
 }
 
-func (g *geminiEvents) event(ev sseEvent) {
+func (g *geminiEvents) event(ev SSEEvent) {
 	var r struct {
 		gemini.GenerateContentResponse
 		Error json.RawMessage `json:"error"`
@@ -349,8 +349,8 @@ func ParseGeminiRequest(path string, body []byte) (*Inbound, error) {
 	if err != nil || !v.isObject(body) {
 		return in, nil //nolint:nilerr // a body without generationConfig
 	}
-	_, err = scanObject(body, v.Start, false, func(key []byte, v Span) error {
-		if keyIs(key, "maxOutputTokens") && !v.IsNull(body) {
+	_, err = ScanObject(body, v.Start, false, func(key []byte, v Span) error {
+		if KeyIs(key, "maxOutputTokens") && !v.IsNull(body) {
 			n, ok := intValue(body, v)
 			if !ok {
 				return &fieldError{"generationConfig.maxOutputTokens", "must be a non-negative integer"}

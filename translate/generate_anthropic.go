@@ -23,7 +23,7 @@ type generateAnthropic struct {
 	apiKey string
 	model  string
 
-	sse   sseParser
+	sse   SSEParser
 	usage anthropicStreamUsage
 	so    geminiStreamOut
 	id    string
@@ -161,7 +161,7 @@ func (t *generateAnthropic) StreamChunk(chunk []byte, eos bool) ([]byte, error) 
 	return append([]byte{}, t.so.out...), err
 }
 
-func (t *generateAnthropic) event(ev sseEvent) {
+func (t *generateAnthropic) event(ev SSEEvent) {
 	if t.so.ended {
 		return
 	}

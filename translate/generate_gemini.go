@@ -141,8 +141,8 @@ func (t *generateGemini) modelVersion(b []byte) Span {
 		return absent
 	}
 	at := absent
-	_, _ = scanObject(b, 0, false, func(key []byte, v Span) error {
-		if keyIs(key, "modelVersion") && b[v.Start] == '"' {
+	_, _ = ScanObject(b, 0, false, func(key []byte, v Span) error {
+		if KeyIs(key, "modelVersion") && b[v.Start] == '"' {
 			at = v
 			return errStopScan
 		}
@@ -160,7 +160,7 @@ func (t *generateGemini) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	t.out = t.out[:0]
 	if t.cs.sse { // passed as is but for modelVersion; the editor's events feed the usage
 		if t.ed.fn == nil {
-			t.ed.fn, t.ed.active = t.sseEvent, true
+			t.ed.fn, t.ed.active = t.SSEEvent, true
 		}
 		return t.ed.feed(chunk, eos)
 	}
@@ -173,7 +173,7 @@ func (t *generateGemini) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 
 // sseEvent reads one event of a passed SSE stream and renames its
 // modelVersion in place.
-func (t *generateGemini) sseEvent(ev sseEvent) eventAction {
+func (t *generateGemini) SSEEvent(ev SSEEvent) eventAction {
 	t.ev.event(ev)
 	if at := t.modelVersion(ev.Data); at.OK() {
 		return eventAction{at: at, with: t.model}

@@ -26,7 +26,7 @@ type generateOpenAI struct {
 	apiKey string
 	model  string // the client's model, reported as modelVersion
 
-	sse    sseParser
+	sse    SSEParser
 	usage  openAIStreamUsage
 	so     geminiStreamOut
 	id     string
@@ -226,7 +226,7 @@ func (t *generateOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	return append([]byte{}, t.so.out...), err
 }
 
-func (t *generateOpenAI) event(ev sseEvent) {
+func (t *generateOpenAI) event(ev SSEEvent) {
 	if t.so.ended {
 		return
 	}

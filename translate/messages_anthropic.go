@@ -29,7 +29,7 @@ var _ Translator = (*messagesAnthropic)(nil)
 func (t *messagesAnthropic) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey = target.APIKey
 	t.model = newReplyModel(in.Model, "message", true, in.ReplyInPlace)
-	t.stream = modelStream{model: t.model, observe: func(ev sseEvent) { t.usage.observe(ev.Data) }}
+	t.stream = modelStream{model: t.model, observe: func(ev SSEEvent) { t.usage.observe(ev.Data) }}
 	path := "/messages"
 	if t.count {
 		path = "/messages/count_tokens"

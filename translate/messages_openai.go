@@ -24,7 +24,7 @@ type messagesOpenAI struct {
 	apiKey string
 	model  string // the client's model name, echoed in responses
 
-	sse   sseParser
+	sse   SSEParser
 	out   []byte
 	usage openAIStreamUsage
 	// stream state
@@ -362,7 +362,7 @@ func (t *messagesOpenAI) deltaUsage() anthropic.Usage {
 	return anthropic.Usage{OutputTokens: EstimateTokens(t.usage.text)}
 }
 
-func (t *messagesOpenAI) event(ev sseEvent) {
+func (t *messagesOpenAI) event(ev SSEEvent) {
 	if t.ended {
 		return
 	}

@@ -105,9 +105,9 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 func includeUsageEdits(b []byte, so Span) []edit {
 	var edits []edit
 	found, members := false, 0
-	_, _ = scanObject(b, so.Start, false, func(key []byte, v Span) error {
+	_, _ = ScanObject(b, so.Start, false, func(key []byte, v Span) error {
 		members++
-		if keyIs(key, "include_usage") {
+		if KeyIs(key, "include_usage") {
 			found = true
 			if string(v.bytes(b)) != "true" {
 				edits = append(edits, edit{v.Start, v.End, []byte("true")})
@@ -167,7 +167,7 @@ func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 
 var doneData = []byte("[DONE]")
 
-func (o *openAIFormat) event(ev sseEvent) eventAction {
+func (o *openAIFormat) event(ev SSEEvent) eventAction {
 	drop := o.usage.observe(ev.Data)
 	if o.strip && drop {
 		return eventAction{drop: true}

@@ -53,7 +53,7 @@ func (r *replyModel) active() bool { return r.name != nil && !r.same && (!r.once
 type modelStream struct {
 	ed      sseEditor
 	model   replyModel
-	observe func(ev sseEvent)
+	observe func(ev SSEEvent)
 }
 
 // feed passes one chunk: see sseEditor.feed.
@@ -68,7 +68,7 @@ func (m *modelStream) feed(chunk []byte, eos bool) ([]byte, error) {
 	return out, err
 }
 
-func (m *modelStream) event(ev sseEvent) eventAction {
+func (m *modelStream) event(ev SSEEvent) eventAction {
 	if m.observe != nil {
 		m.observe(ev)
 	}
@@ -119,16 +119,16 @@ func (r *replyModel) event(data []byte) (Span, []byte) {
 // member.
 func findModel(data []byte, nest string) Span {
 	found := absent
-	_, _ = scanObject(data, 0, false, func(key []byte, v Span) error {
+	_, _ = ScanObject(data, 0, false, func(key []byte, v Span) error {
 		switch {
-		case keyIs(key, "model"):
+		case KeyIs(key, "model"):
 			if data[v.Start] == '"' {
 				found = v
 				return errStopScan
 			}
-		case nest != "" && keyIs(key, nest) && v.isObject(data):
-			_, _ = scanObject(data, v.Start, false, func(key []byte, m Span) error {
-				if keyIs(key, "model") && data[m.Start] == '"' {
+		case nest != "" && KeyIs(key, nest) && v.isObject(data):
+			_, _ = ScanObject(data, v.Start, false, func(key []byte, m Span) error {
+				if KeyIs(key, "model") && data[m.Start] == '"' {
 					found = m
 					return errStopScan
 				}
@@ -147,11 +147,11 @@ func findModel(data []byte, nest string) Span {
 // a JSON reply, in one scan.
 func usageAndModel(b []byte) (usage, model Span, err error) {
 	usage, model = absent, absent
-	_, err = scanObject(b, 0, true, func(key []byte, v Span) error {
+	_, err = ScanObject(b, 0, true, func(key []byte, v Span) error {
 		switch {
-		case keyIs(key, "usage"):
+		case KeyIs(key, "usage"):
 			usage = v
-		case keyIs(key, "model"):
+		case KeyIs(key, "model"):
 			model = v
 		}
 		return nil

@@ -52,7 +52,7 @@ func TestNativeStreamNamesClientModel(t *testing.T) {
 func TestReplyModelMultilineData(t *testing.T) {
 	e := sseEditor{active: true}
 	m := newReplyModel("mine", "response", false, false)
-	e.fn = func(ev sseEvent) eventAction {
+	e.fn = func(ev SSEEvent) eventAction {
 		at, with := m.event(ev.Data)
 		return eventAction{at: at, with: with}
 	}

@@ -64,40 +64,40 @@ func ParseRequestInto(x *ParsedRequest, api API, body []byte) (*Inbound, error) 
 			dup = &fieldError{name, "appears more than once"}
 		}
 	}
-	_, err := scanObject(body, 0, true, func(key []byte, v Span) error {
+	_, err := ScanObject(body, 0, true, func(key []byte, v Span) error {
 		members++
 		switch {
-		case keyIs(key, "model"):
+		case KeyIs(key, "model"):
 			set(&f.model, "model", v)
-		case keyIs(key, "stream"):
+		case KeyIs(key, "stream"):
 			set(&f.stream, "stream", v)
-		case keyIs(key, "max_tokens"):
+		case KeyIs(key, "max_tokens"):
 			set(&f.maxTokens, "max_tokens", v)
-		case keyIs(key, "max_completion_tokens"):
+		case KeyIs(key, "max_completion_tokens"):
 			set(&f.maxCompletionTokens, "max_completion_tokens", v)
-		case keyIs(key, "user"):
+		case KeyIs(key, "user"):
 			set(&f.user, "user", v)
-		case keyIs(key, "stream_options"):
+		case KeyIs(key, "stream_options"):
 			set(&f.streamOptions, "stream_options", v)
-		case keyIs(key, "metadata"):
+		case KeyIs(key, "metadata"):
 			set(&f.metadata, "metadata", v)
-		case keyIs(key, "n"):
+		case KeyIs(key, "n"):
 			set(&f.n, "n", v)
-		case keyIs(key, "best_of"):
+		case KeyIs(key, "best_of"):
 			set(&f.bestOf, "best_of", v)
-		case keyIs(key, "system"):
+		case KeyIs(key, "system"):
 			f.System = v
-		case keyIs(key, "prompt"):
+		case KeyIs(key, "prompt"):
 			f.Prompt = v
-		case keyIs(key, "instructions"):
+		case KeyIs(key, "instructions"):
 			f.Instructions = v
-		case keyIs(key, "tools"):
+		case KeyIs(key, "tools"):
 			f.Tools = v
-		case keyIs(key, "max_output_tokens"):
+		case KeyIs(key, "max_output_tokens"):
 			set(&f.maxOutputTokens, "max_output_tokens", v)
-		case keyIs(key, "messages"):
+		case KeyIs(key, "messages"):
 			set(&f.messages, "messages", v)
-		case keyIs(key, "input"):
+		case KeyIs(key, "input"):
 			set(&f.Input, "input", v)
 		}
 		return nil
@@ -155,8 +155,8 @@ func ParseRequestInto(x *ParsedRequest, api API, body []byte) (*Inbound, error) 
 		in.User = s
 	}
 	if f.streamOptions.isObject(body) {
-		_, _ = scanObject(body, f.streamOptions.Start, false, func(key []byte, v Span) error {
-			if keyIs(key, "include_usage") {
+		_, _ = ScanObject(body, f.streamOptions.Start, false, func(key []byte, v Span) error {
+			if KeyIs(key, "include_usage") {
 				in.IncludeUsage = string(v.bytes(body)) == "true"
 			}
 			return nil
@@ -164,8 +164,8 @@ func ParseRequestInto(x *ParsedRequest, api API, body []byte) (*Inbound, error) 
 	}
 	if in.User == "" && f.metadata.isObject(body) {
 		// Anthropic: metadata.user_id identifies the end user.
-		_, _ = scanObject(body, f.metadata.Start, false, func(key []byte, v Span) error {
-			if keyIs(key, "user_id") {
+		_, _ = ScanObject(body, f.metadata.Start, false, func(key []byte, v Span) error {
+			if KeyIs(key, "user_id") {
 				if s, ok := StringValue(body, v); ok {
 					in.User = s
 				}

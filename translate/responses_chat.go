@@ -55,7 +55,7 @@ type responsesViaChat struct {
 	Done func(r *openai.Response, input []openai.InputItem)
 
 	// Stream state.
-	sse     sseParser
+	sse     SSEParser
 	out     []byte
 	seq     int64
 	started bool
@@ -514,7 +514,7 @@ type chatStreamEvent struct {
 	Usage *openai.UpstreamChatUsage `json:"usage"`
 }
 
-func (t *responsesViaChat) event(ev sseEvent) {
+func (t *responsesViaChat) event(ev SSEEvent) {
 	if t.ended {
 		return
 	}

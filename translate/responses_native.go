@@ -97,17 +97,17 @@ type responsesStreamUsage struct {
 
 // observe reads one event: a *.delta event's delta counts as generated text;
 // response.completed, response.incomplete and response.failed carry the usage.
-func (s *responsesStreamUsage) observe(ev sseEvent) {
+func (s *responsesStreamUsage) observe(ev SSEEvent) {
 	data := ev.Data
 	var typ string
 	delta, resp := absent, absent
-	_, err := scanObject(data, 0, true, func(key []byte, v Span) error {
+	_, err := ScanObject(data, 0, true, func(key []byte, v Span) error {
 		switch {
-		case keyIs(key, "type"):
+		case KeyIs(key, "type"):
 			typ, _ = StringValue(data, v)
-		case keyIs(key, "delta"):
+		case KeyIs(key, "delta"):
 			delta = v
-		case keyIs(key, "response"):
+		case KeyIs(key, "response"):
 			resp = v
 		}
 		return nil
@@ -120,8 +120,8 @@ func (s *responsesStreamUsage) observe(ev sseEvent) {
 		if !resp.isObject(data) {
 			return
 		}
-		_, _ = scanObject(data, resp.Start, false, func(key []byte, v Span) error {
-			if keyIs(key, "usage") {
+		_, _ = ScanObject(data, resp.Start, false, func(key []byte, v Span) error {
+			if KeyIs(key, "usage") {
 				if u, ok := parseResponsesUsage(data, v); ok {
 					s.usage, s.reported = u, true
 				}

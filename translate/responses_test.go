@@ -37,9 +37,9 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, s1, s2, which uint8) {
 		prov := provs[int(which)%len(provs)]
 		w := requireSplitInvariant(t, APIResponses, prov, `{"model":"m","input":"hi","stream":true}`, b, s1, s2)
-		var p sseParser
+		var p SSEParser
 		var seq int64
-		require.NoError(t, p.Feed([]byte(w), func(ev sseEvent) {
+		require.NoError(t, p.Feed([]byte(w), func(ev SSEEvent) {
 			var e struct {
 				Type string `json:"type"`
 				Seq  *int64 `json:"sequence_number"`
@@ -50,7 +50,7 @@ func FuzzResponsesStream(f *testing.F) {
 			require.Equal(t, seq, *e.Seq)
 			seq++
 		}))
-		require.NoError(t, p.Flush(func(sseEvent) { t.Fatal("an event without its blank line") }))
+		require.NoError(t, p.Flush(func(SSEEvent) { t.Fatal("an event without its blank line") }))
 		if seq > 0 { // the stream always ends with a final response event
 			require.True(t, bytes.Contains([]byte(w), []byte("event: response.completed\n")) ||
 				bytes.Contains([]byte(w), []byte("event: response.incomplete\n")) ||

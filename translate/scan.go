@@ -62,7 +62,7 @@ func SkipSpace(b []byte, i int) int {
 // whitespace after it when top is set) and calls fn with the raw key bytes
 // (between the quotes) and the value span of every member, in order. It
 // returns the offset just after the object.
-func scanObject(b []byte, i int, top bool, fn func(key []byte, v Span) error) (int, error) {
+func ScanObject(b []byte, i int, top bool, fn func(key []byte, v Span) error) (int, error) {
 	i = SkipSpace(b, i)
 	if i >= len(b) {
 		return i, syntaxErr(b, i, "unexpected end of input, expected an object")
@@ -294,7 +294,7 @@ func skipNumber(b []byte, i int) (int, error) {
 
 // keyIs reports whether the raw key bytes (escapes not decoded) name want.
 // Keys with escapes are decoded first, so "mod\u0065l" is "model".
-func keyIs(raw []byte, want string) bool {
+func KeyIs(raw []byte, want string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw) == want
 	}

@@ -9,7 +9,7 @@ const maxSSEEvent = 8 << 20
 
 // sseEvent is one dispatched server-sent event. Its slices are valid only
 // during the callback.
-type sseEvent struct {
+type SSEEvent struct {
 	Event []byte // the "event:" field, empty for the default "message"
 	Data  []byte // the "data:" lines joined with '\n'
 }
@@ -18,7 +18,7 @@ type sseEvent struct {
 // line, between CR and LF), into events, following the WHATWG event-stream
 // rules: lines end with CRLF, LF or CR; ':' starts a comment; "data:" lines
 // accumulate; a blank line dispatches. It copies only what spans chunks.
-type sseParser struct {
+type SSEParser struct {
 	line    []byte // the incomplete line carried over from the previous chunk
 	data    []byte
 	event   []byte
@@ -30,7 +30,7 @@ type sseParser struct {
 }
 
 // Feed parses chunk and calls fn for every event it completes.
-func (p *sseParser) Feed(chunk []byte, fn func(ev sseEvent)) error {
+func (p *SSEParser) Feed(chunk []byte, fn func(ev SSEEvent)) error {
 	total := len(chunk)
 	if p.skipLF && len(chunk) > 0 {
 		if chunk[0] == '\n' {
@@ -90,7 +90,7 @@ func lineEnd(b []byte) int {
 
 // FeedAll feeds chunk and, at the end of the stream (eos), flushes: what
 // every stream translator does with each body chunk.
-func (p *sseParser) FeedAll(chunk []byte, eos bool, fn func(ev sseEvent)) error {
+func (p *SSEParser) FeedAll(chunk []byte, eos bool, fn func(ev SSEEvent)) error {
 	err := p.Feed(chunk, fn)
 	if err == nil && eos {
 		err = p.Flush(fn)
@@ -100,7 +100,7 @@ func (p *sseParser) FeedAll(chunk []byte, eos bool, fn func(ev sseEvent)) error 
 
 // Flush ends the stream: an event whose closing blank line never came is
 // dispatched anyway (providers sometimes omit it after the last event).
-func (p *sseParser) Flush(fn func(ev sseEvent)) error {
+func (p *SSEParser) Flush(fn func(ev SSEEvent)) error {
 	p.pos = -1
 	if len(p.line) > 0 {
 		if err := p.processLine(p.line, fn); err != nil {
@@ -112,7 +112,7 @@ func (p *sseParser) Flush(fn func(ev sseEvent)) error {
 	return nil
 }
 
-func (p *sseParser) processLine(line []byte, fn func(ev sseEvent)) error {
+func (p *SSEParser) processLine(line []byte, fn func(ev SSEEvent)) error {
 	if len(line) == 0 {
 		p.dispatch(fn)
 		return nil
@@ -143,9 +143,9 @@ func (p *sseParser) processLine(line []byte, fn func(ev sseEvent)) error {
 	return nil
 }
 
-func (p *sseParser) dispatch(fn func(ev sseEvent)) {
+func (p *SSEParser) dispatch(fn func(ev SSEEvent)) {
 	if p.hasData {
-		fn(sseEvent{Event: p.event, Data: p.data})
+		fn(SSEEvent{Event: p.event, Data: p.data})
 	}
 	p.data = p.data[:0]
 	p.event = p.event[:0]

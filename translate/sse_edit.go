@@ -19,9 +19,9 @@ type eventAction struct {
 // events that keeps every one passes as the same slice (no body mutation).
 // Inactive, every chunk passes unchanged and events are only observed.
 type sseEditor struct {
-	sse    sseParser
+	sse    SSEParser
 	active bool
-	fn     func(ev sseEvent) eventAction
+	fn     func(ev SSEEvent) eventAction
 
 	held    []byte // raw bytes of the incomplete event, from earlier chunks
 	chunk   []byte // the chunk being fed
@@ -90,7 +90,7 @@ func (e *sseEditor) stop() {
 	}
 }
 
-func (e *sseEditor) event(ev sseEvent) {
+func (e *sseEditor) event(ev SSEEvent) {
 	act := e.fn(ev)
 	if !e.active {
 		return
@@ -124,7 +124,7 @@ func (e *sseEditor) event(ev sseEvent) {
 // appendEdited appends the raw bytes of an event with act's splice applied
 // to its data: in place when the data is one "data:" line of raw, else the
 // event written anew (its event name and data lines; comments and ids go).
-func appendEdited(dst, raw []byte, ev sseEvent, act eventAction) []byte {
+func appendEdited(dst, raw []byte, ev SSEEvent, act eventAction) []byte {
 	if off := dataOffset(raw, ev.Data); off >= 0 {
 		dst = append(dst, raw[:off+act.at.Start]...)
 		dst = append(dst, act.with...)

@@ -12,9 +12,9 @@ type gotEvent struct{ Event, Data string }
 // parseAll feeds the chunks in order and flushes.
 func parseAll(t testing.TB, chunks ...string) []gotEvent {
 	t.Helper()
-	var p sseParser
+	var p SSEParser
 	var got []gotEvent
-	fn := func(ev sseEvent) { got = append(got, gotEvent{string(ev.Event), string(ev.Data)}) }
+	fn := func(ev SSEEvent) { got = append(got, gotEvent{string(ev.Event), string(ev.Data)}) }
 	for _, c := range chunks {
 		require.NoError(t, p.Feed([]byte(c), fn))
 	}
@@ -51,9 +51,9 @@ func TestSSEParser(t *testing.T) {
 }
 
 func TestSSEParserLimit(t *testing.T) {
-	var p sseParser
+	var p SSEParser
 	big := strings.Repeat("x", maxSSEEvent/4)
-	fn := func(sseEvent) {}
+	fn := func(SSEEvent) {}
 	var err error
 	for i := 0; i < 5 && err == nil; i++ {
 		err = p.Feed([]byte(big), fn)

@@ -53,23 +53,23 @@ func parseUsageNamed(b []byte, v Span, n *usageNames) (u openAIUsage, ok bool) {
 		if !v.isObject(b) {
 			return 0
 		}
-		_, _ = scanObject(b, v.Start, false, func(key []byte, v Span) error {
-			if keyIs(key, name) {
+		_, _ = ScanObject(b, v.Start, false, func(key []byte, v Span) error {
+			if KeyIs(key, name) {
 				n, _ = intValue(b, v)
 			}
 			return nil
 		})
 		return n
 	}
-	_, err := scanObject(b, v.Start, false, func(key []byte, v Span) error {
+	_, err := ScanObject(b, v.Start, false, func(key []byte, v Span) error {
 		switch {
-		case keyIs(key, n.prompt):
+		case KeyIs(key, n.prompt):
 			u.prompt, _ = intValue(b, v)
-		case keyIs(key, n.completion):
+		case KeyIs(key, n.completion):
 			u.completion, _ = intValue(b, v)
-		case keyIs(key, n.promptDetails):
+		case KeyIs(key, n.promptDetails):
 			u.cached = detail(v, "cached_tokens")
-		case keyIs(key, n.completionDetails):
+		case KeyIs(key, n.completionDetails):
 			u.reasoning = detail(v, "reasoning_tokens")
 		}
 		return nil
@@ -107,11 +107,11 @@ func (s *openAIStreamUsage) observe(data []byte) bool {
 // event is the usage-only one.
 func (s *openAIStreamUsage) parseUsage(data []byte) bool {
 	usage, choices := absent, absent
-	_, err := scanObject(data, 0, true, func(key []byte, v Span) error {
+	_, err := ScanObject(data, 0, true, func(key []byte, v Span) error {
 		switch {
-		case keyIs(key, "usage"):
+		case KeyIs(key, "usage"):
 			usage = v
-		case keyIs(key, "choices"):
+		case KeyIs(key, "choices"):
 			choices = v
 		}
 		return nil
@@ -168,8 +168,8 @@ func (s *openAIStreamUsage) result() (kernel.Usage, bool) {
 // topLevelMember returns the span of the named member of the JSON object b.
 func TopLevelMember(b []byte, name string) (Span, error) {
 	found := absent
-	_, err := scanObject(b, 0, true, func(key []byte, v Span) error {
-		if keyIs(key, name) {
+	_, err := ScanObject(b, 0, true, func(key []byte, v Span) error {
+		if KeyIs(key, name) {
 			found = v
 		}
 		return nil

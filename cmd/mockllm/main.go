@@ -47,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (mockllm.Config, error) {
 	fs.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "default output tokens (words) per reply")
 	fs.IntVar(&cfg.EmbeddingDimensions, "embedding-dimensions", cfg.EmbeddingDimensions, "embedding length when the request gives none")
 	fs.StringVar(&cfg.AdminKey, "admin-key", cfg.AdminKey, "admin key of the usage and cost reports (empty: refuse them)")
+	flagged := fs.String("flagged-words", strings.Join(cfg.FlaggedWords, ","), "comma-separated words POST /v1/moderations flags")
 	models := fs.String("models", strings.Join(cfg.Models, ","), "comma-separated model ids listed by GET /v1/models")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -55,5 +56,6 @@ func parseFlags(args []string, stderr io.Writer) (mockllm.Config, error) {
 		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	cfg.Models = strings.Split(*models, ",")
+	cfg.FlaggedWords = strings.FieldsFunc(*flagged, func(r rune) bool { return r == ',' })
 	return cfg, cfg.Validate()
 }

@@ -31,6 +31,9 @@ type Config struct {
 	// BatchDelay is how long a batch takes to run (batches.go); a request's
 	// x-mock-batch-delay overrides it.
 	BatchDelay time.Duration
+	// FlaggedWords are what POST /v1/moderations flags (moderation.go):
+	// an input containing one (ASCII case-insensitive) is flagged.
+	FlaggedWords []string
 }
 
 // DefaultConfig returns the defaults of the mockllm binary.
@@ -46,6 +49,7 @@ func DefaultConfig() Config {
 			"mock-embedding": {Input: 100_000_000},
 			"mock-claude":    {Input: 3_000_000_000, CachedInput: 300_000_000, CacheWrite: 3_750_000_000, Output: 15_000_000_000},
 		},
+		FlaggedWords:        []string{"flagme"},
 	}
 }
 

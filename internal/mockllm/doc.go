@@ -8,7 +8,9 @@
 // streamGenerateContent as SSE or a JSON array, countTokens, embeddings,
 // models; gemini.go documents its rules) and the Amazon Bedrock runtime
 // (Converse, ConverseStream as AWS event-stream frames, InvokeModel
-// embeddings; every SigV4 signature verified; bedrock.go). It serves tests, demos and benchmarks, and
+// embeddings; every SigV4 signature verified; bedrock.go), and OpenAI's
+// moderation endpoint (POST /v1/moderations, flagging Config.FlaggedWords;
+// moderation.go). It serves tests, demos and benchmarks, and
 // keeps its own bill (GET /stats) so Tollgate's ledger can be reconciled
 // against what the "provider" actually delivered.
 //

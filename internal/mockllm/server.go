@@ -57,6 +57,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/completions", s.openAI(s.completions))
 	s.mux.HandleFunc("POST /v1/embeddings", s.openAI(s.embeddings))
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /v1/moderations", s.openAI(s.moderations)) // moderation.go
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.azure(s.chat))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/completions", s.azure(s.completions))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/embeddings", s.azure(s.embeddings))

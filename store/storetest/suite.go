@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"MCP", s.mcpTests()},
 		{"Sessions", s.sessionsTests()},
 		{"SpendByScope", s.spendByScopeTests()},
+		{"Guardrails", s.guardrailTests()}, // guardrails.go
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {
