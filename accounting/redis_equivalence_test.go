@@ -49,6 +49,10 @@ func TestSameAsKernel(t *testing.T) {
 			if rapid.Bool().Draw(rt, name+"-rolling") {
 				l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: money(name+"-rl", 0, 300_000), Period: rolling})
 			}
+			if rapid.Bool().Draw(rt, name+"-soft") { // a soft window only warns
+				p := rapid.SampledFrom([]kernel.Period{daily, total, rolling}).Draw(rt, name+"-softp")
+				l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: money(name+"-sl", 0, 200_000), Period: p, Soft: true})
+			}
 			if rapid.Bool().Draw(rt, name+"-models") {
 				l.Models = []string{"small"}
 			}

@@ -94,6 +94,8 @@ type BudgetDoc struct {
 	Anchor time.Time `yaml:"anchor"` // rolling only
 	// TimeZone is the IANA zone of daily/weekly/monthly periods; empty is UTC.
 	TimeZone string `yaml:"time_zone"`
+	// Soft budgets never refuse: past the limit they warn and alert.
+	Soft bool `yaml:"soft"`
 }
 
 // LimitsHolder carries only limits (the global scope).
@@ -214,7 +216,7 @@ func limitsFromDoc(field string, d LimitsDoc) (kernel.Limits, error) {
 		if err != nil {
 			return l, err
 		}
-		l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: n, Period: p})
+		l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: n, Period: p, Soft: b.Soft})
 	}
 	return l, nil
 }

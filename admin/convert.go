@@ -92,7 +92,7 @@ func limitsIn(field string, l *adminv1.Limits) (kernel.Limits, error) {
 			p.Every = b.GetEvery().AsDuration()
 			p.Anchor = tsIn(b.GetAnchor())
 		}
-		out.Budgets = append(out.Budgets, kernel.BudgetWindow{Limit: lim, Period: p})
+		out.Budgets = append(out.Budgets, kernel.BudgetWindow{Limit: lim, Period: p, Soft: b.GetSoft()})
 	}
 	out.RPM, out.TPM, out.MaxParallel = l.GetRpm(), l.GetTpm(), l.GetMaxParallel()
 	out.Models = slices.Clone(l.GetModels())
@@ -119,7 +119,7 @@ func limitsOut(l kernel.Limits) *adminv1.Limits {
 		out.Shortfall = adminv1.Shortfall_SHORTFALL_REJECT
 	}
 	for _, b := range l.Budgets {
-		w := &adminv1.BudgetWindow{Limit: moneyOut(b.Limit), Period: periodsOut[b.Period.Kind]}
+		w := &adminv1.BudgetWindow{Limit: moneyOut(b.Limit), Period: periodsOut[b.Period.Kind], Soft: b.Soft}
 		if loc := b.Period.Location; loc != nil && loc != time.UTC && loc.String() != "UTC" {
 			w.TimeZone = loc.String()
 		}

@@ -98,6 +98,7 @@ func parsePeriod(s string) (*adminv1.BudgetWindow, error) {
 // orgs and customers.
 type limitsFlags struct {
 	budgets, periods multi
+	softBudgets      multi
 	clearBudgets     bool
 	rpm, tpm, par    int64
 	models           string
@@ -108,6 +109,7 @@ type limitsFlags struct {
 func (l *limitsFlags) register(fs *flag.FlagSet) {
 	fs.Var(&l.budgets, "budget", "budget in dollars, e.g. 10.50 or 10.50/monthly (repeatable)")
 	fs.Var(&l.periods, "budget-period", "period of the matching --budget: total, daily, weekly, monthly or rolling:DURATION (default total)")
+	fs.Var(&l.softBudgets, "soft-budget", "a soft budget in dollars, e.g. 50/monthly: never refuses, warns (x-tollgate-budget-warning) and alerts once reached (repeatable)")
 	fs.BoolVar(&l.clearBudgets, "clear-budgets", false, "remove every budget (update)")
 	fs.Int64Var(&l.rpm, "rpm", 0, "requests per minute (0: no limit)")
 	fs.Int64Var(&l.tpm, "tpm", 0, "tokens per minute (0: no limit)")
@@ -120,7 +122,7 @@ func (l *limitsFlags) register(fs *flag.FlagSet) {
 
 // flagPaths maps limits flags to update_mask paths.
 var flagPaths = map[string]string{
-	"budget": "limits.budgets", "budget-period": "limits.budgets", "clear-budgets": "limits.budgets",
+	"budget": "limits.budgets", "budget-period": "limits.budgets", "clear-budgets": "limits.budgets", "soft-budget": "limits.budgets",
 	"rpm": "limits.rpm", "tpm": "limits.tpm", "max-parallel": "limits.max_parallel", "models": "limits.models",
 	"expires": "limits.expires_at", "budget-mode": "limits.mode", "shortfall": "limits.shortfall",
 }
@@ -142,7 +144,7 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 	if len(l.periods) > len(l.budgets) {
 		return nil, fmt.Errorf("%w: %d --budget-period for %d --budget", ErrUsage, len(l.periods), len(l.budgets))
 	}
-	if l.clearBudgets && len(l.budgets) > 0 {
+	if l.clearBudgets && len(l.budgets)+len(l.softBudgets) > 0 {
 		return nil, fmt.Errorf("%w: --clear-budgets and --budget together", ErrUsage)
 	}
 	for i, b := range l.budgets {
@@ -160,6 +162,21 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 		if w.Limit, err = dollars("budget", amount); err != nil {
 			return nil, err
 		}
+		out.Budgets = append(out.Budgets, w)
+	}
+	for _, b := range l.softBudgets {
+		amount, period, inline := strings.Cut(b, "/")
+		if !inline {
+			period = "total"
+		}
+		w, err := parsePeriod(period)
+		if err != nil {
+			return nil, err
+		}
+		if w.Limit, err = dollars("soft-budget", amount); err != nil {
+			return nil, err
+		}
+		w.Soft = true
 		out.Budgets = append(out.Budgets, w)
 	}
 	out.Models = splitList(l.models)

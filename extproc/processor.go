@@ -577,6 +577,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		l = l.addInt(hdrAttempts, int64(s.att.number()))
 	}
 	l = l.addRateLimits(s.decision.RateLimit)
+	l = l.addBudgetWarnings(s.decision.Warnings)
 	if rh, ok := s.tr.(replyHeaderer); ok {
 		l = l.addAll(rh.replyHeaders())
 	}

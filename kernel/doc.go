@@ -53,6 +53,11 @@
 // Estimate: a window refuses when spent ≥ limit; nothing is reserved, and the
 // last requests of a window may overshoot by their own cost.
 //
+// Soft windows (BudgetWindow.Soft), in either mode, never refuse nor clamp:
+// they are skipped by the checks above, their counters are kept as for any
+// window, and when the request is admitted every soft window whose spent is
+// ≥ its limit is named in Decision.Warnings (scope order, then budget order).
+//
 // Tokens counted for tpm: strict, the input bound plus the output bound after
 // clamping (the requested bound when the budget refuses); estimate,
 // ceil(PromptBytes / 4).

@@ -200,6 +200,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 	// Budgets first, as they decide the output bound the rate limits count.
 	n := outBound
 	budgetFail := -1
+	var warnings []BudgetWarning
 	var inCost u128
 	inCost.addMul(inBound, inPrice)
 	for i := range req.Scopes {
@@ -209,6 +210,12 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		}
 		for _, b := range lim.Budgets {
 			w := s.window(res.scopes[i], b.Period, now, nowN)
+			if b.Soft {
+				if w.spent >= b.Limit {
+					warnings = append(warnings, BudgetWarning{Scope: req.Scopes[i].Ref, Period: b.Period, Limit: b.Limit, Spent: w.spent})
+				}
+				continue
+			}
 			if budgetFail >= 0 {
 				continue // keep creating windows so that reservations cover them
 			}
@@ -300,6 +307,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		Clamped:   n < outBound,
 		Reserved:  reserved,
 		RateLimit: rateInfo(req.Scopes, res.scopes, minuteLeft),
+		Warnings:  warnings,
 	}
 }
 

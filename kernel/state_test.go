@@ -497,3 +497,37 @@ func snapshot(s *State, now time.Time) stateSnapshot {
 	}
 	return out
 }
+
+func TestSoftBudgetPassesAndWarns(t *testing.T) {
+	s := NewState()
+	// The team's daily budget is soft ($0.000000200): it neither clamps nor
+	// refuses; the key's strict total budget still does.
+	team := &Limits{Budgets: []BudgetWindow{{Limit: 200, Period: daily, Soft: true}}}
+	key := &Limits{Budgets: []BudgetWindow{{Limit: 1000, Period: total}}}
+	for i := range 3 {
+		id := string(rune('a' + i))
+		d := s.Admit(t0, request(id, key, team))
+		require.True(t, d.Admitted, "request %d", i)
+		require.False(t, d.Clamped)
+		if i < 2 {
+			require.Nil(t, d.Warnings, "request %d: under the soft limit", i)
+		} else {
+			require.Equal(t, []BudgetWarning{{Scope: teamRef, Period: daily, Limit: 200, Spent: 300}}, d.Warnings)
+		}
+		_, ok := s.Settle(t0, id, Usage{Input: 100, Output: 50}, StatusCompleted)
+		require.True(t, ok)
+	}
+	spent, _ := s.Usage(teamRef, daily, t0)
+	require.Equal(t, Money(450), spent, "the soft window counts past its limit")
+	// The strict key budget ($1000 nano) refuses once 900 is spent and 150 more would not fit.
+	for i := 3; i < 6; i++ {
+		s.Admit(t0, request(string(rune('a'+i)), key, team))
+		s.Settle(t0, string(rune('a'+i)), Usage{Input: 100, Output: 50}, StatusCompleted)
+	}
+	r := request("z", key, team)
+	r.MaxTokens = 0
+	d := s.Admit(t0, r)
+	require.False(t, d.Admitted)
+	require.Equal(t, ReasonBudgetExceeded, d.Reason)
+	require.Equal(t, keyRef, d.Scope)
+}

@@ -91,10 +91,23 @@ type Period struct {
 	Location *time.Location `json:"-"`               // calendar periods; nil means UTC
 }
 
-// BudgetWindow is a spending limit over one period.
+// BudgetWindow is a spending limit over one period. A Soft window never
+// refuses nor clamps a request: its counters are kept as for any other
+// window, and an admission while its spent has reached Limit carries a
+// BudgetWarning (the processor's x-tollgate-budget-warning header, and alerts).
 type BudgetWindow struct {
 	Limit  Money  `json:"limit"`
 	Period Period `json:"period"`
+	Soft   bool   `json:"soft,omitempty"`
+}
+
+// BudgetWarning names a soft budget window whose spent had reached its limit
+// when a request was admitted.
+type BudgetWarning struct {
+	Scope  ScopeRef
+	Period Period
+	Limit  Money
+	Spent  Money
 }
 
 // BudgetMode says how hard a budget is.
@@ -206,6 +219,9 @@ type Decision struct {
 	// Reserved is the worst-case cost held on every budget scope.
 	Reserved  Money
 	RateLimit RateLimitInfo
+	// Warnings are the soft budget windows past their limit, in scope and
+	// budget order (admitted requests only; nil when none).
+	Warnings []BudgetWarning
 }
 
 // Status is how a request ended.

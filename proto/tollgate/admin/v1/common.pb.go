@@ -324,7 +324,10 @@ type BudgetWindow struct {
 	Anchor *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=anchor,proto3" json:"anchor,omitempty"`
 	// time_zone is the IANA time zone (e.g. "Europe/Paris") whose midnight starts
 	// daily, weekly and monthly periods; empty means UTC.
-	TimeZone      string `protobuf:"bytes,5,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	TimeZone string `protobuf:"bytes,5,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// soft: the budget never refuses nor clamps; once its spent reaches the
+	// limit, admitted requests carry x-tollgate-budget-warning (and alert).
+	Soft          bool `protobuf:"varint,6,opt,name=soft,proto3" json:"soft,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -392,6 +395,13 @@ func (x *BudgetWindow) GetTimeZone() string {
 		return x.TimeZone
 	}
 	return ""
+}
+
+func (x *BudgetWindow) GetSoft() bool {
+	if x != nil {
+		return x.Soft
+	}
+	return false
 }
 
 // Limits are everything one scope (key, user, team, org, customer) may carry.
@@ -561,13 +571,14 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\x1etollgate/admin/v1/common.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"<\n" +
 	"\x05Money\x12\x19\n" +
 	"\bnano_usd\x18\x01 \x01(\x03R\ananoUsd\x12\x18\n" +
-	"\adollars\x18\x02 \x01(\tR\adollars\"\xf7\x01\n" +
+	"\adollars\x18\x02 \x01(\tR\adollars\"\x8b\x02\n" +
 	"\fBudgetWindow\x12.\n" +
 	"\x05limit\x18\x01 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05limit\x125\n" +
 	"\x06period\x18\x02 \x01(\x0e2\x1d.tollgate.admin.v1.PeriodKindR\x06period\x12/\n" +
 	"\x05every\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05every\x122\n" +
 	"\x06anchor\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06anchor\x12\x1b\n" +
-	"\ttime_zone\x18\x05 \x01(\tR\btimeZone\"\xcc\x02\n" +
+	"\ttime_zone\x18\x05 \x01(\tR\btimeZone\x12\x12\n" +
+	"\x04soft\x18\x06 \x01(\bR\x04soft\"\xcc\x02\n" +
 	"\x06Limits\x129\n" +
 	"\abudgets\x18\x01 \x03(\v2\x1f.tollgate.admin.v1.BudgetWindowR\abudgets\x12\x10\n" +
 	"\x03rpm\x18\x02 \x01(\x03R\x03rpm\x12\x10\n" +
