@@ -33,8 +33,8 @@
 //
 // # Admission
 //
-// A request names its scopes, key first (then user, team, org, customer,
-// global; scopes must be distinct). A scope with nil Limits is only counted.
+// A request names its scopes, key first (then its run when it names one, then
+// user, team, org, customer, global; scopes must be distinct). A scope with nil Limits is only counted.
 // The budget mode (strict or estimate) and the shortfall policy (clamp or
 // reject) of the whole request come from Scopes[0].Limits (nil: strict, clamp).
 //
@@ -113,8 +113,11 @@
 // the global scope anyway, and a single lock keeps admission all-or-nothing
 // without lock ordering. Admit+Settle costs about 0.6 µs of CPU and one
 // allocation (the Settlement's scope list); see BenchmarkAdmitSettle. A scope's
-// counters are kept once it has been seen and never dropped (a few hundred
-// bytes per scope); a reservation is dropped when settled or expired.
+// counters are kept once it has been seen (a few hundred bytes per scope) and
+// dropped only when its Limits carry a TTL (run scopes): Expire forgets such a
+// scope once nothing is in flight on it and its last admission or settlement
+// is TTL or more before now; its next admission starts it afresh (the accountants seed it
+// from the ledger). A reservation is dropped when settled or expired.
 //
 // # Seeding
 //

@@ -184,6 +184,16 @@ func newWorld(t *rapid.T, opts worldOptions) *world {
 		key := add(ref, drawLimits(t, ref.String(), true, opts.mode))
 		team := teamScopes[rapid.IntRange(0, teams-1).Draw(t, ref.String()+".team")]
 		w.keys = append(w.keys, []Scope{key, team, global})
+		// A run of the key: one more level (its TTL outlives the test, so
+		// the run is never forgotten here; TestRunScopeForgotten covers that).
+		if rapid.Bool().Draw(t, ref.String()+".run") {
+			pol := RunPolicy{Budget: Money(rapid.Int64Range(0, 20_000).Draw(t, ref.String()+".runBudget")), TTL: 10_000 * time.Hour}
+			if rapid.Bool().Draw(t, ref.String()+".runRPM") {
+				pol.RPM = rapid.Int64Range(1, 6).Draw(t, ref.String()+".runRPMValue")
+			}
+			run := add(ScopeRef{Kind: ScopeRun, ID: RunScopeID(ref, "run1")}, pol.Limits())
+			w.keys = append(w.keys, []Scope{key, run, team, global})
+		}
 	}
 	for range rapid.IntRange(1, 2).Draw(t, "prices") {
 		pm := rapid.Int64Range(0, 1_500_000)

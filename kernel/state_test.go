@@ -531,3 +531,56 @@ func TestSoftBudgetPassesAndWarns(t *testing.T) {
 	require.Equal(t, ReasonBudgetExceeded, d.Reason)
 	require.Equal(t, keyRef, d.Scope)
 }
+
+func TestRunBudgetStopsALoop(t *testing.T) {
+	s := NewState()
+	pol := RunPolicy{Budget: 1000, RPM: 100, TTL: time.Hour}
+	run := Scope{Ref: ScopeRef{Kind: ScopeRun, ID: RunScopeID(keyRef, "agent-1")}, Limits: pol.Limits()}
+	require.Equal(t, "key:k1/agent-1", run.Ref.ID)
+	admitted := 0
+	for i := range 50 {
+		r := request("a"+string(rune('0'+i/10))+string(rune('0'+i%10)), &Limits{Shortfall: Reject}, nil)
+		r.Scopes = []Scope{r.Scopes[0], run, r.Scopes[1], r.Scopes[2]}
+		d := s.Admit(t0, r)
+		if !d.Admitted {
+			require.Equal(t, ReasonBudgetExceeded, d.Reason)
+			require.Equal(t, run.Ref, d.Scope)
+			continue
+		}
+		admitted++
+		_, ok := s.Settle(t0, r.ID, Usage{Input: 100, Output: 50}, StatusCompleted)
+		require.True(t, ok)
+	}
+	require.Equal(t, 6, admitted, "150 a call, 1000 the run's budget")
+	spent, reserved := s.Usage(run.Ref, total, t0)
+	require.Equal(t, Money(900), spent)
+	require.Zero(t, reserved)
+	// Another run of the same key has a budget of its own.
+	other := Scope{Ref: ScopeRef{Kind: ScopeRun, ID: RunScopeID(keyRef, "agent-2")}, Limits: pol.Limits()}
+	r := request("b", nil, nil)
+	r.Scopes = []Scope{r.Scopes[0], other, r.Scopes[1], r.Scopes[2]}
+	require.True(t, s.Admit(t0, r).Admitted)
+}
+
+func TestRunScopeForgotten(t *testing.T) {
+	s := NewState()
+	run := Scope{Ref: ScopeRef{Kind: ScopeRun, ID: "key:k1/r"}, Limits: (&RunPolicy{Budget: 1000, TTL: time.Hour}).Limits()}
+	r := request("a", nil, nil)
+	r.Scopes = []Scope{r.Scopes[0], run}
+	r.Lease = 3 * time.Hour
+	require.True(t, s.Admit(t0, r).Admitted)
+	// In flight past the TTL: kept.
+	s.Expire(t0.Add(2 * time.Hour))
+	require.True(t, s.Known(run.Ref))
+	_, ok := s.Settle(t0.Add(2*time.Hour), "a", Usage{Input: 100}, StatusCompleted)
+	require.True(t, ok)
+	s.Expire(t0.Add(2*time.Hour + 59*time.Minute))
+	require.True(t, s.Known(run.Ref), "idle since its settlement at 2h, not its admission")
+	spent, _ := s.Usage(run.Ref, total, t0.Add(2*time.Hour))
+	require.Equal(t, Money(100), spent)
+	s.Expire(t0.Add(3 * time.Hour))
+	require.False(t, s.Known(run.Ref), "idle for its TTL: forgotten")
+	require.True(t, s.Known(keyRef), "scopes without a TTL stay")
+	require.ErrorIs(t, (&Limits{TTL: -1}).Validate(), ErrBadLimits)
+	require.ErrorIs(t, (&Limits{Run: &RunPolicy{Budget: -1}}).Validate(), ErrBadLimits)
+}
