@@ -293,7 +293,13 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 		}
 		expired := !lim.ExpiresAt.IsZero() && !now.Before(lim.ExpiresAt)
 		denied := len(lim.Models) > 0 && !slices.Contains(lim.Models, req.Model)
-		o.num(1, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, int64(len(lim.Budgets)))
+		has := int64(1)
+		if lim.TTL > 0 {
+			// The hash outlives every reservation admitted up to now (and the
+			// ledger seeds the run again once it has expired).
+			has = 1 + int64((max(lim.TTL, lease)+time.Minute)/time.Second)
+		}
+		o.num(has, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, int64(len(lim.Budgets)))
 		var periods []kernel.Period
 		for _, b := range lim.Budgets {
 			sp := windowAt(key, req.Scopes[i].Ref, b.Period, now)

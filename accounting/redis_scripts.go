@@ -32,7 +32,8 @@ const (
 // output price = qo·1e6+ro, so that every product stays an exact integer in a
 // double) [15] lease score [16] estimate tokens [17] scope TTL (s) [18] record
 // TTL (ms) [19] the worst cost written in the record string (-1: none) [20]
-// the length of its head, then per scope 7 values: has limits, expired, model
+// the length of its head, then per scope 7 values: has limits (0 no, 1 yes,
+// k > 1 yes with a TTL of its own of k-1 s, Limits.TTL), expired, model
 // denied, max parallel, rpm, tpm, number of budgets; then per window the
 // index of its scope; then per budget, in scope order: window index, limit
 // (-1-limit for a soft window, which never refuses).
@@ -120,7 +121,7 @@ if mode == 1 then tokens = A[16] end
 
 for i = 1, nS do
   local b = 21 + 7 * (i - 1)
-  if A[b] == 1 then
+  if A[b] >= 1 then
     local code = 0
     local par, rpm, tpm = A[b+3], A[b+4], A[b+5]
     if A[b+1] == 1 then code = 1
@@ -154,7 +155,8 @@ for i = 1, nS do
   local r, k = SR[i] + 1, SK[i] + tokens
   e.n, e.f, e.m, e.r, e.k, e[1] = true, SF[i] + 1, SM[i], r, k, true
   T[i], T[nS+i] = r, k
-  if SX[i] then e[2] = ttl end -- refreshed once a minute
+  local own = A[21 + 7*(i-1)] - 1 -- a scope TTL of its own (runs), refreshed at each admission
+  if own > 0 then e[2] = own elseif SX[i] then e[2] = ttl end -- else refreshed once a minute
 end
 if reserved > 0 then
   for w = 1, nW do

@@ -56,6 +56,9 @@ func Gen(n int, seed uint64, prefix string) []store.LedgerEntry {
 			StartedAt:  ended.Add(-time.Duration(r.Int64N(int64(time.Minute/time.Microsecond))) * time.Microsecond),
 			EndedAt:    ended,
 		}
+		if run := pick("run", 3, 2); run != "" { // the run scope of its key, or none (NULL)
+			out[i].RunID = kernel.RunScopeID(kernel.ScopeRef{Kind: kernel.ScopeKey, ID: out[i].KeyID}, run)
+		}
 	}
 	return out
 }
