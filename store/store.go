@@ -78,12 +78,12 @@ type Config interface {
 
 // LedgerEntry is one settled request.
 type LedgerEntry struct {
-	RequestID  string        `json:"request_id"`
-	KeyID      string        `json:"key_id"`
-	UserID     string        `json:"user_id,omitempty"`
-	TeamID     string        `json:"team_id,omitempty"`
-	OrgID      string        `json:"org_id,omitempty"`
-	CustomerID string        `json:"customer_id,omitempty"`
+	RequestID  string `json:"request_id"`
+	KeyID      string `json:"key_id"`
+	UserID     string `json:"user_id,omitempty"`
+	TeamID     string `json:"team_id,omitempty"`
+	OrgID      string `json:"org_id,omitempty"`
+	CustomerID string `json:"customer_id,omitempty"`
 	// RunID is the run scope's id (kernel.RunScopeID) when the request named a run.
 	RunID      string        `json:"run_id,omitempty"`
 	Model      string        `json:"model"`      // public model name
