@@ -56,6 +56,7 @@ type Accountant struct {
 
 	mu     sync.Mutex
 	seeded map[seedKey]time.Time // window start seeded from the ledger
+	runMu  sync.Mutex            // one run seeded at a time (seedRuns)
 
 	cp checkpointer // the counters' usage checkpoints (nil: none; checkpoint.go)
 
@@ -153,7 +154,41 @@ func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kerne
 	if req.Lease == 0 {
 		req.Lease = a.lease
 	}
+	if a.local != nil {
+		if err := a.seedRuns(ctx, req.Scopes); err != nil {
+			return kernel.Decision{}, err
+		}
+	}
 	return a.counters.Admit(ctx, a.now(), req)
+}
+
+// seedRuns seeds, from the ledger, the budget of every run scope of a
+// request that the local counters do not hold (new, or forgotten after its
+// TTL): a run's budget covers its whole life. Shared counters seed runs
+// themselves, as any window.
+func (a *Accountant) seedRuns(ctx context.Context, scopes []kernel.Scope) error {
+	for _, sc := range scopes {
+		if sc.Ref.Kind != kernel.ScopeRun || sc.Limits == nil || len(sc.Limits.Budgets) == 0 {
+			continue
+		}
+		a.runMu.Lock()
+		err := func() error {
+			if a.local.Known(sc.Ref) {
+				return nil
+			}
+			spent, err := a.spend.ScopeSpend(ctx, sc.Ref, time.Time{}, time.Time{})
+			if err != nil {
+				return fmt.Errorf("accounting: seed run %s: %w", sc.Ref.ID, err)
+			}
+			a.local.Seed(sc.Ref, kernel.Period{Kind: kernel.PeriodTotal}, time.Time{}, spent)
+			return nil
+		}()
+		a.runMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Settle charges the exact cost of a finished request, releases its
@@ -332,6 +367,8 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 			e.OrgID = r.ID
 		case kernel.ScopeCustomer:
 			e.CustomerID = r.ID
+		case kernel.ScopeRun:
+			e.RunID = r.ID
 		case kernel.ScopeGlobal:
 		}
 	}
