@@ -103,6 +103,16 @@ func limitsIn(field string, l *adminv1.Limits) (kernel.Limits, error) {
 	if l.GetShortfall() == adminv1.Shortfall_SHORTFALL_REJECT {
 		out.Shortfall = kernel.Reject
 	}
+	if r := l.GetRun(); r != nil {
+		b, err := moneyIn(field+".run.budget", r.GetBudget())
+		if err != nil {
+			return out, err
+		}
+		out.Run = &kernel.RunPolicy{Budget: b, RPM: r.GetRpm(), TTL: r.GetTtl().AsDuration()}
+		if out.Run.RPM < 0 || out.Run.TTL < 0 {
+			return out, errorf(ErrInvalid, "%s.run: rpm and ttl must not be negative", field)
+		}
+	}
 	return out, nil
 }
 
@@ -128,6 +138,12 @@ func limitsOut(l kernel.Limits) *adminv1.Limits {
 			w.Anchor = tsOut(b.Period.Anchor)
 		}
 		out.Budgets = append(out.Budgets, w)
+	}
+	if r := l.Run; r != nil {
+		out.Run = &adminv1.RunPolicy{Budget: moneyOut(r.Budget), Rpm: r.RPM}
+		if r.TTL > 0 {
+			out.Run.Ttl = durationpb.New(r.TTL)
+		}
 	}
 	return out
 }
@@ -155,6 +171,8 @@ func applyLimitsMask(dst *kernel.Limits, src kernel.Limits, paths []string) {
 			dst.Mode = src.Mode
 		case "limits.shortfall":
 			dst.Shortfall = src.Shortfall
+		case "limits.run":
+			dst.Run = src.Run
 		}
 	}
 }

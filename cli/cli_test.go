@@ -190,7 +190,7 @@ func TestCommands(t *testing.T) {
 				// Keys.
 				{args: []string{"key", "create", "--id", "k1", "--team", "platform", "--alias", "ci", "--budget", "10.50", "--budget-period", "monthly", "--rpm", "60", "--meta", "env=ci"}, want: []string{"SECRET", "tg-", "$10.50/monthly", "env=ci", "acme"}},
 				{args: []string{"key", "list", "--team", "platform"}, want: []string{"k1", "ci", "active", "$10.50/monthly"}},
-				{args: []string{"key", "update", "k1", "--tpm", "1000", "--alias", "ci2", "--budget", "20/monthly", "--budget", "1/daily", "--soft-budget", "15/monthly"}, want: []string{"ci2", "1000", "$20.00/monthly, $1.00/daily, $15.00/monthly (soft)"}},
+				{args: []string{"key", "update", "k1", "--tpm", "1000", "--alias", "ci2", "--budget", "20/monthly", "--budget", "1/daily", "--soft-budget", "15/monthly", "--run-budget", "2.50", "--run-rpm", "30", "--run-ttl", "30m"}, want: []string{"ci2", "1000", "$20.00/monthly, $1.00/daily, $15.00/monthly (soft)"}},
 				{args: []string{"key", "get", "k1"}, want: []string{"ci2", "60"}},
 				{args: []string{"key", "rotate", "k1", "--grace", "1h"}, want: []string{"SECRET", "OLD SECRET VALID UNTIL"}},
 				{args: []string{"key", "revoke", "k1"}, want: []string{"key k1 revoked"}},
@@ -205,6 +205,7 @@ func TestCommands(t *testing.T) {
 				{Limit: kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodDaily}},
 				{Limit: 15 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodMonthly}, Soft: true},
 			}, k.Limits.Budgets)
+			require.Equal(t, &kernel.RunPolicy{Budget: 2_500_000_000, RPM: 30, TTL: 30 * time.Minute}, k.Limits.Run)
 			p, _, err := store.Get[store.Provider](ctx, s.st, "openai")
 			require.NoError(t, err)
 			plain, err := s.sealer.Open(p.Credential)

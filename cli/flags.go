@@ -104,6 +104,9 @@ type limitsFlags struct {
 	models           string
 	expires          string
 	mode, shortfall  string
+	runBudget        string // --run-budget: each run's budget (dollars)
+	runRPM           int64
+	runTTL           string
 }
 
 func (l *limitsFlags) register(fs *flag.FlagSet) {
@@ -117,6 +120,9 @@ func (l *limitsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.models, "models", "", "allowed public model names, comma-separated (empty: all)")
 	fs.StringVar(&l.expires, "expires", "", "expiry: a date, an RFC 3339 time or a duration from now (30d); \"never\" clears it")
 	fs.StringVar(&l.mode, "budget-mode", "", "strict (never overspend, default) or estimate")
+	fs.StringVar(&l.runBudget, "run-budget", "", "each run's budget in dollars (requests with x-tollgate-run-id), e.g. 2.50")
+	fs.Int64Var(&l.runRPM, "run-rpm", 0, "each run's requests per minute (0: no limit)")
+	fs.StringVar(&l.runTTL, "run-ttl", "", "how long an idle run's counters are kept, e.g. 1h (default 1h)")
 	fs.StringVar(&l.shortfall, "shortfall", "", "when a strict budget cannot cover max_tokens: clamp (default) or reject")
 }
 
@@ -125,6 +131,7 @@ var flagPaths = map[string]string{
 	"budget": "limits.budgets", "budget-period": "limits.budgets", "clear-budgets": "limits.budgets", "soft-budget": "limits.budgets",
 	"rpm": "limits.rpm", "tpm": "limits.tpm", "max-parallel": "limits.max_parallel", "models": "limits.models",
 	"expires": "limits.expires_at", "budget-mode": "limits.mode", "shortfall": "limits.shortfall",
+	"run-budget": "limits.run", "run-rpm": "limits.run", "run-ttl": "limits.run",
 }
 
 // paths is the update mask of the limits flags given.
@@ -178,6 +185,22 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 		}
 		w.Soft = true
 		out.Budgets = append(out.Budgets, w)
+	}
+	if l.runBudget != "" || l.runRPM != 0 || l.runTTL != "" {
+		out.Run = &adminv1.RunPolicy{Rpm: l.runRPM}
+		if l.runBudget != "" {
+			var err error
+			if out.Run.Budget, err = dollars("run-budget", l.runBudget); err != nil {
+				return nil, err
+			}
+		}
+		if l.runTTL != "" {
+			d, err := parseDuration(l.runTTL)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%w: --run-ttl %q: give a duration such as 1h or 30m", ErrUsage, l.runTTL)
+			}
+			out.Run.Ttl = durationpb.New(d)
+		}
 	}
 	out.Models = splitList(l.models)
 	if l.expires != "" && l.expires != "never" {

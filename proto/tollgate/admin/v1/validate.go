@@ -143,7 +143,7 @@ func mask(field string, m *fieldmaskpb.FieldMask, allowed ...string) error {
 // LimitsPaths are the update_mask paths that change limits.
 var LimitsPaths = []string{
 	"limits", "limits.budgets", "limits.rpm", "limits.tpm", "limits.max_parallel",
-	"limits.models", "limits.expires_at", "limits.mode", "limits.shortfall",
+	"limits.models", "limits.expires_at", "limits.mode", "limits.shortfall", "limits.run",
 }
 
 func withLimits(paths ...string) []string { return append(paths, LimitsPaths...) }
