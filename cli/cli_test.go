@@ -263,9 +263,12 @@ func TestSpendAndAuditCommands(t *testing.T) {
 					StartedAt: end.Add(-time.Second), EndedAt: end,
 				})
 			}
+			entries[1].RunID = "key:k1/agent-7" // one call of a run
 			require.NoError(t, s.st.Append(ctx, entries...))
 			require.NoError(t, s.st.Flush(ctx))
 			runSteps(t, s, []step{
+				{args: []string{"spend", "total", "--run", "key:k1/agent-7", "--since", "2026-03-01"}, want: []string{"run key:k1/agent-7", "$0.0025", " 1 ", "1100"}},
+				{args: []string{"spend", "logs", "--run", "key:k1/agent-7", "--since", "2026-03-01"}, want: []string{"req-b", "$0.0025"}},
 				{args: []string{"spend", "total", "--team", "platform", "--since", "2026-03-10", "--until", "2026-03-13"}, want: []string{"team platform", "$0.0075", "3", "3300"}},
 				{args: []string{"spend", "total", "--model", "gpt-4o", "--since", "2026-03-11", "--until", "2026-03-13"}, want: []string{"$0.00625", "2"}},
 				{args: []string{"spend", "daily", "--key", "k1", "--since", "2026-03-10", "--until", "2026-03-13"}, want: []string{"2026-03-10  $0.00125", "2026-03-11  $0.0025", "2026-03-12  $0.00375"}},

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register(
-		&command{noun: "spend", verb: "total", help: "total spend of a scope (--key/--user/--team/--org/--customer, --model)", setup: spendTotal},
+		&command{noun: "spend", verb: "total", help: "total spend of a scope (--key/--user/--team/--org/--customer/--run, --model)", setup: spendTotal},
 		&command{noun: "spend", verb: "daily", help: "spend per day (or --step) of a scope", setup: spendDaily},
 		&command{noun: "spend", verb: "logs", help: "per-request ledger rows of a scope", setup: spendLogs},
 		&command{noun: "audit", verb: "list", help: "admin changes: who did what, when", setup: auditList},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -233,10 +234,17 @@ func scope(prefix string, s *Scope) error {
 	if s == nil {
 		return nil
 	}
-	if err := enumValue(prefix+"kind", s.GetKind(), ScopeKind_SCOPE_KIND_KEY); err != nil {
+	if err := enumValue(prefix+"kind", s.GetKind(), ScopeKind_SCOPE_KIND_RUN); err != nil {
 		return err
 	}
 	k := s.GetKind()
+	if k == ScopeKind_SCOPE_KIND_RUN { // "<owner kind>:<owner id>/<run id>"
+		owner, run, ok := strings.Cut(s.GetId(), "/")
+		if !ok || run == "" || !strings.Contains(owner, ":") || len(s.GetId()) > 300 {
+			return bad(prefix+"id", "a run is named OWNER/RUN, e.g. key:k1/loop-1")
+		}
+		return nil
+	}
 	if k == ScopeKind_SCOPE_KIND_UNSPECIFIED || k == ScopeKind_SCOPE_KIND_GLOBAL {
 		if s.GetId() != "" {
 			return bad(prefix+"id", "must be empty for the global scope")
