@@ -374,3 +374,20 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 	}
 	return e
 }
+
+// Usage is the spent money of ref's budget window of p current at now, as
+// the counters hold it (what budget alerts compare with the limit).
+func (a *Accountant) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (kernel.Money, error) {
+	if a.local != nil {
+		spent, _ := a.local.Usage(ref, p, now)
+		return spent, nil
+	}
+	u, ok := a.counters.(interface {
+		Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (kernel.Money, kernel.Money, error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("accounting: the counters do not report usage")
+	}
+	spent, _, err := u.Usage(ctx, ref, p, now)
+	return spent, err
+}

@@ -92,6 +92,10 @@ func TestReplicasRunBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kernel.Money(120), spent)
 	require.Zero(t, reserved)
+	acct := accounting.NewAccountant(reps[2].counters, reps[2].store, time.Now, slog.New(slog.DiscardHandler))
+	got, err := acct.Usage(ctx, run.Ref, total, now)
+	require.NoError(t, err)
+	require.Equal(t, kernel.Money(120), got, "what budget alerts read")
 	ledger, err := reps[1].store.ScopeSpend(ctx, run.Ref, time.Time{}, time.Time{})
 	require.NoError(t, err)
 	require.Equal(t, kernel.Money(120), ledger, "the ledger charges the run")
@@ -153,4 +157,7 @@ func TestLocalRunForgottenThenSeeded(t *testing.T) {
 	require.Equal(t, run.Ref, d.Scope)
 	spent, _ := a.State().Usage(run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, now)
 	require.Equal(t, kernel.Money(30), spent)
+	got, err := a.Usage(ctx, run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, now)
+	require.NoError(t, err)
+	require.Equal(t, kernel.Money(30), got, "what budget alerts read")
 }

@@ -137,9 +137,9 @@ func TestThresholdsFireOnceAcrossReplicas(t *testing.T) {
 		fired          int
 	}{
 		{10 * kernel.Dollar, 10 * kernel.Dollar, 0},
-		{50 * kernel.Dollar, 10 * kernel.Dollar, 1},  // daily 50 %
-		{60 * kernel.Dollar, 60 * kernel.Dollar, 0},  // nothing new
-		{99 * kernel.Dollar, 120 * kernel.Dollar, 2}, // daily 80 %, monthly (soft) 50 %
+		{50 * kernel.Dollar, 10 * kernel.Dollar, 1},   // daily 50 %
+		{60 * kernel.Dollar, 60 * kernel.Dollar, 0},   // nothing new
+		{99 * kernel.Dollar, 120 * kernel.Dollar, 2},  // daily 80 %, monthly (soft) 50 %
 		{130 * kernel.Dollar, 200 * kernel.Dollar, 3}, // daily 100 %, monthly 80 and 100 %
 		{140 * kernel.Dollar, 250 * kernel.Dollar, 0},
 	} {

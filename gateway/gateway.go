@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -37,6 +38,9 @@ type Options struct {
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters accounting.Counters
+	// Alerts, when set, checks budget thresholds every AlertEvery (alerts.go).
+	Alerts     *alert.Notifier
+	AlertEvery time.Duration
 	// Observe are the metrics, access log, traces and readiness settings.
 	Observe Observability
 	// Spill, when set, receives every settlement before the ledger queue does
@@ -53,6 +57,8 @@ type Gateway struct {
 	Accountant *accounting.Accountant
 	Router     *extproc.Router // deployment health: cooldowns, latency, in flight
 	counters   accounting.Counters
+	alerts     *alert.Notifier
+	alertEvery time.Duration
 	obsOpts    Observability
 	obs        *observability
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
@@ -137,6 +143,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
 	}
 	g.counters, g.obsOpts = opts.Counters, opts.Observe
+	g.alerts, g.alertEvery = opts.Alerts, opts.AlertEvery
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {
