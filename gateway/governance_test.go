@@ -50,6 +50,7 @@ func TestGatewayGovernance(t *testing.T) {
 		Run:     &kernel.RunPolicy{Budget: 100 * kernel.MicroUSD, TTL: time.Hour},
 	})
 	eventually(t, func() bool { return r.status(key, body) == http.StatusOK })
+	r.key(t, "soon", kernel.Limits{ExpiresAt: time.Now().Add(48 * time.Hour)})
 
 	call := func() (*http.Response, []byte) {
 		req, err := http.NewRequest(http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
@@ -90,15 +91,21 @@ func TestGatewayGovernance(t *testing.T) {
 	require.Len(t, rows, passed, "the ledger names the run of every call")
 	require.LessOrEqual(t, spent, 100*kernel.MicroUSD, "the run's budget is never overspent")
 
-	// The soft budget's 50, 80 and 100 % alerts, once each.
+	// The soft budget's 50, 80 and 100 % alerts and the key about to
+	// expire, once each.
 	eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) == 3
+		return len(got) == 4
 	})
 	mu.Lock()
+	expiring := 0
 	for id, c := range got {
 		require.Equal(t, 1, c, id)
+		if strings.HasPrefix(id, "expiring|key:soon|") {
+			expiring++
+		}
 	}
 	mu.Unlock()
+	require.Equal(t, 1, expiring)
 }
