@@ -37,7 +37,10 @@ type receiver struct {
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
-	require.NoError(r.t, err)
+	if err != nil {
+		r.t.Errorf("read delivery: %v", err)
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tries++
@@ -51,8 +54,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var e alert.Event
-	require.NoError(r.t, json.Unmarshal(body, &e))
-	require.Equal(r.t, e.ID, req.Header.Get(alert.HeaderEvent))
+	if err := json.Unmarshal(body, &e); err != nil || e.ID != req.Header.Get(alert.HeaderEvent) {
+		r.t.Errorf("delivery %q: %v, event id %q", body, err, e.ID)
+	}
 	r.got[e.ID]++
 	r.events = append(r.events, e)
 }
@@ -229,7 +233,9 @@ func TestAnomalyAndSlack(t *testing.T) {
 		mu.Lock()
 		bodies = append(bodies, string(b))
 		mu.Unlock()
-		require.Empty(t, r.Header.Get(alert.HeaderSignature), "Slack's payload is unsigned")
+		if r.Header.Get(alert.HeaderSignature) != "" {
+			t.Error("Slack's payload is unsigned")
+		}
 	}))
 	t.Cleanup(srv.Close)
 	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)

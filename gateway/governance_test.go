@@ -29,10 +29,18 @@ func TestGatewayGovernance(t *testing.T) {
 	secret := []byte("whsec")
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
-		require.NoError(t, err)
-		require.NoError(t, alert.Verify(secret, r.Header.Get(alert.HeaderTimestamp), r.Header.Get(alert.HeaderSignature), b, time.Now(), time.Minute))
+		if err == nil {
+			err = alert.Verify(secret, r.Header.Get(alert.HeaderTimestamp), r.Header.Get(alert.HeaderSignature), b, time.Now(), time.Minute)
+		}
 		var e alert.Event
-		require.NoError(t, json.Unmarshal(b, &e))
+		if err == nil {
+			err = json.Unmarshal(b, &e)
+		}
+		if err != nil {
+			t.Errorf("delivery: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		mu.Lock()
 		got[e.ID]++
 		mu.Unlock()
