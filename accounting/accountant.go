@@ -56,6 +56,7 @@ type Accountant struct {
 
 	mu     sync.Mutex
 	seeded map[seedKey]time.Time // window start seeded from the ledger
+	runMu  sync.Mutex            // one run seeded at a time (seedRuns)
 
 	cp checkpointer // the counters' usage checkpoints (nil: none; checkpoint.go)
 
@@ -153,7 +154,41 @@ func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kerne
 	if req.Lease == 0 {
 		req.Lease = a.lease
 	}
+	if a.local != nil {
+		if err := a.seedRuns(ctx, req.Scopes); err != nil {
+			return kernel.Decision{}, err
+		}
+	}
 	return a.counters.Admit(ctx, a.now(), req)
+}
+
+// seedRuns seeds, from the ledger, the budget of every run scope of a
+// request that the local counters do not hold (new, or forgotten after its
+// TTL): a run's budget covers its whole life. Shared counters seed runs
+// themselves, as any window.
+func (a *Accountant) seedRuns(ctx context.Context, scopes []kernel.Scope) error {
+	for _, sc := range scopes {
+		if sc.Ref.Kind != kernel.ScopeRun || sc.Limits == nil || len(sc.Limits.Budgets) == 0 {
+			continue
+		}
+		a.runMu.Lock()
+		err := func() error {
+			if a.local.Known(sc.Ref) {
+				return nil
+			}
+			spent, err := a.spend.ScopeSpend(ctx, sc.Ref, time.Time{}, time.Time{})
+			if err != nil {
+				return fmt.Errorf("accounting: seed run %s: %w", sc.Ref.ID, err)
+			}
+			a.local.Seed(sc.Ref, kernel.Period{Kind: kernel.PeriodTotal}, time.Time{}, spent)
+			return nil
+		}()
+		a.runMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Settle charges the exact cost of a finished request, releases its
@@ -332,8 +367,27 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 			e.OrgID = r.ID
 		case kernel.ScopeCustomer:
 			e.CustomerID = r.ID
+		case kernel.ScopeRun:
+			e.RunID = r.ID
 		case kernel.ScopeGlobal:
 		}
 	}
 	return e
+}
+
+// Usage is the spent money of ref's budget window of p current at now, as
+// the counters hold it (what budget alerts compare with the limit).
+func (a *Accountant) Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (kernel.Money, error) {
+	if a.local != nil {
+		spent, _ := a.local.Usage(ref, p, now)
+		return spent, nil
+	}
+	u, ok := a.counters.(interface {
+		Usage(ctx context.Context, ref kernel.ScopeRef, p kernel.Period, now time.Time) (kernel.Money, kernel.Money, error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("accounting: the counters do not report usage")
+	}
+	spent, _, err := u.Usage(ctx, ref, p, now)
+	return spent, err
 }

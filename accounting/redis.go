@@ -296,7 +296,13 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 		}
 		expired := !lim.ExpiresAt.IsZero() && !now.Before(lim.ExpiresAt)
 		denied := len(lim.Models) > 0 && !slices.Contains(lim.Models, req.Model)
-		o.num(1, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, int64(len(lim.Budgets)))
+		has := int64(1)
+		if lim.TTL > 0 {
+			// The hash outlives every reservation admitted up to now (and the
+			// ledger seeds the run again once it has expired).
+			has = 1 + int64((max(lim.TTL, lease)+time.Minute)/time.Second)
+		}
+		o.num(has, b2i(expired), b2i(denied), lim.MaxParallel, lim.RPM, lim.TPM, int64(len(lim.Budgets)))
 		var periods []kernel.Period
 		for _, b := range lim.Budgets {
 			sp := windowAt(key, req.Scopes[i].Ref, b.Period, now)
@@ -307,7 +313,11 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 				wi = len(spans)
 				periods = append(periods, b.Period)
 			}
-			budgets = append(budgets, int64(wi), int64(b.Limit))
+			limit := int64(b.Limit)
+			if b.Soft {
+				limit = -1 - limit // admitLua: a soft window
+			}
+			budgets = append(budgets, int64(wi), limit)
 		}
 		if len(periods) > 0 {
 			if rec.Periods == nil {
@@ -395,9 +405,11 @@ func (c *RedisCounters) admitRedis(ctx context.Context, now time.Time, req *kern
 			c.mu.Lock()
 			c.cache[req.ID] = rec
 			c.mu.Unlock()
+			counts := res[5:min(len(res), 5+2*len(req.Scopes))]
 			return kernel.Decision{
 				Admitted: true, Reason: kernel.ReasonOK, MaxTokens: n, Clamped: n < outBound, Reserved: reserved,
-				RateLimit: rateInfo(req.Scopes, res[5:], minuteLeft),
+				RateLimit: rateInfo(req.Scopes, counts, minuteLeft),
+				Warnings:  softWarnings(req.Scopes, res[5+len(counts):]),
 			}, nil
 		default:
 			return kernel.Decision{}, fmt.Errorf("redis: admit: unexpected reply %v", res)
@@ -641,6 +653,30 @@ func reasonOf(code int64) kernel.Reason {
 	default:
 		return kernel.ReasonBudgetExceeded
 	}
+}
+
+// softWarnings reads admitLua's (budget ordinal, spent) pairs of the soft
+// windows past their limit.
+func softWarnings(scopes []kernel.Scope, pairs []any) []kernel.BudgetWarning {
+	if len(pairs) < 2 {
+		return nil
+	}
+	out := make([]kernel.BudgetWarning, 0, len(pairs)/2)
+	for j := 0; j+1 < len(pairs); j += 2 {
+		ord := int(toInt(pairs[j]))
+		for _, sc := range scopes {
+			if sc.Limits == nil {
+				continue
+			}
+			if ord <= len(sc.Limits.Budgets) {
+				b := sc.Limits.Budgets[ord-1]
+				out = append(out, kernel.BudgetWarning{Scope: sc.Ref, Period: b.Period, Limit: b.Limit, Spent: kernel.Money(toInt(pairs[j+1]))})
+				break
+			}
+			ord -= len(sc.Limits.Budgets)
+		}
+	}
+	return out
 }
 
 // rateInfo picks, for requests and for tokens, the scope with a limit that has

@@ -49,6 +49,10 @@ func TestSameAsKernel(t *testing.T) {
 			if rapid.Bool().Draw(rt, name+"-rolling") {
 				l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: money(name+"-rl", 0, 300_000), Period: rolling})
 			}
+			if rapid.Bool().Draw(rt, name+"-soft") { // a soft window only warns
+				p := rapid.SampledFrom([]kernel.Period{daily, total, rolling}).Draw(rt, name+"-softp")
+				l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: money(name+"-sl", 0, 200_000), Period: p, Soft: true})
+			}
 			if rapid.Bool().Draw(rt, name+"-models") {
 				l.Models = []string{"small"}
 			}
@@ -66,6 +70,13 @@ func TestSameAsKernel(t *testing.T) {
 		}
 		if rapid.Bool().Draw(rt, "k2-expires") {
 			keys[1].Limits.ExpiresAt = time.Date(2026, 11, 30, 23, 59, 30, 0, time.UTC)
+		}
+		// Runs of k1 with a run policy; their TTL outlives the test (the kernel
+		// forgets idle runs on Expire, Redis on its own clock).
+		pol := kernel.RunPolicy{Budget: money("run-budget", 0, 300_000), RPM: rapid.Int64Range(0, 6).Draw(rt, "run-rpm"), TTL: 10 * time.Hour}
+		runs := []kernel.Scope{
+			{Ref: kernel.ScopeRef{Kind: kernel.ScopeRun, ID: kernel.RunScopeID(keys[0].Ref, "a")}, Limits: pol.Limits()},
+			{Ref: kernel.ScopeRef{Kind: kernel.ScopeRun, ID: kernel.RunScopeID(keys[0].Ref, "b")}, Limits: pol.Limits()},
 		}
 		price := kernel.Price{
 			Input:  money("in", 0, 3_000_000),
@@ -89,9 +100,13 @@ func TestSameAsKernel(t *testing.T) {
 				} else {
 					next++
 				}
+				scopes := []kernel.Scope{keys[ki], team, global}
+				if r := rapid.IntRange(0, 2).Draw(rt, "run"); r > 0 { // one more level: a run of the key
+					scopes = []kernel.Scope{keys[ki], runs[r-1], team, global}
+				}
 				req := &kernel.AdmitRequest{
 					ID:               id,
-					Scopes:           []kernel.Scope{keys[ki], team, global},
+					Scopes:           scopes,
 					Model:            rapid.SampledFrom([]string{"small", "large"}).Draw(rt, "model"),
 					PromptBytes:      rapid.Int64Range(0, 3000).Draw(rt, "prompt"),
 					MaxTokens:        rapid.SampledFrom([]int64{0, 1, 50, 500, 2000}).Draw(rt, "max"),
@@ -146,7 +161,7 @@ func TestSameAsKernel(t *testing.T) {
 			}
 		}
 		// Spend and reservations of every window agree.
-		for _, sc := range []kernel.Scope{keys[0], keys[1], team, global} {
+		for _, sc := range []kernel.Scope{keys[0], keys[1], runs[0], runs[1], team, global} {
 			if sc.Limits == nil {
 				continue
 			}

@@ -32,9 +32,11 @@ const (
 // output price = qo·1e6+ro, so that every product stays an exact integer in a
 // double) [15] lease score [16] estimate tokens [17] scope TTL (s) [18] record
 // TTL (ms) [19] the worst cost written in the record string (-1: none) [20]
-// the length of its head, then per scope 7 values: has limits, expired, model
+// the length of its head, then per scope 7 values: has limits (0 no, 1 yes,
+// k > 1 yes with a TTL of its own of k-1 s, Limits.TTL), expired, model
 // denied, max parallel, rpm, tpm, number of budgets; then per window the
-// index of its scope; then per budget, in scope order: window index, limit.
+// index of its scope; then per budget, in scope order: window index, limit
+// (-1-limit for a soft window, which never refuses).
 // Strings: [1] the record string as Go made it for the output bound not
 // clamped ("<reserved> <worst> <tokens> <minute> <JSON>", or with no head),
 // [2] the id, then the field of each window, then the epoch the replica
@@ -42,7 +44,8 @@ const (
 // then the epoch and the rejoin hash (redis_rejoin.go).
 //
 // Reply: {0, n, worst, reserved, tokens, requests and tokens of each scope
-// after the admission}, {1, code, scope, requests and tokens of each scope},
+// after the admission, then per soft window whose spent reached its limit:
+// its budget's ordinal (1-based, in request order) and spent}, {1, code, scope, requests and tokens of each scope},
 // {2, windows to seed}, {3} (duplicate), or, when a window needs seeding, {4}
 // (the replica's epoch is not Redis's: rejoin first) or {5} (replicas are
 // still re-registering: wait).
@@ -87,11 +90,19 @@ local mode, short, inB, outB = A[7], A[8], A[9], A[10]
 local qi, ri, qo, ro = A[11], A[12], A[13], A[14]
 local n, fail = outB, -1
 local a = wb + nW + 1
+local bi, nwarn = 0, 0
 for i = 1, nS do
   for _ = 1, A[20 + 7*i] do
     local wi, limit = A[a], A[a+1]
     a = a + 2
-    if fail < 0 then
+    bi = bi + 1
+    if limit < 0 then -- a soft window (limit -1-L): never refuses, warns once spent >= L
+      local sp = E[A[wb+wi]][ARGV[ao+2+wi]][2]
+      if sp >= -1 - limit then
+        WN[2*nwarn+1], WN[2*nwarn+2] = bi, sp
+        nwarn = nwarn + 1
+      end
+    elseif fail < 0 then
       local t = E[A[wb+wi]][ARGV[ao+2+wi]]
       local sp, rs = t[2], t[3]
       if mode == 1 then
@@ -110,7 +121,7 @@ if mode == 1 then tokens = A[16] end
 
 for i = 1, nS do
   local b = 21 + 7 * (i - 1)
-  if A[b] == 1 then
+  if A[b] >= 1 then
     local code = 0
     local par, rpm, tpm = A[b+3], A[b+4], A[b+5]
     if A[b+1] == 1 then code = 1
@@ -144,7 +155,8 @@ for i = 1, nS do
   local r, k = SR[i] + 1, SK[i] + tokens
   e.n, e.f, e.m, e.r, e.k, e[1] = true, SF[i] + 1, SM[i], r, k, true
   T[i], T[nS+i] = r, k
-  if SX[i] then e[2] = ttl end -- refreshed once a minute
+  local own = A[21 + 7*(i-1)] - 1 -- a scope TTL of its own (runs), refreshed at each admission
+  if own > 0 then e[2] = own elseif SX[i] then e[2] = ttl end -- else refreshed once a minute
 end
 if reserved > 0 then
   for w = 1, nW do
@@ -154,7 +166,8 @@ if reserved > 0 then
   end
 end
 Z[ARGV[ao+2]] = A[15]
-return {0, n, worst, reserved, tokens, unpack(T, 1, 2*nS)}
+for j = 1, 2*nwarn do T[2*nS+j] = WN[j] end
+return {0, n, worst, reserved, tokens, unpack(T, 1, 2*nS + 2*nwarn)}
 end
 `
 
@@ -303,7 +316,7 @@ end
 local C, order = {}, {}
 -- Scratch: H an HMGET's or HSET's arguments, E the entries of an admission's
 -- scopes, SF..SX their counters, T a reply's counts.
-local H, E, SF, SM, SR, SK, SX, T = {}, {}, {}, {}, {}, {}, {}, {}
+local H, E, SF, SM, SR, SK, SX, T, WN = {}, {}, {}, {}, {}, {}, {}, {}, {}
 -- S returns the entry of hash key with its rate counters and the windows
 -- ARGV[from..to] loaded: each field is read at most once per batch.
 local function S(key, from, to)

@@ -97,6 +97,14 @@ type LimitsDoc struct {
 	ExpiresAt   time.Time   `yaml:"expires_at"`
 	Mode        string      `yaml:"mode"`      // strict (default) | estimate
 	Shortfall   string      `yaml:"shortfall"` // clamp (default) | reject
+	Run         *RunDoc     `yaml:"run"`       // each run's limits (x-tollgate-run-id)
+}
+
+// RunDoc is kernel.RunPolicy as written in YAML.
+type RunDoc struct {
+	Budget string `yaml:"budget"` // dollars
+	RPM    int64  `yaml:"rpm"`
+	TTL    string `yaml:"ttl"` // a Go duration, e.g. 1h; default 1h
 }
 
 // BudgetDoc is one budget window.
@@ -107,6 +115,8 @@ type BudgetDoc struct {
 	Anchor time.Time `yaml:"anchor"` // rolling only
 	// TimeZone is the IANA zone of daily/weekly/monthly periods; empty is UTC.
 	TimeZone string `yaml:"time_zone"`
+	// Soft budgets never refuse: past the limit they warn and alert.
+	Soft bool `yaml:"soft"`
 }
 
 // LimitsHolder carries only limits (the global scope).
@@ -233,7 +243,27 @@ func limitsFromDoc(field string, d LimitsDoc) (kernel.Limits, error) {
 		if err != nil {
 			return l, err
 		}
-		l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: n, Period: p})
+		l.Budgets = append(l.Budgets, kernel.BudgetWindow{Limit: n, Period: p, Soft: b.Soft})
+	}
+	if r := d.Run; r != nil {
+		l.Run = &kernel.RunPolicy{RPM: r.RPM}
+		if r.Budget != "" {
+			n, err := kernel.ParseDollars(r.Budget)
+			if err != nil || n <= 0 {
+				return l, errorf(ErrInvalid, "%s.run.budget: %q must be a dollar amount above zero", field, r.Budget)
+			}
+			l.Run.Budget = n
+		}
+		if r.TTL != "" {
+			d, err := time.ParseDuration(r.TTL)
+			if err != nil || d <= 0 {
+				return l, errorf(ErrInvalid, "%s.run.ttl: %q must be a positive duration such as 1h", field, r.TTL)
+			}
+			l.Run.TTL = d
+		}
+		if r.RPM < 0 {
+			return l, errorf(ErrInvalid, "%s.run.rpm must not be negative", field)
+		}
 	}
 	return l, nil
 }

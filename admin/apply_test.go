@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/kernel"
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/memstore"
@@ -152,4 +154,29 @@ func TestApplyRPC(t *testing.T) {
 		_, err = c.config.Apply(e.admin(t), &adminv1.ApplyRequest{})
 		require.ErrorContains(t, err, "invalid document")
 	})
+}
+
+func TestApplyGovernance(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	doc := `teams:
+  - id: agents
+    limits:
+      budgets:
+        - {limit: "500", period: monthly}
+        - {limit: "400", period: monthly, soft: true}
+      run: {budget: "2.50", rpm: 30, ttl: 30m}
+`
+	_, err := admin.Apply(ctx, st, nil, []byte(doc), "ops")
+	require.NoError(t, err)
+	tm, _, err := store.Get[store.Team](ctx, st, "agents")
+	require.NoError(t, err)
+	require.Equal(t, []kernel.BudgetWindow{
+		{Limit: 500 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodMonthly}},
+		{Limit: 400 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodMonthly}, Soft: true},
+	}, tm.Limits.Budgets)
+	require.Equal(t, &kernel.RunPolicy{Budget: 2_500_000_000, RPM: 30, TTL: 30 * time.Minute}, tm.Limits.Run)
+
+	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("teams:\n  - {id: t, limits: {run: {ttl: soon}}}\n"), "ops")
+	require.ErrorContains(t, err, "teams[0].limits.run.ttl")
 }

@@ -94,7 +94,7 @@ func limitsIn(field string, l *adminv1.Limits) (kernel.Limits, error) {
 			p.Every = b.GetEvery().AsDuration()
 			p.Anchor = tsIn(b.GetAnchor())
 		}
-		out.Budgets = append(out.Budgets, kernel.BudgetWindow{Limit: lim, Period: p})
+		out.Budgets = append(out.Budgets, kernel.BudgetWindow{Limit: lim, Period: p, Soft: b.GetSoft()})
 	}
 	out.RPM, out.TPM, out.MaxParallel = l.GetRpm(), l.GetTpm(), l.GetMaxParallel()
 	out.Models = slices.Clone(l.GetModels())
@@ -104,6 +104,16 @@ func limitsIn(field string, l *adminv1.Limits) (kernel.Limits, error) {
 	}
 	if l.GetShortfall() == adminv1.Shortfall_SHORTFALL_REJECT {
 		out.Shortfall = kernel.Reject
+	}
+	if r := l.GetRun(); r != nil {
+		b, err := moneyIn(field+".run.budget", r.GetBudget())
+		if err != nil {
+			return out, err
+		}
+		out.Run = &kernel.RunPolicy{Budget: b, RPM: r.GetRpm(), TTL: r.GetTtl().AsDuration()}
+		if out.Run.RPM < 0 || out.Run.TTL < 0 {
+			return out, errorf(ErrInvalid, "%s.run: rpm and ttl must not be negative", field)
+		}
 	}
 	return out, nil
 }
@@ -121,7 +131,7 @@ func limitsOut(l kernel.Limits) *adminv1.Limits {
 		out.Shortfall = adminv1.Shortfall_SHORTFALL_REJECT
 	}
 	for _, b := range l.Budgets {
-		w := &adminv1.BudgetWindow{Limit: moneyOut(b.Limit), Period: periodsOut[b.Period.Kind]}
+		w := &adminv1.BudgetWindow{Limit: moneyOut(b.Limit), Period: periodsOut[b.Period.Kind], Soft: b.Soft}
 		if loc := b.Period.Location; loc != nil && loc != time.UTC && loc.String() != "UTC" {
 			w.TimeZone = loc.String()
 		}
@@ -130,6 +140,12 @@ func limitsOut(l kernel.Limits) *adminv1.Limits {
 			w.Anchor = tsOut(b.Period.Anchor)
 		}
 		out.Budgets = append(out.Budgets, w)
+	}
+	if r := l.Run; r != nil {
+		out.Run = &adminv1.RunPolicy{Budget: moneyOut(r.Budget), Rpm: r.RPM}
+		if r.TTL > 0 {
+			out.Run.Ttl = durationpb.New(r.TTL)
+		}
 	}
 	return out
 }
@@ -157,6 +173,8 @@ func applyLimitsMask(dst *kernel.Limits, src kernel.Limits, paths []string) {
 			dst.Mode = src.Mode
 		case "limits.shortfall":
 			dst.Shortfall = src.Shortfall
+		case "limits.run":
+			dst.Run = src.Run
 		}
 	}
 }

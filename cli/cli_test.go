@@ -190,7 +190,7 @@ func TestCommands(t *testing.T) {
 				// Keys.
 				{args: []string{"key", "create", "--id", "k1", "--team", "platform", "--alias", "ci", "--budget", "10.50", "--budget-period", "monthly", "--rpm", "60", "--meta", "env=ci"}, want: []string{"SECRET", "tg-", "$10.50/monthly", "env=ci", "acme"}},
 				{args: []string{"key", "list", "--team", "platform"}, want: []string{"k1", "ci", "active", "$10.50/monthly"}},
-				{args: []string{"key", "update", "k1", "--tpm", "1000", "--alias", "ci2", "--budget", "20/monthly", "--budget", "1/daily"}, want: []string{"ci2", "1000", "$20.00/monthly, $1.00/daily"}},
+				{args: []string{"key", "update", "k1", "--tpm", "1000", "--alias", "ci2", "--budget", "20/monthly", "--budget", "1/daily", "--soft-budget", "15/monthly", "--run-budget", "2.50", "--run-rpm", "30", "--run-ttl", "30m"}, want: []string{"ci2", "1000", "$20.00/monthly, $1.00/daily, $15.00/monthly (soft)"}},
 				{args: []string{"key", "get", "k1"}, want: []string{"ci2", "60"}},
 				{args: []string{"key", "rotate", "k1", "--grace", "1h"}, want: []string{"SECRET", "OLD SECRET VALID UNTIL"}},
 				{args: []string{"key", "revoke", "k1"}, want: []string{"key k1 revoked"}},
@@ -203,7 +203,9 @@ func TestCommands(t *testing.T) {
 			require.Equal(t, []kernel.BudgetWindow{
 				{Limit: 20 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodMonthly}},
 				{Limit: kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodDaily}},
+				{Limit: 15 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodMonthly}, Soft: true},
 			}, k.Limits.Budgets)
+			require.Equal(t, &kernel.RunPolicy{Budget: 2_500_000_000, RPM: 30, TTL: 30 * time.Minute}, k.Limits.Run)
 			p, _, err := store.Get[store.Provider](ctx, s.st, "openai")
 			require.NoError(t, err)
 			plain, err := s.sealer.Open(p.Credential)
@@ -261,9 +263,12 @@ func TestSpendAndAuditCommands(t *testing.T) {
 					StartedAt: end.Add(-time.Second), EndedAt: end,
 				})
 			}
+			entries[1].RunID = "key:k1/agent-7" // one call of a run
 			require.NoError(t, s.st.Append(ctx, entries...))
 			require.NoError(t, s.st.Flush(ctx))
 			runSteps(t, s, []step{
+				{args: []string{"spend", "total", "--run", "key:k1/agent-7", "--since", "2026-03-01"}, want: []string{"run key:k1/agent-7", "$0.0025", " 1 ", "1100"}},
+				{args: []string{"spend", "logs", "--run", "key:k1/agent-7", "--since", "2026-03-01"}, want: []string{"req-b", "$0.0025"}},
 				{args: []string{"spend", "total", "--team", "platform", "--since", "2026-03-10", "--until", "2026-03-13"}, want: []string{"team platform", "$0.0075", "3", "3300"}},
 				{args: []string{"spend", "total", "--model", "gpt-4o", "--since", "2026-03-11", "--until", "2026-03-13"}, want: []string{"$0.00625", "2"}},
 				{args: []string{"spend", "daily", "--key", "k1", "--since", "2026-03-10", "--until", "2026-03-13"}, want: []string{"2026-03-10  $0.00125", "2026-03-11  $0.0025", "2026-03-12  $0.00375"}},

@@ -98,16 +98,21 @@ func parsePeriod(s string) (*adminv1.BudgetWindow, error) {
 // orgs and customers.
 type limitsFlags struct {
 	budgets, periods multi
+	softBudgets      multi
 	clearBudgets     bool
 	rpm, tpm, par    int64
 	models           string
 	expires          string
 	mode, shortfall  string
+	runBudget        string // --run-budget: each run's budget (dollars)
+	runRPM           int64
+	runTTL           string
 }
 
 func (l *limitsFlags) register(fs *flag.FlagSet) {
 	fs.Var(&l.budgets, "budget", "budget in dollars, e.g. 10.50 or 10.50/monthly (repeatable)")
 	fs.Var(&l.periods, "budget-period", "period of the matching --budget: total, daily, weekly, monthly or rolling:DURATION (default total)")
+	fs.Var(&l.softBudgets, "soft-budget", "a soft budget in dollars, e.g. 50/monthly: never refuses, warns (x-tollgate-budget-warning) and alerts once reached (repeatable)")
 	fs.BoolVar(&l.clearBudgets, "clear-budgets", false, "remove every budget (update)")
 	fs.Int64Var(&l.rpm, "rpm", 0, "requests per minute (0: no limit)")
 	fs.Int64Var(&l.tpm, "tpm", 0, "tokens per minute (0: no limit)")
@@ -115,14 +120,18 @@ func (l *limitsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.models, "models", "", "allowed public model names, comma-separated (empty: all)")
 	fs.StringVar(&l.expires, "expires", "", "expiry: a date, an RFC 3339 time or a duration from now (30d); \"never\" clears it")
 	fs.StringVar(&l.mode, "budget-mode", "", "strict (never overspend, default) or estimate")
+	fs.StringVar(&l.runBudget, "run-budget", "", "each run's budget in dollars (requests with x-tollgate-run-id), e.g. 2.50")
+	fs.Int64Var(&l.runRPM, "run-rpm", 0, "each run's requests per minute (0: no limit)")
+	fs.StringVar(&l.runTTL, "run-ttl", "", "how long an idle run's counters are kept, e.g. 1h (default 1h)")
 	fs.StringVar(&l.shortfall, "shortfall", "", "when a strict budget cannot cover max_tokens: clamp (default) or reject")
 }
 
 // flagPaths maps limits flags to update_mask paths.
 var flagPaths = map[string]string{
-	"budget": "limits.budgets", "budget-period": "limits.budgets", "clear-budgets": "limits.budgets",
+	"budget": "limits.budgets", "budget-period": "limits.budgets", "clear-budgets": "limits.budgets", "soft-budget": "limits.budgets",
 	"rpm": "limits.rpm", "tpm": "limits.tpm", "max-parallel": "limits.max_parallel", "models": "limits.models",
 	"expires": "limits.expires_at", "budget-mode": "limits.mode", "shortfall": "limits.shortfall",
+	"run-budget": "limits.run", "run-rpm": "limits.run", "run-ttl": "limits.run",
 }
 
 // paths is the update mask of the limits flags given.
@@ -142,7 +151,7 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 	if len(l.periods) > len(l.budgets) {
 		return nil, fmt.Errorf("%w: %d --budget-period for %d --budget", ErrUsage, len(l.periods), len(l.budgets))
 	}
-	if l.clearBudgets && len(l.budgets) > 0 {
+	if l.clearBudgets && len(l.budgets)+len(l.softBudgets) > 0 {
 		return nil, fmt.Errorf("%w: --clear-budgets and --budget together", ErrUsage)
 	}
 	for i, b := range l.budgets {
@@ -161,6 +170,37 @@ func (l *limitsFlags) build(now time.Time) (*adminv1.Limits, error) {
 			return nil, err
 		}
 		out.Budgets = append(out.Budgets, w)
+	}
+	for _, b := range l.softBudgets {
+		amount, period, inline := strings.Cut(b, "/")
+		if !inline {
+			period = "total"
+		}
+		w, err := parsePeriod(period)
+		if err != nil {
+			return nil, err
+		}
+		if w.Limit, err = dollars("soft-budget", amount); err != nil {
+			return nil, err
+		}
+		w.Soft = true
+		out.Budgets = append(out.Budgets, w)
+	}
+	if l.runBudget != "" || l.runRPM != 0 || l.runTTL != "" {
+		out.Run = &adminv1.RunPolicy{Rpm: l.runRPM}
+		if l.runBudget != "" {
+			var err error
+			if out.Run.Budget, err = dollars("run-budget", l.runBudget); err != nil {
+				return nil, err
+			}
+		}
+		if l.runTTL != "" {
+			d, err := parseDuration(l.runTTL)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%w: --run-ttl %q: give a duration such as 1h or 30m", ErrUsage, l.runTTL)
+			}
+			out.Run.Ttl = durationpb.New(d)
+		}
 	}
 	out.Models = splitList(l.models)
 	if l.expires != "" && l.expires != "never" {

@@ -96,7 +96,7 @@ var periodNames = map[adminv1.PeriodKind]string{
 	adminv1.PeriodKind_PERIOD_KIND_MONTHLY: "monthly", adminv1.PeriodKind_PERIOD_KIND_ROLLING: "rolling",
 }
 
-// budgets shows budget windows: "$10.50/monthly, $1.00/daily".
+// budgets shows budget windows: "$10.50/monthly, $1.00/daily (soft)".
 func budgets(l *adminv1.Limits) string {
 	var parts []string
 	for _, b := range l.GetBudgets() {
@@ -106,6 +106,9 @@ func budgets(l *adminv1.Limits) string {
 		}
 		if tz := b.GetTimeZone(); tz != "" {
 			p += "@" + tz
+		}
+		if b.GetSoft() {
+			p += " (soft)"
 		}
 		parts = append(parts, usd(b.GetLimit())+"/"+p)
 	}

@@ -68,6 +68,7 @@ type Record struct {
 	RequestID  string
 	Principal  *Principal
 	CustomerID string
+	RunID      string // the run scope's id (kernel.RunScopeID), when the request named a run
 	Model      string
 	Deployment string
 	Usage      kernel.Usage

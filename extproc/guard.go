@@ -1,11 +1,12 @@
 package extproc
 
 import (
-	"github.com/tollgate-ai/tollgate/translate"
 	"bytes"
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // Guardrails (guard/ implements them; the processor sees only the interfaces

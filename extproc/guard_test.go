@@ -1,14 +1,15 @@
 package extproc
 
 import (
-	"github.com/tollgate-ai/tollgate/translate/translatetest"
-	"github.com/tollgate-ai/tollgate/translate"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-ai/tollgate/translate"
+	"github.com/tollgate-ai/tollgate/translate/translatetest"
 
 	"github.com/stretchr/testify/require"
 

@@ -152,6 +152,31 @@ func (l headerList) addRateLimits(ri kernel.RateLimitInfo) headerList {
 	return l
 }
 
+// hdrBudgetWarning names the soft budgets past their limit on an admitted
+// request: "<scope> <period> spent=<USD> limit=<USD>", comma-separated.
+const hdrBudgetWarning = "x-tollgate-budget-warning"
+
+// addBudgetWarnings adds hdrBudgetWarning when soft budgets are past their limit.
+func (l headerList) addBudgetWarnings(ws []kernel.BudgetWarning) headerList {
+	if len(ws) == 0 {
+		return l
+	}
+	var b []byte
+	for i, w := range ws {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, w.Scope.String()...)
+		b = append(b, ' ')
+		b = append(b, w.Period.String()...)
+		b = append(b, " spent="...)
+		b = appendUSD(b, w.Spent)
+		b = append(b, " limit="...)
+		b = appendUSD(b, w.Limit)
+	}
+	return l.add(hdrBudgetWarning, string(b))
+}
+
 // formatReset renders a reset delay as OpenAI does ("1s", "6m0s", "20ms").
 func formatReset(d time.Duration) string {
 	if d <= 0 {

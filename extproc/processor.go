@@ -208,6 +208,8 @@ type stream struct {
 	method       string
 	hadCL        bool
 	customerHdr  string
+	runHdr       string // x-tollgate-run-id (runs.go)
+	runID        string // the run scope's id, once admitted against it
 	principal    *Principal
 	target       *translate.Target
 	rt           *route // routing state when the catalog routes by group (&rtState)
@@ -294,6 +296,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			googKey = headerValue(hv)
 		case hdrCustomer:
 			s.customerHdr = headerValue(hv)
+		case hdrRunID:
+			s.runHdr = headerValue(hv)
 		case translate.HdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
@@ -431,7 +435,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(e)
 	}
 
-	scopes := s.principal.Scopes
+	scopes, rerr := s.withRun(s.principal.Scopes)
+	if rerr != nil {
+		return s.reject(rerr)
+	}
 	if id := s.customerID(); id != "" {
 		if cs, ok := s.p.cat.Customer(ctx, id); ok {
 			s.customer = id
@@ -592,6 +599,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	}
 	l = l.addRateLimits(s.decision.RateLimit)
 	l = s.guardHeaders(l)
+	l = l.addBudgetWarnings(s.decision.Warnings)
 	if rh, ok := s.tr.(translate.ReplyHeaderer); ok {
 		l = l.addAll(rh.ReplyHeaders())
 	}
@@ -770,6 +778,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		RequestID:  s.id,
 		Principal:  s.principal,
 		CustomerID: s.customer,
+		RunID:      s.runID,
 		Model:      s.target.Model,
 		Deployment: s.target.Deployment,
 		Usage:      u,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Model-checks formal/spin/replicas.pml exhaustively at its bounds (3 replicas,
-# 2 scopes, 4 requests, a fresh Redis, one crash and its spill's replay, one
-# Redis wipe with the replicas' rejoin, usage checkpoints of streams):
+# 3 scopes — a team, a key, a run whose counters may expire —, 4 requests, a
+# fresh Redis, one crash and its spill's replay, one Redis wipe with the
+# replicas' rejoin, usage checkpoints of streams):
 #   1. the safety property `safe` (the provider's bill within every strict
 #      budget beyond what Redis lost with a dead replica; before a wipe, closed
 #      at most once and the counters exact) and the end-state assertions
@@ -31,6 +32,9 @@
 #      -DCPLIVE     an expiry charges a fresh checkpoint (its replica alive,
 #                   the stream running past its lease): the ledger below
 #                   the bill;
+#      -DEARLYRUNEXP a run's counters (its hash's TTL) expire while one of
+#                   its settlements is queued or in a spill only: the run
+#                   re-seeded from the ledger overspends its budget;
 #   3. the known gap of the Go code spin must still find, so that closing it
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
@@ -59,7 +63,7 @@ verify() {
   spin -a $def replicas.pml >/dev/null
   # shellcheck disable=SC2086 # cflags is a list of flags
   cc -w $cflags -DMEMLIM=1536 -DCOLLAPSE -o pan pan.c
-  timeout 300 ./pan -m400000 -a -N "$claim" >"pan-$name.out" 2>&1 || true
+  timeout 900 ./pan -m400000 -a -N "$claim" >"pan-$name.out" 2>&1 || true
 }
 
 verify safe safe
@@ -99,6 +103,9 @@ expect_violation eagergrace budget -DEAGERGRACE \
 expect_violation staleseed budget -DSTALESEED \
   "a seed read before a wipe and applied after it found no overspend; the model no longer catches it" \
   "mutation caught: a ledger read made before a wipe that seeds a window after it overspends (the old seedLua)"
+expect_violation earlyrunexp budget -DEARLYRUNEXP \
+  "a run's counters expiring while one of its settlements is not in the ledger found no overspend; the model no longer catches it" \
+  "mutation caught: a run seeded from a ledger that misses one of its settlements (its counters expired too early) overspends the run's budget"
 expect_violation deadwipe strict "" \
   "a dead replica's reservations and unflushed settlements no longer vanish in a wipe: update docs/accounting.md and this check" \
   "known gap still found: a replica that died, then a wipe, loses what only it held (docs/accounting.md)"

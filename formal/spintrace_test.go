@@ -23,21 +23,24 @@ import (
 const (
 	spinReplicas = 3
 	spinLimit    = 4
+	spinRunLimit = 2
 	spinWorst    = 2
 	spinLease    = time.Hour
 )
 
 var (
-	spinTeam = kernel.ScopeRef{Kind: kernel.ScopeTeam, ID: "t"} // model scope 0
-	spinKey  = kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}  // model scope 1
-	spinRefs = []kernel.ScopeRef{spinTeam, spinKey}
+	spinTeam = kernel.ScopeRef{Kind: kernel.ScopeTeam, ID: "t"}    // model scope 0
+	spinKey  = kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}     // model scope 1
+	spinRun  = kernel.ScopeRef{Kind: kernel.ScopeRun, ID: "t/run"} // model scope 2
+	spinRefs = []kernel.ScopeRef{spinTeam, spinKey, spinRun}
 	total    = kernel.Period{Kind: kernel.PeriodTotal}
 )
 
 // spinRequest is model request r: every request is on the team, the odd ones
-// also on the key; each reserves exactly spinWorst (2 output tokens at 1
-// nano-dollar each, no prompt) against a total budget of spinLimit, with no
-// clamp (the model does not clamp).
+// also on the key, requests 0 and 1 also on the run; each reserves exactly
+// spinWorst (2 output tokens at 1 nano-dollar each, no prompt) against a
+// total budget of spinLimit (spinRunLimit for the run, with the run's TTL),
+// with no clamp (the model does not clamp).
 func spinRequest(r int) *kernel.AdmitRequest {
 	lim := &kernel.Limits{
 		Budgets:   []kernel.BudgetWindow{{Limit: spinLimit, Period: total}},
@@ -46,6 +49,12 @@ func spinRequest(r int) *kernel.AdmitRequest {
 	scopes := []kernel.Scope{{Ref: spinTeam, Limits: lim}}
 	if r%2 == 1 {
 		scopes = []kernel.Scope{{Ref: spinKey, Limits: lim}, {Ref: spinTeam, Limits: lim}}
+	}
+	if r < 2 {
+		run := kernel.Scope{Ref: spinRun, Limits: &kernel.Limits{
+			Budgets: []kernel.BudgetWindow{{Limit: spinRunLimit, Period: total}}, TTL: 1000 * spinLease,
+		}}
+		scopes = append(scopes[:1:1], append([]kernel.Scope{run}, scopes[1:]...)...)
 	}
 	return &kernel.AdmitRequest{
 		ID: idOf(r), Scopes: scopes, Model: "m", MaxTokens: spinWorst,
@@ -89,6 +98,9 @@ type spinReplay interface {
 	expire(now time.Time) []kernel.Settlement
 	// restart wipes Redis; false ends the replay (the kernel has no Redis).
 	restart() bool
+	// runExpire: the run's counters expire; false ends the replay (the
+	// kernel alone does not seed a run from a ledger).
+	runExpire() bool
 	seed(scope int, spent int64)
 	flush(replica int)
 	// replay is the crashed replica's next process replaying its spill:
@@ -115,6 +127,7 @@ func (k *kernelReplay) settle(now time.Time, _, r int, cost int64) bool {
 
 func (k *kernelReplay) expire(now time.Time) []kernel.Settlement { return k.s.Expire(now) }
 func (k *kernelReplay) restart() bool                            { return false }
+func (k *kernelReplay) runExpire() bool                          { return false }
 func (k *kernelReplay) seed(int, int64)                          {}
 func (k *kernelReplay) flush(int)                                {}
 func (k *kernelReplay) replay(int)                               {}
@@ -156,7 +169,7 @@ type redisReplay struct {
 	shared *memstore.Store
 	accts  [spinReplicas]*accounting.Accountant
 	ctrs   [spinReplicas + 1]*accounting.RedisCounters
-	seeds  [2]int64 // what the model read from its ledger at its last seed
+	seeds  [3]int64 // what the model read from its ledger at its last seed
 }
 
 func newRedisReplay(t *testing.T, rdb *goredis.Client, clock *time.Time) *redisReplay {
@@ -202,6 +215,9 @@ func (r *redisReplay) settle(_ time.Time, replica, req int, cost int64) bool {
 	if req%2 == 1 {
 		e.KeyID = spinKey.ID
 	}
+	if req < 2 {
+		e.RunID = spinRun.ID
+	}
 	got, err := r.accts[replica].Settle(r.ctx(), e)
 	require.NoError(r.t, err)
 	if got != 0 {
@@ -217,9 +233,12 @@ func (r *redisReplay) expire(now time.Time) []kernel.Settlement {
 	for _, s := range out {
 		e := store.LedgerEntry{RequestID: s.ID, Model: s.Model, Cost: s.Cost, Status: kernel.StatusExpired, EndedAt: s.SettledAt}
 		for _, ref := range s.Scopes {
-			if ref == spinKey {
+			switch ref {
+			case spinKey:
 				e.KeyID = ref.ID
-			} else {
+			case spinRun:
+				e.RunID = ref.ID
+			default:
 				e.TeamID = ref.ID
 			}
 		}
@@ -234,6 +253,13 @@ func (r *redisReplay) restart() bool {
 }
 
 func (r *redisReplay) seed(scope int, spent int64) { r.seeds[scope] = spent }
+
+// runExpire: the run's scope hash expires (Redis's TTL, here at once).
+func (r *redisReplay) runExpire() bool {
+	key := "{" + r.prefix + "}:s:" + strconv.Itoa(int(kernel.ScopeRun)) + ":" + spinRun.ID
+	require.NoError(r.t, r.rdb.Del(r.ctx(), key).Err())
+	return true
+}
 
 func (r *redisReplay) flush(replica int) { require.NoError(r.t, r.accts[replica].Flush(r.ctx())) }
 
@@ -274,8 +300,11 @@ func (r *redisReplay) ledger(ref kernel.ScopeRef) int64 {
 // seedFunc answers the Redis counters' seeding with what the model read from
 // its ledger at its seed step (zero before the wipe).
 func (r *redisReplay) seedFunc(_ context.Context, ref kernel.ScopeRef, _, _ time.Time) (kernel.Money, error) {
-	if ref == spinKey {
+	switch ref {
+	case spinKey:
 		return kernel.Money(r.seeds[1]), nil
+	case spinRun:
+		return kernel.Money(r.seeds[2]), nil
 	}
 	return kernel.Money(r.seeds[0]), nil
 }
@@ -321,6 +350,10 @@ func replaySpin(t *testing.T, name string, ops [][]string, target spinReplay, cl
 			if !target.restart() {
 				return
 			}
+		case "runexpire":
+			if !target.runExpire() {
+				return
+			}
 		case "seed":
 			target.seed(atoi(t, op[1]), int64(atoi(t, op[2])))
 		case "flush":
@@ -341,7 +374,7 @@ func replaySpin(t *testing.T, name string, ops [][]string, target spinReplay, cl
 				require.Equal(t, [2]int64{int64(atoi(t, op[1+2*s])), int64(atoi(t, op[2+2*s]))}, [2]int64{sp, rs},
 					"%s: spent and reserved of model scope %d", where, s)
 				if l := target.ledger(ref); l >= 0 {
-					require.Equal(t, int64(atoi(t, op[5+s])), l, "%s: the ledger of model scope %d", where, s)
+					require.Equal(t, int64(atoi(t, op[1+2*len(spinRefs)+s])), l, "%s: the ledger of model scope %d", where, s)
 				}
 			}
 		default:
@@ -389,7 +422,7 @@ func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 	}
 	// The simulations must reach every kind of step, or they prove little.
 	for _, k := range []string{
-		"admit", "settle", "late settle", "expire", "restart", "seed", "flush", "rejoin", "grace", "crash", "replay", "final",
+		"admit", "settle", "late settle", "expire", "restart", "runexpire", "seed", "flush", "rejoin", "grace", "crash", "replay", "final",
 		"admit after the wipe", "settle across the wipe",
 	} {
 		require.Positive(t, kinds[k], "no %q in 40 simulations: %v", k, kinds)

@@ -27,6 +27,7 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 	e := store.LedgerEntry{
 		RequestID:  rec.RequestID,
 		CustomerID: rec.CustomerID,
+		RunID:      rec.RunID,
 		Model:      rec.Model,
 		Deployment: rec.Deployment,
 		Usage:      rec.Usage,

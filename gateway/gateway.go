@@ -15,12 +15,13 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/batch"
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
-	"github.com/tollgate-ai/tollgate/reconcile"
 	"github.com/tollgate-ai/tollgate/mcp"
+	"github.com/tollgate-ai/tollgate/reconcile"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// Counters, when set, are admission counters shared by replicas (Redis);
 	// otherwise counters live in this process, seeded from the ledger.
 	Counters accounting.Counters
+	// Alerts, when set, checks budget thresholds every AlertEvery (alerts.go).
+	Alerts     *alert.Notifier
+	AlertEvery time.Duration
 	// Observe are the metrics, access log, traces and readiness settings.
 	Observe Observability
 	// Spill, when set, receives every settlement before the ledger queue does
@@ -57,6 +61,8 @@ type Gateway struct {
 	Accountant *accounting.Accountant
 	Router     *extproc.Router // deployment health: cooldowns, latency, in flight
 	counters   accounting.Counters
+	alerts     *alert.Notifier
+	alertEvery time.Duration
 	obsOpts    Observability
 	obs        *observability
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
@@ -147,6 +153,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
 	}
 	g.counters, g.obsOpts = opts.Counters, opts.Observe
+	g.alerts, g.alertEvery = opts.Alerts, opts.AlertEvery
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {

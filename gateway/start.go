@@ -46,6 +46,7 @@ func (g *Gateway) start(ctx context.Context) error {
 		{"xDS server", g.startXDS},
 		{"admin API", g.startAdmin},
 		{"store watch", g.startWatchers},
+		{"budget alerts", g.startAlerts},
 		{"data plane", g.startDataPlane},
 		{"admin credential", g.bootstrapAdmin},
 		{"start hook", g.runStartHooks},

@@ -37,8 +37,8 @@
 //
 // # Admission
 //
-// A request names its scopes, key first (then user, team, org, customer,
-// global; scopes must be distinct). A scope with nil Limits is only counted.
+// A request names its scopes, key first (then its run when it names one, then
+// user, team, org, customer, global; scopes must be distinct). A scope with nil Limits is only counted.
 // The budget mode (strict or estimate) and the shortfall policy (clamp or
 // reject) of the whole request come from Scopes[0].Limits (nil: strict, clamp).
 //
@@ -56,6 +56,11 @@
 // taken literally: a limit of 0 refuses every request that may cost anything.
 // Estimate: a window refuses when spent ≥ limit; nothing is reserved, and the
 // last requests of a window may overshoot by their own cost.
+//
+// Soft windows (BudgetWindow.Soft), in either mode, never refuse nor clamp:
+// they are skipped by the checks above, their counters are kept as for any
+// window, and when the request is admitted every soft window whose spent is
+// ≥ its limit is named in Decision.Warnings (scope order, then budget order).
 //
 // Tokens counted for tpm: strict, the input bound plus the output bound after
 // clamping (the requested bound when the budget refuses); estimate,
@@ -119,8 +124,11 @@
 // the global scope anyway, and a single lock keeps admission all-or-nothing
 // without lock ordering. Admit+Settle costs about 0.6 µs of CPU and one
 // allocation (the Settlement's scope list); see BenchmarkAdmitSettle. A scope's
-// counters are kept once it has been seen and never dropped (a few hundred
-// bytes per scope); a reservation is dropped when settled or expired.
+// counters are kept once it has been seen (a few hundred bytes per scope) and
+// dropped only when its Limits carry a TTL (run scopes): Expire forgets such a
+// scope once nothing is in flight on it and its last admission or settlement
+// is TTL or more before now; its next admission starts it afresh (the accountants seed it
+// from the ledger). A reservation is dropped when settled or expired.
 //
 // # Seeding
 //

@@ -21,6 +21,10 @@ func (l *Limits) Validate() error {
 		return fmt.Errorf("%w: mode %s", ErrBadLimits, l.Mode)
 	case int(l.Shortfall) >= len(shortfallNames):
 		return fmt.Errorf("%w: shortfall %s", ErrBadLimits, l.Shortfall)
+	case l.TTL < 0:
+		return fmt.Errorf("%w: negative ttl %s", ErrBadLimits, l.TTL)
+	case l.Run != nil && (l.Run.Budget < 0 || l.Run.RPM < 0 || l.Run.TTL < 0):
+		return fmt.Errorf("%w: negative run budget, rpm or ttl", ErrBadLimits)
 	}
 	for _, m := range l.Models {
 		if m == "" {

@@ -7,7 +7,7 @@ import (
 
 // Names of the enumerations, as written in JSON documents and CLI output.
 var (
-	scopeKindNames  = [...]string{ScopeGlobal: "global", ScopeOrg: "org", ScopeTeam: "team", ScopeUser: "user", ScopeCustomer: "customer", ScopeKey: "key", ScopeDeployment: "deployment"}
+	scopeKindNames  = [...]string{ScopeGlobal: "global", ScopeOrg: "org", ScopeTeam: "team", ScopeUser: "user", ScopeCustomer: "customer", ScopeKey: "key", ScopeDeployment: "deployment", ScopeRun: "run"}
 	periodKindNames = [...]string{PeriodTotal: "total", PeriodDaily: "daily", PeriodWeekly: "weekly", PeriodMonthly: "monthly", PeriodRolling: "rolling"}
 	modeNames       = [...]string{Strict: "strict", Estimate: "estimate"}
 	shortfallNames  = [...]string{Clamp: "clamp", Reject: "reject"}

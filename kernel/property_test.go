@@ -121,6 +121,7 @@ func drawLimits(t *rapid.T, label string, isKey bool, mode *BudgetMode) *Limits 
 		lim.Budgets = append(lim.Budgets, BudgetWindow{
 			Limit:  Money(rapid.Int64Range(0, 20_000).Draw(t, label+".limit")),
 			Period: drawPeriod(t, label+".period"+strconv.Itoa(i)),
+			Soft:   rapid.IntRange(0, 3).Draw(t, label+".soft"+strconv.Itoa(i)) == 0,
 		})
 	}
 	if rapid.Bool().Draw(t, label+".hasRPM") {
@@ -183,6 +184,16 @@ func newWorld(t *rapid.T, opts worldOptions) *world {
 		key := add(ref, drawLimits(t, ref.String(), true, opts.mode))
 		team := teamScopes[rapid.IntRange(0, teams-1).Draw(t, ref.String()+".team")]
 		w.keys = append(w.keys, []Scope{key, team, global})
+		// A run of the key: one more level (its TTL outlives the test, so
+		// the run is never forgotten here; TestRunScopeForgotten covers that).
+		if rapid.Bool().Draw(t, ref.String()+".run") {
+			pol := RunPolicy{Budget: Money(rapid.Int64Range(0, 20_000).Draw(t, ref.String()+".runBudget")), TTL: 10_000 * time.Hour}
+			if rapid.Bool().Draw(t, ref.String()+".runRPM") {
+				pol.RPM = rapid.Int64Range(1, 6).Draw(t, ref.String()+".runRPMValue")
+			}
+			run := add(ScopeRef{Kind: ScopeRun, ID: RunScopeID(ref, "run1")}, pol.Limits())
+			w.keys = append(w.keys, []Scope{key, run, team, global})
+		}
 	}
 	for range rapid.IntRange(1, 2).Draw(t, "prices") {
 		pm := rapid.Int64Range(0, 1_500_000)
@@ -255,6 +266,9 @@ func (w *world) expected(req *AdmitRequest) (reason Reason, scope int, n, tokens
 		for _, b := range lim.Budgets {
 			ref := req.Scopes[i].Ref
 			spent := w.spent[w.windowKey(ref, b.Period, w.now)]
+			if b.Soft {
+				continue // never refuses
+			}
 			if mode == Estimate {
 				if spent >= b.Limit {
 					return false
@@ -330,6 +344,24 @@ func (w *world) expected(req *AdmitRequest) (reason Reason, scope int, n, tokens
 	return ReasonOK, 0, n, tokens
 }
 
+// expectedWarnings are the soft windows of req's scopes whose spent has
+// reached their limit at w.now.
+func (w *world) expectedWarnings(req *AdmitRequest) []BudgetWarning {
+	var out []BudgetWarning
+	for _, sc := range req.Scopes {
+		if sc.Limits == nil {
+			continue
+		}
+		for _, b := range sc.Limits.Budgets {
+			spent := w.spent[w.windowKey(sc.Ref, b.Period, w.now)]
+			if b.Soft && spent >= b.Limit {
+				out = append(out, BudgetWarning{Scope: sc.Ref, Period: b.Period, Limit: b.Limit, Spent: spent})
+			}
+		}
+	}
+	return out
+}
+
 func (w *world) admit(t *rapid.T) {
 	k := rapid.IntRange(0, len(w.keys)-1).Draw(t, "key")
 	w.nextID++
@@ -368,6 +400,7 @@ func (w *world) admitRequest(t *rapid.T, req *AdmitRequest, k int) {
 		return
 	}
 	require.Equal(t, n, d.MaxTokens)
+	require.Equal(t, w.expectedWarnings(req), d.Warnings)
 	worst := WorstCost(req.Price, req.PromptBytes, n)
 	if l := req.Scopes[0].Limits; l != nil && l.Mode == Estimate {
 		require.Zero(t, d.Reserved)
@@ -611,6 +644,9 @@ func TestPropertyNoOverspendStrict(t *testing.T) {
 					continue
 				}
 				for _, b := range m.lim.Budgets {
+					if b.Soft {
+						continue // may pass its limit: it only warns
+					}
 					spent, reserved := w.s.Usage(ref, b.Period, w.now)
 					carry := w.carry[w.windowKey(ref, b.Period, w.now)]
 					require.LessOrEqual(t, spent+reserved, b.Limit+carry, "%s %s", ref, b.Period)

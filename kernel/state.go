@@ -24,6 +24,7 @@ const nanosPerMinute = int64(time.Minute)
 type State struct {
 	mu     sync.Mutex
 	scopes map[ScopeRef]*scopeState
+	ttls   map[ScopeRef]*scopeState // scopes with a TTL (Limits.TTL), which Expire may forget
 	open   map[string]*reservation
 	leases leaseHeap
 	// epoch grows each time a window is created or reset; a reservation releases
@@ -36,6 +37,7 @@ type State struct {
 func NewState() *State {
 	return &State{
 		scopes: make(map[ScopeRef]*scopeState, 64),
+		ttls:   make(map[ScopeRef]*scopeState),
 		open:   make(map[string]*reservation, 64),
 	}
 }
@@ -47,6 +49,8 @@ type scopeState struct {
 	minute   int64 // UTC minute (unix nanos / 60e9) of requests and tokens
 	requests int64
 	tokens   int64
+	// ttl (nanos) > 0: forgotten when idle since last + ttl (Limits.TTL).
+	ttl, last int64
 	// windows are the budget windows tracked for the scope; windows[0] is the
 	// PeriodTotal window every scope has. They start in inline, next to the
 	// counters, so that admission touches little memory. A *window is only
@@ -203,6 +207,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 	// Budgets first, as they decide the output bound the rate limits count.
 	n := outBound
 	budgetFail := -1
+	var warnings []BudgetWarning
 	var inCost u128
 	inCost.addMul(inBound, inPrice)
 	for i := range req.Scopes {
@@ -212,6 +217,12 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		}
 		for _, b := range lim.Budgets {
 			w := s.window(res.scopes[i], b.Period, now, nowN)
+			if b.Soft {
+				if w.spent >= b.Limit {
+					warnings = append(warnings, BudgetWarning{Scope: req.Scopes[i].Ref, Period: b.Period, Limit: b.Limit, Spent: w.spent})
+				}
+				continue
+			}
 			if budgetFail >= 0 {
 				continue // keep creating windows so that reservations cover them
 			}
@@ -276,7 +287,11 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 	if mode == Estimate {
 		reserved = 0
 	}
-	for _, st := range res.scopes {
+	for i, st := range res.scopes {
+		if lim := req.Scopes[i].Limits; lim != nil && lim.TTL > 0 {
+			st.ttl, st.last = int64(lim.TTL), nowN
+			s.ttls[st.ref] = st
+		}
 		st.inFlight++
 		st.requests++
 		st.tokens = satAdd(st.tokens, tokens)
@@ -303,6 +318,7 @@ func (s *State) Admit(now time.Time, req *AdmitRequest) Decision {
 		Clamped:   n < outBound,
 		Reserved:  reserved,
 		RateLimit: rateInfo(req.Scopes, res.scopes, minuteLeft),
+		Warnings:  warnings,
 	}
 }
 
@@ -404,7 +420,9 @@ func (s *State) Settle(now time.Time, id string, u Usage, st Status) (Settlement
 
 // Expire settles every reservation whose lease (admittedAt + lease) has ended
 // by now, with StatusExpired and its worst-case cost, freeing its parallel
-// slots; it returns them oldest deadline first (nil when none).
+// slots; it returns them oldest deadline first (nil when none). It then
+// forgets every scope with a TTL that has nothing in flight and whose last
+// admission or settlement is TTL or more before now.
 func (s *State) Expire(now time.Time) []Settlement {
 	nowN := now.UnixNano()
 	s.mu.Lock()
@@ -416,6 +434,12 @@ func (s *State) Expire(now time.Time) []Settlement {
 		out = append(out, s.settlement(res, now, Usage{}, res.worst, StatusExpired))
 		s.recycle(res)
 	}
+	for ref, st := range s.ttls {
+		if st.inFlight == 0 && satAdd(st.last, st.ttl) <= nowN {
+			delete(s.scopes, ref)
+			delete(s.ttls, ref)
+		}
+	}
 	return out
 }
 
@@ -426,6 +450,9 @@ func (s *State) close(res *reservation, now time.Time, nowN int64, cost Money, f
 	nowMinute := floorDiv(nowN, nanosPerMinute)
 	for _, st := range res.scopes {
 		st.inFlight--
+		if st.ttl > 0 {
+			st.last = max(st.last, nowN)
+		}
 		if fixTokens && st.minute == res.minute && nowMinute <= res.minute {
 			st.tokens = max(satAdd(st.tokens, actual-res.tokens), 0)
 		}
@@ -493,6 +520,15 @@ func (s *State) Usage(ref ScopeRef, p Period, now time.Time) (spent, reserved Mo
 	}
 	s.roll(w, now, nowN)
 	return w.spent, w.reserved
+}
+
+// Known reports whether ref has counters (it was admitted, seeded or
+// created, and not forgotten since).
+func (s *State) Known(ref ScopeRef) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.scopes[ref]
+	return ok
 }
 
 // InFlight is the number of open reservations charged to ref.

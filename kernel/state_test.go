@@ -497,3 +497,90 @@ func snapshot(s *State, now time.Time) stateSnapshot {
 	}
 	return out
 }
+
+func TestSoftBudgetPassesAndWarns(t *testing.T) {
+	s := NewState()
+	// The team's daily budget is soft ($0.000000200): it neither clamps nor
+	// refuses; the key's strict total budget still does.
+	team := &Limits{Budgets: []BudgetWindow{{Limit: 200, Period: daily, Soft: true}}}
+	key := &Limits{Budgets: []BudgetWindow{{Limit: 1000, Period: total}}}
+	for i := range 3 {
+		id := string(rune('a' + i))
+		d := s.Admit(t0, request(id, key, team))
+		require.True(t, d.Admitted, "request %d", i)
+		require.False(t, d.Clamped)
+		if i < 2 {
+			require.Nil(t, d.Warnings, "request %d: under the soft limit", i)
+		} else {
+			require.Equal(t, []BudgetWarning{{Scope: teamRef, Period: daily, Limit: 200, Spent: 300}}, d.Warnings)
+		}
+		_, ok := s.Settle(t0, id, Usage{Input: 100, Output: 50}, StatusCompleted)
+		require.True(t, ok)
+	}
+	spent, _ := s.Usage(teamRef, daily, t0)
+	require.Equal(t, Money(450), spent, "the soft window counts past its limit")
+	// The strict key budget ($1000 nano) refuses once 900 is spent and 150 more would not fit.
+	for i := 3; i < 6; i++ {
+		s.Admit(t0, request(string(rune('a'+i)), key, team))
+		s.Settle(t0, string(rune('a'+i)), Usage{Input: 100, Output: 50}, StatusCompleted)
+	}
+	r := request("z", key, team)
+	r.MaxTokens = 0
+	d := s.Admit(t0, r)
+	require.False(t, d.Admitted)
+	require.Equal(t, ReasonBudgetExceeded, d.Reason)
+	require.Equal(t, keyRef, d.Scope)
+}
+
+func TestRunBudgetStopsALoop(t *testing.T) {
+	s := NewState()
+	pol := RunPolicy{Budget: 1000, RPM: 100, TTL: time.Hour}
+	run := Scope{Ref: ScopeRef{Kind: ScopeRun, ID: RunScopeID(keyRef, "agent-1")}, Limits: pol.Limits()}
+	require.Equal(t, "key:k1/agent-1", run.Ref.ID)
+	admitted := 0
+	for i := range 50 {
+		r := request("a"+string(rune('0'+i/10))+string(rune('0'+i%10)), &Limits{Shortfall: Reject}, nil)
+		r.Scopes = []Scope{r.Scopes[0], run, r.Scopes[1], r.Scopes[2]}
+		d := s.Admit(t0, r)
+		if !d.Admitted {
+			require.Equal(t, ReasonBudgetExceeded, d.Reason)
+			require.Equal(t, run.Ref, d.Scope)
+			continue
+		}
+		admitted++
+		_, ok := s.Settle(t0, r.ID, Usage{Input: 100, Output: 50}, StatusCompleted)
+		require.True(t, ok)
+	}
+	require.Equal(t, 6, admitted, "150 a call, 1000 the run's budget")
+	spent, reserved := s.Usage(run.Ref, total, t0)
+	require.Equal(t, Money(900), spent)
+	require.Zero(t, reserved)
+	// Another run of the same key has a budget of its own.
+	other := Scope{Ref: ScopeRef{Kind: ScopeRun, ID: RunScopeID(keyRef, "agent-2")}, Limits: pol.Limits()}
+	r := request("b", nil, nil)
+	r.Scopes = []Scope{r.Scopes[0], other, r.Scopes[1], r.Scopes[2]}
+	require.True(t, s.Admit(t0, r).Admitted)
+}
+
+func TestRunScopeForgotten(t *testing.T) {
+	s := NewState()
+	run := Scope{Ref: ScopeRef{Kind: ScopeRun, ID: "key:k1/r"}, Limits: (&RunPolicy{Budget: 1000, TTL: time.Hour}).Limits()}
+	r := request("a", nil, nil)
+	r.Scopes = []Scope{r.Scopes[0], run}
+	r.Lease = 3 * time.Hour
+	require.True(t, s.Admit(t0, r).Admitted)
+	// In flight past the TTL: kept.
+	s.Expire(t0.Add(2 * time.Hour))
+	require.True(t, s.Known(run.Ref))
+	_, ok := s.Settle(t0.Add(2*time.Hour), "a", Usage{Input: 100}, StatusCompleted)
+	require.True(t, ok)
+	s.Expire(t0.Add(2*time.Hour + 59*time.Minute))
+	require.True(t, s.Known(run.Ref), "idle since its settlement at 2h, not its admission")
+	spent, _ := s.Usage(run.Ref, total, t0.Add(2*time.Hour))
+	require.Equal(t, Money(100), spent)
+	s.Expire(t0.Add(3 * time.Hour))
+	require.False(t, s.Known(run.Ref), "idle for its TTL: forgotten")
+	require.True(t, s.Known(keyRef), "scopes without a TTL stay")
+	require.ErrorIs(t, (&Limits{TTL: -1}).Validate(), ErrBadLimits)
+	require.ErrorIs(t, (&Limits{Run: &RunPolicy{Budget: -1}}).Validate(), ErrBadLimits)
+}

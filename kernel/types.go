@@ -63,7 +63,39 @@ const (
 	// the router adds to a request's scopes; it is outside the hierarchy and
 	// carries no budget.
 	ScopeDeployment
+	// ScopeRun is one run of an agent (a request's x-tollgate-run-id, under
+	// the key or team whose RunPolicy applies): the narrowest level, with a
+	// budget of its own for the run's whole life. Its ID is the owner's
+	// ScopeRef and the run id, "key:k1/run-42" (RunScopeID).
+	ScopeRun
 )
+
+// RunScopeID is the ID of the ScopeRun of run id under owner.
+func RunScopeID(owner ScopeRef, run string) string { return owner.String() + "/" + run }
+
+// RunPolicy is what a key or team gives each of its runs: a budget over the
+// run's life, a request rate, and how long an idle run's counters are kept.
+type RunPolicy struct {
+	Budget Money         `json:"budget,omitempty"` // 0: no budget
+	RPM    int64         `json:"rpm,omitempty"`
+	TTL    time.Duration `json:"ttl,omitempty"` // 0: DefaultRunTTL
+}
+
+// DefaultRunTTL is how long an idle run's counters are kept when its policy
+// names no TTL.
+const DefaultRunTTL = time.Hour
+
+// Limits of the run scope the policy gives: a total budget, the rpm and the TTL.
+func (p *RunPolicy) Limits() *Limits {
+	l := &Limits{RPM: p.RPM, TTL: p.TTL}
+	if l.TTL <= 0 {
+		l.TTL = DefaultRunTTL
+	}
+	if p.Budget > 0 {
+		l.Budgets = []BudgetWindow{{Limit: p.Budget, Period: Period{Kind: PeriodTotal}}}
+	}
+	return l
+}
 
 // ScopeRef names one scope: a kind and an id ("" for ScopeGlobal).
 type ScopeRef struct {
@@ -96,10 +128,23 @@ type Period struct {
 	Location *time.Location `json:"-"`               // calendar periods; nil means UTC
 }
 
-// BudgetWindow is a spending limit over one period.
+// BudgetWindow is a spending limit over one period. A Soft window never
+// refuses nor clamps a request: its counters are kept as for any other
+// window, and an admission while its spent has reached Limit carries a
+// BudgetWarning (the processor's x-tollgate-budget-warning header, and alerts).
 type BudgetWindow struct {
 	Limit  Money  `json:"limit"`
 	Period Period `json:"period"`
+	Soft   bool   `json:"soft,omitempty"`
+}
+
+// BudgetWarning names a soft budget window whose spent had reached its limit
+// when a request was admitted.
+type BudgetWarning struct {
+	Scope  ScopeRef
+	Period Period
+	Limit  Money
+	Spent  Money
 }
 
 // BudgetMode says how hard a budget is.
@@ -136,6 +181,13 @@ type Limits struct {
 	ExpiresAt   time.Time      `json:"expires_at,omitzero"`
 	Mode        BudgetMode     `json:"mode,omitempty"`
 	Shortfall   Shortfall      `json:"shortfall,omitempty"`
+	// TTL > 0: the scope's counters are forgotten once nothing is in flight
+	// on it and no admission or settlement has touched it for TTL (run scopes; Expire
+	// drops them). Its spend is in the ledger, which seeds it again.
+	TTL time.Duration `json:"ttl,omitempty"`
+	// Run is the policy of the runs of this scope (keys and teams): a
+	// request naming a run id is also admitted against the run's scope.
+	Run *RunPolicy `json:"run,omitempty"`
 }
 
 // Scope is one scope of a request with its limits. Limits may be nil (no limits,
@@ -212,6 +264,9 @@ type Decision struct {
 	// Reserved is the worst-case cost held on every budget scope.
 	Reserved  Money
 	RateLimit RateLimitInfo
+	// Warnings are the soft budget windows past their limit, in scope and
+	// budget order (admitted requests only; nil when none).
+	Warnings []BudgetWarning
 }
 
 // Status is how a request ended.

@@ -84,12 +84,14 @@ type Config interface {
 
 // LedgerEntry is one settled request.
 type LedgerEntry struct {
-	RequestID  string        `json:"request_id"`
-	KeyID      string        `json:"key_id"`
-	UserID     string        `json:"user_id,omitempty"`
-	TeamID     string        `json:"team_id,omitempty"`
-	OrgID      string        `json:"org_id,omitempty"`
-	CustomerID string        `json:"customer_id,omitempty"`
+	RequestID  string `json:"request_id"`
+	KeyID      string `json:"key_id"`
+	UserID     string `json:"user_id,omitempty"`
+	TeamID     string `json:"team_id,omitempty"`
+	OrgID      string `json:"org_id,omitempty"`
+	CustomerID string `json:"customer_id,omitempty"`
+	// RunID is the run scope's id (kernel.RunScopeID) when the request named a run.
+	RunID      string        `json:"run_id,omitempty"`
 	Model      string        `json:"model"`      // public model name
 	Deployment string        `json:"deployment"` // deployment that served it
 	Usage      kernel.Usage  `json:"usage"`
@@ -107,7 +109,7 @@ type LedgerEntry struct {
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).
 func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
-	refs := make([]kernel.ScopeRef, 0, 6)
+	refs := make([]kernel.ScopeRef, 0, 7)
 	refs = append(refs, kernel.ScopeRef{Kind: kernel.ScopeGlobal})
 	for _, s := range [...]struct {
 		kind kernel.ScopeKind
@@ -118,6 +120,7 @@ func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
 		{kernel.ScopeUser, e.UserID},
 		{kernel.ScopeCustomer, e.CustomerID},
 		{kernel.ScopeKey, e.KeyID},
+		{kernel.ScopeRun, e.RunID},
 	} {
 		if s.id != "" {
 			refs = append(refs, kernel.ScopeRef{Kind: s.kind, ID: s.id})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-ai/tollgate/accounting"
+	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/observe"
@@ -55,6 +57,9 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	redisURL := fs.String("redis", "", "redis://… URL: admission counters shared by every replica (with a PostgreSQL store; default: env TOLLGATE_REDIS)")
 	redisPolicy := fs.String("redis-failure", "closed", "when Redis is unreachable: closed (refuse with 503) or local (per-replica limits)")
 	checkpointEvery := fs.Duration("usage-checkpoint", accounting.DefaultCheckpointEvery, "with --redis: how often streams' usage so far is written to Redis, so that an expired lease charges what a stream showed, not its worst case (0: off)")
+	alertWebhook := fs.String("alert-webhook", "", "send budget alerts (50/80/100 % of every budget window, once across replicas) to this URL as signed JSON (secret: env TOLLGATE_ALERT_WEBHOOK_SECRET); docs/governance.md")
+	alertSlack := fs.String("alert-slack", "", "send budget alerts to this Slack-compatible incoming webhook URL")
+	alertEvery := fs.Duration("alert-every", gateway.DefaultAlertEvery, "how often budget thresholds are checked")
 	spillDir := fs.String("ledger-spill-dir", "auto", "directory of the ledger's write-ahead spill (settlements survive a crash while the store cannot commit); auto: a directory per database under the user cache directory with a PostgreSQL store, off with SQLite; off: none")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
@@ -154,6 +159,15 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		opts.Observe.Checks = append(opts.Observe.Checks, check)
 	}
 
+	if *alertWebhook != "" || *alertSlack != "" {
+		n, closeAlerts, err := alertNotifier(*alertWebhook, *alertSlack, *redisURL, st, log)
+		if err != nil {
+			return err
+		}
+		defer closeAlerts()
+		opts.Alerts, opts.AlertEvery = n, *alertEvery
+	}
+
 	if *demo != "" {
 		opts.OnStart = append(opts.OnStart, func(ctx context.Context, g *gateway.Gateway) error {
 			return demoSetup(ctx, g, *demo, filepath.Join(filepath.Dir(*db), ".tollgate-demo-key"), stdout)
@@ -195,6 +209,35 @@ func openRedis(url, policy string, checkpointEvery time.Duration, st store.Store
 	c := accounting.NewRedisCounters(client, accounting.LedgerSeed(st), accounting.WithFailurePolicy(p), accounting.WithLogger(log),
 		accounting.WithCheckpoints(checkpointEvery))
 	return c, func() { c.Close(); _ = client.Close() }, redisCheck(client), nil
+}
+
+// alertNotifier builds the budget alerts' notifier: claims in Redis when the
+// replicas share it (an alert fires once across them), else in this process.
+func alertNotifier(webhook, slack, redisURL string, st store.Store, log *slog.Logger) (*alert.Notifier, func(), error) {
+	n := &alert.Notifier{Audit: st, Log: log, Claimer: &alert.MemoryClaimer{}}
+	closeFn := func() {}
+	if redisURL != "" {
+		ro, err := goredis.ParseURL(redisURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--redis: %w", err)
+		}
+		client := goredis.NewClient(ro)
+		n.Claimer = alert.RedisClaimer{Client: client, Prefix: "tg"}
+		closeFn = func() { _ = client.Close() }
+	}
+	if webhook != "" {
+		if _, err := url.ParseRequestURI(webhook); err != nil {
+			return nil, nil, fmt.Errorf("--alert-webhook: %w", err)
+		}
+		n.Sinks = append(n.Sinks, &alert.Webhook{URL: webhook, Secret: []byte(os.Getenv("TOLLGATE_ALERT_WEBHOOK_SECRET"))})
+	}
+	if slack != "" {
+		if _, err := url.ParseRequestURI(slack); err != nil {
+			return nil, nil, fmt.Errorf("--alert-slack: %w", err)
+		}
+		n.Sinks = append(n.Sinks, alert.NewSlack(slack))
+	}
+	return n, closeFn, nil
 }
 
 func masterKey(db, file string) ([]byte, error) {

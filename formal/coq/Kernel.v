@@ -386,6 +386,15 @@ Fixpoint expireLoop (fuel : nat) (s : State) (now : Z) : State * list Settlement
 Definition Expire (s : State) (now : Z) : State * list Settlement :=
   expireLoop (length (open s)) s now.
 
+(* State.Expire's last loop: a scope with a TTL (run scopes, Limits.TTL) is
+   forgotten when nothing is in flight on it (Go: inFlight == 0, which counts
+   the open reservations naming the scope — the kernel's property tests check
+   InFlight against that count) and it has been idle for its TTL. The TTL
+   clock is not modelled: any idle scope may be forgotten at any step. *)
+Definition Forget (s : State) (ref : ScopeRef) : State :=
+  if existsb (fun res => existsb (Nat.eqb ref) (rScopes res)) (open s) then s
+  else mkState (fun r' => if Nat.eqb r' ref then None else scopes s r') (open s) (epoch s).
+
 (* State.Usage: spent and reserved of ref's window of p; zero when not tracked. *)
 Definition UsageOf (s : State) (ref : ScopeRef) (p : Period) : Money * Money :=
   match scopes s ref with

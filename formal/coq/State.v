@@ -902,6 +902,36 @@ Proof.
       rewrite C3 by auto. destruct S2 as (_ & C2 & _). destruct S1 as (_ & Cs1 & _). rewrite C2, Cs1. reflexivity.
 Qed.
 
+(* ---------- forgetting an idle scope (run scopes' TTL) ---------- *)
+
+(* Forgetting a scope that no open reservation names keeps the invariant:
+   the forgotten scope's windows read as zero, below every (non-negative)
+   limit, and every reservation's scopes are untouched. A run that comes
+   back starts from the ledger's figure (the accountants seed it), which
+   the ledger theorems (Ledger.v) cover. *)
+Theorem forget_inv : forall cfg s r, cfgOK cfg -> Inv cfg s -> Inv cfg (Forget s r).
+Proof.
+  intros cfg s r Hcfg I. unfold Forget.
+  destruct (existsb (fun res => existsb (Nat.eqb r) (rScopes res)) (open s)) eqn:E; [exact I|].
+  assert (Hn : forall res r', In res (open s) -> In r' (rScopes res) -> r' <> r).
+  { intros res r' Hres Hr' ->.
+    assert (C : existsb (fun res => existsb (Nat.eqb r) (rScopes res)) (open s) = true).
+    { apply existsb_exists. exists res. split; auto.
+      apply existsb_exists. exists r. split; auto. apply Nat.eqb_refl. }
+    congruence. }
+  destruct I as [Ib Is Isr It Isn]. constructor; simpl.
+  - intros r' b Hb. unfold UsageOf. simpl. destruct (Nat.eqb_spec r' r).
+    + simpl. apply Hcfg in Hb. lia.
+    + apply (Ib r' b Hb).
+  - exact Is.
+  - intros res r' st w Hres Hr' Hst Hw. destruct (Nat.eqb_spec r' r); [discriminate|].
+    eapply Isr; eauto.
+  - intros res r' Hres Hr'. pose proof (Hn res r' Hres Hr') as Hne.
+    destruct (It res r' Hres Hr') as [Ex Tr]. unfold exists_scope, trackedb in *. simpl.
+    apply Nat.eqb_neq in Hne. rewrite Hne. split; auto.
+  - intros r' st w Hst Hw. destruct (Nat.eqb r' r); [discriminate|]. eapply Isn; eauto.
+Qed.
+
 (* ---------- no overspend ---------- *)
 
 (* One operation on the state, under a fixed configuration: an admission of
@@ -913,7 +943,8 @@ Inductive step (cfg : Config) : State -> State -> Prop :=
 | StepSettle : forall s id u st,
     (forall res, findRes (open s) id = Some res -> Cost (rPrice res) u <= rReserved res) ->
     step cfg s (fst (Settle s id u st))
-| StepExpire : forall s now, step cfg s (fst (Expire s now)).
+| StepExpire : forall s now, step cfg s (fst (Expire s now))
+| StepForget : forall s r, cfgOK cfg -> step cfg s (Forget s r).
 
 Inductive steps (cfg : Config) : State -> State -> Prop :=
 | StepsNil : forall s, steps cfg s s
@@ -925,6 +956,7 @@ Proof.
   - apply admit_inv; auto.
   - apply settle_inv; auto.
   - apply expire_inv; auto.
+  - apply forget_inv; auto.
 Qed.
 
 Theorem steps_inv : forall cfg s s', Inv cfg s -> steps cfg s s' -> Inv cfg s'.

@@ -13,7 +13,11 @@
  * expired while it still runs; every lease has the same length, so leases
  * end in admission order. Each Lua script is one atomic step, as Redis runs
  * it. Request r is handled by replica r % NREP; scope 0 is shared by every
- * request (a team), scope 1 only by the odd requests (a key).
+ * request (a team), scope 1 only by the odd requests (a key), scope 2 by
+ * requests 0 and 1 (one run of an agent, x-tollgate-run-id, on two replicas,
+ * with a budget of one request's worst cost). The run's counters may expire
+ * (its hash's TTL, Limits.TTL) once nothing of the run is open, queued or in
+ * a spill only; its next admission seeds it from the ledger (RunExpire).
  *
  * The wipe and the rejoin (accounting/doc.go, "Redis holds no truth the
  * ledger cannot rebuild"): Redis holds an epoch; a wipe loses it with every
@@ -86,9 +90,11 @@
  */
 
 #define NREP 3                /* Sync, Final and init name the three */
-#define NSCOPE 2
+#define NSCOPE 3
 #define NREQ 4
-#define LIMIT 4             /* the budget of every scope */
+#define LIMIT 4             /* the budget of the team and the key */
+#define RUNLIMIT 2          /* the run's budget: one request's worst cost */
+#define MAXRUNEXP 1
 #define W 2                 /* the worst cost every request reserves */
 #define MAXCRASH 1
 #ifdef CLOSEFIRST
@@ -115,7 +121,7 @@
 #else
 #define SEEDOK (epoch == se)   /* seedLua checks the epoch of the read */
 #endif
-#define inscope(r, s) ((s) == 0 || ((r) % 2) == 1)
+#define inscope(r, s) ((s) == 0 || ((s) == 1 && ((r) % 2) == 1) || ((s) == 2 && (r) < 2))
 /* A stream's first checkpoint write, taken with its admission to keep the
  * states few: a write after other steps is the same as a request that was
  * expired, wiped or ended before its first write (no checkpoint), then one
@@ -172,6 +178,9 @@ byte exposure[NSCOPE];   /* the bill: Σ admitted r of its cost once ended, W wh
 byte gap[NSCOPE];        /* money Redis lost that no live replica holds (a dead replica's, at a wipe) */
 byte crashes;
 byte restarts;
+byte runexp;             /* the run's counters expired (RunExpire) */
+bool rseed[NREP];        /* the replica read the ledger to seed the run and has not run seedLua yet */
+bool over;               /* Final ran: nothing moves after it */
 
 /* settleLua / an expiry: the first to delete the record wins. */
 inline closeRec(r, c, ok) {
@@ -180,10 +189,12 @@ inline closeRec(r, c, ok) {
      rec[r] = false; cp[r] = false;   /* its checkpoint no longer counts */
      resv[0] = resv[0] - W; spent[0] = spent[0] + c;
      if :: inscope(r, 1) -> resv[1] = resv[1] - W; spent[1] = spent[1] + c :: else -> skip fi;
+     if :: inscope(r, 2) -> resv[2] = resv[2] - W; spent[2] = spent[2] + c :: else -> skip fi;
      if
      :: restarts == 0 ->   /* ghosts of ONCE and EXACT, checked before a wipe only */
         ends[r]++; accepted[0] = accepted[0] + c;
-        if :: inscope(r, 1) -> accepted[1] = accepted[1] + c :: else -> skip fi
+        if :: inscope(r, 1) -> accepted[1] = accepted[1] + c :: else -> skip fi;
+        if :: inscope(r, 2) -> accepted[2] = accepted[2] + c :: else -> skip fi
      :: else -> skip
      fi;
      ok = true
@@ -195,7 +206,8 @@ inline closeRec(r, c, ok) {
 inline bill(r, c) {
   cost[r] = c;
   exposure[0] = exposure[0] - W + c;
-  if :: inscope(r, 1) -> exposure[1] = exposure[1] - W + c :: else -> skip fi
+  if :: inscope(r, 1) -> exposure[1] = exposure[1] - W + c :: else -> skip fi;
+  if :: inscope(r, 2) -> exposure[2] = exposure[2] - W + c :: else -> skip fi
 }
 
 /* Group commit of replica p's writer: one transaction; the ledger keeps a
@@ -257,13 +269,15 @@ inline rejoin(me) {
           :: cached[j] && !rec[j] ->
              rec[j] = true; leases!!seqOf[j];
              resv[0] = resv[0] + W;
-             if :: inscope(j, 1) -> resv[1] = resv[1] + W :: else -> skip fi
+             if :: inscope(j, 1) -> resv[1] = resv[1] + W :: else -> skip fi;
+             if :: inscope(j, 2) -> resv[2] = resv[2] + W :: else -> skip fi
           :: else -> skip
           fi;
           if
           :: qrep[j] > 0 ->
              spent[0] = spent[0] + qrep[j] - 1;
-             if :: inscope(j, 1) -> spent[1] = spent[1] + qrep[j] - 1 :: else -> skip fi
+             if :: inscope(j, 1) -> spent[1] = spent[1] + qrep[j] - 1 :: else -> skip fi;
+             if :: inscope(j, 2) -> spent[2] = spent[2] + qrep[j] - 1 :: else -> skip fi
           :: else -> skip
           fi;
           j = j + NREP
@@ -298,7 +312,8 @@ inline crash(me) {
           :: restarts == 0 -> lostc[j] = qrep[j]   /* gone from Redis too if it loses its data */
           :: restarts > 0 && myEpoch[me] != epoch ->
              gap[0] = gap[0] + qrep[j] - 1;
-             if :: inscope(j, 1) -> gap[1] = gap[1] + qrep[j] - 1 :: else -> skip fi
+             if :: inscope(j, 1) -> gap[1] = gap[1] + qrep[j] - 1 :: else -> skip fi;
+             if :: inscope(j, 2) -> gap[2] = gap[2] + qrep[j] - 1 :: else -> skip fi
           :: else -> skip
           fi;
           qrep[j] = 0
@@ -308,7 +323,8 @@ inline crash(me) {
        :: cached[j] && !rec[j] && !expired[j] && myEpoch[me] != epoch ->
           lost[j] = true;
           gap[0] = gap[0] + W;
-          if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi
+          if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi;
+          if :: inscope(j, 2) -> gap[2] = gap[2] + W :: else -> skip fi
        :: else -> skip
        fi;
        j = j + NREP
@@ -321,14 +337,14 @@ inline crash(me) {
 }
 
 proctype Replica(byte me) {
-  byte r = me, c, v, t, j, code, se;
+  byte r = me, c, v, t, u, j, code, se;
   bool ok, need, pend;
   do
   :: r >= NREQ -> break
   :: r < NREQ ->
 admit:
      atomic { /* admitLua: check every scope, then reserve on all, in one step */
-       need = (!seeded[0] || (inscope(r, 1) && !seeded[1]));
+       need = (!seeded[0] || (inscope(r, 1) && !seeded[1]) || (inscope(r, 2) && !seeded[2]));
        if
        :: need ->
 #ifdef NOREJOIN
@@ -349,17 +365,20 @@ admit:
        :: else ->
 #ifndef NONATOMIC
           if
-          :: (spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) ->
+          :: (spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) &&
+             (!inscope(r, 2) || spent[2] + resv[2] + W <= RUNLIMIT) ->
              rec[r] = true; cached[r] = true; admitted[r] = true; CHECKPOINT(r);
              seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
              resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
              if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi;
+             if :: inscope(r, 2) -> resv[2] = resv[2] + W; exposure[2] = exposure[2] + W :: else -> skip fi;
              ok = true
           :: else -> ok = false
           fi;
           printf("OP admit %d %d\n", r, ok)
 #else
-          ok = ((spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT))
+          ok = ((spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) &&
+                (!inscope(r, 2) || spent[2] + resv[2] + W <= RUNLIMIT))
 #endif
        fi
      }
@@ -370,7 +389,8 @@ admit:
           rec[r] = true; cached[r] = true; admitted[r] = true; CHECKPOINT(r);
           seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
           resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
-          if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi
+          if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi;
+          if :: inscope(r, 2) -> resv[2] = resv[2] + W; exposure[2] = exposure[2] + W :: else -> skip fi
         }
      :: else -> skip
      fi;
@@ -389,7 +409,9 @@ admit:
            atomic {
              flush(me);
              ledgerSum(0, v);
-             ledgerSum(1, t)
+             ledgerSum(1, t);
+             ledgerSum(2, u);
+             rseed[me] = inscope(r, 2)
            };
            atomic {
              if
@@ -401,10 +423,14 @@ admit:
                 if
                 :: inscope(r, 1) && !seeded[1] -> spent[1] = spent[1] + t; seeded[1] = true; printf("OP seed 1 %d\n", t)
                 :: else -> skip
+                fi;
+                if
+                :: inscope(r, 2) && !seeded[2] -> spent[2] = spent[2] + u; seeded[2] = true; printf("OP seed 2 %d\n", u)
+                :: else -> skip
                 fi
              :: else -> skip   /* refused: Redis lost its data since the read */
              fi;
-             v = 0; t = 0
+             v = 0; t = 0; u = 0; rseed[me] = false
            }
         fi;
         code = 0; se = 0;
@@ -556,6 +582,36 @@ end:
   od
 }
 
+/* The run's counters expire: its scope hash's TTL (Limits.TTL), at least
+ * the lease + 1 min after the run's last admission, refreshed by each. The
+ * model takes that TTL to outlast the run's requests, a live writer's
+ * commit window and a crashed replica's replay of its spill: the hash
+ * expires only once the run has admitted something and nothing of it is
+ * open in Redis, queued in a writer, in a spill only, or waiting to be
+ * re-registered after a wipe, nor between a replica's ledger read for a
+ * seed of the run and its seedLua (an admission's few seconds at most,
+ * its timeout, against the TTL: seedLua has no generation to refuse a read
+ * made before the hash expired, as it has the epoch for a wipe). Its next
+ * admission finds its window unseeded and seeds it from the ledger
+ * (admitLua {2}). -DEARLYRUNEXP drops
+ * the writers' and spills' part of the assumption: a run seeded from a
+ * ledger that misses one of its settlements overspends. */
+#define RUNQUIET ((admitted[0] || admitted[1]) && !rec[0] && !rec[1] && (!cached[0] || expired[0]) && (!cached[1] || expired[1]) && !rseed[0] && !rseed[1])
+#ifdef EARLYRUNEXP
+#define RUNDURABLE true
+#else
+#define RUNDURABLE (qrep[0] == 0 && qrep[1] == 0 && sp[0] == 0 && sp[1] == 0 && lostc[0] == 0 && lostc[1] == 0)
+#endif
+proctype RunExpire() {
+  atomic {
+    /* one guard: an atomic sequence that blocks half way is no longer atomic */
+    !over && runexp < MAXRUNEXP && RUNQUIET && RUNDURABLE;
+    runexp++;
+    spent[2] = 0; resv[2] = 0; seeded[2] = false;
+    printf("OP runexpire\n")
+  }
+}
+
 /* Redis loses its data: records, counters, seeded markers, leases, the epoch
  * and the rejoin hash. What a dead replica held there is gone for good. */
 proctype Restart() {
@@ -570,9 +626,9 @@ proctype Restart() {
     nadm >= 2;
 #endif
     restarts++;
-    accepted[0] = 0; accepted[1] = 0; ends[0] = 0; ends[1] = 0; ends[2] = 0; ends[3] = 0;
-    spent[0] = 0; spent[1] = 0; resv[0] = 0; resv[1] = 0;
-    seeded[0] = false; seeded[1] = false;
+    accepted[0] = 0; accepted[1] = 0; accepted[2] = 0; ends[0] = 0; ends[1] = 0; ends[2] = 0; ends[3] = 0;
+    spent[0] = 0; spent[1] = 0; spent[2] = 0; resv[0] = 0; resv[1] = 0; resv[2] = 0;
+    seeded[0] = false; seeded[1] = false; seeded[2] = false;
     epoch = 0; waiting = 0;
     do :: leases?j :: empty(leases) -> break od;
     j = 0;
@@ -586,7 +642,8 @@ proctype Restart() {
           :: dead[owner(j)] ->
              lost[j] = true;
              gap[0] = gap[0] + W;
-             if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi
+             if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi;
+             if :: inscope(j, 2) -> gap[2] = gap[2] + W :: else -> skip fi
           :: else -> skip
           fi
        :: else -> skip
@@ -595,6 +652,7 @@ proctype Restart() {
        :: lostc[j] > 0 ->
           gap[0] = gap[0] + lostc[j] - 1;
           if :: inscope(j, 1) -> gap[1] = gap[1] + lostc[j] - 1 :: else -> skip fi;
+          if :: inscope(j, 2) -> gap[2] = gap[2] + lostc[j] - 1 :: else -> skip fi;
           lostc[j] = 0
        :: else -> skip
        fi;
@@ -613,9 +671,10 @@ proctype Restart() {
  * open record was lost with a crashed replica and a wipe (the known gap). A
  * crashed replica's spill was replayed. */
 proctype Final() {
-  byte r, j, l0, l1;
+  byte r, j, l0, l1, l2;
   timeout ->
   atomic {
+    over = true;
     assert((done[0] || dead[0]) && (done[1] || dead[1]) && (done[2] || dead[2]));
     /* The crashed replica's next process opens its spill directory and
      * replays the dead one's files into the ledger, which keeps a request's
@@ -643,10 +702,11 @@ proctype Final() {
        r++
     :: else -> break
     od;
-    assert(resv[0] == 0 && resv[1] == 0);
+    assert(resv[0] == 0 && resv[1] == 0 && resv[2] == 0);
     ledgerSum(0, l0);
     ledgerSum(1, l1);
-    printf("OP final %d %d %d %d %d %d\n", spent[0], resv[0], spent[1], resv[1], l0, l1)
+    ledgerSum(2, l2);
+    printf("OP final %d %d %d %d %d %d %d %d %d\n", spent[0], resv[0], spent[1], resv[1], spent[2], resv[2], l0, l1, l2)
   }
 }
 
@@ -656,7 +716,7 @@ init {
   myEpoch[0] = 1; myEpoch[1] = 1; myEpoch[2] = 1;
   atomic {
     run Replica(0); run Replica(1); run Replica(2);
-    run Expirer(); run Sync(); run Restart(); run Final()
+    run Expirer(); run Sync(); run Restart(); run RunExpire(); run Final()
   }
 }
 
@@ -665,10 +725,11 @@ init {
  * every strict budget, beyond what Redis lost with a dead replica (gap); and
  * before any wipe, no record is closed twice and the counters hold exactly
  * the accepted costs. */
-#define BUDGET (exposure[0] <= LIMIT + gap[0] && exposure[1] <= LIMIT + gap[1])
-#define STRICT (exposure[0] <= LIMIT && exposure[1] <= LIMIT)
+#define BUDGET (exposure[0] <= LIMIT + gap[0] && exposure[1] <= LIMIT + gap[1] && exposure[2] <= RUNLIMIT + gap[2])
+#define STRICT (exposure[0] <= LIMIT && exposure[1] <= LIMIT && exposure[2] <= RUNLIMIT)
 #define ONCE (restarts > 0 || (ends[0] <= 1 && ends[1] <= 1 && ends[2] <= 1 && ends[3] <= 1))
-#define EXACT (restarts > 0 || (spent[0] == accepted[0] && spent[1] == accepted[1]))
+/* (the run's counters start again from the ledger once they expired) */
+#define EXACT (restarts > 0 || (spent[0] == accepted[0] && spent[1] == accepted[1] && (runexp > 0 || spent[2] == accepted[2])))
 
 ltl safe { [] (BUDGET && ONCE && EXACT) }
 ltl budget { [] BUDGET }

@@ -49,7 +49,7 @@ func DefaultConfig() Config {
 			"mock-embedding": {Input: 100_000_000},
 			"mock-claude":    {Input: 3_000_000_000, CachedInput: 300_000_000, CacheWrite: 3_750_000_000, Output: 15_000_000_000},
 		},
-		FlaggedWords:        []string{"flagme"},
+		FlaggedWords: []string{"flagme"},
 	}
 }
 

@@ -94,6 +94,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		status, httpStatus = make([]int16, n), make([]int32, n)
 		stream, unpriced   = make([]bool, n), make([]bool, n)
+		runs               = make([]*string, n) // nil: NULL, no run
 	)
 	for i := range rows {
 		e := &rows[i]
@@ -102,18 +103,21 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		in[i], cin[i], cw[i], out[i], rsn[i] = e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite, e.Usage.Output, e.Usage.Reasoning
 		cost[i], status[i], httpStatus[i], stream[i] = int64(e.Cost), int16(e.Status), int32(e.HTTPStatus), e.Stream
 		started[i], ended[i], unpriced[i] = e.StartedAt.UnixNano(), e.EndedAt.UnixNano(), e.Unpriced
+		if e.RunID != "" {
+			runs[i] = &e.RunID
+		}
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
 			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
-			  stream, started_ns, ended_ns, unpriced)
+			  stream, started_ns, ended_ns, unpriced, run_id)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
-			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[])
+			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING request_id`,
 			ids, keys, users, teams, orgs, customers, models, deps, in, cin, cw, out, rsn, cost, status, httpStatus,
-			stream, started, ended, unpriced)
+			stream, started, ended, unpriced, runs)
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 
 var scopeColumn = map[kernel.ScopeKind]string{
 	kernel.ScopeOrg: "org_id", kernel.ScopeTeam: "team_id", kernel.ScopeUser: "user_id",
-	kernel.ScopeCustomer: "customer_id", kernel.ScopeKey: "key_id",
+	kernel.ScopeCustomer: "customer_id", kernel.ScopeKey: "key_id", kernel.ScopeRun: "run_id",
 }
 
 // Entries lists ledger rows ordered by (EndedAt, RequestID).
@@ -68,8 +68,8 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		return nil, store.ErrClosed
 	}
 	q := `SELECT request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment, input,
-		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced
-		FROM ledger WHERE true`
+		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced,
+		COALESCE(run_id, '') FROM ledger WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
@@ -113,7 +113,7 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		var started, ended int64
 		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced)
+			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID)
 		e.Status = kernel.Status(st)
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		return e, err

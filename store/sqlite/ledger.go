@@ -14,9 +14,9 @@ import (
 )
 
 const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
-	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced`
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id`
 
-const ledgerArity = 20
+const ledgerArity = 21
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -394,4 +394,8 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[11].Value, a[12].Value, a[13].Value = e.Usage.Output, e.Usage.Reasoning, int64(e.Cost)
 	a[14].Value, a[15].Value, a[16].Value = int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream)
 	a[17].Value, a[18].Value, a[19].Value = e.StartedAt.UnixNano(), e.EndedAt.UnixNano(), b2i(e.Unpriced)
+	a[20].Value = nil // NULL: no run
+	if e.RunID != "" {
+		a[20].Value = w.box(e.RunID)
+	}
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -56,7 +57,7 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 
 var scopeColumn = map[kernel.ScopeKind]string{
 	kernel.ScopeOrg: "org_id", kernel.ScopeTeam: "team_id", kernel.ScopeUser: "user_id",
-	kernel.ScopeCustomer: "customer_id", kernel.ScopeKey: "key_id",
+	kernel.ScopeCustomer: "customer_id", kernel.ScopeKey: "key_id", kernel.ScopeRun: "run_id",
 }
 
 // Entries lists ledger rows ordered by (EndedAt, RequestID).
@@ -108,11 +109,13 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	for rows.Next() {
 		var e store.LedgerEntry
 		var status, stream, started, ended, unpriced int64
+		var run sql.NullString
 		if err := rows.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced); err != nil {
+			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run); err != nil {
 			return nil, s.wrap("entries", err)
 		}
+		e.RunID = run.String
 		e.Status, e.Stream, e.Unpriced = kernel.Status(status), stream != 0, unpriced != 0
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		out = append(out, e)

@@ -57,6 +57,9 @@ func Gen(n int, seed uint64, prefix string) []store.LedgerEntry {
 			EndedAt:    ended,
 			Unpriced:   i%7 == 3, // not drawn: the same seed gives the entries it always gave
 		}
+		if run := pick("run", 3, 2); run != "" { // the run scope of its key, or none (NULL)
+			out[i].RunID = kernel.RunScopeID(kernel.ScopeRef{Kind: kernel.ScopeKey, ID: out[i].KeyID}, run)
+		}
 	}
 	return out
 }

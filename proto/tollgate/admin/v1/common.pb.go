@@ -205,6 +205,8 @@ const (
 	ScopeKind_SCOPE_KIND_USER        ScopeKind = 4
 	ScopeKind_SCOPE_KIND_CUSTOMER    ScopeKind = 5
 	ScopeKind_SCOPE_KIND_KEY         ScopeKind = 6
+	// SCOPE_KIND_RUN is one run of a key or team; its id is "<owner>/<run id>", e.g. "key:k1/run-42".
+	ScopeKind_SCOPE_KIND_RUN ScopeKind = 7
 )
 
 // Enum value maps for ScopeKind.
@@ -217,6 +219,7 @@ var (
 		4: "SCOPE_KIND_USER",
 		5: "SCOPE_KIND_CUSTOMER",
 		6: "SCOPE_KIND_KEY",
+		7: "SCOPE_KIND_RUN",
 	}
 	ScopeKind_value = map[string]int32{
 		"SCOPE_KIND_UNSPECIFIED": 0,
@@ -226,6 +229,7 @@ var (
 		"SCOPE_KIND_USER":        4,
 		"SCOPE_KIND_CUSTOMER":    5,
 		"SCOPE_KIND_KEY":         6,
+		"SCOPE_KIND_RUN":         7,
 	}
 )
 
@@ -324,7 +328,10 @@ type BudgetWindow struct {
 	Anchor *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=anchor,proto3" json:"anchor,omitempty"`
 	// time_zone is the IANA time zone (e.g. "Europe/Paris") whose midnight starts
 	// daily, weekly and monthly periods; empty means UTC.
-	TimeZone      string `protobuf:"bytes,5,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	TimeZone string `protobuf:"bytes,5,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// soft: the budget never refuses nor clamps; once its spent reaches the
+	// limit, admitted requests carry x-tollgate-budget-warning (and alert).
+	Soft          bool `protobuf:"varint,6,opt,name=soft,proto3" json:"soft,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -394,6 +401,13 @@ func (x *BudgetWindow) GetTimeZone() string {
 	return ""
 }
 
+func (x *BudgetWindow) GetSoft() bool {
+	if x != nil {
+		return x.Soft
+	}
+	return false
+}
+
 // Limits are everything one scope (key, user, team, org, customer) may carry.
 // Zero values mean "no limit".
 type Limits struct {
@@ -408,9 +422,11 @@ type Limits struct {
 	// models are the public model names allowed; empty allows all.
 	Models []string `protobuf:"bytes,5,rep,name=models,proto3" json:"models,omitempty"`
 	// expires_at is when the scope stops admitting requests.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	Mode          BudgetMode             `protobuf:"varint,7,opt,name=mode,proto3,enum=tollgate.admin.v1.BudgetMode" json:"mode,omitempty"`
-	Shortfall     Shortfall              `protobuf:"varint,8,opt,name=shortfall,proto3,enum=tollgate.admin.v1.Shortfall" json:"shortfall,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	Mode      BudgetMode             `protobuf:"varint,7,opt,name=mode,proto3,enum=tollgate.admin.v1.BudgetMode" json:"mode,omitempty"`
+	Shortfall Shortfall              `protobuf:"varint,8,opt,name=shortfall,proto3,enum=tollgate.admin.v1.Shortfall" json:"shortfall,omitempty"`
+	// run is what each run (x-tollgate-run-id) of this key or team gets.
+	Run           *RunPolicy `protobuf:"bytes,9,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -501,6 +517,76 @@ func (x *Limits) GetShortfall() Shortfall {
 	return Shortfall_SHORTFALL_UNSPECIFIED
 }
 
+func (x *Limits) GetRun() *RunPolicy {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// RunPolicy bounds each run of a key or team: a budget over the run's life,
+// a request rate, and how long an idle run's counters are kept.
+type RunPolicy struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Budget *Money                 `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	Rpm    int64                  `protobuf:"varint,2,opt,name=rpm,proto3" json:"rpm,omitempty"`
+	// ttl: how long an idle run's counters are kept (default 1h).
+	Ttl           *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunPolicy) Reset() {
+	*x = RunPolicy{}
+	mi := &file_tollgate_admin_v1_common_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunPolicy) ProtoMessage() {}
+
+func (x *RunPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_common_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunPolicy.ProtoReflect.Descriptor instead.
+func (*RunPolicy) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_common_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RunPolicy) GetBudget() *Money {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *RunPolicy) GetRpm() int64 {
+	if x != nil {
+		return x.Rpm
+	}
+	return 0
+}
+
+func (x *RunPolicy) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
 // Scope names one scope: a kind and an id (empty for the global scope).
 type Scope struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -512,7 +598,7 @@ type Scope struct {
 
 func (x *Scope) Reset() {
 	*x = Scope{}
-	mi := &file_tollgate_admin_v1_common_proto_msgTypes[3]
+	mi := &file_tollgate_admin_v1_common_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +610,7 @@ func (x *Scope) String() string {
 func (*Scope) ProtoMessage() {}
 
 func (x *Scope) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_common_proto_msgTypes[3]
+	mi := &file_tollgate_admin_v1_common_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +623,7 @@ func (x *Scope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scope.ProtoReflect.Descriptor instead.
 func (*Scope) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_common_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_admin_v1_common_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Scope) GetKind() ScopeKind {
@@ -561,13 +647,14 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\x1etollgate/admin/v1/common.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"<\n" +
 	"\x05Money\x12\x19\n" +
 	"\bnano_usd\x18\x01 \x01(\x03R\ananoUsd\x12\x18\n" +
-	"\adollars\x18\x02 \x01(\tR\adollars\"\xf7\x01\n" +
+	"\adollars\x18\x02 \x01(\tR\adollars\"\x8b\x02\n" +
 	"\fBudgetWindow\x12.\n" +
 	"\x05limit\x18\x01 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05limit\x125\n" +
 	"\x06period\x18\x02 \x01(\x0e2\x1d.tollgate.admin.v1.PeriodKindR\x06period\x12/\n" +
 	"\x05every\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05every\x122\n" +
 	"\x06anchor\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06anchor\x12\x1b\n" +
-	"\ttime_zone\x18\x05 \x01(\tR\btimeZone\"\xcc\x02\n" +
+	"\ttime_zone\x18\x05 \x01(\tR\btimeZone\x12\x12\n" +
+	"\x04soft\x18\x06 \x01(\bR\x04soft\"\xfc\x02\n" +
 	"\x06Limits\x129\n" +
 	"\abudgets\x18\x01 \x03(\v2\x1f.tollgate.admin.v1.BudgetWindowR\abudgets\x12\x10\n" +
 	"\x03rpm\x18\x02 \x01(\x03R\x03rpm\x12\x10\n" +
@@ -577,7 +664,12 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x121\n" +
 	"\x04mode\x18\a \x01(\x0e2\x1d.tollgate.admin.v1.BudgetModeR\x04mode\x12:\n" +
-	"\tshortfall\x18\b \x01(\x0e2\x1c.tollgate.admin.v1.ShortfallR\tshortfall\"I\n" +
+	"\tshortfall\x18\b \x01(\x0e2\x1c.tollgate.admin.v1.ShortfallR\tshortfall\x12.\n" +
+	"\x03run\x18\t \x01(\v2\x1c.tollgate.admin.v1.RunPolicyR\x03run\"|\n" +
+	"\tRunPolicy\x120\n" +
+	"\x06budget\x18\x01 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x06budget\x12\x10\n" +
+	"\x03rpm\x18\x02 \x01(\x03R\x03rpm\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"I\n" +
 	"\x05Scope\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.tollgate.admin.v1.ScopeKindR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id*\xa1\x01\n" +
@@ -597,7 +689,7 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\tShortfall\x12\x19\n" +
 	"\x15SHORTFALL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSHORTFALL_CLAMP\x10\x01\x12\x14\n" +
-	"\x10SHORTFALL_REJECT\x10\x02*\xa9\x01\n" +
+	"\x10SHORTFALL_REJECT\x10\x02*\xbd\x01\n" +
 	"\tScopeKind\x12\x1a\n" +
 	"\x16SCOPE_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11SCOPE_KIND_GLOBAL\x10\x01\x12\x12\n" +
@@ -605,7 +697,8 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\x0fSCOPE_KIND_TEAM\x10\x03\x12\x13\n" +
 	"\x0fSCOPE_KIND_USER\x10\x04\x12\x17\n" +
 	"\x13SCOPE_KIND_CUSTOMER\x10\x05\x12\x12\n" +
-	"\x0eSCOPE_KIND_KEY\x10\x06BAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x0eSCOPE_KIND_KEY\x10\x06\x12\x12\n" +
+	"\x0eSCOPE_KIND_RUN\x10\aBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_common_proto_rawDescOnce sync.Once
@@ -620,7 +713,7 @@ func file_tollgate_admin_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tollgate_admin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_tollgate_admin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_tollgate_admin_v1_common_proto_goTypes = []any{
 	(PeriodKind)(0),               // 0: tollgate.admin.v1.PeriodKind
 	(BudgetMode)(0),               // 1: tollgate.admin.v1.BudgetMode
@@ -629,25 +722,29 @@ var file_tollgate_admin_v1_common_proto_goTypes = []any{
 	(*Money)(nil),                 // 4: tollgate.admin.v1.Money
 	(*BudgetWindow)(nil),          // 5: tollgate.admin.v1.BudgetWindow
 	(*Limits)(nil),                // 6: tollgate.admin.v1.Limits
-	(*Scope)(nil),                 // 7: tollgate.admin.v1.Scope
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*RunPolicy)(nil),             // 7: tollgate.admin.v1.RunPolicy
+	(*Scope)(nil),                 // 8: tollgate.admin.v1.Scope
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_tollgate_admin_v1_common_proto_depIdxs = []int32{
-	4, // 0: tollgate.admin.v1.BudgetWindow.limit:type_name -> tollgate.admin.v1.Money
-	0, // 1: tollgate.admin.v1.BudgetWindow.period:type_name -> tollgate.admin.v1.PeriodKind
-	8, // 2: tollgate.admin.v1.BudgetWindow.every:type_name -> google.protobuf.Duration
-	9, // 3: tollgate.admin.v1.BudgetWindow.anchor:type_name -> google.protobuf.Timestamp
-	5, // 4: tollgate.admin.v1.Limits.budgets:type_name -> tollgate.admin.v1.BudgetWindow
-	9, // 5: tollgate.admin.v1.Limits.expires_at:type_name -> google.protobuf.Timestamp
-	1, // 6: tollgate.admin.v1.Limits.mode:type_name -> tollgate.admin.v1.BudgetMode
-	2, // 7: tollgate.admin.v1.Limits.shortfall:type_name -> tollgate.admin.v1.Shortfall
-	3, // 8: tollgate.admin.v1.Scope.kind:type_name -> tollgate.admin.v1.ScopeKind
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	4,  // 0: tollgate.admin.v1.BudgetWindow.limit:type_name -> tollgate.admin.v1.Money
+	0,  // 1: tollgate.admin.v1.BudgetWindow.period:type_name -> tollgate.admin.v1.PeriodKind
+	9,  // 2: tollgate.admin.v1.BudgetWindow.every:type_name -> google.protobuf.Duration
+	10, // 3: tollgate.admin.v1.BudgetWindow.anchor:type_name -> google.protobuf.Timestamp
+	5,  // 4: tollgate.admin.v1.Limits.budgets:type_name -> tollgate.admin.v1.BudgetWindow
+	10, // 5: tollgate.admin.v1.Limits.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 6: tollgate.admin.v1.Limits.mode:type_name -> tollgate.admin.v1.BudgetMode
+	2,  // 7: tollgate.admin.v1.Limits.shortfall:type_name -> tollgate.admin.v1.Shortfall
+	7,  // 8: tollgate.admin.v1.Limits.run:type_name -> tollgate.admin.v1.RunPolicy
+	4,  // 9: tollgate.admin.v1.RunPolicy.budget:type_name -> tollgate.admin.v1.Money
+	9,  // 10: tollgate.admin.v1.RunPolicy.ttl:type_name -> google.protobuf.Duration
+	3,  // 11: tollgate.admin.v1.Scope.kind:type_name -> tollgate.admin.v1.ScopeKind
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_common_proto_init() }
@@ -661,7 +758,7 @@ func file_tollgate_admin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_common_proto_rawDesc), len(file_tollgate_admin_v1_common_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -143,7 +144,7 @@ func mask(field string, m *fieldmaskpb.FieldMask, allowed ...string) error {
 // LimitsPaths are the update_mask paths that change limits.
 var LimitsPaths = []string{
 	"limits", "limits.budgets", "limits.rpm", "limits.tpm", "limits.max_parallel",
-	"limits.models", "limits.expires_at", "limits.mode", "limits.shortfall",
+	"limits.models", "limits.expires_at", "limits.mode", "limits.shortfall", "limits.run",
 }
 
 func withLimits(paths ...string) []string { return append(paths, LimitsPaths...) }
@@ -233,10 +234,17 @@ func scope(prefix string, s *Scope) error {
 	if s == nil {
 		return nil
 	}
-	if err := enumValue(prefix+"kind", s.GetKind(), ScopeKind_SCOPE_KIND_KEY); err != nil {
+	if err := enumValue(prefix+"kind", s.GetKind(), ScopeKind_SCOPE_KIND_RUN); err != nil {
 		return err
 	}
 	k := s.GetKind()
+	if k == ScopeKind_SCOPE_KIND_RUN { // "<owner kind>:<owner id>/<run id>"
+		owner, run, ok := strings.Cut(s.GetId(), "/")
+		if !ok || run == "" || !strings.Contains(owner, ":") || len(s.GetId()) > 300 {
+			return bad(prefix+"id", "a run is named OWNER/RUN, e.g. key:k1/loop-1")
+		}
+		return nil
+	}
 	if k == ScopeKind_SCOPE_KIND_UNSPECIFIED || k == ScopeKind_SCOPE_KIND_GLOBAL {
 		if s.GetId() != "" {
 			return bad(prefix+"id", "must be empty for the global scope")

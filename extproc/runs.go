@@ -1,0 +1,54 @@
+package extproc
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/tollgate-ai/tollgate/translate"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
+
+// hdrRunID names the run (an agent's loop, a session) a request belongs to.
+const hdrRunID = "x-tollgate-run-id"
+
+// maxRunID bounds a run id's length.
+const maxRunID = 128
+
+// withRun returns scopes with the run scope of the request's run id right
+// after the key: its limits come from the first of the key and the team
+// that has a run policy; without a policy the run is only counted (for
+// attribution). scopes is returned as is when the request names no run; a
+// new slice otherwise (the principal's is shared).
+func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIError) {
+	run := s.runHdr
+	if run == "" || len(scopes) == 0 {
+		return scopes, nil
+	}
+	if len(run) > maxRunID || !printable(run) {
+		return nil, &translate.APIError{
+			Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "invalid_run_id",
+			Message: fmt.Sprintf("The %s header must be 1 to %d printable ASCII characters.", hdrRunID, maxRunID),
+		}
+	}
+	owner := scopes[0]
+	for _, sc := range scopes {
+		if (sc.Ref.Kind == kernel.ScopeKey || sc.Ref.Kind == kernel.ScopeTeam) && sc.Limits != nil && sc.Limits.Run != nil {
+			owner = sc
+			break
+		}
+	}
+	rs := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeRun, ID: kernel.RunScopeID(owner.Ref, run)}}
+	if owner.Limits != nil && owner.Limits.Run != nil {
+		rs.Limits = owner.Limits.Run.Limits()
+	}
+	s.runID = rs.Ref.ID
+	out := make([]kernel.Scope, 0, len(scopes)+2)
+	out = append(out, scopes[0], rs)
+	return append(out, scopes[1:]...), nil
+}
+
+func printable(v string) bool {
+	return !slices.ContainsFunc([]byte(v), func(c byte) bool { return c < 0x21 || c > 0x7e })
+}
