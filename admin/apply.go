@@ -72,6 +72,7 @@ type ModelDoc struct {
 	Aliases          []string `yaml:"aliases"` // other names clients may ask for
 
 	ModelRoutingDoc `yaml:",inline"`
+	Cache           *ModelCacheDoc `yaml:"cache"` // admin/cache.go
 }
 
 // LimitsDoc is kernel.Limits as written in YAML: money in dollars.
@@ -537,7 +538,14 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases), GroupRouting: rt}
+		mc, err := m.Cache.cache(f)
+		if err == nil && mc != nil {
+			err = a.ref(ctx, f+".cache.embedding_model", store.KindModel, mc.EmbeddingModel, modelIDs)
+		}
+		if err != nil {
+			return nil, err
+		}
+		want := store.ModelGroup{ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases), GroupRouting: rt, Cache: mc}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.ModelGroup, bool) (store.ModelGroup, error) { return want, nil }))
 	}
 	priced := map[string]bool{}

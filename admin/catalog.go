@@ -264,7 +264,7 @@ func (s *Server) DeleteDeployment(ctx context.Context, req *adminv1.DeleteDeploy
 }
 
 func modelView(m *store.ModelGroup) *adminv1.Model {
-	return groupRoutingView(&adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases)}, &m.GroupRouting)
+	return groupRoutingView(&adminv1.Model{Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases), Cache: modelCacheView(m.Cache)}, &m.GroupRouting)
 }
 
 // checkDeployments fails when a deployment does not exist or is listed twice.
@@ -290,6 +290,12 @@ func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelReques
 	err := s.checkDeployments(ctx, m.Deployments)
 	if err == nil {
 		err = s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
+	}
+	if err == nil {
+		m.Cache, err = modelCacheOf(in.GetCache())
+	}
+	if err == nil {
+		err = s.checkCacheModel(ctx, m.Cache)
 	}
 	if err == nil {
 		err = create(ctx, s.st, m.ID, &m)
@@ -332,6 +338,13 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 	if hasPath(paths, "deployments") {
 		err = s.checkDeployments(ctx, in.GetDeployments())
 	}
+	var mc *store.ModelCache
+	if err == nil && hasPath(paths, "cache") {
+		mc, err = modelCacheOf(in.GetCache())
+		if err == nil {
+			err = s.checkCacheModel(ctx, mc)
+		}
+	}
 	var m store.ModelGroup
 	if err == nil {
 		m, err = update(ctx, s.st, in.GetId(), func(m *store.ModelGroup) error {
@@ -345,6 +358,9 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 				m.Aliases = slices.Clone(in.GetAliases())
 			}
 			updateGroupRouting(&m.GroupRouting, in, paths)
+			if hasPath(paths, "cache") {
+				m.Cache = mc
+			}
 			return s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
 		})
 	}

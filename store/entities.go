@@ -115,6 +115,8 @@ type ModelGroup struct {
 	// Aliases are other names of the group clients may ask for.
 	Aliases []string `json:"aliases,omitempty"`
 	GroupRouting
+	// Cache is the group's response cache (nil: none; store/cache.go).
+	Cache *ModelCache `json:"cache,omitempty"`
 }
 
 // ModelPrice is the price of a model (by public model name or provider model name).

@@ -1380,8 +1380,10 @@ type Model struct {
 	ContextWindowFallbacks []string `protobuf:"bytes,8,rep,name=context_window_fallbacks,json=contextWindowFallbacks,proto3" json:"context_window_fallbacks,omitempty"`
 	// content_policy_fallbacks are tried when a provider refuses the content.
 	ContentPolicyFallbacks []string `protobuf:"bytes,9,rep,name=content_policy_fallbacks,json=contentPolicyFallbacks,proto3" json:"content_policy_fallbacks,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// cache is the group's response cache (docs/caching.md); unset: none.
+	Cache         *ModelCache `protobuf:"bytes,10,opt,name=cache,proto3" json:"cache,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -1477,6 +1479,115 @@ func (x *Model) GetContentPolicyFallbacks() []string {
 	return nil
 }
 
+func (x *Model) GetCache() *ModelCache {
+	if x != nil {
+		return x.Cache
+	}
+	return nil
+}
+
+// ModelCache is a model group's response cache.
+type ModelCache struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mode: "exact", "semantic" (exact first, then the nearest prompt) or
+	// "off" ("" is off).
+	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	// ttl of an entry (unset: 1h); a request's x-tollgate-cache-ttl overrides it.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// scope an entry is shared in: "key" (default), "team" or "org"; never
+	// across organizations.
+	Scope string `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	// match: "deterministic" (default: temperature 0, and embeddings) or "all".
+	Match string `protobuf:"bytes,4,opt,name=match,proto3" json:"match,omitempty"`
+	// threshold is the least cosine similarity of a semantic hit (unset: 0.95).
+	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	// embedding_model is the model group that embeds prompts (semantic).
+	EmbeddingModel string `protobuf:"bytes,6,opt,name=embedding_model,json=embeddingModel,proto3" json:"embedding_model,omitempty"`
+	// hit_price is what a hit is charged (unset: free).
+	HitPrice      *Money `protobuf:"bytes,7,opt,name=hit_price,json=hitPrice,proto3" json:"hit_price,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelCache) Reset() {
+	*x = ModelCache{}
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelCache) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelCache) ProtoMessage() {}
+
+func (x *ModelCache) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelCache.ProtoReflect.Descriptor instead.
+func (*ModelCache) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ModelCache) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *ModelCache) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *ModelCache) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ModelCache) GetMatch() string {
+	if x != nil {
+		return x.Match
+	}
+	return ""
+}
+
+func (x *ModelCache) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *ModelCache) GetEmbeddingModel() string {
+	if x != nil {
+		return x.EmbeddingModel
+	}
+	return ""
+}
+
+func (x *ModelCache) GetHitPrice() *Money {
+	if x != nil {
+		return x.HitPrice
+	}
+	return nil
+}
+
 type CreateModelRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Model         *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -1486,7 +1597,7 @@ type CreateModelRequest struct {
 
 func (x *CreateModelRequest) Reset() {
 	*x = CreateModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1609,7 @@ func (x *CreateModelRequest) String() string {
 func (*CreateModelRequest) ProtoMessage() {}
 
 func (x *CreateModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1622,7 @@ func (x *CreateModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateModelRequest.ProtoReflect.Descriptor instead.
 func (*CreateModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateModelRequest) GetModel() *Model {
@@ -1530,7 +1641,7 @@ type CreateModelResponse struct {
 
 func (x *CreateModelResponse) Reset() {
 	*x = CreateModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1653,7 @@ func (x *CreateModelResponse) String() string {
 func (*CreateModelResponse) ProtoMessage() {}
 
 func (x *CreateModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1666,7 @@ func (x *CreateModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateModelResponse.ProtoReflect.Descriptor instead.
 func (*CreateModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateModelResponse) GetModel() *Model {
@@ -1574,7 +1685,7 @@ type GetModelRequest struct {
 
 func (x *GetModelRequest) Reset() {
 	*x = GetModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1697,7 @@ func (x *GetModelRequest) String() string {
 func (*GetModelRequest) ProtoMessage() {}
 
 func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1710,7 @@ func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelRequest.ProtoReflect.Descriptor instead.
 func (*GetModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetModelRequest) GetId() string {
@@ -1618,7 +1729,7 @@ type GetModelResponse struct {
 
 func (x *GetModelResponse) Reset() {
 	*x = GetModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1741,7 @@ func (x *GetModelResponse) String() string {
 func (*GetModelResponse) ProtoMessage() {}
 
 func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1754,7 @@ func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelResponse.ProtoReflect.Descriptor instead.
 func (*GetModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{27}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetModelResponse) GetModel() *Model {
@@ -1663,7 +1774,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1786,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1799,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{28}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListModelsRequest) GetPageSize() int32 {
@@ -1715,7 +1826,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1838,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1851,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{29}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListModelsResponse) GetModels() []*Model {
@@ -1761,7 +1872,8 @@ type UpdateModelRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Model *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
 	// update_mask: "deployments", "default_max_tokens", "aliases", "routing",
-	// "retries", "fallbacks", "context_window_fallbacks", "content_policy_fallbacks".
+	// "retries", "fallbacks", "context_window_fallbacks", "content_policy_fallbacks",
+	// "cache" (the whole ModelCache).
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1769,7 +1881,7 @@ type UpdateModelRequest struct {
 
 func (x *UpdateModelRequest) Reset() {
 	*x = UpdateModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1893,7 @@ func (x *UpdateModelRequest) String() string {
 func (*UpdateModelRequest) ProtoMessage() {}
 
 func (x *UpdateModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1906,7 @@ func (x *UpdateModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateModelRequest.ProtoReflect.Descriptor instead.
 func (*UpdateModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{30}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateModelRequest) GetModel() *Model {
@@ -1820,7 +1932,7 @@ type UpdateModelResponse struct {
 
 func (x *UpdateModelResponse) Reset() {
 	*x = UpdateModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1944,7 @@ func (x *UpdateModelResponse) String() string {
 func (*UpdateModelResponse) ProtoMessage() {}
 
 func (x *UpdateModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1957,7 @@ func (x *UpdateModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateModelResponse.ProtoReflect.Descriptor instead.
 func (*UpdateModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{31}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateModelResponse) GetModel() *Model {
@@ -1864,7 +1976,7 @@ type DeleteModelRequest struct {
 
 func (x *DeleteModelRequest) Reset() {
 	*x = DeleteModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1988,7 @@ func (x *DeleteModelRequest) String() string {
 func (*DeleteModelRequest) ProtoMessage() {}
 
 func (x *DeleteModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2001,7 @@ func (x *DeleteModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteModelRequest.ProtoReflect.Descriptor instead.
 func (*DeleteModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{32}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeleteModelRequest) GetId() string {
@@ -1907,7 +2019,7 @@ type DeleteModelResponse struct {
 
 func (x *DeleteModelResponse) Reset() {
 	*x = DeleteModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2031,7 @@ func (x *DeleteModelResponse) String() string {
 func (*DeleteModelResponse) ProtoMessage() {}
 
 func (x *DeleteModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2044,7 @@ func (x *DeleteModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteModelResponse.ProtoReflect.Descriptor instead.
 func (*DeleteModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{33}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{34}
 }
 
 // Price is what a model costs per million tokens of each kind. An unset
@@ -1953,7 +2065,7 @@ type Price struct {
 
 func (x *Price) Reset() {
 	*x = Price{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2077,7 @@ func (x *Price) String() string {
 func (*Price) ProtoMessage() {}
 
 func (x *Price) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2090,7 @@ func (x *Price) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Price.ProtoReflect.Descriptor instead.
 func (*Price) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{34}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Price) GetModel() string {
@@ -2032,7 +2144,7 @@ type SetPriceRequest struct {
 
 func (x *SetPriceRequest) Reset() {
 	*x = SetPriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2156,7 @@ func (x *SetPriceRequest) String() string {
 func (*SetPriceRequest) ProtoMessage() {}
 
 func (x *SetPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2169,7 @@ func (x *SetPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPriceRequest.ProtoReflect.Descriptor instead.
 func (*SetPriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{35}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetPriceRequest) GetPrice() *Price {
@@ -2076,7 +2188,7 @@ type SetPriceResponse struct {
 
 func (x *SetPriceResponse) Reset() {
 	*x = SetPriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2200,7 @@ func (x *SetPriceResponse) String() string {
 func (*SetPriceResponse) ProtoMessage() {}
 
 func (x *SetPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2213,7 @@ func (x *SetPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPriceResponse.ProtoReflect.Descriptor instead.
 func (*SetPriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{36}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetPriceResponse) GetPrice() *Price {
@@ -2120,7 +2232,7 @@ type GetPriceRequest struct {
 
 func (x *GetPriceRequest) Reset() {
 	*x = GetPriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2244,7 @@ func (x *GetPriceRequest) String() string {
 func (*GetPriceRequest) ProtoMessage() {}
 
 func (x *GetPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2257,7 @@ func (x *GetPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{37}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetPriceRequest) GetModel() string {
@@ -2164,7 +2276,7 @@ type GetPriceResponse struct {
 
 func (x *GetPriceResponse) Reset() {
 	*x = GetPriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2288,7 @@ func (x *GetPriceResponse) String() string {
 func (*GetPriceResponse) ProtoMessage() {}
 
 func (x *GetPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2301,7 @@ func (x *GetPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{38}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetPriceResponse) GetPrice() *Price {
@@ -2209,7 +2321,7 @@ type ListPricesRequest struct {
 
 func (x *ListPricesRequest) Reset() {
 	*x = ListPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2333,7 @@ func (x *ListPricesRequest) String() string {
 func (*ListPricesRequest) ProtoMessage() {}
 
 func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2346,7 @@ func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPricesRequest.ProtoReflect.Descriptor instead.
 func (*ListPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{39}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListPricesRequest) GetPageSize() int32 {
@@ -2261,7 +2373,7 @@ type ListPricesResponse struct {
 
 func (x *ListPricesResponse) Reset() {
 	*x = ListPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2385,7 @@ func (x *ListPricesResponse) String() string {
 func (*ListPricesResponse) ProtoMessage() {}
 
 func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2398,7 @@ func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPricesResponse.ProtoReflect.Descriptor instead.
 func (*ListPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{40}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListPricesResponse) GetPrices() []*Price {
@@ -2312,7 +2424,7 @@ type DeletePriceRequest struct {
 
 func (x *DeletePriceRequest) Reset() {
 	*x = DeletePriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2436,7 @@ func (x *DeletePriceRequest) String() string {
 func (*DeletePriceRequest) ProtoMessage() {}
 
 func (x *DeletePriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2449,7 @@ func (x *DeletePriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceRequest.ProtoReflect.Descriptor instead.
 func (*DeletePriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{41}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeletePriceRequest) GetModel() string {
@@ -2355,7 +2467,7 @@ type DeletePriceResponse struct {
 
 func (x *DeletePriceResponse) Reset() {
 	*x = DeletePriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2479,7 @@ func (x *DeletePriceResponse) String() string {
 func (*DeletePriceResponse) ProtoMessage() {}
 
 func (x *DeletePriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2492,7 @@ func (x *DeletePriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceResponse.ProtoReflect.Descriptor instead.
 func (*DeletePriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{42}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{43}
 }
 
 type LoadDefaultPricesRequest struct {
@@ -2393,7 +2505,7 @@ type LoadDefaultPricesRequest struct {
 
 func (x *LoadDefaultPricesRequest) Reset() {
 	*x = LoadDefaultPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2517,7 @@ func (x *LoadDefaultPricesRequest) String() string {
 func (*LoadDefaultPricesRequest) ProtoMessage() {}
 
 func (x *LoadDefaultPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2530,7 @@ func (x *LoadDefaultPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadDefaultPricesRequest.ProtoReflect.Descriptor instead.
 func (*LoadDefaultPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{43}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LoadDefaultPricesRequest) GetOverwrite() bool {
@@ -2438,7 +2550,7 @@ type LoadDefaultPricesResponse struct {
 
 func (x *LoadDefaultPricesResponse) Reset() {
 	*x = LoadDefaultPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2562,7 @@ func (x *LoadDefaultPricesResponse) String() string {
 func (*LoadDefaultPricesResponse) ProtoMessage() {}
 
 func (x *LoadDefaultPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2575,7 @@ func (x *LoadDefaultPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadDefaultPricesResponse.ProtoReflect.Descriptor instead.
 func (*LoadDefaultPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{44}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LoadDefaultPricesResponse) GetModels() []string {
@@ -2572,7 +2684,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"deployment\")\n" +
 	"\x17DeleteDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1a\n" +
-	"\x18DeleteDeploymentResponse\"\xd8\x02\n" +
+	"\x18DeleteDeploymentResponse\"\x8d\x03\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdeployments\x18\x02 \x03(\tR\vdeployments\x12,\n" +
@@ -2582,9 +2694,20 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\aretries\x18\x06 \x01(\x05H\x00R\aretries\x88\x01\x01\x12\x1c\n" +
 	"\tfallbacks\x18\a \x03(\tR\tfallbacks\x128\n" +
 	"\x18context_window_fallbacks\x18\b \x03(\tR\x16contextWindowFallbacks\x128\n" +
-	"\x18content_policy_fallbacks\x18\t \x03(\tR\x16contentPolicyFallbacksB\n" +
+	"\x18content_policy_fallbacks\x18\t \x03(\tR\x16contentPolicyFallbacks\x123\n" +
+	"\x05cache\x18\n" +
+	" \x01(\v2\x1d.tollgate.admin.v1.ModelCacheR\x05cacheB\n" +
 	"\n" +
-	"\b_retries\"D\n" +
+	"\b_retries\"\xf7\x01\n" +
+	"\n" +
+	"ModelCache\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x14\n" +
+	"\x05match\x18\x04 \x01(\tR\x05match\x12\x1c\n" +
+	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12'\n" +
+	"\x0fembedding_model\x18\x06 \x01(\tR\x0eembeddingModel\x125\n" +
+	"\thit_price\x18\a \x01(\v2\x18.tollgate.admin.v1.MoneyR\bhitPrice\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"E\n" +
 	"\x13CreateModelResponse\x12.\n" +
@@ -2687,7 +2810,7 @@ func file_tollgate_admin_v1_catalog_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_catalog_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(ProviderType)(0),                 // 0: tollgate.admin.v1.ProviderType
 	(*Provider)(nil),                  // 1: tollgate.admin.v1.Provider
@@ -2714,31 +2837,32 @@ var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(*DeleteDeploymentRequest)(nil),   // 22: tollgate.admin.v1.DeleteDeploymentRequest
 	(*DeleteDeploymentResponse)(nil),  // 23: tollgate.admin.v1.DeleteDeploymentResponse
 	(*Model)(nil),                     // 24: tollgate.admin.v1.Model
-	(*CreateModelRequest)(nil),        // 25: tollgate.admin.v1.CreateModelRequest
-	(*CreateModelResponse)(nil),       // 26: tollgate.admin.v1.CreateModelResponse
-	(*GetModelRequest)(nil),           // 27: tollgate.admin.v1.GetModelRequest
-	(*GetModelResponse)(nil),          // 28: tollgate.admin.v1.GetModelResponse
-	(*ListModelsRequest)(nil),         // 29: tollgate.admin.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),        // 30: tollgate.admin.v1.ListModelsResponse
-	(*UpdateModelRequest)(nil),        // 31: tollgate.admin.v1.UpdateModelRequest
-	(*UpdateModelResponse)(nil),       // 32: tollgate.admin.v1.UpdateModelResponse
-	(*DeleteModelRequest)(nil),        // 33: tollgate.admin.v1.DeleteModelRequest
-	(*DeleteModelResponse)(nil),       // 34: tollgate.admin.v1.DeleteModelResponse
-	(*Price)(nil),                     // 35: tollgate.admin.v1.Price
-	(*SetPriceRequest)(nil),           // 36: tollgate.admin.v1.SetPriceRequest
-	(*SetPriceResponse)(nil),          // 37: tollgate.admin.v1.SetPriceResponse
-	(*GetPriceRequest)(nil),           // 38: tollgate.admin.v1.GetPriceRequest
-	(*GetPriceResponse)(nil),          // 39: tollgate.admin.v1.GetPriceResponse
-	(*ListPricesRequest)(nil),         // 40: tollgate.admin.v1.ListPricesRequest
-	(*ListPricesResponse)(nil),        // 41: tollgate.admin.v1.ListPricesResponse
-	(*DeletePriceRequest)(nil),        // 42: tollgate.admin.v1.DeletePriceRequest
-	(*DeletePriceResponse)(nil),       // 43: tollgate.admin.v1.DeletePriceResponse
-	(*LoadDefaultPricesRequest)(nil),  // 44: tollgate.admin.v1.LoadDefaultPricesRequest
-	(*LoadDefaultPricesResponse)(nil), // 45: tollgate.admin.v1.LoadDefaultPricesResponse
-	(*fieldmaskpb.FieldMask)(nil),     // 46: google.protobuf.FieldMask
-	(*durationpb.Duration)(nil),       // 47: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 48: google.protobuf.Timestamp
-	(*Money)(nil),                     // 49: tollgate.admin.v1.Money
+	(*ModelCache)(nil),                // 25: tollgate.admin.v1.ModelCache
+	(*CreateModelRequest)(nil),        // 26: tollgate.admin.v1.CreateModelRequest
+	(*CreateModelResponse)(nil),       // 27: tollgate.admin.v1.CreateModelResponse
+	(*GetModelRequest)(nil),           // 28: tollgate.admin.v1.GetModelRequest
+	(*GetModelResponse)(nil),          // 29: tollgate.admin.v1.GetModelResponse
+	(*ListModelsRequest)(nil),         // 30: tollgate.admin.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),        // 31: tollgate.admin.v1.ListModelsResponse
+	(*UpdateModelRequest)(nil),        // 32: tollgate.admin.v1.UpdateModelRequest
+	(*UpdateModelResponse)(nil),       // 33: tollgate.admin.v1.UpdateModelResponse
+	(*DeleteModelRequest)(nil),        // 34: tollgate.admin.v1.DeleteModelRequest
+	(*DeleteModelResponse)(nil),       // 35: tollgate.admin.v1.DeleteModelResponse
+	(*Price)(nil),                     // 36: tollgate.admin.v1.Price
+	(*SetPriceRequest)(nil),           // 37: tollgate.admin.v1.SetPriceRequest
+	(*SetPriceResponse)(nil),          // 38: tollgate.admin.v1.SetPriceResponse
+	(*GetPriceRequest)(nil),           // 39: tollgate.admin.v1.GetPriceRequest
+	(*GetPriceResponse)(nil),          // 40: tollgate.admin.v1.GetPriceResponse
+	(*ListPricesRequest)(nil),         // 41: tollgate.admin.v1.ListPricesRequest
+	(*ListPricesResponse)(nil),        // 42: tollgate.admin.v1.ListPricesResponse
+	(*DeletePriceRequest)(nil),        // 43: tollgate.admin.v1.DeletePriceRequest
+	(*DeletePriceResponse)(nil),       // 44: tollgate.admin.v1.DeletePriceResponse
+	(*LoadDefaultPricesRequest)(nil),  // 45: tollgate.admin.v1.LoadDefaultPricesRequest
+	(*LoadDefaultPricesResponse)(nil), // 46: tollgate.admin.v1.LoadDefaultPricesResponse
+	(*fieldmaskpb.FieldMask)(nil),     // 47: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),       // 48: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
+	(*Money)(nil),                     // 50: tollgate.admin.v1.Money
 }
 var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	0,  // 0: tollgate.admin.v1.Provider.type:type_name -> tollgate.admin.v1.ProviderType
@@ -2747,83 +2871,86 @@ var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	1,  // 3: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 4: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
 	1,  // 5: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	46, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
+	47, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
 	1,  // 7: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	47, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
-	47, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
-	47, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
-	47, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
+	48, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
+	48, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
+	48, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
+	48, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
 	13, // 12: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
-	48, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
-	47, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
+	49, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
+	48, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
 	12, // 15: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 16: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 17: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 18: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
 	12, // 19: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	46, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
+	47, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
 	12, // 21: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	24, // 22: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	24, // 23: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 24: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 25: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
-	24, // 26: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	46, // 27: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 28: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	49, // 29: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	49, // 30: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	49, // 31: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	49, // 32: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	49, // 33: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	35, // 34: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	35, // 35: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	35, // 36: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	35, // 37: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	2,  // 38: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 39: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 40: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 41: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 42: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 43: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 44: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 45: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 46: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 47: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	25, // 48: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	27, // 49: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	29, // 50: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	31, // 51: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	33, // 52: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	36, // 53: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	38, // 54: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	40, // 55: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	42, // 56: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	44, // 57: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	3,  // 58: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 59: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 60: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 61: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 62: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 63: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 64: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 65: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 66: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 67: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	26, // 68: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	28, // 69: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	30, // 70: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	32, // 71: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	34, // 72: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	37, // 73: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	39, // 74: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	41, // 75: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	43, // 76: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	45, // 77: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	58, // [58:78] is the sub-list for method output_type
-	38, // [38:58] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	25, // 22: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
+	48, // 23: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
+	50, // 24: tollgate.admin.v1.ModelCache.hit_price:type_name -> tollgate.admin.v1.Money
+	24, // 25: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	24, // 26: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 27: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 28: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
+	24, // 29: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	47, // 30: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 31: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	50, // 32: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	50, // 33: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	50, // 34: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	50, // 35: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	50, // 36: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	36, // 37: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	36, // 38: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 39: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 40: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	2,  // 41: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 42: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 43: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 44: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 45: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 46: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 47: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 48: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 49: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 50: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	26, // 51: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	28, // 52: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	30, // 53: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	32, // 54: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	34, // 55: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	37, // 56: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	39, // 57: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	41, // 58: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	43, // 59: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	45, // 60: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	3,  // 61: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 62: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 63: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 64: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 65: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 66: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 67: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 68: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 69: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 70: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	27, // 71: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	29, // 72: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	31, // 73: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	33, // 74: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	35, // 75: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	38, // 76: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	40, // 77: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	42, // 78: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	44, // 79: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	46, // 80: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	61, // [61:81] is the sub-list for method output_type
+	41, // [41:61] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }
@@ -2839,7 +2966,7 @@ func file_tollgate_admin_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_catalog_proto_rawDesc), len(file_tollgate_admin_v1_catalog_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
