@@ -106,6 +106,8 @@ type Record struct {
 	Stream     bool
 	StartedAt  time.Time
 	EndedAt    time.Time
+	// Cache is the response cache's part: a hit and what it saved (cache.go).
+	Cache CacheRecord
 }
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and

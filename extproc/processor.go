@@ -47,6 +47,7 @@ type Processor struct {
 	obs    Observer
 	tracer Tracer
 	cp     UsageCheckpointer // streams' usage so far (checkpoint.go; nil: none)
+	cache  ResponseCache     // the response cache (cache.go; nil: none)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -225,6 +226,7 @@ type stream struct {
 	sse          bool
 	loggedErr    bool
 	ckReasoning  int8 // checkpoint.go: 0 not yet known, 1 shows all it is billed, 2 may hide reasoning
+	cache        streamCache // the response cache's part (cache.go)
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
@@ -300,6 +302,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.retryHeader(headerValue(hv))
 		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient, hdrAnthropicBeta:
 			s.tryHeader(hv.GetKey(), headerValue(hv))
+			s.cacheHeader(hv.GetKey(), headerValue(hv))
+		case hdrCacheControl, hdrCacheTTL:
+			s.cacheHeader(hv.GetKey(), headerValue(hv))
 		}
 	}
 	s.tryID()
@@ -426,6 +431,11 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 			s.customer = id
 			// A new slice: the principal's is shared by concurrent requests.
 			scopes = append(slices.Clip(scopes), cs)
+		}
+	}
+	if s.p.cache != nil {
+		if pr := s.cacheLookup(ctx, body, scopes); pr != nil {
+			return pr
 		}
 	}
 	areq := &s.areq
@@ -573,6 +583,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(hdrRequestID, s.id)
 	l = l.add(hdrDeployment, s.target.Deployment)
+	l = s.cacheReplyHeader(l)
 	if s.rt != nil {
 		l = l.addInt(hdrAttempts, int64(s.att.number()))
 	}
@@ -638,9 +649,11 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if !sameBytes(out, body) {
 			pr = s.newChunkReply(out)
 		}
+		s.cacheChunk(out)
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()
-			s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+			cost, _ := s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+			s.cacheDone(ctx, nil, u, cost)
 		} else if s.p.cp != nil {
 			s.checkpoint()
 		}
@@ -680,6 +693,9 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			l = l.addInt(hdrContentLength, int64(len(out)))
 		}
 		cost, settled = s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		if reported {
+			s.cacheDone(ctx, out, u, cost)
+		}
 	}
 	if settled {
 		l = l.addUSD(hdrCost, cost)
@@ -700,7 +716,8 @@ func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResp
 			s.streamError(err)
 		}
 		u, reported := s.tr.StreamUsage()
-		s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		cost, _ := s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		s.cacheDone(ctx, nil, u, cost)
 	}
 	return replyContinueResponseTrailers
 }
@@ -766,6 +783,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		Stream:     s.in.Stream,
 		StartedAt:  s.started,
 		EndedAt:    s.p.now(),
+		Cache:      CacheRecord{Status: s.cache.status},
 	}
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/tollgate-ai/tollgate/cache"
 	"io"
 	"log/slog"
 	"net"
@@ -42,6 +43,11 @@ type Options struct {
 	// Spill, when set, receives every settlement before the ledger queue does
 	// (accounting.Spill): a crash while the ledger cannot commit loses none.
 	Spill *accounting.Spill
+	// Cache is where model groups' cached replies live (nil: in this
+	// process); CacheIndex the semantic cache's prompt index (nil: in this
+	// process). Replicas share Redis and pgvector (docs/caching.md).
+	Cache      cache.Backend
+	CacheIndex cache.Index
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -54,6 +60,7 @@ type Gateway struct {
 	Router     *extproc.Router // deployment health: cooldowns, latency, in flight
 	counters   accounting.Counters
 	obsOpts    Observability
+	respCache  *responseCache // the processor's response cache (cache.go)
 	obs        *observability
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
@@ -137,6 +144,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 		acctOpts = append(acctOpts, accounting.WithSpill(opts.Spill))
 	}
 	g.counters, g.obsOpts = opts.Counters, opts.Observe
+	g.respCache = newGatewayCache(opts.Cache, opts.CacheIndex, g.Catalog, now, log)
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {

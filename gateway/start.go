@@ -171,6 +171,7 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	g.Router = extproc.NewRouter()
 	respOpts = append(respOpts, extproc.WithRouter(g.Router))
 	respOpts = append(respOpts, extproc.WithCheckpoints(g.Accountant))
+	respOpts = append(respOpts, extproc.WithResponseCache(g.respCache))
 	tokenKey, err := sharedTokenKey(ctx, g.Store)
 	if err != nil {
 		return err
