@@ -226,7 +226,8 @@ type stream struct {
 	sse          bool
 	loggedErr    bool
 	ckReasoning  int8 // checkpoint.go: 0 not yet known, 1 shows all it is billed, 2 may hide reasoning
-	cache        streamCache // the response cache's part (cache.go)
+
+	cache streamCache // the response cache's part (cache.go)
 
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
