@@ -3,15 +3,22 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/cache"
+	"github.com/tollgate-ai/tollgate/gateway"
+	"github.com/tollgate-ai/tollgate/internal/testenv"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
+	"github.com/tollgate-ai/tollgate/store/memstore"
 )
 
 // postWith posts a chat request with extra headers.
@@ -151,4 +158,36 @@ func TestGatewayCacheStreamedMiss(t *testing.T) {
 	require.NotEmpty(t, c.Choices[0].Finish)
 	require.Positive(t, c.Usage.Completion, "the usage the gateway settled, though the client asked for none")
 	require.Equal(t, n0+1, r.mock.Stats().Total.Requests)
+}
+
+// Two replicas on one Redis share the cache: a reply stored by one is a hit
+// on the other.
+func TestReplicasShareCacheThroughRedis(t *testing.T) {
+	ro, err := goredis.ParseURL(testenv.Redis(t))
+	require.NoError(t, err)
+	st := memstore.New()
+	prefix := fmt.Sprintf("gw-cache-test-%d:", time.Now().UnixNano())
+	var replicas []*running
+	for range 2 {
+		client := goredis.NewClient(ro)
+		t.Cleanup(func() { _ = client.Close() })
+		replicas = append(replicas, startWith(t, false, st, nil, func(_ *gateway.Config, o *gateway.Options) {
+			o.Cache = cache.NewRedis(client, prefix, 0)
+		}))
+	}
+	a, b := replicas[0], replicas[1]
+	put(t, st, "demo", &store.ModelGroup{ID: "demo", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", Scope: "org"}})
+	k := a.key(t, "k1", kernel.Limits{})
+	for _, r := range replicas {
+		r.warm(t, k, `{"model":"demo","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
+	}
+	upstream := func() int64 { return a.mock.Stats().Total.Requests + b.mock.Stats().Total.Requests }
+	body := `{"model":"demo","temperature":0,"messages":[{"role":"user","content":"shared across replicas"}],"max_tokens":4}`
+	n0 := upstream()
+	resp, first := a.postWith(t, k, body, nil)
+	require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"), string(first))
+	resp, second := b.postWith(t, k, body, nil)
+	require.Equal(t, "hit", resp.Header.Get("x-tollgate-cache"), string(second))
+	require.Equal(t, string(first), string(second))
+	require.Equal(t, n0+1, upstream())
 }
