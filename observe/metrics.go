@@ -85,6 +85,8 @@ type Metrics struct {
 	retries   *prometheus.CounterVec
 	fallbacks *prometheus.CounterVec
 
+	cacheM cacheMetrics // cache.go
+
 	// series are the label children of the request path, resolved once per
 	// label set: one map lookup per request instead of one per metric.
 	series sync.Map // seriesKey → *series
@@ -169,6 +171,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 	m.reg.MustRegister(m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.tokens, m.cost,
 		m.refusals, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.cacheM = newCacheMetrics(m.reg)
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_key_requests_total",
@@ -257,6 +260,7 @@ func (m *Metrics) Observe(r *extproc.Report) {
 		return
 	}
 	s := m.seriesOf(r)
+	m.observeCache(r, team)
 	// The request counter last: a scrape that counts a request sees the
 	// rest of its series.
 	defer func() {
