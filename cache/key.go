@@ -162,10 +162,10 @@ func digest(parts ...[]byte) string {
 // so that entries of an older gateway are never read.
 const keyVersion = "tgc1"
 
-// exactKey is the cache key of a parsed request body (ignored fields already
-// removed).
-func exactKey(req *Request, scope string, body map[string]any) string {
-	return digest([]byte(keyVersion), []byte(req.API), []byte(req.Model), []byte(scope), []byte(req.Vary), canonical(body))
+// exactKey is the cache key of a request whose body is canon (canonical,
+// ignored fields already left out).
+func exactKey(req *Request, scope string, canon []byte) string {
+	return digest([]byte(keyVersion), []byte(req.API), []byte(req.Model), []byte(scope), []byte(req.Vary), canon)
 }
 
 // semanticParts splits a body into the namespace of its semantic entries

@@ -1,7 +1,7 @@
 package cache
 
 import (
-	"encoding/json"
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -49,12 +49,12 @@ func NewPlan(req *Request, pol *Policy) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	body, err := parseBody(req.Body)
+	canon, facts, err := canonicalBody(req.API, req.Body)
 	if err != nil {
 		return p, err
 	}
-	p.incl = includeUsage(req.API, body)
-	if !optIn && pol.Match == MatchDeterministic && !deterministic(req.API, body) {
+	p.incl = (req.API == APIChat || req.API == APICompletions) && facts.includeUsage
+	if !optIn && pol.Match == MatchDeterministic && !deterministic(req.API, &facts) {
 		p.Reason = "not_deterministic"
 		return p, nil
 	}
@@ -73,12 +73,16 @@ func NewPlan(req *Request, pol *Policy) (Plan, error) {
 	default:
 		p.TTL = DefaultTTL
 	}
-	for _, f := range ignoredFields[req.API] {
-		delete(body, f)
-	}
 	scope := scopeID(req.Tenant, pol.Level)
-	p.Key = exactKey(req, scope, body)
+	p.Key = exactKey(req, scope, canon)
 	if pol.Mode == ModeSemantic && pol.EmbeddingModel != "" {
+		body, err := parseBody(req.Body)
+		if err != nil {
+			return p, err
+		}
+		for _, f := range ignoredFields[req.API] {
+			delete(body, f)
+		}
 		if ns, prompt, ok := semanticParts(req, scope, body); ok {
 			p.Semantic, p.Namespace, p.Prompt = true, ns, prompt
 			p.Threshold, p.Embedding = pol.Threshold, pol.EmbeddingModel
@@ -129,34 +133,26 @@ func cacheControl(h string) (noCache, noStore bool) {
 }
 
 // deterministic reports whether the request asks for a deterministic
-// answer: embeddings always; otherwise a temperature of exactly 0.
-func deterministic(api API, body map[string]any) bool {
+// answer: embeddings always; otherwise a temperature of exactly 0
+// (generationConfig.temperature for Gemini).
+func deterministic(api API, f *bodyFacts) bool {
 	if api == APIEmbeddings {
 		return true
 	}
-	t := body["temperature"]
+	t := f.temperature
 	if api == APIGeminiGenerate {
-		gc, _ := body["generationConfig"].(map[string]any)
-		if gc == nil {
-			gc, _ = body["generation_config"].(map[string]any)
+		t = nil
+		if _, v, ok := bytes.Cut(f.genConfig, []byte(`"temperature":`)); ok {
+			end := bytes.IndexAny(v, ",}")
+			if end < 0 {
+				return false
+			}
+			t = v[:end]
 		}
-		t = gc["temperature"]
 	}
-	n, ok := t.(json.Number)
-	if !ok {
+	if t == nil {
 		return false
 	}
-	f, err := n.Float64()
-	return err == nil && f == 0
-}
-
-// includeUsage reports whether a chat or completions stream asked for its
-// usage chunk (stream_options.include_usage).
-func includeUsage(api API, body map[string]any) bool {
-	if api != APIChat && api != APICompletions {
-		return false
-	}
-	so, _ := body["stream_options"].(map[string]any)
-	v, _ := so["include_usage"].(bool)
-	return v
+	n, err := strconv.ParseFloat(string(t), 64)
+	return err == nil && n == 0
 }
