@@ -74,22 +74,22 @@ func (c *canonicalizer) value() bool {
 	if c.i >= len(c.src) {
 		return false
 	}
-	switch b := c.src[c.i]; {
-	case b == '{':
+	switch c.src[c.i] {
+	case '{':
 		return c.object(false)
-	case b == '[':
+	case '[':
 		return c.array()
-	case b == '"':
+	case '"':
 		s, ok := c.str()
 		if ok {
 			c.writeString(s)
 		}
 		return ok
-	case b == 't':
+	case 't':
 		return c.literal("true")
-	case b == 'f':
+	case 'f':
 		return c.literal("false")
-	case b == 'n':
+	case 'n':
 		return c.literal("null")
 	default:
 		return c.number()
@@ -342,5 +342,5 @@ func validNumber(b []byte) bool {
 // plainInt reports whether a valid number is an integer other than -0:
 // canonicalNumber keeps it as it is.
 func plainInt(b []byte) bool {
-	return bytes.IndexAny(b, ".eE") < 0 && string(b) != "-0"
+	return !bytes.ContainsAny(b, ".eE") && string(b) != "-0"
 }
