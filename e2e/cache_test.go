@@ -109,5 +109,4 @@ func TestCacheReplayedStreamsParseWithTheSDKs(t *testing.T) {
 		require.Positive(t, out.Usage.Candidates)
 		require.Equal(t, n+1, requests())
 	})
-
 }
