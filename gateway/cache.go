@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/cache"
@@ -57,7 +58,7 @@ func (c *Catalog) cachePolicy(model string) *groupCache {
 type responseCache struct {
 	c   *cache.Cache
 	cat *Catalog
-	emb cache.Embedder // the semantic cache's embedder (nil: exact only)
+	emb *groupEmbedder // the semantic cache's embedder (cache_embed.go; nil: exact only)
 	log *slog.Logger
 	// storeTimeout bounds a store (the reply waits for it).
 	storeTimeout time.Duration
@@ -65,8 +66,14 @@ type responseCache struct {
 
 var _ extproc.ResponseCache = (*responseCache)(nil)
 
-func newResponseCache(c *cache.Cache, cat *Catalog, emb cache.Embedder, log *slog.Logger) *responseCache {
-	return &responseCache{c: c, cat: cat, emb: emb, log: log, storeTimeout: 2 * time.Second}
+func newResponseCache(c *cache.Cache, cat *Catalog, log *slog.Logger) *responseCache {
+	return &responseCache{c: c, cat: cat, log: log, storeTimeout: 2 * time.Second}
+}
+
+// embedThrough makes semantic groups embed prompts through acct (the
+// processor's accountant) on behalf of each request's key.
+func (r *responseCache) embedThrough(acct extproc.Accountant, now func() time.Time) {
+	r.emb = &groupEmbedder{cat: r.cat, acct: acct, client: &http.Client{Timeout: 30 * time.Second}, now: now}
 }
 
 // Lookup plans the request under its group's policy and looks it up.
@@ -96,7 +103,8 @@ func (r *responseCache) Lookup(ctx context.Context, q *extproc.CacheQuery) (extp
 	if !plan.Lookup {
 		res.Status = "skip"
 	}
-	h, err := r.c.Lookup(ctx, &plan, r.emb)
+	emb := r.emb.forKey(q.Principal)
+	h, err := r.c.Lookup(ctx, &plan, emb)
 	if err != nil {
 		r.log.Warn("cache lookup failed", "model", gc.group, "err", err)
 	}
@@ -106,7 +114,7 @@ func (r *responseCache) Lookup(ctx context.Context, q *extproc.CacheQuery) (extp
 		return res, nil
 	}
 	if plan.Store {
-		res.Store = &cacheStore{r: r, plan: plan, col: cache.NewCollector(&plan)}
+		res.Store = &cacheStore{r: r, plan: plan, col: cache.NewCollector(&plan), emb: emb}
 	}
 	return res, nil
 }
@@ -116,6 +124,7 @@ type cacheStore struct {
 	r    *responseCache
 	plan cache.Plan
 	col  *cache.Collector // a stream's (nil: a plain reply)
+	emb  cache.Embedder
 }
 
 func (s *cacheStore) Write(chunk []byte) {
@@ -136,7 +145,7 @@ func (s *cacheStore) Done(ctx context.Context, body []byte, u kernel.Usage, cost
 	} // a plain reply's body is copied by Store's encoding before Done returns
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.r.storeTimeout)
 	defer cancel()
-	if err := s.r.c.Store(ctx, &s.plan, &cache.Entry{Body: body, Usage: u, Cost: cost}, s.r.emb); err != nil && !errors.Is(err, cache.ErrTooLarge) {
+	if err := s.r.c.Store(ctx, &s.plan, &cache.Entry{Body: body, Usage: u, Cost: cost}, s.emb); err != nil && !errors.Is(err, cache.ErrTooLarge) {
 		s.r.log.Warn("cache store failed", "err", err)
 	}
 }
@@ -150,5 +159,5 @@ func newGatewayCache(b cache.Backend, idx cache.Index, cat *Catalog, now func() 
 	if idx == nil {
 		idx = cache.NewMemoryIndex(0, now)
 	}
-	return newResponseCache(cache.New(b, cache.WithIndex(idx), cache.WithClock(now)), cat, nil, log)
+	return newResponseCache(cache.New(b, cache.WithIndex(idx), cache.WithClock(now)), cat, log)
 }

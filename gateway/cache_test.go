@@ -191,3 +191,45 @@ func TestReplicasShareCacheThroughRedis(t *testing.T) {
 	require.Equal(t, string(first), string(second))
 	require.Equal(t, n0+1, upstream())
 }
+
+// A semantic group: the prompt is embedded through the embedding group on
+// behalf of the key (admitted, settled, in the ledger); a request whose
+// exact key differs but whose prompt embeds the same is a semantic hit; a
+// different prompt, or another key, misses.
+func TestGatewayCacheSemantic(t *testing.T) {
+	r := start(t, false)
+	put(t, r.st, "emb", &store.ModelGroup{ID: "emb", Deployments: []string{"mock-1"}})
+	put(t, r.st, "emb", &store.ModelPrice{ID: "emb", Price: kernel.Price{Input: kernel.Dollar}})
+	put(t, r.st, "demo", &store.ModelGroup{ID: "demo", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "semantic", EmbeddingModel: "emb", Threshold: 0.99}})
+	k1 := r.key(t, "k1", kernel.Limits{})
+	k2 := r.key(t, "k2", kernel.Limits{})
+	r.warm(t, r.key(t, "k0", kernel.Limits{}), `{"model":"demo","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
+	n0 := r.mock.Stats().Total.Requests
+
+	plain := `{"model":"demo","temperature":0,"max_tokens":4,"messages":[{"role":"user","content":"what does a gateway do"}]}`
+	parts := `{"model":"demo","temperature":0,"max_tokens":4,"messages":[{"role":"user","content":[{"type":"text","text":"what does a gateway do"}]}]}`
+	resp, first := r.postWith(t, k1, plain, nil)
+	require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"), string(first))
+	require.Equal(t, n0+2, r.mock.Stats().Total.Requests, "one embedding, one chat")
+
+	resp, second := r.postWith(t, k1, parts, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(second))
+	require.Equal(t, "hit; semantic; score=1.000", resp.Header.Get("x-tollgate-cache"))
+	require.Equal(t, string(first), string(second))
+	require.Equal(t, n0+3, r.mock.Stats().Total.Requests, "the embedding only")
+
+	resp, _ = r.postWith(t, k1, strings.Replace(plain, "what does a gateway do", "name a prime number", 1), nil)
+	require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"))
+	resp, _ = r.postWith(t, k2, parts, nil)
+	require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"), "another key's scope")
+
+	require.NoError(t, r.st.Flush(context.Background()))
+	var embeds int
+	for _, e := range completed(t, r.st) {
+		if e.KeyID == "k1" && e.Model == "emb" {
+			embeds++
+			require.Positive(t, e.Cost, "the key pays its embeddings")
+		}
+	}
+	require.Equal(t, 3, embeds)
+}

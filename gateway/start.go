@@ -178,6 +178,7 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	}
 	respOpts = append(respOpts, extproc.WithTokenKey(tokenKey))
 	acct, observer := g.observeProcessor()
+	g.respCache.embedThrough(acct, g.now)
 	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)), observer,
 		extproc.WithPerTry(), // the xDS has per-try routes (xdsGroups)
