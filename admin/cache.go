@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/tollgate-ai/tollgate/kernel"
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
 	"github.com/tollgate-ai/tollgate/store"
 )
@@ -26,13 +25,6 @@ func modelCacheOf(in *adminv1.ModelCache) (*store.ModelCache, error) {
 		}
 		c.TTL = in.GetTtl().AsDuration()
 	}
-	if in.GetHitPrice() != nil {
-		p, err := moneyIn("model.cache.hit_price", in.GetHitPrice())
-		if err != nil {
-			return nil, err
-		}
-		c.HitPrice = p
-	}
 	if err := c.Validate(); err != nil {
 		return nil, errorf(ErrInvalid, "model.%v", err)
 	}
@@ -50,9 +42,6 @@ func modelCacheView(c *store.ModelCache) *adminv1.ModelCache {
 	}
 	if c.TTL > 0 {
 		out.Ttl = durationpb.New(c.TTL)
-	}
-	if c.HitPrice > 0 {
-		out.HitPrice = moneyOut(c.HitPrice)
 	}
 	return out
 }
@@ -72,7 +61,7 @@ func (s *Server) checkCacheModel(ctx context.Context, c *store.ModelCache) error
 // ModelCacheDoc is a model group's cache as written in apply -f YAML:
 //
 //	cache: {mode: exact, ttl: 1h, scope: team, match: deterministic,
-//	        threshold: 0.95, embedding_model: text-embedding-3-small, hit_price: "0.0001"}
+//	        threshold: 0.95, embedding_model: text-embedding-3-small}
 type ModelCacheDoc struct {
 	Mode           string  `yaml:"mode"`
 	TTL            string  `yaml:"ttl"` // a duration, e.g. 1h
@@ -80,7 +69,6 @@ type ModelCacheDoc struct {
 	Match          string  `yaml:"match"`
 	Threshold      float64 `yaml:"threshold"`
 	EmbeddingModel string  `yaml:"embedding_model"`
-	HitPrice       string  `yaml:"hit_price"` // dollars
 }
 
 // cache is the store form of the document; f names the model in errors.
@@ -95,13 +83,6 @@ func (d *ModelCacheDoc) cache(f string) (*store.ModelCache, error) {
 			return nil, errorf(ErrInvalid, "%s.cache.ttl: %q is not a duration (e.g. 1h)", f, d.TTL)
 		}
 		c.TTL = ttl
-	}
-	if d.HitPrice != "" {
-		p, err := kernel.ParseDollars(d.HitPrice)
-		if err != nil {
-			return nil, errorf(ErrInvalid, "%s.cache.hit_price: %v", f, err)
-		}
-		c.HitPrice = p
 	}
 	if err := c.Validate(); err != nil {
 		return nil, errorf(ErrInvalid, "%s.%v", f, err)

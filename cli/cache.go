@@ -3,7 +3,6 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -13,7 +12,7 @@ import (
 
 // modelCacheFlags are a model group's response cache (docs/caching.md).
 type modelCacheFlags struct {
-	mode, scope, match, embedding, hitPrice string
+	mode, scope, match, embedding string
 	ttl                                     time.Duration
 	threshold                               float64
 }
@@ -25,12 +24,11 @@ func (f *modelCacheFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.match, "cache-match", "", "requests cached: deterministic (default: temperature 0, embeddings) or all")
 	fs.Float64Var(&f.threshold, "cache-threshold", 0, "least similarity of a semantic hit (default 0.95)")
 	fs.StringVar(&f.embedding, "cache-embedding-model", "", "model group that embeds prompts for the semantic cache")
-	fs.StringVar(&f.hitPrice, "cache-hit-price", "", "dollars a hit is charged (default 0)")
 }
 
 // cacheFlagNames are the flags of modelCacheFlags: any of them given updates
 // the "cache" field.
-var cacheFlagNames = []string{"cache", "cache-ttl", "cache-scope", "cache-match", "cache-threshold", "cache-embedding-model", "cache-hit-price"}
+var cacheFlagNames = []string{"cache", "cache-ttl", "cache-scope", "cache-match", "cache-threshold", "cache-embedding-model"}
 
 // given reports whether any cache flag was given.
 func (f *modelCacheFlags) given(set map[string]bool) bool {
@@ -66,12 +64,6 @@ func (f *modelCacheFlags) merge(cur *adminv1.ModelCache, set map[string]bool) (*
 	if set["cache-embedding-model"] {
 		c.EmbeddingModel = f.embedding
 	}
-	if set["cache-hit-price"] {
-		if _, err := strconv.ParseFloat(f.hitPrice, 64); err != nil {
-			return nil, fmt.Errorf("%w: --cache-hit-price %q: give dollars, e.g. 0.0001", ErrUsage, f.hitPrice)
-		}
-		c.HitPrice = &adminv1.Money{Dollars: f.hitPrice}
-	}
 	return c, nil
 }
 
@@ -97,9 +89,6 @@ func modelCache(c *adminv1.ModelCache) string {
 			th = 0.95
 		}
 		s += fmt.Sprintf(", embedding %s, threshold %g", c.GetEmbeddingModel(), th)
-	}
-	if p := c.GetHitPrice(); p != nil && p.GetDollars() != "" && p.GetDollars() != "0" {
-		s += ", hit price $" + p.GetDollars()
 	}
 	return s
 }

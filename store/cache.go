@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 	"time"
-
-	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // ModelCache is a model group's response cache (docs/caching.md); nil or a
@@ -24,8 +22,6 @@ type ModelCache struct {
 	Threshold float64 `json:"threshold,omitempty"`
 	// EmbeddingModel: the model group that embeds prompts (semantic).
 	EmbeddingModel string `json:"embedding_model,omitempty"`
-	// HitPrice is what a hit is charged (0: free).
-	HitPrice kernel.Money `json:"hit_price,omitempty"`
 }
 
 // Validate checks the values; id names the group in errors.
@@ -53,9 +49,6 @@ func (c *ModelCache) Validate() error {
 	}
 	if c.Threshold < 0 || c.Threshold > 1 {
 		return fmt.Errorf("cache.threshold: %v is not within 0 and 1", c.Threshold)
-	}
-	if c.HitPrice < 0 {
-		return fmt.Errorf("cache.hit_price: negative")
 	}
 	if c.Mode == "semantic" && c.EmbeddingModel == "" {
 		return fmt.Errorf("cache.embedding_model: a semantic cache needs an embedding model group")

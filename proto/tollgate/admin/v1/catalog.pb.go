@@ -1503,10 +1503,8 @@ type ModelCache struct {
 	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
 	// embedding_model is the model group that embeds prompts (semantic).
 	EmbeddingModel string `protobuf:"bytes,6,opt,name=embedding_model,json=embeddingModel,proto3" json:"embedding_model,omitempty"`
-	// hit_price is what a hit is charged (unset: free).
-	HitPrice      *Money `protobuf:"bytes,7,opt,name=hit_price,json=hitPrice,proto3" json:"hit_price,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ModelCache) Reset() {
@@ -1579,13 +1577,6 @@ func (x *ModelCache) GetEmbeddingModel() string {
 		return x.EmbeddingModel
 	}
 	return ""
-}
-
-func (x *ModelCache) GetHitPrice() *Money {
-	if x != nil {
-		return x.HitPrice
-	}
-	return nil
 }
 
 type CreateModelRequest struct {
@@ -2698,7 +2689,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x05cache\x18\n" +
 	" \x01(\v2\x1d.tollgate.admin.v1.ModelCacheR\x05cacheB\n" +
 	"\n" +
-	"\b_retries\"\xf7\x01\n" +
+	"\b_retries\"\xc6\x01\n" +
 	"\n" +
 	"ModelCache\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12+\n" +
@@ -2706,8 +2697,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x14\n" +
 	"\x05match\x18\x04 \x01(\tR\x05match\x12\x1c\n" +
 	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12'\n" +
-	"\x0fembedding_model\x18\x06 \x01(\tR\x0eembeddingModel\x125\n" +
-	"\thit_price\x18\a \x01(\v2\x18.tollgate.admin.v1.MoneyR\bhitPrice\"D\n" +
+	"\x0fembedding_model\x18\x06 \x01(\tR\x0eembeddingModelJ\x04\b\a\x10\b\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"E\n" +
 	"\x13CreateModelResponse\x12.\n" +
@@ -2889,68 +2879,67 @@ var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	12, // 21: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	25, // 22: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
 	48, // 23: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
-	50, // 24: tollgate.admin.v1.ModelCache.hit_price:type_name -> tollgate.admin.v1.Money
-	24, // 25: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	24, // 26: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 27: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 28: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
-	24, // 29: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	47, // 30: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 31: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	50, // 32: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	50, // 33: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	50, // 34: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	50, // 35: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	50, // 36: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	36, // 37: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	36, // 38: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 39: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 40: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	2,  // 41: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 42: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 43: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 44: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 45: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 46: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 47: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 48: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 49: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 50: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	26, // 51: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	28, // 52: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	30, // 53: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	32, // 54: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	34, // 55: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	37, // 56: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	39, // 57: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	41, // 58: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	43, // 59: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	45, // 60: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	3,  // 61: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 62: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 63: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 64: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 65: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 66: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 67: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 68: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 69: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 70: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	27, // 71: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	29, // 72: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	31, // 73: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	33, // 74: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	35, // 75: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	38, // 76: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	40, // 77: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	42, // 78: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	44, // 79: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	46, // 80: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	61, // [61:81] is the sub-list for method output_type
-	41, // [41:61] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	24, // 24: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	24, // 25: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 26: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 27: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
+	24, // 28: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	47, // 29: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 30: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	50, // 31: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	50, // 32: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	50, // 33: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	50, // 34: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	50, // 35: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	36, // 36: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	36, // 37: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 38: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 39: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	2,  // 40: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 41: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 42: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 43: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 44: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 45: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 46: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 47: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 48: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 49: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	26, // 50: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	28, // 51: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	30, // 52: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	32, // 53: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	34, // 54: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	37, // 55: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	39, // 56: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	41, // 57: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	43, // 58: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	45, // 59: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	3,  // 60: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 61: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 62: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 63: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 64: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 65: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 66: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 67: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 68: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 69: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	27, // 70: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	29, // 71: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	31, // 72: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	33, // 73: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	35, // 74: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	38, // 75: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	40, // 76: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	42, // 77: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	44, // 78: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	46, // 79: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	60, // [60:80] is the sub-list for method output_type
+	40, // [40:60] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }
