@@ -13,8 +13,8 @@ import (
 // modelCacheFlags are a model group's response cache (docs/caching.md).
 type modelCacheFlags struct {
 	mode, scope, match, embedding string
-	ttl                                     time.Duration
-	threshold                               float64
+	ttl                           time.Duration
+	threshold                     float64
 }
 
 func (f *modelCacheFlags) register(fs *flag.FlagSet) {
