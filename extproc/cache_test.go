@@ -268,3 +268,14 @@ func BenchmarkHandleCacheHit(b *testing.B) {
 	}
 	b.ReportMetric(float64((selfCPU(b)-start).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
 }
+
+// offCache is the gateway's cache for a group without one: no result.
+type offCache struct{}
+
+func (offCache) Lookup(context.Context, *CacheQuery) (CacheResult, error) { return CacheResult{}, nil }
+
+// BenchmarkHandleCacheOff is BenchmarkHandleNonStream with a response cache
+// that has no policy for the group (every group without a cache).
+func BenchmarkHandleCacheOff(b *testing.B) {
+	benchHandleNonStream(b, New(newCatalog(), benchAccountant{}, WithResponseCache(offCache{})))
+}
