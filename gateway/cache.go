@@ -96,12 +96,14 @@ func (r *responseCache) Lookup(ctx context.Context, q *extproc.CacheQuery) (extp
 	if err != nil || plan.Skipped() {
 		return extproc.CacheResult{Status: "skip"}, nil //nolint:nilerr // a body the cache cannot read is not cached
 	}
-	if q.NoLookup {
-		plan.Lookup = false
-	}
 	res := extproc.CacheResult{Status: "miss"}
 	if !plan.Lookup {
 		res.Status = "skip"
+	}
+	if q.NoLookup {
+		// A try: the router-level stream looked up and missed (a hit
+		// makes no try); this stream only stores.
+		plan.Lookup = false
 	}
 	emb := r.emb.forKey(q.Principal)
 	h, err := r.c.Lookup(ctx, &plan, emb)

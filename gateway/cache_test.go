@@ -233,3 +233,32 @@ func TestGatewayCacheSemantic(t *testing.T) {
 	}
 	require.Equal(t, 3, embeds)
 }
+
+// A group routed per try (two deployments): the router-level stream looks
+// up, the try that serves the request stores; the reply says miss, then hit.
+func TestGatewayCachePerTry(t *testing.T) {
+	r := start(t, false)
+	put(t, r.st, "mock-2", &store.Deployment{ID: "mock-2", Provider: "mock", ProviderModel: "mock-gpt"})
+	put(t, r.st, "demo", &store.ModelGroup{ID: "demo", Deployments: []string{"mock-1", "mock-2"}, Cache: &store.ModelCache{Mode: "exact"}})
+	k := r.key(t, "k1", kernel.Limits{})
+	r.warm(t, k, `{"model":"demo","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
+	body := `{"model":"demo","temperature":0,"messages":[{"role":"user","content":"per try"}],"max_tokens":4}`
+	n0 := r.mock.Stats().Total.Requests
+	for _, stream := range []bool{false, true} {
+		b := body
+		if stream {
+			b = strings.Replace(body, "per try", "per try streamed", 1)
+			b = strings.Replace(b, "{", `{"stream":true,`, 1)
+		}
+		resp, first := r.postWith(t, k, b, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(first))
+		require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"))
+		resp, second := r.postWith(t, k, b, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(second))
+		require.Equal(t, "hit", resp.Header.Get("x-tollgate-cache"))
+		if !stream {
+			require.Equal(t, string(first), string(second))
+		}
+	}
+	require.Equal(t, n0+2, r.mock.Stats().Total.Requests)
+}
