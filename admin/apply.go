@@ -85,6 +85,7 @@ type ModelDoc struct {
 	UpstreamModelFromRequest bool `yaml:"upstream_model_from_request"`
 
 	ModelRoutingDoc `yaml:",inline"`
+	Cache           *ModelCacheDoc `yaml:"cache"` // admin/cache.go
 }
 
 // LimitsDoc is kernel.Limits as written in YAML: money in dollars.
@@ -588,9 +589,16 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		mc, err := m.Cache.cache(f)
+		if err == nil && mc != nil {
+			err = a.ref(ctx, f+".cache.embedding_model", store.KindModel, mc.EmbeddingModel, modelIDs)
+		}
+		if err != nil {
+			return nil, err
+		}
 		want := store.ModelGroup{
 			ID: m.ID, Deployments: append([]string{}, m.Deployments...), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases),
-			UpstreamModelFromRequest: m.UpstreamModelFromRequest, GroupRouting: rt,
+			UpstreamModelFromRequest: m.UpstreamModelFromRequest, GroupRouting: rt, Cache: mc,
 		}
 		groups = append(groups, want)
 		plans = append(plans, entityPlan(a, want.ID, func(*store.ModelGroup, bool) (store.ModelGroup, error) { return want, nil }))

@@ -289,7 +289,7 @@ func (s *Server) DeleteDeployment(ctx context.Context, req *adminv1.DeleteDeploy
 func modelView(m *store.ModelGroup) *adminv1.Model {
 	return groupRoutingView(&adminv1.Model{
 		Id: m.ID, Deployments: slices.Clone(m.Deployments), DefaultMaxTokens: m.DefaultMaxTokens, Aliases: slices.Clone(m.Aliases),
-		UpstreamModelFromRequest: m.UpstreamModelFromRequest,
+		UpstreamModelFromRequest: m.UpstreamModelFromRequest, Cache: modelCacheView(m.Cache),
 	}, &m.GroupRouting)
 }
 
@@ -322,6 +322,12 @@ func (s *Server) CreateModel(ctx context.Context, req *adminv1.CreateModelReques
 	}
 	if err == nil {
 		err = checkAliases(ctx, s.st, m)
+	}
+	if err == nil {
+		m.Cache, err = modelCacheOf(in.GetCache())
+	}
+	if err == nil {
+		err = s.checkCacheModel(ctx, m.Cache)
 	}
 	if err == nil {
 		err = create(ctx, s.st, m.ID, &m)
@@ -364,6 +370,13 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 	if hasPath(paths, "deployments") {
 		err = s.checkDeployments(ctx, in.GetDeployments())
 	}
+	var mc *store.ModelCache
+	if err == nil && hasPath(paths, "cache") {
+		mc, err = modelCacheOf(in.GetCache())
+		if err == nil {
+			err = s.checkCacheModel(ctx, mc)
+		}
+	}
 	var m store.ModelGroup
 	if err == nil {
 		m, err = update(ctx, s.st, in.GetId(), func(m *store.ModelGroup) error {
@@ -383,6 +396,9 @@ func (s *Server) UpdateModel(ctx context.Context, req *adminv1.UpdateModelReques
 				}
 			}
 			updateGroupRouting(&m.GroupRouting, in, paths)
+			if hasPath(paths, "cache") {
+				m.Cache = mc
+			}
 			return s.checkFallbacks(ctx, m.ID, &m.GroupRouting)
 		})
 	}

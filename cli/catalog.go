@@ -32,7 +32,7 @@ func init() {
 		&command{noun: "model", verb: "create", args: "NAME", help: "publish a model name served by --deployments", setup: modelCreate},
 		&command{noun: "model", verb: "list", help: "list model names and their deployments", setup: modelList},
 		&command{noun: "model", verb: "get", args: "NAME", help: "show a model", setup: modelGet},
-		&command{noun: "model", verb: "update", args: "NAME", help: "change a model's deployments, default max tokens or routing", setup: modelUpdate},
+		&command{noun: "model", verb: "update", args: "NAME", help: "change a model's deployments, default max tokens, routing or response cache", setup: modelUpdate},
 		&command{noun: "model", verb: "delete", args: "NAME", help: "unpublish a model name", setup: modelDelete},
 
 		&command{noun: "price", verb: "set", args: "MODEL", help: "set a model's price in dollars per million tokens", setup: priceSet},
@@ -446,6 +446,7 @@ func (r *runner) model(m *adminv1.Model) {
 		{"DEFAULT MAX TOKENS", num(m.GetDefaultMaxTokens())},
 		{"ALIASES", orDash(strings.Join(m.GetAliases(), ", "))},
 		{"UPSTREAM MODEL", upstreamModelOf(m)},
+		{"CACHE", modelCache(m.GetCache())},
 	}, r.modelRouting(m)...))
 }
 
@@ -464,11 +465,18 @@ func modelCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	passName := fs.Bool("upstream-model-from-request", false, "send the name the client asked for to the provider as the model, priced under that name")
 	var rf modelRoutingFlags
 	rf.register(fs)
+	var cf modelCacheFlags
+	cf.register(fs)
 	return func(r *runner, pos []string) error {
-		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: rf.set(&adminv1.Model{
-			Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases),
-			UpstreamModelFromRequest: *passName,
-		}, r.set)})
+		m := rf.set(&adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases), UpstreamModelFromRequest: *passName}, r.set)
+		if cf.given(r.set) {
+			c, err := cf.merge(nil, r.set)
+			if err != nil {
+				return err
+			}
+			m.Cache = c
+		}
+		resp, err := adminv1.NewModelServiceClient(r.conn).CreateModel(r.ctx, &adminv1.CreateModelRequest{Model: m})
 		if err != nil {
 			return err
 		}
@@ -516,19 +524,29 @@ func modelUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	passName := fs.Bool("upstream-model-from-request", false, "send the name the client asked for to the provider as the model, priced under that name")
 	var rf modelRoutingFlags
 	rf.register(fs)
+	var cf modelCacheFlags
+	cf.register(fs)
 	return func(r *runner, pos []string) error {
 		fields := map[string]string{"deployments": "deployments", "default-max-tokens": "default_max_tokens", "aliases": "aliases", "upstream-model-from-request": "upstream_model_from_request"}
 		maps.Copy(fields, modelRoutingMask)
+		for _, n := range cacheFlagNames {
+			fields[n] = "cache"
+		}
 		mask, err := updateMask(r.set, fields, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := adminv1.NewModelServiceClient(r.conn).UpdateModel(r.ctx, &adminv1.UpdateModelRequest{
-			Model: rf.set(&adminv1.Model{
-				Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases),
-				UpstreamModelFromRequest: *passName,
-			}, r.set), UpdateMask: mask,
-		})
+		m := rf.set(&adminv1.Model{Id: pos[0], Deployments: splitList(*deps), DefaultMaxTokens: *maxTokens, Aliases: splitList(*aliases), UpstreamModelFromRequest: *passName}, r.set)
+		if cf.given(r.set) { // the cache is one field: the flags given change the current one
+			cur, err := adminv1.NewModelServiceClient(r.conn).GetModel(r.ctx, &adminv1.GetModelRequest{Id: pos[0]})
+			if err != nil {
+				return err
+			}
+			if m.Cache, err = cf.merge(cur.GetModel().GetCache(), r.set); err != nil {
+				return err
+			}
+		}
+		resp, err := adminv1.NewModelServiceClient(r.conn).UpdateModel(r.ctx, &adminv1.UpdateModelRequest{Model: m, UpdateMask: mask})
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,8 @@ type Record struct {
 	// Unpriced: the deployment's model has no price (Target.Price.Unpriced);
 	// the ledger marks the row so that its $0 is not taken for a price.
 	Unpriced bool
+	// Cache is the response cache's part: a hit and what it saved (cache.go).
+	Cache CacheRecord
 }
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and

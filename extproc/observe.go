@@ -46,6 +46,9 @@ type Report struct {
 	CustomerID string
 	Stream     bool
 
+	// Cache is the response cache's part of the request (settled requests).
+	Cache CacheRecord
+
 	// HTTPStatus is the status the client got (0: the stream ended first).
 	HTTPStatus int
 	// ErrorType is "" for a 2xx, the error code the client saw for a refusal
@@ -214,6 +217,7 @@ func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {
 	}
 	r := &s.report
 	r.Settled, r.Status, r.Usage, r.Cost = true, rec.Status, rec.Usage, cost
+	r.Cache = rec.Cache
 }
 
 // observed reports the finished request; called once, when the stream ends.

@@ -50,6 +50,7 @@ type Processor struct {
 	tracer Tracer
 	cp     UsageCheckpointer // streams' usage so far (checkpoint.go; nil: none)
 	guards GuardResolver     // guard.go (nil: none)
+	cache  ResponseCache     // the response cache (cache.go; nil: none)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -232,6 +233,8 @@ type stream struct {
 	loggedErr    bool
 	ckReasoning  int8 // checkpoint.go: 0 not yet known, 1 shows all it is billed, 2 may hide reasoning
 
+	cache streamCache // the response cache's part (cache.go)
+
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
 	// googleKey: the key came as Google's (x-goog-api-key or ?key=), from a
@@ -309,6 +312,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.retryHeader(headerValue(hv))
 		case envoy.AttemptCountHeader, envoy.ReservedHeader, hdrClient, translate.HdrAnthropicBeta:
 			s.tryHeader(hv.GetKey(), headerValue(hv))
+			s.cacheHeader(hv.GetKey(), headerValue(hv))
+		case hdrCacheControl, hdrCacheTTL:
+			s.cacheHeader(hv.GetKey(), headerValue(hv))
 		}
 	}
 	s.tryID()
@@ -444,6 +450,11 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 			s.customer = id
 			// A new slice: the principal's is shared by concurrent requests.
 			scopes = append(slices.Clip(scopes), cs)
+		}
+	}
+	if s.p.cache != nil {
+		if pr := s.cacheLookup(ctx, body, scopes); pr != nil {
+			return pr
 		}
 	}
 	areq := &s.areq
@@ -594,6 +605,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(hdrRequestID, s.id)
 	l = l.add(hdrDeployment, s.target.Deployment)
+	l = s.cacheReplyHeader(l)
 	if s.rt != nil {
 		l = l.addInt(hdrAttempts, int64(s.att.Number()))
 	}
@@ -662,9 +674,11 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if !translate.SameBytes(out, body) {
 			pr = s.newChunkReply(out)
 		}
+		s.cacheChunk(out)
 		if b.GetEndOfStream() {
 			u, reported := s.tr.StreamUsage()
-			s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+			cost, _ := s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+			s.cacheDone(ctx, nil, u, cost)
 		} else if s.p.cp != nil {
 			s.checkpoint()
 		}
@@ -705,6 +719,9 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			l = l.addInt(hdrContentLength, int64(len(out)))
 		}
 		cost, settled = s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		if reported {
+			s.cacheDone(ctx, out, u, cost)
+		}
 	}
 	if settled {
 		l = l.addUSD(hdrCost, cost)
@@ -720,7 +737,8 @@ func (s *stream) responseTrailers(ctx context.Context) *extprocv3.ProcessingResp
 			s.streamError(err)
 		}
 		u, reported := s.tr.StreamUsage()
-		s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		cost, _ := s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
+		s.cacheDone(ctx, nil, u, cost)
 	}
 	return replyContinueResponseTrailers
 }
@@ -788,6 +806,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		StartedAt:  s.started,
 		EndedAt:    s.p.now(),
 		Unpriced:   s.target.Price.Unpriced,
+		Cache:      CacheRecord{Status: s.cache.status},
 	}
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc

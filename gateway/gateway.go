@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/batch"
+	"github.com/tollgate-ai/tollgate/cache"
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -50,6 +51,11 @@ type Options struct {
 	// Spill, when set, receives every settlement before the ledger queue does
 	// (accounting.Spill): a crash while the ledger cannot commit loses none.
 	Spill *accounting.Spill
+	// Cache is where model groups' cached replies live (nil: in this
+	// process); CacheIndex the semantic cache's prompt index (nil: in this
+	// process). Replicas share Redis and pgvector (docs/caching.md).
+	Cache      cache.Backend
+	CacheIndex cache.Index
 }
 
 // Gateway is a running Tollgate: what start hooks and tests may reach.
@@ -64,6 +70,7 @@ type Gateway struct {
 	alerts     *alert.Notifier
 	alertEvery time.Duration
 	obsOpts    Observability
+	respCache  *responseCache // the processor's response cache (cache.go)
 	obs        *observability
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
@@ -154,6 +161,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 	}
 	g.counters, g.obsOpts = opts.Counters, opts.Observe
 	g.alerts, g.alertEvery = opts.Alerts, opts.AlertEvery
+	g.respCache = newGatewayCache(opts.Cache, opts.CacheIndex, g.Catalog, now, log)
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)
 	} else {

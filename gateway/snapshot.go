@@ -63,7 +63,8 @@ type modelEntry struct {
 	weights []int          // cumulative
 	group   *extproc.Group // the same deployments, for the router (routing.go)
 	// pass is set for a pass-the-name group (passname.go).
-	pass *passName
+	pass  *passName
+	cache *groupCache // the group's response cache (cache.go; nil: none)
 }
 
 // buildSnapshot reads the whole configuration from the store.
@@ -235,6 +236,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			}
 		}
 		m.group = routedGroup(&g, m.targets, depByID)
+		m.cache = groupCacheOf(g.ID, g.Cache, log)
 		s.models[g.ID] = m
 		if len(m.targets) > 0 {
 			s.served = append(s.served, m)

@@ -180,12 +180,14 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 	respOpts = append(respOpts, extproc.WithRouter(g.Router))
 	respOpts = append(respOpts, extproc.WithGuardrails(g.Catalog)) // gateway/guard.go
 	respOpts = append(respOpts, extproc.WithCheckpoints(g.Accountant))
+	respOpts = append(respOpts, extproc.WithResponseCache(g.respCache))
 	tokenKey, err := sharedTokenKey(ctx, g.Store)
 	if err != nil {
 		return err
 	}
 	respOpts = append(respOpts, extproc.WithTokenKey(tokenKey))
 	acct, observer := g.observeProcessor()
+	g.respCache.embedThrough(acct, g.now)
 	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts
 		extproc.WithLogger(g.log), extproc.WithClock(g.now), extproc.WithMaxBodyBytes(int(g.Config.MaxBodyBytes)), observer,
 		extproc.WithPerTry(), // the xDS has per-try routes (xdsGroups)

@@ -87,6 +87,8 @@ type Metrics struct {
 	fallbacks *prometheus.CounterVec
 	guards    *prometheus.CounterVec // guardrails.go
 
+	cacheM cacheMetrics // cache.go
+
 	// series are the label children of the request path, resolved once per
 	// label set: one map lookup per request instead of one per metric.
 	series sync.Map // seriesKey → *series
@@ -175,6 +177,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 	m.reg.MustRegister(m.tokenUsage, m.duration, m.ttft, m.tpot, m.requests, m.tokens, m.cost,
 		m.refusals, m.unpriced, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks, m.newGuardrails(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.cacheM = newCacheMetrics(m.reg)
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_key_requests_total",
@@ -264,6 +267,7 @@ func (m *Metrics) Observe(r *extproc.Report) {
 		return
 	}
 	s := m.seriesOf(r)
+	m.observeCache(r, team)
 	// The request counter last: a scrape that counts a request sees the
 	// rest of its series.
 	defer func() {

@@ -42,8 +42,37 @@ install_missing() {
   (service postgresql stop || true; service redis-server stop || true) >/dev/null 2>&1
 }
 
+# pgvector (the semantic cache's index, cache/pgvector.go) for the PostgreSQL
+# found: Debian's postgresql-NN-pgvector when this release has it; else
+# Debian's own pgvector source package (from the next release's deb-src,
+# through a temporary apt list, no system-wide change) built against this
+# server's headers.
+install_pgvector() {
+  local bin ver
+  bin=$(pg_bindir); ver=$(basename "$(dirname "$bin")")
+  [ -f "/usr/share/postgresql/$ver/extension/vector.control" ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then log "pgvector missing for PostgreSQL $ver and not root"; return 1; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if apt-get install -y -qq --no-install-recommends "postgresql-$ver-pgvector" >&2 2>/dev/null; then return 0; fi
+  log "building pgvector for PostgreSQL $ver from Debian's source package"
+  apt-get install -y -qq --no-install-recommends "postgresql-server-dev-$ver" make gcc dpkg-dev >&2
+  local tmp uri
+  tmp=$(mktemp -d /tmp/pgvector-src.XXXXXX)
+  uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  [ -n "$uri" ] || uri=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list)
+  mkdir -p "$tmp/lists/partial"
+  echo "deb-src $uri trixie main" >"$tmp/sources.list"
+  local apt=(-o Dir::Etc::sourcelist="$tmp/sources.list" -o Dir::Etc::sourceparts=- -o Dir::State::lists="$tmp/lists")
+  apt-get "${apt[@]}" update -qq >&2
+  (cd "$tmp" && apt-get "${apt[@]}" source --download-only pgvector >&2 2>/dev/null)
+  tar -xzf "$tmp"/pgvector_*.orig.tar.gz -C "$tmp"
+  (cd "$tmp"/pgvector-*/ && make -s PG_CONFIG="$bin/pg_config" OPTFLAGS="" >&2 && make -s PG_CONFIG="$bin/pg_config" install >&2)
+  rm -rf "$tmp"
+}
+
 start() {
   install_missing
+  install_pgvector
   mkdir -p "$dir"
   local bin pgport rport run=()
   bin=$(pg_bindir)

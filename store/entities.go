@@ -138,6 +138,8 @@ type ModelGroup struct {
 	// name: one group serves every model of a provider.
 	UpstreamModelFromRequest bool `json:"upstream_model_from_request,omitempty"`
 	GroupRouting
+	// Cache is the group's response cache (nil: none; store/cache.go).
+	Cache *ModelCache `json:"cache,omitempty"`
 }
 
 // ModelPrice is the price of a model (by public model name or provider model name).

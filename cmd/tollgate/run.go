@@ -66,6 +66,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var gcf gcFlags
 	gcf.register(fs)
 	var of observeFlags
+	var cf cacheFlags
+	cf.register(fs)
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus /metrics, /healthz and /readyz on this address (metrics off when empty)")
 	fs.BoolVar(&of.perKey, "metrics-per-key", false, "add per-virtual-key metric series (one series per key: mind the cardinality)")
 	fs.StringVar(&of.logFormat, "log-format", "text", "log format: text or json")
@@ -166,6 +168,12 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer closeAlerts()
 		opts.Alerts, opts.AlertEvery = n, *alertEvery
+	}
+
+	closeCache, err := cf.apply(ctx, &opts, *redisURL, *db, log)
+	defer closeCache()
+	if err != nil {
+		return err
 	}
 
 	if *demo != "" {

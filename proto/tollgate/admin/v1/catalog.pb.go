@@ -1456,8 +1456,10 @@ type Model struct {
 	// that name from the price table: one group serves every model of a
 	// provider. A name with no price is refused under strict budgets.
 	UpstreamModelFromRequest bool `protobuf:"varint,20,opt,name=upstream_model_from_request,json=upstreamModelFromRequest,proto3" json:"upstream_model_from_request,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// cache is the group's response cache (docs/caching.md); unset: none.
+	Cache         *ModelCache `protobuf:"bytes,10,opt,name=cache,proto3" json:"cache,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -1560,6 +1562,106 @@ func (x *Model) GetUpstreamModelFromRequest() bool {
 	return false
 }
 
+func (x *Model) GetCache() *ModelCache {
+	if x != nil {
+		return x.Cache
+	}
+	return nil
+}
+
+// ModelCache is a model group's response cache.
+type ModelCache struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mode: "exact", "semantic" (exact first, then the nearest prompt) or
+	// "off" ("" is off).
+	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	// ttl of an entry (unset: 1h); a request's x-tollgate-cache-ttl overrides it.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// scope an entry is shared in: "key" (default), "team" or "org"; never
+	// across organizations.
+	Scope string `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	// match: "deterministic" (default: temperature 0, and embeddings) or "all".
+	Match string `protobuf:"bytes,4,opt,name=match,proto3" json:"match,omitempty"`
+	// threshold is the least cosine similarity of a semantic hit (unset: 0.95).
+	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	// embedding_model is the model group that embeds prompts (semantic).
+	EmbeddingModel string `protobuf:"bytes,6,opt,name=embedding_model,json=embeddingModel,proto3" json:"embedding_model,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ModelCache) Reset() {
+	*x = ModelCache{}
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelCache) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelCache) ProtoMessage() {}
+
+func (x *ModelCache) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelCache.ProtoReflect.Descriptor instead.
+func (*ModelCache) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ModelCache) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *ModelCache) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *ModelCache) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ModelCache) GetMatch() string {
+	if x != nil {
+		return x.Match
+	}
+	return ""
+}
+
+func (x *ModelCache) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *ModelCache) GetEmbeddingModel() string {
+	if x != nil {
+		return x.EmbeddingModel
+	}
+	return ""
+}
+
 type CreateModelRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Model         *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -1569,7 +1671,7 @@ type CreateModelRequest struct {
 
 func (x *CreateModelRequest) Reset() {
 	*x = CreateModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1683,7 @@ func (x *CreateModelRequest) String() string {
 func (*CreateModelRequest) ProtoMessage() {}
 
 func (x *CreateModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1696,7 @@ func (x *CreateModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateModelRequest.ProtoReflect.Descriptor instead.
 func (*CreateModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateModelRequest) GetModel() *Model {
@@ -1613,7 +1715,7 @@ type CreateModelResponse struct {
 
 func (x *CreateModelResponse) Reset() {
 	*x = CreateModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1727,7 @@ func (x *CreateModelResponse) String() string {
 func (*CreateModelResponse) ProtoMessage() {}
 
 func (x *CreateModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1740,7 @@ func (x *CreateModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateModelResponse.ProtoReflect.Descriptor instead.
 func (*CreateModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateModelResponse) GetModel() *Model {
@@ -1657,7 +1759,7 @@ type GetModelRequest struct {
 
 func (x *GetModelRequest) Reset() {
 	*x = GetModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1771,7 @@ func (x *GetModelRequest) String() string {
 func (*GetModelRequest) ProtoMessage() {}
 
 func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1784,7 @@ func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelRequest.ProtoReflect.Descriptor instead.
 func (*GetModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetModelRequest) GetId() string {
@@ -1701,7 +1803,7 @@ type GetModelResponse struct {
 
 func (x *GetModelResponse) Reset() {
 	*x = GetModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1815,7 @@ func (x *GetModelResponse) String() string {
 func (*GetModelResponse) ProtoMessage() {}
 
 func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1828,7 @@ func (x *GetModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelResponse.ProtoReflect.Descriptor instead.
 func (*GetModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{27}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetModelResponse) GetModel() *Model {
@@ -1746,7 +1848,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1860,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1873,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{28}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListModelsRequest) GetPageSize() int32 {
@@ -1798,7 +1900,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1912,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1925,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{29}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListModelsResponse) GetModels() []*Model {
@@ -1845,7 +1947,7 @@ type UpdateModelRequest struct {
 	Model *Model                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
 	// update_mask: "deployments", "default_max_tokens", "aliases", "routing",
 	// "retries", "fallbacks", "context_window_fallbacks", "content_policy_fallbacks",
-	// "upstream_model_from_request".
+	// "upstream_model_from_request", "cache" (the whole ModelCache).
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1853,7 +1955,7 @@ type UpdateModelRequest struct {
 
 func (x *UpdateModelRequest) Reset() {
 	*x = UpdateModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1967,7 @@ func (x *UpdateModelRequest) String() string {
 func (*UpdateModelRequest) ProtoMessage() {}
 
 func (x *UpdateModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1980,7 @@ func (x *UpdateModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateModelRequest.ProtoReflect.Descriptor instead.
 func (*UpdateModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{30}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateModelRequest) GetModel() *Model {
@@ -1904,7 +2006,7 @@ type UpdateModelResponse struct {
 
 func (x *UpdateModelResponse) Reset() {
 	*x = UpdateModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2018,7 @@ func (x *UpdateModelResponse) String() string {
 func (*UpdateModelResponse) ProtoMessage() {}
 
 func (x *UpdateModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2031,7 @@ func (x *UpdateModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateModelResponse.ProtoReflect.Descriptor instead.
 func (*UpdateModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{31}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateModelResponse) GetModel() *Model {
@@ -1948,7 +2050,7 @@ type DeleteModelRequest struct {
 
 func (x *DeleteModelRequest) Reset() {
 	*x = DeleteModelRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2062,7 @@ func (x *DeleteModelRequest) String() string {
 func (*DeleteModelRequest) ProtoMessage() {}
 
 func (x *DeleteModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2075,7 @@ func (x *DeleteModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteModelRequest.ProtoReflect.Descriptor instead.
 func (*DeleteModelRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{32}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeleteModelRequest) GetId() string {
@@ -1991,7 +2093,7 @@ type DeleteModelResponse struct {
 
 func (x *DeleteModelResponse) Reset() {
 	*x = DeleteModelResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2105,7 @@ func (x *DeleteModelResponse) String() string {
 func (*DeleteModelResponse) ProtoMessage() {}
 
 func (x *DeleteModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2118,7 @@ func (x *DeleteModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteModelResponse.ProtoReflect.Descriptor instead.
 func (*DeleteModelResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{33}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{34}
 }
 
 // Price is what a model costs per million tokens of each kind. An unset
@@ -2037,7 +2139,7 @@ type Price struct {
 
 func (x *Price) Reset() {
 	*x = Price{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2151,7 @@ func (x *Price) String() string {
 func (*Price) ProtoMessage() {}
 
 func (x *Price) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2164,7 @@ func (x *Price) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Price.ProtoReflect.Descriptor instead.
 func (*Price) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{34}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Price) GetModel() string {
@@ -2116,7 +2218,7 @@ type SetPriceRequest struct {
 
 func (x *SetPriceRequest) Reset() {
 	*x = SetPriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2230,7 @@ func (x *SetPriceRequest) String() string {
 func (*SetPriceRequest) ProtoMessage() {}
 
 func (x *SetPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2243,7 @@ func (x *SetPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPriceRequest.ProtoReflect.Descriptor instead.
 func (*SetPriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{35}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetPriceRequest) GetPrice() *Price {
@@ -2160,7 +2262,7 @@ type SetPriceResponse struct {
 
 func (x *SetPriceResponse) Reset() {
 	*x = SetPriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2274,7 @@ func (x *SetPriceResponse) String() string {
 func (*SetPriceResponse) ProtoMessage() {}
 
 func (x *SetPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2287,7 @@ func (x *SetPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPriceResponse.ProtoReflect.Descriptor instead.
 func (*SetPriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{36}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetPriceResponse) GetPrice() *Price {
@@ -2204,7 +2306,7 @@ type GetPriceRequest struct {
 
 func (x *GetPriceRequest) Reset() {
 	*x = GetPriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2318,7 @@ func (x *GetPriceRequest) String() string {
 func (*GetPriceRequest) ProtoMessage() {}
 
 func (x *GetPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2331,7 @@ func (x *GetPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{37}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetPriceRequest) GetModel() string {
@@ -2248,7 +2350,7 @@ type GetPriceResponse struct {
 
 func (x *GetPriceResponse) Reset() {
 	*x = GetPriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2362,7 @@ func (x *GetPriceResponse) String() string {
 func (*GetPriceResponse) ProtoMessage() {}
 
 func (x *GetPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2375,7 @@ func (x *GetPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{38}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetPriceResponse) GetPrice() *Price {
@@ -2293,7 +2395,7 @@ type ListPricesRequest struct {
 
 func (x *ListPricesRequest) Reset() {
 	*x = ListPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2407,7 @@ func (x *ListPricesRequest) String() string {
 func (*ListPricesRequest) ProtoMessage() {}
 
 func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2420,7 @@ func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPricesRequest.ProtoReflect.Descriptor instead.
 func (*ListPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{39}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListPricesRequest) GetPageSize() int32 {
@@ -2345,7 +2447,7 @@ type ListPricesResponse struct {
 
 func (x *ListPricesResponse) Reset() {
 	*x = ListPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2459,7 @@ func (x *ListPricesResponse) String() string {
 func (*ListPricesResponse) ProtoMessage() {}
 
 func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2472,7 @@ func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPricesResponse.ProtoReflect.Descriptor instead.
 func (*ListPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{40}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListPricesResponse) GetPrices() []*Price {
@@ -2396,7 +2498,7 @@ type DeletePriceRequest struct {
 
 func (x *DeletePriceRequest) Reset() {
 	*x = DeletePriceRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2510,7 @@ func (x *DeletePriceRequest) String() string {
 func (*DeletePriceRequest) ProtoMessage() {}
 
 func (x *DeletePriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2523,7 @@ func (x *DeletePriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceRequest.ProtoReflect.Descriptor instead.
 func (*DeletePriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{41}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeletePriceRequest) GetModel() string {
@@ -2439,7 +2541,7 @@ type DeletePriceResponse struct {
 
 func (x *DeletePriceResponse) Reset() {
 	*x = DeletePriceResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2553,7 @@ func (x *DeletePriceResponse) String() string {
 func (*DeletePriceResponse) ProtoMessage() {}
 
 func (x *DeletePriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2566,7 @@ func (x *DeletePriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceResponse.ProtoReflect.Descriptor instead.
 func (*DeletePriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{42}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{43}
 }
 
 type LoadDefaultPricesRequest struct {
@@ -2477,7 +2579,7 @@ type LoadDefaultPricesRequest struct {
 
 func (x *LoadDefaultPricesRequest) Reset() {
 	*x = LoadDefaultPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2591,7 @@ func (x *LoadDefaultPricesRequest) String() string {
 func (*LoadDefaultPricesRequest) ProtoMessage() {}
 
 func (x *LoadDefaultPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2604,7 @@ func (x *LoadDefaultPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadDefaultPricesRequest.ProtoReflect.Descriptor instead.
 func (*LoadDefaultPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{43}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LoadDefaultPricesRequest) GetOverwrite() bool {
@@ -2522,7 +2624,7 @@ type LoadDefaultPricesResponse struct {
 
 func (x *LoadDefaultPricesResponse) Reset() {
 	*x = LoadDefaultPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2636,7 @@ func (x *LoadDefaultPricesResponse) String() string {
 func (*LoadDefaultPricesResponse) ProtoMessage() {}
 
 func (x *LoadDefaultPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2649,7 @@ func (x *LoadDefaultPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadDefaultPricesResponse.ProtoReflect.Descriptor instead.
 func (*LoadDefaultPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{44}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LoadDefaultPricesResponse) GetModels() []string {
@@ -2565,7 +2667,7 @@ type ListMissingPricesRequest struct {
 
 func (x *ListMissingPricesRequest) Reset() {
 	*x = ListMissingPricesRequest{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2679,7 @@ func (x *ListMissingPricesRequest) String() string {
 func (*ListMissingPricesRequest) ProtoMessage() {}
 
 func (x *ListMissingPricesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[45]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2692,7 @@ func (x *ListMissingPricesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMissingPricesRequest.ProtoReflect.Descriptor instead.
 func (*ListMissingPricesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{45}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{46}
 }
 
 type ListMissingPricesResponse struct {
@@ -2602,7 +2704,7 @@ type ListMissingPricesResponse struct {
 
 func (x *ListMissingPricesResponse) Reset() {
 	*x = ListMissingPricesResponse{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[46]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2716,7 @@ func (x *ListMissingPricesResponse) String() string {
 func (*ListMissingPricesResponse) ProtoMessage() {}
 
 func (x *ListMissingPricesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[46]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2729,7 @@ func (x *ListMissingPricesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMissingPricesResponse.ProtoReflect.Descriptor instead.
 func (*ListMissingPricesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{46}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListMissingPricesResponse) GetMissing() []*MissingPrice {
@@ -2657,7 +2759,7 @@ type MissingPrice struct {
 
 func (x *MissingPrice) Reset() {
 	*x = MissingPrice{}
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[47]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2669,7 +2771,7 @@ func (x *MissingPrice) String() string {
 func (*MissingPrice) ProtoMessage() {}
 
 func (x *MissingPrice) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[47]
+	mi := &file_tollgate_admin_v1_catalog_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2682,7 +2784,7 @@ func (x *MissingPrice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissingPrice.ProtoReflect.Descriptor instead.
 func (*MissingPrice) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{47}
+	return file_tollgate_admin_v1_catalog_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *MissingPrice) GetDeployment() string {
@@ -2841,7 +2943,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\")\n" +
 	"\x17DeleteDeploymentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1a\n" +
-	"\x18DeleteDeploymentResponse\"\x97\x03\n" +
+	"\x18DeleteDeploymentResponse\"\xcc\x03\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdeployments\x18\x02 \x03(\tR\vdeployments\x12,\n" +
@@ -2852,9 +2954,19 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\tfallbacks\x18\a \x03(\tR\tfallbacks\x128\n" +
 	"\x18context_window_fallbacks\x18\b \x03(\tR\x16contextWindowFallbacks\x128\n" +
 	"\x18content_policy_fallbacks\x18\t \x03(\tR\x16contentPolicyFallbacks\x12=\n" +
-	"\x1bupstream_model_from_request\x18\x14 \x01(\bR\x18upstreamModelFromRequestB\n" +
+	"\x1bupstream_model_from_request\x18\x14 \x01(\bR\x18upstreamModelFromRequest\x123\n" +
+	"\x05cache\x18\n" +
+	" \x01(\v2\x1d.tollgate.admin.v1.ModelCacheR\x05cacheB\n" +
 	"\n" +
-	"\b_retries\"D\n" +
+	"\b_retries\"\xc6\x01\n" +
+	"\n" +
+	"ModelCache\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x14\n" +
+	"\x05match\x18\x04 \x01(\tR\x05match\x12\x1c\n" +
+	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12'\n" +
+	"\x0fembedding_model\x18\x06 \x01(\tR\x0eembeddingModelJ\x04\b\a\x10\b\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"E\n" +
 	"\x13CreateModelResponse\x12.\n" +
@@ -2973,7 +3085,7 @@ func file_tollgate_admin_v1_catalog_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_catalog_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(ProviderType)(0),                 // 0: tollgate.admin.v1.ProviderType
 	(*Provider)(nil),                  // 1: tollgate.admin.v1.Provider
@@ -3000,34 +3112,35 @@ var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(*DeleteDeploymentRequest)(nil),   // 22: tollgate.admin.v1.DeleteDeploymentRequest
 	(*DeleteDeploymentResponse)(nil),  // 23: tollgate.admin.v1.DeleteDeploymentResponse
 	(*Model)(nil),                     // 24: tollgate.admin.v1.Model
-	(*CreateModelRequest)(nil),        // 25: tollgate.admin.v1.CreateModelRequest
-	(*CreateModelResponse)(nil),       // 26: tollgate.admin.v1.CreateModelResponse
-	(*GetModelRequest)(nil),           // 27: tollgate.admin.v1.GetModelRequest
-	(*GetModelResponse)(nil),          // 28: tollgate.admin.v1.GetModelResponse
-	(*ListModelsRequest)(nil),         // 29: tollgate.admin.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),        // 30: tollgate.admin.v1.ListModelsResponse
-	(*UpdateModelRequest)(nil),        // 31: tollgate.admin.v1.UpdateModelRequest
-	(*UpdateModelResponse)(nil),       // 32: tollgate.admin.v1.UpdateModelResponse
-	(*DeleteModelRequest)(nil),        // 33: tollgate.admin.v1.DeleteModelRequest
-	(*DeleteModelResponse)(nil),       // 34: tollgate.admin.v1.DeleteModelResponse
-	(*Price)(nil),                     // 35: tollgate.admin.v1.Price
-	(*SetPriceRequest)(nil),           // 36: tollgate.admin.v1.SetPriceRequest
-	(*SetPriceResponse)(nil),          // 37: tollgate.admin.v1.SetPriceResponse
-	(*GetPriceRequest)(nil),           // 38: tollgate.admin.v1.GetPriceRequest
-	(*GetPriceResponse)(nil),          // 39: tollgate.admin.v1.GetPriceResponse
-	(*ListPricesRequest)(nil),         // 40: tollgate.admin.v1.ListPricesRequest
-	(*ListPricesResponse)(nil),        // 41: tollgate.admin.v1.ListPricesResponse
-	(*DeletePriceRequest)(nil),        // 42: tollgate.admin.v1.DeletePriceRequest
-	(*DeletePriceResponse)(nil),       // 43: tollgate.admin.v1.DeletePriceResponse
-	(*LoadDefaultPricesRequest)(nil),  // 44: tollgate.admin.v1.LoadDefaultPricesRequest
-	(*LoadDefaultPricesResponse)(nil), // 45: tollgate.admin.v1.LoadDefaultPricesResponse
-	(*ListMissingPricesRequest)(nil),  // 46: tollgate.admin.v1.ListMissingPricesRequest
-	(*ListMissingPricesResponse)(nil), // 47: tollgate.admin.v1.ListMissingPricesResponse
-	(*MissingPrice)(nil),              // 48: tollgate.admin.v1.MissingPrice
-	(*fieldmaskpb.FieldMask)(nil),     // 49: google.protobuf.FieldMask
-	(*durationpb.Duration)(nil),       // 50: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 51: google.protobuf.Timestamp
-	(*Money)(nil),                     // 52: tollgate.admin.v1.Money
+	(*ModelCache)(nil),                // 25: tollgate.admin.v1.ModelCache
+	(*CreateModelRequest)(nil),        // 26: tollgate.admin.v1.CreateModelRequest
+	(*CreateModelResponse)(nil),       // 27: tollgate.admin.v1.CreateModelResponse
+	(*GetModelRequest)(nil),           // 28: tollgate.admin.v1.GetModelRequest
+	(*GetModelResponse)(nil),          // 29: tollgate.admin.v1.GetModelResponse
+	(*ListModelsRequest)(nil),         // 30: tollgate.admin.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),        // 31: tollgate.admin.v1.ListModelsResponse
+	(*UpdateModelRequest)(nil),        // 32: tollgate.admin.v1.UpdateModelRequest
+	(*UpdateModelResponse)(nil),       // 33: tollgate.admin.v1.UpdateModelResponse
+	(*DeleteModelRequest)(nil),        // 34: tollgate.admin.v1.DeleteModelRequest
+	(*DeleteModelResponse)(nil),       // 35: tollgate.admin.v1.DeleteModelResponse
+	(*Price)(nil),                     // 36: tollgate.admin.v1.Price
+	(*SetPriceRequest)(nil),           // 37: tollgate.admin.v1.SetPriceRequest
+	(*SetPriceResponse)(nil),          // 38: tollgate.admin.v1.SetPriceResponse
+	(*GetPriceRequest)(nil),           // 39: tollgate.admin.v1.GetPriceRequest
+	(*GetPriceResponse)(nil),          // 40: tollgate.admin.v1.GetPriceResponse
+	(*ListPricesRequest)(nil),         // 41: tollgate.admin.v1.ListPricesRequest
+	(*ListPricesResponse)(nil),        // 42: tollgate.admin.v1.ListPricesResponse
+	(*DeletePriceRequest)(nil),        // 43: tollgate.admin.v1.DeletePriceRequest
+	(*DeletePriceResponse)(nil),       // 44: tollgate.admin.v1.DeletePriceResponse
+	(*LoadDefaultPricesRequest)(nil),  // 45: tollgate.admin.v1.LoadDefaultPricesRequest
+	(*LoadDefaultPricesResponse)(nil), // 46: tollgate.admin.v1.LoadDefaultPricesResponse
+	(*ListMissingPricesRequest)(nil),  // 47: tollgate.admin.v1.ListMissingPricesRequest
+	(*ListMissingPricesResponse)(nil), // 48: tollgate.admin.v1.ListMissingPricesResponse
+	(*MissingPrice)(nil),              // 49: tollgate.admin.v1.MissingPrice
+	(*fieldmaskpb.FieldMask)(nil),     // 50: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),       // 51: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 52: google.protobuf.Timestamp
+	(*Money)(nil),                     // 53: tollgate.admin.v1.Money
 }
 var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	0,  // 0: tollgate.admin.v1.Provider.type:type_name -> tollgate.admin.v1.ProviderType
@@ -3036,87 +3149,89 @@ var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	1,  // 3: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 4: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
 	1,  // 5: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	49, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
+	50, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
 	1,  // 7: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	50, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
-	50, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
-	50, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
-	50, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
+	51, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
+	51, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
+	51, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
+	51, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
 	13, // 12: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
-	51, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
-	50, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
+	52, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
+	51, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
 	12, // 15: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 16: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 17: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 18: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
 	12, // 19: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	49, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
+	50, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
 	12, // 21: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	24, // 22: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	24, // 23: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 24: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 25: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
-	24, // 26: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	49, // 27: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 28: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	52, // 29: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	52, // 30: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	52, // 31: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	52, // 32: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	52, // 33: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	35, // 34: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	35, // 35: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	35, // 36: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	35, // 37: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	48, // 38: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
-	0,  // 39: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
-	2,  // 40: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 41: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 42: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 43: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 44: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 45: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 46: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 47: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 48: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 49: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	25, // 50: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	27, // 51: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	29, // 52: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	31, // 53: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	33, // 54: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	36, // 55: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	38, // 56: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	40, // 57: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	42, // 58: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	44, // 59: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	46, // 60: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
-	3,  // 61: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 62: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 63: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 64: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 65: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 66: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 67: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 68: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 69: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 70: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	26, // 71: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	28, // 72: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	30, // 73: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	32, // 74: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	34, // 75: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	37, // 76: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	39, // 77: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	41, // 78: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	43, // 79: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	45, // 80: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	47, // 81: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
-	61, // [61:82] is the sub-list for method output_type
-	40, // [40:61] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	25, // 22: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
+	51, // 23: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
+	24, // 24: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	24, // 25: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 26: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 27: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
+	24, // 28: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	50, // 29: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 30: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	53, // 31: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	53, // 32: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	53, // 33: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	53, // 34: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	53, // 35: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	36, // 36: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	36, // 37: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 38: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 39: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	49, // 40: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
+	0,  // 41: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
+	2,  // 42: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 43: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 44: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 45: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 46: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 47: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 48: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 49: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 50: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 51: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	26, // 52: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	28, // 53: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	30, // 54: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	32, // 55: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	34, // 56: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	37, // 57: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	39, // 58: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	41, // 59: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	43, // 60: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	45, // 61: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	47, // 62: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
+	3,  // 63: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 64: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 65: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 66: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 67: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 68: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 69: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 70: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 71: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 72: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	27, // 73: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	29, // 74: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	31, // 75: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	33, // 76: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	35, // 77: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	38, // 78: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	40, // 79: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	42, // 80: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	44, // 81: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	46, // 82: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	48, // 83: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
+	63, // [63:84] is the sub-list for method output_type
+	42, // [42:63] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }
@@ -3132,7 +3247,7 @@ func file_tollgate_admin_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_catalog_proto_rawDesc), len(file_tollgate_admin_v1_catalog_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

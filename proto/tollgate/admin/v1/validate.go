@@ -523,7 +523,7 @@ func (r *ListModelsRequest) Validate() error { return page("", r.GetPageSize()) 
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateModelRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), append([]string{"deployments", "default_max_tokens", "aliases", "upstream_model_from_request"}, ModelRoutingPaths...)...), r.GetModel().validate())
+	return first(mask("update_mask", r.GetUpdateMask(), append(append([]string{"deployments", "default_max_tokens", "aliases", "upstream_model_from_request"}, ModelRoutingPaths...), ModelCachePaths...)...), r.GetModel().validate())
 }
 
 // Validate implements the go-grpc-middleware validator interface.
