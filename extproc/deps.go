@@ -79,6 +79,9 @@ type Record struct {
 	// Unpriced: the deployment's model has no price (Target.Price.Unpriced);
 	// the ledger marks the row so that its $0 is not taken for a price.
 	Unpriced bool
+	// Owner, when set, is the native response id the request handed out
+	// (responses_owner.go): the Accountant records it with the ledger row.
+	Owner *ResponseOwner
 }
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and
