@@ -194,7 +194,9 @@ type pinnedCooling struct {
 	retryAfter time.Duration
 }
 
-func (e *pinnedCooling) Error() string { return "extproc: deployment " + e.deployment + " is cooling down" }
+func (e *pinnedCooling) Error() string {
+	return "extproc: deployment " + e.deployment + " is cooling down"
+}
 
 // pinnedError maps a failure to route to the owning deployment.
 func pinnedError(err error, id string) *translate.APIError {
