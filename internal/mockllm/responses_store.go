@@ -31,11 +31,16 @@ type storedResponse struct {
 	billed     billed
 }
 
-// responseStore is the mock's kept responses.
+// responseStore is the mock's kept responses: the newest maxKept, so that
+// a load test does not grow the mock without bound.
 type responseStore struct {
-	mu   sync.Mutex
-	byID map[string]*storedResponse
+	mu    sync.Mutex
+	byID  map[string]*storedResponse
+	order []string // ids, oldest first
 }
+
+// maxKept bounds the responses kept.
+const maxKept = 100_000
 
 func newResponseID() string {
 	var b [12]byte
@@ -55,6 +60,11 @@ func (rs *responseStore) keep(key string, r *response, b billed, background bool
 		rs.byID = map[string]*storedResponse{}
 	}
 	rs.byID[r.id] = sr
+	rs.order = append(rs.order, r.id)
+	if len(rs.order) > maxKept {
+		delete(rs.byID, rs.order[0])
+		rs.order = rs.order[1:]
+	}
 	return sr
 }
 
