@@ -87,6 +87,60 @@ const scenarios = {
       : await c.responses.create({ model, input: [{ role: "user", content: "What is the weather in Paris" }, call, out], tools: [weatherTool], store: false });
     return { first: summary(first), call: { name: call.name, callID: call.call_id, args: JSON.parse(call.arguments) }, second: summary(second) };
   },
+  // Native responses owned by the key (issue 37): a chain of three turns, each
+  // naming the deployment that served it; retrieve, input items, delete;
+  // another key's retrieve, input items, delete and previous_response_id;
+  // a background response polled to completion.
+  async native() {
+    const c = client();
+    const other = client(process.env.TOLLGATE_OTHER_KEY);
+    const fail = async (f) => {
+      try {
+        await f();
+        return null;
+      } catch (e) {
+        return errorInfo(e);
+      }
+    };
+    const turns = [];
+    let prev;
+    for (const input of ["alpha beta", "gamma", "delta"]) {
+      const { data, response } = await c.responses.create({ model, input, ...(prev ? { previous_response_id: prev } : {}) }).withResponse();
+      turns.push({ id: data.id, previous: data.previous_response_id, deployment: response.headers.get("x-tollgate-deployment") });
+      prev = data.id;
+    }
+    const [r1, , r3] = turns;
+    const got = await c.responses.retrieve(r3.id);
+    const items = [];
+    for await (const it of c.responses.inputItems.list(r1.id)) items.push(it);
+    const otherRetrieve = await fail(() => other.responses.retrieve(r1.id));
+    const otherItems = await fail(async () => {
+      for await (const it of other.responses.inputItems.list(r1.id)) void it;
+    });
+    const otherDelete = await fail(() => other.responses.delete(r1.id));
+    const otherPrevious = await fail(() => other.responses.create({ model, input: "steal", previous_response_id: r1.id }));
+    await c.responses.delete(r1.id);
+    const deleted = await fail(() => c.responses.retrieve(r1.id));
+    const bg = await c.responses.create({ model, input: "in the background please", background: true });
+    const statuses = [bg.status];
+    let polled = bg;
+    for (let i = 0; i < 20 && (polled.status === "queued" || polled.status === "in_progress"); i++) {
+      polled = await c.responses.retrieve(bg.id);
+      statuses.push(polled.status);
+    }
+    const again = await c.responses.retrieve(bg.id);
+    return {
+      turns,
+      retrieved: summary(got),
+      items: items.map((it) => ({ id: it.id, type: it.type, role: it.role })),
+      otherRetrieve,
+      otherItems,
+      otherDelete,
+      otherPrevious,
+      deleted,
+      background: { id: bg.id, statuses, final: summary(polled), again: again.status },
+    };
+  },
   async toolstream() {
     const stream = client().responses.stream(
       { model, input: "What is the weather in Rome", tools: [weatherTool] },

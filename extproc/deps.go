@@ -82,6 +82,9 @@ type Record struct {
 	Unpriced bool
 	// Cache is the response cache's part: a hit and what it saved (cache.go).
 	Cache CacheRecord
+	// Owner, when set, is the native response id the request handed out
+	// (responses_owner.go): the Accountant records it with the ledger row.
+	Owner *ResponseOwner
 }
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and

@@ -67,7 +67,10 @@
 // This package never reads or writes a provider's wire format: translate/
 // does, and only it imports schema/<api>. Stored responses of the Responses
 // API are kept through translate/responses' Store (responses.go loads and
-// saves them around the request). Everything a request needs lives in its
+// saves them around the request); the ids a native upstream hands out are
+// owned by their key through ResponseOwners (responses_owner.go: recorded
+// with the settlement, checked and pinned to their deployment on
+// previous_response_id, GET/DELETE/input_items/cancel forwarded there). Everything a request needs lives in its
 // stream; the Processor holds only immutable configuration, so there is no
 // lock on the request path.
 //

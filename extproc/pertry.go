@@ -272,7 +272,7 @@ var modeBodyNone = &extprocfilterv3.ProcessingMode{
 // the processor does, the request is a first attempt, and the group it was
 // admitted in retries elsewhere (envoy.PerTry, as the xDS emits it).
 func (s *stream) routesPerTry() bool {
-	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 {
+	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 || s.pinned() {
 		return false
 	}
 	g := s.rt.groups[len(s.rt.groups)-1]

@@ -38,6 +38,7 @@ type Processor struct {
 	shutdownTimeout time.Duration
 	health          *health.Server
 	responses       ResponseStore   // stored responses of the Responses API (nil: none)
+	owners          ResponseOwners  // owners of native response ids (responses_owner.go; nil: none)
 	router          *routing.Router // deployment health and choice (routing.go)
 	retryKey        []byte          // signs retry tokens (retry.go)
 	perTry          bool            // route retrying groups per try (pertry.go)
@@ -250,6 +251,8 @@ type stream struct {
 	// parsed holds in when the endpoint's request is parsed by parseRequest.
 	parsed translate.ParsedRequest
 	guard  guardState // guard.go
+	// own: native response ids (responses_owner.go).
+	own ownState
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -372,6 +375,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	}
 	s.principal = pr
 	if ep.Reply != nil {
+		if pr := s.forwardOwned(ctx); pr != nil { // responses_owner.go
+			return pr
+		}
 		r := ep.Reply(ctx, s)
 		return s.immediate(r.Status, r.Body, nil)
 	}
@@ -388,6 +394,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 
 func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	defer s.releaseBody()
+	if s.own.fwd != nil { // a forwarded request's body (responses_owner.go)
+		return replyContinueRequestBody
+	}
 	if s.ep == nil || s.principal == nil || s.admitted {
 		// request_header_mode SKIP, or a second body: the filter is misconfigured.
 		// Fail closed: without the headers there is no key and no route.
@@ -424,8 +433,14 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if in.Stream && s.p.cp != nil && reasoningAsked(body) {
 		s.ckReasoning = 2 // checkpoint.go: the body is not kept
 	}
+	if e := s.pinPrevious(ctx, body); e != nil { // responses_owner.go
+		return s.reject(e)
+	}
 	target, err := s.resolve(ctx, in.Model)
 	if err != nil || target == nil {
+		if s.pinned() {
+			return s.reject(s.pinFailed(err, in.Model))
+		}
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
 	}
 	s.target = target
@@ -438,6 +453,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	s.tr = tr
 	if e := s.prepareResponses(ctx); e != nil {
+		return s.reject(e)
+	}
+	if e := s.checkNative(body); e != nil {
 		return s.reject(e)
 	}
 
@@ -591,6 +609,9 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		}
 	}
 	if !s.admitted {
+		if s.own.fwd != nil {
+			return s.forwardedResponse(ctx)
+		}
 		return replyContinueResponseHeaders
 	}
 	if s.isRouterTry() {
@@ -662,6 +683,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			return replyContinueResponseBody
 		}
 		s.mark(&s.report.FirstToken)
+		s.observeNative(body, true)
 		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
 		if err != nil {
 			if out == nil {
@@ -702,6 +724,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		cost, settled = s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
 		l = l.addAll(s.retryAfterFailure(ctx, s.status, body))
 	} else {
+		s.observeNative(body, false)
 		out, u, err := s.tr.Response(body)
 		reported := err == nil
 		if err != nil {
@@ -807,6 +830,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		EndedAt:    s.p.now(),
 		Unpriced:   s.target.Price.Unpriced,
 		Cache:      CacheRecord{Status: s.cache.status},
+		Owner:      s.owner(),
 	}
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc

@@ -122,7 +122,7 @@ func (s *stream) withoutTried(cands []*routing.Deployment) []*routing.Deployment
 // error body) is retried, and returns the reply headers saying so (nil:
 // not retried).
 func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte) [][2]string {
-	if s.rt == nil || s.rt.last == nil || s.isRouterTry() {
+	if s.rt == nil || s.rt.last == nil || s.isRouterTry() || s.pinned() {
 		return nil
 	}
 	kind := routing.Classify(status, body)

@@ -56,6 +56,9 @@ func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, 
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
 	}
+	if s.own.pin != nil { // responses_owner.go: the deployment holding the response
+		return s.resolvePinned(ctx, s.own.pin)
+	}
 	if s.isTry() {
 		return s.resolveTry(ctx, gc, model)
 	}
@@ -172,7 +175,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		// This deployment's quota is full this minute: the next one.
 		s.rt.tried++
 		s.rt.cands = s.rt.cands[1:]
-		if len(s.rt.cands) == 0 && !s.nextGroup(ctx, s.rt.groups[len(s.rt.groups)-1].Fallbacks) {
+		if len(s.rt.cands) == 0 && (s.pinned() || !s.nextGroup(ctx, s.rt.groups[len(s.rt.groups)-1].Fallbacks)) {
 			return d, nil
 		}
 		next := s.rt.cands[0].Target

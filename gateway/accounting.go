@@ -13,13 +13,22 @@ import (
 // processorAccountant is the accountant as the processor sees it: it turns
 // what the processor observed of a request into the ledger entry the
 // accountant settles.
-type processorAccountant struct{ *accounting.Accountant }
+type processorAccountant struct {
+	*accounting.Accountant
+	// retention of the native response ids a settlement records (0:
+	// DefaultResponsesRetention).
+	retention time.Duration
+}
 
 var _ extproc.Accountant = processorAccountant{}
 
 // Settle implements extproc.Accountant.
 func (a processorAccountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Money, error) {
-	return a.Accountant.Settle(ctx, ledgerEntry(rec))
+	e := ledgerEntry(rec)
+	if o := rec.Owner; o != nil {
+		e.Owner = responseOwner(o, rec.EndedAt, a.retention)
+	}
+	return a.Accountant.Settle(ctx, e)
 }
 
 // ledgerEntry is the ledger entry of rec before settlement (no cost yet).

@@ -176,7 +176,7 @@ func (g *Gateway) stopObserve(ctx context.Context) error {
 // observeProcessor returns the processor's observer option, and the
 // accountant it reports through (counted when metrics are on).
 func (g *Gateway) observeProcessor() (extproc.Accountant, extproc.Option) {
-	var acct extproc.Accountant = processorAccountant{g.Accountant}
+	var acct extproc.Accountant = processorAccountant{Accountant: g.Accountant, retention: g.Config.ResponsesRetention}
 	if g.obs.metrics != nil {
 		acct = g.obs.metrics.Accountant(acct)
 	}

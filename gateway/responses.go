@@ -91,5 +91,61 @@ func processorResponseOptions(st store.Store, cfg *Config, now func() time.Time,
 	if rs == nil {
 		return nil, nil
 	}
-	return []extproc.Option{extproc.WithResponseStore(rs)}, func(ctx context.Context) error { return rs.purge(ctx, time.Hour, log) }
+	opts := []extproc.Option{extproc.WithResponseStore(rs)}
+	if ro, ok := st.(store.ResponseOwners); ok {
+		opts = append(opts, extproc.WithResponseOwners(&responseOwners{st: ro, ledger: st, now: now}))
+	}
+	return opts, func(ctx context.Context) error { return rs.purge(ctx, time.Hour, log) }
+}
+
+// responseOwner is the store's record of a native response id handed out at
+// now, kept for the retention.
+func responseOwner(o *extproc.ResponseOwner, now time.Time, retention time.Duration) *store.ResponseOwner {
+	if retention <= 0 {
+		retention = DefaultResponsesRetention
+	}
+	return &store.ResponseOwner{
+		ID: o.ID, KeyID: o.KeyID, Deployment: o.Deployment, Model: o.Model, Store: o.Store, Background: o.Background,
+		CreatedAt: now, ExpiresAt: now.Add(retention),
+	}
+}
+
+// responseOwners adapts the store's owners of native response ids to the
+// processor's ResponseOwners. They are written with the ledger's group
+// commit, a few milliseconds after the response: an id not found may be one
+// still queued, so a miss flushes the ledger and reads again (only misses
+// pay it: an unknown id, or a follow-up faster than the commit).
+type responseOwners struct {
+	st     store.ResponseOwners
+	ledger store.Ledger
+	now    func() time.Time
+}
+
+var _ extproc.ResponseOwners = (*responseOwners)(nil)
+
+func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc.ResponseOwner, error) {
+	o, err := r.st.GetResponseOwner(ctx, id, r.now())
+	if errors.Is(err, store.ErrNotFound) {
+		if err := r.ledger.Flush(ctx); err != nil {
+			return nil, err
+		}
+		o, err = r.st.GetResponseOwner(ctx, id, r.now())
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, extproc.ErrResponseNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &extproc.ResponseOwner{
+		ID: o.ID, KeyID: o.KeyID, Deployment: o.Deployment, Model: o.Model, Store: o.Store, Background: o.Background,
+	}, nil
+}
+
+func (r *responseOwners) ForgetResponse(ctx context.Context, id string) error {
+	err := r.st.DeleteResponseOwner(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return extproc.ErrResponseNotFound
+	}
+	return err
 }

@@ -35,3 +35,33 @@ type Responses interface {
 	// many it removed.
 	PurgeResponses(ctx context.Context, now time.Time) (int64, error)
 }
+
+// ResponseOwner is a response (or conversation) id that a native upstream
+// (a provider serving the Responses API itself) made through the gateway:
+// which key owns it and which deployment holds it. previous_response_id,
+// conversation, GET/DELETE /v1/responses/{id}, its input_items and cancel
+// are admitted only for that key and routed to that deployment.
+type ResponseOwner struct {
+	ID         string // resp_… or conv_…
+	KeyID      string // the virtual key that created it
+	Deployment string // the deployment that holds it
+	Model      string // the model group the client asked for
+	// Store: the response was made with store true (retrievable upstream);
+	// Background: with background true (pollable until it completes).
+	Store      bool
+	Background bool
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // retention: after it the id is unknown
+}
+
+// ResponseOwners reads the owners of native response ids. They are written
+// with the ledger (LedgerEntry.Owner), in the same group commit: a reader
+// that misses an id made a moment ago flushes the ledger and reads again.
+type ResponseOwners interface {
+	// GetResponseOwner returns the owner of an id, unexpired at now;
+	// ErrNotFound otherwise.
+	GetResponseOwner(ctx context.Context, id string, now time.Time) (ResponseOwner, error)
+	// DeleteResponseOwner forgets an id (the response was deleted);
+	// ErrNotFound when there is none.
+	DeleteResponseOwner(ctx context.Context, id string) error
+}

@@ -105,6 +105,10 @@ type LedgerEntry struct {
 	// was served all the same (estimate budget, or no budget): Cost is not a
 	// price that says $0 but the absence of one.
 	Unpriced bool `json:"unpriced,omitempty"`
+	// Owner, when set, is a native response id the request handed out: it is
+	// written in the same transaction as the row (ResponseOwners), kept when
+	// the row is a repeat.
+	Owner *ResponseOwner `json:"-"`
 }
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).

@@ -142,3 +142,33 @@ func (s *responsesStreamUsage) result() (kernel.Usage, bool) {
 	}
 	return kernel.Usage{Output: EstimateTokens(s.text)}, false
 }
+
+// NativeResponses reports whether target serves the Responses API itself
+// (Azure's v1 API, an OpenAI-compatible provider that declares it): the
+// upstream then holds the response ids the gateway hands out.
+func NativeResponses(target *Target) bool {
+	return target.Provider == ProviderAzure || target.Provider == ProviderOpenAI && target.NativeResponses
+}
+
+// NativeResponsesRequest is the upstream path and credential headers of a
+// request on a stored response of a native upstream: rest is what follows
+// /v1/responses (or /v1/conversations when conversations) in the client's
+// path, "/{id}", "/{id}/input_items?order=asc", "/{id}/cancel", …
+func NativeResponsesRequest(target *Target, rest string, conversations bool) (path string, headers [][2]string) {
+	res := "/responses"
+	if conversations {
+		res = "/conversations"
+	}
+	if target.Provider == ProviderAzure {
+		base := target.BasePath
+		if base == "" {
+			base = "/openai"
+		}
+		if target.APIKey != "" {
+			headers = [][2]string{{HdrAPIKey, target.APIKey}}
+		}
+		return joinPath(base, "/v1"+res) + rest, headers
+	}
+	path, headers = openAIUpstream(target, openAIOp{path: res}, false)
+	return path + rest, headers
+}

@@ -3,7 +3,6 @@ package mockllm
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -16,6 +15,7 @@ type responsesRequest struct {
 	Stream             bool            `json:"stream"`
 	Store              *bool           `json:"store"`
 	PreviousResponseID *string         `json:"previous_response_id"`
+	Background         bool            `json:"background"`
 	Tools              []struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
@@ -94,8 +94,9 @@ type response struct {
 // response.created, response.in_progress, output_item.added,
 // content_part.added, output_text.delta per chunk, output_text.done,
 // content_part.done, output_item.done and response.completed (or
-// response.incomplete), each with the next sequence_number. Nothing is
-// stored: previous_response_id is accepted and ignored.
+// response.incomplete), each with the next sequence_number. Responses are
+// kept (responses_store.go): previous_response_id must name one of the
+// key's.
 func (s *Server) responses(c *call) {
 	var req responsesRequest
 	if !c.decode(&req) {
@@ -111,8 +112,12 @@ func (s *Server) responses(c *call) {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "input must be a string or an array of input items")
 		return
 	}
-	n := s.seq.Add(1)
-	r := &response{req: &req, id: "resp_mock_" + strconv.FormatUint(n, 10), created: time.Now().Unix(), input: tokensOf(len(text))}
+	if p := req.PreviousResponseID; p != nil && *p != "" && s.kept.get(c.key, *p) == nil {
+		writeError(c.w, c.flavor, http.StatusNotFound, "Previous response with id '"+*p+"' not found.")
+		return
+	}
+	s.seq.Add(1)
+	r := &response{req: &req, id: newResponseID(), created: time.Now().Unix(), input: tokensOf(len(text))}
 	r.cached = min(c.cached, r.input)
 	r.output, r.capped = outputTokens(req.MaxOutputTokens, c.output)
 	r.reply = newReply(last, r.output)
@@ -126,6 +131,14 @@ func (s *Server) responses(c *call) {
 		}
 	}
 	b := billed{input: r.input - r.cached, cached: r.cached}
+	if req.Store == nil || *req.Store || req.Background {
+		sr := s.kept.keep(c.key, r, b, req.Background && !req.Stream)
+		if sr.background { // billed when a poll finds it completed (responses_store.go)
+			body, _ := json.Marshal(sr.object())
+			s.writeJSON(c, body, billed{}, 0)
+			return
+		}
+	}
 	if req.Stream {
 		s.streamResponse(c, r, b)
 		return

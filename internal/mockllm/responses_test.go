@@ -17,7 +17,7 @@ func TestResponsesJSON(t *testing.T) {
 	m := decodeJSON(t, h.post("/v1/responses", body, "Authorization", "Bearer k1"), http.StatusOK)
 	require.Equal(t, "response", m["object"])
 	require.Equal(t, "completed", m["status"])
-	require.True(t, strings.HasPrefix(m["id"].(string), "resp_mock_"))
+	require.True(t, strings.HasPrefix(m["id"].(string), "resp_"))
 	item := m["output"].([]any)[0].(map[string]any)
 	require.Equal(t, "message", item["type"])
 	part := item["content"].([]any)[0].(map[string]any)

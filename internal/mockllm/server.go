@@ -34,7 +34,8 @@ type Server struct {
 	now    func() time.Time
 	// active counts requests being served (tests wait on it).
 	active atomic.Int64
-	faults faults // per-deployment faults and counts (faults.go)
+	faults faults        // per-deployment faults and counts (faults.go)
+	kept   responseStore // Responses kept (responses_store.go)
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -63,6 +64,12 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/embeddings", s.azure(s.embeddings))
 	s.mux.HandleFunc("POST /v1/responses", s.openAI(s.responses))
 	s.mux.HandleFunc("POST /openai/v1/responses", s.openAI(s.responses)) // Azure's v1 API
+	for _, base := range []string{"/v1/responses/", "/openai/v1/responses/"} {
+		s.mux.HandleFunc("GET "+base+"{id}", s.storedResponseCall)
+		s.mux.HandleFunc("DELETE "+base+"{id}", s.storedResponseCall)
+		s.mux.HandleFunc("GET "+base+"{id}/{sub}", s.storedResponseCall)
+		s.mux.HandleFunc("POST "+base+"{id}/{sub}", s.storedResponseCall)
+	}
 	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini) // gemini.go

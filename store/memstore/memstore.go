@@ -53,6 +53,8 @@ type Store struct {
 	audit   []store.AuditEntry
 	// responses are the Responses API's stored responses (responses.go).
 	responses map[responseKey]store.StoredResponse
+	// owners are the native response ids (responses.go), written by Append.
+	owners map[string]store.ResponseOwner
 	// sessions are the console sessions by token hash (sessions.go).
 	sessions map[string]store.Session
 }
@@ -221,6 +223,8 @@ func (s *Store) Append(_ context.Context, entries ...store.LedgerEntry) error {
 	}
 	for i := range entries {
 		e := entries[i]
+		s.putOwner(e.Owner)
+		e.Owner = nil
 		if _, dup := s.ledger[e.RequestID]; dup {
 			continue
 		}

@@ -65,6 +65,11 @@ func (s *Store) PurgeResponses(_ context.Context, now time.Time) (int64, error) 
 		return 0, store.ErrClosed
 	}
 	var n int64
+	for id, o := range s.owners {
+		if !now.Before(o.ExpiresAt) {
+			delete(s.owners, id)
+		}
+	}
 	for k, r := range s.responses {
 		if !now.Before(r.ExpiresAt) {
 			delete(s.responses, k)
@@ -72,4 +77,50 @@ func (s *Store) PurgeResponses(_ context.Context, now time.Time) (int64, error) 
 		}
 	}
 	return n, nil
+}
+
+var _ store.ResponseOwners = (*Store)(nil)
+
+// putOwner records a native response id; the first owner of an id stays.
+// The lock is held.
+func (s *Store) putOwner(o *store.ResponseOwner) {
+	if o == nil {
+		return
+	}
+	if s.owners == nil {
+		s.owners = map[string]store.ResponseOwner{}
+	}
+	if _, ok := s.owners[o.ID]; !ok {
+		r := *o
+		r.CreatedAt, r.ExpiresAt = r.CreatedAt.UTC().Round(0), r.ExpiresAt.UTC().Round(0)
+		s.owners[o.ID] = r
+	}
+}
+
+// GetResponseOwner returns the owner of an unexpired native response id.
+func (s *Store) GetResponseOwner(_ context.Context, id string, now time.Time) (store.ResponseOwner, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ResponseOwner{}, store.ErrClosed
+	}
+	o, ok := s.owners[id]
+	if !ok || !now.Before(o.ExpiresAt) {
+		return store.ResponseOwner{}, store.ErrNotFound
+	}
+	return o, nil
+}
+
+// DeleteResponseOwner forgets a native response id.
+func (s *Store) DeleteResponseOwner(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if _, ok := s.owners[id]; !ok {
+		return store.ErrNotFound
+	}
+	delete(s.owners, id)
+	return nil
 }

@@ -108,6 +108,9 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		}
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := insertOwners(ctx, tx, batch); err != nil {
+			return err
+		}
 		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
 			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
 			  stream, started_ns, ended_ns, unpriced, run_id)

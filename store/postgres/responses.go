@@ -63,6 +63,9 @@ func (s *Store) PurgeResponses(ctx context.Context, now time.Time) (int64, error
 	if s.closed() {
 		return 0, store.ErrClosed
 	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM response_owners WHERE expires_at <= $1`, now.UTC()); err != nil {
+		return 0, wrapErr("purge response owners", err)
+	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM responses WHERE expires_at <= $1`, now.UTC())
 	if err != nil {
 		return 0, wrapErr("purge responses", err)

@@ -100,6 +100,7 @@ type ledgerWriter struct {
 	upsertOne driver.Stmt // one spend total
 	upserts   []chunk     // several spend totals, largest first
 	newest    driver.Stmt // the request ids of the k newest ledger rows
+	owner     driver.Stmt // one native response id (response_owners.go)
 	args      []driver.NamedValue
 	rowsMax   int            // rows of the largest insert
 	boxes     map[string]any // see box
@@ -172,6 +173,7 @@ func (w *ledgerWriter) prepare(ctx context.Context, dc any) error {
 		w.upserts = append(w.upserts, chunk{rows: n, stmt: prep(upsertTotalsSQL(n))})
 	}
 	w.newest = prep(`SELECT request_id FROM ledger ORDER BY rowid DESC LIMIT ?`)
+	w.owner = prep(insertOwnerSQL)
 	if err != nil {
 		return errors.Join(err, w.close())
 	}
@@ -181,7 +183,7 @@ func (w *ledgerWriter) prepare(ctx context.Context, dc any) error {
 // close closes the statements; the connection must be held (Raw).
 func (w *ledgerWriter) close() error {
 	var errs []error
-	for _, st := range []driver.Stmt{w.insertOne, w.upsertOne, w.newest} {
+	for _, st := range []driver.Stmt{w.insertOne, w.upsertOne, w.newest, w.owner} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -191,7 +193,7 @@ func (w *ledgerWriter) close() error {
 			errs = append(errs, c.stmt.Close())
 		}
 	}
-	w.conn, w.insertOne, w.inserts, w.upsertOne, w.upserts, w.newest = nil, nil, nil, nil, nil, nil
+	w.conn, w.insertOne, w.inserts, w.upsertOne, w.upserts, w.newest, w.owner = nil, nil, nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -258,6 +260,9 @@ func (w *ledgerWriter) write(ctx context.Context, dc any, batch []store.LedgerEn
 }
 
 func (w *ledgerWriter) insertBatch(ctx context.Context, batch []store.LedgerEntry) error {
+	if err := w.insertOwners(ctx, batch); err != nil {
+		return err
+	}
 	fresh, err := w.insertRows(ctx, batch)
 	if err != nil {
 		return err

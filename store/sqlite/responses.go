@@ -60,6 +60,9 @@ func (s *Store) PurgeResponses(ctx context.Context, now time.Time) (int64, error
 	if err := s.check(); err != nil {
 		return 0, err
 	}
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM response_owners WHERE expires_ns <= ?`, now.UnixNano()); err != nil {
+		return 0, s.wrap("purge response owners", err)
+	}
 	res, err := s.w.ExecContext(ctx, `DELETE FROM responses WHERE expires_ns <= ?`, now.UnixNano())
 	if err != nil {
 		return 0, s.wrap("purge responses", err)

@@ -55,5 +55,56 @@ func (s *suite) responsesTests() []test {
 			_, err = rs.GetResponse(ctx, "k1", "resp_2", t0)
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}},
+		{"ResponseOwnersWithTheLedger", func(t *testing.T) {
+			st := s.fresh(t)
+			ro, ok := st.(store.ResponseOwners)
+			require.True(t, ok, "%T does not implement store.ResponseOwners", st)
+			rs := st.(store.Responses)
+			ctx := timeout(t, 30*time.Second)
+			t0 := time.Unix(1_750_000_000, 0).UTC()
+			o := store.ResponseOwner{
+				ID: "resp_n1", KeyID: "k1", Deployment: "d2", Model: "m", Store: true, Background: true,
+				CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+			}
+			e := store.LedgerEntry{RequestID: "r-own-1", KeyID: "k1", Model: "m", Deployment: "d2", StartedAt: t0, EndedAt: t0, Owner: &o}
+			plain := store.LedgerEntry{RequestID: "r-own-2", KeyID: "k1", Model: "m", Deployment: "d1", StartedAt: t0, EndedAt: t0}
+			require.NoError(t, st.Append(ctx, e, plain))
+			require.NoError(t, st.Flush(ctx))
+			got, err := ro.GetResponseOwner(ctx, "resp_n1", t0)
+			require.NoError(t, err)
+			require.Equal(t, o, got)
+
+			// A repeated entry (a retried batch) keeps the first owner and
+			// the ledger row once.
+			other := o
+			other.KeyID, other.Deployment = "k2", "d1"
+			again := e
+			again.Owner = &other
+			require.NoError(t, st.Append(ctx, again))
+			require.NoError(t, st.Flush(ctx))
+			got, err = ro.GetResponseOwner(ctx, "resp_n1", t0)
+			require.NoError(t, err)
+			require.Equal(t, "k1", got.KeyID)
+			require.Equal(t, "d2", got.Deployment)
+
+			_, err = ro.GetResponseOwner(ctx, "resp_n1", t0.Add(time.Hour)) // expired
+			require.ErrorIs(t, err, store.ErrNotFound)
+			_, err = ro.GetResponseOwner(ctx, "resp_unknown", t0)
+			require.ErrorIs(t, err, store.ErrNotFound)
+
+			o2 := o
+			o2.ID, o2.ExpiresAt = "resp_n2", t0.Add(2*time.Hour)
+			require.NoError(t, st.Append(ctx, store.LedgerEntry{RequestID: "r-own-3", KeyID: "k1", StartedAt: t0, EndedAt: t0, Owner: &o2}))
+			require.NoError(t, st.Flush(ctx))
+			_, err = rs.PurgeResponses(ctx, t0.Add(time.Hour))
+			require.NoError(t, err)
+			_, err = ro.GetResponseOwner(ctx, "resp_n1", t0)
+			require.ErrorIs(t, err, store.ErrNotFound, "purged with the expired responses")
+
+			require.NoError(t, ro.DeleteResponseOwner(ctx, "resp_n2"))
+			require.ErrorIs(t, ro.DeleteResponseOwner(ctx, "resp_n2"), store.ErrNotFound)
+			_, err = ro.GetResponseOwner(ctx, "resp_n2", t0)
+			require.ErrorIs(t, err, store.ErrNotFound)
+		}},
 	}
 }

@@ -21,7 +21,8 @@ import (
 // items and output), and GET/DELETE /v1/responses/{id} and
 // GET /v1/responses/{id}/input_items answer. A stored response is visible to
 // the key that made it only: another key gets 404. Native upstreams keep
-// their own responses: previous_response_id passes through to them.
+// their own responses: previous_response_id passes through to them, once
+// the processor checked that the key owns it (extproc/responses_owner.go).
 
 // ErrNotFound is what a Store returns for an unknown, expired or another
 // key's response.

@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestResponsesNativeOwnership (issue 37): on a group of two deployments
+// whose provider serves the Responses API natively (each with its own
+// credential on mockllm, which keeps responses per credential), the OpenAI
+// Node SDK chains three turns with previous_response_id, all on the
+// deployment holding the chain; retrieve, input items and delete work with
+// the owning key; another key gets 404 for each, and its
+// previous_response_id is refused before any provider call; a background
+// response is polled to completion through the gateway and settled once.
+func TestResponsesNativeOwnership(t *testing.T) {
+	s := startSystem(t)
+	for _, n := range []string{"n1", "n2"} {
+		s.cli(nil, []string{"CRED=sk-" + n}, "provider", "create", "p-"+n, "--type", "openai",
+			"--base-url", s.mockURL+"/v1", "--credential-env", "CRED", "--responses-api")
+		s.cli(nil, nil, "deployment", "create", "d-"+n, "--provider", "p-"+n, "--model", "mock-native")
+	}
+	s.cli(nil, nil, "model", "create", "m-native", "--deployments", "d-n1,d-n2")
+	s.cli(nil, nil, "price", "set", "m-native", "--input", "1", "--output", "2")
+	keyID, key := s.createKey("--alias", "owner")
+	_, other := s.createKey("--alias", "other")
+	s.waitKey(key)
+	s.waitKey(other)
+
+	var out struct {
+		Turns []struct {
+			ID, Previous, Deployment string
+		}
+		Retrieved respSummary
+		Items     []struct{ ID, Type, Role string }
+
+		OtherRetrieve, OtherItems, OtherDelete, OtherPrevious, Deleted *errInfo
+		Background                                                     struct {
+			ID       string
+			Statuses []string
+			Final    respSummary
+			Again    string
+		}
+	}
+	before := s.mockStats()
+	s.node("responses.mjs", "native", key, &out, "TOLLGATE_MODEL=m-native", "TOLLGATE_OTHER_KEY="+other)
+
+	require.Len(t, out.Turns, 3, "%+v", out)
+	holder := out.Turns[0].Deployment
+	require.Contains(t, []string{"d-n1", "d-n2"}, holder)
+	for i, turn := range out.Turns {
+		require.Equal(t, holder, turn.Deployment, "turn %d lands on the deployment holding the chain", i+1)
+		if i > 0 {
+			require.Equal(t, out.Turns[i-1].ID, turn.Previous)
+		}
+	}
+	require.Equal(t, out.Turns[2].ID, out.Retrieved.ID)
+	require.Equal(t, "completed", out.Retrieved.Status)
+	require.Len(t, out.Items, 1)
+	require.Equal(t, "user", out.Items[0].Role)
+
+	for name, e := range map[string]*errInfo{
+		"retrieve": out.OtherRetrieve, "input items": out.OtherItems, "delete": out.OtherDelete,
+		"previous_response_id": out.OtherPrevious, "retrieve after delete": out.Deleted,
+	} {
+		require.NotNil(t, e, name)
+		require.Equal(t, 404, e.Status, "%s: %+v", name, e)
+	}
+	require.Equal(t, "previous_response_not_found", out.OtherPrevious.Code)
+
+	// The provider saw the owner's requests only: the three turns on the
+	// holder's credential, and the background one (routed freely).
+	after := s.mockStats()
+	sent := func(cred string) int64 { return after[cred].Requests - before[cred].Requests }
+	require.Equal(t, int64(4), sent("sk-n1")+sent("sk-n2"), "another key's previous_response_id never reached the provider")
+	require.GreaterOrEqual(t, sent("sk-"+holder[len("d-"):]), int64(3))
+
+	require.Equal(t, "queued", out.Background.Statuses[0])
+	require.Equal(t, "completed", out.Background.Final.Status, "%+v", out.Background)
+	require.Equal(t, "completed", out.Background.Again)
+	require.NotNil(t, out.Background.Final.Usage)
+	require.Positive(t, out.Background.Final.Usage.Output)
+
+	// Settled once each: the three turns and the background response; the
+	// refused and forwarded requests are not charged.
+	rows := s.ledger(keyID)
+	require.Len(t, rows, 4, "%+v", rows)
+}

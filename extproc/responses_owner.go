@@ -1,0 +1,397 @@
+package extproc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
+)
+
+// Native response ids (issue 37). A provider that serves the Responses API
+// itself keeps its responses; the gateway records which key owns each id it
+// hands out and which deployment holds it (ResponseOwners, written with the
+// ledger's settlement). previous_response_id on such a provider, and
+// GET/DELETE /v1/responses/{id}, its input_items and cancel, are then
+// admitted only for the owning key (another key: 404, as for a translated
+// response) and routed to the owning deployment with its credential; when
+// that deployment is cooling down the client gets a 503 rather than a
+// re-route that would lose the conversation.
+
+// ResponseOwner is the owner of a native response id (store.ResponseOwner).
+type ResponseOwner struct {
+	ID         string
+	KeyID      string
+	Deployment string
+	Model      string // the model group the client asked for
+	Store      bool
+	Background bool
+}
+
+// ResponseOwners records and reads the owners of native response ids. The
+// owner of a new id is handed to the Accountant with the settlement
+// (Record.Owner), which writes it with the ledger row.
+type ResponseOwners interface {
+	// ResponseOwner returns the owner of an id; ErrResponseNotFound when the
+	// id is unknown or expired.
+	ResponseOwner(ctx context.Context, id string) (*ResponseOwner, error)
+	// ForgetResponse forgets an id its upstream deleted.
+	ForgetResponse(ctx context.Context, id string) error
+}
+
+// WithResponseOwners records native response ids in o and routes requests on
+// them (without it, native ids pass through unchecked).
+func WithResponseOwners(o ResponseOwners) Option {
+	return func(p *Processor) { p.owners = o }
+}
+
+// ownState is a stream's part in native response ownership.
+type ownState struct {
+	// pin is the owner of the request's previous_response_id: the request
+	// goes to its deployment only.
+	pin *ResponseOwner
+	// record: the request is a native Responses request whose id is recorded
+	// at settlement; id is that id once read, store and background the
+	// request's flags; sse holds the start of a stream until its
+	// response.created event is whole.
+	record            bool
+	id                string
+	store, background bool
+	sse               []byte
+	// fwd is the owner of the response a forwarded request (GET, DELETE,
+	// input_items, cancel) is on.
+	fwd *ResponseOwner
+}
+
+// pinned reports whether the request must stay on one deployment.
+func (s *stream) pinned() bool { return s.own.pin != nil }
+
+// notFoundPrevious is OpenAI's 404 for a previous_response_id.
+func notFoundPrevious(id string) *translate.APIError {
+	return &translate.APIError{
+		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: "previous_response_not_found", Param: "previous_response_id",
+		Message: fmt.Sprintf("Previous response with id '%s' not found.", id),
+	}
+}
+
+// notFoundResponse is OpenAI's 404 for a response id in the path.
+func notFoundResponse(id string) *translate.APIError {
+	return &translate.APIError{
+		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest,
+		Message: fmt.Sprintf("Response with id '%s' not found.", id),
+	}
+}
+
+// lookupOwner reads the owner of id: nil, nil when the id is not a native
+// one the gateway handed out.
+func (s *stream) lookupOwner(ctx context.Context, id string) (*ResponseOwner, error) {
+	o, err := s.p.owners.ResponseOwner(ctx, id)
+	if errors.Is(err, ErrResponseNotFound) {
+		return nil, nil
+	}
+	return o, err
+}
+
+// pinPrevious runs before routing for a Responses request: the owner of its
+// previous_response_id, when the gateway handed that id out natively, pins
+// the request to the deployment holding it; another key's id is refused
+// before anything is admitted.
+func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIError {
+	if s.p.owners == nil || s.ep.API != translate.APIResponses {
+		return nil
+	}
+	s.own.store, s.own.background = true, false
+	if v, ok := boolMember(body, "store"); ok {
+		s.own.store = v
+	}
+	if v, ok := boolMember(body, "background"); ok {
+		s.own.background = v
+	}
+	prev := stringMember(body, "previous_response_id")
+	if prev == "" {
+		return nil
+	}
+	o, err := s.lookupOwner(ctx, prev)
+	switch {
+	case err != nil:
+		s.p.log.Warn("read response owner failed", "request_id", s.id, "err", err)
+		return errUnavailable()
+	case o == nil:
+		return nil // not a native id: a translated provider's store decides (responses.go)
+	case o.KeyID != s.principal.KeyID:
+		return notFoundPrevious(prev)
+	}
+	s.own.pin = o
+	return nil
+}
+
+// checkNative runs once the translator is known: a native Responses request
+// records its id, and its previous_response_id must be one the gateway
+// handed out to this key (an unknown one would reach the provider with the
+// gateway's shared credential).
+func (s *stream) checkNative(body []byte) *translate.APIError {
+	if s.p.owners == nil || s.ep.API != translate.APIResponses || !translate.NativeResponses(s.target) {
+		return nil
+	}
+	s.own.record = true
+	if prev := stringMember(body, "previous_response_id"); prev != "" && s.own.pin == nil {
+		return notFoundPrevious(prev)
+	}
+	return nil
+}
+
+// resolvePinned routes a request pinned to its response's deployment: that
+// deployment of the group, or a 503 while it cools down.
+func (s *stream) resolvePinned(ctx context.Context, o *ResponseOwner) (*translate.Target, error) {
+	gc, ok := s.p.cat.(GroupCatalog)
+	if !ok {
+		t, err := s.p.cat.Resolve(ctx, s.principal, o.Model)
+		if err != nil || t == nil || t.Deployment != o.Deployment {
+			return nil, errOwnerGone
+		}
+		return t, nil
+	}
+	g, err := gc.ResolveGroup(ctx, s.principal, o.Model)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	var dep *routing.Deployment
+	for _, d := range g.Deployments {
+		if d.Target.Deployment == o.Deployment {
+			dep = d
+		}
+	}
+	if dep == nil {
+		return nil, errOwnerGone
+	}
+	now := s.p.now()
+	if s.p.router.Cooling(dep.Target.Deployment, now) {
+		return nil, &pinnedCooling{deployment: dep.Target.Deployment, retryAfter: s.p.router.Soonest(&routing.Group{Deployments: []*routing.Deployment{dep}}, now)}
+	}
+	s.rtState = route{groups: s.rtState.first[:0]}
+	s.rt = &s.rtState
+	s.rt.groups = append(s.rt.groups, g)
+	s.rt.cands = []*routing.Deployment{dep}
+	return dep.Target, nil
+}
+
+// errOwnerGone: the deployment holding a response is no longer in its group.
+var errOwnerGone = errors.New("extproc: the deployment holding the response is gone")
+
+// pinnedCooling: the deployment holding a response is cooling down.
+type pinnedCooling struct {
+	deployment string
+	retryAfter time.Duration
+}
+
+func (e *pinnedCooling) Error() string {
+	return "extproc: deployment " + e.deployment + " is cooling down"
+}
+
+// pinnedError maps a failure to route to the owning deployment.
+func pinnedError(err error, id string) *translate.APIError {
+	var pc *pinnedCooling
+	if errors.As(err, &pc) {
+		e := errUnavailable()
+		e.Message = fmt.Sprintf("The deployment holding response '%s' is cooling down after failures; retry shortly (the conversation stays there).", id)
+		e.Headers = retryAfterHeaders(pc.retryAfter)
+		return e
+	}
+	e := errUnavailable()
+	e.Headers = nil
+	e.Message = fmt.Sprintf("The deployment holding response '%s' is no longer available to this key.", id)
+	return e
+}
+
+// observeNative reads the id of a native response: the JSON reply's id, or
+// the response of the stream's response.created event.
+func (s *stream) observeNative(body []byte, sse bool) {
+	if !s.own.record || s.own.id != "" || s.status < 200 || s.status >= 300 {
+		return
+	}
+	if !sse {
+		s.own.id = stringMember(body, "id")
+		return
+	}
+	if len(s.own.sse)+len(body) > maxCreatedEvent {
+		s.own.record = false // no response.created where it should be
+		return
+	}
+	s.own.sse = append(s.own.sse, body...)
+	for {
+		i := bytes.Index(s.own.sse, []byte("\n\n"))
+		if i < 0 {
+			return
+		}
+		ev := s.own.sse[:i]
+		s.own.sse = s.own.sse[i+2:]
+		for line := range bytes.SplitSeq(ev, []byte("\n")) {
+			data, ok := bytes.CutPrefix(line, []byte("data:"))
+			if !ok {
+				continue
+			}
+			var e struct {
+				Type     string `json:"type"`
+				Response struct {
+					ID string `json:"id"`
+				} `json:"response"`
+			}
+			if json.Unmarshal(bytes.TrimSpace(data), &e) == nil && e.Response.ID != "" {
+				s.own.id, s.own.sse = e.Response.ID, nil
+				return
+			}
+		}
+	}
+}
+
+// maxCreatedEvent bounds the stream kept to find response.created.
+const maxCreatedEvent = 1 << 16
+
+// owner is what the settlement records: the id handed out, if any.
+func (s *stream) owner() *ResponseOwner {
+	if !s.own.record || s.own.id == "" || s.p.owners == nil {
+		return nil
+	}
+	return &ResponseOwner{
+		ID: s.own.id, KeyID: s.principal.KeyID, Deployment: s.target.Deployment, Model: s.in.Model,
+		Store: s.own.store, Background: s.own.background,
+	}
+}
+
+// forwardOwned answers, at request headers, a request on a native response
+// (GET, DELETE, input_items, cancel): nil when the id is not one the gateway
+// handed out natively (the translated store answers), else a 404 for another
+// key, a 503 when its deployment cools down, or the request sent on to that
+// deployment with its credential.
+func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse {
+	if s.p.owners == nil {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(s.path, "/v1/responses")
+	if !ok {
+		return nil
+	}
+	p, _, _ := strings.Cut(rest, "?")
+	idPart, sub, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	id, err := url.PathUnescape(idPart)
+	if err != nil || id == "" {
+		return nil
+	}
+	switch {
+	case sub == "" && (s.method == http.MethodGet || s.method == http.MethodDelete),
+		sub == "input_items" && s.method == http.MethodGet,
+		sub == "cancel" && s.method == http.MethodPost:
+	default:
+		return nil
+	}
+	o, err := s.lookupOwner(ctx, id)
+	switch {
+	case err != nil:
+		s.p.log.Warn("read response owner failed", "request_id", s.id, "err", err)
+		return s.reject(errUnavailable())
+	case o == nil:
+		return nil
+	case o.KeyID != s.principal.KeyID:
+		return s.reject(notFoundResponse(id))
+	}
+	target, err := s.resolvePinned(ctx, o)
+	if err != nil || target == nil {
+		return s.reject(pinnedError(err, id))
+	}
+	s.target, s.own.fwd = target, o
+	s.rt = nil // no admission, no routing feedback: a read of a stored object
+	path, headers := translate.NativeResponsesRequest(target, rest, false)
+	var kvs [8]headerKV
+	var vals [512]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
+	l = l.add(RouteHeader, target.Deployment)
+	l = l.addAll(headers)
+	l = l.add(":path", path)
+	s.mark(&s.report.Forwarded)
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
+			ClearRouteCache: true,
+			HeaderMutation: &extprocv3.HeaderMutation{
+				SetHeaders:    l.options(),
+				RemoveHeaders: clientCredentialHeaders,
+			},
+		}},
+	}}
+}
+
+// forwardedResponse sees the response to a forwarded request: a deleted
+// response is forgotten.
+func (s *stream) forwardedResponse(ctx context.Context) *extprocv3.ProcessingResponse {
+	o := s.own.fwd
+	if s.method == http.MethodDelete && s.status >= 200 && s.status < 300 {
+		if err := s.p.owners.ForgetResponse(ctx, o.ID); err != nil && !errors.Is(err, ErrResponseNotFound) {
+			s.p.log.Warn("forget response owner failed", "request_id", s.id, "response", o.ID, "err", err)
+		}
+	}
+	return replyHeadersNamed(s.id, o.Deployment)
+}
+
+// replyHeadersNamed continues response headers, naming the request and the
+// deployment that answered.
+func replyHeadersNamed(id, deployment string) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+				{Header: &corev3.HeaderValue{Key: hdrRequestID, RawValue: []byte(id)}, AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD},
+				{Header: &corev3.HeaderValue{Key: hdrDeployment, RawValue: []byte(deployment)}, AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD},
+			}},
+		}},
+	}}
+}
+
+// stringMember is the string value of a top-level member of a JSON object,
+// "" when absent, null or not a string.
+func stringMember(body []byte, name string) string {
+	m, err := translate.TopLevelMember(body, name)
+	if err != nil || !m.OK() {
+		return ""
+	}
+	v, _ := translate.StringValue(body, m)
+	return v
+}
+
+// boolMember is the boolean value of a top-level member; ok false when it
+// is absent or not a boolean.
+func boolMember(body []byte, name string) (v, ok bool) {
+	m, err := translate.TopLevelMember(body, name)
+	if err != nil || !m.OK() {
+		return false, false
+	}
+	switch string(body[m.Start:m.End]) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// replyContinueRequestBody continues a request body unchanged (shared).
+var replyContinueRequestBody = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+	RequestBody: &extprocv3.BodyResponse{},
+}}
+
+// pinFailed maps a failure to route a pinned request: the catalog's own
+// errors (model gone, not allowed) as for any request, else pinnedError.
+func (s *stream) pinFailed(err error, model string) *translate.APIError {
+	var pc *pinnedCooling
+	if errors.As(err, &pc) || errors.Is(err, errOwnerGone) {
+		return pinnedError(err, s.own.pin.ID)
+	}
+	return resolveError(s.id, s.p.log, model, err)
+}

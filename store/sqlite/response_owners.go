@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/store"
+)
+
+var _ store.ResponseOwners = (*Store)(nil)
+
+// insertOwnerSQL records a native response id; the first owner of an id
+// stays (a retried batch, a repeated entry).
+const insertOwnerSQL = `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_ns, expires_ns)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+
+// insertOwners writes the owners the batch's entries carry, in the ledger's
+// transaction.
+func (w *ledgerWriter) insertOwners(ctx context.Context, batch []store.LedgerEntry) error {
+	for i := range batch {
+		o := batch[i].Owner
+		if o == nil {
+			continue
+		}
+		a := w.argSlice(8)
+		a[0].Value, a[1].Value, a[2].Value, a[3].Value = o.ID, w.box(o.KeyID), w.box(o.Deployment), w.box(o.Model)
+		a[4].Value, a[5].Value = b2i(o.Store), b2i(o.Background)
+		a[6].Value, a[7].Value = o.CreatedAt.UnixNano(), o.ExpiresAt.UnixNano()
+		if _, err := w.exec(ctx, w.owner, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetResponseOwner returns the owner of an unexpired native response id.
+func (s *Store) GetResponseOwner(ctx context.Context, id string, now time.Time) (store.ResponseOwner, error) {
+	if err := s.check(); err != nil {
+		return store.ResponseOwner{}, err
+	}
+	o := store.ResponseOwner{ID: id}
+	var st, bg, created, expires int64
+	err := s.r.QueryRowContext(ctx, `SELECT key_id, deployment, model, store, background, created_ns, expires_ns
+		FROM response_owners WHERE id = ? AND expires_ns > ?`, id, now.UnixNano()).
+		Scan(&o.KeyID, &o.Deployment, &o.Model, &st, &bg, &created, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ResponseOwner{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.ResponseOwner{}, s.wrap("get response owner", err)
+	}
+	o.Store, o.Background = st != 0, bg != 0
+	o.CreatedAt, o.ExpiresAt = time.Unix(0, created).UTC(), time.Unix(0, expires).UTC()
+	return o, nil
+}
+
+// DeleteResponseOwner forgets a native response id.
+func (s *Store) DeleteResponseOwner(ctx context.Context, id string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, `DELETE FROM response_owners WHERE id = ?`, id)
+	if err != nil {
+		return s.wrap("delete response owner", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
