@@ -34,6 +34,11 @@ type Snapshot struct {
 	Upstreams []Upstream
 	// Budgeted lists every scope with budget windows, for seeding counters.
 	Budgeted []kernel.Scope
+	// Pass-through routes (passthrough.go): providers by id, grants by key
+	// id, the price table.
+	passProviders map[string]*passProvider
+	passGrants    map[string][]passGrant
+	passPrices    map[string]kernel.Price
 }
 
 // Upstream is where a deployment's requests go.
@@ -241,6 +246,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 	}
 	slices.SortFunc(s.served, func(a, b *modelEntry) int { return strings.Compare(a.info.ID, b.info.ID) })
 	addAliases(s, groups, log)
+	for _, d := range deployments {
+		used[d.ID] = true
+	}
+	buildPassthrough(ctx, s, keys, teams, providers, used, sealer, priceByID, log)
 	return s, nil
 }
 
