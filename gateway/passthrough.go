@@ -2,10 +2,7 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"path"
-	"strings"
 
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -32,18 +29,14 @@ type passProvider struct {
 // passGrant is one "PROVIDER_ID:PATH_GLOB" grant.
 type passGrant struct{ provider, glob string }
 
-// parsePassthroughGrants reads "PROVIDER_ID:PATH_GLOB" grants, each glob a
-// path.Match pattern starting with "/", or "*" for every path; a glob
-// ending in "/**" matches every path below its prefix.
+// parsePassthroughGrants reads "PROVIDER_ID:PATH_GLOB" grants
+// (store.ParsePassthroughGrant).
 func parsePassthroughGrants(grants []string) ([]passGrant, error) {
 	out := make([]passGrant, 0, len(grants))
 	for _, g := range grants {
-		id, glob, ok := strings.Cut(strings.TrimSpace(g), ":")
-		if !ok || id == "" || glob == "" || glob != "*" && !strings.HasPrefix(glob, "/") {
-			return nil, fmt.Errorf("pass-through grant %q: want PROVIDER_ID:/PATH_GLOB", g)
-		}
-		if _, err := path.Match(glob, "/"); err != nil {
-			return nil, fmt.Errorf("pass-through grant %q: %w", g, err)
+		id, glob, err := store.ParsePassthroughGrant(g)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, passGrant{provider: id, glob: glob})
 	}
@@ -52,17 +45,7 @@ func parsePassthroughGrants(grants []string) ([]passGrant, error) {
 
 // matches reports whether the grant covers p of provider.
 func (g passGrant) matches(provider, p string) bool {
-	if g.provider != provider {
-		return false
-	}
-	if g.glob == "*" {
-		return true
-	}
-	if prefix, ok := strings.CutSuffix(g.glob, "/**"); ok {
-		return p == prefix || strings.HasPrefix(p, prefix+"/")
-	}
-	ok, _ := path.Match(g.glob, p)
-	return ok
+	return g.provider == provider && store.PassthroughGrantMatches(g.glob, p)
 }
 
 // buildPassthrough adds each provider's pass-through deployment and each
