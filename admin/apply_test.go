@@ -10,8 +10,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/admin"
 	"github.com/tollgate-ai/tollgate/internal/secret"
-	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
 	"github.com/tollgate-ai/tollgate/kernel"
+	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/memstore"
 )

@@ -116,7 +116,9 @@ func testPassthroughRoutes(t *testing.T, overGRPC bool) {
 	} {
 		resp, b = r.do(t, http.MethodPost, c.key, c.path, chat)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, string(b))
-		var e struct{ Error struct{ Type, Code, Message string } }
+		var e struct {
+			Error struct{ Type, Code, Message string }
+		}
 		require.NoError(t, json.Unmarshal(b, &e), string(b))
 		require.Equal(t, "passthrough_not_allowed", e.Error.Code)
 		require.Equal(t, "invalid_request_error", e.Error.Type)

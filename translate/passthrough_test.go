@@ -17,14 +17,22 @@ func TestPassthroughUsageShapes(t *testing.T) {
 		body     string
 		want     kernel.Usage
 	}{
-		{"openai chat", ProviderOpenAI, `{"usage":{"prompt_tokens":10,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`,
-			kernel.Usage{Input: 6, CachedInput: 4, Output: 5, Reasoning: 2}},
-		{"openai responses", ProviderOpenAI, `{"usage":{"input_tokens":9,"output_tokens":3,"input_tokens_details":{"cached_tokens":1},"output_tokens_details":{"reasoning_tokens":1}}}`,
-			kernel.Usage{Input: 8, CachedInput: 1, Output: 2, Reasoning: 1}},
-		{"anthropic", ProviderAnthropic, `{"usage":{"input_tokens":9,"output_tokens":3,"cache_read_input_tokens":5,"cache_creation_input_tokens":2}}`,
-			kernel.Usage{Input: 9, CachedInput: 5, CacheWrite: 2, Output: 3}},
-		{"gemini", ProviderGemini, `{"usageMetadata":{"promptTokenCount":12,"cachedContentTokenCount":2,"candidatesTokenCount":4,"thoughtsTokenCount":3}}`,
-			kernel.Usage{Input: 10, CachedInput: 2, Output: 4, Reasoning: 3}},
+		{
+			"openai chat", ProviderOpenAI, `{"usage":{"prompt_tokens":10,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`,
+			kernel.Usage{Input: 6, CachedInput: 4, Output: 5, Reasoning: 2},
+		},
+		{
+			"openai responses", ProviderOpenAI, `{"usage":{"input_tokens":9,"output_tokens":3,"input_tokens_details":{"cached_tokens":1},"output_tokens_details":{"reasoning_tokens":1}}}`,
+			kernel.Usage{Input: 8, CachedInput: 1, Output: 2, Reasoning: 1},
+		},
+		{
+			"anthropic", ProviderAnthropic, `{"usage":{"input_tokens":9,"output_tokens":3,"cache_read_input_tokens":5,"cache_creation_input_tokens":2}}`,
+			kernel.Usage{Input: 9, CachedInput: 5, CacheWrite: 2, Output: 3},
+		},
+		{
+			"gemini", ProviderGemini, `{"usageMetadata":{"promptTokenCount":12,"cachedContentTokenCount":2,"candidatesTokenCount":4,"thoughtsTokenCount":3}}`,
+			kernel.Usage{Input: 10, CachedInput: 2, Output: 4, Reasoning: 3},
+		},
 	} {
 		p := &Passthrough{}
 		_, err := p.Request(&Inbound{}, &Target{Provider: c.provider})
