@@ -76,6 +76,10 @@ func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, conte
 	}
 	provider, rest := passthroughSplit(s.path)
 	restPath, _, _ := strings.Cut(rest, "?")
+	if !cleanPassthroughPath(restPath) {
+		return s.reject(translate.ErrInvalidRequest(
+			"A pass-through path may not hold dot segments, empty segments, backslashes or encoded dots, slashes or backslashes.", ""))
+	}
 	if err := pc.PassthroughGranted(ctx, s.principal, provider, restPath); err != nil {
 		return s.reject(passthroughError(provider, restPath, err))
 	}
@@ -204,4 +208,25 @@ func passthroughUnpriced(provider string, t *Target, d kernel.Decision) *transla
 			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
 			"(--price-per-call) or the model's price.", what, provider, scopeName(d.Scope)),
 	}
+}
+
+// cleanPassthroughPath reports whether p is a plain path the grants can be
+// checked on: a provider that decodes %2e%2e or %2f, or resolves "..",
+// would otherwise serve a path other than the one granted.
+func cleanPassthroughPath(p string) bool {
+	if strings.ContainsRune(p, '\\') {
+		return false
+	}
+	lower := strings.ToLower(p)
+	for _, enc := range []string{"%2e", "%2f", "%5c"} {
+		if strings.Contains(lower, enc) {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"), "/") {
+		if seg == "." || seg == ".." || seg == "" && p != "/" {
+			return false
+		}
+	}
+	return true
 }
