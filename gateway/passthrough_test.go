@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 )
@@ -177,4 +178,71 @@ func testPassthroughRoutes(t *testing.T, overGRPC bool) {
 	require.Positive(t, cost)
 	require.Len(t, byDep["passthrough.mock"], 1)
 	require.Equal(t, kernel.Money(7_000), byDep["passthrough.mock"][0].Cost)
+}
+
+// TestPassthroughAnthropicAndGemini: Anthropic's x-api-key and its JSON and
+// SSE usage (message_start, message_delta), Gemini's x-goog-api-key (the
+// virtual key came as ?key=, which is not forwarded) and its usageMetadata
+// in JSON and SSE: each ledger equals the mock's bill of that provider's
+// credential.
+func TestPassthroughAnthropicAndGemini(t *testing.T) {
+	r := start(t, false)
+	sealer, err := secret.NewSealer(make([]byte, 32))
+	require.NoError(t, err)
+	put(t, r.st, "ant", &store.Provider{ID: "ant", Type: store.ProviderAnthropic, BaseURL: r.mockURL, Credential: sealer.Seal([]byte("sk-ant-up"))})
+	put(t, r.st, "gem", &store.Provider{ID: "gem", Type: store.ProviderGemini, BaseURL: r.mockURL + "/v1beta", Credential: sealer.Seal([]byte("sk-gem-up"))})
+	price := kernel.Price{Input: 2 * kernel.Dollar, CachedInput: kernel.Dollar, CacheWrite: 3 * kernel.Dollar, Output: 4 * kernel.Dollar, Reasoning: 4 * kernel.Dollar}
+	put(t, r.st, "claude-test", &store.ModelPrice{ID: "claude-test", Price: price})
+	put(t, r.st, "gemini-test", &store.ModelPrice{ID: "gemini-test", Price: price})
+	key := r.grantKey(t, "k-multi", kernel.Limits{}, "ant:/v1/messages", "gem:/v1beta/models/*")
+	r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":5}`)
+	eventually(t, func() bool {
+		resp, _ := r.do(t, http.MethodPost, key, "/passthrough/ant/v1/messages", `{"model":"claude-test","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)
+		return resp.StatusCode == http.StatusOK
+	})
+	require.NoError(t, r.st.Flush(context.Background()))
+	base := len(completed(t, r.st))
+	r.mock.ResetStats()
+
+	msg := `{"model":"claude-test","max_tokens":12,"messages":[{"role":"user","content":"tell me about pass-through"}]}`
+	resp, b := r.do(t, http.MethodPost, key, "/passthrough/ant/v1/messages", msg)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	resp, b = r.do(t, http.MethodPost, key, "/passthrough/ant/v1/messages", strings.Replace(msg, `"max_tokens"`, `"stream":true,"max_tokens"`, 1))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	require.Contains(t, string(b), "message_delta")
+
+	gen := `{"contents":[{"role":"user","parts":[{"text":"hello gemini"}]}]}`
+	req, err := http.NewRequest(http.MethodPost, r.url+"/passthrough/gem/v1beta/models/gemini-test:generateContent?key="+key, strings.NewReader(gen))
+	require.NoError(t, err)
+	gresp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	gb, _ := io.ReadAll(gresp.Body)
+	gresp.Body.Close()
+	require.Equal(t, http.StatusOK, gresp.StatusCode, string(gb))
+	resp, b = r.do(t, http.MethodPost, key, "/passthrough/gem/v1beta/models/gemini-test:streamGenerateContent?alt=sse", gen)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+
+	st := r.mock.Stats()
+	require.Equal(t, int64(2), st.Keys["sk-ant-up"].Requests, "%+v", st.Keys)
+	require.Equal(t, int64(2), st.Keys["sk-gem-up"].Requests, "%+v", st.Keys)
+	_, leaked := st.Keys[key]
+	require.False(t, leaked, "the virtual key never reaches the provider")
+
+	require.NoError(t, r.st.Flush(context.Background()))
+	rows := completed(t, r.st)[base:]
+	require.Len(t, rows, 4)
+	type bill struct{ in, out int64 }
+	got := map[string]bill{}
+	for _, e := range rows {
+		require.Equal(t, kernel.Cost(price, e.Usage), e.Cost)
+		require.Positive(t, e.Cost)
+		b := got[e.Deployment]
+		b.in += e.Usage.Input + e.Usage.CachedInput + e.Usage.CacheWrite
+		b.out += e.Usage.Output + e.Usage.Reasoning
+		got[e.Deployment] = b
+	}
+	for dep, k := range map[string]string{"passthrough.ant": "sk-ant-up", "passthrough.gem": "sk-gem-up"} {
+		m := st.Keys[k]
+		require.Equal(t, bill{m.InputTokens + m.CachedTokens + m.CacheCreationTokens, m.OutputTokens}, got[dep], dep)
+	}
 }
