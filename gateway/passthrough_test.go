@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/internal/mockllm"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
@@ -245,4 +247,43 @@ func TestPassthroughAnthropicAndGemini(t *testing.T) {
 		m := st.Keys[k]
 		require.Equal(t, bill{m.InputTokens + m.CachedTokens + m.CacheCreationTokens, m.OutputTokens}, got[dep], dep)
 	}
+}
+
+// TestPassthroughBedrockSigned: a Bedrock provider's pass-through request is
+// signed with SigV4 over the final path and body (the mock verifies every
+// signature and bills the access key), and its Converse usage is settled at
+// the price of the model named in the path.
+func TestPassthroughBedrockSigned(t *testing.T) {
+	r := start(t, false)
+	sealer, err := secret.NewSealer(make([]byte, 32))
+	require.NoError(t, err)
+	const access = "AKIAMOCKLLMEXAMPLE01"
+	cred := `{"access_key_id":"` + access + `","secret_access_key":"` + mockllm.BedrockAccessKeys[access] + `"}`
+	put(t, r.st, "br", &store.Provider{ID: "br", Type: store.ProviderBedrock, BaseURL: r.mockURL, APIVersion: "us-east-1", Credential: sealer.Seal([]byte(cred))})
+	const model = "anthropic.claude-3-haiku-20240307-v1:0"
+	price := kernel.Price{Input: 2 * kernel.Dollar, CachedInput: kernel.Dollar, CacheWrite: 3 * kernel.Dollar, Output: 4 * kernel.Dollar}
+	put(t, r.st, model, &store.ModelPrice{ID: model, Price: price})
+	key := r.grantKey(t, "k-br", kernel.Limits{}, "br:/model/**")
+	r.warm(t, key, `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":5}`)
+	body := `{"messages":[{"role":"user","content":[{"text":"signed and passed through"}]}],"inferenceConfig":{"maxTokens":9}}`
+	path := "/passthrough/br/model/" + url.PathEscape(model) + "/converse"
+	eventually(t, func() bool {
+		resp, _ := r.do(t, http.MethodPost, key, path, body)
+		return resp.StatusCode == http.StatusOK
+	})
+	require.NoError(t, r.st.Flush(context.Background()))
+	base := len(completed(t, r.st))
+	r.mock.ResetStats()
+	resp, b := r.do(t, http.MethodPost, key, path, body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	m := r.mock.Stats().Keys[access]
+	require.Equal(t, int64(1), m.Requests)
+	require.NoError(t, r.st.Flush(context.Background()))
+	rows := completed(t, r.st)[base:]
+	require.Len(t, rows, 1)
+	require.Equal(t, model, rows[0].Model)
+	require.Equal(t, m.InputTokens, rows[0].Usage.Input)
+	require.Equal(t, m.OutputTokens, rows[0].Usage.Output)
+	require.Equal(t, kernel.Cost(price, rows[0].Usage), rows[0].Cost)
+	require.Positive(t, rows[0].Cost)
 }

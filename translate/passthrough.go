@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -164,6 +165,11 @@ type passUsage struct {
 	OutputTokensDetails struct {
 		Reasoning int64 `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
+	// Bedrock's Converse (and its stream's metadata event).
+	BedrockInput      int64 `json:"inputTokens"`
+	BedrockOutput     int64 `json:"outputTokens"`
+	BedrockCacheRead  int64 `json:"cacheReadInputTokens"`
+	BedrockCacheWrite int64 `json:"cacheWriteInputTokens"`
 }
 
 type passGeminiUsage struct {
@@ -203,6 +209,9 @@ func passthroughUsage(provider ProviderType, body []byte) (kernel.Usage, bool) {
 	if u == nil {
 		return kernel.Usage{}, false
 	}
+	if provider == ProviderBedrock { // disjoint already
+		return kernel.Usage{Input: u.BedrockInput, CachedInput: u.BedrockCacheRead, CacheWrite: u.BedrockCacheWrite, Output: u.BedrockOutput}, true
+	}
 	if provider == ProviderAnthropic { // disjoint already
 		return kernel.Usage{Input: u.InputTokens, CachedInput: u.CacheRead, CacheWrite: u.CacheCreation, Output: u.OutputTokens}, true
 	}
@@ -219,7 +228,8 @@ func passthroughUsage(provider ProviderType, body []byte) (kernel.Usage, bool) {
 }
 
 // PassthroughModel is the model a pass-through request names: the body's
-// "model" member, else a Gemini path's models/{model}:method; "" when none.
+// "model" member, else a Gemini path's models/{model}:method or a Bedrock
+// path's /model/{model}/operation; "" when none.
 func PassthroughModel(rest string, body []byte) string {
 	if len(body) > 0 && body[0] == '{' {
 		var m struct {
@@ -233,6 +243,13 @@ func PassthroughModel(rest string, body []byte) string {
 	if _, after, ok := strings.Cut(p, "/models/"); ok {
 		if name, _, ok := strings.Cut(after, ":"); ok && name != "" {
 			return name
+		}
+	}
+	if after, ok := strings.CutPrefix(p, "/model/"); ok {
+		if name, _, ok := strings.Cut(after, "/"); ok && name != "" {
+			if u, err := url.PathUnescape(name); err == nil {
+				return u
+			}
 		}
 	}
 	return ""

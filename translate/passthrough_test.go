@@ -96,5 +96,6 @@ func TestPassthroughRequest(t *testing.T) {
 	}
 	require.Equal(t, "gemini-2.0-flash", PassthroughModel("/v1beta/models/gemini-2.0-flash:generateContent?alt=sse", nil))
 	require.Equal(t, "gpt-4o", PassthroughModel("/v1/chat/completions", []byte(`{"model":"gpt-4o"}`)))
+	require.Equal(t, "anthropic.claude-3-haiku-20240307-v1:0", PassthroughModel("/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse", nil))
 	require.Empty(t, PassthroughModel("/v1/models", nil))
 }
