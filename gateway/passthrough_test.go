@@ -287,3 +287,25 @@ func TestPassthroughBedrockSigned(t *testing.T) {
 	require.Equal(t, kernel.Cost(price, rows[0].Usage), rows[0].Cost)
 	require.Positive(t, rows[0].Cost)
 }
+
+// TestPassthroughRateLimited: a pass-through call counts against the key's
+// rpm like any request: the second within the minute is a 429 with
+// retry-after, before the provider is called.
+func TestPassthroughRateLimited(t *testing.T) {
+	r := start(t, false)
+	prov, _, err := store.Get[store.Provider](context.Background(), r.st, "mock")
+	require.NoError(t, err)
+	prov.PricePerCall = 1_000
+	put(t, r.st, "mock", &prov)
+	warm := r.grantKey(t, "k-warm", kernel.Limits{}, "mock:*")
+	key := r.grantKey(t, "k-rpm", kernel.Limits{RPM: 1}, "mock:*")
+	eventually(t, func() bool {
+		resp, _ := r.do(t, http.MethodGet, warm, "/passthrough/mock/v1/models", "")
+		return resp.StatusCode == http.StatusOK
+	})
+	resp, b := r.do(t, http.MethodGet, key, "/passthrough/mock/v1/models", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	resp, b = r.do(t, http.MethodGet, key, "/passthrough/mock/v1/models", "")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, string(b))
+	require.NotEmpty(t, resp.Header.Get("retry-after"))
+}
