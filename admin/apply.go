@@ -57,6 +57,9 @@ type ProviderDoc struct {
 	// AdminCredential is the provider's admin key for its usage and cost
 	// reports (docs/reconcile.md), usually ${ENV_VAR}; kept when absent.
 	AdminCredential string `yaml:"admin_credential"`
+	// PricePerCall is the dollars of a pass-through call without a readable
+	// usage or a model price (docs/endpoints.md), e.g. "0.002".
+	PricePerCall string `yaml:"price_per_call"`
 }
 
 // DeploymentDoc is a deployment.
@@ -142,6 +145,8 @@ type TeamDoc struct {
 	Limits  LimitsDoc `yaml:"limits"`
 	// MCPTools are SERVER/TOOL globs (apply_mcp.go).
 	MCPTools []string `yaml:"mcp_tools"`
+	// Passthrough grants every key of the team pass-through routes.
+	Passthrough []string `yaml:"passthrough"`
 }
 
 // UserDoc is a user (team membership is declared on teams).
@@ -173,6 +178,8 @@ type KeyDoc struct {
 	Metadata map[string]string `yaml:"metadata"`
 	Limits   LimitsDoc         `yaml:"limits"`
 	MCPTools []string          `yaml:"mcp_tools"` // SERVER/TOOL globs (apply_mcp.go)
+	// Passthrough grants pass-through routes: "PROVIDER_ID:PATH_GLOB" each.
+	Passthrough []string `yaml:"passthrough"`
 }
 
 // ApplyResult says what Apply changed, as "kind/id".
@@ -498,7 +505,10 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			}
 			userIDs[m] = true
 		}
-		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l, MCPTools: t.MCPTools}
+		want := store.Team{ID: t.ID, Name: t.Name, OrgID: t.Org, Members: slices.Clone(t.Members), Limits: l, MCPTools: t.MCPTools, Passthrough: slices.Clone(t.Passthrough)}
+		if err := passthroughGrantsIn(want.Passthrough); err != nil {
+			return nil, err
+		}
 		plans = append(plans, entityPlan(a, want.ID, func(*store.Team, bool) (store.Team, error) { return want, nil }))
 	}
 	for i, u := range d.Users {
@@ -549,6 +559,13 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			return nil, fmt.Errorf("%s.admin_credential: %w", f, ErrNoSealer)
 		}
 		want := store.Provider{ID: p.ID, Type: typ, BaseURL: p.BaseURL, APIVersion: p.APIVersion, ResponsesAPI: p.ResponsesAPI}
+		if p.PricePerCall != "" {
+			m, err := adminv1.DollarsMoney(p.PricePerCall)
+			if err != nil {
+				return nil, errorf(ErrInvalid, "%s.price_per_call: %v", f, err)
+			}
+			want.PricePerCall = kernel.Money(m.GetNanoUsd())
+		}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Provider, found bool) (store.Provider, error) {
 			w := want
 			w.Credential = a.credential(cur.Credential, found, cred)
@@ -654,7 +671,10 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		if sec != "" && (!strings.HasPrefix(sec, KeySecretPrefix) || len(sec) < 20) {
 			return nil, errorf(ErrInvalid, "%s.secret: must start with %q and be at least 20 characters", f, KeySecretPrefix)
 		}
-		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata), MCPTools: k.MCPTools}
+		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata), MCPTools: k.MCPTools, Passthrough: slices.Clone(k.Passthrough)}
+		if err := passthroughGrantsIn(want.Passthrough); err != nil {
+			return nil, err
+		}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Key, found bool) (store.Key, error) {
 			w := want
 			if found {

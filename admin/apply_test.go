@@ -180,3 +180,31 @@ func TestApplyGovernance(t *testing.T) {
 	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("teams:\n  - {id: t, limits: {run: {ttl: soon}}}\n"), "ops")
 	require.ErrorContains(t, err, "teams[0].limits.run.ttl")
 }
+
+// TestApplyPassthrough: keys' and teams' pass-through grants and a
+// provider's price per call are applied, and a malformed grant is refused.
+func TestApplyPassthrough(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	doc := `providers:
+  - {id: oai, type: openai, base_url: "https://api.openai.com/v1", price_per_call: "0.002"}
+teams:
+  - {id: t1, passthrough: ["oai:/v1/images/*"]}
+keys:
+  - {id: k1, team: t1, passthrough: ["oai:/v1/models", "oai:/v1/files/**"]}
+`
+	_, err := admin.Apply(ctx, st, nil, []byte(doc), "ops")
+	require.NoError(t, err)
+	p, _, err := store.Get[store.Provider](ctx, st, "oai")
+	require.NoError(t, err)
+	require.Equal(t, kernel.Money(2_000_000), p.PricePerCall)
+	k, _, err := store.Get[store.Key](ctx, st, "k1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"oai:/v1/models", "oai:/v1/files/**"}, k.Passthrough)
+	tm, _, err := store.Get[store.Team](ctx, st, "t1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"oai:/v1/images/*"}, tm.Passthrough)
+
+	_, err = admin.Apply(ctx, st, nil, []byte("keys:\n  - {id: k2, passthrough: [\"/v1/models\"]}\n"), "ops")
+	require.ErrorIs(t, err, admin.ErrInvalid)
+}

@@ -25,18 +25,22 @@ var (
 )
 
 func providerView(p *store.Provider) *adminv1.Provider {
-	return &adminv1.Provider{
+	out := &adminv1.Provider{
 		Id: p.ID, Type: providerTypesOut[p.Type], BaseUrl: p.BaseURL, ApiVersion: p.APIVersion,
 		HasCredential: len(p.Credential) > 0, ResponsesApi: p.ResponsesAPI,
 		HasAdminCredential: len(p.AdminCredential) > 0,
 	}
+	if p.PricePerCall > 0 {
+		out.PricePerCall = moneyOut(p.PricePerCall)
+	}
+	return out
 }
 
 // providerAudit is what the audit log keeps of a provider: never the credential.
 func providerAudit(p *store.Provider) any {
 	return map[string]any{
 		"type": p.Type, "base_url": p.BaseURL, "api_version": p.APIVersion, "has_credential": len(p.Credential) > 0,
-		"responses_api": p.ResponsesAPI, "has_admin_credential": len(p.AdminCredential) > 0,
+		"responses_api": p.ResponsesAPI, "has_admin_credential": len(p.AdminCredential) > 0, "price_per_call": p.PricePerCall,
 	}
 }
 
@@ -62,6 +66,9 @@ func (s *Server) CreateProvider(ctx context.Context, req *adminv1.CreateProvider
 	p := store.Provider{ID: in.GetId(), Type: providerTypesIn[in.GetType()], BaseURL: in.GetBaseUrl(), APIVersion: in.GetApiVersion(), Credential: sealed, ResponsesAPI: in.GetResponsesApi()}
 	if err == nil {
 		p.AdminCredential, err = s.seal(req.GetAdminCredential())
+	}
+	if err == nil && in.GetPricePerCall() != nil {
+		p.PricePerCall, err = moneyIn("provider.price_per_call", in.GetPricePerCall())
 	}
 	if err == nil {
 		err = create(ctx, s.st, p.ID, &p)
@@ -128,6 +135,12 @@ func (s *Server) UpdateProvider(ctx context.Context, req *adminv1.UpdateProvider
 			}
 			if hasPath(paths, "responses_api") {
 				p.ResponsesAPI = in.GetResponsesApi()
+			}
+			if hasPath(paths, "price_per_call") {
+				var err error
+				if p.PricePerCall, err = moneyIn("provider.price_per_call", in.GetPricePerCall()); err != nil {
+					return err
+				}
 			}
 			if hasPath(paths, "credential") {
 				p.Credential = sealed

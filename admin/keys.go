@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/internal/secret"
@@ -24,6 +25,7 @@ func keyView(k *store.Key, now time.Time) *adminv1.Key {
 		Id: k.ID, Alias: k.Alias, Prefix: k.Prefix, UserId: k.UserID, TeamId: k.TeamID, OrgId: k.OrgID,
 		Limits: limitsOut(k.Limits), Metadata: maps.Clone(k.Metadata),
 		CreatedAt: tsOut(k.CreatedAt), RevokedAt: tsOut(k.RevokedAt), Status: keyStatus(k, now),
+		Passthrough: slices.Clone(k.Passthrough),
 	}
 	for _, h := range k.Hashes {
 		if !h.ValidUntil.IsZero() && h.ValidUntil.After(now) {
@@ -102,6 +104,10 @@ func (s *Server) createKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 		ID: id, Alias: req.GetAlias(), Prefix: prefix, Hashes: []store.KeyHash{hash},
 		UserID: req.GetUserId(), TeamID: teamID, OrgID: req.GetOrgId(), Limits: limits,
 		Metadata: maps.Clone(req.GetMetadata()), CreatedAt: s.now().UTC(),
+		Passthrough: slices.Clone(req.GetPassthrough()),
+	}
+	if err := passthroughGrantsIn(k.Passthrough); err != nil {
+		return nil, s.toStatus(ctx, err)
 	}
 	if k.OrgID == "" {
 		k.OrgID = team.OrgID
@@ -119,7 +125,7 @@ func (s *Server) createKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 func keyAudit(k *store.Key) any {
 	return map[string]any{
 		"alias": k.Alias, "user_id": k.UserID, "team_id": k.TeamID, "org_id": k.OrgID,
-		"limits": k.Limits, "metadata": k.Metadata, "revoked": k.Revoked,
+		"limits": k.Limits, "metadata": k.Metadata, "revoked": k.Revoked, "passthrough": k.Passthrough,
 	}
 }
 
@@ -209,6 +215,12 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 		if hasPath(paths, "metadata") {
 			k.Metadata = maps.Clone(req.GetMetadata())
 		}
+		if hasPath(paths, "passthrough") {
+			if err := passthroughGrantsIn(req.GetPassthrough()); err != nil {
+				return err
+			}
+			k.Passthrough = slices.Clone(req.GetPassthrough())
+		}
 		applyLimitsMask(&k.Limits, limits, limitsPaths(paths))
 		return s.checkTeamCeiling(ctx, k.TeamID, k.Limits)
 	})
@@ -279,4 +291,14 @@ func (s *Server) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (
 		return nil, s.toStatus(ctx, err)
 	}
 	return &adminv1.RotateKeyResponse{Key: keyView(&k, now), Secret: sec}, nil
+}
+
+// passthroughGrantsIn checks pass-through grants (store.ParsePassthroughGrant).
+func passthroughGrantsIn(grants []string) error {
+	for _, g := range grants {
+		if _, _, err := store.ParsePassthroughGrant(g); err != nil {
+			return errorf(ErrInvalid, "passthrough: %v", err)
+		}
+	}
+	return nil
 }

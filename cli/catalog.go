@@ -79,6 +79,7 @@ func providerFields(p *adminv1.Provider) [][2]string {
 		{"API VERSION", orDash(p.GetApiVersion())},
 		{"CREDENTIAL", cred},
 		{"ADMIN CREDENTIAL", adminCred},
+		{"PRICE PER CALL", orDash(p.GetPricePerCall().GetDollars())},
 	}
 }
 
@@ -175,6 +176,7 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	baseURL := fs.String("base-url", "", "API base URL, e.g. https://api.openai.com/v1 (required; gemini: "+geminiBaseURL+" when empty)")
 	version := fs.String("api-version", "", "Azure api-version or anthropic-version")
 	responses := fs.Bool("responses-api", false, "the upstream serves OpenAI's Responses API itself (OpenAI, vLLM)")
+	perCall := fs.String("price-per-call", "", "dollars charged per pass-through call without a readable usage or a model price, e.g. 0.002")
 	cf.register(fs)
 	return func(r *runner, pos []string) error {
 		t, err := parseProviderType(*typ)
@@ -200,8 +202,14 @@ func providerCreate(fs *flag.FlagSet) func(*runner, []string) error {
 				return err
 			}
 		}
+		prov := &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}
+		if *perCall != "" {
+			if prov.PricePerCall, err = dollars("price-per-call", *perCall); err != nil {
+				return err
+			}
+		}
 		resp, err := adminv1.NewProviderServiceClient(r.conn).CreateProvider(r.ctx, &adminv1.CreateProviderRequest{
-			Provider: &adminv1.Provider{Id: pos[0], Type: t, BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}, Credential: cred,
+			Provider: prov, Credential: cred,
 			AdminCredential: adminCred,
 		})
 		if err != nil {
@@ -251,6 +259,7 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	baseURL := fs.String("base-url", "", "new API base URL")
 	version := fs.String("api-version", "", "new Azure api-version or anthropic-version")
 	responses := fs.Bool("responses-api", false, "the upstream serves OpenAI's Responses API itself")
+	perCall := fs.String("price-per-call", "", "dollars charged per pass-through call without a readable usage or a model price (0 removes it)")
 	clearCred := fs.Bool("clear-credential", false, "remove the stored credential")
 	clearAdmin := fs.Bool("clear-admin-credential", false, "remove the stored admin credential")
 	cf.register(fs)
@@ -258,6 +267,12 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	af.register2(fs, "admin-credential", "the provider's admin key for its usage and cost reports (tollgate reconcile)")
 	return func(r *runner, pos []string) error {
 		p := &adminv1.Provider{Id: pos[0], BaseUrl: *baseURL, ApiVersion: *version, ResponsesApi: *responses}
+		if r.set["price-per-call"] {
+			var err error
+			if p.PricePerCall, err = dollars("price-per-call", *perCall); err != nil {
+				return err
+			}
+		}
 		if r.set["type"] {
 			t, err := parseProviderType(*typ)
 			if err != nil {
@@ -273,7 +288,7 @@ func providerUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		mask, err := updateMask(r.set, map[string]string{"type": "type", "base-url": "base_url", "api-version": "api_version", "responses-api": "responses_api"}, nil)
+		mask, err := updateMask(r.set, map[string]string{"type": "type", "base-url": "base_url", "api-version": "api_version", "responses-api": "responses_api", "price-per-call": "price_per_call"}, nil)
 		if err != nil && !given && !*clearCred && !adminGiven && !*clearAdmin {
 			return err
 		}

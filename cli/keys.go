@@ -42,6 +42,7 @@ func keyFields(k *adminv1.Key) [][2]string {
 		{"TEAM", orDash(k.GetTeamId())},
 		{"USER", orDash(k.GetUserId())},
 		{"ORG", orDash(k.GetOrgId())},
+		{"PASSTHROUGH", orDash(strings.Join(k.GetPassthrough(), ","))},
 	}
 	rows = append(rows, limitsFields(k.GetLimits())...)
 	rows = append(rows, [][2]string{
@@ -81,6 +82,7 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	org := fs.String("org", "", "organization id (default: the team's)")
 	fs.Var(&meta, "meta", "metadata key=value (repeatable)")
 	mcpTools := mcpToolsFlag(fs)
+	pass := fs.String("passthrough", "", "pass-through grants 'PROVIDER_ID:PATH_GLOB,…' (docs/endpoints.md; default: none)")
 	lf.register(fs)
 	return func(r *runner, _ []string) error {
 		limits, err := lf.build(r.now())
@@ -93,6 +95,7 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		}
 		resp, err := adminv1.NewKeyServiceClient(r.conn).CreateKey(r.ctx, &adminv1.CreateKeyRequest{
 			Id: *id, Alias: *alias, TeamId: *team, UserId: *user, OrgId: *org, Limits: limits, Metadata: md,
+			Passthrough: passthroughGrants(*pass),
 		})
 		if err != nil {
 			return err
@@ -164,6 +167,7 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	alias := fs.String("alias", "", "new alias")
 	fs.Var(&meta, "meta", "metadata key=value (repeatable; replaces all metadata)")
 	fs.Bool("clear-meta", false, "remove all metadata")
+	pass := fs.String("passthrough", "", "replace the pass-through grants: 'PROVIDER_ID:PATH_GLOB,…' ('' removes them)")
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		limits, err := lf.build(r.now())
@@ -174,12 +178,13 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		mask, err := updateMask(r.set, map[string]string{"alias": "alias", "meta": "metadata", "clear-meta": "metadata"}, &lf)
+		mask, err := updateMask(r.set, map[string]string{"alias": "alias", "meta": "metadata", "clear-meta": "metadata", "passthrough": "passthrough"}, &lf)
 		if err != nil {
 			return err
 		}
 		resp, err := adminv1.NewKeyServiceClient(r.conn).UpdateKey(r.ctx, &adminv1.UpdateKeyRequest{
 			Id: pos[0], Alias: *alias, Metadata: md, Limits: limits, UpdateMask: mask,
+			Passthrough: passthroughGrants(*pass),
 		})
 		if err != nil {
 			return err
@@ -211,4 +216,15 @@ func keyRotate(fs *flag.FlagSet) func(*runner, []string) error {
 		}
 		return r.showSecret(resp)
 	}
+}
+
+// passthroughGrants splits a --passthrough list.
+func passthroughGrants(s string) []string {
+	var out []string
+	for g := range strings.SplitSeq(s, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
 }

@@ -374,6 +374,10 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		return s.reject(errUnavailable())
 	}
 	s.principal = pr
+	if ep.API == translate.APIPassthrough { // passthrough.go
+		n, _ := headerInt(contentLength)
+		return s.passthroughHeaders(ctx, h.GetEndOfStream(), n)
+	}
 	if ep.Reply != nil {
 		if pr := s.forwardOwned(ctx); pr != nil { // responses_owner.go
 			return pr
@@ -408,6 +412,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	body := b.GetBody()
 	if len(body) > s.p.maxBody {
 		return s.reject(errTooLarge(s.p.maxBody))
+	}
+	if s.ep.API == translate.APIPassthrough {
+		return s.passthroughBody(ctx, body)
 	}
 	in, err := s.ep.parse(s.path, body, &s.parsed)
 	if err != nil {

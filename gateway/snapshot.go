@@ -35,6 +35,11 @@ type Snapshot struct {
 	// Budgeted lists every scope with budget windows, for seeding counters.
 	Budgeted []kernel.Scope
 	guards   *guardPolicy // guard.go (nil: no guardrails)
+	// Pass-through routes (passthrough.go): providers by id, grants by key
+	// id, the price table.
+	passProviders map[string]*passProvider
+	passGrants    map[string][]passGrant
+	passPrices    map[string]kernel.Price
 }
 
 // Upstream is where a deployment's requests go.
@@ -247,6 +252,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 	if s.guards, err = buildGuards(ctx, cfg, provByID, sealer, log); err != nil { // guard.go
 		return nil, err
 	}
+	for _, d := range deployments {
+		used[d.ID] = true
+	}
+	buildPassthrough(ctx, s, keys, teams, providers, used, sealer, priceByID, log)
 	return s, nil
 }
 

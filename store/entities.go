@@ -36,6 +36,10 @@ type Key struct {
 	Revoked   bool              `json:"revoked,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	RevokedAt time.Time         `json:"revoked_at,omitzero"`
+	// Passthrough grants pass-through routes (/passthrough/PROVIDER_ID/…):
+	// "PROVIDER_ID:PATH_GLOB" each, path.Match globs where "*" also matches
+	// the rest of the path when it ends the pattern; none: denied (#34).
+	Passthrough []string `json:"passthrough,omitempty"`
 }
 
 // User is a person owning keys.
@@ -58,6 +62,9 @@ type Team struct {
 	Limits  kernel.Limits `json:"limits"`
 	// MCPTools narrows the MCP tools of the team's keys (see MCPServer).
 	MCPTools []string `json:"mcp_tools,omitempty"`
+	// Passthrough grants every key of the team pass-through routes, as
+	// Key.Passthrough.
+	Passthrough []string `json:"passthrough,omitempty"`
 }
 
 // Org groups teams.
@@ -105,6 +112,10 @@ type Provider struct {
 	// AdminCredential is the provider's admin key for its usage and cost
 	// reports (reconcile/), sealed like Credential.
 	AdminCredential []byte `json:"admin_credential,omitempty"`
+	// PricePerCall is charged for each pass-through call whose usage cannot
+	// be read or whose model has no price (#34); 0: such calls are unpriced
+	// (refused under strict budgets, marked in the ledger otherwise).
+	PricePerCall kernel.Money `json:"price_per_call,omitempty"`
 }
 
 // Deployment is one provider model that can serve a model group.

@@ -111,8 +111,12 @@ type Provider struct {
 	// has_admin_credential says whether an admin credential (the key of the
 	// provider's usage and cost reports) is stored (output only).
 	HasAdminCredential bool `protobuf:"varint,7,opt,name=has_admin_credential,json=hasAdminCredential,proto3" json:"has_admin_credential,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// price_per_call is charged for each pass-through call whose usage cannot
+	// be read or whose model has no price; unset: such calls are unpriced
+	// (refused under strict budgets).
+	PricePerCall  *Money `protobuf:"bytes,30,opt,name=price_per_call,json=pricePerCall,proto3" json:"price_per_call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Provider) Reset() {
@@ -192,6 +196,13 @@ func (x *Provider) GetHasAdminCredential() bool {
 		return x.HasAdminCredential
 	}
 	return false
+}
+
+func (x *Provider) GetPricePerCall() *Money {
+	if x != nil {
+		return x.PricePerCall
+	}
+	return nil
 }
 
 type CreateProviderRequest struct {
@@ -2840,7 +2851,7 @@ var File_tollgate_admin_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\x89\x02\n" +
+	"\x1ftollgate/admin/v1/catalog.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xc9\x02\n" +
 	"\bProvider\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1f.tollgate.admin.v1.ProviderTypeR\x04type\x12\x19\n" +
@@ -2849,7 +2860,8 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"apiVersion\x12%\n" +
 	"\x0ehas_credential\x18\x05 \x01(\bR\rhasCredential\x12#\n" +
 	"\rresponses_api\x18\x06 \x01(\bR\fresponsesApi\x120\n" +
-	"\x14has_admin_credential\x18\a \x01(\bR\x12hasAdminCredential\"\x9b\x01\n" +
+	"\x14has_admin_credential\x18\a \x01(\bR\x12hasAdminCredential\x12>\n" +
+	"\x0eprice_per_call\x18\x1e \x01(\v2\x18.tollgate.admin.v1.MoneyR\fpricePerCall\"\x9b\x01\n" +
 	"\x15CreateProviderRequest\x127\n" +
 	"\bprovider\x18\x01 \x01(\v2\x1b.tollgate.admin.v1.ProviderR\bprovider\x12\x1e\n" +
 	"\n" +
@@ -3137,101 +3149,102 @@ var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(*ListMissingPricesRequest)(nil),  // 47: tollgate.admin.v1.ListMissingPricesRequest
 	(*ListMissingPricesResponse)(nil), // 48: tollgate.admin.v1.ListMissingPricesResponse
 	(*MissingPrice)(nil),              // 49: tollgate.admin.v1.MissingPrice
-	(*fieldmaskpb.FieldMask)(nil),     // 50: google.protobuf.FieldMask
-	(*durationpb.Duration)(nil),       // 51: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 52: google.protobuf.Timestamp
-	(*Money)(nil),                     // 53: tollgate.admin.v1.Money
+	(*Money)(nil),                     // 50: tollgate.admin.v1.Money
+	(*fieldmaskpb.FieldMask)(nil),     // 51: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),       // 52: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
 }
 var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	0,  // 0: tollgate.admin.v1.Provider.type:type_name -> tollgate.admin.v1.ProviderType
-	1,  // 1: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	1,  // 2: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	1,  // 3: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	1,  // 4: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
-	1,  // 5: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	50, // 6: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
-	1,  // 7: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	51, // 8: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
-	51, // 9: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
-	51, // 10: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
-	51, // 11: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
-	13, // 12: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
-	52, // 13: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
-	51, // 14: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
-	12, // 15: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	12, // 16: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	12, // 17: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	12, // 18: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
-	12, // 19: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	50, // 20: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
-	12, // 21: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
-	25, // 22: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
-	51, // 23: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
-	24, // 24: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	24, // 25: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 26: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 27: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
-	24, // 28: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	50, // 29: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 30: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	53, // 31: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	53, // 32: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	53, // 33: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	53, // 34: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	53, // 35: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	36, // 36: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	36, // 37: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 38: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 39: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	49, // 40: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
-	0,  // 41: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
-	2,  // 42: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 43: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 44: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 45: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 46: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 47: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 48: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 49: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 50: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 51: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	26, // 52: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	28, // 53: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	30, // 54: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	32, // 55: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	34, // 56: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	37, // 57: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	39, // 58: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	41, // 59: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	43, // 60: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	45, // 61: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	47, // 62: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
-	3,  // 63: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 64: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 65: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 66: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 67: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 68: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 69: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 70: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 71: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 72: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	27, // 73: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	29, // 74: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	31, // 75: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	33, // 76: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	35, // 77: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	38, // 78: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	40, // 79: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	42, // 80: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	44, // 81: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	46, // 82: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	48, // 83: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
-	63, // [63:84] is the sub-list for method output_type
-	42, // [42:63] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	50, // 1: tollgate.admin.v1.Provider.price_per_call:type_name -> tollgate.admin.v1.Money
+	1,  // 2: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
+	1,  // 3: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
+	1,  // 4: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
+	1,  // 5: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
+	1,  // 6: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
+	51, // 7: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
+	1,  // 8: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
+	52, // 9: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
+	52, // 10: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
+	52, // 11: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
+	52, // 12: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
+	13, // 13: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
+	53, // 14: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
+	52, // 15: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
+	12, // 16: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
+	12, // 17: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
+	12, // 18: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
+	12, // 19: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
+	12, // 20: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
+	51, // 21: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
+	12, // 22: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
+	25, // 23: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
+	52, // 24: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
+	24, // 25: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	24, // 26: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 27: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 28: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
+	24, // 29: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	51, // 30: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 31: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	50, // 32: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	50, // 33: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	50, // 34: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	50, // 35: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	50, // 36: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	36, // 37: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	36, // 38: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 39: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 40: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	49, // 41: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
+	0,  // 42: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
+	2,  // 43: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 44: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 45: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 46: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 47: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 48: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 49: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 50: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 51: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 52: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	26, // 53: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	28, // 54: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	30, // 55: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	32, // 56: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	34, // 57: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	37, // 58: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	39, // 59: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	41, // 60: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	43, // 61: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	45, // 62: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	47, // 63: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
+	3,  // 64: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 65: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 66: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 67: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 68: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 69: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 70: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 71: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 72: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 73: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	27, // 74: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	29, // 75: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	31, // 76: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	33, // 77: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	35, // 78: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	38, // 79: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	40, // 80: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	42, // 81: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	44, // 82: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	46, // 83: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	48, // 84: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
+	64, // [64:85] is the sub-list for method output_type
+	43, // [43:64] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }

@@ -96,8 +96,11 @@ type Key struct {
 	// previous_secret_valid_until is when the secret replaced by the last rotation
 	// stops working (unset when none is still valid).
 	PreviousSecretValidUntil *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=previous_secret_valid_until,json=previousSecretValidUntil,proto3" json:"previous_secret_valid_until,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// passthrough grants pass-through routes (/passthrough/PROVIDER_ID/...):
+	// "PROVIDER_ID:PATH_GLOB" each; none: denied (docs/endpoints.md).
+	Passthrough   []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Key) Reset() {
@@ -214,16 +217,25 @@ func (x *Key) GetPreviousSecretValidUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Key) GetPassthrough() []string {
+	if x != nil {
+		return x.Passthrough
+	}
+	return nil
+}
+
 type CreateKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is optional; a random one ("key-…") is chosen when empty.
-	Id            string            `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Alias         string            `protobuf:"bytes,2,opt,name=alias,proto3" json:"alias,omitempty"`
-	UserId        string            `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	TeamId        string            `protobuf:"bytes,4,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
-	OrgId         string            `protobuf:"bytes,5,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
-	Limits        *Limits           `protobuf:"bytes,6,opt,name=limits,proto3" json:"limits,omitempty"`
-	Metadata      map[string]string `protobuf:"bytes,7,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Id       string            `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Alias    string            `protobuf:"bytes,2,opt,name=alias,proto3" json:"alias,omitempty"`
+	UserId   string            `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	TeamId   string            `protobuf:"bytes,4,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
+	OrgId    string            `protobuf:"bytes,5,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	Limits   *Limits           `protobuf:"bytes,6,opt,name=limits,proto3" json:"limits,omitempty"`
+	Metadata map[string]string `protobuf:"bytes,7,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// passthrough grants pass-through routes, as Key.passthrough.
+	Passthrough   []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -303,6 +315,13 @@ func (x *CreateKeyRequest) GetLimits() *Limits {
 func (x *CreateKeyRequest) GetMetadata() map[string]string {
 	if x != nil {
 		return x.Metadata
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetPassthrough() []string {
+	if x != nil {
+		return x.Passthrough
 	}
 	return nil
 }
@@ -595,8 +614,11 @@ type UpdateKeyRequest struct {
 	// update_mask names the fields to change: "alias", "metadata", "limits" (all
 	// limits) or one of "limits.budgets", "limits.rpm", "limits.tpm",
 	// "limits.max_parallel", "limits.models", "limits.expires_at", "limits.mode",
-	// "limits.shortfall".
-	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,5,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// "limits.shortfall", "passthrough".
+	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,5,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// passthrough replaces the key's pass-through grants ("passthrough" in
+	// update_mask).
+	Passthrough   []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -662,6 +684,13 @@ func (x *UpdateKeyRequest) GetMetadata() map[string]string {
 func (x *UpdateKeyRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 	if x != nil {
 		return x.UpdateMask
+	}
+	return nil
+}
+
+func (x *UpdateKeyRequest) GetPassthrough() []string {
+	if x != nil {
+		return x.Passthrough
 	}
 	return nil
 }
@@ -908,7 +937,7 @@ var File_tollgate_admin_v1_keys_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctollgate/admin/v1/keys.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xc5\x04\n" +
+	"\x1ctollgate/admin/v1/keys.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xe7\x04\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05alias\x18\x02 \x01(\tR\x05alias\x12\x16\n" +
@@ -924,10 +953,11 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"revoked_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12Y\n" +
-	"\x1bprevious_secret_valid_until\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x18previousSecretValidUntil\x1a;\n" +
+	"\x1bprevious_secret_valid_until\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x18previousSecretValidUntil\x12 \n" +
+	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc0\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x02\n" +
 	"\x10CreateKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05alias\x18\x02 \x01(\tR\x05alias\x12\x17\n" +
@@ -935,7 +965,8 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"\ateam_id\x18\x04 \x01(\tR\x06teamId\x12\x15\n" +
 	"\x06org_id\x18\x05 \x01(\tR\x05orgId\x121\n" +
 	"\x06limits\x18\x06 \x01(\v2\x19.tollgate.admin.v1.LimitsR\x06limits\x12M\n" +
-	"\bmetadata\x18\a \x03(\v21.tollgate.admin.v1.CreateKeyRequest.MetadataEntryR\bmetadata\x1a;\n" +
+	"\bmetadata\x18\a \x03(\v21.tollgate.admin.v1.CreateKeyRequest.MetadataEntryR\bmetadata\x12 \n" +
+	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"U\n" +
@@ -956,14 +987,15 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\"f\n" +
 	"\x10ListKeysResponse\x12*\n" +
 	"\x04keys\x18\x01 \x03(\v2\x16.tollgate.admin.v1.KeyR\x04keys\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd6\x02\n" +
 	"\x10UpdateKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05alias\x18\x02 \x01(\tR\x05alias\x121\n" +
 	"\x06limits\x18\x03 \x01(\v2\x19.tollgate.admin.v1.LimitsR\x06limits\x12M\n" +
 	"\bmetadata\x18\x04 \x03(\v21.tollgate.admin.v1.UpdateKeyRequest.MetadataEntryR\bmetadata\x12;\n" +
 	"\vupdate_mask\x18\x05 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\x1a;\n" +
+	"updateMask\x12 \n" +
+	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"=\n" +

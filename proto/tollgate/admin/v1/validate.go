@@ -272,7 +272,7 @@ func (r *ListKeysRequest) Validate() error {
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateKeyRequest) Validate() error {
-	return first(id("id", r.GetId()), mask("update_mask", r.GetUpdateMask(), withLimits("alias", "metadata")...),
+	return first(id("id", r.GetId()), mask("update_mask", r.GetUpdateMask(), withLimits("alias", "metadata", "passthrough")...),
 		text("alias", r.GetAlias()), r.GetLimits().validate("limits."), metadata("metadata", r.GetMetadata()))
 }
 
@@ -455,7 +455,7 @@ func (r *ListProvidersRequest) Validate() error { return page("", r.GetPageSize(
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateProviderRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), "type", "base_url", "api_version", "credential", "admin_credential"),
+	return first(mask("update_mask", r.GetUpdateMask(), "type", "base_url", "api_version", "credential", "admin_credential", "price_per_call"),
 		r.GetProvider().validate(false), credential(r.GetCredential()), adminCredential(r.GetAdminCredential()))
 }
 

@@ -1,0 +1,232 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+)
+
+// Pass-through routes (#34): /passthrough/PROVIDER_ID/REST forwards REST
+// (query included), the body and the reply unchanged to the provider's base
+// URL with the provider's credential, after the key is authenticated, the
+// path checked against the key's and team's grants, and the request admitted
+// by the kernel like any other; the reply's usage (where its shape is known)
+// or the provider's price per call settles it.
+
+// PassthroughPrefix is the path prefix of the pass-through routes.
+const PassthroughPrefix = "/passthrough/"
+
+// Errors of a PassthroughCatalog.
+var (
+	// ErrPassthroughDenied: the key has no grant for this provider and path (403).
+	ErrPassthroughDenied = errors.New("extproc: pass-through path not granted to this key")
+	// ErrProviderNotFound: no provider of that id (404).
+	ErrProviderNotFound = errors.New("extproc: provider not found")
+	// ErrPassthroughUnsupported: the provider's type cannot be passed through (400).
+	ErrPassthroughUnsupported = errors.New("extproc: provider type cannot be passed through")
+)
+
+// PassthroughCatalog is implemented by catalogs that serve pass-through
+// routes; with a Catalog that does not, they are 404s.
+type PassthroughCatalog interface {
+	// PassthroughGranted reports (nil) whether the key may call path (query
+	// excluded, below the provider's base) of the provider: ErrProviderNotFound
+	// or ErrPassthroughDenied otherwise.
+	PassthroughGranted(ctx context.Context, p *Principal, provider, path string) error
+	// PassthroughTarget is the provider's synthetic deployment priced for
+	// model ("" when the request names none). perCall: the price is the
+	// provider's price per call (the model is unknown or has no price);
+	// otherwise Price is the model's token price, or Unpriced.
+	PassthroughTarget(ctx context.Context, p *Principal, provider, model string) (t *Target, perCall bool, err error)
+}
+
+func init() {
+	registerEndpoint(&endpoint{Path: PassthroughPrefix, Prefix: true, API: translate.APIPassthrough, QueryKey: true})
+}
+
+// passthroughSplit splits a pass-through :path into the provider id and the
+// rest (from its "/", query included).
+func passthroughSplit(path string) (provider, rest string) {
+	after := strings.TrimPrefix(path, PassthroughPrefix)
+	provider, rest, _ = strings.Cut(after, "/")
+	rest = "/" + rest
+	if q := strings.IndexByte(provider, '?'); q >= 0 { // /passthrough/id?x
+		provider, rest = provider[:q], "/"+provider[q:]
+	}
+	return provider, rest
+}
+
+// passthroughHeaders checks the grant at request headers; a request without
+// a body (GET, DELETE) is admitted and forwarded now.
+func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, contentLength int64) *extprocv3.ProcessingResponse {
+	pc, ok := s.p.cat.(PassthroughCatalog)
+	if !ok {
+		return s.reject(&translate.APIError{
+			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeUnknownURL,
+			Message: "Pass-through routes are not served by this gateway.",
+		})
+	}
+	provider, rest := passthroughSplit(s.path)
+	restPath, _, _ := strings.Cut(rest, "?")
+	if !cleanPassthroughPath(restPath) {
+		return s.reject(translate.ErrInvalidRequest(
+			"A pass-through path may not hold dot segments, empty segments, backslashes or encoded dots, slashes or backslashes.", ""))
+	}
+	if err := pc.PassthroughGranted(ctx, s.principal, provider, restPath); err != nil {
+		return s.reject(passthroughError(provider, restPath, err))
+	}
+	if endOfStream {
+		return s.passthroughForward(ctx, pc, nil)
+	}
+	if contentLength > int64(s.p.maxBody) {
+		return s.reject(errTooLarge(s.p.maxBody))
+	}
+	return replyContinueRequestHeaders
+}
+
+// passthroughBody admits and forwards a request with a body.
+func (s *stream) passthroughBody(ctx context.Context, body []byte) *extprocv3.ProcessingResponse {
+	pc, _ := s.p.cat.(PassthroughCatalog) // checked at request headers
+	return s.passthroughForward(ctx, pc, body)
+}
+
+func passthroughError(provider, path string, err error) *translate.APIError {
+	switch {
+	case errors.Is(err, ErrProviderNotFound):
+		return &translate.APIError{
+			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: "provider_not_found",
+			Message: fmt.Sprintf("There is no provider `%s` to pass through to.", provider),
+		}
+	case errors.Is(err, ErrPassthroughDenied):
+		return &translate.APIError{
+			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: "passthrough_not_allowed",
+			Message: fmt.Sprintf("This key may not call `%s` on provider `%s` (grant it with --passthrough '%s:%s').", path, provider, provider, path),
+		}
+	case errors.Is(err, ErrPassthroughUnsupported):
+		return &translate.APIError{
+			Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "passthrough_unsupported",
+			Message: fmt.Sprintf("Provider `%s` cannot be passed through: %v", provider, err),
+		}
+	}
+	return errUnavailable()
+}
+
+// passthroughForward admits the request and sends it to the provider's
+// synthetic deployment.
+func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, body []byte) *extprocv3.ProcessingResponse {
+	provider, rest := passthroughSplit(s.path)
+	if s.googleKey { // the virtual key came as ?key=: not the provider's
+		rest = withoutQueryKey(rest)
+	}
+	model := translate.PassthroughModel(rest, body)
+	target, perCall, err := pc.PassthroughTarget(ctx, s.principal, provider, model)
+	if err != nil || target == nil {
+		return s.reject(passthroughError(provider, rest, err))
+	}
+	s.target = target
+	s.in = &translate.Inbound{API: translate.APIPassthrough, Body: body, Model: target.Model, RequestID: s.id}
+	s.tr = &translate.Passthrough{Rest: rest, PerCall: perCall}
+	s.promptBytes = int64(len(body))
+
+	scopes := s.principal.Scopes
+	if s.customerHdr != "" {
+		if cs, ok := s.p.cat.Customer(ctx, s.customerHdr); ok {
+			s.customer = s.customerHdr
+			scopes = append(slices.Clip(scopes), cs)
+		}
+	}
+	areq := &s.areq
+	*areq = kernel.AdmitRequest{
+		ID: s.id, Scopes: scopes, Model: target.Model, PromptBytes: s.promptBytes,
+		DefaultMaxTokens: target.DefaultMaxTokens, Price: target.Price,
+	}
+	if perCall { // one unit of input at the price of a call
+		areq.PromptBytes, areq.MaxTokens, areq.DefaultMaxTokens = 1, 0, 1
+	}
+	s.mark(&s.report.AdmitStart)
+	d, err := s.admit(ctx, areq)
+	if err != nil {
+		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
+		return s.reject(errUnavailable())
+	}
+	if !d.Admitted {
+		if d.Reason == kernel.ReasonUnpriced {
+			return s.reject(passthroughUnpriced(provider, target, d))
+		}
+		return s.reject(s.refused(d, target.Model))
+	}
+	s.admitted, s.decision = true, d
+	out, err := s.tr.Request(s.in, target)
+	if err == nil && target.Signer != nil {
+		err = s.signOutbound(ctx, out)
+	}
+	if err != nil {
+		s.p.log.Warn("pass-through request failed", "request_id", s.id, "provider", provider, "err", err)
+		s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)
+		return s.reject(&translate.APIError{
+			Status: http.StatusBadGateway, Type: translate.TypeServer, Code: "upstream_auth_error",
+			Message: "The gateway could not sign the request for this provider.",
+		})
+	}
+	l := headerList{}
+	l = l.add(RouteHeader, target.Deployment)
+	l = l.addAll(out.Headers)
+	l = s.traceHeader(l)
+	if out.Path != s.path {
+		l = l.add(":path", out.Path)
+	}
+	hm := &extprocv3.HeaderMutation{SetHeaders: l.options(), RemoveHeaders: clientCredentialHeaders}
+	c := &extprocv3.CommonResponse{HeaderMutation: hm, ClearRouteCache: true}
+	if body == nil {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+			RequestHeaders: &extprocv3.HeadersResponse{Response: c},
+		}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+		RequestBody: &extprocv3.BodyResponse{Response: c},
+	}}
+}
+
+// passthroughUnpriced is the strict budget's refusal of a call that cannot be
+// priced: no model price and no price per call.
+func passthroughUnpriced(provider string, t *Target, d kernel.Decision) *translate.APIError {
+	what := "This call names no model"
+	if t.ProviderModel != "" {
+		what = fmt.Sprintf("The model `%s` has no price", t.ProviderModel)
+	}
+	return &translate.APIError{
+		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "passthrough_price_missing",
+		Message: fmt.Sprintf("%s and provider `%s` has no price per call, so the %s's budget cannot be enforced: "+
+			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
+			"(--price-per-call) or the model's price.", what, provider, scopeName(d.Scope)),
+	}
+}
+
+// cleanPassthroughPath reports whether p is a plain path the grants can be
+// checked on: a provider that decodes %2e%2e or %2f, or resolves "..",
+// would otherwise serve a path other than the one granted.
+func cleanPassthroughPath(p string) bool {
+	if strings.ContainsRune(p, '\\') {
+		return false
+	}
+	lower := strings.ToLower(p)
+	for _, enc := range []string{"%2e", "%2f", "%5c"} {
+		if strings.Contains(lower, enc) {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"), "/") {
+		if seg == "." || seg == ".." || seg == "" && p != "/" {
+			return false
+		}
+	}
+	return true
+}
