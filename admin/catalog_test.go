@@ -62,6 +62,10 @@ func TestProviderCredentialIsWriteOnly(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, upd.GetProvider().GetHasCredential(), "an empty credential in the mask clears it")
 
+		upd, err = c.providers.UpdateProvider(ctx, &adminv1.UpdateProviderRequest{Provider: &adminv1.Provider{Id: "openai", ResponsesApi: true}, UpdateMask: mask("responses_api")})
+		require.NoError(t, err, "provider update --responses-api")
+		require.True(t, upd.GetProvider().GetResponsesApi())
+
 		list, err := c.providers.ListProviders(ctx, &adminv1.ListProvidersRequest{})
 		require.NoError(t, err)
 		require.Len(t, list.GetProviders(), 1)

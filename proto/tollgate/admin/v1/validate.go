@@ -455,7 +455,7 @@ func (r *ListProvidersRequest) Validate() error { return page("", r.GetPageSize(
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateProviderRequest) Validate() error {
-	return first(mask("update_mask", r.GetUpdateMask(), "type", "base_url", "api_version", "credential", "admin_credential", "price_per_call"),
+	return first(mask("update_mask", r.GetUpdateMask(), "type", "base_url", "api_version", "credential", "admin_credential", "price_per_call", "responses_api"),
 		r.GetProvider().validate(false), credential(r.GetCredential()), adminCredential(r.GetAdminCredential()))
 }
 
