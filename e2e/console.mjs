@@ -58,6 +58,9 @@ const browser = await chromium.launch({ executablePath: env("CHROMIUM"), headles
 try {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
+  // make test runs other packages' tests beside this one on two cores: a
+  // page's action may wait past Playwright's 30 s default there.
+  page.setDefaultTimeout(90000);
   page.on("pageerror", (e) => out.console_errors.push(String(e)));
   // Refused calls (the 401 of the session check, the 403s below) are expected;
   // any other error in the console is not.

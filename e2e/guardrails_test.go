@@ -46,7 +46,9 @@ func TestGuardrailsWithSDKs(t *testing.T) {
 	s.waitKey(key)
 	// The attachment follows the key by one snapshot: wait until it holds.
 	require.Eventually(t, func() bool {
-		code, _, _ := s.post(key, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"SSN 123-45-6789"}],"max_tokens":4}`)
+		// An unknown model: 404 (nothing admitted, no ledger row) until the
+		// guardrail, checked before the model is resolved, refuses it.
+		code, _, _ := s.post(key, "/v1/chat/completions", `{"model":"no-such-model","messages":[{"role":"user","content":"SSN 123-45-6789"}],"max_tokens":4}`)
 		return code == http.StatusBadRequest
 	}, 10*time.Second, 50*time.Millisecond)
 
