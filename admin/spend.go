@@ -168,7 +168,7 @@ func entryView(e *store.LedgerEntry) *adminv1.SpendEntry {
 			Output: e.Usage.Output, Reasoning: e.Usage.Reasoning,
 		},
 		Cost: moneyOut(e.Cost), Status: statusesOut[e.Status], HttpStatus: int32(e.HTTPStatus), Stream: e.Stream,
-		StartedAt: tsOut(e.StartedAt), EndedAt: tsOut(e.EndedAt), Unpriced: e.Unpriced,
+		StartedAt: tsOut(e.StartedAt), EndedAt: tsOut(e.EndedAt), Unpriced: e.Unpriced, RequestedModel: e.RequestedModel,
 	}
 }
 

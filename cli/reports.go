@@ -191,8 +191,12 @@ func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {
 				if e.GetUnpriced() { // no price: never shown as a plain $0
 					cost = "unpriced"
 				}
+				model := e.GetModel()
+				if rm := e.GetRequestedModel(); rm != "" { // the client's name, its group beside it
+					model = rm + " (" + model + ")"
+				}
 				rows = append(rows, []string{
-					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), e.GetModel(), orDash(e.GetDeployment()),
+					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), model, orDash(e.GetDeployment()),
 					fmt.Sprint(u.GetInput() + u.GetCachedInput() + u.GetCacheWrite()), fmt.Sprint(u.GetOutput() + u.GetReasoning()),
 					cost, statusNames[e.GetStatus()], fmt.Sprint(e.GetHttpStatus()),
 				})

@@ -70,13 +70,16 @@ type Record struct {
 	CustomerID string
 	RunID      string // the run scope's id (kernel.RunScopeID), when the request named a run
 	Model      string
-	Deployment string
-	Usage      kernel.Usage
-	Status     kernel.Status
-	HTTPStatus int
-	Stream     bool
-	StartedAt  time.Time
-	EndedAt    time.Time
+	// RequestedModel is the name the client asked for, when it is not the
+	// group's own (Model): an alias, or a name a pattern matched.
+	RequestedModel string
+	Deployment     string
+	Usage          kernel.Usage
+	Status         kernel.Status
+	HTTPStatus     int
+	Stream         bool
+	StartedAt      time.Time
+	EndedAt        time.Time
 	// Unpriced: the deployment's model has no price (Target.Price.Unpriced);
 	// the ledger marks the row so that its $0 is not taken for a price.
 	Unpriced bool

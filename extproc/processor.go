@@ -829,15 +829,18 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		RunID:      s.runID,
 		Model:      s.target.Model,
 		Deployment: s.target.Deployment,
-		Usage:      u,
-		Status:     st,
-		HTTPStatus: httpStatus,
-		Stream:     s.in.Stream,
-		StartedAt:  s.started,
-		EndedAt:    s.p.now(),
-		Unpriced:   s.target.Price.Unpriced,
-		Cache:      CacheRecord{Status: s.cache.status},
-		Owner:      s.owner(),
+		// The name the client asked for, beside its group (an alias or a
+		// pattern's match; the reply names it too).
+		RequestedModel: requestedModel(s.in.Model, s.target.Model),
+		Usage:          u,
+		Status:         st,
+		HTTPStatus:     httpStatus,
+		Stream:         s.in.Stream,
+		StartedAt:      s.started,
+		EndedAt:        s.p.now(),
+		Unpriced:       s.target.Price.Unpriced,
+		Cache:          CacheRecord{Status: s.cache.status},
+		Owner:          s.owner(),
 	}
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -1001,4 +1004,13 @@ func scopeName(r kernel.ScopeRef) string {
 	default:
 		return "gateway"
 	}
+}
+
+// requestedModel is the client's model name when it is not its group's own
+// ("" when it is).
+func requestedModel(requested, group string) string {
+	if requested == group {
+		return ""
+	}
+	return requested
 }

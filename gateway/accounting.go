@@ -34,18 +34,19 @@ func (a processorAccountant) Settle(ctx context.Context, rec *extproc.Record) (k
 // ledgerEntry is the ledger entry of rec before settlement (no cost yet).
 func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 	e := store.LedgerEntry{
-		RequestID:  rec.RequestID,
-		CustomerID: rec.CustomerID,
-		RunID:      rec.RunID,
-		Model:      rec.Model,
-		Deployment: rec.Deployment,
-		Usage:      rec.Usage,
-		Status:     rec.Status,
-		HTTPStatus: rec.HTTPStatus,
-		Stream:     rec.Stream,
-		StartedAt:  rec.StartedAt,
-		EndedAt:    rec.EndedAt,
-		Unpriced:   rec.Unpriced,
+		RequestID:      rec.RequestID,
+		CustomerID:     rec.CustomerID,
+		RunID:          rec.RunID,
+		Model:          rec.Model,
+		RequestedModel: rec.RequestedModel,
+		Deployment:     rec.Deployment,
+		Usage:          rec.Usage,
+		Status:         rec.Status,
+		HTTPStatus:     rec.HTTPStatus,
+		Stream:         rec.Stream,
+		StartedAt:      rec.StartedAt,
+		EndedAt:        rec.EndedAt,
+		Unpriced:       rec.Unpriced,
 	}
 	if p := rec.Principal; p != nil {
 		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID

@@ -55,6 +55,8 @@ func TestPassTheNameGroup(t *testing.T) {
 	require.NotNil(t, miniRow)
 	require.Equal(t, kernel.Cost(mini, miniRow.Usage), miniRow.Cost, "priced under the requested name, not the group's price")
 	require.Positive(t, miniRow.Cost)
+	require.Equal(t, "openai", miniRow.Model, "the group")
+	require.Equal(t, "gpt-4o-mini", miniRow.RequestedModel, "the client's name beside it")
 	require.NotNil(t, futureRow)
 	require.True(t, futureRow.Unpriced)
 }

@@ -91,16 +91,19 @@ type LedgerEntry struct {
 	OrgID      string `json:"org_id,omitempty"`
 	CustomerID string `json:"customer_id,omitempty"`
 	// RunID is the run scope's id (kernel.RunScopeID) when the request named a run.
-	RunID      string        `json:"run_id,omitempty"`
-	Model      string        `json:"model"`      // public model name
-	Deployment string        `json:"deployment"` // deployment that served it
-	Usage      kernel.Usage  `json:"usage"`
-	Cost       kernel.Money  `json:"cost"`
-	Status     kernel.Status `json:"status"`
-	HTTPStatus int           `json:"http_status"`
-	Stream     bool          `json:"stream"`
-	StartedAt  time.Time     `json:"started_at"`
-	EndedAt    time.Time     `json:"ended_at"`
+	RunID string `json:"run_id,omitempty"`
+	Model string `json:"model"` // public model name (the model group)
+	// RequestedModel is the name the client asked for when it is not the
+	// group's own (an alias or a pattern's match): what the reply named.
+	RequestedModel string        `json:"requested_model,omitempty"`
+	Deployment     string        `json:"deployment"` // deployment that served it
+	Usage          kernel.Usage  `json:"usage"`
+	Cost           kernel.Money  `json:"cost"`
+	Status         kernel.Status `json:"status"`
+	HTTPStatus     int           `json:"http_status"`
+	Stream         bool          `json:"stream"`
+	StartedAt      time.Time     `json:"started_at"`
+	EndedAt        time.Time     `json:"ended_at"`
 	// Unpriced: the model had no price (kernel.Price.Unpriced) and the request
 	// was served all the same (estimate budget, or no budget): Cost is not a
 	// price that says $0 but the absence of one.

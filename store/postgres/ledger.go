@@ -95,6 +95,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		status, httpStatus = make([]int16, n), make([]int32, n)
 		stream, unpriced   = make([]bool, n), make([]bool, n)
 		runs               = make([]*string, n) // nil: NULL, no run
+		requested          = make([]*string, n) // nil: NULL, the group's own name
 	)
 	for i := range rows {
 		e := &rows[i]
@@ -106,6 +107,9 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		if e.RunID != "" {
 			runs[i] = &e.RunID
 		}
+		if e.RequestedModel != "" {
+			requested[i] = &e.RequestedModel
+		}
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := insertOwners(ctx, tx, batch); err != nil {
@@ -113,14 +117,14 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		}
 		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
 			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
-			  stream, started_ns, ended_ns, unpriced, run_id)
+			  stream, started_ns, ended_ns, unpriced, run_id, requested_model)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
-			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[])
+			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[], $22::text[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING request_id`,
 			ids, keys, users, teams, orgs, customers, models, deps, in, cin, cw, out, rsn, cost, status, httpStatus,
-			stream, started, ended, unpriced, runs)
+			stream, started, ended, unpriced, runs, requested)
 		if err != nil {
 			return err
 		}

@@ -109,13 +109,13 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	for rows.Next() {
 		var e store.LedgerEntry
 		var status, stream, started, ended, unpriced int64
-		var run sql.NullString
+		var run, requested sql.NullString
 		if err := rows.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run); err != nil {
+			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run, &requested); err != nil {
 			return nil, s.wrap("entries", err)
 		}
-		e.RunID = run.String
+		e.RunID, e.RequestedModel = run.String, requested.String
 		e.Status, e.Stream, e.Unpriced = kernel.Status(status), stream != 0, unpriced != 0
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		out = append(out, e)

@@ -169,6 +169,23 @@ func (s *suite) ledgerTests() []test {
 			require.True(t, got[0].Unpriced)
 			require.False(t, got[1].Unpriced)
 		}},
+		{"RequestedModelRoundTrip", func(t *testing.T) {
+			// The client's name beside its group (issue 38); none when it
+			// asked for the group itself.
+			st := s.fresh(t)
+			at := base.Add(time.Minute)
+			rows := []store.LedgerEntry{
+				{RequestID: "via-pattern", KeyID: "k", Model: "demo", RequestedModel: "claude-opus-4-8", StartedAt: at, EndedAt: at},
+				{RequestID: "by-group", KeyID: "k", Model: "demo", StartedAt: at, EndedAt: at.Add(time.Second)},
+			}
+			require.NoError(t, st.Append(t.Context(), rows...))
+			require.NoError(t, st.Flush(timeout(t, 30*time.Second)))
+			got, err := st.Entries(t.Context(), store.LedgerFilter{Model: "demo"})
+			require.NoError(t, err)
+			require.Len(t, got, 2)
+			require.Equal(t, "claude-opus-4-8", got[0].RequestedModel)
+			require.Empty(t, got[1].RequestedModel)
+		}},
 		{"AppendFlushRoundTrip", func(t *testing.T) {
 			st := s.fresh(t)
 			entries := Gen(50, 1, "rt")

@@ -499,9 +499,12 @@ type SpendEntry struct {
 	EndedAt    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
 	// unpriced: the model had no price and the request was served all the same
 	// (estimate budget, or no budget): cost is the absence of a price, not $0.
-	Unpriced      bool `protobuf:"varint,16,opt,name=unpriced,proto3" json:"unpriced,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unpriced bool `protobuf:"varint,16,opt,name=unpriced,proto3" json:"unpriced,omitempty"`
+	// requested_model is the name the client asked for when it is not the
+	// group's own (model): an alias, or a name a model-name pattern matched.
+	RequestedModel string `protobuf:"bytes,17,opt,name=requested_model,json=requestedModel,proto3" json:"requested_model,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SpendEntry) Reset() {
@@ -644,6 +647,13 @@ func (x *SpendEntry) GetUnpriced() bool {
 		return x.Unpriced
 	}
 	return false
+}
+
+func (x *SpendEntry) GetRequestedModel() string {
+	if x != nil {
+		return x.RequestedModel
+	}
+	return ""
 }
 
 type ListSpendEntriesRequest struct {
@@ -1014,7 +1024,7 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\vcache_write\x18\x03 \x01(\x03R\n" +
 	"cacheWrite\x12\x16\n" +
 	"\x06output\x18\x04 \x01(\x03R\x06output\x12\x1c\n" +
-	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xc1\x04\n" +
+	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xea\x04\n" +
 	"\n" +
 	"SpendEntry\x12\x1d\n" +
 	"\n" +
@@ -1039,7 +1049,8 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1a\n" +
-	"\bunpriced\x18\x10 \x01(\bR\bunpriced\"\xff\x01\n" +
+	"\bunpriced\x18\x10 \x01(\bR\bunpriced\x12'\n" +
+	"\x0frequested_model\x18\x11 \x01(\tR\x0erequestedModel\"\xff\x01\n" +
 	"\x17ListSpendEntriesRequest\x12.\n" +
 	"\x05scope\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
