@@ -3,7 +3,6 @@ package extproc
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -167,7 +166,7 @@ func TestUnpricedServedAndMarked(t *testing.T) {
 			recs := e.acct.waitRecords(t, 1)
 			require.Equal(t, tc.unpriced, recs[0].Unpriced)
 			require.Equal(t, int64(7), recs[0].Usage.Input)
-			require.False(t, strings.Contains(string(got.Body), "model_price_missing"))
+			require.NotContains(t, string(got.Body), "model_price_missing")
 		})
 	}
 }
