@@ -217,6 +217,7 @@ func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry) 
 		return 0, nil // already settled (or expired): exactly once
 	}
 	e.Cost, e.EndedAt = s.Cost, s.SettledAt
+	e.Unpriced = e.Unpriced || s.Unpriced
 	return s.Cost, a.record(ctx, oneEntry(e))
 }
 
@@ -354,6 +355,7 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 		Status:    kernel.StatusExpired,
 		StartedAt: s.AdmittedAt,
 		EndedAt:   s.SettledAt,
+		Unpriced:  s.Unpriced,
 	}
 	for _, r := range s.Scopes {
 		switch r.Kind {

@@ -499,7 +499,7 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kernel.Money, st kernel.Status) kernel.Settlement {
 	return kernel.Settlement{
 		ID: rec.ID, Scopes: slices.Clone(rec.Scopes), Model: rec.Model, Usage: u, Cost: cost, Reserved: reserved,
-		Status: st, AdmittedAt: time.Unix(0, rec.AdmittedAt), SettledAt: now,
+		Status: st, AdmittedAt: time.Unix(0, rec.AdmittedAt), SettledAt: now, Unpriced: rec.Price.Unpriced,
 	}
 }
 

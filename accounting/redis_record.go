@@ -23,6 +23,9 @@ func appendRecordJSON(b []byte, rec *record) ([]byte, error) {
 	if p.Reasoning != 0 {
 		b = strconv.AppendInt(append(b, `,"reasoning":`...), int64(p.Reasoning), 10)
 	}
+	if p.Unpriced {
+		b = append(b, `,"unpriced":true`...)
+	}
 	b = append(b, `},"s":`...)
 	if rec.Scopes == nil {
 		b = append(b, "null"...)

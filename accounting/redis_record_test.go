@@ -21,7 +21,7 @@ func TestRecordJSON(t *testing.T) {
 			Model: str.Draw(rt, "model"),
 			Price: kernel.Price{
 				Input: money.Draw(rt, "in"), CachedInput: money.Draw(rt, "cached"), CacheWrite: money.Draw(rt, "write"),
-				Output: money.Draw(rt, "out"), Reasoning: money.Draw(rt, "rsn"),
+				Output: money.Draw(rt, "out"), Reasoning: money.Draw(rt, "rsn"), Unpriced: rapid.Bool().Draw(rt, "unpriced"),
 			},
 			AdmittedAt: rapid.Int64().Draw(rt, "a"), Deadline: rapid.Int64().Draw(rt, "dl"), Minute: rapid.Int64().Draw(rt, "mn"),
 			Output: rapid.OneOf(rapid.Just(int64(0)), rapid.Int64()).Draw(rt, "o"),

@@ -59,6 +59,8 @@
 //	429 rate_limit_exceeded    with retry-after, retry-after-ms, x-ratelimit-*
 //	400 budget_exceeded        type and code budget_exceeded, as LiteLLM: a
 //	                           budget does not refill by retrying, so not a 429
+//	400 model_price_missing    the deployment's model has no price and a strict
+//	                           budget applies (kernel.ReasonUnpriced; unpriced.go)
 //	503 service_unavailable    Catalog or Accountant failing
 //
 // Endpoints are small specs registered by path (or path prefix, for path

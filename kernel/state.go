@@ -474,7 +474,7 @@ func (s *State) settlement(res *reservation, now time.Time, u Usage, cost Money,
 	}
 	return Settlement{
 		ID: res.id, Scopes: refs, Model: res.model, Usage: u, Cost: cost,
-		Reserved: res.reserved, Status: st, AdmittedAt: res.admittedAt, SettledAt: now,
+		Reserved: res.reserved, Status: st, AdmittedAt: res.admittedAt, SettledAt: now, Unpriced: res.price.Unpriced,
 	}
 }
 

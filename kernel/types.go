@@ -291,4 +291,7 @@ type Settlement struct {
 	Status     Status
 	AdmittedAt time.Time
 	SettledAt  time.Time
+	// Unpriced: the reservation's price was Price.Unpriced (its Cost is no
+	// price's $0); the ledger marks the row, expired ones included.
+	Unpriced bool
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -40,5 +41,29 @@ func TestUnpricedRefusal(t *testing.T) {
 				require.True(t, s.Admit(t0, req).Admitted)
 			}
 		})
+	}
+}
+
+// TestUnpricedSettlementsAreMarked: a served unpriced request settles, or
+// expires, with Unpriced set and a zero cost; a priced one without.
+func TestUnpricedSettlementsAreMarked(t *testing.T) {
+	s := NewState()
+	req := request("served", &Limits{Mode: Estimate}, nil)
+	req.Price = Price{Unpriced: true}
+	require.True(t, s.Admit(t0, req).Admitted)
+	st, ok := s.Settle(t0.Add(time.Second), "served", Usage{Input: 10, Output: 5}, StatusCompleted)
+	require.True(t, ok)
+	require.True(t, st.Unpriced)
+	require.Zero(t, st.Cost)
+
+	req = request("lost", nil, nil)
+	req.Price = Price{Unpriced: true}
+	require.True(t, s.Admit(t0, req).Admitted)
+	priced := request("priced", nil, nil)
+	require.True(t, s.Admit(t0, priced).Admitted)
+	expired := s.Expire(t0.Add(DefaultLease))
+	require.Len(t, expired, 2)
+	for _, e := range expired {
+		require.Equal(t, e.ID == "lost", e.Unpriced, e.ID)
 	}
 }

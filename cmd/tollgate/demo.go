@@ -34,12 +34,13 @@ func demoSetup(ctx context.Context, g *gateway.Gateway, upstream, keyFile string
 	if _, err := store.Put(ctx, st, dep.ID, &dep, -1); err != nil {
 		return err
 	}
-	group := store.ModelGroup{ID: "demo", Deployments: []string{dep.ID}, DefaultMaxTokens: 256, Aliases: agentModels}
-	if _, err := store.Put(ctx, st, group.ID, &group, -1); err != nil {
-		return err
-	}
+	// The price first: no snapshot ever serves the group unpriced.
 	price := store.ModelPrice{ID: "demo", Price: kernel.Price{Input: kernel.Dollar, Output: 2 * kernel.Dollar}} // $1 / $2 per million tokens
 	if _, err := store.Put(ctx, st, price.ID, &price, -1); err != nil {
+		return err
+	}
+	group := store.ModelGroup{ID: "demo", Deployments: []string{dep.ID}, DefaultMaxTokens: 256, Aliases: agentModels}
+	if _, err := store.Put(ctx, st, group.ID, &group, -1); err != nil {
 		return err
 	}
 
