@@ -67,7 +67,9 @@ type ownState struct {
 	record            bool
 	id                string
 	store, background bool
-	sse               []byte
+	// prev is the request's previous_response_id ("" when none).
+	prev string
+	sse  []byte
 	// fwd is the owner of the response a forwarded request (GET, DELETE,
 	// input_items, cancel) is on.
 	fwd *ResponseOwner
@@ -110,14 +112,20 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 	if s.p.owners == nil || s.ep.API != translate.APIResponses {
 		return nil
 	}
-	s.own.store, s.own.background = true, false
-	if v, ok := boolMember(body, "store"); ok {
-		s.own.store = v
-	}
-	if v, ok := boolMember(body, "background"); ok {
-		s.own.background = v
-	}
-	prev := stringMember(body, "previous_response_id")
+	s.own.store, s.own.background, s.own.prev = true, false, ""
+	// One scan for the three members (checkNative reads prev again).
+	_, _ = translate.ScanObject(body, 0, true, func(key []byte, v translate.Span) error {
+		switch {
+		case translate.KeyIs(key, "store"):
+			s.own.store = boolValue(body, v, s.own.store)
+		case translate.KeyIs(key, "background"):
+			s.own.background = boolValue(body, v, s.own.background)
+		case translate.KeyIs(key, "previous_response_id"):
+			s.own.prev, _ = translate.StringValue(body, v)
+		}
+		return nil
+	})
+	prev := s.own.prev
 	if prev == "" {
 		return nil
 	}
@@ -144,7 +152,7 @@ func (s *stream) checkNative(body []byte) *translate.APIError {
 		return nil
 	}
 	s.own.record = true
-	if prev := stringMember(body, "previous_response_id"); prev != "" && s.own.pin == nil {
+	if prev := s.own.prev; prev != "" && s.own.pin == nil {
 		return notFoundPrevious(prev)
 	}
 	return nil
@@ -365,20 +373,15 @@ func stringMember(body []byte, name string) string {
 	return v
 }
 
-// boolMember is the boolean value of a top-level member; ok false when it
-// is absent or not a boolean.
-func boolMember(body []byte, name string) (v, ok bool) {
-	m, err := translate.TopLevelMember(body, name)
-	if err != nil || !m.OK() {
-		return false, false
-	}
-	switch string(body[m.Start:m.End]) {
+// boolValue is the boolean at v, or def when it is not a boolean.
+func boolValue(body []byte, v translate.Span, def bool) bool {
+	switch string(body[v.Start:v.End]) {
 	case "true":
-		return true, true
+		return true
 	case "false":
-		return false, true
+		return false
 	}
-	return false, false
+	return def
 }
 
 // replyContinueRequestBody continues a request body unchanged (shared).
