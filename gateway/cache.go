@@ -47,7 +47,7 @@ func (c *Catalog) cachePolicy(model string) *groupCache {
 	if s == nil {
 		return nil
 	}
-	if m, ok := s.models[model]; ok {
+	if m, ok := s.lookup(model); ok { // a group, an alias or a pattern's match
 		return m.cache
 	}
 	return nil

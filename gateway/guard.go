@@ -194,8 +194,13 @@ func (c *Catalog) Guardrails(pr *extproc.Principal, model string) extproc.Guardr
 	if s == nil || s.guards == nil || pr == nil {
 		return nil
 	}
-	if m, ok := s.models[model]; ok { // an alias: its group's attachments
+	// The group a name means (an alias or a pattern: its group's
+	// attachments); an unknown name has none, and does not become a key of
+	// sets (client names are unbounded).
+	if m, ok := s.lookup(model); ok {
 		model = m.info.ID
+	} else {
+		model = ""
 	}
 	k := pr.KeyID + "\x00" + model
 	if v, ok := s.guards.sets.Load(k); ok {
