@@ -18,6 +18,15 @@ var (
 	ErrInput = errors.New("batch: bad input")
 	// ErrProvider: the provider's batch API failed.
 	ErrProvider = errors.New("batch: the provider's batch API failed")
+	// ErrUnauthorized: the Catalog knows no such key (or it expired).
+	ErrUnauthorized = errors.New("batch: invalid API key")
+	// ErrModelNotFound: the Catalog serves no such model.
+	ErrModelNotFound = errors.New("batch: no such model")
+	// ErrModelNotAllowed: the key may not use the model.
+	ErrModelNotAllowed = errors.New("batch: model not allowed")
+	// ErrNoDeployment: no deployment of the model speaks the batch's API
+	// (or the one a file was uploaded to is gone).
+	ErrNoDeployment = errors.New("batch: no deployment of the model serves this batch API")
 )
 
 // API is the client API a batch was made with.
@@ -30,9 +39,13 @@ const (
 )
 
 // Price is the batch price of a model: half of each token price (rounded
-// down), the discount OpenAI and Anthropic give batch work.
+// down), the discount OpenAI and Anthropic give batch work. An unpriced
+// model stays marked unpriced (refused under a strict budget).
 func Price(p kernel.Price) kernel.Price {
-	return kernel.Price{Input: p.Input / 2, CachedInput: p.CachedInput / 2, CacheWrite: p.CacheWrite / 2, Output: p.Output / 2, Reasoning: p.Reasoning / 2}
+	return kernel.Price{
+		Input: p.Input / 2, CachedInput: p.CachedInput / 2, CacheWrite: p.CacheWrite / 2, Output: p.Output / 2, Reasoning: p.Reasoning / 2,
+		Unpriced: p.Unpriced,
+	}
 }
 
 // Estimate is what admission needs of a batch: its model and its worst case

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -42,7 +40,7 @@ func (p *Pending) Entries(lines []Line, endedAt time.Time) []store.LedgerEntry {
 		out = append(out, store.LedgerEntry{
 			RequestID: p.ID + "/" + l.CustomID, KeyID: p.KeyID, UserID: p.UserID, TeamID: p.TeamID, OrgID: p.OrgID,
 			CustomerID: p.CustomerID, Model: p.Model, Deployment: p.Deployment, Usage: l.Usage,
-			Cost: kernel.Cost(p.Price, l.Usage), Status: l.Status, HTTPStatus: l.HTTPStatus,
+			Cost: kernel.Cost(p.Price, l.Usage), Unpriced: p.Price.Unpriced, Status: l.Status, HTTPStatus: l.HTTPStatus,
 			StartedAt: p.CreatedAt, EndedAt: endedAt,
 		})
 	}
@@ -72,22 +70,7 @@ func (s *Store) Add(ctx context.Context, p *Pending) error {
 
 // List returns the pending batches, oldest id first.
 func (s *Store) List(ctx context.Context) ([]Pending, error) {
-	objs, err := s.cfg.List(ctx, store.KindBatch, "", 0)
-	if err != nil {
-		return nil, err
-	}
-	var out []Pending
-	for _, o := range objs {
-		if !strings.HasPrefix(o.ID, pendingPrefix) {
-			continue
-		}
-		var p Pending
-		if err := json.Unmarshal(o.Doc, &p); err != nil {
-			return nil, fmt.Errorf("batch: stored %q: %w", o.ID, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return listDocs(ctx, s.cfg, pendingPrefix, func(*Pending) bool { return true })
 }
 
 // Get returns one pending batch (store.ErrNotFound when settled or unknown).

@@ -88,6 +88,7 @@ type Gateway struct {
 	builtMu     sync.Mutex
 	reconciler  *reconcile.Job // the scheduled reconciliation; nil when off
 	batches     *batch.Poller  // settles ended batches (batches.go)
+	batchSvc    *batch.Service // the batch endpoints (batches.go)
 
 	// What start steps started, for shutdown; nil when not started.
 	proc     *extproc.Processor

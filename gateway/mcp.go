@@ -207,7 +207,7 @@ func (g *Gateway) serveMCP() error {
 		return err
 	}
 	g.MCPAddr = addrString(lis)
-	g.mcpSrv = &http.Server{Handler: g.mcp, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	g.mcpSrv = &http.Server{Handler: g.servicesHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.serve("MCP service", func() error {
 		if err := g.mcpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -42,6 +42,7 @@ func (g *Gateway) start(ctx context.Context) error {
 		{"observability", func(ctx context.Context) error { return g.startObserve(ctx, g.obsOpts) }},
 		{"shared counters", g.joinCounters},
 		{"ext_proc processor", g.startProcessor},
+		{"batch endpoints", g.startBatchService},
 		{"MCP gateway", g.startMCP},
 		{"xDS server", g.startXDS},
 		{"admin API", g.startAdmin},
@@ -303,7 +304,7 @@ func (g *Gateway) startEdge(ctx context.Context) error {
 		return err
 	}
 	g.conns = append(g.conns, xconn)
-	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis), g.edgeHealth(), g.mcpEdge())
+	g.edge = edge.New(pc, edge.WithLogger(g.log), edge.WithListener(g.dataLis), g.edgeHealth(), g.mcpEdge(), g.batchEdge())
 	g.dataLis = nil // the edge owns it now
 	g.serve("data plane", func() error { return g.edge.RunADS(ctx, xconn, g.Config.NodeID) })
 	t := time.NewTimer(dataPlaneReadyTimeout)

@@ -22,13 +22,17 @@ import (
 // (a tool may run long); the route's idle timeout bounds stalls.
 
 // mcpRoute is the route of envoy.MCPPath, before the catch-all.
-func (b *builder) mcpRoute() *routev3.Route {
+func (b *builder) mcpRoute() *routev3.Route { return b.serviceRoute(envoy.MCPRouteName, envoy.MCPPath) }
+
+// serviceRoute sends path and the paths under it to the gateway's service
+// cluster (MCP, and the batch endpoints: batches.go), ext_proc off.
+func (b *builder) serviceRoute(name, path string) *routev3.Route {
 	off, _ := anypb.New(&extprocfilterv3.ExtProcPerRoute{
 		Override: &extprocfilterv3.ExtProcPerRoute_Disabled{Disabled: true},
 	})
 	return &routev3.Route{
-		Name:  envoy.MCPRouteName,
-		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: envoy.MCPPath}},
+		Name:  name,
+		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: path}},
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: envoy.MCPCluster},
 			Timeout:          durationpb.New(0),

@@ -31,6 +31,7 @@ func (b *builder) routeConfiguration() *routev3.RouteConfiguration {
 	routes = append(routes, healthRoutes()...)
 	if in.MCP != nil {
 		routes = append(routes, b.mcpRoute())
+		routes = append(routes, b.batchRoutes()...)
 	}
 	byDep := make(map[string]Upstream, len(in.Upstreams))
 	for _, u := range in.Upstreams {

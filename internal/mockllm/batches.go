@@ -106,6 +106,11 @@ func (s *Server) registerBatches() {
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}/results", s.messageBatchResults)
 }
 
+// SetClock sets the mock's clock (tests: a batch completes when the clock
+// passes its delay). Call it before serving; now must be safe for
+// concurrent use.
+func (s *Server) SetClock(now func() time.Time) { s.now = now }
+
 func (s *Server) newID(prefix string) string { return prefix + strconv.FormatUint(s.seq.Add(1), 10) }
 
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
