@@ -293,6 +293,24 @@ func TestBatchEndpoints(t *testing.T) {
 	status, _ = call(t, http.MethodGet, r.url+"/v1/files/"+fileID, owner, nil, "")
 	require.Equal(t, http.StatusNotFound, status)
 
+	// On Envoy, the batch routes go to the gateway's service listener (the
+	// cluster of /mcp too): the same endpoints, the same owners.
+	t.Run("the service Envoy's batch routes reach", func(t *testing.T) {
+		svc := "http://" + r.g.MCPAddr
+		status, raw := call(t, http.MethodGet, svc+"/v1/batches/"+batchID, owner, nil, "")
+		require.Equal(t, http.StatusOK, status, string(raw))
+		require.Equal(t, batchID, decode(t, raw)["id"])
+		status, raw = call(t, http.MethodGet, svc+"/v1/batches/"+batchID, other, nil, "")
+		requireOpenAIError(t, status, http.StatusNotFound, raw, "")
+		status, raw = upload(t, svc, other, batchInput("gpt-batch", 1, 8))
+		require.Equal(t, http.StatusOK, status, string(raw))
+		status, raw = call(t, http.MethodGet, svc+"/v1/files", other, nil, "")
+		require.Equal(t, http.StatusOK, status, string(raw))
+		require.Len(t, decode(t, raw)["data"], 1)
+		status, _ = call(t, http.MethodPost, svc+"/mcp", other, strings.NewReader(`{}`), "application/json")
+		require.NotEqual(t, http.StatusNotFound, status, "/mcp is still the MCP gateway's")
+	})
+
 	t.Run("anthropic", func(t *testing.T) {
 		anth := func(method, path, key, body string) (int, []byte) {
 			req, err := http.NewRequest(method, r.url+path, strings.NewReader(body))
