@@ -170,6 +170,41 @@ const scenarios = {
       return { error: errorInfo(e), isRateLimit: e instanceof Anthropic.RateLimitError };
     }
   },
+  // Message Batches through the gateway (docs/batches.md): create,
+  // retrieve until ended, results (read from the results_url the gateway
+  // gives); another key (TOLLGATE_OTHER_KEY) is denied the batch.
+  async batch() {
+    const c = client();
+    const maxTokens = Number(process.env.TOLLGATE_MAX_TOKENS ?? 16);
+    let b;
+    try {
+      b = await c.messages.batches.create({
+        requests: ["first", "second request"].map((text, i) => ({
+          custom_id: `req-${i}`,
+          params: { model: model(), max_tokens: maxTokens, messages: [{ role: "user", content: text }] },
+        })),
+      });
+    } catch (e) {
+      return { createError: errorInfo(e) };
+    }
+    const created = b.processing_status;
+    const deadline = Date.now() + 30000;
+    while (b.processing_status !== "ended" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      b = await c.messages.batches.retrieve(b.id);
+    }
+    const results = [];
+    for await (const r of await c.messages.batches.results(b.id)) results.push(r);
+    let denied = null;
+    try {
+      await client(process.env.TOLLGATE_OTHER_KEY).messages.batches.retrieve(b.id);
+    } catch (e) {
+      denied = errorInfo(e);
+    }
+    const listed = [];
+    for await (const x of c.messages.batches.list()) listed.push(x.id);
+    return { id: b.id, created, status: b.processing_status, resultsURL: b.results_url, counts: b.request_counts, results, denied, listed };
+  },
 };
 
 const name = process.argv[2];

@@ -1,7 +1,7 @@
 // Scenarios run with the official OpenAI Node SDK against a running Tollgate.
 // Usage: node openai.mjs <scenario>; env TOLLGATE_URL, TOLLGATE_KEY.
 // Prints one JSON object with what the scenario observed; the Go test asserts on it.
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 
 const client = (key = process.env.TOLLGATE_KEY, opts = {}) =>
   new OpenAI({ baseURL: process.env.TOLLGATE_URL + "/v1", apiKey: key, maxRetries: 0, timeout: 20000, ...opts });
@@ -155,6 +155,67 @@ const scenarios = {
       }
     }
     return { passed: 50, error: null };
+  },
+  // The Batch API through the gateway (docs/batches.md): files.create,
+  // batches.create, batches.retrieve until it ends, files.content for the
+  // results; another key (TOLLGATE_OTHER_KEY) is denied the files and the
+  // batch. TOLLGATE_MAX_TOKENS sets each line's max_tokens.
+  async batch() {
+    const maxTokens = Number(process.env.TOLLGATE_MAX_TOKENS ?? 8);
+    const lines = [0, 1, 2].map((i) =>
+      JSON.stringify({
+        custom_id: `line-${i}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: {
+          model: process.env.TOLLGATE_MODEL ?? "demo",
+          max_tokens: maxTokens,
+          messages: [{ role: "user", content: `batch line ${i} ` + "word ".repeat(i) }],
+        },
+      }),
+    );
+    const file = await client().files.create({ file: await toFile(Buffer.from(lines.join("\n") + "\n"), "batch.jsonl"), purpose: "batch" });
+    let b;
+    try {
+      b = await client().batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    } catch (e) {
+      return { fileId: file.id, createError: errorInfo(e) };
+    }
+    const created = b.status;
+    const deadline = Date.now() + 30000;
+    while (!["completed", "failed", "cancelled", "expired"].includes(b.status) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      b = await client().batches.retrieve(b.id);
+    }
+    const content = await (await client().files.content(b.output_file_id)).text();
+    const other = client(process.env.TOLLGATE_OTHER_KEY);
+    const denied = {};
+    for (const [what, f] of Object.entries({
+      content: () => other.files.content(b.output_file_id),
+      retrieveFile: () => other.files.retrieve(file.id),
+      deleteFile: () => other.files.delete(file.id),
+      useFile: () => other.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }),
+      retrieveBatch: () => other.batches.retrieve(b.id),
+    })) {
+      try {
+        await f();
+        denied[what] = null;
+      } catch (e) {
+        denied[what] = errorInfo(e);
+      }
+    }
+    const listed = [];
+    for await (const x of client().batches.list()) listed.push(x.id);
+    return {
+      fileId: file.id,
+      batchId: b.id,
+      created,
+      status: b.status,
+      counts: b.request_counts,
+      output: content.trim().split("\n").map((l) => JSON.parse(l)),
+      denied,
+      listed,
+    };
   },
 };
 

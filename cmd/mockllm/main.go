@@ -47,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (mockllm.Config, error) {
 	fs.IntVar(&cfg.OutputTokens, "output-tokens", cfg.OutputTokens, "default output tokens (words) per reply")
 	fs.IntVar(&cfg.EmbeddingDimensions, "embedding-dimensions", cfg.EmbeddingDimensions, "embedding length when the request gives none")
 	fs.StringVar(&cfg.AdminKey, "admin-key", cfg.AdminKey, "admin key of the usage and cost reports (empty: refuse them)")
+	fs.DurationVar(&cfg.BatchDelay, "batch-delay", cfg.BatchDelay, "how long a batch takes to run (a request's x-mock-batch-delay overrides it)")
 	flagged := fs.String("flagged-words", strings.Join(cfg.FlaggedWords, ","), "comma-separated words POST /v1/moderations flags")
 	models := fs.String("models", strings.Join(cfg.Models, ","), "comma-separated model ids listed by GET /v1/models")
 	if err := fs.Parse(args); err != nil {
