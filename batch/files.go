@@ -93,7 +93,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(raw, &obj)
 	}
 	if err != nil || obj.ID == "" {
-		s.internal(r, w, "read the provider's file", fmt.Errorf("%w: %v", ErrProvider, err))
+		s.internal(r, w, "read the provider's file", noID(err))
 		return
 	}
 	rec := &FileRecord{

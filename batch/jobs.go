@@ -157,7 +157,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, route *Route, e
 	}
 	if err != nil || obj.ID == "" {
 		release()
-		s.internal(r, w, "read the provider's batch", fmt.Errorf("%w: %v", ErrProvider, err))
+		s.internal(r, w, "read the provider's batch", noID(err))
 		return
 	}
 	now := s.now().UTC()

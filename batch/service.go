@@ -311,6 +311,14 @@ func readOK(resp *http.Response) ([]byte, error) {
 	return raw, err
 }
 
+// noID is a provider's answer that could not be read or named no id.
+func noID(err error) error {
+	if err == nil {
+		err = errors.New("the answer has no id")
+	}
+	return fmt.Errorf("%w: %w", ErrProvider, err)
+}
+
 // newID is a random reservation id.
 func newID(prefix string) string {
 	var b [12]byte

@@ -152,11 +152,13 @@ func TestMCPGateway(t *testing.T) {
 func (s *system) replica(t *testing.T, flags ...string) string {
 	t.Helper()
 	listen := testenv.FreeAddr(t)
-	_, done := startProcess(t, s.logs, []string{"TOLLGATE_ADMIN_KEY=" + adminKey}, "tollgate", append([]string{"run",
+	_, done := startProcess(t, s.logs, []string{"TOLLGATE_ADMIN_KEY=" + adminKey}, "tollgate", append([]string{
+		"run",
 		"--db", filepath.Join(s.dir, "tollgate.db"),
 		"--listen", listen, "--admin-addr", testenv.FreeAddr(t),
 		"--xds-addr", testenv.FreeAddr(t), "--extproc-addr", testenv.FreeAddr(t), "--metrics-addr", testenv.FreeAddr(t),
-		"--log-level", "warn"}, flags...)...)
+		"--log-level", "warn",
+	}, flags...)...)
 	url := "http://" + listen
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -189,7 +189,10 @@ func TestBatchEndpoints(t *testing.T) {
 	tight := r.key(t, "k-strict", strict)
 	other := r.key(t, "k-other", kernel.Limits{})
 	owner := r.key(t, "k-owner", kernel.Limits{})
-	eventually(t, func() bool { s, _ := call(t, http.MethodGet, r.url+"/v1/files", owner, nil, ""); return s == http.StatusOK })
+	eventually(t, func() bool {
+		s, _ := call(t, http.MethodGet, r.url+"/v1/files", owner, nil, "")
+		return s == http.StatusOK
+	})
 
 	// Upload: the lines reach the provider with the deployment's model.
 	status, raw := upload(t, r.url, owner, batchInput("gpt-batch", 3, 8))

@@ -2,8 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,25 +15,6 @@ import (
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/memstore"
 )
-
-// mockCall does one request to a mock and decodes its JSON answer.
-func mockCall(t *testing.T, method, url string, body io.Reader, headers ...string) map[string]any {
-	t.Helper()
-	req, err := http.NewRequest(method, url, body)
-	require.NoError(t, err)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(raw, &out))
-	return out
-}
 
 // A batch created through the endpoints of one gateway process, which then
 // stops (its process-local reservation with it) while the batch runs, is
