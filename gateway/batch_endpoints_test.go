@@ -296,6 +296,30 @@ func TestBatchEndpoints(t *testing.T) {
 	status, _ = call(t, http.MethodGet, r.url+"/v1/files/"+fileID, owner, nil, "")
 	require.Equal(t, http.StatusNotFound, status)
 
+	// Cancelled after its first line ran: that line is settled, the rest
+	// cost nothing.
+	t.Run("cancel settles what ran", func(t *testing.T) {
+		status, raw := upload(t, r.url, owner, batchInput("gpt-batch", 3, 8))
+		require.Equal(t, http.StatusOK, status, string(raw))
+		status, raw = call(t, http.MethodPost, r.url+"/v1/batches", owner, strings.NewReader(`{"input_file_id":"`+decode(t, raw)["id"].(string)+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`), "application/json")
+		require.Equal(t, http.StatusOK, status, string(raw))
+		id := decode(t, raw)["id"].(string)
+		bm.skew.Add(int64(25 * time.Second)) // line 0 of 3 completes at 20 s of 60
+		status, raw = call(t, http.MethodPost, r.url+"/v1/batches/"+id+"/cancel", owner, nil, "")
+		require.Equal(t, http.StatusOK, status, string(raw))
+		require.Equal(t, "cancelled", decode(t, raw)["status"])
+		n, err := r.g.SettleBatchesNow(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		status, raw = call(t, http.MethodGet, r.url+"/v1/batches/"+id, owner, nil, "")
+		require.Equal(t, http.StatusOK, status, string(raw))
+		status, output := call(t, http.MethodGet, r.url+"/v1/files/"+decode(t, raw)["output_file_id"].(string)+"/content", owner, nil, "")
+		require.Equal(t, http.StatusOK, status, string(output))
+		usage := openAIOutputUsage(t, output)
+		require.Len(t, usage, 1, "one line ran")
+		requireLinesAtBatchPrice(t, st, "k-owner", id, usage, mockllm.DefaultConfig().Prices["mock-gpt"])
+	})
+
 	// On Envoy, the batch routes go to the gateway's service listener (the
 	// cluster of /mcp too): the same endpoints, the same owners.
 	t.Run("the service Envoy's batch routes reach", func(t *testing.T) {
