@@ -113,7 +113,9 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, route *Route, e
 	if bound <= 0 {
 		bound = kernel.DefaultOutputBound
 	}
-	d, err := s.acct.Admit(ctx, est.AdmitRequest(resID, c.Scopes, route.Price, bound, Lease))
+	areq := est.AdmitRequest(resID, c.Scopes, route.Price, bound, Lease)
+	areq.Model = route.Model // the group, as the processor admits (the key's model list names groups)
+	d, err := s.acct.Admit(ctx, areq)
 	if err != nil {
 		s.log.WarnContext(ctx, "batch: admission", "error", err)
 		fail(w, api, &apiError{status: http.StatusServiceUnavailable, code: "service_unavailable", msg: "The gateway's limits are unavailable right now."})

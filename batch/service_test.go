@@ -40,7 +40,7 @@ func (c fakeCatalog) Route(ctx context.Context, _ *batch.Caller, model string, a
 	if api == batch.APIAnthropic {
 		pm = "mock-claude"
 	}
-	return &batch.Route{Model: "m", Deployment: "d", Provider: "p", ProviderModel: pm, Price: kernel.Price{Input: kernel.Dollar, Output: kernel.Dollar}, Endpoint: ep}, nil
+	return &batch.Route{Model: "m-group", Deployment: "d", Provider: "p", ProviderModel: pm, Price: kernel.Price{Input: kernel.Dollar, Output: kernel.Dollar}, Endpoint: ep}, nil
 }
 
 func (c fakeCatalog) Endpoint(context.Context, string) (batch.Endpoint, error) {
@@ -125,6 +125,7 @@ func TestServiceAdmission(t *testing.T) {
 	require.Len(t, acct.admitted, 1)
 	req := acct.admitted[0]
 	require.Equal(t, batch.Lease, req.Lease)
+	require.Equal(t, "m-group", req.Model, "the group's name, not the name the lines used")
 	require.Equal(t, batch.Price(kernel.Price{Input: kernel.Dollar, Output: kernel.Dollar}), req.Price)
 	require.Equal(t, int64(4+kernel.DefaultOutputBound), req.MaxTokens, "a line without max_tokens is bounded by the default")
 	require.Empty(t, acct.released)
