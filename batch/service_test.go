@@ -32,7 +32,7 @@ func (c fakeCatalog) Authenticate(_ context.Context, secret string) (*batch.Call
 }
 
 func (c fakeCatalog) Route(ctx context.Context, _ *batch.Caller, model string, api batch.API, _ string) (*batch.Route, error) {
-	if model != "m" {
+	if model != "m" && model != "m-group" { // a name and its group
 		return nil, batch.ErrModelNotFound
 	}
 	ep, _ := c.Endpoint(ctx, "p")
