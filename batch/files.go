@@ -70,11 +70,7 @@ func (s *Service) uploadFile(w http.ResponseWriter, r *http.Request) {
 		fail(w, APIOpenAI, routeError(err, est.Model))
 		return
 	}
-	up, contentType, err := uploadBody(hdr.Filename, rewriteOpenAIModels(content, route.ProviderModel))
-	if err != nil {
-		s.internal(r, w, "prepare the upload", err)
-		return
-	}
+	up, contentType := uploadBody(hdr.Filename, content, route.ProviderModel)
 	resp, err := s.call(r.Context(), route.Endpoint, APIOpenAI, http.MethodPost, "/files", up, contentType)
 	if err != nil {
 		s.unreachable(r, w, err)
@@ -137,11 +133,10 @@ func firstURL(jsonl []byte) string {
 	return ""
 }
 
-// rewriteOpenAIModels sets every line's body.model to the deployment's
-// model (the estimate has checked every line).
-func rewriteOpenAIModels(jsonl []byte, model string) []byte {
+// rewriteOpenAIModels writes the lines with every body.model set to the
+// deployment's model (the estimate has checked every line).
+func rewriteOpenAIModels(out io.Writer, jsonl []byte, model string) error {
 	m, _ := json.Marshal(model)
-	var out bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(jsonl))
 	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
 	for sc.Scan() {
@@ -154,31 +149,63 @@ func rewriteOpenAIModels(jsonl []byte, model string) []byte {
 		body["model"] = m
 		line["body"], _ = json.Marshal(body)
 		b, _ := json.Marshal(line)
-		out.Write(b)
-		out.WriteByte('\n')
+		if _, err := out.Write(append(b, '\n')); err != nil {
+			return err
+		}
 	}
-	return out.Bytes()
+	return sc.Err()
 }
 
-// uploadBody is the provider's upload: purpose "batch" and the file.
-func uploadBody(name string, content []byte) (*bytes.Buffer, string, error) {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	if err := mw.WriteField("purpose", "batch"); err != nil {
-		return nil, "", err
-	}
+// uploadBody is the provider's upload, purpose "batch" and the file with
+// its lines rewritten for model, written as the request is sent (no copy of
+// the file in memory beside the one read). The client closing the reader
+// (a failed request) ends the writer.
+//
+// Its length is measured first by a dry run (providers may refuse a chunked
+// upload), so the request carries a Content-Length.
+func uploadBody(name string, jsonl []byte, model string) (*sizedBody, string) {
 	if name == "" {
 		name = "batch.jsonl"
 	}
+	var n countingWriter
+	dry := multipart.NewWriter(&n)
+	_ = writeUpload(dry, name, jsonl, model) // a counter does not fail
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	_ = mw.SetBoundary(dry.Boundary()) // a boundary NewWriter made is valid
+	go func() { pw.CloseWithError(writeUpload(mw, name, jsonl, model)) }()
+	return &sizedBody{ReadCloser: pr, n: int64(n)}, mw.FormDataContentType()
+}
+
+func writeUpload(mw *multipart.Writer, name string, jsonl []byte, model string) error {
+	if err := mw.WriteField("purpose", "batch"); err != nil {
+		return err
+	}
 	fw, err := mw.CreateFormFile("file", name)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	if _, err := fw.Write(content); err != nil {
-		return nil, "", err
+	if err := rewriteOpenAIModels(fw, jsonl, model); err != nil {
+		return err
 	}
-	return &body, mw.FormDataContentType(), mw.Close()
+	return mw.Close()
 }
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
+// sizedBody is a request body of a known length (call sets it).
+type sizedBody struct {
+	io.ReadCloser
+	n int64
+}
+
+// Size is the body's length.
+func (b *sizedBody) Size() int64 { return b.n }
 
 // ownedFile is the key's file id, or the 404 another key's or an unknown
 // id gets.

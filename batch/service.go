@@ -261,6 +261,9 @@ func (s *Service) call(ctx context.Context, ep Endpoint, api API, method, path s
 	if err != nil {
 		return nil, err
 	}
+	if b, ok := body.(interface{ Size() int64 }); ok {
+		req.ContentLength = b.Size()
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
