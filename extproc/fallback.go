@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -15,7 +16,7 @@ import (
 // 400s (or 403s), which a retry policy cannot tell from the client's own,
 // so the try that gets one decides: when the group the client asked for
 // names fallbacks for it (its per-try routes then carry the internal
-// redirect policy, envoy.RedirectsFallbacks) and one of them has a
+// redirect policy, routing.RedirectsFallbacks) and one of them has a
 // deployment in rotation, the try answers with an internal redirect
 // instead of the refusal:
 //
@@ -81,7 +82,7 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 // content-policy fallbacks (the xDS emits the policy from the same lists).
 func (s *stream) redirectsFallbacks() bool {
 	g := s.rt.groups[0]
-	return envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
+	return routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 }
 
 // fallbackRedirect is the reply headers of a try redirected to a fallback

@@ -155,7 +155,7 @@ func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) 
 		return nil, err
 	}
 	byName := map[string]*routing.Group{g.Name: g}
-	chain := envoy.GroupChain(g.Name, func(name string) []string {
+	chain := routing.GroupChain(g.Name, func(name string) []string {
 		fg, ok := byName[name]
 		if !ok {
 			if fg, _ = gc.ResolveGroup(ctx, s.principal, name); fg == nil {
@@ -270,13 +270,13 @@ var modeBodyNone = &extprocfilterv3.ProcessingMode{
 
 // routesPerTry reports whether this (router-level) stream routes per try:
 // the processor does, the request is a first attempt, and the group it was
-// admitted in retries elsewhere (envoy.PerTry, as the xDS emits it).
+// admitted in retries elsewhere (routing.PerTry, as the xDS emits it).
 func (s *stream) routesPerTry() bool {
 	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 || s.pinned() {
 		return false
 	}
 	g := s.rt.groups[len(s.rt.groups)-1]
-	if !envoy.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
+	if !routing.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
 		return false
 	}
 	beta := s.clientBeta()
@@ -311,14 +311,14 @@ func (s *stream) tryFallbackReason(r *Report) {
 }
 
 // trySkip is the per-try route's mask leaving out of the try order the
-// deployments cooling down now (envoy.Skip): the order is the xDS's (the
+// deployments cooling down now (routing.Skip): the order is the xDS's (the
 // group's deployments, then its fallback chain's); 0 when a group of the
 // chain cannot be resolved for this key (the orders would differ).
 func (s *stream) trySkip(ctx context.Context, g *routing.Group) uint {
 	gc := s.p.cat.(GroupCatalog)
 	byName := map[string]*routing.Group{g.Name: g}
 	ok := true
-	names := envoy.GroupChain(g.Name, func(name string) []string {
+	names := routing.GroupChain(g.Name, func(name string) []string {
 		fg, found := byName[name]
 		if !found {
 			if fg, _ = gc.ResolveGroup(ctx, s.principal, name); fg == nil {
@@ -341,7 +341,7 @@ func (s *stream) trySkip(ctx context.Context, g *routing.Group) uint {
 		chain = append(chain, deps)
 	}
 	now := s.p.now()
-	return envoy.Skip(envoy.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.Cooling(id, now) })
+	return routing.Skip(routing.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.Cooling(id, now) })
 }
 
 // tryEndedUnanswered records a try whose stream ended with no response: the

@@ -99,7 +99,7 @@ func sortBy(ds []*Deployment, key func(*Deployment) int64) {
 }
 
 // fallbackCount counts the group's fallback groups of every kind, as the
-// xDS does for envoy.PerTry: a context-window or content-policy fallback is
+// xDS does for routing.PerTry: a context-window or content-policy fallback is
 // somewhere else to go (by the fallback redirect, extproc/fallback.go).
 func (g *Group) FallbackCount() int {
 	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)

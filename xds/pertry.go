@@ -21,17 +21,18 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // Per-try routing (docs/envoy.md, "Retries across deployments"). For a
-// model group that retries elsewhere (envoy.PerTry) and each of its
+// model group that retries elsewhere (routing.PerTry) and each of its
 // deployments D, the processor's router-level stream routes a request
 // whose first try goes to D to the route envoy.TryKey(group, D). Its
 // cluster is an aggregate of deployment clusters in the order to try: D,
 // the group's others, then the deployments of the fallback chain
-// (envoy.GroupChain); and one such route for each set of the next
-// envoy.TryMaskWidth deployments the processor may leave out of the order
-// because they are cooling down (envoy.Skip). The route's retry policy moves each retry to the
+// (routing.GroupChain); and one such route for each set of the next
+// routing.TryMaskWidth deployments the processor may leave out of the order
+// because they are cooling down (routing.Skip). The route's retry policy moves each retry to the
 // next of them (retry_priority previous_priorities: the aggregate's
 // clusters are its priorities); an upstream ext_proc filter on the
 // aggregate runs once per try and learns the deployment from the picked
@@ -97,12 +98,12 @@ func tryRoutes(in *Input) []tryRoute {
 	}
 	var out []tryRoute
 	for _, g := range in.Groups {
-		if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbacks()) {
+		if !routing.PerTry(g.Retries, len(g.Deployments), g.fallbacks()) {
 			continue
 		}
-		redirect := envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
+		redirect := routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 		var all []string
-		for _, name := range envoy.GroupChain(g.Name, fallbacks) {
+		for _, name := range routing.GroupChain(g.Name, fallbacks) {
 			if fg := byName[name]; fg != nil {
 				for _, d := range fg.Deployments {
 					if known[d] && !slices.Contains(all, d) {
@@ -115,9 +116,9 @@ func tryRoutes(in *Input) []tryRoute {
 			if !known[first] {
 				continue
 			}
-			order := envoy.TryOrder(first, [][]string{all})
-			for skip := range envoy.Masks(order) {
-				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: envoy.Skipped(order, skip), retries: g.Retries, redirect: redirect})
+			order := routing.TryOrder(first, [][]string{all})
+			for skip := range routing.Masks(order) {
+				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: routing.Skipped(order, skip), retries: g.Retries, redirect: redirect})
 			}
 		}
 	}
@@ -239,7 +240,7 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	}
 }
 
-// fallbacks counts a group's fallback groups of every kind (envoy.PerTry:
+// fallbacks counts a group's fallback groups of every kind (routing.PerTry:
 // a context-window or content-policy fallback is somewhere else to go).
 func (g *Group) fallbacks() int {
 	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
