@@ -7,7 +7,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/tollgate-ai/tollgate/envoy"
-	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -75,14 +74,6 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 			}
 		}
 	}
-}
-
-// redirectsFallbacks reports whether this try's route carries the fallback
-// redirect policy: the group the client asked for names context-window or
-// content-policy fallbacks (the xDS emits the policy from the same lists).
-func (s *stream) redirectsFallbacks() bool {
-	g := s.rt.groups[0]
-	return routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 }
 
 // fallbackRedirect is the reply headers of a try redirected to a fallback

@@ -1,6 +1,9 @@
 package routing
 
-import "slices"
+import (
+	"context"
+	"slices"
+)
 
 // Per-try routing's pure parts (docs/envoy.md, "Retries across
 // deployments"): which groups are routed per try, the order of the tries,
@@ -92,3 +95,96 @@ func RedirectsFallbacks(contextWindow, contentPolicy int) bool {
 	return contextWindow+contentPolicy > 0
 }
 
+// PerTry reports whether g is routed per try (PerTry of its policy).
+func (g *Group) PerTry() bool { return PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) }
+
+// RedirectsFallbacks reports whether g's per-try routes carry the fallback
+// redirect policy (RedirectsFallbacks of its lists).
+func (g *Group) RedirectsFallbacks() bool {
+	return RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
+}
+
+// chain resolves g's group chain (GroupChain) for the request's key: the
+// names in order, the groups by name (an unresolved one is missing) and
+// whether every one resolved.
+func (r *Route) chain(ctx context.Context, g *Group) (names []string, byName map[string]*Group, all bool) {
+	byName = map[string]*Group{g.Name: g}
+	all = true
+	names = GroupChain(g.Name, func(name string) []string {
+		fg, found := byName[name]
+		if !found {
+			if fg, _ = r.env.Groups.Group(ctx, name); fg == nil {
+				all = false
+				return nil
+			}
+			byName[name] = fg
+		}
+		return fg.Fallbacks
+	})
+	return names, byName, all
+}
+
+// OpenTry routes an upstream try that landed on deployment dep: it is found
+// in the requested group (Groups[0]) or its group chain, and Groups runs to
+// the group holding it. order is the number of deployments in the try order
+// (the chain's). The error is an *UnavailableError when dep is none of them
+// (the data plane's xDS and the catalog disagree: an update between the
+// two).
+func (r *Route) OpenTry(ctx context.Context, dep string) (d *Deployment, order int, err error) {
+	g := r.Groups[0]
+	names, byName, _ := r.chain(ctx, g)
+	r.Groups = r.Groups[:0]
+	seen := map[string]bool{}
+	for _, name := range names {
+		if cg := byName[name]; cg != nil {
+			for _, d := range cg.Deployments {
+				seen[d.Target.Deployment] = true
+			}
+		}
+	}
+	for _, name := range names {
+		cg := byName[name]
+		if cg == nil {
+			continue
+		}
+		r.Groups = append(r.Groups, cg)
+		i := slices.IndexFunc(cg.Deployments, func(d *Deployment) bool { return d.Target.Deployment == dep })
+		if i < 0 {
+			continue
+		}
+		r.one[0] = cg.Deployments[i]
+		r.Cands = r.one[:]
+		return r.one[0], len(seen), nil
+	}
+	return nil, len(seen), &UnavailableError{}
+}
+
+// TrySkip is the skip mask of the per-try route of the request routed to
+// deployment first of the current group: it leaves out of the try order
+// (the group chain's deployments, as the xDS builds it) those cooling down
+// now. 0 when a group of the chain cannot be resolved for this key (the
+// orders would differ).
+func (r *Route) TrySkip(ctx context.Context, first string) uint {
+	names, byName, all := r.chain(ctx, r.Groups[len(r.Groups)-1])
+	if !all {
+		return 0
+	}
+	chain := make([][]string, 0, len(names))
+	for _, name := range names {
+		deps := make([]string, len(byName[name].Deployments))
+		for i, d := range byName[name].Deployments {
+			deps[i] = d.Target.Deployment
+		}
+		chain = append(chain, deps)
+	}
+	now := r.env.Clock.Now()
+	return Skip(TryOrder(first, chain), func(id string) bool { return r.env.Health.Cooling(id, now) })
+}
+
+// TryRetried reports whether the data plane's retry policy retries try n
+// (1: the first) of a try order of order deployments that failed with
+// status: a status it retries, a retry left in the requested group's
+// budget (the route's num_retries) and a deployment left in the order.
+func (r *Route) TryRetried(n, order, status int) bool {
+	return Classify(status, nil) == FailRetryable && n <= r.Groups[0].Retries && n < order
+}
