@@ -22,13 +22,26 @@ type Router struct {
 }
 
 // Defaults of a deployment whose policy leaves them zero (the same as the
-// store's, documented in docs/admin-api.md).
+// store's, documented in docs/admin-api.md); the xDS's outlier detection
+// uses them too (CooldownPolicy).
 const (
-	defaultCooldown     = 30 * time.Second
-	defaultAllowedFails = 3
+	DefaultCooldown     = 30 * time.Second
+	DefaultAllowedFails = 3
 	failWindow          = time.Minute
 	ewmaWeight          = 0.2 // weight of a new time-to-first-byte sample
 )
+
+// CooldownPolicy is a deployment's allowed_fails and cooldown with the
+// defaults in place of zero (or negative) values.
+func CooldownPolicy(allowedFails int, cooldown time.Duration) (int, time.Duration) {
+	if allowedFails <= 0 {
+		allowedFails = DefaultAllowedFails
+	}
+	if cooldown <= 0 {
+		cooldown = DefaultCooldown
+	}
+	return allowedFails, cooldown
+}
 
 // NewRouter returns a Router with no history.
 func NewRouter() *Router { return &Router{} }
@@ -185,18 +198,12 @@ func (r *Router) Observe(d *Deployment, status int, retryAfter, ttfb time.Durati
 			h.failStart, h.fails = now, 0
 		}
 		h.fails++
-		allowed := d.AllowedFails
-		if allowed <= 0 {
-			allowed = defaultAllowedFails
-		}
+		allowed, cooldown := CooldownPolicy(d.AllowedFails, d.Cooldown)
 		switch {
 		case status == http.StatusTooManyRequests && retryAfter > 0:
 			cool = retryAfter
 		case status == http.StatusTooManyRequests || h.fails >= allowed:
-			cool = d.Cooldown
-			if cool <= 0 {
-				cool = defaultCooldown
-			}
+			cool = cooldown
 		}
 		if cool > 0 {
 			h.fails = 0

@@ -42,6 +42,13 @@ func (a *Attempt) Number() int { return max(a.N, 1) }
 
 func (a *Attempt) Avoids(id string) bool { return slices.Contains(a.Avoid, id) }
 
+// RetriableStatuses are the response statuses a data plane's retry policy
+// retries (the per-try routes' retriable_status_codes): FailRetryable as the
+// data plane sees it, since the processor answers a provider's 401 or 403
+// with a 502 (extproc/upstream_auth.go). The data plane's own failures
+// (connect failure, reset, timeout) are its 503 and 504.
+var RetriableStatuses = []int{429, 500, 502, 503, 504} // read-only
+
 // failure kinds an attempt can end with.
 type FailureKind uint8
 

@@ -261,3 +261,18 @@ func TestTryOrderAndMasks(t *testing.T) {
 	require.False(t, PerTry(0, 3, 1))
 	require.False(t, PerTry(2, 1, 0))
 }
+
+// TestRetriableStatuses: what a data plane's retry policy retries is what
+// the processor counts as a deployment's failure and retries itself.
+func TestRetriableStatuses(t *testing.T) {
+	for _, s := range RetriableStatuses {
+		require.Equal(t, FailRetryable, Classify(s, nil), s)
+		require.True(t, Retryable(s), s)
+	}
+	n, d := CooldownPolicy(0, 0)
+	require.Equal(t, DefaultAllowedFails, n)
+	require.Equal(t, DefaultCooldown, d)
+	n, d = CooldownPolicy(5, time.Minute)
+	require.Equal(t, 5, n)
+	require.Equal(t, time.Minute, d)
+}
