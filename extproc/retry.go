@@ -22,20 +22,21 @@ import (
 // at that deployment's price and a strict budget that cannot cover its worst
 // case refuses it. Settlement stays exactly once per reservation.
 //
-// The processor decides everything: whether the failure is retried (429,
-// 500, 502, 503, 504 — the data plane's local 503/504 for a connect failure,
-// a reset before the response or a per-try timeout included — or a
-// context-window / content-policy refusal when the group names fallbacks for
-// it), how long to wait (exponential backoff with jitter, at least the
-// provider's retry-after up to maxRetryWait) and that another deployment is
-// left. It answers the failed attempt's response with two headers: RetryHeader,
-// an opaque signed token (attempt number, attempts allowed, the group to
-// route in, the deployments already tried, the first attempt's id), and
-// RetryDelayHeader (milliseconds). A data plane that retries drops that
-// response, waits, and sends the client's request again through the filter
-// with the token as a request header; the new stream routes avoiding the
-// deployments tried. Only a response whose headers have not gone downstream
-// can be retried, so a stream is retried only before its first byte.
+// The processor decides everything, by routing.Route.Retry: whether the
+// failure is retried (429, 500, 502, 503, 504 — the data plane's local
+// 503/504 for a connect failure, a reset before the response or a per-try
+// timeout included — or a context-window / content-policy refusal when the
+// group names fallbacks for it), how long to wait (exponential backoff with
+// jitter, at least the provider's retry-after up to routing.MaxRetryWait)
+// and that another deployment is left. It answers the failed attempt's
+// response with two headers: RetryHeader, an opaque signed token (attempt
+// number, attempts allowed, the group to route in, the deployments already
+// tried, the first attempt's id), and RetryDelayHeader (milliseconds). A
+// data plane that retries drops that response, waits, and sends the client's
+// request again through the filter with the token as a request header; the
+// new stream routes avoiding the deployments tried. Only a response whose
+// headers have not gone downstream can be retried, so a stream is retried
+// only before its first byte.
 //
 // With per-try routing (WithPerTry, pertry.go) the data plane's retry policy
 // retries the first kind and the router-level stream never answers with the
