@@ -13,17 +13,17 @@ import (
 )
 
 const (
-	// retryBackoffBase is the first retry's backoff; each next one doubles.
+	// RetryBackoffBase is the first retry's backoff; each next one doubles.
 	RetryBackoffBase = 25 * time.Millisecond
-	// maxRetryWait caps the wait before a retry, a provider's retry-after
+	// MaxRetryWait caps the wait before a retry, a provider's retry-after
 	// included: the next attempt goes to another deployment, and a client
 	// is not held for the failed one's quota.
 	MaxRetryWait = time.Second
-	// maxAttempts bounds a token's attempt count whatever it claims.
+	// MaxAttempts bounds a token's attempt count whatever it claims.
 	MaxAttempts = 11
 )
 
-// attempt is where a request is in its attempts: zero for a first attempt
+// Attempt is where a request is in its attempts: zero for a first attempt
 // without a token.
 type Attempt struct {
 	N     int      // this attempt's number (0: the first, not retried yet)
@@ -38,8 +38,10 @@ type Attempt struct {
 	Why          string
 }
 
+// Number is the attempt's number, 1 for a first attempt.
 func (a *Attempt) Number() int { return max(a.N, 1) }
 
+// Avoids reports whether deployment id was tried by an earlier attempt.
 func (a *Attempt) Avoids(id string) bool { return slices.Contains(a.Avoid, id) }
 
 // RetriableStatuses are the response statuses a data plane's retry policy
@@ -49,7 +51,7 @@ func (a *Attempt) Avoids(id string) bool { return slices.Contains(a.Avoid, id) }
 // (connect failure, reset, timeout) are its 503 and 504.
 var RetriableStatuses = []int{429, 500, 502, 503, 504} // read-only
 
-// failure kinds an attempt can end with.
+// FailureKind is how an attempt failed (Classify).
 type FailureKind uint8
 
 const (
@@ -72,7 +74,7 @@ var (
 	}
 )
 
-// reason is the fallback reason a retry of this kind gives when it moves to
+// Reason is the fallback reason a retry of this kind gives when it moves to
 // another group (Report.FallbackReason).
 func (k FailureKind) Reason() string {
 	switch k {
@@ -85,7 +87,7 @@ func (k FailureKind) Reason() string {
 	}
 }
 
-// classify says how an attempt that answered status with body failed.
+// Classify says how an attempt that answered status with body failed.
 func Classify(status int, body []byte) FailureKind {
 	switch status {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
@@ -110,7 +112,7 @@ func Classify(status int, body []byte) FailureKind {
 	return FailNotRetried
 }
 
-// retryDelay is the wait before attempt n+1: exponential backoff from
+// RetryDelay is the wait before attempt n+1: exponential backoff from
 // retryBackoffBase with equal jitter, at least the provider's retry-after,
 // at most maxRetryWait.
 func RetryDelay(n int, retryAfter time.Duration) time.Duration {
