@@ -40,6 +40,7 @@ type route = routing.Route
 // streamGroups resolves groups for a stream's key (routing.Groups).
 type streamGroups stream
 
+// Group is the catalog's group name for the stream's key.
 func (g *streamGroups) Group(ctx context.Context, name string) (*routing.Group, error) {
 	return g.p.cat.(GroupCatalog).ResolveGroup(ctx, g.principal, name)
 }
