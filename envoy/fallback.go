@@ -31,10 +31,3 @@ const (
 var FallbackCopiedHeaders = []string{
 	"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-tollgate-customer", "anthropic-version", RetryHeader,
 }
-
-// RedirectsFallbacks reports whether a group's per-try routes carry the
-// internal redirect policy: it names context-window or content-policy
-// fallbacks.
-func RedirectsFallbacks(contextWindow, contentPolicy int) bool {
-	return contextWindow+contentPolicy > 0
-}

@@ -15,7 +15,7 @@ import (
 // 400s (or 403s), which a retry policy cannot tell from the client's own,
 // so the try that gets one decides: when the group the client asked for
 // names fallbacks for it (its per-try routes then carry the internal
-// redirect policy, envoy.RedirectsFallbacks) and one of them has a
+// redirect policy, routing.RedirectsFallbacks) and one of them has a
 // deployment in rotation, the try answers with an internal redirect
 // instead of the refusal:
 //
@@ -74,14 +74,6 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 			}
 		}
 	}
-}
-
-// redirectsFallbacks reports whether this try's route carries the fallback
-// redirect policy: the group the client asked for names context-window or
-// content-policy fallbacks (the xDS emits the policy from the same lists).
-func (s *stream) redirectsFallbacks() bool {
-	g := s.rt.groups[0]
-	return envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 }
 
 // fallbackRedirect is the reply headers of a try redirected to a fallback

@@ -7,7 +7,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/tollgate-ai/tollgate/kernel"
-	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -195,14 +194,13 @@ func (s *stream) fillReport() {
 			r.FallbackFrom, r.FallbackReason = a.FailedGroup, a.Why
 		}
 	}
-	if rt := s.rt; rt != nil && s.admitted && len(rt.groups) > 1 {
+	if s.rt != nil && s.admitted {
 		// Admitted past the requested group: on a fallback group (resolve
 		// keeps only the requested one when it serves the request itself).
-		r.FallbackFrom, r.FallbackReason = rt.groups[0].Name, routing.FallbackCooldown
-		if rt.tried > 0 {
-			r.FallbackReason = routing.FallbackRateLimited
+		if from, why := s.rt.FallbackReason(); from != "" {
+			r.FallbackFrom, r.FallbackReason = from, why
+			s.tryFallbackReason(r)
 		}
-		s.tryFallbackReason(r)
 	}
 	r.Retried = s.try != nil && s.try.retried
 }

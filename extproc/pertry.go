@@ -3,7 +3,6 @@ package extproc
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -148,58 +147,20 @@ func (s *stream) adopts() bool {
 }
 
 // resolveTry is resolve for an upstream try: the deployment it landed on,
-// found in the group the client asked for or in its fallback chain.
-func (s *stream) resolveTry(ctx context.Context, gc GroupCatalog, model string) (*translate.Target, error) {
-	g, err := gc.ResolveGroup(ctx, s.principal, model)
-	if err != nil || g == nil {
+// found in the group the client asked for or in its fallback chain
+// (routing.Route.OpenTry).
+func (s *stream) resolveTry(ctx context.Context) (*translate.Target, error) {
+	d, order, err := s.rt.OpenTry(ctx, s.try.dep)
+	s.try.order = order
+	if err != nil {
 		return nil, err
 	}
-	byName := map[string]*routing.Group{g.Name: g}
-	chain := envoy.GroupChain(g.Name, func(name string) []string {
-		fg, ok := byName[name]
-		if !ok {
-			if fg, _ = gc.ResolveGroup(ctx, s.principal, name); fg == nil {
-				return nil
-			}
-			byName[name] = fg
-		}
-		return fg.Fallbacks
-	})
-	s.rtState = route{groups: s.rtState.first[:0]}
-	s.rt = &s.rtState
-	seen := map[string]bool{}
-	for _, name := range chain {
-		if cg := byName[name]; cg != nil {
-			for _, d := range cg.Deployments {
-				seen[d.Target.Deployment] = true
-			}
-		}
-	}
-	s.try.order = len(seen)
-	for _, name := range chain {
-		cg := byName[name]
-		if cg == nil {
-			continue
-		}
-		s.rt.groups = append(s.rt.groups, cg)
-		i := slices.IndexFunc(cg.Deployments, func(d *routing.Deployment) bool { return d.Target.Deployment == s.try.dep })
-		if i < 0 {
-			continue
-		}
-		d := cg.Deployments[i]
-		s.rt.cands = []*routing.Deployment{d}
-		return d.Target, nil
-	}
-	// The data plane's xDS and this processor's catalog disagree (an
-	// update between the two): not a deployment of this request.
-	return nil, &unavailableError{}
+	return d.Target, nil
 }
 
 // adopt is admit for the try that takes over the router's reservation.
 func (s *stream) adopt() kernel.Decision {
-	dep := s.rt.cands[0]
-	s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
-	s.p.router.Start(dep)
+	s.rt.Admitted()
 	return kernel.Decision{Admitted: true, MaxTokens: s.try.res.max, Clamped: s.try.res.clamped}
 }
 
@@ -208,27 +169,19 @@ func (s *stream) adopt() kernel.Decision {
 // with the reservation for the first try. The client's credentials stay:
 // each try authenticates them again and removes them.
 func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.ProcessingResponse {
-	dep := s.rt.current
-	s.rt.current = nil
-	s.p.router.Finish(dep, 0) // in flight on the try, not here
+	s.rt.Done(0) // in flight on the try, not here
 	pr, x := s.newRequestBodyReply()
 	x.c.ClearRouteCache = true
 	var kvs [3]headerKV
 	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
-	g := s.rt.groups[len(s.rt.groups)-1]
-	l = l.add(RouteHeader, envoy.TryKey(g.Name, s.target.Deployment, s.trySkip(ctx, g)))
+	g := s.rt.Groups[len(s.rt.Groups)-1]
+	l = l.add(RouteHeader, envoy.TryKey(g.Name, s.target.Deployment, s.rt.TrySkip(ctx, s.target.Deployment)))
 	clamped := "0"
 	if d.Clamped {
 		clamped = "1"
 	}
-	why := ""
-	if len(s.rt.groups) > 1 {
-		why = routing.FallbackCooldown
-		if s.rt.tried > 0 {
-			why = routing.FallbackRateLimited
-		}
-	}
+	_, why := s.rt.FallbackReason()
 	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped+";"+why)
 	if c := s.signedClient(); c != "" {
 		l = l.add(hdrClient, c)
@@ -270,13 +223,12 @@ var modeBodyNone = &extprocfilterv3.ProcessingMode{
 
 // routesPerTry reports whether this (router-level) stream routes per try:
 // the processor does, the request is a first attempt, and the group it was
-// admitted in retries elsewhere (envoy.PerTry, as the xDS emits it).
+// admitted in retries elsewhere (routing.PerTry, as the xDS emits it).
 func (s *stream) routesPerTry() bool {
 	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 || s.pinned() {
 		return false
 	}
-	g := s.rt.groups[len(s.rt.groups)-1]
-	if !envoy.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
+	if !s.rt.Groups[len(s.rt.Groups)-1].PerTry() {
 		return false
 	}
 	beta := s.clientBeta()
@@ -289,11 +241,10 @@ func (s *stream) routesPerTry() bool {
 // requested group's budget (the route's num_retries) and a deployment left
 // in the try order.
 func (s *stream) tryRetried(status int) {
-	if !s.isTry() || s.rt == nil || routing.Classify(status, nil) != routing.FailRetryable {
+	if !s.isTry() || s.rt == nil {
 		return
 	}
-	n := s.att.Number()
-	s.try.retried = n <= s.rt.groups[0].Retries && n < s.try.order
+	s.try.retried = s.rt.TryRetried(s.att.Number(), s.try.order, status)
 }
 
 // tryFallbackReason is a try's Report.FallbackReason on a fallback group:
@@ -310,40 +261,6 @@ func (s *stream) tryFallbackReason(r *Report) {
 	}
 }
 
-// trySkip is the per-try route's mask leaving out of the try order the
-// deployments cooling down now (envoy.Skip): the order is the xDS's (the
-// group's deployments, then its fallback chain's); 0 when a group of the
-// chain cannot be resolved for this key (the orders would differ).
-func (s *stream) trySkip(ctx context.Context, g *routing.Group) uint {
-	gc := s.p.cat.(GroupCatalog)
-	byName := map[string]*routing.Group{g.Name: g}
-	ok := true
-	names := envoy.GroupChain(g.Name, func(name string) []string {
-		fg, found := byName[name]
-		if !found {
-			if fg, _ = gc.ResolveGroup(ctx, s.principal, name); fg == nil {
-				ok = false
-				return nil
-			}
-			byName[name] = fg
-		}
-		return fg.Fallbacks
-	})
-	if !ok {
-		return 0
-	}
-	chain := make([][]string, 0, len(names))
-	for _, name := range names {
-		deps := make([]string, len(byName[name].Deployments))
-		for i, d := range byName[name].Deployments {
-			deps[i] = d.Target.Deployment
-		}
-		chain = append(chain, deps)
-	}
-	now := s.p.now()
-	return envoy.Skip(envoy.TryOrder(s.target.Deployment, chain), func(id string) bool { return s.p.router.Cooling(id, now) })
-}
-
 // tryEndedUnanswered records a try whose stream ended with no response: the
 // data plane ended it (connect failure, reset, per-try timeout; upstream
 // filters do not see the router's own replies) and it counts as the data
@@ -351,10 +268,9 @@ func (s *stream) trySkip(ctx context.Context, g *routing.Group) uint {
 // (the client went away: not held against the deployment).
 func (s *stream) tryEndedUnanswered(ctx context.Context) {
 	s.status = http.StatusServiceUnavailable
-	if ctx.Err() != nil || s.rt == nil || s.rt.current == nil {
+	if ctx.Err() != nil || s.rt == nil || s.rt.Current == nil {
 		return
 	}
-	now := s.p.now()
-	s.p.router.Observe(s.rt.current, s.status, 0, now.Sub(s.rt.sentAt), now)
+	s.rt.Observe(s.status, 0, s.p.now())
 	s.tryRetried(s.status)
 }

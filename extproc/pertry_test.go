@@ -59,11 +59,11 @@ func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*routing
 		return nil
 	}
 	for _, g := range groups {
-		if !envoy.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
+		if !routing.PerTry(g.Retries, len(g.Deployments), g.FallbackCount()) {
 			continue
 		}
 		var chain [][]string
-		for _, name := range envoy.GroupChain(g.Name, fallbacks) {
+		for _, name := range routing.GroupChain(g.Name, fallbacks) {
 			var deps []string
 			for _, d := range byName[name].Deployments {
 				deps = append(deps, d.Target.Deployment)
@@ -71,11 +71,11 @@ func newTryRouter(t *testing.T, e *testEnv, up *byDeployment, groups ...*routing
 			chain = append(chain, deps)
 		}
 		for _, d := range g.Deployments {
-			order := envoy.TryOrder(d.Target.Deployment, chain)
-			for skip := range envoy.Masks(order) {
+			order := routing.TryOrder(d.Target.Deployment, chain)
+			for skip := range routing.Masks(order) {
 				key := envoy.TryKey(g.Name, d.Target.Deployment, skip)
-				r.lists[key], r.retries[key] = envoy.Skipped(order, skip), g.Retries
-				r.redirect[key] = envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
+				r.lists[key], r.retries[key] = routing.Skipped(order, skip), g.Retries
+				r.redirect[key] = routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 			}
 		}
 	}

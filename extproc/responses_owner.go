@@ -186,10 +186,7 @@ func (s *stream) resolvePinned(ctx context.Context, o *ResponseOwner) (*translat
 	if s.p.router.Cooling(dep.Target.Deployment, now) {
 		return nil, &pinnedCooling{deployment: dep.Target.Deployment, retryAfter: s.p.router.Soonest(&routing.Group{Deployments: []*routing.Deployment{dep}}, now)}
 	}
-	s.rtState = route{groups: s.rtState.first[:0]}
-	s.rt = &s.rtState
-	s.rt.groups = append(s.rt.groups, g)
-	s.rt.cands = []*routing.Deployment{dep}
+	s.routeTo(g, dep)
 	return dep.Target, nil
 }
 

@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -35,22 +34,33 @@ type GroupCatalog interface {
 	ResolveGroup(ctx context.Context, p *Principal, model string) (*routing.Group, error)
 }
 
-// maxFallbackDepth bounds how far fallbacks of fallbacks are followed.
-const maxFallbackDepth = 3
+// route is the routing state of one request (routing.Route).
+type route = routing.Route
 
-// route is the routing state of one request: the candidates left, in order.
-type route struct {
-	groups  []*routing.Group      // groups visited, first the requested one
-	cands   []*routing.Deployment // candidates of the current group, next first
-	current *routing.Deployment   // the deployment the request was admitted on
-	last    *routing.Deployment   // the same, kept after the request is done with it
-	sentAt  time.Time             // when the request left for it (time to first byte)
-	tried   int                   // deployments tried at admission (limits full)
-	first   [1]*routing.Group     // backing array of groups (no allocation without fallbacks)
+// streamGroups resolves groups for a stream's key (routing.Groups).
+type streamGroups stream
+
+// Group is the catalog's group name for the stream's key.
+func (g *streamGroups) Group(ctx context.Context, name string) (*routing.Group, error) {
+	return g.p.cat.(GroupCatalog).ResolveGroup(ctx, g.principal, name)
+}
+
+// routeEnv is what the stream's route reads: the processor's router and
+// clock, the groups the stream's key may use.
+func (s *stream) routeEnv() routing.Env {
+	return routing.Env{Health: s.p.router, Clock: routing.ClockFunc(s.p.now), Groups: (*streamGroups)(s)}
+}
+
+// routeTo routes the request in group g to dep alone (a stored response's
+// deployment).
+func (s *stream) routeTo(g *routing.Group, dep *routing.Deployment) {
+	s.rtState.Pin(s.routeEnv(), &s.att, g, dep)
+	s.rt = &s.rtState
 }
 
 // resolve finds the request's first deployment: the catalog's choice, or with
-// a GroupCatalog the first candidate of the group (or of a fallback group).
+// a GroupCatalog the first candidate of the group (or of a fallback group,
+// routing.Route.Open).
 func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, error) {
 	gc, ok := s.p.cat.(GroupCatalog)
 	if !ok {
@@ -59,56 +69,23 @@ func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, 
 	if s.own.pin != nil { // responses_owner.go: the deployment holding the response
 		return s.resolvePinned(ctx, s.own.pin)
 	}
-	if s.isTry() {
-		return s.resolveTry(ctx, gc, model)
-	}
-	if s.att.Group != "" {
+	if s.att.Group != "" && !s.isTry() {
 		model = s.att.Group // a retry: the group the failed attempt chose
 	}
 	g, err := gc.ResolveGroup(ctx, s.principal, model)
 	if err != nil || g == nil {
 		return nil, err
 	}
-	s.rtState = route{groups: s.rtState.first[:0]}
+	s.rtState.Reset(s.routeEnv(), &s.att, g)
 	s.rt = &s.rtState
-	s.rt.groups = append(s.rt.groups, g)
-	s.rt.cands = s.withoutTried(s.p.router.Order(g, s.p.now()))
-	if len(s.rt.cands) == 0 && !s.nextGroup(ctx, g.Fallbacks) {
-		if len(g.Deployments) == 1 && !s.att.Avoids(g.Deployments[0].Target.Deployment) {
-			// A group of one deployment and no fallback left has nothing
-			// better to offer than the deployment itself (as LiteLLM, which
-			// never cools the only deployment down): the provider answers.
-			s.rt.groups, s.rt.cands = s.rt.groups[:1], g.Deployments
-			return g.Deployments[0].Target, nil
-		}
-		return nil, &unavailableError{retryAfter: s.p.router.Soonest(g, s.p.now())}
+	if s.isTry() {
+		return s.resolveTry(ctx)
 	}
-	return s.rt.cands[0].Target, nil
-}
-
-// nextGroup moves to the first fallback group with a deployment available
-// (the key must be allowed to use it); false when there is none.
-func (s *stream) nextGroup(ctx context.Context, names []string) bool {
-	gc := s.p.cat.(GroupCatalog)
-	now := s.p.now()
-	for _, name := range names {
-		if len(s.rt.groups) > maxFallbackDepth || slices.ContainsFunc(s.rt.groups, func(g *routing.Group) bool { return g.Name == name }) {
-			continue
-		}
-		g, err := gc.ResolveGroup(ctx, s.principal, name)
-		if err != nil || g == nil {
-			continue
-		}
-		s.rt.groups = append(s.rt.groups, g)
-		if c := s.withoutTried(s.p.router.Order(g, now)); len(c) > 0 {
-			s.rt.cands = c
-			return true
-		}
-		if s.nextGroup(ctx, g.Fallbacks) {
-			return true
-		}
+	d, err := s.rt.Open(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return false
+	return d.Target, nil
 }
 
 // hdrDeployment names, on the reply, the deployment that served it.
@@ -123,20 +100,17 @@ func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	return decisionError(d, model)
 }
 
-// asUnavailable returns err as an *unavailableError, or nil.
+// unavailableError: every deployment of the group and its fallbacks is
+// cooling down (routing.UnavailableError, as the reply reads it).
+type unavailableError struct{ retryAfter time.Duration }
+
+// asUnavailable returns err's routing.UnavailableError, or nil.
 func asUnavailable(err error) *unavailableError {
-	var ue *unavailableError
-	if errors.As(err, &ue) {
-		return ue
+	if ue := routing.AsUnavailable(err); ue != nil {
+		return &unavailableError{retryAfter: ue.RetryAfter}
 	}
 	return nil
 }
-
-// unavailableError: every deployment of the group and its fallbacks is
-// cooling down.
-type unavailableError struct{ retryAfter time.Duration }
-
-func (e *unavailableError) Error() string { return "extproc: no deployment available" }
 
 // admit admits areq on the current candidate, adding its rpm/tpm scope; when
 // that scope is full it moves to the next candidate (then the fallback
@@ -151,7 +125,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 	}
 	base := areq.Scopes
 	for {
-		dep := s.rt.cands[0]
+		dep := s.rt.Next()
 		t := dep.Target
 		areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
 		areq.Scopes = base
@@ -167,18 +141,15 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		}
 		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
 			if err == nil && d.Admitted {
-				s.rt.current, s.rt.last, s.rt.sentAt = dep, dep, s.p.now()
-				s.p.router.Start(dep)
+				s.rt.Admitted()
 			}
 			return d, err
 		}
 		// This deployment's quota is full this minute: the next one.
-		s.rt.tried++
-		s.rt.cands = s.rt.cands[1:]
-		if len(s.rt.cands) == 0 && (s.pinned() || !s.nextGroup(ctx, s.rt.groups[len(s.rt.groups)-1].Fallbacks)) {
+		if !s.rt.PassOver(ctx, s.pinned()) {
 			return d, nil
 		}
-		next := s.rt.cands[0].Target
+		next := s.rt.Next().Target
 		if next.Provider != t.Provider {
 			tr := translate.NewTranslator(s.ep.API, next.Provider)
 			if tr == nil {
@@ -193,7 +164,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 // observeResponse feeds the router with the current attempt's response
 // status (its headers h, read only for a 429's retry-after).
 func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
-	if s.rt == nil || s.rt.current == nil {
+	if s.rt == nil || s.rt.Current == nil {
 		return
 	}
 	now := s.report.FirstByte // read for the report with :status, this same message
@@ -209,7 +180,7 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 		}
 		s.upRetryAfter = retryAfter
 	}
-	s.p.router.Observe(s.rt.current, s.status, retryAfter, now.Sub(s.rt.sentAt), now)
+	s.rt.Observe(s.status, retryAfter, now)
 	s.tryRetried(s.status)
 }
 
@@ -219,12 +190,10 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 // local 503 (connect failure, reset, timeout), so a missing response means
 // the client went away.
 func (s *stream) doneRouting(u kernel.Usage) {
-	if s.rt == nil || s.rt.current == nil {
+	if s.rt == nil {
 		return
 	}
-	dep := s.rt.current
-	s.rt.current = nil
-	s.p.router.Finish(dep, u.Total())
+	s.rt.Done(u.Total())
 }
 
 // unavailableReply is the client error when no deployment can take the

@@ -12,15 +12,30 @@
 //     orders a group's available deployments by its strategy and tells a
 //     CooldownObserver the cooldowns it starts;
 //   - cooldown sharing between replicas (cooldown.go: CooldownShare, Adopt);
-//   - retry policy (retry.go): an attempt's place in its retries, how a
-//     failed attempt is classified (retry another deployment, the context
-//     window or content policy fallbacks, or not at all), fallback reasons,
-//     backoff.
+//   - retry policy (retry.go): an attempt's place in its retries and its
+//     token payload, how a failed attempt is classified (retry another
+//     deployment, the context window or content policy fallbacks, or not at
+//     all), the statuses a data plane's retry policy retries, fallback
+//     reasons, backoff;
+//   - one request's routing (route.go): Route decides what to try next (the
+//     first deployment, the next one when a deployment's quota is full, the
+//     fallback groups), whether and where a failed attempt is retried and
+//     when to stop, and feeds the health state with the answers;
+//   - per-try routing (pertry.go): which groups are routed per try, the
+//     group chain, the try order and its skip masks, an upstream try's
+//     deployment and whether the data plane retries it.
 //
-// It is logic over small inputs: the caller passes the time (now) and the
-// response it saw; shared state comes through CooldownShare. The per-request
-// driving (resolve, admit on the deployment's scope, retry tokens, per-try
-// routing) is the processor's (extproc/routing.go, retry.go, pertry.go).
+// It is logic over small interfaces: Clock (the time), Groups (the groups a
+// request's key may use), Health (the shared deployment state: Router, whose
+// cooldowns spread through CooldownShare). Admission stays the caller's: a
+// Route names the deployment whose rpm/tpm scope to admit on and moves on
+// when it is full, so it needs no limiter. The processor (extproc/routing.go,
+// retry.go, pertry.go, fallback.go) keeps the ext_proc side: signing the
+// retry token, the reply headers and redirects, the translator switch. The
+// xDS builder (xds/pertry.go) emits the per-try routes, retry policy,
+// backoff and outlier ejection from the same functions and values, so the
+// data planes and the processor agree. Tests need no processor: a fake Clock
+// and a map of groups (route_test.go).
 //
-// Imports: kernel, upstream. Never translate/ nor extproc/.
+// Imports: kernel, upstream. Never translate/, extproc/ nor xds/.
 package routing

@@ -98,8 +98,8 @@ func sortBy(ds []*Deployment, key func(*Deployment) int64) {
 	slices.SortStableFunc(ds, func(a, b *Deployment) int { return cmp.Compare(key(a), key(b)) })
 }
 
-// fallbackCount counts the group's fallback groups of every kind, as the
-// xDS does for envoy.PerTry: a context-window or content-policy fallback is
+// FallbackCount counts the group's fallback groups of every kind, as the
+// xDS does for routing.PerTry: a context-window or content-policy fallback is
 // somewhere else to go (by the fallback redirect, extproc/fallback.go).
 func (g *Group) FallbackCount() int {
 	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)

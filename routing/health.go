@@ -22,13 +22,26 @@ type Router struct {
 }
 
 // Defaults of a deployment whose policy leaves them zero (the same as the
-// store's, documented in docs/admin-api.md).
+// store's, documented in docs/admin-api.md); the xDS's outlier detection
+// uses them too (CooldownPolicy).
 const (
-	defaultCooldown     = 30 * time.Second
-	defaultAllowedFails = 3
+	DefaultCooldown     = 30 * time.Second
+	DefaultAllowedFails = 3
 	failWindow          = time.Minute
 	ewmaWeight          = 0.2 // weight of a new time-to-first-byte sample
 )
+
+// CooldownPolicy is a deployment's allowed_fails and cooldown with the
+// defaults in place of zero (or negative) values.
+func CooldownPolicy(allowedFails int, cooldown time.Duration) (int, time.Duration) {
+	if allowedFails <= 0 {
+		allowedFails = DefaultAllowedFails
+	}
+	if cooldown <= 0 {
+		cooldown = DefaultCooldown
+	}
+	return allowedFails, cooldown
+}
 
 // NewRouter returns a Router with no history.
 func NewRouter() *Router { return &Router{} }
@@ -55,12 +68,12 @@ func (r *Router) health(id string) *depHealth {
 	return v.(*depHealth)
 }
 
-// cooling reports whether deployment id is out of rotation at now.
+// Cooling reports whether deployment id is out of rotation at now.
 func (r *Router) Cooling(id string, now time.Time) bool {
 	return r.health(id).coolUntil.Load() > now.UnixNano()
 }
 
-// order returns g's deployments that are in rotation at now, in the order the
+// Order returns g's deployments that are in rotation at now, in the order the
 // group's strategy prefers them; nil when every one is cooling down.
 func (r *Router) Order(g *Group, now time.Time) []*Deployment {
 	ds := g.Deployments
@@ -118,7 +131,7 @@ func (r *Router) headroom(d *Deployment, minute int64) int64 {
 	return left
 }
 
-// soonest is when the first deployment of g comes back into rotation,
+// Soonest is when the first deployment of g comes back into rotation,
 // from now.
 func (r *Router) Soonest(g *Group, now time.Time) time.Duration {
 	best := int64(math.MaxInt64)
@@ -131,10 +144,10 @@ func (r *Router) Soonest(g *Group, now time.Time) time.Duration {
 	return max(time.Duration(best-now.UnixNano()), 0)
 }
 
-// start counts a request on d.
+// Start counts a request on d.
 func (r *Router) Start(d *Deployment) { r.health(d.Target.Deployment).inFlight.Add(1) }
 
-// finish ends a request on d that used tokens.
+// Finish ends a request on d that used tokens.
 func (r *Router) Finish(d *Deployment, tokens int64) {
 	h := r.health(d.Target.Deployment)
 	h.inFlight.Add(-1)
@@ -143,7 +156,7 @@ func (r *Router) Finish(d *Deployment, tokens int64) {
 	h.mu.Unlock()
 }
 
-// retryable reports whether an upstream status is the deployment's failure
+// Retryable reports whether an upstream status is the deployment's failure
 // (counted towards its cooldown): 408, 429 and 5xx — the data plane's own
 // 503 and 504 for a connect failure, reset or timeout included — and 401, the
 // provider refusing the deployment's credential (extproc/upstream_auth.go; a 403 may
@@ -153,7 +166,7 @@ func Retryable(status int) bool {
 		status == http.StatusUnauthorized
 }
 
-// observe records an attempt's outcome on d: its status, the
+// Observe records an attempt's outcome on d: its status, the
 // provider's retry-after on a 429, and the time to its response headers.
 func (r *Router) Observe(d *Deployment, status int, retryAfter, ttfb time.Duration, now time.Time) {
 	id := d.Target.Deployment
@@ -185,18 +198,12 @@ func (r *Router) Observe(d *Deployment, status int, retryAfter, ttfb time.Durati
 			h.failStart, h.fails = now, 0
 		}
 		h.fails++
-		allowed := d.AllowedFails
-		if allowed <= 0 {
-			allowed = defaultAllowedFails
-		}
+		allowed, cooldown := CooldownPolicy(d.AllowedFails, d.Cooldown)
 		switch {
 		case status == http.StatusTooManyRequests && retryAfter > 0:
 			cool = retryAfter
 		case status == http.StatusTooManyRequests || h.fails >= allowed:
-			cool = d.Cooldown
-			if cool <= 0 {
-				cool = defaultCooldown
-			}
+			cool = cooldown
 		}
 		if cool > 0 {
 			h.fails = 0
@@ -246,7 +253,7 @@ func (r *Router) States(now time.Time) map[string]DeploymentState {
 	return out
 }
 
-// parseRetryAfter reads a retry-after value: delay seconds or an HTTP date
+// ParseRetryAfter reads a retry-after value: delay seconds or an HTTP date
 // (RFC 9110 §10.2.3); 0 when absent or unreadable. It is capped at an hour.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {

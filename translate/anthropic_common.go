@@ -69,7 +69,7 @@ type anthropicErrorDetail struct {
 	Message string `json:"message"`
 }
 
-// anthropicErrorBody renders e in Anthropic's error shape
+// AnthropicErrorBody renders e in Anthropic's error shape
 // {"type":"error","error":{"type":…,"message":…}}; the type follows the HTTP
 // status (a budget refusal is a 400 invalid_request_error whose message says
 // "Budget exceeded", so SDKs do not retry it).

@@ -1,6 +1,6 @@
 package translate
 
-// chatOpenAI translates OpenAI's chat completions API for OpenAI and OpenAI-compatible servers (vLLM, Ollama, Groq, Mistral, DeepSeek, Together, OpenRouter): the same API under the provider's base path with a bearer key.
+// ChatOpenAI translates OpenAI's chat completions API for OpenAI and OpenAI-compatible servers (vLLM, Ollama, Groq, Mistral, DeepSeek, Together, OpenRouter): the same API under the provider's base path with a bearer key.
 type ChatOpenAI struct{ openAIFormat }
 
 var _ Translator = (*ChatOpenAI)(nil)

@@ -37,7 +37,7 @@ const (
 	CodeModelUnpriced   = "model_price_missing"
 )
 
-// apiError is an error response to the client, in the shape of the endpoint's
+// APIError is an error response to the client, in the shape of the endpoint's
 // API (OpenAI's by default).
 type APIError struct {
 	Status  int
@@ -60,7 +60,7 @@ type openAIErrorDetail struct {
 	Code    *string `json:"code"`
 }
 
-// openAIBody renders e as {"error":{"message","type","param","code"}}.
+// OpenAIBody renders e as {"error":{"message","type","param","code"}}.
 func (e *APIError) OpenAIBody() []byte {
 	d := openAIErrorDetail{Message: e.Message, Type: e.Type}
 	if e.Param != "" {
@@ -186,7 +186,7 @@ func (e *APIError) sanitizeUpstream(key string) {
 	e.Code = redactSecrets(e.Code, key)
 }
 
-// bodyError maps a parse error of the request body to a 400.
+// BodyError maps a parse error of the request body to a 400.
 func BodyError(err error) *APIError {
 	var se *SyntaxError
 	var fe *fieldError

@@ -20,7 +20,7 @@ import (
 // (https://generativelanguage.googleapis.com/v1beta).
 const ProviderGemini ProviderType = "gemini"
 
-// hdrGoogAPIKey is the header of Google's API keys (the Gemini API's, and the
+// HdrGoogAPIKey is the header of Google's API keys (the Gemini API's, and the
 // virtual key of clients of the gateway's Gemini API).
 const HdrGoogAPIKey = "x-goog-api-key"
 
@@ -152,7 +152,7 @@ func anthropicStopToGemini(s string) string {
 
 // --- errors ------------------------------------------------------------------
 
-// geminiErrorBody renders e in Google's error shape
+// GeminiErrorBody renders e in Google's error shape
 // {"error":{"code":…,"message":…,"status":…}}.
 func GeminiErrorBody(e *APIError) []byte {
 	b, err := json.Marshal(gemini.ErrorResponse{Error: gemini.Status{
@@ -304,7 +304,7 @@ func functionResponse(text string) json.RawMessage {
 	return b
 }
 
-// geminiModelPath splits a Gemini API model path (query excluded) into its
+// GeminiModelPath splits a Gemini API model path (query excluded) into its
 // model (unescaped) and method.
 func GeminiModelPath(path string) (model, method string, ok bool) {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
@@ -327,7 +327,7 @@ func GeminiModelPath(path string) (model, method string, ok bool) {
 	return m, rest[i+1:], true
 }
 
-// parseGeminiRequest reads a Gemini API request: the model and the method
+// ParseGeminiRequest reads a Gemini API request: the model and the method
 // from the path, max tokens from generationConfig.maxOutputTokens; the body
 // is validated like every other (one scan, JSON errors located).
 func ParseGeminiRequest(path string, body []byte) (*Inbound, error) {

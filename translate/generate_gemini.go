@@ -171,7 +171,7 @@ func (t *generateGemini) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	return append([]byte{}, t.out...), err
 }
 
-// sseEvent reads one event of a passed SSE stream and renames its
+// SSEEvent reads one event of a passed SSE stream and renames its
 // modelVersion in place.
 func (t *generateGemini) SSEEvent(ev SSEEvent) eventAction {
 	t.ev.event(ev)

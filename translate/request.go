@@ -31,20 +31,20 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
 
-// parsedRequest is an Inbound and its fields in one piece of memory: one
+// ParsedRequest is an Inbound and its fields in one piece of memory: one
 // allocation, or none where it lives in the request's pooled stream.
 type ParsedRequest struct {
 	in Inbound
 	f  requestFields
 }
 
-// parseRequest scans body, a JSON object, for the fields of requestFields and
+// ParseRequest scans body, a JSON object, for the fields of requestFields and
 // fills in the scalar ones; the Inbound keeps the fields located.
 func ParseRequest(api API, body []byte) (*Inbound, error) {
 	return ParseRequestInto(new(ParsedRequest), api, body)
 }
 
-// parseRequestInto is parseRequest into x, which it overwrites.
+// ParseRequestInto is parseRequest into x, which it overwrites.
 func ParseRequestInto(x *ParsedRequest, api API, body []byte) (*Inbound, error) {
 	*x = ParsedRequest{}
 	f := &x.f
@@ -244,7 +244,7 @@ func checkShapes(api API, body []byte, f *requestFields) error {
 	return nil
 }
 
-// choices is how many completions the request makes the provider generate,
+// Choices is how many completions the request makes the provider generate,
 // and bill: max(n, best_of), at least 1. Only OpenAI's chat and completions
 // APIs have them; Anthropic's Messages and OpenAI's Responses API generate
 // one completion per request.

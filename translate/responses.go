@@ -14,7 +14,7 @@ func (t *responsesOpenAI) Request(in *Inbound, target *Target) (*Outbound, error
 	return t.Translator.Request(in, target)
 }
 
-// responsesTranslator is a Responses translator: chatPath returns the
+// ResponsesTranslator is a Responses translator: chatPath returns the
 // translation to chat completions the target gets, nil when the upstream
 // serves the Responses API itself.
 type ResponsesTranslator interface {
@@ -23,7 +23,7 @@ type ResponsesTranslator interface {
 
 func (t *responsesViaChat) ChatPath(*Target) *responsesViaChat { return t }
 
-// chatPath picks the way for the target once.
+// ChatPath picks the way for the target once.
 func (t *responsesOpenAI) ChatPath(target *Target) *responsesViaChat {
 	if t.Translator == nil {
 		if target.NativeResponses {
@@ -36,11 +36,11 @@ func (t *responsesOpenAI) ChatPath(target *Target) *responsesViaChat {
 	return v
 }
 
-// sequencer is a Responses stream translator that numbers its events (ok
+// Sequencer is a Responses stream translator that numbers its events (ok
 // false: it passes the provider's own numbers, which it does not follow).
 type Sequencer interface{ NextSequence() (n int64, ok bool) }
 
-// nextSequence numbers the event that ends a cut stream after the others.
+// NextSequence numbers the event that ends a cut stream after the others.
 func (t *responsesViaChat) NextSequence() (int64, bool) {
 	n := t.seq
 	t.seq++

@@ -20,7 +20,7 @@ import (
 // hdrDroppedTools lists the built-in tools a translated request left out.
 const hdrDroppedTools = "x-tollgate-dropped-tools"
 
-// replyHeaderer is implemented by translators that add headers to the
+// ReplyHeaderer is implemented by translators that add headers to the
 // client's reply (the processor sets them with its own).
 type ReplyHeaderer interface {
 	ReplyHeaders() [][2]string
@@ -31,7 +31,7 @@ var (
 	_ ReplyHeaderer = (*responsesOpenAI)(nil)
 )
 
-// replyHeaders names the dropped built-in tools.
+// ReplyHeaders names the dropped built-in tools.
 func (t *responsesViaChat) ReplyHeaders() [][2]string {
 	if len(t.dropped) == 0 {
 		return nil
@@ -39,7 +39,7 @@ func (t *responsesViaChat) ReplyHeaders() [][2]string {
 	return [][2]string{{hdrDroppedTools, strings.Join(t.dropped, ", ")}}
 }
 
-// replyHeaders are those of the way the request took.
+// ReplyHeaders are those of the way the request took.
 func (t *responsesOpenAI) ReplyHeaders() [][2]string {
 	if h, ok := t.Translator.(ReplyHeaderer); ok {
 		return h.ReplyHeaders()

@@ -39,7 +39,7 @@ func syntaxErr(b []byte, off int, msg string) *SyntaxError {
 	return &SyntaxError{Offset: off, Line: line, Column: col, Msg: msg}
 }
 
-// span is the byte range [start, end) of a JSON value; start < 0 means absent.
+// Span is the byte range [start, end) of a JSON value; start < 0 means absent.
 type Span struct{ Start, End int }
 
 var absent = Span{-1, -1}
@@ -58,7 +58,7 @@ func SkipSpace(b []byte, i int) int {
 	return i
 }
 
-// scanObject checks that b[i:] holds exactly one JSON object (and only
+// ScanObject checks that b[i:] holds exactly one JSON object (and only
 // whitespace after it when top is set) and calls fn with the raw key bytes
 // (between the quotes) and the value span of every member, in order. It
 // returns the offset just after the object.
@@ -133,7 +133,7 @@ func scanMembers(b []byte, i, depth int, fn func(key []byte, v Span) error) (int
 	}
 }
 
-// skipValue validates the value at b[i] and returns the offset after it.
+// SkipValue validates the value at b[i] and returns the offset after it.
 func SkipValue(b []byte, i, depth int) (int, error) {
 	if i >= len(b) {
 		return i, syntaxErr(b, i, "unexpected end of input, expected a value")
@@ -292,7 +292,7 @@ func skipNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// keyIs reports whether the raw key bytes (escapes not decoded) name want.
+// KeyIs reports whether the raw key bytes (escapes not decoded) name want.
 // Keys with escapes are decoded first, so "mod\u0065l" is "model".
 func KeyIs(raw []byte, want string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 {
@@ -319,7 +319,7 @@ func decodeString(raw []byte) (string, bool) {
 	return s, true
 }
 
-// stringValue returns the string held by the value span, ok=false when the value
+// StringValue returns the string held by the value span, ok=false when the value
 // is not a string.
 func StringValue(b []byte, v Span) (string, bool) {
 	if !v.OK() || b[v.Start] != '"' {
@@ -397,7 +397,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// textBytes estimates the text in a JSON document (a request body or one
+// TextBytes estimates the text in a JSON document (a request body or one
 // streamed event): the bytes of the string values of the members named
 // content, reasoning_content, reasoning, arguments, refusal and text, at any
 // depth (chat delta content, reasoning, tool arguments, refusals, text blocks,

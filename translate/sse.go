@@ -7,14 +7,14 @@ import (
 // maxSSEEvent bounds the bytes of one SSE line or event the parser holds.
 const maxSSEEvent = 8 << 20
 
-// sseEvent is one dispatched server-sent event. Its slices are valid only
+// SSEEvent is one dispatched server-sent event. Its slices are valid only
 // during the callback.
 type SSEEvent struct {
 	Event []byte // the "event:" field, empty for the default "message"
 	Data  []byte // the "data:" lines joined with '\n'
 }
 
-// sseParser splits a text/event-stream, fed in chunks split anywhere (inside a
+// SSEParser splits a text/event-stream, fed in chunks split anywhere (inside a
 // line, between CR and LF), into events, following the WHATWG event-stream
 // rules: lines end with CRLF, LF or CR; ':' starts a comment; "data:" lines
 // accumulate; a blank line dispatches. It copies only what spans chunks.

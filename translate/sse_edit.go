@@ -174,7 +174,7 @@ func dataOffset(raw, data []byte) int {
 	return at
 }
 
-// appendSSEEvent appends data framed as one SSE event (no event line when
+// AppendSSEEvent appends data framed as one SSE event (no event line when
 // name is ""); data is one line (JSON).
 func AppendSSEEvent(dst []byte, name string, data []byte) []byte {
 	if name != "" {

@@ -113,14 +113,14 @@ const (
 	APIGeminiCount API = "gemini.count_tokens"
 )
 
-// geminiSSE reports whether the client's :path asks for SSE (alt=sse).
+// GeminiSSE reports whether the client's :path asks for SSE (alt=sse).
 func GeminiSSE(path string) bool {
 	_, q, _ := strings.Cut(path, "?")
 	v, _ := url.ParseQuery(q)
 	return v.Get("alt") == "sse"
 }
 
-// streamContentTyper is implemented by translators whose client stream is
+// StreamContentTyper is implemented by translators whose client stream is
 // not SSE (the Gemini API's JSON array): the processor sets the content type
 // of a streamed 2xx reply to it ("" keeps the provider's).
 type StreamContentTyper interface {
@@ -135,7 +135,7 @@ const (
 	HdrAPIKey        = "api-key" // Azure-style clients send their key here
 )
 
-// sameBytes reports whether a is b itself (a translator passing its input).
+// SameBytes reports whether a is b itself (a translator passing its input).
 func SameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

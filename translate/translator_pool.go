@@ -45,7 +45,7 @@ var (
 	completionsOpenAIs translatorPool[completionsOpenAI]
 )
 
-// freeTranslator gives t back to its type's pool; a translator of another
+// FreeTranslator gives t back to its type's pool; a translator of another
 // type is left to the collector. t must not be used afterwards.
 func FreeTranslator(t Translator) {
 	switch t := t.(type) {

@@ -78,7 +78,7 @@ type translatorKey struct {
 	provider ProviderType
 }
 
-// newTranslator returns a translator for the pair, or nil when unsupported.
+// NewTranslator returns a translator for the pair, or nil when unsupported.
 func NewTranslator(api API, p ProviderType) Translator {
 	if f, ok := translators[translatorKey{api, p}]; ok {
 		return f()

@@ -165,7 +165,7 @@ func (s *openAIStreamUsage) result() (kernel.Usage, bool) {
 	return kernel.Usage{Output: EstimateTokens(s.text)}, false
 }
 
-// topLevelMember returns the span of the named member of the JSON object b.
+// TopLevelMember returns the span of the named member of the JSON object b.
 func TopLevelMember(b []byte, name string) (Span, error) {
 	found := absent
 	_, err := ScanObject(b, 0, true, func(key []byte, v Span) error {
@@ -177,6 +177,6 @@ func TopLevelMember(b []byte, name string) (Span, error) {
 	return found, err
 }
 
-// estimateTokens is the token estimate of n bytes of text (4 bytes a token,
+// EstimateTokens is the token estimate of n bytes of text (4 bytes a token,
 // rounded up).
 func EstimateTokens(n int64) int64 { return (n + 3) / 4 }

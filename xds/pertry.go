@@ -21,17 +21,19 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/upstream"
 )
 
 // Per-try routing (docs/envoy.md, "Retries across deployments"). For a
-// model group that retries elsewhere (envoy.PerTry) and each of its
+// model group that retries elsewhere (routing.PerTry) and each of its
 // deployments D, the processor's router-level stream routes a request
 // whose first try goes to D to the route envoy.TryKey(group, D). Its
 // cluster is an aggregate of deployment clusters in the order to try: D,
 // the group's others, then the deployments of the fallback chain
-// (envoy.GroupChain); and one such route for each set of the next
-// envoy.TryMaskWidth deployments the processor may leave out of the order
-// because they are cooling down (envoy.Skip). The route's retry policy moves each retry to the
+// (routing.GroupChain); and one such route for each set of the next
+// routing.TryMaskWidth deployments the processor may leave out of the order
+// because they are cooling down (routing.Skip). The route's retry policy moves each retry to the
 // next of them (retry_priority previous_priorities: the aggregate's
 // clusters are its priorities); an upstream ext_proc filter on the
 // aggregate runs once per try and learns the deployment from the picked
@@ -52,23 +54,25 @@ type Group struct {
 	ContentPolicyFallbacks []string `yaml:"content_policy_fallbacks,omitempty"`
 }
 
-// Retry policy of per-try routes: the failures retried (the processor's
-// retry.go classes), the backoff (25 ms doubling with jitter, at most 1 s),
-// and a provider's retry-after honoured up to the same cap.
-var (
-	tryRetryOn         = "connect-failure,refused-stream,reset,retriable-status-codes"
-	tryRetriableStatus = []uint32{429, 500, 502, 503, 504}
-)
+// Retry policy of per-try routes, from routing/'s: the failures retried
+// (the data plane's connect failures, refused streams and resets, which it
+// reports as its 503, and routing.RetriableStatuses), the backoff
+// (routing.RetryBackoffBase doubling with jitter, at most
+// routing.MaxRetryWait), and a provider's retry-after honoured up to the same
+// cap.
+const tryRetryOn = "connect-failure,refused-stream,reset,retriable-status-codes"
 
-const (
-	tryBackoffBase = 25 * time.Millisecond
-	tryBackoffMax  = time.Second
-	// tryOutlierInterval is how often Envoy's outlier detection sweeps.
-	tryOutlierInterval = time.Second
-	// Defaults of a deployment's allowed_fails and cooldown (extproc's).
-	defaultAllowedFails = 3
-	defaultCooldown     = 30 * time.Second
-)
+// tryOutlierInterval is how often Envoy's outlier detection sweeps.
+const tryOutlierInterval = time.Second
+
+// tryRetriableStatus is routing.RetriableStatuses as the retry policy's.
+func tryRetriableStatus() []uint32 {
+	out := make([]uint32, len(routing.RetriableStatuses))
+	for i, s := range routing.RetriableStatuses {
+		out[i] = uint32(s)
+	}
+	return out
+}
 
 // tryRoute is one per-try route: its key and deployments in order.
 type tryRoute struct {
@@ -97,12 +101,13 @@ func tryRoutes(in *Input) []tryRoute {
 	}
 	var out []tryRoute
 	for _, g := range in.Groups {
-		if !envoy.PerTry(g.Retries, len(g.Deployments), g.fallbacks()) {
+		pg := g.policy()
+		if !pg.PerTry() {
 			continue
 		}
-		redirect := envoy.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
+		redirect := pg.RedirectsFallbacks()
 		var all []string
-		for _, name := range envoy.GroupChain(g.Name, fallbacks) {
+		for _, name := range routing.GroupChain(g.Name, fallbacks) {
 			if fg := byName[name]; fg != nil {
 				for _, d := range fg.Deployments {
 					if known[d] && !slices.Contains(all, d) {
@@ -115,9 +120,9 @@ func tryRoutes(in *Input) []tryRoute {
 			if !known[first] {
 				continue
 			}
-			order := envoy.TryOrder(first, [][]string{all})
-			for skip := range envoy.Masks(order) {
-				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: envoy.Skipped(order, skip), retries: g.Retries, redirect: redirect})
+			order := routing.TryOrder(first, [][]string{all})
+			for skip := range routing.Masks(order) {
+				out = append(out, tryRoute{key: envoy.TryKey(g.Name, first, skip), deps: routing.Skipped(order, skip), retries: g.Retries, redirect: redirect})
 			}
 		}
 	}
@@ -147,14 +152,11 @@ func (b *builder) markTried(c *clusterv3.Cluster, u Upstream) {
 	md, err := structpb.NewStruct(map[string]any{envoy.TryMetadataKey: u.Deployment})
 	b.fail("endpoint metadata", err)
 	ep.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{envoy.MetadataNamespace: md}}
-	fails := u.AllowedFails
-	if fails <= 0 {
-		fails = defaultAllowedFails
-	}
+	fails, cooldown := routing.CooldownPolicy(u.AllowedFails, u.Cooldown)
 	c.OutlierDetection = &clusterv3.OutlierDetection{
 		Consecutive_5Xx:    wrapperspb.UInt32(uint32(fails)),
 		Interval:           durationpb.New(tryOutlierInterval),
-		BaseEjectionTime:   durationpb.New(cmp.Or(u.Cooldown, defaultCooldown)),
+		BaseEjectionTime:   durationpb.New(cooldown),
 		MaxEjectionPercent: wrapperspb.UInt32(100),
 	}
 }
@@ -198,7 +200,7 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	retry := &routev3.RetryPolicy{
 		RetryOn:              tryRetryOn,
 		NumRetries:           wrapperspb.UInt32(uint32(r.retries)),
-		RetriableStatusCodes: tryRetriableStatus,
+		RetriableStatusCodes: tryRetriableStatus(),
 		PerTryIdleTimeout:    durationpb.New(in.PerTryIdleTimeout),
 		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{
 			Name:       "envoy.retry_host_predicates.previous_hosts",
@@ -212,12 +214,12 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 			})},
 		},
 		RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
-			BaseInterval: durationpb.New(tryBackoffBase),
-			MaxInterval:  durationpb.New(tryBackoffMax),
+			BaseInterval: durationpb.New(routing.RetryBackoffBase),
+			MaxInterval:  durationpb.New(routing.MaxRetryWait),
 		},
 		RateLimitedRetryBackOff: &routev3.RetryPolicy_RateLimitedRetryBackOff{
 			ResetHeaders: []*routev3.RetryPolicy_ResetHeader{{Name: "retry-after", Format: routev3.RetryPolicy_SECONDS}},
-			MaxInterval:  durationpb.New(tryBackoffMax),
+			MaxInterval:  durationpb.New(routing.MaxRetryWait),
 		},
 	}
 	if t := cmp.Or(first.FirstByteTimeout, in.PerTryTimeout); t > 0 {
@@ -239,10 +241,18 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	}
 }
 
-// fallbacks counts a group's fallback groups of every kind (envoy.PerTry:
-// a context-window or content-policy fallback is somewhere else to go).
-func (g *Group) fallbacks() int {
-	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
+// policy is g as routing/ sees it (routing.Group: PerTry,
+// RedirectsFallbacks), so the xDS and the processor decide alike.
+func (g *Group) policy() *routing.Group {
+	deps := make([]*routing.Deployment, len(g.Deployments))
+	for i, d := range g.Deployments {
+		deps[i] = &routing.Deployment{Target: &upstream.Target{Model: g.Name, Deployment: d}}
+	}
+	return &routing.Group{
+		Name: g.Name, Retries: g.Retries, Fallbacks: g.Fallbacks,
+		ContextWindowFallbacks: g.ContextWindowFallbacks, ContentPolicyFallbacks: g.ContentPolicyFallbacks,
+		Deployments: deps,
+	}
 }
 
 // fallbackRedirect is the internal redirect policy of a per-try route whose

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // TestPlainGroupsEmitWhatTheyDid: groups that do not retry elsewhere (one
@@ -87,5 +89,47 @@ func TestFallbackRedirectPolicy(t *testing.T) {
 		for _, vr := range r.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetRoutes() {
 			require.Nil(t, vr.GetRoute().GetInternalRedirectPolicy(), vr.GetName())
 		}
+	}
+}
+
+// TestTryPolicyIsRouting: a per-try route retries what routing/ counts as a
+// deployment's failure, with routing/'s backoff, and its clusters eject a
+// deployment with routing/'s cooldown policy (defaults included).
+func TestTryPolicyIsRouting(t *testing.T) {
+	res, err := BuildResources(readInput(t, "testdata/in/pertry.yaml"))
+	require.NoError(t, err)
+	var tries int
+	for _, rc := range res.Routes {
+		for _, r := range rc.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetRoutes() {
+			rp := r.GetRoute().GetRetryPolicy()
+			if rp.GetRetryBackOff() == nil {
+				continue
+			}
+			tries++
+			var want []uint32
+			for _, s := range routing.RetriableStatuses {
+				want = append(want, uint32(s))
+			}
+			require.Equal(t, want, rp.GetRetriableStatusCodes())
+			require.Equal(t, routing.RetryBackoffBase, rp.GetRetryBackOff().GetBaseInterval().AsDuration())
+			require.Equal(t, routing.MaxRetryWait, rp.GetRetryBackOff().GetMaxInterval().AsDuration())
+			require.Equal(t, routing.MaxRetryWait, rp.GetRateLimitedRetryBackOff().GetMaxInterval().AsDuration())
+		}
+	}
+	require.Positive(t, tries)
+	ejections := map[string]*clusterv3.OutlierDetection{}
+	for _, r := range res.Clusters {
+		if od := r.(*clusterv3.Cluster).GetOutlierDetection(); od != nil {
+			ejections[r.(*clusterv3.Cluster).GetName()] = od
+		}
+	}
+	require.NotEmpty(t, ejections)
+	for name, od := range ejections {
+		fails, cool := routing.CooldownPolicy(0, 0)
+		if name == "deployment_openai-a" { // allowed_fails 2, cooldown 20s in the input
+			fails, cool = routing.CooldownPolicy(2, 20*time.Second)
+		}
+		require.Equal(t, uint32(fails), od.GetConsecutive_5Xx().GetValue(), name)
+		require.Equal(t, cool, od.GetBaseEjectionTime().AsDuration(), name)
 	}
 }
