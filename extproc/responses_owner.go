@@ -36,6 +36,9 @@ type ResponseOwner struct {
 	Model      string // the model group the client asked for
 	Store      bool
 	Background bool
+	// Pending: a background response whose settlement waits for a poll
+	// that sees it finished (responses_background.go).
+	Pending bool
 }
 
 // ResponseOwners records and reads the owners of native response ids. The
@@ -47,6 +50,12 @@ type ResponseOwners interface {
 	ResponseOwner(ctx context.Context, id string) (*ResponseOwner, error)
 	// ForgetResponse forgets an id its upstream deleted.
 	ForgetResponse(ctx context.Context, id string) error
+	// DeferSettlement records o at once with rec, the settlement of its
+	// background request, to be claimed when the response finishes.
+	DeferSettlement(ctx context.Context, o *ResponseOwner, rec *Record) error
+	// ClaimSettlement takes the deferred settlement of id: exactly one claim
+	// gets it; the others, and any id without one, ErrResponseNotFound.
+	ClaimSettlement(ctx context.Context, id string) (*Record, error)
 }
 
 // WithResponseOwners records native response ids in o and routes requests on
@@ -71,8 +80,10 @@ type ownState struct {
 	prev string
 	sse  []byte
 	// fwd is the owner of the response a forwarded request (GET, DELETE,
-	// input_items, cancel) is on.
-	fwd *ResponseOwner
+	// input_items, cancel) is on; claimed: its deferred settlement was
+	// claimed (responses_background.go).
+	fwd     *ResponseOwner
+	claimed bool
 }
 
 // pinned reports whether the request must stay on one deployment.
@@ -318,6 +329,11 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	}
 	s.target, s.own.fwd = target, o
 	s.rt = nil // no admission, no routing feedback: a read of a stored object
+	if sub != "input_items" && s.method != http.MethodDelete {
+		// A response object (or its stream): it names the model the client
+		// asked for, and may show a background response finished.
+		s.tr = translate.ForwardedResponses(o.Model)
+	}
 	path, headers := translate.NativeResponsesRequest(target, rest, false)
 	var kvs [8]headerKV
 	var vals [512]byte
@@ -338,15 +354,64 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 }
 
 // forwardedResponse sees the response to a forwarded request: a deleted
-// response is forgotten.
-func (s *stream) forwardedResponse(ctx context.Context) *extprocv3.ProcessingResponse {
+// response is forgotten; a stream (GET ?stream=true) is passed as it comes.
+func (s *stream) forwardedResponse(ctx context.Context, contentType *corev3.HeaderValue, eos bool) *extprocv3.ProcessingResponse {
 	o := s.own.fwd
-	if s.method == http.MethodDelete && s.status >= 200 && s.status < 300 {
+	ok := s.status >= 200 && s.status < 300
+	if s.method == http.MethodDelete && ok {
 		if err := s.p.owners.ForgetResponse(ctx, o.ID); err != nil && !errors.Is(err, ErrResponseNotFound) {
 			s.p.log.Warn("forget response owner failed", "request_id", s.id, "response", o.ID, "err", err)
 		}
 	}
-	return replyHeadersNamed(s.id, o.Deployment)
+	pr := replyHeadersNamed(s.id, o.Deployment)
+	if s.tr != nil && ok && !eos && upstreamStreams(contentType) {
+		s.sse = true
+		pr.ModeOverride = modeStreamed
+		c := pr.GetResponseHeaders().GetResponse()
+		c.HeaderMutation.RemoveHeaders = contentLengthHeader
+	}
+	return pr
+}
+
+// forwardedBody sees the body of a forwarded request's response: a response
+// object names the client's model, and a background response it shows
+// finished is settled (responses_background.go).
+func (s *stream) forwardedBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if s.tr == nil || s.status < 200 || s.status >= 300 {
+		return replyContinueResponseBody
+	}
+	body := b.GetBody()
+	if s.sse {
+		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
+		if err != nil {
+			if out == nil {
+				out = body
+			}
+			s.streamError(err)
+		}
+		if u, reported := s.tr.StreamUsage(); reported {
+			s.settleForwarded(ctx, "completed", u, true) // the usage comes with the final event
+		}
+		if translate.SameBytes(out, body) {
+			return replyContinueResponseBody
+		}
+		return s.newChunkReply(out)
+	}
+	out, u, err := s.tr.Response(body)
+	if out == nil {
+		out = body
+	}
+	s.settleForwarded(ctx, stringMember(out, "status"), u, err == nil)
+	if translate.SameBytes(out, body) {
+		return replyContinueResponseBody
+	}
+	pr, x := s.newResponseBodyReply()
+	x.c.BodyMutation = x.mutation(out)
+	var kvs [1]headerKV
+	var vals [24]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
+	x.setHeaders(l.addInt(hdrContentLength, int64(len(out))))
+	return pr
 }
 
 // replyHeadersNamed continues response headers, naming the request and the
