@@ -121,7 +121,7 @@ const scenarios = {
     const otherPrevious = await fail(() => other.responses.create({ model, input: "steal", previous_response_id: r1.id }));
     await c.responses.delete(r1.id);
     const deleted = await fail(() => c.responses.retrieve(r1.id));
-    const bg = await c.responses.create({ model, input: "in the background please", background: true });
+    const { data: bg, response: bgResp } = await c.responses.create({ model, input: "in the background please", background: true }).withResponse();
     const statuses = [bg.status];
     let polled = bg;
     for (let i = 0; i < 20 && (polled.status === "queued" || polled.status === "in_progress"); i++) {
@@ -138,7 +138,7 @@ const scenarios = {
       otherDelete,
       otherPrevious,
       deleted,
-      background: { id: bg.id, statuses, final: summary(polled), again: again.status },
+      background: { id: bg.id, requestID: bgResp.headers.get("x-tollgate-request-id"), statuses, final: summary(polled), again: again.status },
     };
   },
   async toolstream() {

@@ -37,8 +37,9 @@ func TestResponsesNativeOwnership(t *testing.T) {
 
 		OtherRetrieve, OtherItems, OtherDelete, OtherPrevious, Deleted *errInfo
 		Background                                                     struct {
-			ID       string
-			Statuses []string
+			ID        string
+			RequestID string
+			Statuses  []string
 			Final    respSummary
 			Again    string
 		}
@@ -81,9 +82,31 @@ func TestResponsesNativeOwnership(t *testing.T) {
 	require.Equal(t, "completed", out.Background.Again)
 	require.NotNil(t, out.Background.Final.Usage)
 	require.Positive(t, out.Background.Final.Usage.Output)
+	require.Equal(t, "m-native", out.Background.Final.Model, "a poll names the model the client asked for")
+	require.Equal(t, "m-native", out.Retrieved.Model)
 
-	// Settled once each: the three turns and the background response; the
-	// refused and forwarded requests are not charged.
+	// Settled once each: the three turns and the background response (its
+	// POST's row, settled from the usage of the poll that found it
+	// completed); the refused and forwarded requests are not charged; the
+	// ledger holds exactly what the provider billed.
 	rows := s.ledger(keyID)
 	require.Len(t, rows, 4, "%+v", rows)
+	var in, outTokens int64
+	var bg []ledgerRow
+	for _, r := range rows {
+		require.Equal(t, "REQUEST_STATUS_COMPLETED", r.Status, "%+v", r)
+		in += r.Usage.Input + r.Usage.CachedInput
+		outTokens += r.Usage.Output + r.Usage.Reasoning
+		if r.RequestID == out.Background.RequestID {
+			bg = append(bg, r)
+		}
+	}
+	require.Len(t, bg, 1, "the background response settled once: %+v", rows)
+	require.Equal(t, out.Background.Final.Usage.Input, bg[0].Usage.Input+bg[0].Usage.CachedInput)
+	require.Equal(t, out.Background.Final.Usage.Output, bg[0].Usage.Output+bg[0].Usage.Reasoning)
+	billIn := after["sk-n1"].InputTokens + after["sk-n1"].CachedTokens + after["sk-n2"].InputTokens + after["sk-n2"].CachedTokens -
+		before["sk-n1"].InputTokens - before["sk-n1"].CachedTokens - before["sk-n2"].InputTokens - before["sk-n2"].CachedTokens
+	billOut := after["sk-n1"].OutputTokens + after["sk-n2"].OutputTokens - before["sk-n1"].OutputTokens - before["sk-n2"].OutputTokens
+	require.Equal(t, billIn, in, "the ledger's input is the provider's bill")
+	require.Equal(t, billOut, outTokens, "the ledger's output is the provider's bill")
 }
