@@ -3,6 +3,7 @@ package extproc
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,4 +111,29 @@ func TestNativeBackgroundSettledOnce(t *testing.T) {
 	admits := e.acct.Admits()
 	require.Zero(t, admits[len(admits)-1].Lease)
 	require.Len(t, e.acct.Records(), 4)
+}
+
+// TestNativeBackgroundStreamedPoll: GET ?stream=true of a background
+// response passes as a stream, each event naming the model the client asked
+// for, and its final event's usage settles the response once.
+func TestNativeBackgroundStreamedPoll(t *testing.T) {
+	owners := &memOwners{}
+	e, _ := routedEnvWith(t, []Option{WithResponseOwners(owners)},
+		&routing.Group{Name: "gpt", Deployments: []*routing.Deployment{nativeDep("a")}})
+	rec := &recorder{resp: jsonResponse(200, backgroundReply("resp_bgs", "queued", ""))}
+	resp := e.do(t, post("/v1/responses", clientKey, `{"model":"gpt","input":"think","background":true}`), rec.upstream)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	require.Empty(t, e.acct.Records())
+
+	stream := "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":3,\"response\":{\"id\":\"resp_bgs\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"gpt-4o-2024\",\"output\":[]}}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":4,\"response\":{\"id\":\"resp_bgs\",\"object\":\"response\",\"status\":\"completed\",\"model\":\"gpt-4o-2024\",\"output\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":8,\"total_tokens\":13}}}\n\n"
+	rec.resp = sseResponse(stream, 9)
+	resp = e.do(t, get("/v1/responses/resp_bgs?stream=true&starting_after=2", clientKey), rec.upstream)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	require.Equal(t, "/v1/responses/resp_bgs?stream=true&starting_after=2", rec.last(t).Headers.Value(":path"))
+	require.NotContains(t, string(resp.Body), "gpt-4o-2024")
+	require.Equal(t, 2, strings.Count(string(resp.Body), `"model":"gpt"`), "%s", resp.Body)
+	recs := e.acct.Records()
+	require.Len(t, recs, 1)
+	require.Equal(t, kernel.Usage{Input: 5, Output: 8}, recs[0].Usage)
 }
