@@ -40,8 +40,8 @@ func TestResponsesNativeOwnership(t *testing.T) {
 			ID        string
 			RequestID string
 			Statuses  []string
-			Final    respSummary
-			Again    string
+			Final     respSummary
+			Again     string
 		}
 	}
 	before := s.mockStats()

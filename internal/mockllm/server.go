@@ -34,8 +34,9 @@ type Server struct {
 	now    func() time.Time
 	// active counts requests being served (tests wait on it).
 	active atomic.Int64
-	faults faults        // per-deployment faults and counts (faults.go)
-	kept   responseStore // Responses kept (responses_store.go)
+	faults faults            // per-deployment faults and counts (faults.go)
+	kept   responseStore     // Responses kept (responses_store.go)
+	convs  conversationStore // conversations.go
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -69,6 +70,14 @@ func New(cfg Config) *Server {
 		s.mux.HandleFunc("DELETE "+base+"{id}", s.storedResponseCall)
 		s.mux.HandleFunc("GET "+base+"{id}/{sub}", s.storedResponseCall)
 		s.mux.HandleFunc("POST "+base+"{id}/{sub}", s.storedResponseCall)
+	}
+	for _, base := range []string{"/v1/conversations", "/openai/v1/conversations"} {
+		s.mux.HandleFunc("POST "+base, s.conversationsCall)
+		for _, m := range []string{"GET ", "POST ", "DELETE "} {
+			s.mux.HandleFunc(m+base+"/{id}", s.conversationsCall)
+			s.mux.HandleFunc(m+base+"/{id}/{sub}", s.conversationsCall)
+			s.mux.HandleFunc(m+base+"/{id}/{sub}/{item}", s.conversationsCall)
+		}
 	}
 	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
