@@ -305,6 +305,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.customerHdr = headerValue(hv)
 		case hdrRunID:
 			s.runHdr = headerValue(hv)
+		case hdrModel: // conversations.go
+			s.own.model = headerValue(hv)
 		case translate.HdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:

@@ -14,7 +14,7 @@ import (
 // runs it afterwards and the client polls GET /v1/responses/{id}. Its
 // reservation is held — under a lease of its own, long enough for a
 // background run — and its settlement deferred: the ledger entry as it
-// stands is kept with the response's owner (ResponseOwners.DeferSettlement),
+// stands is kept with the response's owner (ResponseOwners.PutOwner),
 // and the first forwarded GET or cancel whose reply shows the response
 // finished claims it and settles it from that reply's usage. The claim is
 // the store's, so the settlement happens exactly once whichever replica
@@ -64,7 +64,7 @@ func (s *stream) deferSettlement(ctx context.Context, reply []byte) bool {
 	o := s.owner()
 	rec := s.fillRecord(kernel.StatusCompleted, s.status, kernel.Usage{Input: s.inputEstimate()})
 	rec.Owner = nil
-	if err := s.p.owners.DeferSettlement(ctx, o, rec); err != nil {
+	if err := s.p.owners.PutOwner(ctx, o, rec); err != nil {
 		s.p.log.Warn("defer background settlement failed; settled now from the estimate", "request_id", s.id, "response", o.ID, "err", err)
 		return false
 	}

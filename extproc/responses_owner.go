@@ -50,9 +50,10 @@ type ResponseOwners interface {
 	ResponseOwner(ctx context.Context, id string) (*ResponseOwner, error)
 	// ForgetResponse forgets an id its upstream deleted.
 	ForgetResponse(ctx context.Context, id string) error
-	// DeferSettlement records o at once with rec, the settlement of its
-	// background request, to be claimed when the response finishes.
-	DeferSettlement(ctx context.Context, o *ResponseOwner, rec *Record) error
+	// PutOwner records o at once, outside the ledger (a conversation, or a
+	// background response), with pending, when not nil, the settlement of
+	// its request, to be claimed when the response finishes.
+	PutOwner(ctx context.Context, o *ResponseOwner, pending *Record) error
 	// ClaimSettlement takes the deferred settlement of id: exactly one claim
 	// gets it; the others, and any id without one, ErrResponseNotFound.
 	ClaimSettlement(ctx context.Context, id string) (*Record, error)
@@ -81,9 +82,16 @@ type ownState struct {
 	sse  []byte
 	// fwd is the owner of the response a forwarded request (GET, DELETE,
 	// input_items, cancel) is on; claimed: its deferred settlement was
-	// claimed (responses_background.go).
+	// claimed (responses_background.go); forget: a 2xx forgets it.
 	fwd     *ResponseOwner
 	claimed bool
+	forget  bool
+	// conversations.go: model is the x-tollgate-model header; create: the
+	// request creates a conversation (fwd holds its owner, but for its id);
+	// conv is a Responses request's conversation ("" when none).
+	model  string
+	create bool
+	conv   string
 }
 
 // pinned reports whether the request must stay on one deployment.
@@ -123,8 +131,8 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 	if s.p.owners == nil || s.ep.API != translate.APIResponses {
 		return nil
 	}
-	s.own.store, s.own.background, s.own.prev = true, false, ""
-	// One scan for the three members (checkNative reads prev again).
+	s.own.store, s.own.background, s.own.prev, s.own.conv = true, false, "", ""
+	// One scan for the four members (checkNative reads prev and conv again).
 	_, _ = translate.ScanObject(body, 0, true, func(key []byte, v translate.Span) error {
 		switch {
 		case translate.KeyIs(key, "store"):
@@ -133,9 +141,29 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 			s.own.background = boolValue(body, v, s.own.background)
 		case translate.KeyIs(key, "previous_response_id"):
 			s.own.prev, _ = translate.StringValue(body, v)
+		case translate.KeyIs(key, "conversation"): // an id, or {"id": …}
+			if s.own.conv, _ = translate.StringValue(body, v); s.own.conv == "" {
+				s.own.conv = stringMember(body[v.Start:v.End], "id")
+			}
 		}
 		return nil
 	})
+	if conv := s.own.conv; conv != "" {
+		o, err := s.lookupOwner(ctx, conv)
+		switch {
+		case err != nil:
+			s.p.log.Warn("read conversation owner failed", "request_id", s.id, "err", err)
+			return errUnavailable()
+		case o != nil && o.KeyID != s.principal.KeyID:
+			return notFoundConversation(conv, "conversation")
+		case o != nil:
+			// The deployment holding the conversation, in the group the
+			// request names.
+			pin := *o
+			pin.Model = s.in.Model
+			s.own.pin = &pin
+		}
+	}
 	prev := s.own.prev
 	if prev == "" {
 		return nil
@@ -163,8 +191,11 @@ func (s *stream) checkNative(body []byte) *translate.APIError {
 		return nil
 	}
 	s.own.record = true
-	if prev := s.own.prev; prev != "" && s.own.pin == nil {
+	if prev := s.own.prev; prev != "" && (s.own.pin == nil || s.own.pin.ID != prev) {
 		return notFoundPrevious(prev)
+	}
+	if conv := s.own.conv; conv != "" && s.own.pin == nil {
+		return notFoundConversation(conv, "conversation") // never handed out: not sent with the shared credential
 	}
 	return nil
 }
@@ -222,14 +253,22 @@ func pinnedError(err error, id string) *translate.APIError {
 	var pc *pinnedCooling
 	if errors.As(err, &pc) {
 		e := errUnavailable()
-		e.Message = fmt.Sprintf("The deployment holding response '%s' is cooling down after failures; retry shortly (the conversation stays there).", id)
+		e.Message = fmt.Sprintf("The deployment holding %s '%s' is cooling down after failures; retry shortly (the conversation stays there).", heldKind(id), id)
 		e.Headers = retryAfterHeaders(pc.retryAfter)
 		return e
 	}
 	e := errUnavailable()
 	e.Headers = nil
-	e.Message = fmt.Sprintf("The deployment holding response '%s' is no longer available to this key.", id)
+	e.Message = fmt.Sprintf("The deployment holding %s '%s' is no longer available to this key (or not in the model group the request names).", heldKind(id), id)
 	return e
+}
+
+// heldKind names what an id is: a conversation (conv_…) or a response.
+func heldKind(id string) string {
+	if strings.HasPrefix(id, "conv_") {
+		return "conversation"
+	}
+	return "response"
 }
 
 // observeNative reads the id of a native response: the JSON reply's id, or
@@ -296,6 +335,9 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	if s.p.owners == nil {
 		return nil
 	}
+	if pr := s.forwardConversation(ctx); pr != nil { // conversations.go
+		return pr
+	}
 	rest, ok := strings.CutPrefix(s.path, "/v1/responses")
 	if !ok {
 		return nil
@@ -327,14 +369,22 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	if err != nil || target == nil {
 		return s.reject(pinnedError(err, id))
 	}
-	s.target, s.own.fwd = target, o
-	s.rt = nil // no admission, no routing feedback: a read of a stored object
 	if sub != "input_items" && s.method != http.MethodDelete {
 		// A response object (or its stream): it names the model the client
 		// asked for, and may show a background response finished.
 		s.tr = translate.ForwardedResponses(o.Model)
 	}
-	path, headers := translate.NativeResponsesRequest(target, rest, false)
+	s.own.forget = s.method == http.MethodDelete
+	return s.forwardTo(target, o, rest, false)
+}
+
+// forwardTo sends the request on to target, the deployment holding o (a
+// response, or a conversation), with its credential: rest is the path after
+// /v1/responses or /v1/conversations.
+func (s *stream) forwardTo(target *translate.Target, o *ResponseOwner, rest string, conversations bool) *extprocv3.ProcessingResponse {
+	s.target, s.own.fwd = target, o
+	s.rt = nil // no admission, no routing feedback: a read of a stored object
+	path, headers := translate.NativeResponsesRequest(target, rest, conversations)
 	var kvs [8]headerKV
 	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
@@ -358,7 +408,7 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 func (s *stream) forwardedResponse(ctx context.Context, contentType *corev3.HeaderValue, eos bool) *extprocv3.ProcessingResponse {
 	o := s.own.fwd
 	ok := s.status >= 200 && s.status < 300
-	if s.method == http.MethodDelete && ok {
+	if s.own.forget && ok {
 		if err := s.p.owners.ForgetResponse(ctx, o.ID); err != nil && !errors.Is(err, ErrResponseNotFound) {
 			s.p.log.Warn("forget response owner failed", "request_id", s.id, "response", o.ID, "err", err)
 		}
@@ -377,10 +427,22 @@ func (s *stream) forwardedResponse(ctx context.Context, contentType *corev3.Head
 // object names the client's model, and a background response it shows
 // finished is settled (responses_background.go).
 func (s *stream) forwardedBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	if s.tr == nil || s.status < 200 || s.status >= 300 {
+	if s.status < 200 || s.status >= 300 {
 		return replyContinueResponseBody
 	}
 	body := b.GetBody()
+	if s.own.create { // conversations.go: the id handed out is the key's
+		s.own.create = false
+		o := *s.own.fwd
+		if o.ID = stringMember(body, "id"); o.ID != "" {
+			if err := s.p.owners.PutOwner(ctx, &o, nil); err != nil {
+				s.p.log.Warn("record conversation owner failed", "request_id", s.id, "conversation", o.ID, "err", err)
+			}
+		}
+	}
+	if s.tr == nil {
+		return replyContinueResponseBody
+	}
 	if s.sse {
 		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
 		if err != nil {

@@ -20,10 +20,10 @@ type memOwners struct {
 	mu      sync.Mutex
 	m       map[string]ResponseOwner
 	pending map[string]Record
-	failPut error // DeferSettlement fails with it
+	failPut error // PutOwner fails with it
 }
 
-func (m *memOwners) DeferSettlement(_ context.Context, o *ResponseOwner, rec *Record) error {
+func (m *memOwners) PutOwner(_ context.Context, o *ResponseOwner, rec *Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failPut != nil {
@@ -34,8 +34,11 @@ func (m *memOwners) DeferSettlement(_ context.Context, o *ResponseOwner, rec *Re
 	}
 	if _, ok := m.m[o.ID]; !ok {
 		r := *o
-		r.Pending = true
-		m.m[o.ID], m.pending[o.ID] = r, *rec
+		m.m[o.ID] = r
+		if rec != nil {
+			r.Pending = true
+			m.m[o.ID], m.pending[o.ID] = r, *rec
+		}
 	}
 	return nil
 }

@@ -146,15 +146,17 @@ func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc
 	}, nil
 }
 
-// DeferSettlement records o at once (there is no ledger row yet to carry
-// it), with rec's ledger entry as its pending settlement (JSON).
-func (r *responseOwners) DeferSettlement(ctx context.Context, o *extproc.ResponseOwner, rec *extproc.Record) error {
-	pending, err := json.Marshal(ledgerEntry(rec))
-	if err != nil {
-		return err
-	}
+// PutOwner records o at once (there is no ledger row to carry it), with
+// the ledger entry of pending, when set, as its pending settlement (JSON).
+func (r *responseOwners) PutOwner(ctx context.Context, o *extproc.ResponseOwner, pending *extproc.Record) error {
 	so := responseOwner(o, r.now(), r.retention)
-	so.Pending = pending
+	if pending != nil {
+		p, err := json.Marshal(ledgerEntry(pending))
+		if err != nil {
+			return err
+		}
+		so.Pending = p
+	}
 	return r.st.PutResponseOwner(ctx, *so)
 }
 
