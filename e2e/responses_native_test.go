@@ -110,3 +110,62 @@ func TestResponsesNativeOwnership(t *testing.T) {
 	require.Equal(t, billIn, in, "the ledger's input is the provider's bill")
 	require.Equal(t, billOut, outTokens, "the ledger's output is the provider's bill")
 }
+
+// TestResponsesNativeConversations (issue 37): with the OpenAI Node SDK on
+// a native group of two deployments, a conversation created through the
+// gateway is held by one deployment: the responses made in it land there,
+// its items are the provider's, another key gets 404 for each call (and
+// its response naming it is refused before the provider), and it is
+// updated and deleted by its owner.
+func TestResponsesNativeConversations(t *testing.T) {
+	s := startSystem(t)
+	for _, n := range []string{"c1", "c2"} {
+		s.cli(nil, []string{"CRED=sk-" + n}, "provider", "create", "p-"+n, "--type", "openai",
+			"--base-url", s.mockURL+"/v1", "--credential-env", "CRED", "--responses-api")
+		s.cli(nil, nil, "deployment", "create", "d-"+n, "--provider", "p-"+n, "--model", "mock-native")
+	}
+	s.cli(nil, nil, "model", "create", "m-conv", "--deployments", "d-c1,d-c2")
+	s.cli(nil, nil, "price", "set", "m-conv", "--input", "1", "--output", "2")
+	keyID, key := s.createKey("--alias", "owner")
+	_, other := s.createKey("--alias", "other")
+	s.waitKey(key)
+	s.waitKey(other)
+
+	var out struct {
+		ID, Deployment string
+		Turns          []struct{ ID, Conversation, Deployment string }
+		Items          []struct{ ID, Type, Role string }
+
+		OtherRetrieve, OtherItems, OtherResponse, Gone *errInfo
+		Topic                                          string
+		Deleted                                        bool
+	}
+	before := s.mockStats()
+	s.node("responses.mjs", "conversations", key, &out, "TOLLGATE_MODEL=m-conv", "TOLLGATE_OTHER_KEY="+other)
+
+	require.Regexp(t, `^conv_`, out.ID)
+	require.Contains(t, []string{"d-c1", "d-c2"}, out.Deployment)
+	require.Len(t, out.Turns, 2)
+	for _, turn := range out.Turns {
+		require.Equal(t, out.Deployment, turn.Deployment, "a response in the conversation lands on the deployment holding it")
+		require.Equal(t, out.ID, turn.Conversation)
+	}
+	// The seed item, then each turn's input and reply.
+	require.Len(t, out.Items, 5, "%+v", out.Items)
+	require.Equal(t, "user", out.Items[0].Role)
+	require.Equal(t, "assistant", out.Items[2].Role)
+	for name, e := range map[string]*errInfo{
+		"retrieve": out.OtherRetrieve, "items": out.OtherItems, "response": out.OtherResponse, "retrieve after delete": out.Gone,
+	} {
+		require.NotNil(t, e, name)
+		require.Equal(t, 404, e.Status, "%s: %+v", name, e)
+	}
+	require.Equal(t, "changed", out.Topic)
+	require.True(t, out.Deleted)
+
+	after := s.mockStats()
+	holder := "sk-" + out.Deployment[len("d-"):]
+	require.Equal(t, int64(2), after[holder].Requests-before[holder].Requests, "the two responses, on the holder's credential")
+	rows := s.ledger(keyID)
+	require.Len(t, rows, 2, "the two responses are charged; conversation calls are not: %+v", rows)
+}
