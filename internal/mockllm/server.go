@@ -37,6 +37,8 @@ type Server struct {
 	faults faults            // per-deployment faults and counts (faults.go)
 	kept   responseStore     // Responses kept (responses_store.go)
 	convs  conversationStore // conversations.go
+	// received: the system texts of the requests served (received.go).
+	received receivedLog
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -99,6 +101,7 @@ func New(cfg Config) *Server {
 	s.registerBatches()
 	mockmcp.Register(s.mux) // the demo MCP server on /mcp
 	s.mux.HandleFunc("GET /stats", s.getStats)
+	s.mux.HandleFunc("GET /received/system", s.receivedSystem) // received.go
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, flavorOpenAI, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)

@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/internal/testenv"
+)
+
+// TestClaudeCodeThroughProviders (issue 38): Claude Code (pinned in
+// package-lock.json), non-interactive, against model groups served by
+// Bedrock (Converse), Vertex AI's Gemini and the Gemini API: each answers,
+// and the provider received Claude Code's instructions where its API puts
+// them — Bedrock's `system` blocks, Gemini's `systemInstruction` — not
+// dropped; the ledger names the group.
+func TestClaudeCodeThroughProviders(t *testing.T) {
+	testenv.NodePackage(t, "@anthropic-ai/claude-code")
+	claude, err := filepath.Abs("node_modules/.bin/claude")
+	require.NoError(t, err)
+	s := startSystem(t)
+	s.bedrockGroup("cc-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", bedrockSecret)
+	s.cli(nil, nil, "provider", "create", "p-vertex", "--type", "vertex",
+		"--base-url", s.mockURL+"/v1/projects/acme/locations/us-central1", "--credential-file", s.vertexServiceAccount("tollgate@acme.iam.gserviceaccount.com"))
+	s.cli(nil, nil, "deployment", "create", "d-cc-vertex", "--provider", "p-vertex", "--model", "gemini-2.5-flash")
+	s.cli(nil, nil, "model", "create", "cc-vertex", "--deployments", "d-cc-vertex")
+	s.cli(nil, nil, "price", "set", "cc-vertex", "--input", "0.30", "--output", "2.50")
+	s.geminiGroup("cc-gemini", "AIza-e2e-claude-code")
+	keyID, key := s.createKey("--alias", "claude-code", "--models", "cc-bedrock,cc-vertex,cc-gemini")
+	s.waitKey(key)
+
+	for _, tc := range []struct{ group, api string }{
+		{"cc-bedrock", "bedrock"},
+		{"cc-vertex", "gemini"},
+		{"cc-gemini", "gemini"},
+	} {
+		t.Run(tc.group, func(t *testing.T) {
+			before := len(receivedSystem(t, s.mockURL)[tc.api])
+			home, work := t.TempDir(), t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, claude, "-p", "--model", tc.group, "Reply with the words claude through tollgate")
+			cmd.Dir = work
+			cmd.Env = append(os.Environ(), "HOME="+home,
+				"ANTHROPIC_BASE_URL="+s.url, "ANTHROPIC_API_KEY="+key,
+				// Its small model (titles, summaries) on the same group.
+				"ANTHROPIC_SMALL_FAST_MODEL="+tc.group, "ANTHROPIC_DEFAULT_HAIKU_MODEL="+tc.group,
+				"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "NO_COLOR=1")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr, cmd.Stdin = &stdout, &stderr, strings.NewReader("")
+			require.NoError(t, cmd.Run(), "claude -p: %s\n%s", stdout.String(), stderr.String())
+			require.NotEmpty(t, strings.TrimSpace(stdout.String()), "stderr: %s", stderr.String())
+
+			got := receivedSystem(t, s.mockURL)[tc.api][before:]
+			require.NotEmpty(t, got, "the provider was called")
+			var withInstructions int
+			for _, sys := range got {
+				if strings.Contains(sys, "Claude Code") {
+					withInstructions++
+				}
+			}
+			require.Positive(t, withInstructions, "Claude Code's system prompt reached the provider's %s system field: %q", tc.api, got)
+		})
+	}
+	var rows []ledgerRow
+	require.Eventually(t, func() bool {
+		rows = s.ledger(keyID)
+		seen := map[string]bool{}
+		for _, r := range rows {
+			seen[r.Model] = true
+		}
+		return seen["cc-bedrock"] && seen["cc-vertex"] && seen["cc-gemini"]
+	}, 10*time.Second, 100*time.Millisecond, "every group's requests are in the ledger")
+	for _, r := range rows {
+		require.Equal(t, "REQUEST_STATUS_COMPLETED", r.Status, "%+v", r)
+	}
+}
+
+// receivedSystem reads the system texts mockllm received, per API shape.
+func receivedSystem(t *testing.T, mockURL string) map[string][]string {
+	t.Helper()
+	resp, err := http.Get(mockURL + "/received/system")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string][]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
