@@ -64,7 +64,8 @@ func TestClaudeCodeThroughProviders(t *testing.T) {
 			require.NotEmpty(t, got, "the provider was called")
 			var withInstructions int
 			for _, sys := range got {
-				if strings.Contains(sys, "Claude Code") {
+				// Its agent prompt, and the context it sends beside it.
+				if strings.Contains(sys, "Claude Code") && strings.Contains(sys, "Today's date is") {
 					withInstructions++
 				}
 			}
