@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/store"
@@ -130,19 +129,24 @@ func (s *suite) responsesTests() []test {
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			var won [][]byte
+			var errs []error
 			for range 8 {
 				wg.Go(func() {
 					p, err := ro.ClaimResponseSettlement(ctx, "resp_bg")
 					if errors.Is(err, store.ErrNotFound) {
 						return
 					}
-					assert.NoError(t, err)
 					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						errs = append(errs, err)
+						return
+					}
 					won = append(won, p)
-					mu.Unlock()
 				})
 			}
 			wg.Wait()
+			require.Empty(t, errs)
 			require.Equal(t, [][]byte{[]byte(`{"request_id":"r1"}`)}, won)
 			_, err = ro.ClaimResponseSettlement(ctx, "resp_bg")
 			require.ErrorIs(t, err, store.ErrNotFound)
