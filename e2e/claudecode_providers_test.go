@@ -1,13 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +20,6 @@ import (
 // dropped; the ledger names the group.
 func TestClaudeCodeThroughProviders(t *testing.T) {
 	testenv.NodePackage(t, "@anthropic-ai/claude-code")
-	claude, err := filepath.Abs("node_modules/.bin/claude")
-	require.NoError(t, err)
 	s := startSystem(t)
 	s.bedrockGroup("cc-bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", bedrockSecret)
 	s.cli(nil, nil, "provider", "create", "p-vertex", "--type", "vertex",
@@ -45,20 +38,9 @@ func TestClaudeCodeThroughProviders(t *testing.T) {
 	} {
 		t.Run(tc.group, func(t *testing.T) {
 			before := len(receivedSystem(t, s.mockURL)[tc.api])
-			home, work := t.TempDir(), t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, claude, "-p", "--model", tc.group, "Reply with the words claude through tollgate")
-			cmd.Dir = work
-			cmd.Env = append(os.Environ(), "HOME="+home,
-				"ANTHROPIC_BASE_URL="+s.url, "ANTHROPIC_API_KEY="+key,
-				// Its small model (titles, summaries) on the same group.
-				"ANTHROPIC_SMALL_FAST_MODEL="+tc.group, "ANTHROPIC_DEFAULT_HAIKU_MODEL="+tc.group,
-				"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "NO_COLOR=1")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr, cmd.Stdin = &stdout, &stderr, strings.NewReader("")
-			require.NoError(t, cmd.Run(), "claude -p: %s\n%s", stdout.String(), stderr.String())
-			require.NotEmpty(t, strings.TrimSpace(stdout.String()), "stderr: %s", stderr.String())
+			// Its small model (titles, summaries) on the same group.
+			s.runClaude(t, key, []string{"--model", tc.group, "Reply with the words claude through tollgate"},
+				"ANTHROPIC_SMALL_FAST_MODEL="+tc.group, "ANTHROPIC_DEFAULT_HAIKU_MODEL="+tc.group)
 
 			got := receivedSystem(t, s.mockURL)[tc.api][before:]
 			require.NotEmpty(t, got, "the provider was called")

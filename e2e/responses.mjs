@@ -13,6 +13,16 @@ function errorInfo(e) {
   return { class: e?.constructor?.name, status: e?.status, type: e?.error?.type ?? e?.type, code: e?.error?.code ?? e?.code, message: e?.message };
 }
 
+// fail runs f and returns its error's errorInfo, null when it succeeds.
+async function fail(f) {
+  try {
+    await f();
+    return null;
+  } catch (e) {
+    return errorInfo(e);
+  }
+}
+
 const weatherTool = {
   type: "function",
   name: "get_weather",
@@ -94,14 +104,6 @@ const scenarios = {
   async native() {
     const c = client();
     const other = client(process.env.TOLLGATE_OTHER_KEY);
-    const fail = async (f) => {
-      try {
-        await f();
-        return null;
-      } catch (e) {
-        return errorInfo(e);
-      }
-    };
     const turns = [];
     let prev;
     for (const input of ["alpha beta", "gamma", "delta"]) {
@@ -147,14 +149,6 @@ const scenarios = {
   async conversations() {
     const c = client();
     const other = client(process.env.TOLLGATE_OTHER_KEY);
-    const fail = async (f) => {
-      try {
-        await f();
-        return null;
-      } catch (e) {
-        return errorInfo(e);
-      }
-    };
     const { data: conv, response: created } = await c.conversations
       .create({ metadata: { topic: "e2e" }, items: [{ type: "message", role: "user", content: "remember the word kiwi" }] }, { headers: { "x-tollgate-model": model } })
       .withResponse();

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,17 +17,7 @@ import (
 // response is polled to completion through the gateway and settled once.
 func TestResponsesNativeOwnership(t *testing.T) {
 	s := startSystem(t)
-	for _, n := range []string{"n1", "n2"} {
-		s.cli(nil, []string{"CRED=sk-" + n}, "provider", "create", "p-"+n, "--type", "openai",
-			"--base-url", s.mockURL+"/v1", "--credential-env", "CRED", "--responses-api")
-		s.cli(nil, nil, "deployment", "create", "d-"+n, "--provider", "p-"+n, "--model", "mock-native")
-	}
-	s.cli(nil, nil, "model", "create", "m-native", "--deployments", "d-n1,d-n2")
-	s.cli(nil, nil, "price", "set", "m-native", "--input", "1", "--output", "2")
-	keyID, key := s.createKey("--alias", "owner")
-	_, other := s.createKey("--alias", "other")
-	s.waitKey(key)
-	s.waitKey(other)
+	keyID, key, other := s.nativeGroup("m-native", "n1", "n2")
 
 	var out struct {
 		Turns []struct {
@@ -119,17 +110,7 @@ func TestResponsesNativeOwnership(t *testing.T) {
 // updated and deleted by its owner.
 func TestResponsesNativeConversations(t *testing.T) {
 	s := startSystem(t)
-	for _, n := range []string{"c1", "c2"} {
-		s.cli(nil, []string{"CRED=sk-" + n}, "provider", "create", "p-"+n, "--type", "openai",
-			"--base-url", s.mockURL+"/v1", "--credential-env", "CRED", "--responses-api")
-		s.cli(nil, nil, "deployment", "create", "d-"+n, "--provider", "p-"+n, "--model", "mock-native")
-	}
-	s.cli(nil, nil, "model", "create", "m-conv", "--deployments", "d-c1,d-c2")
-	s.cli(nil, nil, "price", "set", "m-conv", "--input", "1", "--output", "2")
-	keyID, key := s.createKey("--alias", "owner")
-	_, other := s.createKey("--alias", "other")
-	s.waitKey(key)
-	s.waitKey(other)
+	keyID, key, other := s.nativeGroup("m-conv", "c1", "c2")
 
 	var out struct {
 		ID, Deployment string
@@ -168,4 +149,26 @@ func TestResponsesNativeConversations(t *testing.T) {
 	require.Equal(t, int64(2), after[holder].Requests-before[holder].Requests, "the two responses, on the holder's credential")
 	rows := s.ledger(keyID)
 	require.Len(t, rows, 2, "the two responses are charged; conversation calls are not: %+v", rows)
+}
+
+// nativeGroup makes a model group of one deployment per name on mockllm,
+// which serves the Responses API natively, each with its own credential
+// sk-NAME (deployment d-NAME), and two keys that may use it: the owner's
+// (and its id) and another.
+func (s *system) nativeGroup(group string, names ...string) (ownerID, owner, other string) {
+	s.t.Helper()
+	var deps []string
+	for _, n := range names {
+		s.cli(nil, []string{"CRED=sk-" + n}, "provider", "create", "p-"+n, "--type", "openai",
+			"--base-url", s.mockURL+"/v1", "--credential-env", "CRED", "--responses-api")
+		s.cli(nil, nil, "deployment", "create", "d-"+n, "--provider", "p-"+n, "--model", "mock-native")
+		deps = append(deps, "d-"+n)
+	}
+	s.cli(nil, nil, "model", "create", group, "--deployments", strings.Join(deps, ","))
+	s.cli(nil, nil, "price", "set", group, "--input", "1", "--output", "2")
+	ownerID, owner = s.createKey("--alias", "owner")
+	_, other = s.createKey("--alias", "other")
+	s.waitKey(owner)
+	s.waitKey(other)
+	return ownerID, owner, other
 }

@@ -104,6 +104,16 @@ func (c *conversation) object() map[string]any {
 	return map[string]any{"id": c.id, "object": "conversation", "created_at": c.created, "metadata": md}
 }
 
+// ordered is a copy of items in the order the request asks: newest first
+// unless order=asc.
+func ordered(items []json.RawMessage, r *http.Request) []json.RawMessage {
+	data := slices.Clone(items)
+	if r.URL.Query().Get("order") != "asc" {
+		slices.Reverse(data)
+	}
+	return data
+}
+
 // itemList is a list page of items (all of them: one page).
 func itemList(data []json.RawMessage) map[string]any {
 	list := map[string]any{"object": "list", "data": data, "has_more": false, "first_id": nil, "last_id": nil}
@@ -171,11 +181,7 @@ func (s *Server) conversationsCall(w http.ResponseWriter, r *http.Request) {
 		delete(cs.byID, id)
 		v = map[string]any{"id": id, "object": "conversation.deleted", "deleted": true}
 	case sub == "items" && item == "" && r.Method == http.MethodGet:
-		data := slices.Clone(c.items)
-		if r.URL.Query().Get("order") != "asc" {
-			slices.Reverse(data)
-		}
-		v = itemList(data)
+		v = itemList(ordered(c.items, r))
 	case sub == "items" && item == "" && r.Method == http.MethodPost:
 		added := cs.withIDs(body.Items)
 		c.items = append(c.items, added...)
