@@ -13,6 +13,16 @@ function errorInfo(e) {
   return { class: e?.constructor?.name, status: e?.status, type: e?.error?.type ?? e?.type, code: e?.error?.code ?? e?.code, message: e?.message };
 }
 
+// fail runs f and returns its error's errorInfo, null when it succeeds.
+async function fail(f) {
+  try {
+    await f();
+    return null;
+  } catch (e) {
+    return errorInfo(e);
+  }
+}
+
 const weatherTool = {
   type: "function",
   name: "get_weather",
@@ -94,14 +104,6 @@ const scenarios = {
   async native() {
     const c = client();
     const other = client(process.env.TOLLGATE_OTHER_KEY);
-    const fail = async (f) => {
-      try {
-        await f();
-        return null;
-      } catch (e) {
-        return errorInfo(e);
-      }
-    };
     const turns = [];
     let prev;
     for (const input of ["alpha beta", "gamma", "delta"]) {
@@ -121,7 +123,7 @@ const scenarios = {
     const otherPrevious = await fail(() => other.responses.create({ model, input: "steal", previous_response_id: r1.id }));
     await c.responses.delete(r1.id);
     const deleted = await fail(() => c.responses.retrieve(r1.id));
-    const bg = await c.responses.create({ model, input: "in the background please", background: true });
+    const { data: bg, response: bgResp } = await c.responses.create({ model, input: "in the background please", background: true }).withResponse();
     const statuses = [bg.status];
     let polled = bg;
     for (let i = 0; i < 20 && (polled.status === "queued" || polled.status === "in_progress"); i++) {
@@ -138,7 +140,44 @@ const scenarios = {
       otherDelete,
       otherPrevious,
       deleted,
-      background: { id: bg.id, statuses, final: summary(polled), again: again.status },
+      background: { id: bg.id, requestID: bgResp.headers.get("x-tollgate-request-id"), statuses, final: summary(polled), again: again.status },
+    };
+  },
+  // Conversations owned by the key (issue 37): created on the group the
+  // x-tollgate-model header names, two responses in it (both on the
+  // deployment holding it), its items, another key's 404s, update, delete.
+  async conversations() {
+    const c = client();
+    const other = client(process.env.TOLLGATE_OTHER_KEY);
+    const { data: conv, response: created } = await c.conversations
+      .create({ metadata: { topic: "e2e" }, items: [{ type: "message", role: "user", content: "remember the word kiwi" }] }, { headers: { "x-tollgate-model": model } })
+      .withResponse();
+    const turns = [];
+    for (const ref of [conv.id, { id: conv.id }]) {
+      const { data, response } = await c.responses.create({ model, input: "and now?", conversation: ref }).withResponse();
+      turns.push({ id: data.id, conversation: data.conversation?.id, deployment: response.headers.get("x-tollgate-deployment") });
+    }
+    const items = [];
+    for await (const it of c.conversations.items.list(conv.id, { order: "asc" })) items.push({ id: it.id, type: it.type, role: it.role });
+    const otherRetrieve = await fail(() => other.conversations.retrieve(conv.id));
+    const otherItems = await fail(async () => {
+      for await (const it of other.conversations.items.list(conv.id)) void it;
+    });
+    const otherResponse = await fail(() => other.responses.create({ model, input: "steal", conversation: conv.id }));
+    const updated = await c.conversations.update(conv.id, { metadata: { topic: "changed" } });
+    const del = await c.conversations.delete(conv.id);
+    const gone = await fail(() => c.conversations.retrieve(conv.id));
+    return {
+      id: conv.id,
+      deployment: created.headers.get("x-tollgate-deployment"),
+      turns,
+      items,
+      otherRetrieve,
+      otherItems,
+      otherResponse,
+      topic: updated.metadata.topic,
+      deleted: del.deleted,
+      gone,
     };
   },
   async toolstream() {

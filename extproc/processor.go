@@ -39,6 +39,7 @@ type Processor struct {
 	health          *health.Server
 	responses       ResponseStore   // stored responses of the Responses API (nil: none)
 	owners          ResponseOwners  // owners of native response ids (responses_owner.go; nil: none)
+	bgLease         time.Duration   // background responses' lease (responses_background.go; 0: the default)
 	router          *routing.Router // deployment health and choice (routing.go)
 	retryKey        []byte          // signs retry tokens (retry.go)
 	perTry          bool            // route retrying groups per try (pertry.go)
@@ -304,6 +305,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.customerHdr = headerValue(hv)
 		case hdrRunID:
 			s.runHdr = headerValue(hv)
+		case hdrModel: // conversations.go
+			s.own.model = headerValue(hv)
 		case translate.HdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
@@ -491,6 +494,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		MaxTokens:        in.MaxTokens,
 		DefaultMaxTokens: target.DefaultMaxTokens,
 		Price:            target.Price,
+		Lease:            s.backgroundLease(), // responses_background.go
 	}
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
@@ -617,7 +621,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	}
 	if !s.admitted {
 		if s.own.fwd != nil {
-			return s.forwardedResponse(ctx)
+			return s.forwardedResponse(ctx, contentType, h.GetEndOfStream())
 		}
 		return replyContinueResponseHeaders
 	}
@@ -681,6 +685,9 @@ func isEventStream(ct string) bool {
 // --- response body ----------------------------------------------------------
 
 func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if s.own.fwd != nil { // responses_owner.go
+		return s.forwardedBody(ctx, b)
+	}
 	if !s.admitted || s.settled && !s.sse {
 		return replyContinueResponseBody
 	}
@@ -747,6 +754,10 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		if !translate.SameBytes(out, body) {
 			x.c.BodyMutation = x.mutation(out)
 			l = l.addInt(hdrContentLength, int64(len(out)))
+		}
+		if s.deferSettlement(ctx, out) { // responses_background.go: settled when a poll sees it done
+			x.setHeaders(l)
+			return pr
 		}
 		cost, settled = s.settle(ctx, kernel.StatusCompleted, s.status, u, reported)
 		if reported {
@@ -821,6 +832,30 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 	if !reported && u.Input+u.CachedInput+u.CacheWrite == 0 {
 		u.Input = s.inputEstimate()
 	}
+	rec := s.fillRecord(st, httpStatus, u)
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)
+		defer cancel()
+	}
+	if s.p.obs != nil && s.report.SettleStart.IsZero() {
+		s.report.SettleStart = rec.EndedAt // read just above: one clock read for both
+	}
+	cost, err := s.p.acct.Settle(ctx, rec)
+	s.settledReport(rec, cost, err)
+	if err != nil {
+		s.p.log.Warn("settle failed", "request_id", s.id, "model", rec.Model, "err", err)
+		return 0, false
+	}
+	if s.p.debug {
+		s.p.log.Debug("settled", "request_id", s.id, "model", rec.Model, "deployment", rec.Deployment,
+			"status", st, "http_status", httpStatus, "usage", u, "reported", reported, "cost", formatUSD(cost))
+	}
+	return cost, true
+}
+
+// fillRecord fills the stream's Record of its settlement.
+func (s *stream) fillRecord(st kernel.Status, httpStatus int, u kernel.Usage) *Record {
 	rec := &s.rec
 	*rec = Record{
 		RequestID:  s.id,
@@ -842,25 +877,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		Cache:          CacheRecord{Status: s.cache.status},
 		Owner:          s.owner(),
 	}
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)
-		defer cancel()
-	}
-	if s.p.obs != nil && s.report.SettleStart.IsZero() {
-		s.report.SettleStart = rec.EndedAt // read just above: one clock read for both
-	}
-	cost, err := s.p.acct.Settle(ctx, rec)
-	s.settledReport(rec, cost, err)
-	if err != nil {
-		s.p.log.Warn("settle failed", "request_id", s.id, "model", rec.Model, "err", err)
-		return 0, false
-	}
-	if s.p.debug {
-		s.p.log.Debug("settled", "request_id", s.id, "model", rec.Model, "deployment", rec.Deployment,
-			"status", st, "http_status", httpStatus, "usage", u, "reported", reported, "cost", formatUSD(cost))
-	}
-	return cost, true
+	return rec
 }
 
 // --- rejections -------------------------------------------------------------

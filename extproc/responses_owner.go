@@ -36,6 +36,9 @@ type ResponseOwner struct {
 	Model      string // the model group the client asked for
 	Store      bool
 	Background bool
+	// Pending: a background response whose settlement waits for a poll
+	// that sees it finished (responses_background.go).
+	Pending bool
 }
 
 // ResponseOwners records and reads the owners of native response ids. The
@@ -47,6 +50,13 @@ type ResponseOwners interface {
 	ResponseOwner(ctx context.Context, id string) (*ResponseOwner, error)
 	// ForgetResponse forgets an id its upstream deleted.
 	ForgetResponse(ctx context.Context, id string) error
+	// PutOwner records o at once, outside the ledger (a conversation, or a
+	// background response), with pending, when not nil, the settlement of
+	// its request, to be claimed when the response finishes.
+	PutOwner(ctx context.Context, o *ResponseOwner, pending *Record) error
+	// ClaimSettlement takes the deferred settlement of id: exactly one claim
+	// gets it; the others, and any id without one, ErrResponseNotFound.
+	ClaimSettlement(ctx context.Context, id string) (*Record, error)
 }
 
 // WithResponseOwners records native response ids in o and routes requests on
@@ -71,8 +81,17 @@ type ownState struct {
 	prev string
 	sse  []byte
 	// fwd is the owner of the response a forwarded request (GET, DELETE,
-	// input_items, cancel) is on.
-	fwd *ResponseOwner
+	// input_items, cancel) is on; claimed: its deferred settlement was
+	// claimed (responses_background.go); forget: a 2xx forgets it.
+	fwd     *ResponseOwner
+	claimed bool
+	forget  bool
+	// conversations.go: model is the x-tollgate-model header; create: the
+	// request creates a conversation (fwd holds its owner, but for its id);
+	// conv is a Responses request's conversation ("" when none).
+	model  string
+	create bool
+	conv   string
 }
 
 // pinned reports whether the request must stay on one deployment.
@@ -112,8 +131,8 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 	if s.p.owners == nil || s.ep.API != translate.APIResponses {
 		return nil
 	}
-	s.own.store, s.own.background, s.own.prev = true, false, ""
-	// One scan for the three members (checkNative reads prev again).
+	s.own.store, s.own.background, s.own.prev, s.own.conv = true, false, "", ""
+	// One scan for the four members (checkNative reads prev and conv again).
 	_, _ = translate.ScanObject(body, 0, true, func(key []byte, v translate.Span) error {
 		switch {
 		case translate.KeyIs(key, "store"):
@@ -122,9 +141,29 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 			s.own.background = boolValue(body, v, s.own.background)
 		case translate.KeyIs(key, "previous_response_id"):
 			s.own.prev, _ = translate.StringValue(body, v)
+		case translate.KeyIs(key, "conversation"): // an id, or {"id": …}
+			if s.own.conv, _ = translate.StringValue(body, v); s.own.conv == "" {
+				s.own.conv = stringMember(body[v.Start:v.End], "id")
+			}
 		}
 		return nil
 	})
+	if conv := s.own.conv; conv != "" {
+		o, err := s.lookupOwner(ctx, conv)
+		switch {
+		case err != nil:
+			s.p.log.Warn("read conversation owner failed", "request_id", s.id, "err", err)
+			return errUnavailable()
+		case o != nil && o.KeyID != s.principal.KeyID:
+			return notFoundConversation(conv, "conversation")
+		case o != nil:
+			// The deployment holding the conversation, in the group the
+			// request names.
+			pin := *o
+			pin.Model = s.in.Model
+			s.own.pin = &pin
+		}
+	}
 	prev := s.own.prev
 	if prev == "" {
 		return nil
@@ -152,8 +191,11 @@ func (s *stream) checkNative(body []byte) *translate.APIError {
 		return nil
 	}
 	s.own.record = true
-	if prev := s.own.prev; prev != "" && s.own.pin == nil {
+	if prev := s.own.prev; prev != "" && (s.own.pin == nil || s.own.pin.ID != prev) {
 		return notFoundPrevious(prev)
+	}
+	if conv := s.own.conv; conv != "" && s.own.pin == nil {
+		return notFoundConversation(conv, "conversation") // never handed out: not sent with the shared credential
 	}
 	return nil
 }
@@ -208,14 +250,22 @@ func pinnedError(err error, id string) *translate.APIError {
 	var pc *pinnedCooling
 	if errors.As(err, &pc) {
 		e := errUnavailable()
-		e.Message = fmt.Sprintf("The deployment holding response '%s' is cooling down after failures; retry shortly (the conversation stays there).", id)
+		e.Message = fmt.Sprintf("The deployment holding %s '%s' is cooling down after failures; retry shortly (the conversation stays there).", heldKind(id), id)
 		e.Headers = retryAfterHeaders(pc.retryAfter)
 		return e
 	}
 	e := errUnavailable()
 	e.Headers = nil
-	e.Message = fmt.Sprintf("The deployment holding response '%s' is no longer available to this key.", id)
+	e.Message = fmt.Sprintf("The deployment holding %s '%s' is no longer available to this key (or not in the model group the request names).", heldKind(id), id)
 	return e
+}
+
+// heldKind names what an id is: a conversation (conv_…) or a response.
+func heldKind(id string) string {
+	if strings.HasPrefix(id, "conv_") {
+		return "conversation"
+	}
+	return "response"
 }
 
 // observeNative reads the id of a native response: the JSON reply's id, or
@@ -282,6 +332,9 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	if s.p.owners == nil {
 		return nil
 	}
+	if pr := s.forwardConversation(ctx); pr != nil { // conversations.go
+		return pr
+	}
 	rest, ok := strings.CutPrefix(s.path, "/v1/responses")
 	if !ok {
 		return nil
@@ -313,9 +366,22 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	if err != nil || target == nil {
 		return s.reject(pinnedError(err, id))
 	}
+	if sub != "input_items" && s.method != http.MethodDelete {
+		// A response object (or its stream): it names the model the client
+		// asked for, and may show a background response finished.
+		s.tr = translate.ForwardedResponses(o.Model)
+	}
+	s.own.forget = s.method == http.MethodDelete
+	return s.forwardTo(target, o, rest, false)
+}
+
+// forwardTo sends the request on to target, the deployment holding o (a
+// response, or a conversation), with its credential: rest is the path after
+// /v1/responses or /v1/conversations.
+func (s *stream) forwardTo(target *translate.Target, o *ResponseOwner, rest string, conversations bool) *extprocv3.ProcessingResponse {
 	s.target, s.own.fwd = target, o
 	s.rt = nil // no admission, no routing feedback: a read of a stored object
-	path, headers := translate.NativeResponsesRequest(target, rest, false)
+	path, headers := translate.NativeResponsesRequest(target, rest, conversations)
 	var kvs [8]headerKV
 	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
@@ -335,15 +401,76 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 }
 
 // forwardedResponse sees the response to a forwarded request: a deleted
-// response is forgotten.
-func (s *stream) forwardedResponse(ctx context.Context) *extprocv3.ProcessingResponse {
+// response is forgotten; a stream (GET ?stream=true) is passed as it comes.
+func (s *stream) forwardedResponse(ctx context.Context, contentType *corev3.HeaderValue, eos bool) *extprocv3.ProcessingResponse {
 	o := s.own.fwd
-	if s.method == http.MethodDelete && s.status >= 200 && s.status < 300 {
+	ok := s.status >= 200 && s.status < 300
+	if s.own.forget && ok {
 		if err := s.p.owners.ForgetResponse(ctx, o.ID); err != nil && !errors.Is(err, ErrResponseNotFound) {
 			s.p.log.Warn("forget response owner failed", "request_id", s.id, "response", o.ID, "err", err)
 		}
 	}
-	return replyHeadersNamed(s.id, o.Deployment)
+	pr := replyHeadersNamed(s.id, o.Deployment)
+	if s.tr != nil && ok && !eos && upstreamStreams(contentType) {
+		s.sse = true
+		pr.ModeOverride = modeStreamed
+		c := pr.GetResponseHeaders().GetResponse()
+		c.HeaderMutation.RemoveHeaders = contentLengthHeader
+	}
+	return pr
+}
+
+// forwardedBody sees the body of a forwarded request's response: a response
+// object names the client's model, and a background response it shows
+// finished is settled (responses_background.go).
+func (s *stream) forwardedBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if s.status < 200 || s.status >= 300 {
+		return replyContinueResponseBody
+	}
+	body := b.GetBody()
+	if s.own.create { // conversations.go: the id handed out is the key's
+		s.own.create = false
+		o := *s.own.fwd
+		if o.ID = stringMember(body, "id"); o.ID != "" {
+			if err := s.p.owners.PutOwner(ctx, &o, nil); err != nil {
+				s.p.log.Warn("record conversation owner failed", "request_id", s.id, "conversation", o.ID, "err", err)
+			}
+		}
+	}
+	if s.tr == nil {
+		return replyContinueResponseBody
+	}
+	if s.sse {
+		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
+		if err != nil {
+			if out == nil {
+				out = body
+			}
+			s.streamError(err)
+		}
+		if u, reported := s.tr.StreamUsage(); reported {
+			s.settleForwarded(ctx, "completed", u, true) // the usage comes with the final event
+		}
+		if translate.SameBytes(out, body) {
+			return replyContinueResponseBody
+		}
+		return s.newChunkReply(out)
+	}
+	out, u, err := s.tr.Response(body)
+	if out == nil {
+		out = body
+	}
+	s.settleForwarded(ctx, stringMember(out, "status"), u, err == nil)
+	if translate.SameBytes(out, body) {
+		return replyContinueResponseBody
+	}
+	pr, x := s.newResponseBodyReply()
+	x.c.BodyMutation = x.mutation(out)
+	var kvs [1]headerKV
+	var vals [24]byte
+	l := headerList{kv: kvs[:0], vals: vals[:0]}
+	x.setHeaders(l.addInt(hdrContentLength, int64(len(out))))
+	return pr
 }
 
 // replyHeadersNamed continues response headers, naming the request and the

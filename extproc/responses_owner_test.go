@@ -17,8 +17,44 @@ import (
 // memOwners is an in-memory ResponseOwners, filled from the settled records
 // as the gateway's accountant does (take).
 type memOwners struct {
-	mu sync.Mutex
-	m  map[string]ResponseOwner
+	mu      sync.Mutex
+	m       map[string]ResponseOwner
+	pending map[string]Record
+	failPut error // PutOwner fails with it
+}
+
+func (m *memOwners) PutOwner(_ context.Context, o *ResponseOwner, rec *Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failPut != nil {
+		return m.failPut
+	}
+	if m.m == nil {
+		m.m, m.pending = map[string]ResponseOwner{}, map[string]Record{}
+	}
+	if _, ok := m.m[o.ID]; !ok {
+		r := *o
+		m.m[o.ID] = r
+		if rec != nil {
+			r.Pending = true
+			m.m[o.ID], m.pending[o.ID] = r, *rec
+		}
+	}
+	return nil
+}
+
+func (m *memOwners) ClaimSettlement(_ context.Context, id string) (*Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.pending[id]
+	if !ok {
+		return nil, ErrResponseNotFound
+	}
+	delete(m.pending, id)
+	o := m.m[id]
+	o.Pending = false
+	m.m[id] = o
+	return &rec, nil
 }
 
 func (m *memOwners) ResponseOwner(_ context.Context, id string) (*ResponseOwner, error) {

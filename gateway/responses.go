@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -93,7 +95,7 @@ func processorResponseOptions(st store.Store, cfg *Config, now func() time.Time,
 	}
 	opts := []extproc.Option{extproc.WithResponseStore(rs)}
 	if ro, ok := st.(store.ResponseOwners); ok {
-		opts = append(opts, extproc.WithResponseOwners(&responseOwners{st: ro, ledger: st, now: now}))
+		opts = append(opts, extproc.WithResponseOwners(&responseOwners{st: ro, ledger: st, now: now, retention: rs.retention}))
 	}
 	return opts, func(ctx context.Context) error { return rs.purge(ctx, time.Hour, log) }
 }
@@ -116,9 +118,10 @@ func responseOwner(o *extproc.ResponseOwner, now time.Time, retention time.Durat
 // still queued, so a miss flushes the ledger and reads again (only misses
 // pay it: an unknown id, or a follow-up faster than the commit).
 type responseOwners struct {
-	st     store.ResponseOwners
-	ledger store.Ledger
-	now    func() time.Time
+	st        store.ResponseOwners
+	ledger    store.Ledger
+	now       func() time.Time
+	retention time.Duration
 }
 
 var _ extproc.ResponseOwners = (*responseOwners)(nil)
@@ -139,6 +142,53 @@ func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc
 	}
 	return &extproc.ResponseOwner{
 		ID: o.ID, KeyID: o.KeyID, Deployment: o.Deployment, Model: o.Model, Store: o.Store, Background: o.Background,
+		Pending: len(o.Pending) > 0,
+	}, nil
+}
+
+// PutOwner records o at once (there is no ledger row to carry it), with
+// the ledger entry of pending, when set, as its pending settlement (JSON).
+func (r *responseOwners) PutOwner(ctx context.Context, o *extproc.ResponseOwner, pending *extproc.Record) error {
+	so := responseOwner(o, r.now(), r.retention)
+	if pending != nil {
+		p, err := json.Marshal(ledgerEntry(pending))
+		if err != nil {
+			return err
+		}
+		so.Pending = p
+	}
+	return r.st.PutResponseOwner(ctx, *so)
+}
+
+// ClaimSettlement takes the pending settlement of id, as the record the
+// processor settles.
+func (r *responseOwners) ClaimSettlement(ctx context.Context, id string) (*extproc.Record, error) {
+	p, err := r.st.ClaimResponseSettlement(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, extproc.ErrResponseNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var e store.LedgerEntry
+	if err := json.Unmarshal(p, &e); err != nil {
+		return nil, fmt.Errorf("gateway: pending settlement of %s: %w", id, err)
+	}
+	return &extproc.Record{
+		RequestID:      e.RequestID,
+		Principal:      &extproc.Principal{KeyID: e.KeyID, UserID: e.UserID, TeamID: e.TeamID, OrgID: e.OrgID},
+		CustomerID:     e.CustomerID,
+		RunID:          e.RunID,
+		Model:          e.Model,
+		RequestedModel: e.RequestedModel,
+		Deployment:     e.Deployment,
+		Usage:          e.Usage,
+		Status:         e.Status,
+		HTTPStatus:     e.HTTPStatus,
+		Stream:         e.Stream,
+		StartedAt:      e.StartedAt,
+		EndedAt:        e.EndedAt,
+		Unpriced:       e.Unpriced,
 	}, nil
 }
 

@@ -52,6 +52,10 @@ type ResponseOwner struct {
 	Background bool
 	CreatedAt  time.Time
 	ExpiresAt  time.Time // retention: after it the id is unknown
+	// Pending is a settlement deferred until the response finishes (a
+	// background response polled later), opaque to the store; nil when
+	// there is nothing (left) to settle.
+	Pending []byte
 }
 
 // ResponseOwners reads the owners of native response ids. They are written
@@ -64,4 +68,12 @@ type ResponseOwners interface {
 	// DeleteResponseOwner forgets an id (the response was deleted);
 	// ErrNotFound when there is none.
 	DeleteResponseOwner(ctx context.Context, id string) error
+	// PutResponseOwner records an owner at once, outside the ledger (a
+	// background response whose settlement waits: there is no ledger row
+	// yet to carry it); the first owner of an id stays.
+	PutResponseOwner(ctx context.Context, o ResponseOwner) error
+	// ClaimResponseSettlement takes the pending settlement of an id and
+	// clears it, atomically: of concurrent claims one gets it, the others
+	// (and every later one) ErrNotFound.
+	ClaimResponseSettlement(ctx context.Context, id string) ([]byte, error)
 }

@@ -172,3 +172,15 @@ func NativeResponsesRequest(target *Target, rest string, conversations bool) (pa
 	path, headers = openAIUpstream(target, openAIOp{path: res}, false)
 	return path + rest, headers
 }
+
+// ForwardedResponses is the translator of what a native upstream answers to
+// a request the gateway forwards on one of its responses (GET
+// /v1/responses/{id}, its stream, cancel): the reply passes with the name the
+// client asked for, model, in place of the provider's (the JSON's model, each
+// event's response.model), and its usage is read as for a POST. Its Request
+// is never called.
+func ForwardedResponses(model string) Translator {
+	t := &responsesNative{model: newReplyModel(model, "response", false, false)}
+	t.stream = modelStream{model: t.model, observe: t.usage.observe}
+	return t
+}

@@ -270,6 +270,11 @@ func (s *Server) converseGenerate(c *call, stream bool) {
 		return
 	}
 	text, last, lastUser := req.prompt()
+	sys := make([]string, 0, len(req.System))
+	for _, b := range req.System {
+		sys = append(sys, b.Text)
+	}
+	s.received.noteSystem("bedrock", sys)
 	total := tokensOf(len(text))
 	g := &converseReply{cached: min(c.cached, total)}
 	g.input = total - g.cached

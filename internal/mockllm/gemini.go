@@ -131,6 +131,13 @@ func (s *Server) geminiGenerate(c *call, model string, stream bool) {
 		return
 	}
 	text, last, lastUser := req.prompt()
+	var sys []string
+	if req.SystemInstruction != nil {
+		for _, p := range req.SystemInstruction.Parts {
+			sys = append(sys, p.Text)
+		}
+	}
+	s.received.noteSystem("gemini", sys)
 	g := &geminiReply{id: "mock-" + strconv.FormatUint(s.seq.Add(1), 10), model: model, prompt: tokensOf(len(text))}
 	g.cached = min(c.cached, g.prompt)
 	var maxTokens *int64

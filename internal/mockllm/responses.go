@@ -16,6 +16,7 @@ type responsesRequest struct {
 	Store              *bool           `json:"store"`
 	PreviousResponseID *string         `json:"previous_response_id"`
 	Background         bool            `json:"background"`
+	Conversation       json.RawMessage `json:"conversation"`
 	Tools              []struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
@@ -84,6 +85,13 @@ type response struct {
 	reply    reply
 	tool     *toolCall
 	sequence int64
+	// conversation is the id of the conversation it belongs to ("": none).
+	conversation string
+}
+
+// conversationParam is a response's conversation as the object shows it.
+type conversationParam struct {
+	ID string `json:"id"`
 }
 
 // responses answers POST /v1/responses (and Azure's /openai/v1/responses):
@@ -116,6 +124,11 @@ func (s *Server) responses(c *call) {
 		writeError(c.w, c.flavor, http.StatusNotFound, "Previous response with id '"+*p+"' not found.")
 		return
 	}
+	conv := conversationRef(req.Conversation)
+	if conv != "" && !s.convs.exists(c.key, conv) {
+		writeError(c.w, c.flavor, http.StatusNotFound, "Conversation with id '"+conv+"' not found.")
+		return
+	}
 	s.seq.Add(1)
 	r := &response{req: &req, id: newResponseID(), created: time.Now().Unix(), input: tokensOf(len(text))}
 	r.cached = min(c.cached, r.input)
@@ -131,6 +144,10 @@ func (s *Server) responses(c *call) {
 		}
 	}
 	b := billed{input: r.input - r.cached, cached: r.cached}
+	if conv != "" {
+		r.conversation = conv
+		s.convs.append(c.key, conv, inputItems(r), r.items("completed"))
+	}
 	if req.Store == nil || *req.Store || req.Background {
 		sr := s.kept.keep(c.key, r, b, req.Background && !req.Stream)
 		if sr.background { // billed when a poll finds it completed (responses_store.go)
@@ -187,6 +204,7 @@ type responsesObject struct {
 	Model              string                `json:"model"`
 	Output             []responsesOutputItem `json:"output"`
 	PreviousResponseID *string               `json:"previous_response_id"`
+	Conversation       *conversationParam    `json:"conversation,omitempty"`
 	Store              bool                  `json:"store"`
 	Usage              *responsesUsage       `json:"usage"`
 }
@@ -221,6 +239,9 @@ func (r *response) object(status string, output []responsesOutputItem) *response
 	o := &responsesObject{
 		ID: r.id, Object: "response", CreatedAt: r.created, Status: status, Model: r.req.Model,
 		Output: output, PreviousResponseID: r.req.PreviousResponseID, Store: r.req.Store == nil || *r.req.Store,
+	}
+	if r.conversation != "" {
+		o.Conversation = &conversationParam{ID: r.conversation}
 	}
 	if status == "" {
 		o.Status = "completed"

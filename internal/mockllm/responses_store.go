@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 )
@@ -147,20 +146,7 @@ func (s *Server) storedResponseCall(w http.ResponseWriter, r *http.Request) {
 		delete(s.kept.byID, id)
 		v = map[string]any{"id": id, "object": "response", "deleted": true}
 	case sub == "input_items" && r.Method == http.MethodGet:
-		data := slices.Clone(sr.input)
-		if r.URL.Query().Get("order") != "asc" {
-			slices.Reverse(data)
-		}
-		list := map[string]any{"object": "list", "data": data, "has_more": false, "first_id": nil, "last_id": nil}
-		if n := len(data); n > 0 {
-			var first, last struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(data[0], &first)
-			_ = json.Unmarshal(data[n-1], &last)
-			list["first_id"], list["last_id"] = first.ID, last.ID
-		}
-		v = list
+		v = itemList(ordered(sr.input, r))
 	case sub == "cancel" && r.Method == http.MethodPost:
 		if !sr.background {
 			writeError(w, flavorOpenAI, http.StatusBadRequest, "Only responses created with background=true can be cancelled.")

@@ -34,8 +34,11 @@ type Server struct {
 	now    func() time.Time
 	// active counts requests being served (tests wait on it).
 	active atomic.Int64
-	faults faults        // per-deployment faults and counts (faults.go)
-	kept   responseStore // Responses kept (responses_store.go)
+	faults faults            // per-deployment faults and counts (faults.go)
+	kept   responseStore     // Responses kept (responses_store.go)
+	convs  conversationStore // conversations.go
+	// received: the system texts of the requests served (received.go).
+	received receivedLog
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -70,6 +73,14 @@ func New(cfg Config) *Server {
 		s.mux.HandleFunc("GET "+base+"{id}/{sub}", s.storedResponseCall)
 		s.mux.HandleFunc("POST "+base+"{id}/{sub}", s.storedResponseCall)
 	}
+	for _, base := range []string{"/v1/conversations", "/openai/v1/conversations"} {
+		s.mux.HandleFunc("POST "+base, s.conversationsCall)
+		for _, m := range []string{"GET ", "POST ", "DELETE "} {
+			s.mux.HandleFunc(m+base+"/{id}", s.conversationsCall)
+			s.mux.HandleFunc(m+base+"/{id}/{sub}", s.conversationsCall)
+			s.mux.HandleFunc(m+base+"/{id}/{sub}/{item}", s.conversationsCall)
+		}
+	}
 	s.mux.HandleFunc("POST /v1/messages", s.anthropic(s.messages))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.anthropic(s.countTokens))
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini) // gemini.go
@@ -90,6 +101,7 @@ func New(cfg Config) *Server {
 	s.registerBatches()
 	mockmcp.Register(s.mux) // the demo MCP server on /mcp
 	s.mux.HandleFunc("GET /stats", s.getStats)
+	s.mux.HandleFunc("GET /received/system", s.receivedSystem) // received.go
 	s.mux.HandleFunc("POST /stats/reset", s.resetStats)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, flavorOpenAI, http.StatusNotFound, "Unknown request URL: "+r.Method+" "+r.URL.Path)

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"time"
@@ -108,6 +109,7 @@ func (s *Store) GetResponseOwner(_ context.Context, id string, now time.Time) (s
 	if !ok || !now.Before(o.ExpiresAt) {
 		return store.ResponseOwner{}, store.ErrNotFound
 	}
+	o.Pending = bytes.Clone(o.Pending)
 	return o, nil
 }
 
@@ -123,4 +125,33 @@ func (s *Store) DeleteResponseOwner(_ context.Context, id string) error {
 	}
 	delete(s.owners, id)
 	return nil
+}
+
+// PutResponseOwner records an owner at once; the first owner of an id stays.
+func (s *Store) PutResponseOwner(_ context.Context, o store.ResponseOwner) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	o.Pending = bytes.Clone(o.Pending)
+	s.putOwner(&o)
+	return nil
+}
+
+// ClaimResponseSettlement takes an id's pending settlement and clears it.
+func (s *Store) ClaimResponseSettlement(_ context.Context, id string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	o, ok := s.owners[id]
+	if !ok || o.Pending == nil {
+		return nil, store.ErrNotFound
+	}
+	p := o.Pending
+	o.Pending = nil
+	s.owners[id] = o
+	return p, nil
 }

@@ -43,9 +43,9 @@ func (s *Store) GetResponseOwner(ctx context.Context, id string, now time.Time) 
 		return store.ResponseOwner{}, store.ErrClosed
 	}
 	o := store.ResponseOwner{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT key_id, deployment, model, store, background, created_at, expires_at
+	err := s.pool.QueryRow(ctx, `SELECT key_id, deployment, model, store, background, created_at, expires_at, pending
 		FROM response_owners WHERE id = $1 AND expires_at > $2`, id, now.UTC()).
-		Scan(&o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.CreatedAt, &o.ExpiresAt)
+		Scan(&o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.CreatedAt, &o.ExpiresAt, &o.Pending)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ResponseOwner{}, store.ErrNotFound
 	}
@@ -69,4 +69,47 @@ func (s *Store) DeleteResponseOwner(ctx context.Context, id string) error {
 		return store.ErrNotFound
 	}
 	return nil
+}
+
+// PutResponseOwner records an owner at once, with its pending settlement;
+// the first owner of an id stays.
+func (s *Store) PutResponseOwner(ctx context.Context, o store.ResponseOwner) error {
+	if s.closed() {
+		return store.ErrClosed
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_at, expires_at, pending)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+		o.ID, o.KeyID, o.Deployment, o.Model, o.Store, o.Background, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.Pending)
+	if err != nil {
+		return wrapErr("put response owner", err)
+	}
+	return nil
+}
+
+// ClaimResponseSettlement takes an id's pending settlement and clears it:
+// the row lock of SELECT … FOR UPDATE lets one claim through (the others
+// read it cleared once the first commits).
+func (s *Store) ClaimResponseSettlement(ctx context.Context, id string) ([]byte, error) {
+	if s.closed() {
+		return nil, store.ErrClosed
+	}
+	var p []byte
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT pending FROM response_owners WHERE id = $1 AND pending IS NOT NULL FOR UPDATE`, id).Scan(&p)
+		if err != nil {
+			return err
+		}
+		if p == nil { // cleared while this claim waited for the lock
+			return pgx.ErrNoRows
+		}
+		_, err = tx.Exec(ctx, `UPDATE response_owners SET pending = NULL WHERE id = $1`, id)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, wrapErr("claim response settlement", err)
+	}
+	return p, nil
 }

@@ -42,9 +42,9 @@ func (s *Store) GetResponseOwner(ctx context.Context, id string, now time.Time) 
 	}
 	o := store.ResponseOwner{ID: id}
 	var st, bg, created, expires int64
-	err := s.r.QueryRowContext(ctx, `SELECT key_id, deployment, model, store, background, created_ns, expires_ns
+	err := s.r.QueryRowContext(ctx, `SELECT key_id, deployment, model, store, background, created_ns, expires_ns, pending
 		FROM response_owners WHERE id = ? AND expires_ns > ?`, id, now.UnixNano()).
-		Scan(&o.KeyID, &o.Deployment, &o.Model, &st, &bg, &created, &expires)
+		Scan(&o.KeyID, &o.Deployment, &o.Model, &st, &bg, &created, &expires, &o.Pending)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ResponseOwner{}, store.ErrNotFound
 	}
@@ -69,4 +69,44 @@ func (s *Store) DeleteResponseOwner(ctx context.Context, id string) error {
 		return store.ErrNotFound
 	}
 	return nil
+}
+
+// PutResponseOwner records an owner at once, with its pending settlement;
+// the first owner of an id stays.
+func (s *Store) PutResponseOwner(ctx context.Context, o store.ResponseOwner) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_ns, expires_ns, pending)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		o.ID, o.KeyID, o.Deployment, o.Model, b2i(o.Store), b2i(o.Background), o.CreatedAt.UnixNano(), o.ExpiresAt.UnixNano(), o.Pending)
+	return s.wrap("put response owner", err)
+}
+
+// ClaimResponseSettlement takes an id's pending settlement and clears it in
+// one transaction on the single writer: one claim gets it.
+func (s *Store) ClaimResponseSettlement(ctx context.Context, id string) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see dsn)
+	if err != nil {
+		return nil, s.wrap("claim response settlement", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var p []byte
+	err = tx.QueryRowContext(ctx, `SELECT pending FROM response_owners WHERE id = ? AND pending IS NOT NULL`, id).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `UPDATE response_owners SET pending = NULL WHERE id = ?`, id)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return nil, s.wrap("claim response settlement", err)
+	}
+	return p, nil
 }

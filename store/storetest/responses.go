@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,6 +106,54 @@ func (s *suite) responsesTests() []test {
 			require.NoError(t, ro.DeleteResponseOwner(ctx, "resp_n2"))
 			require.ErrorIs(t, ro.DeleteResponseOwner(ctx, "resp_n2"), store.ErrNotFound)
 			_, err = ro.GetResponseOwner(ctx, "resp_n2", t0)
+			require.ErrorIs(t, err, store.ErrNotFound)
+		}},
+		{"ResponseSettlementClaimedOnce", func(t *testing.T) {
+			st := s.fresh(t)
+			ro := st.(store.ResponseOwners)
+			ctx := timeout(t, 30*time.Second)
+			t0 := time.Unix(1_750_000_000, 0).UTC()
+			o := store.ResponseOwner{
+				ID: "resp_bg", KeyID: "k1", Deployment: "d1", Model: "m", Store: true, Background: true,
+				CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), Pending: []byte(`{"request_id":"r1"}`),
+			}
+			require.NoError(t, ro.PutResponseOwner(ctx, o))
+			other := o
+			other.KeyID, other.Pending = "k2", []byte(`{"request_id":"r2"}`)
+			require.NoError(t, ro.PutResponseOwner(ctx, other), "the first owner stays")
+			got, err := ro.GetResponseOwner(ctx, "resp_bg", t0)
+			require.NoError(t, err)
+			require.Equal(t, o, got)
+
+			// Concurrent claims: exactly one gets the settlement.
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var won [][]byte
+			var errs []error
+			for range 8 {
+				wg.Go(func() {
+					p, err := ro.ClaimResponseSettlement(ctx, "resp_bg")
+					if errors.Is(err, store.ErrNotFound) {
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						errs = append(errs, err)
+						return
+					}
+					won = append(won, p)
+				})
+			}
+			wg.Wait()
+			require.Empty(t, errs)
+			require.Equal(t, [][]byte{[]byte(`{"request_id":"r1"}`)}, won)
+			_, err = ro.ClaimResponseSettlement(ctx, "resp_bg")
+			require.ErrorIs(t, err, store.ErrNotFound)
+			got, err = ro.GetResponseOwner(ctx, "resp_bg", t0)
+			require.NoError(t, err, "the owner stays once settled")
+			require.Nil(t, got.Pending)
+			_, err = ro.ClaimResponseSettlement(ctx, "resp_unknown")
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}},
 	}
