@@ -151,7 +151,7 @@ func allFunc(b []byte, f func(byte) bool) bool {
 // digitRun reads, from i, digits in groups separated by one of seps (one
 // separator between groups). It returns the end of the last digit and the
 // group lengths; groups is reused.
-func digitRun(text []byte, i int, seps string, groups []int) (int, []int) {
+func digitRun(text []byte, i int, sep1, sep2 byte, groups []int) (int, []int) {
 	groups = groups[:0]
 	end := i
 	for i < len(text) {
@@ -165,7 +165,7 @@ func digitRun(text []byte, i int, seps string, groups []int) (int, []int) {
 		groups = append(groups, n)
 		i += n
 		end = i
-		if i+1 < len(text) && strings.IndexByte(seps, text[i]) >= 0 && isDigit(text[i+1]) {
+		if i+1 < len(text) && (text[i] == sep1 || text[i] == sep2) && isDigit(text[i+1]) {
 			i++
 			continue
 		}
@@ -257,7 +257,7 @@ func findCards(text []byte, ax *anchors, dst []Finding) []Finding {
 	var groups [8]int
 	var digits [24]byte
 	digitStarts(text, ax, func(i int) int {
-		e, g := digitRun(text, i, " -", groups[:0])
+		e, g := digitRun(text, i, ' ', '-', groups[:0])
 		if !endsNumber(text, e) {
 			return e
 		}
@@ -289,7 +289,7 @@ func findCards(text []byte, ax *anchors, dst []Finding) []Finding {
 func findSSNs(text []byte, ax *anchors, dst []Finding) []Finding {
 	var groups [4]int
 	digitStarts(text, ax, func(i int) int {
-		e, g := digitRun(text, i, "-", groups[:0])
+		e, g := digitRun(text, i, '-', '-', groups[:0])
 		if len(g) != 3 || g[0] != 3 || g[1] != 2 || g[2] != 4 || !endsNumber(text, e) {
 			return e
 		}
@@ -396,7 +396,7 @@ func nanpParen(text []byte, i int) (int, bool) {
 		j++
 	}
 	var groups [4]int
-	e, g := digitRun(text, j, "-.", groups[:0])
+	e, g := digitRun(text, j, '-', '.', groups[:0])
 	if len(g) != 2 || g[0] != 3 || g[1] != 4 || !endsNumber(text, e) || text[i+1] == '0' || text[i+1] == '1' {
 		return i, false
 	}
@@ -407,23 +407,26 @@ func nanpParen(text []byte, i int) (int, bool) {
 // throughout), optionally after "1-". Not one, it returns the end of the
 // longest run of digit groups read.
 func nanpPlain(text []byte, i int) (int, bool) {
-	var groups [5]int
-	longest := i
-	for _, sep := range []string{"-", ".", " "} {
-		e, g := digitRun(text, i, sep, groups[:0])
-		longest = max(longest, e)
-		if !endsNumber(text, e) {
-			continue
-		}
-		first := i
-		if len(g) == 4 && g[0] == 1 && text[i] == '1' {
-			g, first = g[1:], i+2
-		}
-		if len(g) == 3 && g[0] == 3 && g[1] == 3 && g[2] == 4 && text[first] >= '2' && text[first+4] >= '2' {
-			return e, true
-		}
+	// Only the separator after the first group can continue the run: with
+	// the other two the run is that group alone, not a number.
+	n := i
+	for n < len(text) && isDigit(text[n]) {
+		n++
 	}
-	return longest, false
+	sep := at(text, n)
+	if sep != '-' && sep != '.' && sep != ' ' || !isDigit(at(text, n+1)) {
+		return n, false
+	}
+	var groups [5]int
+	e, g := digitRun(text, i, sep, sep, groups[:0])
+	if !endsNumber(text, e) {
+		return e, false
+	}
+	first := i
+	if len(g) == 4 && g[0] == 1 && text[i] == '1' {
+		g, first = g[1:], i+2
+	}
+	return e, len(g) == 3 && g[0] == 3 && g[1] == 3 && g[2] == 4 && text[first] >= '2' && text[first+4] >= '2'
 }
 
 // --- IBAN -----------------------------------------------------------------------

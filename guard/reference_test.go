@@ -3,7 +3,10 @@ package guard
 // The detectors and mask as they were before the one-pass prefilter
 // (scan.go): the reference FuzzEquivalent compares the fast ones with.
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // digitStarts calls f at each digit that starts a number (not preceded by a
 // word character, a dot or a digit group separator glued to a digit).
@@ -35,7 +38,7 @@ func refFindCards(text []byte, dst []Finding) []Finding {
 	var groups [8]int
 	var digits [24]byte
 	refDigitStarts(text, func(i int) int {
-		e, g := digitRun(text, i, " -", groups[:0])
+		e, g := refDigitRun(text, i, " -", groups[:0])
 		if !endsNumber(text, e) {
 			return e
 		}
@@ -65,7 +68,7 @@ func refFindCards(text []byte, dst []Finding) []Finding {
 func refFindSSNs(text []byte, dst []Finding) []Finding {
 	var groups [4]int
 	refDigitStarts(text, func(i int) int {
-		e, g := digitRun(text, i, "-", groups[:0])
+		e, g := refDigitRun(text, i, "-", groups[:0])
 		if len(g) != 3 || g[0] != 3 || g[1] != 2 || g[2] != 4 || !endsNumber(text, e) {
 			return e
 		}
@@ -93,9 +96,9 @@ func refFindPhones(text []byte, dst []Finding) []Finding {
 		case c == '+' && isDigit(at(text, i+1)) && !wordChar(before(text, i)):
 			e, ok = intlPhone(text, i)
 		case c == '(' && isDigit(at(text, i+1)) && !wordChar(before(text, i)):
-			e, ok = nanpParen(text, i)
+			e, ok = refNanpParen(text, i)
 		case isDigit(c) && !wordChar(before(text, i)) && before(text, i) != '.' && before(text, i) != '-' && before(text, i) != '+':
-			e, ok = nanpPlain(text, i)
+			e, ok = refNanpPlain(text, i)
 		default:
 			continue
 		}
@@ -384,4 +387,70 @@ func refFindJWTs(text []byte, dst []Finding) []Finding {
 			from = e
 		}
 	}
+}
+
+// digitRun reads, from i, digits in groups separated by one of seps (one
+// separator between groups). It returns the end of the last digit and the
+// group lengths; groups is reused.
+func refDigitRun(text []byte, i int, seps string, groups []int) (int, []int) {
+	groups = groups[:0]
+	end := i
+	for i < len(text) {
+		n := 0
+		for i+n < len(text) && isDigit(text[i+n]) {
+			n++
+		}
+		if n == 0 {
+			break
+		}
+		groups = append(groups, n)
+		i += n
+		end = i
+		if i+1 < len(text) && strings.IndexByte(seps, text[i]) >= 0 && isDigit(text[i+1]) {
+			i++
+			continue
+		}
+		break
+	}
+	return end, groups
+}
+
+// nanpParen: (555) 123-4567.
+func refNanpParen(text []byte, i int) (int, bool) {
+	if len(text) < i+14 || !allFunc(text[i+1:i+4], isDigit) || text[i+4] != ')' {
+		return i, false
+	}
+	j := i + 5
+	if text[j] == ' ' {
+		j++
+	}
+	var groups [4]int
+	e, g := refDigitRun(text, j, "-.", groups[:0])
+	if len(g) != 2 || g[0] != 3 || g[1] != 4 || !endsNumber(text, e) || text[i+1] == '0' || text[i+1] == '1' {
+		return i, false
+	}
+	return e, true
+}
+
+// nanpPlain: 555-123-4567, 555.123.4567, 555 123 4567 (one separator used
+// throughout), optionally after "1-". Not one, it returns the end of the
+// longest run of digit groups read.
+func refNanpPlain(text []byte, i int) (int, bool) {
+	var groups [5]int
+	longest := i
+	for _, sep := range []string{"-", ".", " "} {
+		e, g := refDigitRun(text, i, sep, groups[:0])
+		longest = max(longest, e)
+		if !endsNumber(text, e) {
+			continue
+		}
+		first := i
+		if len(g) == 4 && g[0] == 1 && text[i] == '1' {
+			g, first = g[1:], i+2
+		}
+		if len(g) == 3 && g[0] == 3 && g[1] == 3 && g[2] == 4 && text[first] >= '2' && text[first+4] >= '2' {
+			return e, true
+		}
+	}
+	return longest, false
 }
