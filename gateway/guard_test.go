@@ -83,7 +83,6 @@ func TestGatewayGuardrailsInheritance(t *testing.T) {
 	require.Zero(t, e.Usage)
 	require.Equal(t, total, ledgerTotal(t, r.st), "the ledger's total is unchanged")
 	require.Equal(t, spent, scopeSpend(t, r.st, kernel.ScopeKey, "k2"), "the key's spend is unchanged")
-
 }
 
 func entriesWith(t *testing.T, st store.Store, status kernel.Status) []store.LedgerEntry {
