@@ -17,9 +17,9 @@
 #                                # profile of its cell, and heap and goroutine profiles halfway
 #   GUARD=pii                    # also a built-in pre guardrail of this kind (pii or secrets,
 #                                # action redact) attached to a second key of the same gateway,
-#                                # measured right after the plain key in every repetition, with
-#                                # PROMPT_BYTES=4096 prompts for every target unless set: last
-#                                # column = with / without the guardrail (issue 32)
+#                                # measured between two cells of the plain key in every repetition,
+#                                # with PROMPT_BYTES=4096 prompts for every target unless set: last
+#                                # column = with / the mean of the two without (issue 32)
 #   PROMPT_BYTES=4096            # every request's prompt (or input) is this many bytes of prose
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
@@ -269,8 +269,15 @@ for c in $CONNS; do
       fi
       printf '%s %s | %s |\n' "$gw_row" "$(ratio "$gw_cpu" "$ngx_cpu")" "$(ratio "$gw_cpu" "$paced_cpu")"
       if [ -n "$keyg" ]; then
+        # Bracketed: the plain key again after the guarded one, and the
+        # ratio against the mean of the two plain cells (the machine's drift
+        # over the three cells cancels to first order).
         cell "tollgate + guardrail $GUARD" "http://$gw" "$gwpid" "$keyg" demo
-        printf '%s %s | guardrail/none %s |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")" "$(ratio "$cpu" "$gw_cpu")"
+        g_cpu=$cpu g_row=$row
+        cell "tollgate (built-in), again" "http://$gw" "$gwpid" "$key" demo
+        printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+        plain=$(awk -v a="$gw_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
+        printf '%s %s | guardrail/none %s |\n' "$g_row" "$(ratio "$g_cpu" "$ngx_cpu")" "$(ratio "$g_cpu" "$plain")"
       fi
       if [ -n "$gw2pid" ]; then
         cell "tollgate, metrics off" "http://$gw2" "$gw2pid" "$key2" demo
