@@ -206,6 +206,18 @@ func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Mo
 	return a.settleThenRecord(ctx, e)
 }
 
+// RecordRefused writes the ledger row of a request refused before admission
+// (a guardrail's block, kernel.StatusRefused): cost $0, no reservation
+// released and no counter touched, so budgets and the ledger's total are as
+// they were; idempotent by e.RequestID like every row.
+func (a *Accountant) RecordRefused(ctx context.Context, e store.LedgerEntry) error {
+	e.Cost, e.Status = 0, kernel.StatusRefused
+	if e.EndedAt.IsZero() {
+		e.EndedAt = a.now()
+	}
+	return a.record(ctx, oneEntry(e))
+}
+
 // settleThenRecord closes the reservation in the counters, then records the
 // entry.
 func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {

@@ -157,6 +157,7 @@ var statusesOut = map[kernel.Status]adminv1.RequestStatus{
 	kernel.StatusAborted:   adminv1.RequestStatus_REQUEST_STATUS_ABORTED,
 	kernel.StatusFailed:    adminv1.RequestStatus_REQUEST_STATUS_FAILED,
 	kernel.StatusExpired:   adminv1.RequestStatus_REQUEST_STATUS_EXPIRED,
+	kernel.StatusRefused:   adminv1.RequestStatus_REQUEST_STATUS_REFUSED,
 }
 
 func entryView(e *store.LedgerEntry) *adminv1.SpendEntry {

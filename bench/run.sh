@@ -15,6 +15,12 @@
 #                                # with a goroutine per connection does, pinned as the gateway
 #   RUSH_PROF=DIR                # the rush's gateway serves pprof (--debug-addr); DIR gets a CPU
 #                                # profile of its cell, and heap and goroutine profiles halfway
+#   GUARD=pii                    # also a built-in pre guardrail of this kind (pii or secrets,
+#                                # action redact) attached to a second key of the same gateway,
+#                                # measured between two cells of the plain key in every repetition,
+#                                # with PROMPT_BYTES=4096 prompts for every target unless set: last
+#                                # column = with / the mean of the two without (issue 32)
+#   PROMPT_BYTES=4096            # every request's prompt (or input) is this many bytes of prose
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -38,6 +44,8 @@ CONNS=${CONNS:-"64 1000"}
 SCEN=${SCEN:-"chat stream embeddings"}
 REPEAT=${REPEAT:-1}
 GW_CPU=${GW_CPU:-0}
+GUARD=${GUARD:-}
+PROMPT_BYTES=${PROMPT_BYTES:-${GUARD:+4096}}
 LOAD_CPU=${LOAD_CPU:-1}
 
 go build -o bin/ ./cmd/tollgate ./cmd/mockllm ./bench/loadgen
@@ -163,6 +171,21 @@ gwkey() {
   [ -n "$k" ] || { cat "$1/tollgate.log" >&2; echo "bench: could not create a key on the gateway at $2" >&2; return 1; }
   echo "$k"
 }
+# GUARD: a second key whose requests go through a pre guardrail; one
+# request first, to see the gateway apply it (x-tollgate-guardrails).
+keyg=
+if [ -n "$GUARD" ]; then
+  bin/tollgate guardrail create "bench-$GUARD" --kind "$GUARD" --action redact --on pre >/dev/null
+  keyg=$(bin/tollgate key create --id bench-guard --alias bench-guard --guardrails "bench-$GUARD" -o json | sed -n 's/.*"secret": *"\([^"]*\)".*/\1/p')
+  [ -n "$keyg" ] || { echo "bench: could not create the guardrail's key" >&2; exit 1; }
+  for _ in $(seq 1 50); do
+    hdr=$(curl -sS -D - -o /dev/null -H "Authorization: Bearer $keyg" -H 'Content-Type: application/json' \
+      -d '{"model":"demo","messages":[{"role":"user","content":"hi"}]}' "http://$gw/v1/chat/completions" | tr -d '\r' | grep -i '^x-tollgate-guardrails:' || true)
+    [ -n "$hdr" ] && break
+    sleep 0.1
+  done
+  [ -n "$hdr" ] || { echo "bench: the gateway did not apply guardrail bench-$GUARD" >&2; exit 1; }
+fi
 key2=
 if [ -n "$gw2pid" ]; then
   key2=$(gwkey "$tmp/off" "$admin2")
@@ -180,7 +203,7 @@ cell() {
   local target=$1 url=$2 pid=$3 key=$4 model=$5 rate=${6:-0} t0 t1 out reqs rss=-
   cpu=-
   [ -n "$pid" ] && t0=$(ticks "$pid")
-  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "${s/rush/chat}" -c "$c" -d "$D" -warmup 0s -rate "$rate")
+  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "${s/rush/chat}" -c "$c" -d "$D" -warmup 0s -rate "$rate" ${PROMPT_BYTES:+-prompt-bytes "$PROMPT_BYTES"})
   if [ -n "$pid" ]; then
     t1=$(ticks "$pid")
     reqs=$(field requests <<<"$out")
@@ -245,6 +268,17 @@ for c in $CONNS; do
         paced_cpu=-
       fi
       printf '%s %s | %s |\n' "$gw_row" "$(ratio "$gw_cpu" "$ngx_cpu")" "$(ratio "$gw_cpu" "$paced_cpu")"
+      if [ -n "$keyg" ]; then
+        # Bracketed: the plain key again after the guarded one, and the
+        # ratio against the mean of the two plain cells (the machine's drift
+        # over the three cells cancels to first order).
+        cell "tollgate + guardrail $GUARD" "http://$gw" "$gwpid" "$keyg" demo
+        g_cpu=$cpu g_row=$row
+        cell "tollgate (built-in), again" "http://$gw" "$gwpid" "$key" demo
+        printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+        plain=$(awk -v a="$gw_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
+        printf '%s %s | guardrail/none %s |\n' "$g_row" "$(ratio "$g_cpu" "$ngx_cpu")" "$(ratio "$g_cpu" "$plain")"
+      fi
       if [ -n "$gw2pid" ]; then
         cell "tollgate, metrics off" "http://$gw2" "$gw2pid" "$key2" demo
         printf '%s %s | metrics on/off %s |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")" "$(ratio "$gw_cpu" "$cpu")"

@@ -160,6 +160,7 @@ func spendDaily(fs *flag.FlagSet) func(*runner, []string) error {
 var statusNames = map[adminv1.RequestStatus]string{
 	adminv1.RequestStatus_REQUEST_STATUS_COMPLETED: "completed", adminv1.RequestStatus_REQUEST_STATUS_ABORTED: "aborted",
 	adminv1.RequestStatus_REQUEST_STATUS_FAILED: "failed", adminv1.RequestStatus_REQUEST_STATUS_EXPIRED: "expired",
+	adminv1.RequestStatus_REQUEST_STATUS_REFUSED: "refused",
 }
 
 func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {

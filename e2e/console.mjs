@@ -272,6 +272,22 @@ try {
   // Every page renders, at 1280 px and at phone width.
   for (const name of ["teams", "users", "orgs", "customers", "models", "audit"]) await visit(page, name);
   out.audit_has_revoke = (await page.locator("main").innerText()).includes("key.revoke");
+
+  // Guardrails: one created through the form is listed, then deleted.
+  await visit(page, "guardrails");
+  await page.getByText("Create guardrail").click();
+  const gform = page.locator('form:has(input[name="name"])');
+  await gform.locator('input[name="name"]').fill("console-pii");
+  await gform.locator('select[name="kind"]').selectOption("pii");
+  await gform.locator('select[name="action"]').selectOption("redact");
+  await gform.locator('input[name="on"]').fill("pre, post");
+  await gform.locator('button[type="submit"]').click();
+  await page.locator("#status").filter({ hasText: "Created guardrail console-pii" }).waitFor();
+  out.guardrail_row = (await page.locator("tr", { hasText: "console-pii" }).innerText()).replace(/\s+/g, " ").trim();
+  page.once("dialog", (d) => d.accept());
+  await page.locator('button[data-action="delete"][data-id="console-pii"]').click();
+  await page.locator("#status").filter({ hasText: "Deleted guardrail console-pii" }).waitFor();
+  out.guardrail_rows_after_delete = await page.locator("tr", { hasText: "console-pii" }).count();
   await page.setViewportSize({ width: 390, height: 844 });
   for (const name of ["keys", "spend", "requests"]) await visit(page, name, null, "phone");
   out.phone_overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);

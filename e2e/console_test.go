@@ -43,6 +43,8 @@ type consoleRun struct {
 	OldInGrace       int      `json:"old_in_grace_status"`
 	RevokedStatus    int      `json:"revoked_status"`
 	AuditHasRevoke   bool     `json:"audit_has_revoke"`
+	GuardrailRow     string   `json:"guardrail_row"`
+	GuardrailsAfter  int      `json:"guardrail_rows_after_delete"`
 	PhoneOverflow    bool     `json:"phone_overflow"`
 	FirstTab         string   `json:"first_tab"`
 	OpenedByKeys     bool     `json:"opened_by_keyboard"`
@@ -131,6 +133,8 @@ func TestConsoleInChromium(t *testing.T) {
 	require.Equal(t, 200, got.OldInGrace, "the old secret works during the grace period")
 	require.Equal(t, 401, got.RevokedStatus, "the revoked key is refused")
 	require.True(t, got.AuditHasRevoke)
+	require.Equal(t, "console-pii pii redact pre, post Delete", got.GuardrailRow)
+	require.Zero(t, got.GuardrailsAfter)
 	require.False(t, got.PhoneOverflow, "no horizontal scrolling of the page at phone width")
 	require.Equal(t, "Create a key", got.FirstTab, "Tab from the page reaches its first control")
 	require.True(t, got.OpenedByKeys, "Enter opens the create form")

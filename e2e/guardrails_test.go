@@ -78,7 +78,26 @@ func TestGuardrailsWithSDKs(t *testing.T) {
 		require.Contains(t, out.Error.Message, "CREDIT_CARD")
 	})
 	t.Run("refusals cost nothing", func(t *testing.T) {
-		require.Empty(t, s.ledger(id), "no ledger row, no charge, for refused requests")
+		// Each refusal is a $0 row marked with its guardrail; the key's
+		// spend (what its budget is charged from) and the ledger's total
+		// are unchanged: $0 before any request was served.
+		rows := s.ledger(id)
+		require.NotEmpty(t, rows)
+		for _, r := range rows {
+			require.Equal(t, "REQUEST_STATUS_REFUSED", r.Status, "%+v", r)
+			require.Equal(t, "guardrail:no-cards", r.Deployment)
+			require.Equal(t, http.StatusBadRequest, r.HTTPStatus)
+			require.Zero(t, r.Cost.NanoUSD)
+		}
+		var total struct {
+			Total struct {
+				NanoUSD int64 `json:"nano_usd,string"`
+			} `json:"total"`
+		}
+		s.cli(&total, nil, "spend", "total", "--key", id)
+		require.Zero(t, total.Total.NanoUSD, "the key's budget and spend are untouched")
+		s.cli(&total, nil, "spend", "total")
+		require.Zero(t, total.Total.NanoUSD, "the ledger's total is unchanged")
 	})
 	t.Run("redact: the provider sees the placeholder", func(t *testing.T) {
 		var out struct{ Content string }

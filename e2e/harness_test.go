@@ -222,6 +222,7 @@ type ledgerRow struct {
 		NanoUSD int64  `json:"nano_usd,string"`
 		Dollars string `json:"dollars"`
 	} `json:"cost"`
+	Deployment string `json:"deployment"`
 	Status     string `json:"status"`
 	HTTPStatus int    `json:"http_status"`
 	Stream     bool   `json:"stream"`

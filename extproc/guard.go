@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -141,7 +142,9 @@ func (s *stream) guardPre(ctx context.Context, in *translate.Inbound) (*translat
 	v := g.Check(ctx, GuardPre, in.Body)
 	s.guardLog("pre", v.Hits)
 	if v.Blocked {
-		return in, s.guardError(v.Hits[len(v.Hits)-1])
+		h := v.Hits[len(v.Hits)-1]
+		s.recordRefused(ctx, in, h.Guardrail)
+		return in, s.guardError(h)
 	}
 	if v.Body == nil {
 		return in, nil
@@ -153,6 +156,37 @@ func (s *stream) guardPre(ctx context.Context, in *translate.Inbound) (*translat
 	}
 	s.guard.out = v.Body // forwarded even when the translator edits nothing
 	return out, nil
+}
+
+// RefusalRecorder is implemented by an Accountant that writes the ledger row
+// of a request refused before admission: a guardrail's block is a $0 row
+// with kernel.StatusRefused and the deployment "guardrail:NAME", charged to
+// no budget and released from no reservation (there is none).
+type RefusalRecorder interface {
+	RecordRefused(ctx context.Context, rec *Record) error
+}
+
+// guardDeployment prefixes the guardrail's name in a refused row's
+// deployment column (the spend logs' "served by").
+const guardDeployment = "guardrail:"
+
+// recordRefused writes the $0 row of a request blocked by guardrail name
+// before admission (once: not for a try of a routed request, whose router
+// stream refused it first).
+func (s *stream) recordRefused(ctx context.Context, in *translate.Inbound, name string) {
+	r, ok := s.p.acct.(RefusalRecorder)
+	if !ok || s.isTry() {
+		return
+	}
+	now := s.p.now()
+	rec := &Record{
+		RequestID: s.id, Principal: s.principal, CustomerID: s.customer, Model: in.Model,
+		Deployment: guardDeployment + name, Status: kernel.StatusRefused, HTTPStatus: http.StatusBadRequest,
+		Stream: in.Stream, StartedAt: s.started, EndedAt: now,
+	}
+	if err := r.RecordRefused(ctx, rec); err != nil {
+		s.p.log.Warn("recording a refused request failed", "request_id", s.id, "guardrail", name, "err", err)
+	}
 }
 
 // guardBody is the body to forward when the translator left it as is: the

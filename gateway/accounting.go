@@ -31,6 +31,12 @@ func (a processorAccountant) Settle(ctx context.Context, rec *extproc.Record) (k
 	return a.Accountant.Settle(ctx, e)
 }
 
+// RecordRefused implements extproc.RefusalRecorder: the $0 row of a request
+// a guardrail refused before admission.
+func (a processorAccountant) RecordRefused(ctx context.Context, rec *extproc.Record) error {
+	return a.Accountant.RecordRefused(ctx, ledgerEntry(rec))
+}
+
 // ledgerEntry is the ledger entry of rec before settlement (no cost yet).
 func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 	e := store.LedgerEntry{

@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,13 +61,59 @@ func TestGatewayGuardrailsInheritance(t *testing.T) {
 	require.Contains(t, string(b), "falcon [EMAIL]", "the provider saw the placeholder and echoed it")
 	require.NotContains(t, string(b), "jane")
 
-	// k2 keeps both: blocked, before anything is charged.
+	// k2 keeps both: blocked, before anything is charged; the refusal is a
+	// $0 row marked with the guardrail, and the ledger's total and the
+	// key's spend are what they were.
 	before := len(completed(t, r.st))
+	total, spent := ledgerTotal(t, r.st), scopeSpend(t, r.st, kernel.ScopeKey, "k2")
 	resp, b = r.post(t, k2, "/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"project falcon"}],"max_tokens":4}`)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Equal(t, `Blocked by guardrail "no-words": the text contains BLOCKED_WORD.`, errMessage(t, b))
 	require.Equal(t, "pii,no-words", resp.Header.Get("x-tollgate-guardrails"))
 	require.Len(t, completed(t, r.st), before, "nothing settled for a refused request")
+	refused := entriesWith(t, r.st, kernel.StatusRefused)
+	require.Len(t, refused, 1)
+	e := refused[0]
+	require.Equal(t, "guardrail:no-words", e.Deployment)
+	require.Equal(t, "k2", e.KeyID)
+	require.Equal(t, "ml", e.TeamID)
+	require.Equal(t, "demo", e.Model)
+	require.Equal(t, http.StatusBadRequest, e.HTTPStatus)
+	require.Zero(t, e.Cost)
+	require.Zero(t, e.Usage)
+	require.Equal(t, total, ledgerTotal(t, r.st), "the ledger's total is unchanged")
+	require.Equal(t, spent, scopeSpend(t, r.st, kernel.ScopeKey, "k2"), "the key's spend is unchanged")
+}
+
+func entriesWith(t *testing.T, st store.Store, status kernel.Status) []store.LedgerEntry {
+	t.Helper()
+	all, err := st.Entries(context.Background(), store.LedgerFilter{})
+	require.NoError(t, err)
+	var out []store.LedgerEntry
+	for _, e := range all {
+		if e.Status == status {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func ledgerTotal(t *testing.T, st store.Store) kernel.Money {
+	t.Helper()
+	all, err := st.Entries(context.Background(), store.LedgerFilter{})
+	require.NoError(t, err)
+	var sum kernel.Money
+	for _, e := range all {
+		sum += e.Cost
+	}
+	return sum
+}
+
+func scopeSpend(t *testing.T, st store.Store, kind kernel.ScopeKind, id string) kernel.Money {
+	t.Helper()
+	m, err := st.ScopeSpend(context.Background(), kernel.ScopeRef{Kind: kind, ID: id}, time.Time{}, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	return m
 }
 
 // Streams: a phone number the provider streams over several chunks (one

@@ -191,7 +191,8 @@ func (g *Gateway) startMCP(ctx context.Context) error {
 		m = g.obs.metrics
 	}
 	g.mcp = mcp.New(g.mcpCat, mcpAccountant{g.Accountant}, sealer,
-		mcp.WithLogger(g.log), mcp.WithClock(g.now), mcp.WithObserver(observe.NewMCP(ctx, g.log, m, tr)))
+		mcp.WithLogger(g.log), mcp.WithClock(g.now), mcp.WithObserver(observe.NewMCP(ctx, g.log, m, tr)),
+		mcp.WithGuard(mcpGuard{g.Catalog})) // mcp_guard.go
 	return g.serveMCP()
 }
 

@@ -19,10 +19,13 @@ func selfCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// prompt4K is a chat request of about 4 KiB of prose with no match.
+// prompt4K is a chat request of about 4 KiB of prose with no match: with
+// numbers, a date, a version and a URL, as bench/loadgen -prompt-bytes sends.
 func prompt4K() []byte {
 	para := "The gateway forwards each request to the provider chosen by its routing strategy, " +
-		"records the usage it reports, and settles the cost against every budget in the hierarchy. "
+		"records the usage it reports, and settles the cost against every budget in the hierarchy. " +
+		"Release 2.14.3 shipped on 2026-03-18 with 47 fixes; see https://example.com/notes for the list. " +
+		"It served 12,500 requests per second at a p99 of 9.6 ms on 2 cores, up 18% from the last run. "
 	var b bytes.Buffer
 	for b.Len() < 4096 {
 		b.WriteString(para)

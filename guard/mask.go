@@ -1,5 +1,7 @@
 package guard
 
+import "bytes"
+
 // mask writes into dst (len(src)) the text the checks match: src itself when
 // it is plain text; for a JSON document, its string values with everything
 // else — structure, numbers, object keys — and every escape sequence
@@ -9,45 +11,45 @@ package guard
 // as far as it goes.
 func mask(dst, src []byte, isJSON bool) []byte {
 	dst = dst[:len(src)]
+	copy(dst, src)
 	if !isJSON {
-		copy(dst, src)
 		return dst
 	}
+	// Outside strings every byte is blanked; inside, only the escapes, found
+	// with bytes.IndexByte between the quotes.
 	lastStart, lastEnd := -1, -1 // the last string read: blanked if a ':' follows (a key)
 	for i := 0; i < len(src); i++ {
 		c := src[i]
+		dst[i] = ' '
 		if c != '"' {
-			dst[i] = ' '
 			if c == ':' && lastStart >= 0 {
-				for j := lastStart; j < lastEnd; j++ {
-					dst[j] = ' '
-				}
+				blank(dst[lastStart:lastEnd])
 				lastStart = -1
 			} else if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 				lastStart = -1
 			}
 			continue
 		}
-		dst[i] = ' '
-		j := i + 1
+		j, q := i+1, i // q: the next quote at or after j (when q >= j)
 		for j < len(src) {
-			// Copy the run up to the next quote or backslash.
-			k := j
-			for k < len(src) && src[k] != '"' && src[k] != '\\' {
-				k++
+			if q < j {
+				if q = bytes.IndexByte(src[j:], '"'); q < 0 {
+					q = len(src)
+				} else {
+					q += j
+				}
 			}
-			copy(dst[j:k], src[j:k])
-			j = k
-			if j >= len(src) || src[j] == '"' {
+			b := bytes.IndexByte(src[j:q], '\\')
+			if b < 0 {
+				j = q
 				break
 			}
+			j += b
 			n := 2 // an escape: masked
 			if j+1 < len(src) && src[j+1] == 'u' {
 				n = 6
 			}
-			for e := j; e < j+n && e < len(src); e++ {
-				dst[e] = ' '
-			}
+			blank(dst[j:min(j+n, len(src))])
 			j += n
 		}
 		lastStart, lastEnd = i+1, min(j, len(src))
@@ -57,6 +59,12 @@ func mask(dst, src []byte, isJSON bool) []byte {
 		i = j
 	}
 	return dst
+}
+
+func blank(b []byte) {
+	for i := range b {
+		b[i] = ' '
+	}
 }
 
 // maskSegment masks the raw (escaped) content of one JSON string: escape

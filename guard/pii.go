@@ -11,7 +11,7 @@ import (
 // detector finds the matches of one type.
 type detector struct {
 	typ  string
-	find func(text []byte, dst []Finding) []Finding
+	find func(text []byte, ax *anchors, dst []Finding) []Finding
 }
 
 // Types of the pii kind.
@@ -56,9 +56,11 @@ func newTypedFinder(all []detector, only []string) (typedFinder, error) {
 }
 
 func (f typedFinder) find(text []byte, dst []Finding) []Finding {
+	ax := newAnchors(text, anchorPool.Get().(*anchors))
 	for _, d := range f {
-		dst = d.find(text, dst)
+		dst = d.find(text, ax, dst)
 	}
+	anchorPool.Put(ax)
 	return dst
 }
 
@@ -95,7 +97,7 @@ func emailLocal(c byte) bool {
 func emailDomain(c byte) bool { return isAlnum(c) || c == '.' || c == '-' }
 
 // findEmails: local@domain.tld, the TLD two letters or more.
-func findEmails(text []byte, dst []Finding) []Finding {
+func findEmails(text []byte, ax *anchors, dst []Finding) []Finding {
 	from := 0
 	for {
 		i := bytes.IndexByte(text[from:], '@')
@@ -149,7 +151,7 @@ func allFunc(b []byte, f func(byte) bool) bool {
 // digitRun reads, from i, digits in groups separated by one of seps (one
 // separator between groups). It returns the end of the last digit and the
 // group lengths; groups is reused.
-func digitRun(text []byte, i int, seps string, groups []int) (int, []int) {
+func digitRun(text []byte, i int, sep1, sep2 byte, groups []int) (int, []int) {
 	groups = groups[:0]
 	end := i
 	for i < len(text) {
@@ -163,7 +165,7 @@ func digitRun(text []byte, i int, seps string, groups []int) (int, []int) {
 		groups = append(groups, n)
 		i += n
 		end = i
-		if i+1 < len(text) && strings.IndexByte(seps, text[i]) >= 0 && isDigit(text[i+1]) {
+		if i+1 < len(text) && (text[i] == sep1 || text[i] == sep2) && isDigit(text[i+1]) {
 			i++
 			continue
 		}
@@ -174,10 +176,10 @@ func digitRun(text []byte, i int, seps string, groups []int) (int, []int) {
 
 // digitStarts calls f at each digit that starts a number (not preceded by a
 // word character, a dot or a digit group separator glued to a digit).
-func digitStarts(text []byte, f func(i int) int) {
+func digitStarts(text []byte, ax *anchors, f func(i int) int) {
 	for i := 0; i < len(text); i++ {
-		if !isDigit(text[i]) {
-			continue
+		if i = ax.nextDigit(i); i == len(text) {
+			return
 		}
 		p := before(text, i)
 		if wordChar(p) || p == '.' || p == '-' && isDigit(before(text, i-1)) {
@@ -251,11 +253,11 @@ func cardPrefix(d []byte) bool {
 
 // findCards: 13–19 digits, alone or in groups separated by single spaces or
 // dashes, of a known issuer and passing the Luhn check.
-func findCards(text []byte, dst []Finding) []Finding {
+func findCards(text []byte, ax *anchors, dst []Finding) []Finding {
 	var groups [8]int
 	var digits [24]byte
-	digitStarts(text, func(i int) int {
-		e, g := digitRun(text, i, " -", groups[:0])
+	digitStarts(text, ax, func(i int) int {
+		e, g := digitRun(text, i, ' ', '-', groups[:0])
 		if !endsNumber(text, e) {
 			return e
 		}
@@ -284,10 +286,10 @@ func findCards(text []byte, dst []Finding) []Finding {
 
 // findSSNs: AAA-GG-SSSS with the Social Security Administration's rules:
 // area not 000, 666 or 9xx, group not 00, serial not 0000.
-func findSSNs(text []byte, dst []Finding) []Finding {
+func findSSNs(text []byte, ax *anchors, dst []Finding) []Finding {
 	var groups [4]int
-	digitStarts(text, func(i int) int {
-		e, g := digitRun(text, i, "-", groups[:0])
+	digitStarts(text, ax, func(i int) int {
+		e, g := digitRun(text, i, '-', '-', groups[:0])
 		if len(g) != 3 || g[0] != 3 || g[1] != 2 || g[2] != 4 || !endsNumber(text, e) {
 			return e
 		}
@@ -308,8 +310,19 @@ func findSSNs(text []byte, dst []Finding) []Finding {
 // (8 to 15 digits, E.164), and North American numbers in their written forms
 // (555-123-4567, 555.123.4567, (555) 123-4567, 1-555-123-4567). A bare run of
 // digits is not a phone number here: too many identifiers look like one.
-func findPhones(text []byte, dst []Finding) []Finding {
+func findPhones(text []byte, ax *anchors, dst []Finding) []Finding {
 	for i := 0; i < len(text); i++ {
+		// Every start has a digit at it or after it ('+', '(').
+		d := ax.nextDigit(i)
+		if d == len(text) {
+			return dst
+		}
+		if d > i {
+			i = d
+			if p := text[d-1]; p == '+' || p == '(' {
+				i = d - 1
+			}
+		}
 		c := text[i]
 		var e int
 		var ok bool
@@ -383,7 +396,7 @@ func nanpParen(text []byte, i int) (int, bool) {
 		j++
 	}
 	var groups [4]int
-	e, g := digitRun(text, j, "-.", groups[:0])
+	e, g := digitRun(text, j, '-', '.', groups[:0])
 	if len(g) != 2 || g[0] != 3 || g[1] != 4 || !endsNumber(text, e) || text[i+1] == '0' || text[i+1] == '1' {
 		return i, false
 	}
@@ -394,23 +407,26 @@ func nanpParen(text []byte, i int) (int, bool) {
 // throughout), optionally after "1-". Not one, it returns the end of the
 // longest run of digit groups read.
 func nanpPlain(text []byte, i int) (int, bool) {
-	var groups [5]int
-	longest := i
-	for _, sep := range []string{"-", ".", " "} {
-		e, g := digitRun(text, i, sep, groups[:0])
-		longest = max(longest, e)
-		if !endsNumber(text, e) {
-			continue
-		}
-		first := i
-		if len(g) == 4 && g[0] == 1 && text[i] == '1' {
-			g, first = g[1:], i+2
-		}
-		if len(g) == 3 && g[0] == 3 && g[1] == 3 && g[2] == 4 && text[first] >= '2' && text[first+4] >= '2' {
-			return e, true
-		}
+	// Only the separator after the first group can continue the run: with
+	// the other two the run is that group alone, not a number.
+	n := i
+	for n < len(text) && isDigit(text[n]) {
+		n++
 	}
-	return longest, false
+	sep := at(text, n)
+	if sep != '-' && sep != '.' && sep != ' ' || !isDigit(at(text, n+1)) {
+		return n, false
+	}
+	var groups [5]int
+	e, g := digitRun(text, i, sep, sep, groups[:0])
+	if !endsNumber(text, e) {
+		return e, false
+	}
+	first := i
+	if len(g) == 4 && g[0] == 1 && text[i] == '1' {
+		g, first = g[1:], i+2
+	}
+	return e, len(g) == 3 && g[0] == 3 && g[1] == 3 && g[2] == 4 && text[first] >= '2' && text[first+4] >= '2'
 }
 
 // --- IBAN -----------------------------------------------------------------------
@@ -431,9 +447,13 @@ var ibanLengths = map[string]int{
 // findIBANs: a country code, two check digits and the account (upper-case
 // letters and digits, in groups of four separated by single spaces or
 // written together), of the country's length and passing ISO 7064 mod 97-10.
-func findIBANs(text []byte, dst []Finding) []Finding {
+func findIBANs(text []byte, ax *anchors, dst []Finding) []Finding {
 	var buf [40]byte
 	for i := 0; i+15 <= len(text); i++ {
+		// The check digits are the anchor: skip to the next digit at i+2.
+		if i = ax.nextDigit(i+2) - 2; i+15 > len(text) {
+			break
+		}
 		if !isUpper(text[i]) || !isUpper(text[i+1]) || !isDigit(text[i+2]) || !isDigit(text[i+3]) || wordChar(before(text, i)) {
 			continue
 		}
@@ -491,31 +511,37 @@ func mod97(b []byte) bool {
 // findIPs: dotted-quad IPv4 (each part 0–255, no leading zeros, not part of a
 // longer dotted number such as a version) and IPv6 (at least two colons, as
 // net/netip parses it; a time such as 12:30:45 does not).
-func findIPs(text []byte, dst []Finding) []Finding {
-	// Anchored on the separators, rare in prose: each '.' or ':' with a hex
-	// digit or ':' beside it, expanded to its run of address characters.
+func findIPs(text []byte, ax *anchors, dst []Finding) []Finding {
+	// Anchored on the digits and colons (every IPv4 address has digits,
+	// every IPv6 address colons), each expanded to its run of address
+	// characters, judged once; a run without '.' or ':' is not one.
 	ipChar := func(c byte) bool { return isHex(c) || c == ':' || c == '.' }
-	done := 0 // runs end before here were judged
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c != '.' && c != ':' || i < done {
-			continue
+	for i := 0; ; {
+		p := ax.nextDigitOrColon(i)
+		if p == len(text) {
+			return dst
 		}
-		if !isHex(at(text, i+1)) && at(text, i+1) != ':' && !isHex(before(text, i)) {
-			continue
-		}
-		s := i
+		s := p
 		for s > 0 && ipChar(text[s-1]) {
 			s--
 		}
-		for s < i && (text[s] == '.' || text[s] == ':' && at(text, s+1) != ':') {
-			s++
-		}
-		e := i
+		e := p
 		for e < len(text) && ipChar(text[e]) {
 			e++
 		}
-		done = e
+		i = e
+		// Trimmed as far as its first separator with an address character
+		// beside it.
+		q := s
+		for q < e && !ipSeparator(text, q) {
+			q++
+		}
+		if q == e {
+			continue
+		}
+		for s < q && (text[s] == '.' || text[s] == ':' && at(text, s+1) != ':') {
+			s++
+		}
 		for e > s && (text[e-1] == '.' || text[e-1] == ':' && (e-2 < s || text[e-2] != ':')) {
 			e--
 		}
@@ -530,7 +556,13 @@ func findIPs(text []byte, dst []Finding) []Finding {
 			dst = append(dst, Finding{TypeIP, s, e})
 		}
 	}
-	return dst
+}
+
+// ipSeparator: a '.' or ':' at i with a hex digit or ':' after it or a hex
+// digit before it.
+func ipSeparator(text []byte, i int) bool {
+	c := text[i]
+	return (c == '.' || c == ':') && (isHex(at(text, i+1)) || at(text, i+1) == ':' || isHex(before(text, i)))
 }
 
 func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

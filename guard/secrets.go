@@ -72,8 +72,14 @@ var apiKeyByFirst = func() (t [256][]keyPrefix) {
 // findAPIKeys: a known prefix at a word start, then token characters, at
 // least the prefix's minimum, with a digit among them (prose such as
 // "sk-learn-style-…" has none).
-func findAPIKeys(text []byte, dst []Finding) []Finding {
+func findAPIKeys(text []byte, ax *anchors, dst []Finding) []Finding {
+	// Every prefix but AIza has a '-' or '_' at most 6 bytes in: the
+	// candidate starts are the bytes up to 6 before each separator, and each
+	// "AIza"; other bytes cannot start a key.
 	for i := 0; i < len(text); i++ {
+		if i = ax.nextKeyStart(text, i); i == len(text) {
+			return dst
+		}
 		cands := apiKeyByFirst[text[i]]
 		if len(cands) == 0 || tokenChar(before(text, i)) {
 			continue
@@ -99,6 +105,10 @@ func findAPIKeys(text []byte, dst []Finding) []Finding {
 	return dst
 }
 
+// keySepMax: the farthest a prefix's first '-' or '_' is from its start
+// (github_pat_).
+const keySepMax = 6
+
 // awsPrefixes: the unique-ID prefixes of AWS access keys (IAM user, STS
 // temporary credentials and other principals' keys).
 var awsPrefixes = [][]byte{
@@ -109,9 +119,13 @@ var awsPrefixes = [][]byte{
 // findAWSKeys: an access key id, a prefix and 16 upper-case letters or
 // digits; and a secret access key (40 base64 characters) written after
 // aws_secret_access_key or a similar label.
-func findAWSKeys(text []byte, dst []Finding) []Finding {
+func findAWSKeys(text []byte, _ *anchors, dst []Finding) []Finding {
 	for i := 0; i+20 <= len(text); i++ {
-		if text[i] != 'A' || isAlnum(before(text, i)) {
+		k := bytes.IndexByte(text[i:len(text)-19], 'A')
+		if k < 0 {
+			break
+		}
+		if i += k; isAlnum(before(text, i)) {
 			continue
 		}
 		for _, p := range awsPrefixes {
@@ -125,15 +139,15 @@ func findAWSKeys(text []byte, dst []Finding) []Finding {
 			break
 		}
 	}
-	lower := bytes.ToLower(text)
 	for _, label := range [][]byte{[]byte("secret_access_key"), []byte("secretaccesskey")} {
+		var ys foldIndex
 		from := 0
 		for {
-			k := bytes.Index(lower[from:], label)
+			k := ys.find(text, from, label)
 			if k < 0 {
 				break
 			}
-			j := from + k + len(label)
+			j := k + len(label)
 			from = j
 			for skip := 0; j < len(text) && skip < 8 && bytes.IndexByte([]byte(" \t\"':="), text[j]) >= 0; skip++ {
 				j++
@@ -151,12 +165,67 @@ func findAWSKeys(text []byte, dst []Finding) []Finding {
 	return dst
 }
 
+// foldIndex finds a lower-case ASCII label in text, ASCII case-insensitively,
+// anchored on its last byte in either case (bytes.IndexByte), remembering
+// where the next of each is so a search from a later offset does not scan
+// again.
+type foldIndex struct {
+	lo, up int // next position of the last byte in lower and upper case, -1 before the first search
+	init   bool
+}
+
+func (x *foldIndex) find(text []byte, from int, label []byte) int {
+	last := label[len(label)-1]
+	next := func(c byte, cur, at int) int {
+		if cur >= at || cur == len(text) {
+			return cur
+		}
+		if k := bytes.IndexByte(text[at:], c); k >= 0 {
+			return at + k
+		}
+		return len(text)
+	}
+	if !x.init {
+		x.lo, x.up, x.init = -1, -1, true
+	}
+	for at := from + len(label) - 1; at < len(text); {
+		x.lo = next(last, x.lo, at)
+		x.up = next(last-'a'+'A', x.up, at)
+		p := min(x.lo, x.up)
+		if p == len(text) {
+			return -1
+		}
+		if s := p - len(label) + 1; asciiEqualFold(text[s:p+1], label) {
+			return s
+		}
+		at = p + 1
+	}
+	return -1
+}
+
+// asciiEqualFold: b is lower (a lower-case ASCII label), ASCII
+// case-insensitively.
+func asciiEqualFold(b, lower []byte) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func b64Char(c byte) bool { return isAlnum(c) || c == '+' || c == '/' }
 
 // findPrivateKeys: a PEM block whose label ends in PRIVATE KEY (RSA, EC,
 // OPENSSH, ENCRYPTED, PKCS#8), from its BEGIN line to its END line, or to the
 // end of the text when the END line has not come (yet).
-func findPrivateKeys(text []byte, dst []Finding) []Finding {
+func findPrivateKeys(text []byte, _ *anchors, dst []Finding) []Finding {
 	from := 0
 	for {
 		i := bytes.Index(text[from:], []byte("-----BEGIN "))
@@ -182,14 +251,13 @@ func findPrivateKeys(text []byte, dst []Finding) []Finding {
 
 // findJWTs: three base64url parts separated by dots, the first two JSON
 // objects (they start with "eyJ", base64 of `{"`).
-func findJWTs(text []byte, dst []Finding) []Finding {
+func findJWTs(text []byte, _ *anchors, dst []Finding) []Finding {
 	from := 0
 	for {
-		i := bytes.Index(text[from:], []byte("eyJ"))
+		i := indexEyJ(text, from)
 		if i < 0 {
 			return dst
 		}
-		i += from
 		from = i + 3
 		if tokenChar(before(text, i)) {
 			continue
@@ -214,6 +282,21 @@ func findJWTs(text []byte, dst []Finding) []Finding {
 	}
 }
 
+// indexEyJ is bytes.Index(text[from:], "eyJ")+from, anchored on the 'J',
+// rarer in prose than the 'e'.
+func indexEyJ(text []byte, from int) int {
+	for j := from + 2; j < len(text); j++ {
+		k := bytes.IndexByte(text[j:], 'J')
+		if k < 0 {
+			return -1
+		}
+		if j += k; text[j-2] == 'e' && text[j-1] == 'y' {
+			return j - 2
+		}
+	}
+	return -1
+}
+
 // High-entropy tokens: a run of base64/base64url characters (with its
 // padding) between 32 and 256 long — longer runs are data, such as an inlined
 // image — with upper and lower case in balance, as random text has them and
@@ -232,13 +315,26 @@ var idPrefixes = [][]byte{
 	[]byte("req_"), []byte("run_"), []byte("file-"), []byte("batch_"), []byte("fc_"), []byte("rs_"), []byte("asst_"),
 }
 
-func findHighEntropy(text []byte, dst []Finding) []Finding {
+func findHighEntropy(text []byte, _ *anchors, dst []Finding) []Finding {
 	for i := 0; i < len(text); i++ {
-		if !tokenChar(text[i]) && text[i] != '+' && text[i] != '/' {
+		// A token starting at i or up to the next non-token byte before
+		// i+31 is shorter than entropyMinLen: skip to after that byte,
+		// unless it is '=' (padding of a run before it may reach past it).
+		if p := i + entropyMinLen - 1; p < len(text) {
+			s := p
+			for s >= i && runChar[text[s]] {
+				s--
+			}
+			if s >= i && text[s] != '=' {
+				i = s
+				continue
+			}
+		}
+		if !runChar[text[i]] {
 			continue
 		}
 		e := i
-		for e < len(text) && (b64Char(text[e]) || text[e] == '_' || text[e] == '-') {
+		for e < len(text) && runChar[text[e]] {
 			e++
 		}
 		tok := text[i:e]
@@ -252,6 +348,14 @@ func findHighEntropy(text []byte, dst []Finding) []Finding {
 	}
 	return dst
 }
+
+// runChar: the characters of a high-entropy token (base64 and base64url).
+var runChar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = b64Char(byte(c)) || c == '_' || c == '-'
+	}
+	return t
+}()
 
 func hasIDPrefix(b []byte) bool {
 	for _, p := range idPrefixes {

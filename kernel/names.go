@@ -17,7 +17,7 @@ var (
 		ReasonBudgetExceeded: "budget_exceeded", ReasonDuplicate: "duplicate",
 		ReasonUnpriced: "unpriced",
 	}
-	statusNames = [...]string{StatusCompleted: "completed", StatusAborted: "aborted", StatusFailed: "failed", StatusExpired: "expired"}
+	statusNames = [...]string{StatusCompleted: "completed", StatusAborted: "aborted", StatusFailed: "failed", StatusExpired: "expired", StatusRefused: "refused"}
 )
 
 // enumName is names[v], or "name(v)" for a value without a name.
@@ -145,5 +145,5 @@ func (s *Shortfall) UnmarshalJSON(b []byte) (err error) {
 // String is the reason in snake case, e.g. "budget_exceeded".
 func (r Reason) String() string { return enumName(reasonNames[:], r, "Reason") }
 
-// String is "completed", "aborted", "failed" or "expired".
+// String is "completed", "aborted", "failed", "expired" or "refused".
 func (s Status) String() string { return enumName(statusNames[:], s, "Status") }

@@ -278,6 +278,9 @@ const (
 	StatusAborted                 // client disconnect, upstream reset, stream cancelled
 	StatusFailed                  // upstream error response; usage may be zero
 	StatusExpired                 // never settled; settled by Expire after its lease
+	// StatusRefused: refused before admission by a guardrail (extproc
+	// guardPre): a $0 row that no budget or counter saw.
+	StatusRefused
 )
 
 // Settlement is the result of settling one reservation.

@@ -38,6 +38,7 @@ type Handler struct {
 	log    *slog.Logger
 	now    func() time.Time
 	base   http.RoundTripper
+	guard  ToolGuard // guard.go
 	up     *upstreams
 	sdkh   *sdk.StreamableHTTPHandler
 }

@@ -94,9 +94,13 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 			map[string]any{"missing_grant": grant, "level": missing})
 	}
 
+	args, err := h.guardArgs(ctx, rc, params.Name, params.Arguments) // guard.go
+	if err != nil {
+		return nil, err
+	}
 	call := &Call{
 		RequestID: newRequestID(), Caller: rc.caller, Server: srv.ID, Tool: tool,
-		ArgBytes: len(params.Arguments), StartedAt: h.now(),
+		ArgBytes: len(args), StartedAt: h.now(),
 	}
 	ev.Call = call
 	d, err := h.acct.Admit(ctx, admitRequest(call.RequestID, rc.caller, srv, tool))
@@ -111,7 +115,7 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	var res *sdk.CallToolResult
 	err = h.up.do(ctx, srv, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
-		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: params.Arguments})
+		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		return err
 	})
 	call.EndedAt = h.now()
@@ -136,7 +140,7 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 		}
 		return nil, upstreamError(srv.ID, err)
 	}
-	return res, nil
+	return h.guardResult(ctx, rc, params.Name, res)
 }
 
 // resolve maps a tools/call name to its server and upstream tool name.

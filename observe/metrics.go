@@ -452,6 +452,15 @@ func (a *accountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Mo
 	return c, err
 }
 
+// RecordRefused passes the $0 row of a request refused by a guardrail on to
+// the inner accountant when it writes them (extproc.RefusalRecorder).
+func (a *accountant) RecordRefused(ctx context.Context, rec *extproc.Record) error {
+	if r, ok := a.inner.(extproc.RefusalRecorder); ok {
+		return r.RecordRefused(ctx, rec)
+	}
+	return nil
+}
+
 func refusalReason(r kernel.Reason) string {
 	switch r {
 	case kernel.ReasonKeyExpired:

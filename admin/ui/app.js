@@ -687,6 +687,67 @@ pages.audit = async () => {
   ], entries));
 };
 
+// Guardrails (issue 32): list, create, delete, and attach to a key, team,
+// org or model. Writes need the admin role.
+pages.guardrails = async () => {
+  const list = h('div');
+  const csv = (v) => v.split(',').map((x) => x.trim()).filter(Boolean);
+  const refresh = async () => {
+    const items = await listAll('GuardrailService/ListGuardrails', 'guardrails');
+    list.replaceChildren(table([
+      { label: 'Name', get: (g) => g.name },
+      { label: 'Kind', get: (g) => g.kind },
+      { label: 'Action', get: (g) => g.action },
+      { label: 'On', get: (g) => (g.on || ['pre']).join(', ') },
+      { label: 'Checks', get: (g) => [...(g.types || []), ...(g.words || []).map((w) => `"${w}"`), ...(g.patterns || []).map((x) => `/${x}/`),
+        g.max_bytes && g.max_bytes !== '0' ? `≤ ${g.max_bytes} bytes` : '', g.url || '', g.provider || ''].filter(Boolean).join(', ') },
+      { label: 'Mandatory', get: (g) => (g.mandatory ? 'yes' : '') },
+      { label: 'On failure', get: (g) => (g.kind === 'webhook' || g.kind === 'moderation' ? (g.fail_open ? 'fail open' : 'fail closed') : '') },
+      { label: 'Actions', get: (g) => (isAdmin() ? h('button', { type: 'button', class: 'danger', 'data-action': 'delete', 'data-id': g.name, onclick: async () => {
+        if (!confirm(`Delete guardrail ${g.name}?`)) return;
+        try {
+          await api('GuardrailService/DeleteGuardrail', { name: g.name });
+          say(`Deleted guardrail ${g.name}.`);
+          await refresh();
+        } catch (err) { say(err.message, true); }
+      } }, 'Delete') : '') },
+    ], items, 'No guardrails yet.'));
+  };
+  const create = writeForm('Create guardrail', [
+    field('Name', inp('name', { required: true, size: 12 })),
+    field('Kind', sel('kind', [['pii', 'pii'], ['secrets', 'secrets'], ['words', 'words'], ['size', 'size'], ['webhook', 'webhook'], ['moderation', 'moderation']])),
+    field('Action', sel('action', [['block', 'block'], ['redact', 'redact'], ['log', 'log']])),
+    field('On (comma-separated)', inp('on', { placeholder: 'pre', size: 14 })),
+    field('Types', inp('types', { placeholder: 'all', size: 14 })),
+    field('Words', inp('words', { size: 14 })),
+    field('Max bytes', inp('max_bytes', { type: 'number', min: 1, size: 8 })),
+    field('URL', inp('url', { size: 20 })),
+    field('Provider', inp('provider', { size: 10 })),
+    field('Mandatory', inp('mandatory', { type: 'checkbox' })),
+    field('Fail open', inp('fail_open', { type: 'checkbox' })),
+  ], async (f) => {
+    const v = (n) => f.elements[n].value.trim();
+    const g = { name: v('name'), kind: v('kind'), action: v('action'), on: csv(v('on')), types: csv(v('types')), words: csv(v('words')),
+      mandatory: f.elements.mandatory.checked, fail_open: f.elements.fail_open.checked };
+    if (v('max_bytes')) g.max_bytes = v('max_bytes');
+    if (v('url')) g.url = v('url');
+    if (v('provider')) g.provider = v('provider');
+    await api('GuardrailService/CreateGuardrail', { guardrail: g });
+    say(`Created guardrail ${g.name}.`);
+    await refresh();
+  }, 'Create', isAdmin());
+  const attachForm = writeForm('Attach guardrails', [
+    field('Scope', sel('scope', [['key', 'key'], ['team', 'team'], ['org', 'org'], ['model', 'model']])),
+    field('ID', inp('id', { required: true, size: 12 })),
+    field('Guardrails (comma-separated; -NAME on a key removes one)', inp('guardrails', { size: 20 })),
+  ], async (f) => {
+    const r = await api('GuardrailService/SetGuardrails', { scope: f.elements.scope.value, id: f.elements.id.value.trim(), guardrails: csv(f.elements.guardrails.value) });
+    say(`${f.elements.scope.value} ${f.elements.id.value.trim()}: guardrails ${(r.guardrails || []).join(', ') || 'none'}.`);
+  }, 'Attach', isAdmin());
+  main.replaceChildren(h('h1', {}, 'Guardrails'), create, attachForm, list);
+  await refresh();
+};
+
 // ---- shell ---------------------------------------------------------------
 
 async function route() {

@@ -70,6 +70,7 @@ type config struct {
 	dur, warm                 time.Duration
 	rate                      float64 // requests per second over all connections; 0: unpaced
 	floor                     string  // serve the floor proxy (floor.go) on this address to url's host
+	promptBytes               int     // the prompt (or input) as prose of this many bytes; 0: the short one
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warm, "warmup", time.Second, "warm-up before measuring")
 	fs.Float64Var(&c.rate, "rate", 0, "requests per second over all connections, each paced evenly (0: each sends as soon as it has its answer)")
 	fs.StringVar(&c.floor, "floor", "", "instead of driving load, serve the floor proxy (the least a Go proxy does) on this address, forwarding to -url's host")
+	fs.IntVar(&c.promptBytes, "prompt-bytes", 0, "send a prompt (embeddings: an input) of this many bytes of prose instead of the short one (a guardrail's cost, bench/run.sh GUARD=)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -97,6 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-d must be positive and -warmup not negative")
 	case c.rate < 0:
 		return c, errors.New("-rate must not be negative")
+	case c.promptBytes < 0:
+		return c, errors.New("-prompt-bytes must not be negative")
 	}
 	return c, nil
 }
@@ -111,6 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sc, ok := scenarioFor(cfg.scenario, cfg.model)
 	if !ok {
 		return fmt.Errorf("unknown scenario %q", cfg.scenario)
+	}
+	if cfg.promptBytes > 0 {
+		sc.body = withPrompt(sc.body, cfg.promptBytes)
 	}
 	tgt, err := newTarget(cfg.url, http.MethodPost, sc.path, cfg.key, sc.body)
 	if err != nil {

@@ -105,3 +105,27 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		require.Error(t, run(t.Context(), args, io.Discard, io.Discard), "%q", args)
 	}
 }
+
+func TestWithPrompt(t *testing.T) {
+	for _, name := range []string{"chat", "stream", "embeddings"} {
+		sc, ok := scenarioFor(name, "m")
+		if !ok {
+			t.Fatal(name)
+		}
+		body := withPrompt(sc.body, 4096)
+		var v struct {
+			Messages []struct{ Content string } `json:"messages"`
+			Input    string                     `json:"input"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("%s: %v: %s", name, err, body)
+		}
+		got := v.Input
+		if len(v.Messages) > 0 {
+			got = v.Messages[0].Content
+		}
+		if len(got) != 4096 {
+			t.Fatalf("%s: prompt of %d bytes, want 4096", name, len(got))
+		}
+	}
+}

@@ -44,6 +44,31 @@ func scenarioFor(name, model string) (scenario, bool) {
 	return scenario{}, false
 }
 
+// shortPrompts are the scenarios' prompt and input, as withPrompt replaces them.
+var shortPrompts = [][]byte{[]byte(`"Say hello to the benchmark"`), []byte(`"embed this sentence for the benchmark"`)}
+
+// withPrompt returns body with its short prompt (or input) replaced by n
+// bytes of prose: sentences with numbers, dates, versions and a URL — what
+// a prompt carries — but no personal data or secret, so a guardrail finds
+// nothing and the request goes through as it is.
+func withPrompt(body []byte, n int) []byte {
+	const para = "The gateway forwards each request to the provider chosen by its routing strategy, " +
+		"records the usage it reports, and settles the cost against every budget in the hierarchy. " +
+		"Release 2.14.3 shipped on 2026-03-18 with 47 fixes; see https://example.com/notes for the list. " +
+		"It served 12,500 requests per second at a p99 of 9.6 ms on 2 cores, up 18% from the last run. "
+	text := make([]byte, 0, n+len(para))
+	for len(text) < n {
+		text = append(text, para...)
+	}
+	q, _ := json.Marshal(string(text[:n]))
+	for _, p := range shortPrompts {
+		if i := bytes.Index(body, p); i >= 0 {
+			return append(append(append([]byte(nil), body[:i]...), q...), body[i+len(p):]...)
+		}
+	}
+	return body
+}
+
 func checkStatus(r response, ctype string) error {
 	if r.status != 200 {
 		return fmt.Errorf("%w: status %d: %q", errBadResponse, r.status, clip(r.body))

@@ -32,6 +32,9 @@ const (
 	RequestStatus_REQUEST_STATUS_ABORTED     RequestStatus = 2
 	RequestStatus_REQUEST_STATUS_FAILED      RequestStatus = 3
 	RequestStatus_REQUEST_STATUS_EXPIRED     RequestStatus = 4
+	// Refused by a guardrail before admission: $0, charged to no budget; the
+	// entry's deployment is "guardrail:NAME".
+	RequestStatus_REQUEST_STATUS_REFUSED RequestStatus = 5
 )
 
 // Enum value maps for RequestStatus.
@@ -42,6 +45,7 @@ var (
 		2: "REQUEST_STATUS_ABORTED",
 		3: "REQUEST_STATUS_FAILED",
 		4: "REQUEST_STATUS_EXPIRED",
+		5: "REQUEST_STATUS_REFUSED",
 	}
 	RequestStatus_value = map[string]int32{
 		"REQUEST_STATUS_UNSPECIFIED": 0,
@@ -49,6 +53,7 @@ var (
 		"REQUEST_STATUS_ABORTED":     2,
 		"REQUEST_STATUS_FAILED":      3,
 		"REQUEST_STATUS_EXPIRED":     4,
+		"REQUEST_STATUS_REFUSED":     5,
 	}
 )
 
@@ -1075,13 +1080,14 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\x125\n" +
 	"\x06points\x18\x05 \x03(\v2\x1d.tollgate.admin.v1.SpendPointR\x06points\"R\n" +
 	"\x19GetSpendBreakdownResponse\x125\n" +
-	"\x06groups\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.SpendGroupR\x06groups*\xa0\x01\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.SpendGroupR\x06groups*\xbc\x01\n" +
 	"\rRequestStatus\x12\x1e\n" +
 	"\x1aREQUEST_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18REQUEST_STATUS_COMPLETED\x10\x01\x12\x1a\n" +
 	"\x16REQUEST_STATUS_ABORTED\x10\x02\x12\x19\n" +
 	"\x15REQUEST_STATUS_FAILED\x10\x03\x12\x1a\n" +
-	"\x16REQUEST_STATUS_EXPIRED\x10\x042\xa7\x03\n" +
+	"\x16REQUEST_STATUS_EXPIRED\x10\x04\x12\x1a\n" +
+	"\x16REQUEST_STATUS_REFUSED\x10\x052\xa7\x03\n" +
 	"\fSpendService\x12S\n" +
 	"\bGetSpend\x12\".tollgate.admin.v1.GetSpendRequest\x1a#.tollgate.admin.v1.GetSpendResponse\x12e\n" +
 	"\x0eGetSpendSeries\x12(.tollgate.admin.v1.GetSpendSeriesRequest\x1a).tollgate.admin.v1.GetSpendSeriesResponse\x12k\n" +
