@@ -98,6 +98,7 @@ type reqCtx struct {
 	single  *Server   // /mcp/SERVER: that server; nil on /mcp
 	servers []*Server // the servers the request may reach
 	version string
+	token   *sessionToken // a 2025-11-25 session's, nil without one
 	server  *sdk.Server
 }
 
@@ -150,7 +151,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rc.version == "" {
 			rc.version = t.Version
 		}
+		rc.token = &t
 		if r.Method == http.MethodDelete {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), connectTimeout)
+			defer cancel()
+			h.up.end(ctx, &t, all)
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -168,6 +173,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if v, ok := initializeVersion(body); ok && r.Header.Get(HeaderSessionID) == "" {
 			t := newSessionToken(caller.KeyID, v, h.now())
+			t.Up = h.up.open(r.Context(), t.ID, usable(caller, rc.servers))
+			rc.token = &t
 			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
 		}
 	}

@@ -17,17 +17,12 @@ import (
 // fails is left out (and logged) so that the others still serve; on
 // /mcp/SERVER its failure is the answer.
 func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResult, error) {
-	var usable []*Server
-	for _, s := range rc.servers {
-		if rc.caller.MayUse(s.ID) {
-			usable = append(usable, s)
-		}
-	}
+	usable := usable(rc.caller, rc.servers)
 	lists := make([][]*sdk.Tool, len(usable))
 	errs := make([]error, len(usable))
 	var wg sync.WaitGroup
 	for i, s := range usable {
-		wg.Go(func() { lists[i], errs[i] = h.upstreamTools(ctx, s) })
+		wg.Go(func() { lists[i], errs[i] = h.upstreamTools(ctx, s, rc.token) })
 	}
 	wg.Wait()
 	out := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
@@ -55,9 +50,9 @@ func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResu
 }
 
 // upstreamTools is every tool of one server, all pages.
-func (h *Handler) upstreamTools(ctx context.Context, s *Server) ([]*sdk.Tool, error) {
+func (h *Handler) upstreamTools(ctx context.Context, s *Server, tok *sessionToken) ([]*sdk.Tool, error) {
 	var tools []*sdk.Tool
-	err := h.up.do(ctx, s, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err := h.up.do(ctx, s, tok, func(ctx context.Context, cs *sdk.ClientSession) error {
 		tools = tools[:0]
 		params := &sdk.ListToolsParams{}
 		for {
@@ -109,7 +104,7 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	call.Admitted = true
 
 	var res *sdk.CallToolResult
-	err = h.up.do(ctx, srv, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
 		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: params.Arguments})
 		return err
@@ -163,4 +158,15 @@ func upstreamError(server string, err error) error {
 		return wire
 	}
 	return rpcError(CodeUpstream, fmt.Sprintf("MCP server %s failed: %v", server, err), map[string]any{"server": server})
+}
+
+// usable is the servers of which c may call some tool.
+func usable(c *Caller, servers []*Server) []*Server {
+	var out []*Server
+	for _, s := range servers {
+		if c.MayUse(s.ID) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
