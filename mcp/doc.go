@@ -7,6 +7,8 @@
 //   - the HTTP handler (handler.go): key authentication (401 with
 //     WWW-Authenticate), /mcp (every server the key may use, tools named
 //     SERVER__TOOL) and /mcp/SERVER (one server, its own names);
+//   - tools (tools.go), resources and prompts (resources.go): relayed,
+//     filtered by grants, named per server on /mcp;
 //   - session tokens (token.go): a 2025-11-25 session is a sealed token the
 //     client carries in Mcp-Session-Id, so any replica serves its next request
 //     without sticky sessions or a session store;

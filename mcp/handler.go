@@ -182,11 +182,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdkh.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqKey{}, rc)))
 }
 
-// newServer is the SDK server of one request: no tools of its own, a
-// middleware answers the tool methods from the upstreams.
+// newServer is the SDK server of one request: no tools, resources or
+// prompts of its own, a middleware answers their methods from the upstreams.
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
 		Logger:       quiet(h.log),
 	})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
@@ -203,6 +203,16 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 				res, err = h.listTools(ctx, rc)
 			case "tools/call":
 				res, err = h.callTool(ctx, rc, req, ev)
+			case "resources/list":
+				res, err = h.listResources(ctx, rc)
+			case "resources/templates/list":
+				res, err = h.listResourceTemplates(ctx, rc)
+			case "resources/read":
+				res, err = h.readResource(ctx, rc, req, ev)
+			case "prompts/list":
+				res, err = h.listPrompts(ctx, rc)
+			case "prompts/get":
+				res, err = h.getPrompt(ctx, rc, req, ev)
 			default:
 				res, err = next(ctx, method, req)
 			}

@@ -62,6 +62,17 @@ func newUpstream(t *testing.T, stateless bool) *upstream {
 		u.calls.Add(1)
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "deleted"}}}, nil, nil
 	})
+	read := func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "contents of " + req.Params.URI}}}, nil
+	}
+	srv.AddResource(&sdk.Resource{Name: "readme", URI: "file:///readme", MIMEType: "text/plain"}, read)
+	srv.AddResourceTemplate(&sdk.ResourceTemplate{Name: "note", URITemplate: "file:///notes/{name}"}, read)
+	srv.AddPrompt(&sdk.Prompt{Name: "review", Arguments: []*sdk.PromptArgument{{Name: "topic", Required: true}}}, func(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{
+			{Role: "user", Content: &sdk.TextContent{Text: "review " + req.Params.Arguments["topic"]}},
+			{Role: "user", Content: &sdk.ResourceLink{Name: "readme", URI: "file:///readme"}},
+		}}, nil
+	})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: stateless})
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
@@ -441,4 +452,80 @@ func TestUpstreamSessionCarriedInTheToken(t *testing.T) {
 	require.NoError(t, other.Close())
 	_, gone = f.gh.deleted.Load(second)
 	require.True(t, gone, "the agent's DELETE ended its upstream session")
+}
+
+// Resources and prompts are relayed like tools: named per server on /mcp
+// (tollgate://SERVER/URI, SERVER__PROMPT), filtered and refused by grants
+// (SERVER/resource:* and SERVER/prompt:NAME, which SERVER/* covers).
+func TestResourcesAndPrompts(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			f := newFixture(t, v == "2026-07-28")
+			ctx := t.Context()
+			cs, _ := connect(t, f, keyAll, "/mcp", v, false)
+			rl, err := cs.ListResources(ctx, nil)
+			require.NoError(t, err)
+			var uris []string
+			for _, r := range rl.Resources {
+				uris = append(uris, r.Name+" "+r.URI)
+			}
+			require.ElementsMatch(t, []string{"fs__readme tollgate://fs/file:///readme", "github__readme tollgate://github/file:///readme"}, uris)
+			tl, err := cs.ListResourceTemplates(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, tl.ResourceTemplates, 2)
+			require.Contains(t, []string{tl.ResourceTemplates[0].URITemplate, tl.ResourceTemplates[1].URITemplate}, "tollgate://github/file:///notes/{name}")
+
+			rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tollgate://github/file:///notes/x"})
+			require.NoError(t, err)
+			require.Len(t, rr.Contents, 1)
+			require.Equal(t, "contents of file:///notes/x", rr.Contents[0].Text, "the upstream saw its own URI")
+			require.Equal(t, "tollgate://github/file:///notes/x", rr.Contents[0].URI)
+			_, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///readme"})
+			require.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err))
+
+			pl, err := cs.ListPrompts(ctx, nil)
+			require.NoError(t, err)
+			var prompts []string
+			for _, p := range pl.Prompts {
+				prompts = append(prompts, p.Name)
+			}
+			require.ElementsMatch(t, []string{"fs__review", "github__review"}, prompts)
+			gp, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "github__review", Arguments: map[string]string{"topic": "the gateway"}})
+			require.NoError(t, err)
+			require.Len(t, gp.Messages, 2)
+			require.Equal(t, "review the gateway", gp.Messages[0].Content.(*sdk.TextContent).Text)
+			require.Equal(t, "tollgate://github/file:///readme", gp.Messages[1].Content.(*sdk.ResourceLink).URI, "links point where the agent can read them")
+
+			// keyRead: github/echo and fs/* — fs's resources and prompts only.
+			rd, _ := connect(t, f, keyRead, "/mcp", v, false)
+			rl, err = rd.ListResources(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, rl.Resources, 1)
+			require.Equal(t, "tollgate://fs/file:///readme", rl.Resources[0].URI)
+			_, err = rd.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tollgate://github/file:///readme"})
+			require.Equal(t, int64(mcp.CodeToolNotGranted), rpcCode(t, err))
+			require.ErrorContains(t, err, `key read has no mcp-tools grant matching "github/resource:*"`)
+			pl, err = rd.ListPrompts(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, pl.Prompts, 1)
+			require.Equal(t, "fs__review", pl.Prompts[0].Name)
+			_, err = rd.GetPrompt(ctx, &sdk.GetPromptParams{Name: "github__review", Arguments: map[string]string{"topic": "x"}})
+			require.Equal(t, int64(mcp.CodeToolNotGranted), rpcCode(t, err))
+			require.ErrorContains(t, err, `"github/prompt:review"`)
+
+			// One server: its own names and URIs.
+			one, _ := connect(t, f, keyAll, "/mcp/github", v, false)
+			rl, err = one.ListResources(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, rl.Resources, 1)
+			require.Equal(t, "file:///readme", rl.Resources[0].URI)
+			rr, err = one.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///readme"})
+			require.NoError(t, err)
+			require.Equal(t, "file:///readme", rr.Contents[0].URI)
+			gp, err = one.GetPrompt(ctx, &sdk.GetPromptParams{Name: "review", Arguments: map[string]string{"topic": "y"}})
+			require.NoError(t, err)
+			require.Equal(t, "file:///readme", gp.Messages[1].Content.(*sdk.ResourceLink).URI)
+			require.Empty(t, f.acct.ledger, "resources and prompts are not metered")
+		})
+	}
 }
