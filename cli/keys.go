@@ -168,6 +168,7 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	fs.Var(&meta, "meta", "metadata key=value (repeatable; replaces all metadata)")
 	fs.Bool("clear-meta", false, "remove all metadata")
 	pass := fs.String("passthrough", "", "replace the pass-through grants: 'PROVIDER_ID:PATH_GLOB,…' ('' removes them)")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		limits, err := lf.build(r.now())
@@ -179,8 +180,12 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		mask, err := updateMask(r.set, map[string]string{"alias": "alias", "meta": "metadata", "clear-meta": "metadata", "passthrough": "passthrough"}, &lf)
+		mask, err = grantsOnly(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_KEY, pos[0], *mcpTools, mask, err)
 		if err != nil {
 			return err
+		}
+		if mask == nil {
+			return keyGet(nil)(r, pos)
 		}
 		resp, err := adminv1.NewKeyServiceClient(r.conn).UpdateKey(r.ctx, &adminv1.UpdateKeyRequest{
 			Id: pos[0], Alias: *alias, Metadata: md, Limits: limits, UpdateMask: mask,

@@ -290,7 +290,8 @@ func mcpToolsGet(*flag.FlagSet) func(*runner, []string) error {
 	}
 }
 
-// mcpToolsFlag is --mcp-tools of key and team create.
+// mcpToolsFlag is --mcp-tools of the create and update commands of keys,
+// users, teams and orgs.
 func mcpToolsFlag(fs *flag.FlagSet) *string {
 	return fs.String("mcp-tools", "", "MCP tools it may call: SERVER/TOOL globs, comma-separated (github/*,fs/read_*); none by default")
 }
@@ -303,4 +304,17 @@ func grantMCPTools(r *runner, owner adminv1.MCPToolsOwner, id, patterns string) 
 	}
 	_, err := adminv1.NewMCPServiceClient(r.conn).SetMCPTools(r.ctx, &adminv1.SetMCPToolsRequest{Owner: owner, Id: id, Patterns: splitPatterns(patterns)})
 	return err
+}
+
+// grantsOnly sets the grants of an update command's --mcp-tools first; it
+// returns the mask of the rest of the update, nil when --mcp-tools was the
+// only change (the caller then shows the owner as it is).
+func grantsOnly(r *runner, owner adminv1.MCPToolsOwner, id, patterns string, mask *fieldmaskpb.FieldMask, maskErr error) (*fieldmaskpb.FieldMask, error) {
+	if maskErr != nil && !r.set["mcp-tools"] {
+		return nil, maskErr
+	}
+	if err := grantMCPTools(r, owner, id, patterns); err != nil {
+		return nil, err
+	}
+	return mask, nil
 }

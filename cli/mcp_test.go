@@ -36,7 +36,29 @@ func TestMCPCommands(t *testing.T) {
 		{args: []string{"mcp-tools", "set", "key", "k1", "github"}, wantErr: "want SERVER/TOOL"},
 		{args: []string{"mcp-tools", "set", "robot", "k1", "github/*"}, wantErr: "key, user, team or org"},
 		{args: []string{"mcp-tools", "set", "key", "nope", "github/*"}, wantErr: "not found"},
+		// --mcp-tools on update (alone, or with other changes) and on user
+		// and org create, as on key and team create.
+		{args: []string{"key", "update", "k1", "--mcp-tools", "fs/*"}, want: []string{"k1"}},
+		{args: []string{"mcp-tools", "get", "key", "k1"}, want: []string{"fs/*"}},
+		{args: []string{"key", "update", "k1", "--alias", "bot"}, want: []string{"bot"}},
+		{args: []string{"mcp-tools", "get", "key", "k1"}, want: []string{"fs/*"}},
+		{args: []string{"team", "update", "eng", "--name", "Engineering", "--mcp-tools", "github/*,fs/prompt:*"}, want: []string{"Engineering"}},
+		{args: []string{"mcp-tools", "get", "team", "eng"}, want: []string{"github/*,fs/prompt:*"}},
+		{args: []string{"team", "update", "eng", "--mcp-tools", "github/resource:x"}, wantErr: "granted as a whole"},
+		{args: []string{"team", "update", "eng"}, wantErr: "nothing to change"},
+		{args: []string{"user", "create", "u1", "--mcp-tools", "github/get_*"}, want: []string{"u1"}},
+		{args: []string{"mcp-tools", "get", "user", "u1"}, want: []string{"github/get_*"}},
+		{args: []string{"user", "update", "u1", "--mcp-tools", ""}, want: []string{"u1"}},
+		{args: []string{"org", "create", "acme", "--mcp-tools", "*/*"}, want: []string{"acme"}},
+		{args: []string{"org", "update", "acme", "--mcp-tools", "github/*"}, want: []string{"acme"}},
+		{args: []string{"mcp-tools", "get", "org", "acme"}, want: []string{"github/*"}},
 	})
+	k, _, err := store.Get[store.Key](context.Background(), s.st, "k1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"fs/*"}, k.MCPTools)
+	u, _, err := store.Get[store.User](context.Background(), s.st, "u1")
+	require.NoError(t, err)
+	require.Empty(t, u.MCPTools, "--mcp-tools '' removes the grants")
 	m, _, err := store.Get[store.MCPServer](context.Background(), s.st, "github")
 	require.NoError(t, err)
 	require.NotContains(t, string(m.Credential), "ghp-secret-token", "sealed at rest")

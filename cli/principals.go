@@ -151,6 +151,7 @@ func teamUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	var lf limitsFlags
 	name := fs.String("name", "", "new display name")
 	org := fs.String("org", "", "new organization id")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		l, err := lf.build(r.now())
@@ -158,8 +159,12 @@ func teamUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		mask, err := updateMask(r.set, map[string]string{"name": "name", "org": "org_id"}, &lf)
+		mask, err = grantsOnly(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_TEAM, pos[0], *mcpTools, mask, err)
 		if err != nil {
 			return err
+		}
+		if mask == nil {
+			return teamGet(nil)(r, pos)
 		}
 		resp, err := adminv1.NewTeamServiceClient(r.conn).UpdateTeam(r.ctx, &adminv1.UpdateTeamRequest{
 			Team: &adminv1.Team{Id: pos[0], Name: *name, OrgId: *org, Limits: l}, UpdateMask: mask,
@@ -202,6 +207,7 @@ func userCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	var lf limitsFlags
 	email := fs.String("email", "", "email address")
 	org := fs.String("org", "", "organization id")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		l, err := lf.build(r.now())
@@ -209,6 +215,9 @@ func userCreate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		resp, err := adminv1.NewUserServiceClient(r.conn).CreateUser(r.ctx, &adminv1.CreateUserRequest{User: &adminv1.User{Id: pos[0], Email: *email, OrgId: *org, Limits: l}})
+		if err == nil {
+			err = grantMCPTools(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_USER, pos[0], *mcpTools)
+		}
 		if err != nil {
 			return err
 		}
@@ -253,6 +262,7 @@ func userUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	var lf limitsFlags
 	email := fs.String("email", "", "new email address")
 	org := fs.String("org", "", "new organization id")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		l, err := lf.build(r.now())
@@ -260,8 +270,12 @@ func userUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		mask, err := updateMask(r.set, map[string]string{"email": "email", "org": "org_id"}, &lf)
+		mask, err = grantsOnly(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_USER, pos[0], *mcpTools, mask, err)
 		if err != nil {
 			return err
+		}
+		if mask == nil {
+			return userGet(nil)(r, pos)
 		}
 		resp, err := adminv1.NewUserServiceClient(r.conn).UpdateUser(r.ctx, &adminv1.UpdateUserRequest{
 			User: &adminv1.User{Id: pos[0], Email: *email, OrgId: *org, Limits: l}, UpdateMask: mask,
@@ -283,6 +297,7 @@ func userDelete(*flag.FlagSet) func(*runner, []string) error {
 func orgCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	var lf limitsFlags
 	name := fs.String("name", "", "display name")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		l, err := lf.build(r.now())
@@ -290,6 +305,9 @@ func orgCreate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		resp, err := adminv1.NewOrgServiceClient(r.conn).CreateOrg(r.ctx, &adminv1.CreateOrgRequest{Org: &adminv1.Org{Id: pos[0], Name: *name, Limits: l}})
+		if err == nil {
+			err = grantMCPTools(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_ORG, pos[0], *mcpTools)
+		}
 		if err != nil {
 			return err
 		}
@@ -327,6 +345,7 @@ func orgGet(*flag.FlagSet) func(*runner, []string) error {
 func orgUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	var lf limitsFlags
 	name := fs.String("name", "", "new display name")
+	mcpTools := mcpToolsFlag(fs)
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		l, err := lf.build(r.now())
@@ -334,8 +353,12 @@ func orgUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 			return err
 		}
 		mask, err := updateMask(r.set, map[string]string{"name": "name"}, &lf)
+		mask, err = grantsOnly(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_ORG, pos[0], *mcpTools, mask, err)
 		if err != nil {
 			return err
+		}
+		if mask == nil {
+			return orgGet(nil)(r, pos)
 		}
 		resp, err := adminv1.NewOrgServiceClient(r.conn).UpdateOrg(r.ctx, &adminv1.UpdateOrgRequest{Org: &adminv1.Org{Id: pos[0], Name: *name, Limits: l}, UpdateMask: mask})
 		if err != nil {

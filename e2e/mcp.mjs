@@ -2,7 +2,8 @@
 // 1.x, protocol 2025-11-25) against a running Tollgate's /mcp.
 // Usage: node mcp.mjs <scenario>; env TOLLGATE_MCP_URL (the endpoint),
 // TOLLGATE_KEY, TOLLGATE_MCP_REPLICAS (comma-separated base URLs the session
-// alternates between, for "session"), TOOL and ARGS (JSON) for "call".
+// alternates between, for "session"), TOOL and ARGS (JSON) for "call",
+// PROMPT, ARGS and DENIED_URI for "resources".
 // Prints one JSON object with what the scenario observed; the Go test asserts on it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -41,6 +42,39 @@ const scenarios = {
     } finally {
       await client.close();
     }
+  },
+  // Resources and prompts: lists, a read of the first resource, a prompt
+  // (PROMPT with ARGS), and a read of DENIED_URI that the grants refuse.
+  async resources() {
+    const { client } = await connect();
+    const caps = client.getServerCapabilities() ?? {};
+    const { resources } = await client.listResources();
+    const { resourceTemplates } = await client.listResourceTemplates();
+    const { prompts } = await client.listPrompts();
+    const out = {
+      capabilities: Object.keys(caps).sort(),
+      resources: resources.map((r) => r.uri),
+      templates: resourceTemplates.map((r) => r.uriTemplate),
+      prompts: prompts.map((p) => p.name).sort(),
+    };
+    if (resources.length > 0) {
+      const r = await client.readResource({ uri: resources[0].uri });
+      out.read = { uri: r.contents[0]?.uri ?? null, size: (r.contents[0]?.text ?? r.contents[0]?.blob ?? "").length };
+    }
+    if (process.env.PROMPT) {
+      const p = await client.getPrompt({ name: process.env.PROMPT, arguments: JSON.parse(process.env.ARGS ?? "{}") });
+      out.prompt = p.messages.map((m) => m.content.text ?? "").join("");
+    }
+    if (process.env.DENIED_URI) {
+      try {
+        await client.readResource({ uri: process.env.DENIED_URI });
+        out.denied = { ok: true };
+      } catch (e) {
+        out.denied = { ok: false, error: errorInfo(e) };
+      }
+    }
+    await client.close();
+    return out;
   },
   async unauthorized() {
     try {

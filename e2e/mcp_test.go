@@ -115,6 +115,51 @@ func TestMCPGateway(t *testing.T) {
 	require.False(t, call.OK)
 	require.Equal(t, -32043, call.Error.Code, "%+v", call)
 
+	// Resources and prompts: a key granted everything/* sees them, named per
+	// server; the first key (tools only) sees none and is refused a read.
+	_, allKey := s.createKey("--alias", "reader", "--mcp-tools", "everything/*")
+	s.waitKey(allKey)
+	var res struct {
+		Capabilities []string `json:"capabilities"`
+		Resources    []string `json:"resources"`
+		Templates    []string `json:"templates"`
+		Prompts      []string `json:"prompts"`
+		Read         struct {
+			URI  string `json:"uri"`
+			Size int    `json:"size"`
+		} `json:"read"`
+		Prompt string  `json:"prompt"`
+		Denied mcpCall `json:"denied"`
+	}
+	s.mcpNode("resources", mcpURL, allKey, &res, "PROMPT=everything__args-prompt", `ARGS={"city":"Lyon"}`)
+	require.Subset(t, res.Capabilities, []string{"prompts", "resources", "tools"})
+	require.NotEmpty(t, res.Resources)
+	for _, u := range res.Resources {
+		require.True(t, strings.HasPrefix(u, "tollgate://everything/demo://"), u)
+	}
+	require.NotEmpty(t, res.Templates)
+	require.True(t, strings.HasPrefix(res.Templates[0], "tollgate://everything/demo://"), res.Templates[0])
+	require.Contains(t, res.Prompts, "everything__args-prompt")
+	require.Equal(t, res.Resources[0], res.Read.URI, "the read's contents name the URI the agent asked for")
+	require.Positive(t, res.Read.Size)
+	require.Equal(t, "What's weather in Lyon?", res.Prompt)
+
+	var one struct {
+		Resources []string `json:"resources"`
+		Prompts   []string `json:"prompts"`
+	}
+	s.mcpNode("resources", mcpURL+"/everything", allKey, &one)
+	require.NotEmpty(t, one.Resources)
+	require.True(t, strings.HasPrefix(one.Resources[0], "demo://"), "its own URIs on /mcp/everything: %q", one.Resources[0])
+	require.Contains(t, one.Prompts, "args-prompt")
+
+	s.mcpNode("resources", mcpURL, key, &res, "DENIED_URI="+res.Resources[0])
+	require.Empty(t, res.Resources, "tools-only grants: no resources")
+	require.Empty(t, res.Prompts)
+	require.False(t, res.Denied.OK)
+	require.Equal(t, -32041, res.Denied.Error.Code, "%+v", res.Denied)
+	require.Contains(t, res.Denied.Error.Message, `no mcp-tools grant matching "everything/resource:*"`)
+
 	// A second replica on the same database serves the same session.
 	second := s.replica(t)
 	var sess struct {

@@ -7,14 +7,18 @@
 //   - the HTTP handler (handler.go): key authentication (401 with
 //     WWW-Authenticate), /mcp (every server the key may use, tools named
 //     SERVER__TOOL) and /mcp/SERVER (one server, its own names);
+//   - tools (tools.go), resources and prompts (resources.go): relayed,
+//     filtered by grants, named per server on /mcp;
 //   - session tokens (token.go): a 2025-11-25 session is a sealed token the
 //     client carries in Mcp-Session-Id, so any replica serves its next request
 //     without sticky sessions or a session store;
 //   - grants (grants.go): SERVER/TOOL globs, deny by default, the key's
 //     grants intersected with its ancestors';
-//   - upstream sessions (upstream.go): one official-SDK client session per
-//     upstream server and replica, negotiated per server (2026-07-28 through
-//     server/discover, else the 2025-11-25 initialize handshake);
+//   - upstream sessions (upstream.go): official-SDK client sessions,
+//     negotiated per server (2026-07-28 through server/discover, else the
+//     2025-11-25 initialize handshake): one shared per server and replica,
+//     and for each 2025-11-25 agent one of its own per server that keeps
+//     sessions, carried in its token and resumed by any replica;
 //   - metering (meter.go): every tools/call admitted through the same
 //     Accountant as model requests and settled into the ledger as an MCP row.
 //
@@ -24,8 +28,9 @@
 // and tools/call through a receiving middleware; the upstream side is the
 // SDK's Client over StreamableClientTransport. Nothing here frames JSON-RPC
 // by hand except the Mcp-Session-Id header of an initialize reply (the SDK's
-// stateless handler sets none) and reading the method of a request body to
-// know it is an initialize.
+// stateless handler sets none), reading the method of a request body to
+// know it is an initialize, and the handshake of a resumed upstream session
+// (resumeTransport: the SDK's client cannot resume a session).
 //
 // It imports the MCP SDK, kernel (scopes, money, admission types) and the
 // standard library. It must not import extproc, gateway, store, accounting,

@@ -68,6 +68,9 @@ func ValidatePatterns(patterns []string) error {
 		if !ok || s == "" || t == "" || strings.Contains(t, "/") {
 			return fmt.Errorf("mcp tools %q: want SERVER/TOOL (globs allowed: github/*, fs/read_*)", p)
 		}
+		if r, ok := strings.CutPrefix(t, "resource:"); ok && r != "*" {
+			return fmt.Errorf("mcp tools %q: a server's resources are granted as a whole: SERVER/%s", p, resourceGrant)
+		}
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("mcp tools %q: %w", p, err)
 		}

@@ -41,8 +41,8 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	require.NoError(t, ValidatePatterns([]string{"github/*", "fs/read_*", "*/*"}))
-	for _, bad := range []string{"github", "/x", "x/", "a/b/c", "a/[", ""} {
+	require.NoError(t, ValidatePatterns([]string{"github/*", "fs/read_*", "*/*", "github/prompt:review_*", "fs/resource:*"}))
+	for _, bad := range []string{"github", "/x", "x/", "a/b/c", "a/[", "", "fs/resource:file*"} {
 		require.Error(t, ValidatePatterns([]string{bad}), bad)
 	}
 	require.NoError(t, ValidateServerID("git-hub2"))
@@ -55,10 +55,17 @@ func TestSessionToken(t *testing.T) {
 	s, err := secret.NewSealer(make([]byte, 32))
 	require.NoError(t, err)
 	now := time.Unix(1_800_000_000, 0)
-	tok := sealToken(s, newSessionToken("k1", "2025-11-25", now))
+	st := newSessionToken("k1", "2025-11-25", now)
+	st.Up = map[string]upSession{"github": {ID: "up-1", Version: "2025-06-18", Caps: capTools | capPrompts}}
+	tok := sealToken(s, st)
 	got, err := openToken(s, tok, "k1", now.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, "2025-11-25", got.Version)
+	require.Equal(t, st.Up, got.Up, "the upstream sessions ride along")
+	c := got.Up["github"].Caps.capabilities()
+	require.NotNil(t, c.Tools)
+	require.NotNil(t, c.Prompts)
+	require.Nil(t, c.Resources)
 
 	_, err = openToken(s, tok, "k2", now)
 	require.ErrorIs(t, err, ErrBadSession, "bound to its key")

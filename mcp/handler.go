@@ -99,6 +99,7 @@ type reqCtx struct {
 	single  *Server   // /mcp/SERVER: that server; nil on /mcp
 	servers []*Server // the servers the request may reach
 	version string
+	token   *sessionToken // a 2025-11-25 session's, nil without one
 	server  *sdk.Server
 }
 
@@ -151,7 +152,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rc.version == "" {
 			rc.version = t.Version
 		}
+		rc.token = &t
 		if r.Method == http.MethodDelete {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), connectTimeout)
+			defer cancel()
+			h.up.end(ctx, &t, all)
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -169,6 +174,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if v, ok := initializeVersion(body); ok && r.Header.Get(HeaderSessionID) == "" {
 			t := newSessionToken(caller.KeyID, v, h.now())
+			t.Up = h.up.open(r.Context(), t.ID, usable(caller, rc.servers))
+			rc.token = &t
 			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
 		}
 	}
@@ -176,11 +183,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdkh.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqKey{}, rc)))
 }
 
-// newServer is the SDK server of one request: no tools of its own, a
-// middleware answers the tool methods from the upstreams.
+// newServer is the SDK server of one request: no tools, resources or
+// prompts of its own, a middleware answers their methods from the upstreams.
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
 		Logger:       quiet(h.log),
 	})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
@@ -197,6 +204,16 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 				res, err = h.listTools(ctx, rc)
 			case "tools/call":
 				res, err = h.callTool(ctx, rc, req, ev)
+			case "resources/list":
+				res, err = h.listResources(ctx, rc)
+			case "resources/templates/list":
+				res, err = h.listResourceTemplates(ctx, rc)
+			case "resources/read":
+				res, err = h.readResource(ctx, rc, req, ev)
+			case "prompts/list":
+				res, err = h.listPrompts(ctx, rc)
+			case "prompts/get":
+				res, err = h.getPrompt(ctx, rc, req, ev)
 			default:
 				res, err = next(ctx, method, req)
 			}

@@ -1,9 +1,11 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -28,6 +30,9 @@ type upstream struct {
 	*httptest.Server
 	calls    atomic.Int64
 	sessions sync.Map // Mcp-Session-Id values seen
+	deleted  sync.Map // Mcp-Session-Id values DELETEd
+	inits    atomic.Int64
+	last     atomic.Value // the session id of the last tool call
 	auth     atomic.Value
 }
 
@@ -44,8 +49,9 @@ func newUpstream(t *testing.T, stateless bool) *upstream {
 	t.Helper()
 	u := &upstream{}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "test-upstream", Version: "1"}, nil)
-	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, any, error) {
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, req *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, any, error) {
 		u.calls.Add(1)
+		u.last.Store(req.Session.ID())
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "add"}, func(_ context.Context, _ *sdk.CallToolRequest, in addArgs) (*sdk.CallToolResult, any, error) {
@@ -56,10 +62,31 @@ func newUpstream(t *testing.T, stateless bool) *upstream {
 		u.calls.Add(1)
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "deleted"}}}, nil, nil
 	})
+	read := func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "contents of " + req.Params.URI}}}, nil
+	}
+	srv.AddResource(&sdk.Resource{Name: "readme", URI: "file:///readme", MIMEType: "text/plain"}, read)
+	srv.AddResourceTemplate(&sdk.ResourceTemplate{Name: "note", URITemplate: "file:///notes/{name}"}, read)
+	srv.AddPrompt(&sdk.Prompt{Name: "review", Arguments: []*sdk.PromptArgument{{Name: "topic", Required: true}}}, func(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{
+			{Role: "user", Content: &sdk.TextContent{Text: "review " + req.Params.Arguments["topic"]}},
+			{Role: "user", Content: &sdk.ResourceLink{Name: "readme", URI: "file:///readme"}},
+		}}, nil
+	})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: stateless})
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 			u.sessions.Store(id, true)
+			if r.Method == http.MethodDelete {
+				u.deleted.Store(id, true)
+			}
+		}
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"method":"initialize"`) {
+				u.inits.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		u.auth.Store(r.Header.Get("Authorization"))
 		h.ServeHTTP(w, r)
@@ -364,4 +391,141 @@ func TestSessionServedByEitherReplica(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
+}
+
+// A 2025-11-25 agent's upstream session is its own, opened when it
+// initializes and carried in its session token: whichever replica serves a
+// request (another one, one started after a restart) resumes it instead of
+// opening a new one; the agent's DELETE ends it upstream.
+func TestUpstreamSessionCarriedInTheToken(t *testing.T) {
+	f := newFixture(t, false) // github keeps sessions, fs is stateless
+	cs, kt := connect(t, f, keyRead, "/mcp", "2025-11-25", true)
+	require.Equal(t, int64(1), f.gh.inits.Load(), "the agent's upstream session is opened at initialize")
+	call := func(cs *sdk.ClientSession, name string) string {
+		t.Helper()
+		r, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"text": "x"}})
+		require.NoError(t, err)
+		require.Equal(t, "x", text(t, r))
+		return f.gh.last.Load().(string)
+	}
+	first := call(cs, "github__echo")
+	require.NotEmpty(t, first)
+	for range 3 {
+		require.Equal(t, first, call(cs, "github__echo"), "the same upstream session on either replica")
+	}
+	_ = call(cs, "fs__echo") // a stateless upstream needs no session of the agent's
+	require.Equal(t, int64(1), f.gh.inits.Load(), "no replica re-initialized")
+
+	// A replica started afterwards (a restart) resumes it too.
+	h := mcp.New(f.cat, f.acct, f.sealer)
+	t.Cleanup(h.Close)
+	g := httptest.NewServer(h)
+	t.Cleanup(g.Close)
+	kt.targets = []string{g.URL, g.URL}
+	require.Equal(t, first, call(cs, "github__echo"))
+	require.Equal(t, int64(1), f.gh.inits.Load())
+
+	// Another agent has a session of its own.
+	other, _ := connect(t, f, keyRead, "/mcp/github", "2025-11-25", false)
+	require.NotEqual(t, first, call(other, "echo"))
+	require.Equal(t, int64(2), f.gh.inits.Load())
+
+	// The upstream drops the session: the next call starts a new one
+	// without the agent noticing.
+	req, err := http.NewRequest(http.MethodDelete, f.gh.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Mcp-Session-Id", first)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	renewed := call(cs, "github__echo")
+	require.NotEqual(t, first, renewed)
+	require.Equal(t, int64(3), f.gh.inits.Load())
+
+	// Replicas closing do not end a carried session; the agent ending its
+	// session does.
+	f.gh.deleted.Range(func(k, _ any) bool { f.gh.deleted.Delete(k); return true })
+	h.Close()
+	_, gone := f.gh.deleted.Load(first)
+	require.False(t, gone)
+	second := call(other, "echo")
+	require.NoError(t, other.Close())
+	_, gone = f.gh.deleted.Load(second)
+	require.True(t, gone, "the agent's DELETE ended its upstream session")
+}
+
+// Resources and prompts are relayed like tools: named per server on /mcp
+// (tollgate://SERVER/URI, SERVER__PROMPT), filtered and refused by grants
+// (SERVER/resource:* and SERVER/prompt:NAME, which SERVER/* covers).
+func TestResourcesAndPrompts(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			f := newFixture(t, v == "2026-07-28")
+			ctx := t.Context()
+			cs, _ := connect(t, f, keyAll, "/mcp", v, false)
+			rl, err := cs.ListResources(ctx, nil)
+			require.NoError(t, err)
+			var uris []string
+			for _, r := range rl.Resources {
+				uris = append(uris, r.Name+" "+r.URI)
+			}
+			require.ElementsMatch(t, []string{"fs__readme tollgate://fs/file:///readme", "github__readme tollgate://github/file:///readme"}, uris)
+			tl, err := cs.ListResourceTemplates(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, tl.ResourceTemplates, 2)
+			require.Contains(t, []string{tl.ResourceTemplates[0].URITemplate, tl.ResourceTemplates[1].URITemplate}, "tollgate://github/file:///notes/{name}")
+
+			rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tollgate://github/file:///notes/x"})
+			require.NoError(t, err)
+			require.Len(t, rr.Contents, 1)
+			require.Equal(t, "contents of file:///notes/x", rr.Contents[0].Text, "the upstream saw its own URI")
+			require.Equal(t, "tollgate://github/file:///notes/x", rr.Contents[0].URI)
+			_, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///readme"})
+			require.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err))
+
+			pl, err := cs.ListPrompts(ctx, nil)
+			require.NoError(t, err)
+			var prompts []string
+			for _, p := range pl.Prompts {
+				prompts = append(prompts, p.Name)
+			}
+			require.ElementsMatch(t, []string{"fs__review", "github__review"}, prompts)
+			gp, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "github__review", Arguments: map[string]string{"topic": "the gateway"}})
+			require.NoError(t, err)
+			require.Len(t, gp.Messages, 2)
+			require.Equal(t, "review the gateway", gp.Messages[0].Content.(*sdk.TextContent).Text)
+			require.Equal(t, "tollgate://github/file:///readme", gp.Messages[1].Content.(*sdk.ResourceLink).URI, "links point where the agent can read them")
+
+			// keyRead: github/echo and fs/* — fs's resources and prompts only.
+			rd, _ := connect(t, f, keyRead, "/mcp", v, false)
+			rl, err = rd.ListResources(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, rl.Resources, 1)
+			require.Equal(t, "tollgate://fs/file:///readme", rl.Resources[0].URI)
+			_, err = rd.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tollgate://github/file:///readme"})
+			require.Equal(t, int64(mcp.CodeToolNotGranted), rpcCode(t, err))
+			require.ErrorContains(t, err, `key read has no mcp-tools grant matching "github/resource:*"`)
+			pl, err = rd.ListPrompts(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, pl.Prompts, 1)
+			require.Equal(t, "fs__review", pl.Prompts[0].Name)
+			_, err = rd.GetPrompt(ctx, &sdk.GetPromptParams{Name: "github__review", Arguments: map[string]string{"topic": "x"}})
+			require.Equal(t, int64(mcp.CodeToolNotGranted), rpcCode(t, err))
+			require.ErrorContains(t, err, `"github/prompt:review"`)
+
+			// One server: its own names and URIs.
+			one, _ := connect(t, f, keyAll, "/mcp/github", v, false)
+			rl, err = one.ListResources(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, rl.Resources, 1)
+			require.Equal(t, "file:///readme", rl.Resources[0].URI)
+			rr, err = one.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///readme"})
+			require.NoError(t, err)
+			require.Equal(t, "file:///readme", rr.Contents[0].URI)
+			gp, err = one.GetPrompt(ctx, &sdk.GetPromptParams{Name: "review", Arguments: map[string]string{"topic": "y"}})
+			require.NoError(t, err)
+			require.Equal(t, "file:///readme", gp.Messages[1].Content.(*sdk.ResourceLink).URI)
+			require.Empty(t, f.acct.ledger, "resources and prompts are not metered")
+		})
+	}
 }

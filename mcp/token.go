@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // SessionTTL is how long a 2025-11-25 session token is valid after
@@ -19,14 +21,66 @@ const SessionTTL = 24 * time.Hour
 // session stolen with another key is refused), the protocol version the
 // client negotiated, when it ends, and an id for logs.
 //
-// Upstream sessions are not in it: the gateway keeps one upstream session
-// per server and replica (upstream.go), shared by the downstream sessions it
-// serves, which the SDK's client cannot hand from one replica to another.
+// It also carries the upstream sessions the gateway opened for this session
+// at initialize (one per upstream server that keeps sessions), so that the
+// replica that serves the next request resumes them (upstream.go) instead of
+// starting new ones: an upstream server's per-session state survives a
+// replica switch or a gateway restart.
 type sessionToken struct {
-	ID      string `json:"i"`
-	KeyID   string `json:"k"`
-	Version string `json:"v"`
-	Expires int64  `json:"e"` // Unix seconds
+	ID      string               `json:"i"`
+	KeyID   string               `json:"k"`
+	Version string               `json:"v"`
+	Expires int64                `json:"e"` // Unix seconds
+	Up      map[string]upSession `json:"u,omitempty"`
+}
+
+// upSession is one upstream server's session of a downstream session: what
+// resuming it takes without a new initialize handshake.
+type upSession struct {
+	ID      string `json:"s"` // the upstream's Mcp-Session-Id
+	Version string `json:"v"` // the protocol version negotiated with it
+	Caps    caps   `json:"c,omitempty"`
+}
+
+// caps is the part of an upstream's capabilities the gateway relays.
+type caps uint8
+
+const (
+	capTools caps = 1 << iota
+	capResources
+	capPrompts
+)
+
+func capsOf(c *sdk.ServerCapabilities) caps {
+	var out caps
+	if c == nil {
+		return out
+	}
+	if c.Tools != nil {
+		out |= capTools
+	}
+	if c.Resources != nil {
+		out |= capResources
+	}
+	if c.Prompts != nil {
+		out |= capPrompts
+	}
+	return out
+}
+
+// capabilities is the inverse of capsOf.
+func (c caps) capabilities() *sdk.ServerCapabilities {
+	out := &sdk.ServerCapabilities{}
+	if c&capTools != 0 {
+		out.Tools = &sdk.ToolCapabilities{}
+	}
+	if c&capResources != 0 {
+		out.Resources = &sdk.ResourceCapabilities{}
+	}
+	if c&capPrompts != 0 {
+		out.Prompts = &sdk.PromptCapabilities{}
+	}
+	return out
 }
 
 // tokenPrefix marks the gateway's session ids (and their format version).

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"iter"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,32 +14,16 @@ import (
 )
 
 // listTools answers tools/list: every tool of the request's servers that
-// the caller may call, named SERVER__TOOL on /mcp. On /mcp a server that
-// fails is left out (and logged) so that the others still serve; on
-// /mcp/SERVER its failure is the answer.
+// the caller may call, named SERVER__TOOL on /mcp.
 func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResult, error) {
-	var usable []*Server
-	for _, s := range rc.servers {
-		if rc.caller.MayUse(s.ID) {
-			usable = append(usable, s)
-		}
+	servers, lists, err := fromEach(ctx, h, rc, capTools, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Tool, error] {
+		return cs.Tools(ctx, nil)
+	})
+	if err != nil {
+		return nil, err
 	}
-	lists := make([][]*sdk.Tool, len(usable))
-	errs := make([]error, len(usable))
-	var wg sync.WaitGroup
-	for i, s := range usable {
-		wg.Go(func() { lists[i], errs[i] = h.upstreamTools(ctx, s) })
-	}
-	wg.Wait()
 	out := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
-	for i, s := range usable {
-		if errs[i] != nil {
-			if rc.single != nil {
-				return nil, upstreamError(s.ID, errs[i])
-			}
-			h.log.Warn("mcp tools/list: upstream left out", "server", s.ID, "err", errs[i])
-			continue
-		}
+	for i, s := range servers {
 		for _, t := range lists[i] {
 			if ok, _ := rc.caller.Allowed(s.ID, t.Name); !ok {
 				continue
@@ -54,27 +39,6 @@ func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResu
 	return out, nil
 }
 
-// upstreamTools is every tool of one server, all pages.
-func (h *Handler) upstreamTools(ctx context.Context, s *Server) ([]*sdk.Tool, error) {
-	var tools []*sdk.Tool
-	err := h.up.do(ctx, s, func(ctx context.Context, cs *sdk.ClientSession) error {
-		tools = tools[:0]
-		params := &sdk.ListToolsParams{}
-		for {
-			res, err := cs.ListTools(ctx, params)
-			if err != nil {
-				return err
-			}
-			tools = append(tools, res.Tools...)
-			if res.NextCursor == "" {
-				return nil
-			}
-			params.Cursor = res.NextCursor
-		}
-	})
-	return tools, err
-}
-
 // callTool answers tools/call: grant check, admission, the upstream call,
 // settlement.
 func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev *Event) (sdk.Result, error) {
@@ -82,16 +46,13 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	if !ok || params == nil || params.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: params.name is required", nil)
 	}
-	srv, tool, err := h.resolve(rc, params.Name)
+	srv, tool, err := h.resolve(rc, params.Name, "tool")
 	if err != nil {
 		return nil, err
 	}
 	ev.Server, ev.Tool = srv.ID, tool
-	if ok, missing := rc.caller.Allowed(srv.ID, tool); !ok {
-		grant := srv.ID + "/" + tool
-		return nil, rpcError(CodeToolNotGranted,
-			fmt.Sprintf("tool %q is not granted: %s has no mcp-tools grant matching %q", params.Name, missing, grant),
-			map[string]any{"missing_grant": grant, "level": missing})
+	if err := notGranted(rc.caller, srv.ID, tool, "tool "+strconvQuote(params.Name)); err != nil {
+		return nil, err
 	}
 
 	args, err := h.guardArgs(ctx, rc, params.Name, params.Arguments) // guard.go
@@ -113,7 +74,7 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	call.Admitted = true
 
 	var res *sdk.CallToolResult
-	err = h.up.do(ctx, srv, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
 		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		return err
@@ -140,25 +101,29 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 		}
 		return nil, upstreamError(srv.ID, err)
 	}
+	if rc.single == nil {
+		for _, c := range res.Content {
+			wrapContent(srv.ID, c)
+		}
+	}
 	return h.guardResult(ctx, rc, params.Name, res)
 }
 
-// resolve maps a tools/call name to its server and upstream tool name.
-func (h *Handler) resolve(rc *reqCtx, name string) (*Server, string, error) {
+// resolve maps the name of a tool or prompt (kind) to its server and
+// upstream name.
+func (h *Handler) resolve(rc *reqCtx, name, kind string) (*Server, string, error) {
 	if rc.single != nil {
 		return rc.single, name, nil
 	}
-	id, tool, ok := splitName(name)
+	id, upstream, ok := splitName(name)
 	if !ok {
 		return nil, "", rpcError(jsonrpc.CodeInvalidParams,
-			fmt.Sprintf("unknown tool %q: tools on /mcp are named SERVER%sTOOL", name, Separator), nil)
+			fmt.Sprintf("unknown %s %q: %ss on /mcp are named SERVER%s%s", kind, name, kind, Separator, strings.ToUpper(kind)), nil)
 	}
-	for _, s := range rc.servers {
-		if s.ID == id {
-			return s, tool, nil
-		}
+	if s := findServer(rc.servers, id); s != nil {
+		return s, upstream, nil
 	}
-	return nil, "", rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q: no MCP server %q", name, id), nil)
+	return nil, "", rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown %s %q: no MCP server %q", kind, name, id), nil)
 }
 
 func upstreamError(server string, err error) error {
@@ -167,4 +132,15 @@ func upstreamError(server string, err error) error {
 		return wire
 	}
 	return rpcError(CodeUpstream, fmt.Sprintf("MCP server %s failed: %v", server, err), map[string]any{"server": server})
+}
+
+// usable is the servers of which c may call some tool.
+func usable(c *Caller, servers []*Server) []*Server {
+	var out []*Server
+	for _, s := range servers {
+		if c.MayUse(s.ID) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
