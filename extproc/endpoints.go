@@ -35,6 +35,9 @@ type endpoint struct {
 	Parse func(path string, body []byte) (*translate.Inbound, error)
 	// QueryKey: the virtual key may come in the query (?key=, Google's APIs).
 	QueryKey bool
+	// Units: the route is charged per unit (images, seconds, characters,
+	// searches; units.go), priced at admission by priceUnits.
+	Units bool
 }
 
 // parse reads the request of the endpoint; into holds it unless the

@@ -497,6 +497,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	} else {
 		reserveChoices(areq, choices) // n × the output bound (estimate.go)
 	}
+	if s.ep.Units {
+		s.priceUnits(areq) // units.go
+	}
 	s.mark(&s.report.AdmitStart)
 	d, err := s.admit(ctx, areq)
 	if err != nil {
@@ -842,6 +845,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		Cache:          CacheRecord{Status: s.cache.status},
 		Owner:          s.owner(),
 	}
+	s.recordUnits(rec) // units.go
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)

@@ -42,6 +42,14 @@ func unpricedRequest(api translate.API, model string) (path, body string) {
 		return "/v1beta/models/" + model + ":generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 	case translate.APIGeminiCount:
 		return "/v1beta/models/" + model + ":countTokens", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	case translate.APIImages:
+		return "/v1/images/generations", `{"model":"` + model + `","prompt":"a fox","n":2}`
+	case translate.APIModerations:
+		return "/v1/moderations", `{"model":"` + model + `","input":"hi"}`
+	case translate.APISpeech:
+		return "/v1/audio/speech", `{"model":"` + model + `","input":"hi","voice":"alloy"}`
+	case translate.APIRerank:
+		return "/v1/rerank", `{"model":"` + model + `","query":"q","documents":["a","b"]}`
 	}
 	return "", ""
 }

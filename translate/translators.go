@@ -66,6 +66,17 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiCount, ProviderAzure}:     func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAnthropic}: func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderBedrock}:   func() Translator { return new(geminiCountBedrock) },
+
+	// The routes charged per unit (units.go): images, audio, moderations
+	// (OpenAI, OpenAI-compatible, Azure OpenAI) and rerank (Cohere's and
+	// Jina's shape, from an OpenAI-compatible provider whose base URL is theirs).
+	{APIImages, ProviderOpenAI}:      newUnitsOpenAI(APIImages, false),
+	{APIImages, ProviderAzure}:       newUnitsOpenAI(APIImages, true),
+	{APIModerations, ProviderOpenAI}: newUnitsOpenAI(APIModerations, false),
+	{APIModerations, ProviderAzure}:  newUnitsOpenAI(APIModerations, true),
+	{APISpeech, ProviderOpenAI}:      newUnitsOpenAI(APISpeech, false),
+	{APISpeech, ProviderAzure}:       newUnitsOpenAI(APISpeech, true),
+	{APIRerank, ProviderOpenAI}:      newUnitsOpenAI(APIRerank, false),
 }
 
 // TranslatorFactory makes a Translator for one request (the common pairs'
