@@ -60,7 +60,7 @@ var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
 func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 	p := &Processor{
 		cat:             cat,
-		acct:            acct,
+		acct:            unitAccountant{acct}, // units.go
 		log:             slog.Default(),
 		now:             time.Now,
 		maxBody:         DefaultMaxBodyBytes,
@@ -497,11 +497,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	} else {
 		reserveChoices(areq, choices) // n × the output bound (estimate.go)
 	}
-	if s.ep.Units {
-		s.priceUnits(areq) // units.go
-	}
 	s.mark(&s.report.AdmitStart)
-	d, err := s.admit(ctx, areq)
+	d, err := s.admit(s.unitContext(ctx), areq) // units.go: priced per unit on each candidate
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
 		return s.reject(errUnavailable())

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -41,19 +42,38 @@ func init() {
 	}
 }
 
-// priceUnits prices a unit request for admission: the unit the model's
-// price names, the price of one, the bound reserved. A model with a token
-// price but no price for the route's unit is charged in tokens where the
-// route's reply reports them (moderations, rerank); otherwise the request
-// is unpriced (refused under a strict budget, marked in the ledger). The
-// target is copied: the catalog's is shared.
-func (s *stream) priceUnits(areq *kernel.AdmitRequest) {
-	u := s.in.Unit
-	if u == nil {
-		return
+// unitAccountant prices the admission of a unit request (unitContext)
+// per unit on whichever deployment it is admitted on: the router sets
+// AdmitRequest.Price to each candidate's token price before it admits.
+type unitAccountant struct{ Accountant }
+
+type unitKey struct{}
+
+// unitContext is ctx carrying the stream's unit request, for
+// unitAccountant; ctx itself on token routes.
+func (s *stream) unitContext(ctx context.Context) context.Context {
+	if !s.ep.Units || s.in == nil || s.in.Unit == nil {
+		return ctx
 	}
-	t := *s.target
-	p := t.Price
+	return context.WithValue(ctx, unitKey{}, s.in.Unit)
+}
+
+// Admit prices a unit request's areq, then admits it.
+func (a unitAccountant) Admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.Decision, error) {
+	if u, ok := ctx.Value(unitKey{}).(*translate.UnitRequest); ok {
+		priceUnits(u, areq)
+	}
+	return a.Accountant.Admit(ctx, areq)
+}
+
+// priceUnits prices a unit request for admission from the model's price
+// (areq.Price): the unit the price names, the price of one, the bound
+// reserved. A model with a token price but no price in the route's unit is
+// charged in tokens where the route's reply reports them (moderations, a
+// rerank billed per token); otherwise the request is unpriced (refused
+// under a strict budget, marked in the ledger).
+func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
+	p := areq.Price
 	per, ok := kernel.Money(0), false
 	switch u.Unit {
 	case kernel.UnitImages:
@@ -61,25 +81,22 @@ func (s *stream) priceUnits(areq *kernel.AdmitRequest) {
 	case kernel.UnitSeconds, kernel.UnitCharacters, kernel.UnitSearches:
 		per, ok = p.UnitPrice(u.Unit)
 	}
+	areq.PromptBytes, areq.MaxTokens, areq.DefaultMaxTokens = u.Bound, 0, 1
+	u.Unpriced = false
 	switch {
 	case ok:
-		t.Price = kernel.PerUnit(per)
-	case p.Unpriced:
-		// charged nothing, marked unpriced, refused under a strict budget
-	case p == (kernel.Price{}): // a free deployment
-	case u.Unit == kernel.UnitTokens || u.Unit == kernel.UnitSearches && s.ep.API == translate.APIRerank:
-		// priced per token (moderations; a rerank model billed per token, Jina's)
+		areq.Price = kernel.PerUnit(per)
+	case p.Unpriced || p == (kernel.Price{}): // nobody priced it, or a free deployment
+		areq.Price = kernel.Price{Unpriced: p.Unpriced}
+		u.Unpriced = p.Unpriced
+	case u.Unit == kernel.UnitTokens || u.Unit == kernel.UnitSearches && u.PerToken:
+		// priced per token: moderations, a rerank model billed per token (Jina's)
 		u.Unit, u.Bound = kernel.UnitTokens, translate.EstimateTokens(u.Tokens)
+		areq.Price = kernel.Price{Input: p.Input, CachedInput: p.Input}
 		areq.PromptBytes = u.Tokens
-		return
-	default: // priced, but not in this route's unit
-		t.Price = kernel.Price{Unpriced: true}
-	}
-	s.target = &t
-	areq.Price = t.Price
-	areq.PromptBytes = u.Bound
-	if u.Unit == kernel.UnitTokens {
-		areq.PromptBytes = u.Tokens
+	default: // priced, but not in this route's unit: never $0 silently
+		areq.Price = kernel.Price{Unpriced: true}
+		u.Unpriced = true
 	}
 }
 
@@ -90,10 +107,15 @@ func (s *stream) recordUnits(rec *Record) {
 		rec.Unit, rec.Quantity = kernel.UnitCalls, rec.Usage.Input
 		return
 	}
-	if s.in == nil || s.in.Unit == nil || s.in.Unit.Unit == kernel.UnitTokens {
+	if s.in == nil || s.in.Unit == nil {
+		return
+	}
+	if s.in.Unit.Unit == kernel.UnitTokens {
+		rec.Unpriced = rec.Unpriced || s.in.Unit.Unpriced
 		return
 	}
 	rec.Unit, rec.Quantity = s.in.Unit.Unit, rec.Usage.Input
+	rec.Unpriced = rec.Unpriced || s.in.Unit.Unpriced
 }
 
 // unitEstimate is what a unit request is charged when its reply said

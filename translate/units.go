@@ -37,6 +37,12 @@ type UnitRequest struct {
 	// Tokens bounds the request in input tokens (its bytes): the bound
 	// when a model of the route is priced per token instead.
 	Tokens int64
+	// PerToken: the route may be charged per token when the model's price
+	// names no price in its unit (rerank).
+	PerToken bool
+	// Unpriced: the model has no price in the request's unit (set at
+	// admission); the ledger marks the row.
+	Unpriced bool
 }
 
 // Most units one request may ask for; beyond them the request is refused
@@ -104,7 +110,7 @@ func ParseUnitRequest(api API, body []byte) (*Inbound, error) {
 		if len(b.Documents) == 0 {
 			return nil, &fieldError{"documents", "must be a non-empty array"}
 		}
-		u.Unit, u.Bound = kernel.UnitSearches, (int64(len(b.Documents))+rerankPerSearch-1)/rerankPerSearch
+		u.Unit, u.Bound, u.PerToken = kernel.UnitSearches, (int64(len(b.Documents))+rerankPerSearch-1)/rerankPerSearch, true
 	default:
 		return nil, &fieldError{"body", "is not JSON on " + string(api)}
 	}
