@@ -38,6 +38,9 @@ type endpoint struct {
 	// Units: the route is charged per unit (images, seconds, characters,
 	// searches; units.go), priced at admission by priceUnits.
 	Units bool
+	// Multipart: the body is a multipart/form-data upload, of which the
+	// processor sees the first bytes (BUFFERED_PARTIAL; units.go).
+	Multipart bool
 }
 
 // parse reads the request of the endpoint; into holds it unless the

@@ -253,6 +253,8 @@ type stream struct {
 	guard  guardState // guard.go
 	// own: native response ids (responses_owner.go).
 	own ownState
+	// units: a multipart unit request's headers (units.go).
+	units unitState
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -385,6 +387,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		r := ep.Reply(ctx, s)
 		return s.immediate(r.Status, r.Body, nil)
 	}
+	if ep.Multipart { // units.go: uploads, seen in part
+		return s.multipartHeaders(h, contentLength)
+	}
 	if h.GetEndOfStream() {
 		return s.reject(translate.ErrInvalidRequest("The request has no body: send a JSON object.", ""))
 	}
@@ -410,13 +415,13 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		})
 	}
 	body := b.GetBody()
-	if len(body) > s.p.maxBody {
+	if len(body) > s.p.maxBody && !s.ep.Multipart { // an upload's first bytes may pass the limit by a chunk
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
 	if s.ep.API == translate.APIPassthrough {
 		return s.passthroughBody(ctx, body)
 	}
-	in, err := s.ep.parse(s.path, body, &s.parsed)
+	in, err := s.parseBody(body, b.GetEndOfStream()) // units.go: multipart forms too
 	if err != nil {
 		return s.reject(translate.BodyError(err))
 	}

@@ -2,8 +2,13 @@ package extproc
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/translate"
@@ -131,4 +136,80 @@ func (s *stream) unitEstimate() (int64, bool) {
 // hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// The multipart routes charged per unit: uploads the processor sees the
+// first bytes of (docs/envoy.md#multipart-uploads).
+var multipartRoutes = []struct {
+	path string
+	api  translate.API
+}{
+	{"/v1/images/edits", translate.APIImageEdits},
+	{"/v1/audio/transcriptions", translate.APITranscriptions},
+	{"/v1/audio/translations", translate.APITranslations},
+}
+
+func init() {
+	for _, r := range multipartRoutes {
+		registerEndpoint(&endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Units: true, Multipart: true})
+	}
+}
+
+// unitState is what a multipart unit request keeps of its headers.
+type unitState struct {
+	contentType   string
+	contentLength int64 // -1: none (chunked)
+}
+
+// modePartial has the request body sent BUFFERED_PARTIAL: its first bytes,
+// up to the data plane's buffer limit (--max-body-bytes), with the headers
+// held; the rest then flows to the provider unprocessed, never held whole
+// (R1.5d). The response body stays BUFFERED (R2.7: body modes are literal).
+var modePartial = &extprocfilterv3.ProcessingMode{
+	RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL,
+	ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
+}
+
+// multipartHeaders checks a multipart upload's content type and asks for
+// its first bytes only.
+func (s *stream) multipartHeaders(h *extprocv3.HttpHeaders, contentLength *corev3.HeaderValue) *extprocv3.ProcessingResponse {
+	if h.GetEndOfStream() {
+		return s.reject(translate.ErrInvalidRequest("The request has no body: send a multipart/form-data form.", ""))
+	}
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		if hv.GetKey() == hdrContentType {
+			s.units.contentType = headerValue(hv)
+		}
+	}
+	if translate.MultipartBoundary(s.units.contentType) == "" {
+		return s.reject(&translate.APIError{
+			Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "invalid_content_type",
+			Message: fmt.Sprintf("%s takes a multipart/form-data body with a boundary; the content type was %q.", s.ep.Path, s.units.contentType),
+		})
+	}
+	s.units.contentLength = -1
+	if n, err := headerInt(contentLength); err == nil {
+		s.units.contentLength = n
+	}
+	return &extprocv3.ProcessingResponse{
+		Response:     &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}},
+		ModeOverride: modePartial,
+	}
+}
+
+// parseBody parses the request body: the endpoint's parser, or a multipart
+// form of which body holds the first bytes unless complete.
+func (s *stream) parseBody(body []byte, complete bool) (*translate.Inbound, error) {
+	if !s.ep.Multipart {
+		return s.ep.parse(s.path, body, &s.parsed)
+	}
+	if s.units.contentLength >= 0 && int64(len(body)) >= s.units.contentLength {
+		complete = true
+	}
+	in, err := translate.ParseMultipartUnits(s.ep.API, s.units.contentType, body, complete, s.units.contentLength)
+	if err != nil {
+		return nil, err
+	}
+	in.Unit.Partial = !complete
+	return in, nil
 }

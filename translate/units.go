@@ -43,6 +43,12 @@ type UnitRequest struct {
 	// Unpriced: the model has no price in the request's unit (set at
 	// admission); the ledger marks the row.
 	Unpriced bool
+	// ModelValue locates the model field's value in a multipart body
+	// ([start, end), -1 when not in sight), for RewriteMultipartModel.
+	ModelValue [2]int
+	// Partial: the processor saw only the body's first bytes (a large
+	// upload); the rest goes to the provider unseen and unchanged.
+	Partial bool
 }
 
 // Most units one request may ask for; beyond them the request is refused
@@ -153,8 +159,14 @@ func (t *unitsOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
 	op := unitOps[t.api]
 	t.apiKey = target.APIKey
 	out := &Outbound{}
-	if !multipartAPI(t.api) {
+	switch {
+	case !multipartAPI(t.api):
 		out.Body = t.rewrite(in, op, target.ProviderModel)
+	case in.Unit != nil && !t.azure && !t.unit.Partial && target.ProviderModel != "":
+		// The whole form is in hand: the provider's model name. (A large
+		// upload's tail is not, and its length is fixed: its model goes as
+		// the client named it; docs/endpoints.md.)
+		out.Body = RewriteMultipartModel(in.Body, t.unit.ModelValue, target.ProviderModel)
 	}
 	out.Path, out.Headers = openAIUpstream(target, op, t.azure)
 	return out, nil
