@@ -183,7 +183,7 @@ func TestAudioUploadStreamed(t *testing.T) {
 
 	var reply struct{ Duration float64 }
 	require.NoError(t, json.Unmarshal(b, &reply))
-	require.Equal(t, float64(secs), reply.Duration)
+	require.InDelta(t, float64(secs), reply.Duration, 1e-9)
 	require.Equal(t, int64(secs), r.mock.Stats().Keys["sk-upstream"].Seconds)
 	require.NoError(t, r.st.Flush(ctx))
 	rows := completed(t, r.st)[base:]

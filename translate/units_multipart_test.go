@@ -84,7 +84,7 @@ func TestParseMultipartUnits(t *testing.T) {
 
 func TestParseMultipartUnitsRefuses(t *testing.T) {
 	wav := testWAV(8000)
-	body, ct := testForm(t, "file", wav, "model", "stt")
+	body, _ := testForm(t, "file", wav, "model", "stt")
 	_, err := ParseMultipartUnits(APITranscriptions, "application/json", body, true, -1)
 	require.Equal(t, "content-type", BodyError(err).Param)
 
@@ -110,10 +110,9 @@ func TestParseMultipartUnitsRefuses(t *testing.T) {
 	_, err = ParseMultipartUnits(APITranscriptions, nw.FormDataContentType(), nb.Bytes(), true, int64(nb.Len()))
 	require.Equal(t, "file", BodyError(err).Param)
 
-	body, ct = testForm(t, "image", []byte("PNG"), "model", "img", "n", "11")
+	body, ct := testForm(t, "image", []byte("PNG"), "model", "img", "n", "11")
 	_, err = ParseMultipartUnits(APIImageEdits, ct, body, true, int64(len(body)))
 	require.Equal(t, "n", BodyError(err).Param)
-	_ = ct
 }
 
 // FuzzParseMultipartUnits: any body, whole or cut, parses or is refused,
