@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,6 +26,13 @@ type priceDoc struct {
 	CacheWrite  string `yaml:"cache_write"`
 	Output      string `yaml:"output"`
 	Reasoning   string `yaml:"reasoning"`
+	// Prices per unit of the routes charged per unit (docs/endpoints.md),
+	// dollars a unit: an image by "SIZE/QUALITY", "SIZE", "*/QUALITY" or
+	// "*"; a second of audio; a character of speech; a rerank search unit.
+	Image     map[string]string `yaml:"image"`
+	Second    string            `yaml:"second"`
+	Character string            `yaml:"character"`
+	Search    string            `yaml:"search"`
 }
 
 // price converts a priceDoc to the stored form.
@@ -33,8 +41,13 @@ func (d *priceDoc) price(where string) (store.ModelPrice, error) {
 	if !adminv1.ValidID(d.Model) {
 		return out, errorf(ErrInvalid, "%s: model: %q is not a valid model name", where, d.Model)
 	}
-	if d.Input == "" || d.Output == "" {
-		return out, errorf(ErrInvalid, "%s (%s): input and output are required", where, d.Model)
+	units, err := d.units(where)
+	if err != nil {
+		return out, err
+	}
+	out.Price.Units = units
+	if (d.Input == "" || d.Output == "") && (units == nil || d.Input != "" || d.Output != "") {
+		return out, errorf(ErrInvalid, "%s (%s): input and output are required (or only prices per unit)", where, d.Model)
 	}
 	for _, f := range []struct {
 		name string
@@ -57,6 +70,48 @@ func (d *priceDoc) price(where string) (store.ModelPrice, error) {
 		*f.dst = n
 	}
 	return out, nil
+}
+
+// units converts the prices per unit; nil when there are none.
+func (d *priceDoc) units(where string) (*kernel.UnitPrices, error) {
+	if len(d.Image) == 0 && d.Second == "" && d.Character == "" && d.Search == "" {
+		return nil, nil
+	}
+	u := &kernel.UnitPrices{}
+	parse := func(name, text string) (kernel.Money, error) {
+		n, err := kernel.ParseDollars(text)
+		if err != nil || n < 0 {
+			return 0, errorf(ErrInvalid, "%s (%s): %s: %q: not a price in dollars", where, d.Model, name, text)
+		}
+		return n, nil
+	}
+	for k, v := range d.Image {
+		if k == "" {
+			return nil, errorf(ErrInvalid, "%s (%s): image: an empty size", where, d.Model)
+		}
+		n, err := parse("image."+k, v)
+		if err != nil {
+			return nil, err
+		}
+		if u.Image == nil {
+			u.Image = map[string]kernel.Money{}
+		}
+		u.Image[strings.ToLower(k)] = n
+	}
+	for _, f := range []struct {
+		name, text string
+		dst        *kernel.Money
+	}{{"second", d.Second, &u.Second}, {"character", d.Character, &u.Character}, {"search", d.Search, &u.Search}} {
+		if f.text == "" {
+			continue
+		}
+		n, err := parse(f.name, f.text)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = n
+	}
+	return u, nil
 }
 
 // DefaultPrices returns the built-in prices of popular models (prices.yaml).

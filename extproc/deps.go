@@ -83,6 +83,11 @@ type Record struct {
 	// Unpriced: the deployment's model has no price (Target.Price.Unpriced);
 	// the ledger marks the row so that its $0 is not taken for a price.
 	Unpriced bool
+	// Unit and Quantity: what a route charged per unit counted (images,
+	// seconds, characters, searches, calls; "" for tokens), also in
+	// Usage.Input at the unit's price (kernel.PerUnit).
+	Unit     kernel.Unit
+	Quantity int64
 	// Cache is the response cache's part: a hit and what it saved (cache.go).
 	Cache CacheRecord
 	// Owner, when set, is the native response id the request handed out

@@ -35,6 +35,12 @@ type endpoint struct {
 	Parse func(path string, body []byte) (*translate.Inbound, error)
 	// QueryKey: the virtual key may come in the query (?key=, Google's APIs).
 	QueryKey bool
+	// Units: the route is charged per unit (images, seconds, characters,
+	// searches; units.go), priced at admission by priceUnits.
+	Units bool
+	// Multipart: the body is a multipart/form-data upload, of which the
+	// processor sees the first bytes (BUFFERED_PARTIAL; units.go).
+	Multipart bool
 }
 
 // parse reads the request of the endpoint; into holds it unless the

@@ -65,6 +65,9 @@ func stringElementBytes(b []byte, v translate.Span) int64 {
 // ceil(prompt text / 4) tokens, or the whole body's bytes / 4 when the
 // estimate found no text (a prompt of images or files only).
 func (s *stream) inputEstimate() int64 {
+	if n, ok := s.unitEstimate(); ok { // units.go: the units reserved
+		return n
+	}
 	if s.promptText > 0 {
 		return translate.EstimateTokens(s.promptText)
 	}

@@ -206,5 +206,7 @@ func upstreamStreams(h *corev3.HeaderValue) bool {
 		return true
 	}
 	ct, _, _ := strings.Cut(headerValue(h), ";")
-	return strings.EqualFold(strings.TrimSpace(ct), "application/vnd.amazon.eventstream")
+	ct = strings.TrimSpace(ct)
+	// Audio (speech) streams back as the provider sends it, not buffered.
+	return strings.EqualFold(ct, "application/vnd.amazon.eventstream") || hasPrefixFold(ct, "audio/")
 }

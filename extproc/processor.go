@@ -61,7 +61,7 @@ var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
 func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 	p := &Processor{
 		cat:             cat,
-		acct:            acct,
+		acct:            unitAccountant{acct}, // units.go
 		log:             slog.Default(),
 		now:             time.Now,
 		maxBody:         DefaultMaxBodyBytes,
@@ -254,6 +254,8 @@ type stream struct {
 	guard  guardState // guard.go
 	// own: native response ids (responses_owner.go).
 	own ownState
+	// units: a multipart unit request's headers (units.go).
+	units unitState
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -388,6 +390,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		r := ep.Reply(ctx, s)
 		return s.immediate(r.Status, r.Body, nil)
 	}
+	if ep.Multipart { // units.go: uploads, seen in part
+		return s.multipartHeaders(h, contentLength)
+	}
 	if h.GetEndOfStream() {
 		return s.reject(translate.ErrInvalidRequest("The request has no body: send a JSON object.", ""))
 	}
@@ -413,13 +418,13 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		})
 	}
 	body := b.GetBody()
-	if len(body) > s.p.maxBody {
+	if len(body) > s.p.maxBody && !s.ep.Multipart { // an upload's first bytes may pass the limit by a chunk
 		return s.reject(errTooLarge(s.p.maxBody))
 	}
 	if s.ep.API == translate.APIPassthrough {
 		return s.passthroughBody(ctx, body)
 	}
-	in, err := s.ep.parse(s.path, body, &s.parsed)
+	in, err := s.parseBody(body, b.GetEndOfStream()) // units.go: multipart forms too
 	if err != nil {
 		return s.reject(translate.BodyError(err))
 	}
@@ -502,7 +507,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		reserveChoices(areq, choices) // n × the output bound (estimate.go)
 	}
 	s.mark(&s.report.AdmitStart)
-	d, err := s.admit(ctx, areq)
+	d, err := s.admit(s.unitContext(ctx), areq) // units.go: priced per unit on each candidate
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
 		return s.reject(errUnavailable())
@@ -877,6 +882,7 @@ func (s *stream) fillRecord(st kernel.Status, httpStatus int, u kernel.Usage) *R
 		Cache:          CacheRecord{Status: s.cache.status},
 		Owner:          s.owner(),
 	}
+	s.recordUnits(rec) // units.go
 	return rec
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/translate"
 
 	"github.com/stretchr/testify/require"
@@ -42,8 +43,42 @@ func unpricedRequest(api translate.API, model string) (path, body string) {
 		return "/v1beta/models/" + model + ":generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 	case translate.APIGeminiCount:
 		return "/v1beta/models/" + model + ":countTokens", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	case translate.APIImages:
+		return "/v1/images/generations", `{"model":"` + model + `","prompt":"a fox","n":2}`
+	case translate.APIModerations:
+		return "/v1/moderations", `{"model":"` + model + `","input":"hi"}`
+	case translate.APISpeech:
+		return "/v1/audio/speech", `{"model":"` + model + `","input":"hi","voice":"alloy"}`
+	case translate.APIRerank:
+		return "/v1/rerank", `{"model":"` + model + `","query":"q","documents":["a","b"]}`
+	case translate.APIImageEdits:
+		return "/v1/images/edits", unpricedForm("image", model)
+	case translate.APITranscriptions:
+		return "/v1/audio/transcriptions", unpricedForm("file", model)
+	case translate.APITranslations:
+		return "/v1/audio/translations", unpricedForm("file", model)
 	}
 	return "", ""
+}
+
+// unpricedBoundary is the boundary of unpricedForm's forms.
+const unpricedBoundary = "tgbound"
+
+// unpricedForm is a multipart form of a model field and a file part.
+func unpricedForm(file, model string) string {
+	return "--" + unpricedBoundary + "\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n" + model +
+		"\r\n--" + unpricedBoundary + "\r\nContent-Disposition: form-data; name=\"" + file + "\"; filename=\"x\"\r\n\r\nDATA" +
+		"\r\n--" + unpricedBoundary + "--\r\n"
+}
+
+// unpricedHeaders are the extra headers of api's request (a multipart
+// form's content type).
+func unpricedHeaders(api translate.API) []extprocfilter.Header {
+	switch api {
+	case translate.APIImageEdits, translate.APITranscriptions, translate.APITranslations:
+		return []extprocfilter.Header{{Key: "content-type", Value: "multipart/form-data; boundary=" + unpricedBoundary}}
+	}
+	return nil
 }
 
 // unpricedEnv is a test env whose key k1 has limits lim and whose catalog
@@ -78,7 +113,7 @@ func TestUnpricedRefusedUnderStrictBudget(t *testing.T) {
 			t.Run(shortfall.String()+"/"+string(k.API)+"/"+string(k.Provider), func(t *testing.T) {
 				path, body := unpricedRequest(k.API, model)
 				require.NotEmpty(t, path, "a request for %s", k.API)
-				got := e.do(t, post(path, clientKey, body), up.upstream)
+				got := e.do(t, post(path, clientKey, body, unpricedHeaders(k.API)...), up.upstream)
 				require.Nil(t, got.Forwarded, "nothing goes upstream")
 				require.Equal(t, http.StatusBadRequest, got.Status, "%s", got.Body)
 				msg := unpricedErrorMessage(t, k.API, got.Body)

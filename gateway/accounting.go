@@ -45,6 +45,8 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 		RunID:          rec.RunID,
 		Model:          rec.Model,
 		RequestedModel: rec.RequestedModel,
+		Unit:           rec.Unit,
+		Quantity:       rec.Quantity,
 		Deployment:     rec.Deployment,
 		Usage:          rec.Usage,
 		Status:         rec.Status,

@@ -30,6 +30,9 @@ type Price struct {
 	// same; Admit refuses it under a strict budget (UnpricedRefusal) and the
 	// ledger marks what it served. Stored prices never carry it.
 	Unpriced bool `json:"unpriced,omitempty"`
+	// Units are the prices of the model's non-token units (images, seconds
+	// of audio, characters, search units; units.go); nil when it has none.
+	Units *UnitPrices `json:"units,omitempty"`
 }
 
 // Usage counts the tokens of one request by kind. The kinds are disjoint:

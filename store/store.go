@@ -112,6 +112,12 @@ type LedgerEntry struct {
 	// written in the same transaction as the row (ResponseOwners), kept when
 	// the row is a repeat.
 	Owner *ResponseOwner `json:"-"`
+	// Unit is what the row counts when it is not tokens (kernel.Unit:
+	// images, seconds, characters, searches, calls; "" for tokens) and
+	// Quantity how many; the usage's Input holds the same quantity, charged
+	// at the unit's price (kernel.PerUnit).
+	Unit     kernel.Unit `json:"unit,omitempty"`
+	Quantity int64       `json:"quantity,omitempty"`
 }
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).

@@ -48,6 +48,9 @@ type Inbound struct {
 	// (the processor then sends no body mutation). Over gRPC the body is the
 	// processor's copy and this is false.
 	ReplyInPlace bool
+	// Unit: what a request of a route charged per unit asks for (units.go);
+	// nil on token routes.
+	Unit *UnitRequest
 
 	// fields locates the members above (and stream_options, metadata) in Body,
 	// so translators rewrite only what changes without decoding the body.

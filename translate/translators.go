@@ -66,6 +66,23 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIGeminiCount, ProviderAzure}:     func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderAnthropic}: func() Translator { return geminiCountEstimate{} },
 	{APIGeminiCount, ProviderBedrock}:   func() Translator { return new(geminiCountBedrock) },
+
+	// The routes charged per unit (units.go): images, audio, moderations
+	// (OpenAI, OpenAI-compatible, Azure OpenAI) and rerank (Cohere's and
+	// Jina's shape, from an OpenAI-compatible provider whose base URL is theirs).
+	{APIImages, ProviderOpenAI}:         newUnitsOpenAI(APIImages, false),
+	{APIImages, ProviderAzure}:          newUnitsOpenAI(APIImages, true),
+	{APIModerations, ProviderOpenAI}:    newUnitsOpenAI(APIModerations, false),
+	{APIModerations, ProviderAzure}:     newUnitsOpenAI(APIModerations, true),
+	{APISpeech, ProviderOpenAI}:         newUnitsOpenAI(APISpeech, false),
+	{APISpeech, ProviderAzure}:          newUnitsOpenAI(APISpeech, true),
+	{APIRerank, ProviderOpenAI}:         newUnitsOpenAI(APIRerank, false),
+	{APIImageEdits, ProviderOpenAI}:     newUnitsOpenAI(APIImageEdits, false),
+	{APIImageEdits, ProviderAzure}:      newUnitsOpenAI(APIImageEdits, true),
+	{APITranscriptions, ProviderOpenAI}: newUnitsOpenAI(APITranscriptions, false),
+	{APITranscriptions, ProviderAzure}:  newUnitsOpenAI(APITranscriptions, true),
+	{APITranslations, ProviderOpenAI}:   newUnitsOpenAI(APITranslations, false),
+	{APITranslations, ProviderAzure}:    newUnitsOpenAI(APITranslations, true),
 }
 
 // TranslatorFactory makes a Translator for one request (the common pairs'

@@ -24,5 +24,5 @@ func ExampleNew() {
 	fmt.Printf("%+v\n", srv.Stats().Keys["sk-demo"])
 	// Output:
 	// 200 true
-	// {Requests:1 Errors:0 Aborted:0 InputTokens:3 OutputTokens:4 CachedTokens:0 CacheCreationTokens:0}
+	// {Requests:1 Errors:0 Aborted:0 InputTokens:3 OutputTokens:4 CachedTokens:0 CacheCreationTokens:0 Images:0 Seconds:0 Characters:0 SearchUnits:0}
 }

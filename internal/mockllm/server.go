@@ -61,7 +61,20 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /v1/completions", s.openAI(s.completions))
 	s.mux.HandleFunc("POST /v1/embeddings", s.openAI(s.embeddings))
 	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("POST /v1/moderations", s.openAI(s.moderations)) // moderation.go
+	s.mux.HandleFunc("POST /v1/moderations", s.openAI(s.moderations))   // moderation.go
+	s.mux.HandleFunc("POST /v1/images/generations", s.openAI(s.images)) // units.go
+	s.mux.HandleFunc("POST /v1/images/edits", s.openAI(s.imageEdits))
+	s.mux.HandleFunc("POST /v1/audio/speech", s.openAI(s.speech))
+	s.mux.HandleFunc("POST /v1/audio/transcriptions", s.openAI(s.transcriptions("transcribe")))
+	s.mux.HandleFunc("POST /v1/audio/translations", s.openAI(s.transcriptions("translate")))
+	s.mux.HandleFunc("POST /v1/rerank", s.openAI(s.rerank))
+	s.mux.HandleFunc("POST /v2/rerank", s.openAI(s.rerank))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/images/generations", s.azure(s.images))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/images/edits", s.azure(s.imageEdits))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/audio/speech", s.azure(s.speech))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/audio/transcriptions", s.azure(s.transcriptions("transcribe")))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/audio/translations", s.azure(s.transcriptions("translate")))
+	s.mux.HandleFunc("POST /openai/deployments/{deployment}/moderations", s.azure(s.moderations))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.azure(s.chat))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/completions", s.azure(s.completions))
 	s.mux.HandleFunc("POST /openai/deployments/{deployment}/embeddings", s.azure(s.embeddings))
@@ -238,7 +251,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deploym
 		s.counters(c.key).errors.Add(1)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r.URL.Path))
 	h(c)
 }
 

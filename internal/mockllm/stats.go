@@ -16,6 +16,11 @@ type Usage struct {
 	OutputTokens        int64 `json:"output_tokens"`
 	CachedTokens        int64 `json:"cached_tokens"`
 	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	// The units of the routes billed per unit (units.go).
+	Images      int64 `json:"images,omitempty"`
+	Seconds     int64 `json:"seconds,omitempty"`
+	Characters  int64 `json:"characters,omitempty"`
+	SearchUnits int64 `json:"search_units,omitempty"`
 }
 
 // Stats is the body of GET /stats.
@@ -26,6 +31,7 @@ type Stats struct {
 
 type counters struct {
 	requests, errors, aborted, input, output, cached, creation atomic.Int64
+	images, seconds, characters, searches                      atomic.Int64 // units.go
 }
 
 func (c *counters) usage() Usage {
@@ -33,6 +39,7 @@ func (c *counters) usage() Usage {
 		Requests: c.requests.Load(), Errors: c.errors.Load(), Aborted: c.aborted.Load(),
 		InputTokens: c.input.Load(), OutputTokens: c.output.Load(),
 		CachedTokens: c.cached.Load(), CacheCreationTokens: c.creation.Load(),
+		Images: c.images.Load(), Seconds: c.seconds.Load(), Characters: c.characters.Load(), SearchUnits: c.searches.Load(),
 	}
 }
 
@@ -57,6 +64,10 @@ func (s *Server) Stats() Stats {
 		st.Total.OutputTokens += u.OutputTokens
 		st.Total.CachedTokens += u.CachedTokens
 		st.Total.CacheCreationTokens += u.CacheCreationTokens
+		st.Total.Images += u.Images
+		st.Total.Seconds += u.Seconds
+		st.Total.Characters += u.Characters
+		st.Total.SearchUnits += u.SearchUnits
 		return true
 	})
 	return st

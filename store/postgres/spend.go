@@ -69,7 +69,8 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	}
 	q := `SELECT request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment, input,
 		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced,
-		COALESCE(run_id, ''), COALESCE(requested_model, '') FROM ledger WHERE true`
+		COALESCE(run_id, ''), COALESCE(requested_model, ''),
+		COALESCE(unit, ''), COALESCE(quantity, 0) FROM ledger WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
@@ -113,7 +114,7 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		var started, ended int64
 		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel)
+			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel, &e.Unit, &e.Quantity)
 		e.Status = kernel.Status(st)
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		return e, err

@@ -9,14 +9,15 @@ import (
 	"io"
 	"strings"
 
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/groupcommit"
 )
 
 const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
-	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model`
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity`
 
-const ledgerArity = 22
+const ledgerArity = 24
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -406,5 +407,9 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[21].Value = nil // NULL: the group's own name
 	if e.RequestedModel != "" {
 		a[21].Value = w.box(e.RequestedModel)
+	}
+	a[22].Value, a[23].Value = nil, nil // NULL: tokens
+	if e.Unit != "" && e.Unit != kernel.UnitTokens {
+		a[22].Value, a[23].Value = w.box(string(e.Unit)), e.Quantity
 	}
 }

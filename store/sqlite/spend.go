@@ -109,13 +109,15 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	for rows.Next() {
 		var e store.LedgerEntry
 		var status, stream, started, ended, unpriced int64
-		var run, requested sql.NullString
+		var run, requested, unit sql.NullString
+		var quantity sql.NullInt64
 		if err := rows.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run, &requested); err != nil {
+			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run, &requested, &unit, &quantity); err != nil {
 			return nil, s.wrap("entries", err)
 		}
 		e.RunID, e.RequestedModel = run.String, requested.String
+		e.Unit, e.Quantity = kernel.Unit(unit.String), quantity.Int64
 		e.Status, e.Stream, e.Unpriced = kernel.Status(status), stream != 0, unpriced != 0
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		out = append(out, e)

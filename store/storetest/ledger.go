@@ -186,6 +186,29 @@ func (s *suite) ledgerTests() []test {
 			require.Equal(t, "claude-opus-4-8", got[0].RequestedModel)
 			require.Empty(t, got[1].RequestedModel)
 		}},
+		{"UnitRoundTrip", func(t *testing.T) {
+			// A row charged per unit keeps its unit and quantity (issue
+			// 34); a token row has neither.
+			st := s.fresh(t)
+			at := base.Add(time.Minute)
+			rows := []store.LedgerEntry{
+				{RequestID: "img", KeyID: "k", Model: "dall-e", Unit: kernel.UnitImages, Quantity: 3, Usage: kernel.Usage{Input: 3}, Cost: 120_000_000, StartedAt: at, EndedAt: at},
+				{RequestID: "chat", KeyID: "k", Model: "dall-e", Usage: kernel.Usage{Input: 10, Output: 2}, StartedAt: at, EndedAt: at.Add(time.Second)},
+				{RequestID: "tts", KeyID: "k", Model: "dall-e", Unit: kernel.UnitCharacters, Quantity: 4096, Usage: kernel.Usage{Input: 4096}, StartedAt: at, EndedAt: at.Add(2 * time.Second)},
+			}
+			require.NoError(t, st.Append(t.Context(), rows...))
+			require.NoError(t, st.Flush(timeout(t, 30*time.Second)))
+			got, err := st.Entries(t.Context(), store.LedgerFilter{Model: "dall-e"})
+			require.NoError(t, err)
+			require.Len(t, got, 3)
+			require.Equal(t, kernel.UnitImages, got[0].Unit)
+			require.Equal(t, int64(3), got[0].Quantity)
+			require.Equal(t, kernel.Money(120_000_000), got[0].Cost)
+			require.Empty(t, got[1].Unit)
+			require.Zero(t, got[1].Quantity)
+			require.Equal(t, kernel.UnitCharacters, got[2].Unit)
+			require.Equal(t, int64(4096), got[2].Quantity)
+		}},
 		{"AppendFlushRoundTrip", func(t *testing.T) {
 			st := s.fresh(t)
 			entries := Gen(50, 1, "rt")

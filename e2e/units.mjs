@@ -1,0 +1,58 @@
+// The routes charged per unit with the official OpenAI Node SDK against a
+// running Tollgate (#34). Usage: node units.mjs <scenario>; env TOLLGATE_URL,
+// TOLLGATE_KEY. Prints one JSON object with what the scenario observed.
+import OpenAI, { toFile } from "openai";
+
+const client = () =>
+  new OpenAI({ baseURL: process.env.TOLLGATE_URL + "/v1", apiKey: process.env.TOLLGATE_KEY, maxRetries: 0, timeout: 30000 });
+
+// wav is a PCM WAV file of secs seconds of 8 kHz 8-bit mono silence.
+function wav(secs) {
+  const data = 8000 * secs;
+  const b = Buffer.alloc(44 + data, 0x80);
+  b.write("RIFF", 0);
+  b.writeUInt32LE(36 + data, 4);
+  b.write("WAVEfmt ", 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20); // PCM
+  b.writeUInt16LE(1, 22); // mono
+  b.writeUInt32LE(8000, 24); // sample rate
+  b.writeUInt32LE(8000, 28); // byte rate
+  b.writeUInt16LE(1, 32);
+  b.writeUInt16LE(8, 34);
+  b.write("data", 36);
+  b.writeUInt32LE(data, 40);
+  return b;
+}
+
+const scenarios = {
+  async images() {
+    const r = await client().images.generate({ model: "dall-e-3", prompt: "a red fox", n: 2, size: "1024x1024", quality: "hd" });
+    return { images: r.data.length, b64: r.data[0].b64_json?.length ?? 0 };
+  },
+  async transcription() {
+    const file = await toFile(wav(3), "speech.wav", { type: "audio/wav" });
+    const r = await client().audio.transcriptions.create({ model: "whisper-1", file });
+    return { text: r.text };
+  },
+  async speech() {
+    const r = await client().audio.speech.create({ model: "tts-1", voice: "alloy", input: "Hello from the SDK", response_format: "wav" });
+    const b = Buffer.from(await r.arrayBuffer());
+    return { bytes: b.length, riff: b.subarray(0, 4).toString(), contentType: r.headers.get("content-type") };
+  },
+  async moderations() {
+    const r = await client().moderations.create({ model: "omni-moderation-latest", input: "is this fine?" });
+    return { results: r.results.length, flagged: r.results[0].flagged };
+  },
+};
+
+const name = process.argv[2];
+if (!scenarios[name]) {
+  console.error(`unknown scenario ${name}`);
+  process.exit(2);
+}
+try {
+  console.log(JSON.stringify(await scenarios[name]()));
+} catch (e) {
+  console.log(JSON.stringify({ error: { class: e?.constructor?.name, status: e?.status, message: e?.message } }));
+}

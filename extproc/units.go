@@ -1,0 +1,215 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+)
+
+// The routes charged per unit (#34): images, audio, moderations and rerank.
+// Each is an endpoint like chat's — authenticated, resolved, admitted,
+// forwarded and settled by the same pipeline — whose request counts units
+// (translate.UnitRequest) priced from the model's price table entry
+// (kernel.UnitPrices): the request is admitted as Usage{Input: bound} at
+// kernel.PerUnit(price of one unit) and settled at the units the reply
+// reports, so the kernel's reservation and cost arithmetic hold unchanged.
+// The ledger row records the unit and the quantity.
+
+// unitRoutes are the JSON routes charged per unit, in the order of the
+// endpoint table (docs/endpoints.md).
+var unitRoutes = []struct {
+	path string
+	api  translate.API
+}{
+	{"/v1/images/generations", translate.APIImages},
+	{"/v1/moderations", translate.APIModerations},
+	{"/v1/audio/speech", translate.APISpeech},
+	{"/v1/rerank", translate.APIRerank},
+}
+
+func init() {
+	for _, r := range unitRoutes {
+		api := r.api
+		registerEndpoint(&endpoint{
+			Method: http.MethodPost, Path: r.path, API: api, NoOutput: true, Units: true,
+			Parse: func(_ string, body []byte) (*translate.Inbound, error) {
+				return translate.ParseUnitRequest(api, body)
+			},
+		})
+	}
+}
+
+// unitAccountant prices the admission of a unit request (unitContext)
+// per unit on whichever deployment it is admitted on: the router sets
+// AdmitRequest.Price to each candidate's token price before it admits.
+type unitAccountant struct{ Accountant }
+
+type unitKey struct{}
+
+// unitContext is ctx carrying the stream's unit request, for
+// unitAccountant; ctx itself on token routes.
+func (s *stream) unitContext(ctx context.Context) context.Context {
+	if !s.ep.Units || s.in == nil || s.in.Unit == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, unitKey{}, s.in.Unit)
+}
+
+// Admit prices a unit request's areq, then admits it.
+func (a unitAccountant) Admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.Decision, error) {
+	if u, ok := ctx.Value(unitKey{}).(*translate.UnitRequest); ok {
+		priceUnits(u, areq)
+	}
+	return a.Accountant.Admit(ctx, areq)
+}
+
+// priceUnits prices a unit request for admission from the model's price
+// (areq.Price): the unit the price names, the price of one, the bound
+// reserved. A model with a token price but no price in the route's unit is
+// charged in tokens where the route's reply reports them (moderations, a
+// rerank billed per token); otherwise the request is unpriced (refused
+// under a strict budget, marked in the ledger).
+func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
+	p := areq.Price
+	per, ok := kernel.Money(0), false
+	switch u.Unit {
+	case kernel.UnitImages:
+		per, ok = p.ImagePrice(u.Size, u.Quality)
+	case kernel.UnitSeconds, kernel.UnitCharacters, kernel.UnitSearches:
+		per, ok = p.UnitPrice(u.Unit)
+	}
+	areq.PromptBytes, areq.MaxTokens, areq.DefaultMaxTokens = u.Bound, 0, 1
+	u.Unpriced = false
+	switch {
+	case ok:
+		areq.Price = kernel.PerUnit(per)
+	case p.Unpriced || p == (kernel.Price{}): // nobody priced it, or a free deployment
+		areq.Price = kernel.Price{Unpriced: p.Unpriced}
+		u.Unpriced = p.Unpriced
+	case u.Unit == kernel.UnitTokens || u.Unit == kernel.UnitSearches && u.PerToken:
+		// priced per token: moderations, a rerank model billed per token (Jina's)
+		u.Unit, u.Bound = kernel.UnitTokens, translate.EstimateTokens(u.Tokens)
+		areq.Price = kernel.Price{Input: p.Input, CachedInput: p.Input}
+		areq.PromptBytes = u.Tokens
+	default: // priced, but not in this route's unit: never $0 silently
+		areq.Price = kernel.Price{Unpriced: true}
+		u.Unpriced = true
+	}
+}
+
+// recordUnits sets the unit and quantity of a settled unit request (and of
+// a pass-through call priced per call) in its ledger record.
+func (s *stream) recordUnits(rec *Record) {
+	if pt, ok := s.tr.(*translate.Passthrough); ok && pt.PerCall {
+		rec.Unit, rec.Quantity = kernel.UnitCalls, rec.Usage.Input
+		return
+	}
+	if s.in == nil || s.in.Unit == nil {
+		return
+	}
+	if s.in.Unit.Unit == kernel.UnitTokens {
+		rec.Unpriced = rec.Unpriced || s.in.Unit.Unpriced
+		return
+	}
+	rec.Unit, rec.Quantity = s.in.Unit.Unit, rec.Usage.Input
+	rec.Unpriced = rec.Unpriced || s.in.Unit.Unpriced
+}
+
+// unitEstimate is what a unit request is charged when its reply said
+// nothing (an abnormal end): the bound it reserved; ok is false on token
+// routes.
+func (s *stream) unitEstimate() (int64, bool) {
+	if s.in == nil || s.in.Unit == nil || s.in.Unit.Unit == kernel.UnitTokens {
+		return 0, false
+	}
+	return s.in.Unit.Bound, true
+}
+
+// hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// The multipart routes charged per unit: uploads the processor sees the
+// first bytes of (docs/envoy.md#multipart-uploads).
+var multipartRoutes = []struct {
+	path string
+	api  translate.API
+}{
+	{"/v1/images/edits", translate.APIImageEdits},
+	{"/v1/audio/transcriptions", translate.APITranscriptions},
+	{"/v1/audio/translations", translate.APITranslations},
+}
+
+func init() {
+	for _, r := range multipartRoutes {
+		registerEndpoint(&endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Units: true, Multipart: true})
+	}
+}
+
+// unitState is what a multipart unit request keeps of its headers.
+type unitState struct {
+	contentType   string
+	contentLength int64 // -1: none (chunked)
+}
+
+// modePartial has the request body sent BUFFERED_PARTIAL: its first bytes,
+// up to the data plane's buffer limit (--max-body-bytes), with the headers
+// held; the rest then flows to the provider unprocessed, never held whole
+// (R1.5d). The response body stays BUFFERED (R2.7: body modes are literal).
+var modePartial = &extprocfilterv3.ProcessingMode{
+	RequestBodyMode:  extprocfilterv3.ProcessingMode_BUFFERED_PARTIAL,
+	ResponseBodyMode: extprocfilterv3.ProcessingMode_BUFFERED,
+}
+
+// multipartHeaders checks a multipart upload's content type and asks for
+// its first bytes only.
+func (s *stream) multipartHeaders(h *extprocv3.HttpHeaders, contentLength *corev3.HeaderValue) *extprocv3.ProcessingResponse {
+	if h.GetEndOfStream() {
+		return s.reject(translate.ErrInvalidRequest("The request has no body: send a multipart/form-data form.", ""))
+	}
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		if hv.GetKey() == hdrContentType {
+			s.units.contentType = headerValue(hv)
+		}
+	}
+	if translate.MultipartBoundary(s.units.contentType) == "" {
+		return s.reject(&translate.APIError{
+			Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "invalid_content_type",
+			Message: fmt.Sprintf("%s takes a multipart/form-data body with a boundary; the content type was %q.", s.ep.Path, s.units.contentType),
+		})
+	}
+	s.units.contentLength = -1
+	if n, err := headerInt(contentLength); err == nil {
+		s.units.contentLength = n
+	}
+	return &extprocv3.ProcessingResponse{
+		Response:     &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}},
+		ModeOverride: modePartial,
+	}
+}
+
+// parseBody parses the request body: the endpoint's parser, or a multipart
+// form of which body holds the first bytes unless complete.
+func (s *stream) parseBody(body []byte, complete bool) (*translate.Inbound, error) {
+	if !s.ep.Multipart {
+		return s.ep.parse(s.path, body, &s.parsed)
+	}
+	if s.units.contentLength >= 0 && int64(len(body)) >= s.units.contentLength {
+		complete = true
+	}
+	in, err := translate.ParseMultipartUnits(s.ep.API, s.units.contentType, body, complete, s.units.contentLength)
+	if err != nil {
+		return nil, err
+	}
+	in.Unit.Partial = !complete
+	return in, nil
+}

@@ -1,0 +1,64 @@
+package kernel
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestImagePrice(t *testing.T) {
+	p := Price{Units: &UnitPrices{Image: map[string]Money{
+		"1024x1024/hd": 80 * MicroUSD * 1000, "1024x1024": 40 * MicroUSD * 1000,
+		"*/low": 11 * MicroUSD * 1000, "*": 99 * MicroUSD * 1000,
+	}}}
+	for _, c := range []struct {
+		size, quality string
+		want          Money
+	}{
+		{"1024x1024", "hd", 80_000_000},
+		{"1024X1024", "HD", 80_000_000}, // case does not matter
+		{"1024x1024", "standard", 40_000_000},
+		{"1024x1024", "", 40_000_000},
+		{"1792x1024", "low", 11_000_000},
+		{"1792x1024", "high", 99_000_000},
+		{"", "", 99_000_000},
+	} {
+		got, ok := p.ImagePrice(c.size, c.quality)
+		require.True(t, ok, "%s/%s", c.size, c.quality)
+		require.Equal(t, c.want, got, "%s/%s", c.size, c.quality)
+	}
+	_, ok := Price{Input: 1}.ImagePrice("1024x1024", "")
+	require.False(t, ok)
+	_, ok = Price{Units: &UnitPrices{Image: map[string]Money{"512x512": 1}}}.ImagePrice("1024x1024", "hd")
+	require.False(t, ok)
+}
+
+func TestUnitPrice(t *testing.T) {
+	p := Price{Units: &UnitPrices{Second: 100_000, Character: 15_000, Search: 2_000_000}}
+	for u, want := range map[Unit]Money{UnitSeconds: 100_000, UnitCharacters: 15_000, UnitSearches: 2_000_000} {
+		got, ok := p.UnitPrice(u)
+		require.True(t, ok)
+		require.Equal(t, want, got)
+	}
+	_, ok := p.UnitPrice(UnitImages)
+	require.False(t, ok)
+	_, ok = Price{}.UnitPrice(UnitSeconds)
+	require.False(t, ok)
+}
+
+// A quantity at PerUnit(per) costs exactly quantity × per, and the
+// reservation of a bound is bound × per.
+func TestPerUnitIsExact(t *testing.T) {
+	for _, c := range []struct {
+		per Money
+		n   int64
+	}{{100_000, 1}, {100_000, 7201}, {15_000, 4096}, {167_000_000, 3}, {1, 1}} {
+		p := PerUnit(c.per)
+		require.Equal(t, Money(c.n)*c.per, Cost(p, Usage{Input: c.n}))
+		require.Equal(t, Money(c.n)*c.per, WorstCost(p, c.n, 0))
+	}
+	require.Equal(t, Price{}, PerUnit(0))
+	require.Equal(t, Price{}, PerUnit(-5))
+	require.Equal(t, Money(math.MaxInt64), PerUnit(math.MaxInt64/10).Input)
+}
