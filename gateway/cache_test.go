@@ -116,12 +116,26 @@ func TestGatewayCacheExact(t *testing.T) {
 				}
 			}
 			require.Len(t, hits, 2)
+			require.NotEmpty(t, misses)
+			require.Positive(t, misses[0].Cost)
+			require.Equal(t, store.CacheMiss, misses[0].Cache)
+			require.Zero(t, misses[0].CacheSaved)
 			for _, h := range hits {
 				require.Zero(t, h.Cost)
 				require.Zero(t, h.Usage.Total())
+				require.Equal(t, store.CacheHit, h.Cache, "a row of its own kind")
+				require.Equal(t, misses[0].Cost, h.CacheSaved, "what the reply cost when it was stored")
 			}
-			require.NotEmpty(t, misses)
-			require.Positive(t, misses[0].Cost)
+			require.Equal(t, store.CacheSkip, misses[1].Cache, "no-cache")
+			// The hourly totals count them: 2 hits, 1 miss (the skips are neither).
+			points, err := r.st.Series(context.Background(), kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k1"},
+				time.Now().Add(-2*time.Hour).Truncate(time.Hour), time.Now().Add(time.Hour).Truncate(time.Hour), time.Hour)
+			require.NoError(t, err)
+			var cc store.CacheCounts
+			for _, p := range points {
+				cc.Add(p.Cache)
+			}
+			require.Equal(t, store.CacheCounts{Hits: 2, Misses: 1, Saved: 2 * misses[0].Cost}, cc)
 		})
 	}
 }
