@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/memstore"
 )
@@ -54,4 +55,33 @@ func TestModelCacheCommands(t *testing.T) {
 `), 0o600))
 	_, err = s.run(t, "apply", "-f", path)
 	require.ErrorContains(t, err, "models[0].cache.mode")
+}
+
+// spend cache shows each cached group's hits, misses, hit rate and savings;
+// spend logs marks a hit's row.
+func TestSpendCacheCommand(t *testing.T) {
+	s := startServer(t, memstore.New())
+	at := time.Now().UTC().Add(-time.Hour)
+	row := func(id, model string, r store.CacheResult, cost, saved kernel.Money) store.LedgerEntry {
+		return store.LedgerEntry{
+			RequestID: id, KeyID: "k1", Model: model, Cost: cost, Cache: r, CacheSaved: saved,
+			Status: kernel.StatusCompleted, HTTPStatus: 200, StartedAt: at, EndedAt: at,
+		}
+	}
+	require.NoError(t, s.st.Append(context.Background(),
+		row("r1", "gpt", store.CacheMiss, 2*kernel.Cent, 0),
+		row("r2", "gpt", store.CacheHit, 0, 2*kernel.Cent),
+		row("r3", "gpt", store.CacheHit, 0, 2*kernel.Cent),
+		row("r4", "gpt", store.CacheMiss, 3*kernel.Cent, 0),
+		row("r5", "plain", store.CacheNone, kernel.Cent, 0),
+	))
+	runSteps(t, s, []step{
+		{args: []string{"spend", "cache", "--since", "1d"}, want: []string{"MODEL", "HIT RATE", "gpt", "4", "2", "50.0%", "$0.04", "$0.05"}},
+		{args: []string{"spend", "cache", "--by", "key", "--since", "1d"}, want: []string{"KEY", "k1", "50.0%"}},
+		{args: []string{"spend", "cache", "--by", "deployment"}, wantErr: "--by"},
+		{args: []string{"spend", "logs", "--key", "k1", "--since", "1d"}, want: []string{"(cache hit)"}},
+	})
+	out, err := s.run(t, "spend", "cache", "--since", "1d")
+	require.NoError(t, err)
+	require.NotContains(t, out, "plain", "a group without a cache is not listed")
 }
