@@ -276,3 +276,53 @@ func TestGatewayCachePerTry(t *testing.T) {
 	}
 	require.Equal(t, n0+2, r.mock.Stats().Total.Requests)
 }
+
+// A group's price per hit is charged on the hit's row (one unit at that
+// price) and reported in x-tollgate-cost; with count_hits the hit's row
+// carries the stored reply's tokens (it counts for tpm), without it none.
+func TestGatewayCacheHitPriceAndCountHits(t *testing.T) {
+	r := start(t, false)
+	put(t, r.st, "priced", &store.ModelGroup{ID: "priced", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", HitPrice: 250_000 * kernel.NanoUSD}})
+	put(t, r.st, "counted", &store.ModelGroup{ID: "counted", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", CountHits: true}})
+	for _, id := range []string{"priced", "counted"} {
+		put(t, r.st, id, &store.ModelPrice{ID: id, Price: kernel.Price{Input: kernel.Dollar, Output: 2 * kernel.Dollar}})
+	}
+	k := r.key(t, "k1", kernel.Limits{})
+	r.warm(t, k, `{"model":"priced","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
+	rows := map[string][]store.LedgerEntry{}
+	for _, model := range []string{"priced", "counted"} {
+		body := `{"model":"` + model + `","temperature":0,"messages":[{"role":"user","content":"price me"}],"max_tokens":5}`
+		resp, b := r.postWith(t, k, body, nil)
+		require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"), string(b))
+		resp, b = r.postWith(t, k, body, nil)
+		require.Equal(t, "hit", resp.Header.Get("x-tollgate-cache"), string(b))
+		if model == "priced" {
+			require.Equal(t, "0.000250000", resp.Header.Get("x-tollgate-cost"))
+		} else {
+			require.Equal(t, "0.000000000", resp.Header.Get("x-tollgate-cost"))
+		}
+	}
+	require.NoError(t, r.st.Flush(context.Background()))
+	for _, e := range completed(t, r.st) {
+		if e.Cache == store.CacheMiss || e.Cache.Hit() {
+			rows[e.Model] = append(rows[e.Model], e)
+		}
+	}
+	for _, model := range []string{"priced", "counted"} {
+		require.Len(t, rows[model], 2, model)
+		miss, hit := rows[model][0], rows[model][1]
+		require.Equal(t, store.CacheMiss, miss.Cache)
+		require.Equal(t, store.CacheHit, hit.Cache)
+		require.Positive(t, miss.Cost, model)
+		require.Equal(t, miss.Cost, hit.CacheSaved, model)
+		require.Empty(t, hit.Deployment)
+		if model == "priced" {
+			require.Equal(t, 250_000*kernel.NanoUSD, hit.Cost)
+			require.Equal(t, kernel.Usage{Input: 1}, hit.Usage, "one unit at the hit's price")
+		} else {
+			require.Zero(t, hit.Cost)
+			require.Positive(t, miss.Usage.Total())
+			require.Equal(t, miss.Usage, hit.Usage, "the stored reply's tokens")
+		}
+	}
+}
