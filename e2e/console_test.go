@@ -43,6 +43,7 @@ type consoleRun struct {
 	OldInGrace       int      `json:"old_in_grace_status"`
 	RevokedStatus    int      `json:"revoked_status"`
 	AuditHasRevoke   bool     `json:"audit_has_revoke"`
+	CachePage        string   `json:"cache_page"`
 	PhoneOverflow    bool     `json:"phone_overflow"`
 	FirstTab         string   `json:"first_tab"`
 	OpenedByKeys     bool     `json:"opened_by_keyboard"`
@@ -131,6 +132,9 @@ func TestConsoleInChromium(t *testing.T) {
 	require.Equal(t, 200, got.OldInGrace, "the old secret works during the grace period")
 	require.Equal(t, 401, got.RevokedStatus, "the revoked key is refused")
 	require.True(t, got.AuditHasRevoke)
+	// The cache page renders its summary and tables (no group is cached here).
+	require.Contains(t, got.CachePage, "No cached model group answered a request")
+	require.Contains(t, got.CachePage, "By key")
 	require.False(t, got.PhoneOverflow, "no horizontal scrolling of the page at phone width")
 	require.Equal(t, "Create a key", got.FirstTab, "Tab from the page reaches its first control")
 	require.True(t, got.OpenedByKeys, "Enter opens the create form")
