@@ -32,7 +32,8 @@ func (f *modelCacheFlags) register(fs *flag.FlagSet) {
 
 // cacheFlagNames are the flags of modelCacheFlags: any of them given updates
 // the "cache" field.
-var cacheFlagNames = []string{"cache", "cache-ttl", "cache-scope", "cache-match", "cache-threshold", "cache-embedding-model",
+var cacheFlagNames = []string{
+	"cache", "cache-ttl", "cache-scope", "cache-match", "cache-threshold", "cache-embedding-model",
 	"cache-hit-price", "cache-count-hits",
 }
 
