@@ -72,12 +72,16 @@ func (s *Server) GetSpendBreakdown(ctx context.Context, req *adminv1.GetSpendBre
 	for id, points := range groups {
 		g := &adminv1.SpendGroup{Id: id}
 		var total kernel.Money
-		for _, p := range points {
+		var cc store.CacheCounts
+		for i := range points {
+			p := &points[i]
 			total += p.Cost
 			g.Requests += p.Requests
 			g.Tokens += p.Tokens
-			g.Points = append(g.Points, &adminv1.SpendPoint{Start: tsOut(p.Start), Cost: moneyOut(p.Cost), Requests: p.Requests, Tokens: p.Tokens})
+			cc.Add(p.Cache)
+			g.Points = append(g.Points, pointOut(p))
 		}
+		g.Cache = cacheCountsOut(cc)
 		if g.Requests == 0 && total == 0 {
 			continue
 		}
@@ -156,6 +160,7 @@ func (s *Server) bucketEntries(ctx context.Context, f store.LedgerFilter, since 
 		points[i].Cost += e.Cost
 		points[i].Requests++
 		points[i].Tokens += e.Usage.Total()
+		points[i].Cache.Add(store.CacheCountsOf(e))
 	})
 	return groups, err
 }

@@ -17,7 +17,14 @@ func modelCacheOf(in *adminv1.ModelCache) (*store.ModelCache, error) {
 	}
 	c := &store.ModelCache{
 		Mode: in.GetMode(), Scope: in.GetScope(), Match: in.GetMatch(),
-		Threshold: in.GetThreshold(), EmbeddingModel: in.GetEmbeddingModel(),
+		Threshold: in.GetThreshold(), EmbeddingModel: in.GetEmbeddingModel(), CountHits: in.GetCountHits(),
+	}
+	if in.GetHitPrice() != nil {
+		p, err := moneyIn("model.cache.hit_price", in.GetHitPrice())
+		if err != nil {
+			return nil, err
+		}
+		c.HitPrice = p
 	}
 	if in.GetTtl() != nil {
 		if err := in.GetTtl().CheckValid(); err != nil {
@@ -38,7 +45,10 @@ func modelCacheView(c *store.ModelCache) *adminv1.ModelCache {
 	}
 	out := &adminv1.ModelCache{
 		Mode: c.Mode, Scope: c.Scope, Match: c.Match,
-		Threshold: c.Threshold, EmbeddingModel: c.EmbeddingModel,
+		Threshold: c.Threshold, EmbeddingModel: c.EmbeddingModel, CountHits: c.CountHits,
+	}
+	if c.HitPrice > 0 {
+		out.HitPrice = moneyOut(c.HitPrice)
 	}
 	if c.TTL > 0 {
 		out.Ttl = durationpb.New(c.TTL)
@@ -69,6 +79,8 @@ type ModelCacheDoc struct {
 	Match          string  `yaml:"match"`
 	Threshold      float64 `yaml:"threshold"`
 	EmbeddingModel string  `yaml:"embedding_model"`
+	HitPrice       string  `yaml:"hit_price"` // dollars per hit, e.g. "0.0001"
+	CountHits      bool    `yaml:"count_hits"`
 }
 
 // cache is the store form of the document; f names the model in errors.
@@ -76,7 +88,12 @@ func (d *ModelCacheDoc) cache(f string) (*store.ModelCache, error) {
 	if d == nil {
 		return nil, nil
 	}
-	c := &store.ModelCache{Mode: d.Mode, Scope: d.Scope, Match: d.Match, Threshold: d.Threshold, EmbeddingModel: d.EmbeddingModel}
+	c := &store.ModelCache{Mode: d.Mode, Scope: d.Scope, Match: d.Match, Threshold: d.Threshold, EmbeddingModel: d.EmbeddingModel, CountHits: d.CountHits}
+	p, err := docDollars(f+".cache.hit_price", d.HitPrice)
+	if err != nil {
+		return nil, err
+	}
+	c.HitPrice = p
 	if d.TTL != "" {
 		ttl, err := time.ParseDuration(d.TTL)
 		if err != nil {

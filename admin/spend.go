@@ -86,12 +86,14 @@ func (s *Server) GetSpend(ctx context.Context, req *adminv1.GetSpendRequest) (*a
 	out := &adminv1.GetSpendResponse{}
 	if req.GetModel() != "" {
 		var total kernel.Money
+		var cc store.CacheCounts
 		err = s.entries(ctx, store.LedgerFilter{Scope: scopeFilter(ref), Model: req.GetModel(), Since: since, Until: until}, func(e *store.LedgerEntry) {
 			total += e.Cost
 			out.Requests++
 			out.Tokens += e.Usage.Total()
+			cc.Add(store.CacheCountsOf(e))
 		})
-		out.Total = moneyOut(total)
+		out.Total, out.Cache = moneyOut(total), cacheCountsOut(cc)
 		if err != nil {
 			return nil, s.toStatus(ctx, err)
 		}
@@ -112,10 +114,13 @@ func (s *Server) GetSpend(ctx context.Context, req *adminv1.GetSpendRequest) (*a
 		if err != nil {
 			return nil, s.toStatus(ctx, err)
 		}
+		var cc store.CacheCounts
 		for _, p := range points {
 			out.Requests += p.Requests
 			out.Tokens += p.Tokens
+			cc.Add(p.Cache)
 		}
+		out.Cache = cacheCountsOut(cc)
 	}
 	return out, nil
 }
@@ -146,8 +151,8 @@ func (s *Server) GetSpendSeries(ctx context.Context, req *adminv1.GetSpendSeries
 		return nil, s.toStatus(ctx, err)
 	}
 	out := &adminv1.GetSpendSeriesResponse{}
-	for _, p := range points {
-		out.Points = append(out.Points, &adminv1.SpendPoint{Start: tsOut(p.Start), Cost: moneyOut(p.Cost), Requests: p.Requests, Tokens: p.Tokens})
+	for i := range points {
+		out.Points = append(out.Points, pointOut(&points[i]))
 	}
 	return out, nil
 }
@@ -170,6 +175,7 @@ func entryView(e *store.LedgerEntry) *adminv1.SpendEntry {
 		},
 		Cost: moneyOut(e.Cost), Status: statusesOut[e.Status], HttpStatus: int32(e.HTTPStatus), Stream: e.Stream,
 		StartedAt: tsOut(e.StartedAt), EndedAt: tsOut(e.EndedAt), Unpriced: e.Unpriced, RequestedModel: e.RequestedModel,
+		Cache: e.Cache.String(), CacheSaved: savedOut(e),
 	}
 }
 

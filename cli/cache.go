@@ -15,6 +15,8 @@ type modelCacheFlags struct {
 	mode, scope, match, embedding string
 	ttl                           time.Duration
 	threshold                     float64
+	hitPrice                      string
+	countHits                     bool
 }
 
 func (f *modelCacheFlags) register(fs *flag.FlagSet) {
@@ -24,11 +26,16 @@ func (f *modelCacheFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.match, "cache-match", "", "requests cached: deterministic (default: temperature 0, embeddings) or all")
 	fs.Float64Var(&f.threshold, "cache-threshold", 0, "least similarity of a semantic hit (default 0.95)")
 	fs.StringVar(&f.embedding, "cache-embedding-model", "", "model group that embeds prompts for the semantic cache")
+	fs.StringVar(&f.hitPrice, "cache-hit-price", "", "dollars charged per cache hit (default 0)")
+	fs.BoolVar(&f.countHits, "cache-count-hits", false, "count hits for tpm (their tokens) and budgets, not only rpm and parallel limits")
 }
 
 // cacheFlagNames are the flags of modelCacheFlags: any of them given updates
 // the "cache" field.
-var cacheFlagNames = []string{"cache", "cache-ttl", "cache-scope", "cache-match", "cache-threshold", "cache-embedding-model"}
+var cacheFlagNames = []string{
+	"cache", "cache-ttl", "cache-scope", "cache-match", "cache-threshold", "cache-embedding-model",
+	"cache-hit-price", "cache-count-hits",
+}
 
 // given reports whether any cache flag was given.
 func (f *modelCacheFlags) given(set map[string]bool) bool {
@@ -64,6 +71,19 @@ func (f *modelCacheFlags) merge(cur *adminv1.ModelCache, set map[string]bool) (*
 	if set["cache-embedding-model"] {
 		c.EmbeddingModel = f.embedding
 	}
+	if set["cache-hit-price"] {
+		c.HitPrice = nil
+		if f.hitPrice != "" {
+			m, err := adminv1.DollarsMoney(f.hitPrice)
+			if err != nil {
+				return nil, fmt.Errorf("%w: --cache-hit-price: %w", ErrUsage, err)
+			}
+			c.HitPrice = m
+		}
+	}
+	if set["cache-count-hits"] {
+		c.CountHits = f.countHits
+	}
 	return c, nil
 }
 
@@ -89,6 +109,12 @@ func modelCache(c *adminv1.ModelCache) string {
 			th = 0.95
 		}
 		s += fmt.Sprintf(", embedding %s, threshold %g", c.GetEmbeddingModel(), th)
+	}
+	if c.GetHitPrice().GetNanoUsd() > 0 {
+		s += ", hit price " + usd(c.GetHitPrice())
+	}
+	if c.GetCountHits() {
+		s += ", hits count for tpm and budgets"
 	}
 	return s
 }

@@ -196,8 +196,12 @@ func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {
 				if rm := e.GetRequestedModel(); rm != "" { // the client's name, its group beside it
 					model = rm + " (" + model + ")"
 				}
+				dep := orDash(e.GetDeployment())
+				if c := e.GetCache(); c == "hit" || c == "semantic_hit" { // answered by the gateway
+					dep = "(cache " + c + ")"
+				}
 				rows = append(rows, []string{
-					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), model, orDash(e.GetDeployment()),
+					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), model, dep,
 					fmt.Sprint(u.GetInput() + u.GetCachedInput() + u.GetCacheWrite()), fmt.Sprint(u.GetOutput() + u.GetReasoning()),
 					cost, statusNames[e.GetStatus()], fmt.Sprint(e.GetHttpStatus()),
 				})

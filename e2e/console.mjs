@@ -270,7 +270,9 @@ try {
   out.revoked_status = await chatUntil(rotated, 401);
 
   // Every page renders, at 1280 px and at phone width.
-  for (const name of ["teams", "users", "orgs", "customers", "models", "audit"]) await visit(page, name);
+  for (const name of ["teams", "users", "orgs", "customers", "models", "audit", "cache"]) await visit(page, name);
+  out.cache_page = await page.locator("main").innerText();
+  await visit(page, "audit");
   out.audit_has_revoke = (await page.locator("main").innerText()).includes("key.revoke");
 
   // Guardrails: one created through the form is listed, then deleted.

@@ -45,6 +45,7 @@ type consoleRun struct {
 	AuditHasRevoke   bool     `json:"audit_has_revoke"`
 	GuardrailRow     string   `json:"guardrail_row"`
 	GuardrailsAfter  int      `json:"guardrail_rows_after_delete"`
+	CachePage        string   `json:"cache_page"`
 	PhoneOverflow    bool     `json:"phone_overflow"`
 	FirstTab         string   `json:"first_tab"`
 	OpenedByKeys     bool     `json:"opened_by_keyboard"`
@@ -135,6 +136,9 @@ func TestConsoleInChromium(t *testing.T) {
 	require.True(t, got.AuditHasRevoke)
 	require.Equal(t, "console-pii pii redact pre, post Delete", got.GuardrailRow)
 	require.Zero(t, got.GuardrailsAfter)
+	// The cache page renders its summary and tables (no group is cached here).
+	require.Contains(t, got.CachePage, "No cached model group answered a request")
+	require.Contains(t, got.CachePage, "By key")
 	require.False(t, got.PhoneOverflow, "no horizontal scrolling of the page at phone width")
 	require.Equal(t, "Create a key", got.FirstTab, "Tab from the page reaches its first control")
 	require.True(t, got.OpenedByKeys, "Enter opens the create form")

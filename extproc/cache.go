@@ -76,6 +76,12 @@ type CacheHit struct {
 	Age         string // seconds, the Age header
 	Saved       kernel.Money
 	Semantic    bool
+	// Price is what the hit is charged (0: nothing), as one unit of input.
+	Price kernel.Money
+	// CountHits: the hit is admitted under the key's token limits and
+	// budgets too, and settled with Usage, the stored reply's tokens.
+	CountHits bool
+	Usage     kernel.Usage
 }
 
 // CacheStore stores the reply of one miss.
@@ -138,10 +144,8 @@ func (s *stream) cacheLookup(ctx context.Context, body []byte, scopes []kernel.S
 	if r.Hit == nil {
 		return nil
 	}
-	// A hit counts for the key's rpm and parallel limits, not for its
-	// tokens or budgets: admitted at no price, with no token bound.
 	areq := &s.areq
-	*areq = kernel.AdmitRequest{ID: s.id, Scopes: hitScopes(scopes), Model: s.target.Model, DefaultMaxTokens: 1}
+	u := hitAdmit(areq, r.Hit, s.id, s.target.Model, scopes)
 	s.mark(&s.report.AdmitStart)
 	d, err := s.p.acct.Admit(ctx, areq)
 	if err != nil {
@@ -153,7 +157,7 @@ func (s *stream) cacheLookup(ctx context.Context, body []byte, scopes []kernel.S
 	}
 	s.admitted, s.decision = true, d
 	s.rec.Cache = CacheRecord{Hit: true, Semantic: r.Hit.Semantic, Saved: r.Hit.Saved, Status: r.Status}
-	cost, settled := s.settleHit(ctx)
+	cost, settled := s.settleHit(ctx, u)
 	var kvs [6]headerKV
 	var vals [128]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
@@ -180,6 +184,28 @@ func headerPairs(l headerList) [][2]string {
 	return out
 }
 
+// hitAdmit sets areq to a hit's admission and returns the usage it settles
+// with. By default a hit counts for the key's rpm and parallel limits, not
+// for its tokens or budgets: admitted with no token bound, at the hit's
+// price as one unit of input (nothing when it has none). With CountHits it
+// is admitted under every limit for the stored reply's tokens, and settled
+// with them (at no price: store.ModelCache refuses both).
+func hitAdmit(areq *kernel.AdmitRequest, h *CacheHit, id, model string, scopes []kernel.Scope) kernel.Usage {
+	*areq = kernel.AdmitRequest{ID: id, Scopes: hitScopes(scopes), Model: model, DefaultMaxTokens: 1}
+	switch {
+	case h.CountHits:
+		areq.Scopes = scopes
+		areq.PromptBytes = h.Usage.Input + h.Usage.CachedInput + h.Usage.CacheWrite
+		areq.MaxTokens = max(h.Usage.Output+h.Usage.Reasoning, 1)
+		return h.Usage
+	case h.Price > 0: // a dollar price per unit is a price per million units
+		areq.Price = kernel.Price{Input: h.Price * 1_000_000}
+		areq.PromptBytes = 1
+		return kernel.Usage{Input: 1}
+	}
+	return kernel.Usage{}
+}
+
 // hitScopes are the scopes a hit is admitted on: the request's, without
 // their token limits and budgets.
 func hitScopes(scopes []kernel.Scope) []kernel.Scope {
@@ -195,15 +221,15 @@ func hitScopes(scopes []kernel.Scope) []kernel.Scope {
 	return out
 }
 
-// settleHit settles a hit once: no usage, no deployment, the cost the
-// accountant charges a free reservation ($0).
-func (s *stream) settleHit(ctx context.Context) (kernel.Money, bool) {
+// settleHit settles a hit once with usage u (hitAdmit's): no deployment,
+// the cost its reservation's price gives u ($0 unless priced).
+func (s *stream) settleHit(ctx context.Context, u kernel.Usage) (kernel.Money, bool) {
 	s.settled = true
 	rec := &s.rec
 	c := rec.Cache
 	*rec = Record{
 		RequestID: s.id, Principal: s.principal, CustomerID: s.customer, Model: s.target.Model,
-		Status: kernel.StatusCompleted, HTTPStatus: http.StatusOK, Stream: s.in.Stream,
+		Status: kernel.StatusCompleted, HTTPStatus: http.StatusOK, Stream: s.in.Stream, Usage: u,
 		StartedAt: s.started, EndedAt: s.p.now(), Cache: c,
 	}
 	if s.p.obs != nil && s.report.SettleStart.IsZero() {

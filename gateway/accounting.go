@@ -59,7 +59,24 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 	if p := rec.Principal; p != nil {
 		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID
 	}
+	e.Cache, e.CacheSaved = cacheLedger(&rec.Cache)
 	return e
+}
+
+// cacheLedger is the ledger's record of what the response cache did: a
+// hit's row is of its own kind, with the cost it saved.
+func cacheLedger(c *extproc.CacheRecord) (store.CacheResult, kernel.Money) {
+	switch {
+	case c.Hit && c.Semantic:
+		return store.CacheSemanticHit, c.Saved
+	case c.Hit:
+		return store.CacheHit, c.Saved
+	case c.Status == "miss":
+		return store.CacheMiss, 0
+	case c.Status == "skip":
+		return store.CacheSkip, 0
+	}
+	return store.CacheNone, 0
 }
 
 // joinCounters registers this replica with the counters shared by replicas

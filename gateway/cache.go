@@ -18,6 +18,10 @@ import (
 type groupCache struct {
 	group  string // the group's id: aliases share its entries
 	policy cache.Policy
+	// hitPrice, countHits: what a hit is charged and whether it counts
+	// for tpm and budgets (store.ModelCache).
+	hitPrice  kernel.Money
+	countHits bool
 }
 
 // groupCacheOf reads a group's stored cache settings (nil: no cache).
@@ -38,7 +42,7 @@ func groupCacheOf(id string, c *store.ModelCache, log *slog.Logger) *groupCache 
 	if c.Match == "all" {
 		pol.Match = cache.MatchAll
 	}
-	return &groupCache{group: id, policy: pol}
+	return &groupCache{group: id, policy: pol, hitPrice: c.HitPrice, countHits: c.CountHits}
 }
 
 // cachePolicy is the cache of the group a client's model name resolves to.
@@ -112,7 +116,10 @@ func (r *responseCache) Lookup(ctx context.Context, q *extproc.CacheQuery) (extp
 	}
 	if h != nil {
 		res.Status = h.Header()
-		res.Hit = &extproc.CacheHit{Body: h.Body, ContentType: h.ContentType, Age: h.AgeSeconds(), Saved: h.Entry.Cost, Semantic: h.Semantic}
+		res.Hit = &extproc.CacheHit{
+			Body: h.Body, ContentType: h.ContentType, Age: h.AgeSeconds(), Saved: h.Entry.Cost, Semantic: h.Semantic,
+			Price: gc.hitPrice, CountHits: gc.countHits, Usage: h.Entry.Usage,
+		}
 		return res, nil
 	}
 	if plan.Store {

@@ -116,12 +116,26 @@ func TestGatewayCacheExact(t *testing.T) {
 				}
 			}
 			require.Len(t, hits, 2)
+			require.NotEmpty(t, misses)
+			require.Positive(t, misses[0].Cost)
+			require.Equal(t, store.CacheMiss, misses[0].Cache)
+			require.Zero(t, misses[0].CacheSaved)
 			for _, h := range hits {
 				require.Zero(t, h.Cost)
 				require.Zero(t, h.Usage.Total())
+				require.Equal(t, store.CacheHit, h.Cache, "a row of its own kind")
+				require.Equal(t, misses[0].Cost, h.CacheSaved, "what the reply cost when it was stored")
 			}
-			require.NotEmpty(t, misses)
-			require.Positive(t, misses[0].Cost)
+			require.Equal(t, store.CacheSkip, misses[1].Cache, "no-cache")
+			// The hourly totals count them: 2 hits, 1 miss (the skips are neither).
+			points, err := r.st.Series(context.Background(), kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k1"},
+				time.Now().Add(-2*time.Hour).Truncate(time.Hour), time.Now().Add(time.Hour).Truncate(time.Hour), time.Hour)
+			require.NoError(t, err)
+			var cc store.CacheCounts
+			for _, p := range points {
+				cc.Add(p.Cache)
+			}
+			require.Equal(t, store.CacheCounts{Hits: 2, Misses: 1, Saved: 2 * misses[0].Cost}, cc)
 		})
 	}
 }
@@ -261,4 +275,54 @@ func TestGatewayCachePerTry(t *testing.T) {
 		}
 	}
 	require.Equal(t, n0+2, r.mock.Stats().Total.Requests)
+}
+
+// A group's price per hit is charged on the hit's row (one unit at that
+// price) and reported in x-tollgate-cost; with count_hits the hit's row
+// carries the stored reply's tokens (it counts for tpm), without it none.
+func TestGatewayCacheHitPriceAndCountHits(t *testing.T) {
+	r := start(t, false)
+	put(t, r.st, "priced", &store.ModelGroup{ID: "priced", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", HitPrice: 250_000 * kernel.NanoUSD}})
+	put(t, r.st, "counted", &store.ModelGroup{ID: "counted", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", CountHits: true}})
+	for _, id := range []string{"priced", "counted"} {
+		put(t, r.st, id, &store.ModelPrice{ID: id, Price: kernel.Price{Input: kernel.Dollar, Output: 2 * kernel.Dollar}})
+	}
+	k := r.key(t, "k1", kernel.Limits{})
+	r.warm(t, k, `{"model":"priced","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
+	rows := map[string][]store.LedgerEntry{}
+	for _, model := range []string{"priced", "counted"} {
+		body := `{"model":"` + model + `","temperature":0,"messages":[{"role":"user","content":"price me"}],"max_tokens":5}`
+		resp, b := r.postWith(t, k, body, nil)
+		require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"), string(b))
+		resp, b = r.postWith(t, k, body, nil)
+		require.Equal(t, "hit", resp.Header.Get("x-tollgate-cache"), string(b))
+		if model == "priced" {
+			require.Equal(t, "0.000250000", resp.Header.Get("x-tollgate-cost"))
+		} else {
+			require.Equal(t, "0.000000000", resp.Header.Get("x-tollgate-cost"))
+		}
+	}
+	require.NoError(t, r.st.Flush(context.Background()))
+	for _, e := range completed(t, r.st) {
+		if e.Cache == store.CacheMiss || e.Cache.Hit() {
+			rows[e.Model] = append(rows[e.Model], e)
+		}
+	}
+	for _, model := range []string{"priced", "counted"} {
+		require.Len(t, rows[model], 2, model)
+		miss, hit := rows[model][0], rows[model][1]
+		require.Equal(t, store.CacheMiss, miss.Cache)
+		require.Equal(t, store.CacheHit, hit.Cache)
+		require.Positive(t, miss.Cost, model)
+		require.Equal(t, miss.Cost, hit.CacheSaved, model)
+		require.Empty(t, hit.Deployment)
+		if model == "priced" {
+			require.Equal(t, 250_000*kernel.NanoUSD, hit.Cost)
+			require.Equal(t, kernel.Usage{Input: 1}, hit.Usage, "one unit at the hit's price")
+		} else {
+			require.Zero(t, hit.Cost)
+			require.Positive(t, miss.Usage.Total())
+			require.Equal(t, miss.Usage, hit.Usage, "the stored reply's tokens")
+		}
+	}
 }

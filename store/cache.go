@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/kernel"
 )
 
 // ModelCache is a model group's response cache (docs/caching.md); nil or a
@@ -22,6 +24,13 @@ type ModelCache struct {
 	Threshold float64 `json:"threshold,omitempty"`
 	// EmbeddingModel: the model group that embeds prompts (semantic).
 	EmbeddingModel string `json:"embedding_model,omitempty"`
+	// HitPrice is what a hit is charged (0: nothing): one unit at this
+	// price in the hit's ledger row.
+	HitPrice kernel.Money `json:"hit_price,omitempty"`
+	// CountHits: a hit counts for the key's tpm (the stored reply's
+	// tokens) and is admitted under its budgets, not only its rpm and
+	// parallel limits.
+	CountHits bool `json:"count_hits,omitempty"`
 }
 
 // Validate checks the values; id names the group in errors.
@@ -49,6 +58,14 @@ func (c *ModelCache) Validate() error {
 	}
 	if c.Threshold < 0 || c.Threshold > 1 {
 		return fmt.Errorf("cache.threshold: %v is not within 0 and 1", c.Threshold)
+	}
+	if c.HitPrice < 0 {
+		return fmt.Errorf("cache.hit_price: %v is negative", c.HitPrice)
+	}
+	if c.CountHits && c.HitPrice > 0 {
+		// A priced hit is one unit at its price; counting the stored
+		// reply's tokens would price them all.
+		return fmt.Errorf("cache.count_hits: not with a hit_price (a priced hit is charged one unit, not its tokens)")
 	}
 	if c.Mode == "semantic" && c.EmbeddingModel == "" {
 		return fmt.Errorf("cache.embedding_model: a semantic cache needs an embedding model group")

@@ -118,6 +118,11 @@ type LedgerEntry struct {
 	// at the unit's price (kernel.PerUnit).
 	Unit     kernel.Unit `json:"unit,omitempty"`
 	Quantity int64       `json:"quantity,omitempty"`
+
+	// Cache is what the response cache did (CacheNone: the group has no
+	// cache); CacheSaved, on a hit, what the reply cost when it was stored.
+	Cache      CacheResult  `json:"cache,omitempty"`
+	CacheSaved kernel.Money `json:"cache_saved,omitempty"`
 }
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).
@@ -169,6 +174,9 @@ type SpendPoint struct {
 	Cost     kernel.Money `json:"cost"`
 	Requests int64        `json:"requests"`
 	Tokens   int64        `json:"tokens"`
+
+	// Cache: the cache's hits, misses and savings (cache_ledger.go).
+	Cache CacheCounts `json:"cache"`
 }
 
 // Spend reads what the ledger recorded.

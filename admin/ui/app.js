@@ -748,6 +748,45 @@ pages.guardrails = async () => {
   await refresh();
 };
 
+// The response cache: hit rate and savings per model and per key
+// (docs/caching.md), from the spend breakdown's cache counts.
+pages.cache = async () => {
+  const controls = h('form', { class: 'filters' },
+    field('Range', sel('range', [['7', 'last 7 days'], ['30', 'last 30 days'], ['1', 'last 24 hours']])));
+  const summary = h('p', { id: 'cache-summary' });
+  const byModel = h('div', {});
+  const byKey = h('div', {});
+  controls.addEventListener('input', () => draw().catch((e) => say(e.message, true)));
+  controls.addEventListener('submit', (e) => e.preventDefault());
+  main.replaceChildren(h('h1', {}, 'Cache'), controls, summary,
+    h('section', {}, h('h2', {}, 'By model'), byModel), h('section', {}, h('h2', {}, 'By key'), byKey));
+  const n = (v) => Number(v || 0);
+  const rate = (c) => (n(c.hits) + n(c.misses) ? (100 * n(c.hits) / (n(c.hits) + n(c.misses))).toFixed(1) + '%' : '—');
+  const columns = (label) => [
+    { label, get: (g) => g.id },
+    { label: 'Requests', num: true, get: (g) => n(g.requests) },
+    { label: 'Hits', num: true, get: (g) => n(g.cache.hits) },
+    { label: 'Misses', num: true, get: (g) => n(g.cache.misses) },
+    { label: 'Hit rate', num: true, get: (g) => rate(g.cache) },
+    { label: 'Saved', num: true, get: (g) => usd(g.cache.saved) },
+    { label: 'Spend', num: true, get: (g) => usd(g.total) },
+  ];
+  async function draw() {
+    const since = new Date(Date.now() - Number(controls.elements.range.value) * 86400e3).toISOString();
+    const [models, keys] = await Promise.all(['model', 'key'].map((by) => api('SpendService/GetSpendBreakdown', { group_by: by, since })));
+    const cached = (r) => (r.groups || []).filter((g) => g.cache).sort((a, b) => dollars(b.cache.saved) - dollars(a.cache.saved) || n(b.cache.hits) - n(a.cache.hits));
+    const ms = cached(models);
+    const total = ms.reduce((a, g) => ({ hits: a.hits + n(g.cache.hits), misses: a.misses + n(g.cache.misses), saved: a.saved + dollars(g.cache.saved) }), { hits: 0, misses: 0, saved: 0 });
+    summary.textContent = ms.length
+      ? `${total.hits} hits, ${total.misses} misses: hit rate ${rate(total)}, saved $${total.saved.toFixed(6)}.`
+      : 'No cached model group answered a request in this range (turn a cache on with tollgate model update NAME --cache exact).';
+    byModel.replaceChildren(table(columns('Model'), ms, 'No cache hits or misses.'));
+    byKey.replaceChildren(table(columns('Key'), cached(keys).slice(0, 50), 'No cache hits or misses.'));
+    main.dataset.cacheDrawn = 'yes';
+  }
+  await draw();
+};
+
 // ---- shell ---------------------------------------------------------------
 
 async function route() {

@@ -16,6 +16,8 @@ type Total struct {
 	Cost     kernel.Money
 	Requests int64
 	Tokens   int64
+	// Cache: the cache hits, misses and savings among them.
+	Cache store.CacheCounts
 }
 
 // Hour is the start of the UTC hour holding t: the spend bucket of an entry
@@ -53,6 +55,9 @@ func Totals(batch []store.LedgerEntry) []Total {
 			out[j].Cost += e.Cost
 			out[j].Requests++
 			out[j].Tokens += tokens
+			if e.Cache != store.CacheNone {
+				out[j].Cache.Add(store.CacheCountsOf(e))
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b Total) int {

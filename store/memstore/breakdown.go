@@ -37,6 +37,7 @@ func (s *Store) SeriesByScope(_ context.Context, kind kernel.ScopeKind, since, u
 			buckets[k.id] = sb
 		}
 		sb.Add(k.hour, b.cost, b.requests, b.tokens)
+		sb.AddCache(k.hour, b.cache)
 	}
 	for id, sb := range buckets {
 		out[id] = sb.Points()

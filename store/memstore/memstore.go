@@ -34,6 +34,7 @@ type bucket struct {
 	cost     kernel.Money
 	requests int64
 	tokens   int64
+	cache    store.CacheCounts
 }
 
 // Store is an in-memory store.Store. The zero value is not usable; call New.
@@ -236,6 +237,7 @@ func (s *Store) Append(_ context.Context, entries ...store.LedgerEntry) error {
 		s.rows = append(s.rows, e)
 		hour := e.EndedAt.Truncate(time.Hour).Unix()
 		tokens := e.Usage.Total()
+		cc := store.CacheCountsOf(&e)
 		for _, ref := range e.Scopes() {
 			k := bucketKey{ref.Kind, ref.ID, hour}
 			b := s.totals[k]
@@ -246,6 +248,7 @@ func (s *Store) Append(_ context.Context, entries ...store.LedgerEntry) error {
 			b.cost += e.Cost
 			b.requests++
 			b.tokens += tokens
+			b.cache.Add(cc)
 		}
 	}
 	return nil

@@ -47,6 +47,7 @@ func (s *Store) Series(_ context.Context, scope kernel.ScopeRef, since, until ti
 	for k, b := range s.totals {
 		if k.kind == scope.Kind && k.id == scope.ID && k.hour >= lo && k.hour < hi {
 			out.Add(k.hour, b.cost, b.requests, b.tokens)
+			out.AddCache(k.hour, b.cache)
 		}
 	}
 	return out.Points(), nil

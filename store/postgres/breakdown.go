@@ -25,8 +25,8 @@ func (s *Store) SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since,
 		return out, nil
 	}
 	lo, hi := store.HourRange(since, until)
-	rows, err := s.pool.Query(ctx, `SELECT scope_id, hour, cost, requests, tokens FROM spend_hourly
-		WHERE scope_kind = $1 AND hour >= $2 AND hour < $3`, int16(kind), lo, hi)
+	rows, err := s.pool.Query(ctx, `SELECT scope_id, hour, cost, requests, tokens, cache_hits, cache_misses, cache_saved
+		FROM spend_hourly WHERE scope_kind = $1 AND hour >= $2 AND hour < $3`, int16(kind), lo, hi)
 	if err != nil {
 		return nil, wrapErr("series by scope", err)
 	}
@@ -35,7 +35,8 @@ func (s *Store) SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since,
 	for rows.Next() {
 		var id string
 		var hour, cost, reqs, tokens int64
-		if err := rows.Scan(&id, &hour, &cost, &reqs, &tokens); err != nil {
+		var c store.CacheCounts
+		if err := rows.Scan(&id, &hour, &cost, &reqs, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
 			return nil, wrapErr("series by scope", err)
 		}
 		sb, ok := buckets[id]
@@ -44,6 +45,7 @@ func (s *Store) SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since,
 			buckets[id] = sb
 		}
 		sb.Add(hour, kernel.Money(cost), reqs, tokens)
+		sb.AddCache(hour, c)
 	}
 	for id, sb := range buckets {
 		out[id] = sb.Points()

@@ -99,6 +99,8 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		requested          = make([]*string, n) // nil: NULL, the group's own name
 		units              = make([]*string, n) // nil: NULL, tokens
 		quantities         = make([]*int64, n)
+		cacheRes           = make([]*int16, n)  // nil: NULL, no cache
+		cacheSaved         = make([]*int64, n)  // nil: NULL, nothing saved
 	)
 	for i := range rows {
 		e := &rows[i]
@@ -116,6 +118,10 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		if e.Unit != "" && e.Unit != kernel.UnitTokens {
 			units[i], quantities[i] = (*string)(&e.Unit), &e.Quantity
 		}
+		if e.Cache != store.CacheNone {
+			c, saved := int16(e.Cache), int64(e.CacheSaved)
+			cacheRes[i], cacheSaved[i] = &c, &saved
+		}
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := insertOwners(ctx, tx, batch); err != nil {
@@ -123,14 +129,17 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		}
 		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
 			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
-			  stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity)
+			  stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity,
+			  cache, cache_saved)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
-			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[], $22::text[], $23::text[], $24::bigint[])
+			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[], $22::text[], $23::text[], $24::bigint[],
+			  $25::smallint[], $26::bigint[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING request_id`,
 			ids, keys, users, teams, orgs, customers, models, deps, in, cin, cw, out, rsn, cost, status, httpStatus,
-			stream, started, ended, unpriced, runs, requested, units, quantities)
+			stream, started, ended, unpriced, runs, requested, units, quantities,
+			cacheRes, cacheSaved)
 		if err != nil {
 			return err
 		}
@@ -154,17 +163,24 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 			sids             = make([]string, len(bs))
 			hours, costs     = make([]int64, len(bs)), make([]int64, len(bs))
 			requests, tokens = make([]int64, len(bs)), make([]int64, len(bs))
+			hits, misses     = make([]int64, len(bs)), make([]int64, len(bs))
+			saved            = make([]int64, len(bs))
 		)
 		for i, b := range bs {
 			kinds[i], sids[i], hours[i] = int16(b.Scope.Kind), b.Scope.ID, b.Hour.Unix()
 			costs[i], requests[i], tokens[i] = int64(b.Cost), b.Requests, b.Tokens
+			hits[i], misses[i], saved[i] = b.Cache.Hits, b.Cache.Misses, int64(b.Cache.Saved)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO spend_hourly AS s (scope_kind, scope_id, hour, cost, requests, tokens)
-			SELECT k, i, h, c, r, n FROM unnest($1::smallint[], $2::text[], $3::bigint[], $4::bigint[],
-			  $5::bigint[], $6::bigint[]) WITH ORDINALITY AS t(k, i, h, c, r, n, ord) ORDER BY ord
+		_, err = tx.Exec(ctx, `INSERT INTO spend_hourly AS s (scope_kind, scope_id, hour, cost, requests, tokens,
+			  cache_hits, cache_misses, cache_saved)
+			SELECT k, i, h, c, r, n, ch, cm, cs FROM unnest($1::smallint[], $2::text[], $3::bigint[], $4::bigint[],
+			  $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+			  WITH ORDINALITY AS t(k, i, h, c, r, n, ch, cm, cs, ord) ORDER BY ord
 			ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = s.cost + EXCLUDED.cost,
-			  requests = s.requests + EXCLUDED.requests, tokens = s.tokens + EXCLUDED.tokens`,
-			kinds, sids, hours, costs, requests, tokens)
+			  requests = s.requests + EXCLUDED.requests, tokens = s.tokens + EXCLUDED.tokens,
+			  cache_hits = s.cache_hits + EXCLUDED.cache_hits, cache_misses = s.cache_misses + EXCLUDED.cache_misses,
+			  cache_saved = s.cache_saved + EXCLUDED.cache_saved`,
+			kinds, sids, hours, costs, requests, tokens, hits, misses, saved)
 		return err
 	})
 }

@@ -39,8 +39,8 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 		return []store.SpendPoint{}, nil
 	}
 	lo, hi := store.HourRange(since, until)
-	rows, err := s.pool.Query(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
-		WHERE scope_kind = $1 AND scope_id = $2 AND hour >= $3 AND hour < $4 ORDER BY hour`,
+	rows, err := s.pool.Query(ctx, `SELECT hour, cost, requests, tokens, cache_hits, cache_misses, cache_saved
+		FROM spend_hourly WHERE scope_kind = $1 AND scope_id = $2 AND hour >= $3 AND hour < $4 ORDER BY hour`,
 		int16(scope.Kind), scope.ID, lo, hi)
 	if err != nil {
 		return nil, wrapErr("series", err)
@@ -49,10 +49,12 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
 		var hour, cost, reqs, tokens int64
-		if err := rows.Scan(&hour, &cost, &reqs, &tokens); err != nil {
+		var c store.CacheCounts
+		if err := rows.Scan(&hour, &cost, &reqs, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
 			return nil, wrapErr("series", err)
 		}
 		out.Add(hour, kernel.Money(cost), reqs, tokens)
+		out.AddCache(hour, c)
 	}
 	return out.Points(), wrapErr("series", rows.Err())
 }
@@ -70,7 +72,8 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	q := `SELECT request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment, input,
 		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced,
 		COALESCE(run_id, ''), COALESCE(requested_model, ''),
-		COALESCE(unit, ''), COALESCE(quantity, 0) FROM ledger WHERE true`
+		COALESCE(unit, ''), COALESCE(quantity, 0),
+		COALESCE(cache, 0), COALESCE(cache_saved, 0) FROM ledger WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
@@ -110,12 +113,13 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.LedgerEntry, error) {
 		var e store.LedgerEntry
-		var st int16
+		var st, cacheResult int16
 		var started, ended int64
 		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel, &e.Unit, &e.Quantity)
-		e.Status = kernel.Status(st)
+			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel, &e.Unit, &e.Quantity,
+			&cacheResult, &e.CacheSaved)
+		e.Status, e.Cache = kernel.Status(st), store.CacheResult(cacheResult)
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		return e, err
 	})

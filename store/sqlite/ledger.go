@@ -15,9 +15,10 @@ import (
 )
 
 const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
-	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity`
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity,
+	cache, cache_saved`
 
-const ledgerArity = 24
+const ledgerArity = 26
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -40,14 +41,17 @@ func insertLedgerSQL(rows int) string {
 		` ON CONFLICT (request_id) DO NOTHING`
 }
 
-const totalArity = 6
+const totalArity = 9
 
 // upsertTotalsSQL adds rows totals to the hourly spend rows. The totals of
 // one batch are of distinct (scope, hour) rows.
 func upsertTotalsSQL(rows int) string {
-	return `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens) VALUES ` + values(rows, totalArity) +
+	return `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens,
+	cache_hits, cache_misses, cache_saved) VALUES ` + values(rows, totalArity) +
 		` ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = cost + excluded.cost,
-	requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
+	requests = requests + excluded.requests, tokens = tokens + excluded.tokens,
+	cache_hits = cache_hits + excluded.cache_hits, cache_misses = cache_misses + excluded.cache_misses,
+	cache_saved = cache_saved + excluded.cache_saved`
 }
 
 // statements are the store's prepared statements on database/sql.
@@ -276,6 +280,7 @@ func (w *ledgerWriter) insertBatch(ctx context.Context, batch []store.LedgerEntr
 			a := args[i*totalArity : (i+1)*totalArity]
 			a[0].Value, a[1].Value, a[2].Value = int64(t.Scope.Kind), w.box(t.Scope.ID), t.Hour.Unix()
 			a[3].Value, a[4].Value, a[5].Value = int64(t.Cost), t.Requests, t.Tokens
+			a[6].Value, a[7].Value, a[8].Value = t.Cache.Hits, t.Cache.Misses, int64(t.Cache.Saved)
 		}
 		off += n
 		if _, err := w.exec(ctx, stmt, args); err != nil {
@@ -411,5 +416,9 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[22].Value, a[23].Value = nil, nil // NULL: tokens
 	if e.Unit != "" && e.Unit != kernel.UnitTokens {
 		a[22].Value, a[23].Value = w.box(string(e.Unit)), e.Quantity
+	}
+	a[24].Value, a[25].Value = nil, nil // NULL: no cache, nothing saved
+	if e.Cache != store.CacheNone {
+		a[24].Value, a[25].Value = int64(e.Cache), int64(e.CacheSaved)
 	}
 }

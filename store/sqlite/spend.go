@@ -38,8 +38,8 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 		return []store.SpendPoint{}, nil
 	}
 	lo, hi := store.HourRange(since, until)
-	rows, err := s.r.QueryContext(ctx, `SELECT hour, cost, requests, tokens FROM spend_hourly
-		WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`, int64(scope.Kind), scope.ID, lo, hi)
+	rows, err := s.r.QueryContext(ctx, `SELECT hour, cost, requests, tokens, cache_hits, cache_misses, cache_saved
+		FROM spend_hourly WHERE scope_kind = ? AND scope_id = ? AND hour >= ? AND hour < ?`, int64(scope.Kind), scope.ID, lo, hi)
 	if err != nil {
 		return nil, s.wrap("series", err)
 	}
@@ -47,10 +47,12 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
 		var hour, cost, requests, tokens int64
-		if err := rows.Scan(&hour, &cost, &requests, &tokens); err != nil {
+		var c store.CacheCounts
+		if err := rows.Scan(&hour, &cost, &requests, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
 			return nil, s.wrap("series", err)
 		}
 		out.Add(hour, kernel.Money(cost), requests, tokens)
+		out.AddCache(hour, c)
 	}
 	return out.Points(), s.wrap("series", rows.Err())
 }
@@ -110,12 +112,14 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		var e store.LedgerEntry
 		var status, stream, started, ended, unpriced int64
 		var run, requested, unit sql.NullString
-		var quantity sql.NullInt64
+		var quantity, cacheResult, cacheSaved sql.NullInt64
 		if err := rows.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run, &requested, &unit, &quantity); err != nil {
+			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run, &requested, &unit, &quantity,
+			&cacheResult, &cacheSaved); err != nil {
 			return nil, s.wrap("entries", err)
 		}
+		e.Cache, e.CacheSaved = store.CacheResult(cacheResult.Int64), kernel.Money(cacheSaved.Int64)
 		e.RunID, e.RequestedModel = run.String, requested.String
 		e.Unit, e.Quantity = kernel.Unit(unit.String), quantity.Int64
 		e.Status, e.Stream, e.Unpriced = kernel.Status(status), stream != 0, unpriced != 0

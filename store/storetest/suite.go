@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Sessions", s.sessionsTests()},
 		{"SpendByScope", s.spendByScopeTests()},
 		{"Guardrails", s.guardrailTests()}, // guardrails.go
+		{"Cache", s.cacheTests()},          // cache.go
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {

@@ -1597,8 +1597,15 @@ type ModelCache struct {
 	Threshold float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
 	// embedding_model is the model group that embeds prompts (semantic).
 	EmbeddingModel string `protobuf:"bytes,6,opt,name=embedding_model,json=embeddingModel,proto3" json:"embedding_model,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// hit_price is what a hit is charged (unset: nothing); its ledger row says
+	// what the reply cost when it was stored (the saving).
+	HitPrice *Money `protobuf:"bytes,7,opt,name=hit_price,json=hitPrice,proto3" json:"hit_price,omitempty"`
+	// count_hits: a hit counts for the key's tpm (the stored reply's tokens)
+	// and is admitted under its budgets; by default it counts for rpm and
+	// parallel limits only. Not with a hit_price.
+	CountHits     bool `protobuf:"varint,8,opt,name=count_hits,json=countHits,proto3" json:"count_hits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModelCache) Reset() {
@@ -1671,6 +1678,20 @@ func (x *ModelCache) GetEmbeddingModel() string {
 		return x.EmbeddingModel
 	}
 	return ""
+}
+
+func (x *ModelCache) GetHitPrice() *Money {
+	if x != nil {
+		return x.HitPrice
+	}
+	return nil
+}
+
+func (x *ModelCache) GetCountHits() bool {
+	if x != nil {
+		return x.CountHits
+	}
+	return false
 }
 
 type CreateModelRequest struct {
@@ -2970,7 +2991,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x05cache\x18\n" +
 	" \x01(\v2\x1d.tollgate.admin.v1.ModelCacheR\x05cacheB\n" +
 	"\n" +
-	"\b_retries\"\xc6\x01\n" +
+	"\b_retries\"\x96\x02\n" +
 	"\n" +
 	"ModelCache\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12+\n" +
@@ -2978,7 +2999,10 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x14\n" +
 	"\x05match\x18\x04 \x01(\tR\x05match\x12\x1c\n" +
 	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12'\n" +
-	"\x0fembedding_model\x18\x06 \x01(\tR\x0eembeddingModelJ\x04\b\a\x10\b\"D\n" +
+	"\x0fembedding_model\x18\x06 \x01(\tR\x0eembeddingModel\x125\n" +
+	"\thit_price\x18\a \x01(\v2\x18.tollgate.admin.v1.MoneyR\bhitPrice\x12\x1d\n" +
+	"\n" +
+	"count_hits\x18\b \x01(\bR\tcountHits\"D\n" +
 	"\x12CreateModelRequest\x12.\n" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"E\n" +
 	"\x13CreateModelResponse\x12.\n" +
@@ -3180,71 +3204,72 @@ var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	12, // 22: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	25, // 23: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
 	52, // 24: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
-	24, // 25: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	24, // 26: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 27: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
-	24, // 28: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
-	24, // 29: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	51, // 30: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
-	24, // 31: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	50, // 32: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	50, // 33: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	50, // 34: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	50, // 35: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	50, // 36: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	36, // 37: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	36, // 38: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 39: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 40: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	49, // 41: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
-	0,  // 42: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
-	2,  // 43: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 44: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 45: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 46: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 47: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 48: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 49: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 50: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 51: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 52: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	26, // 53: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	28, // 54: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	30, // 55: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	32, // 56: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	34, // 57: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	37, // 58: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	39, // 59: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	41, // 60: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	43, // 61: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	45, // 62: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	47, // 63: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
-	3,  // 64: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 65: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 66: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 67: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 68: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 69: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 70: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 71: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 72: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 73: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	27, // 74: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	29, // 75: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	31, // 76: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	33, // 77: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	35, // 78: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	38, // 79: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	40, // 80: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	42, // 81: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	44, // 82: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	46, // 83: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	48, // 84: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
-	64, // [64:85] is the sub-list for method output_type
-	43, // [43:64] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	50, // 25: tollgate.admin.v1.ModelCache.hit_price:type_name -> tollgate.admin.v1.Money
+	24, // 26: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	24, // 27: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 28: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
+	24, // 29: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
+	24, // 30: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
+	51, // 31: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	24, // 32: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
+	50, // 33: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	50, // 34: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	50, // 35: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	50, // 36: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	50, // 37: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	36, // 38: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	36, // 39: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 40: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 41: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	49, // 42: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
+	0,  // 43: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
+	2,  // 44: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 45: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 46: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 47: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 48: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 49: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 50: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 51: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 52: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 53: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	26, // 54: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	28, // 55: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	30, // 56: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	32, // 57: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	34, // 58: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	37, // 59: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	39, // 60: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	41, // 61: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	43, // 62: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	45, // 63: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	47, // 64: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
+	3,  // 65: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 66: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 67: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 68: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 69: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 70: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 71: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 72: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 73: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 74: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	27, // 75: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	29, // 76: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	31, // 77: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	33, // 78: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	35, // 79: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	38, // 80: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	40, // 81: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	42, // 82: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	44, // 83: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	46, // 84: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	48, // 85: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
+	65, // [65:86] is the sub-list for method output_type
+	44, // [44:65] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }

@@ -157,10 +157,12 @@ func (x *GetSpendRequest) GetUntil() *timestamppb.Timestamp {
 }
 
 type GetSpendResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Total         *Money                 `protobuf:"bytes,1,opt,name=total,proto3" json:"total,omitempty"`
-	Requests      int64                  `protobuf:"varint,2,opt,name=requests,proto3" json:"requests,omitempty"`
-	Tokens        int64                  `protobuf:"varint,3,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Total    *Money                 `protobuf:"bytes,1,opt,name=total,proto3" json:"total,omitempty"`
+	Requests int64                  `protobuf:"varint,2,opt,name=requests,proto3" json:"requests,omitempty"`
+	Tokens   int64                  `protobuf:"varint,3,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// cache: the response cache's hits, misses and savings among the requests.
+	Cache         *CacheCounts `protobuf:"bytes,30,opt,name=cache,proto3" json:"cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -216,6 +218,77 @@ func (x *GetSpendResponse) GetTokens() int64 {
 	return 0
 }
 
+func (x *GetSpendResponse) GetCache() *CacheCounts {
+	if x != nil {
+		return x.Cache
+	}
+	return nil
+}
+
+// CacheCounts are the response cache's part of a spend total
+// (docs/caching.md): hits (exact and semantic; each a request of its own at
+// the cache's price per hit), misses (looked up, went upstream) and saved,
+// what the hits' replies cost when they were stored.
+type CacheCounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hits          int64                  `protobuf:"varint,1,opt,name=hits,proto3" json:"hits,omitempty"`
+	Misses        int64                  `protobuf:"varint,2,opt,name=misses,proto3" json:"misses,omitempty"`
+	Saved         *Money                 `protobuf:"bytes,3,opt,name=saved,proto3" json:"saved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CacheCounts) Reset() {
+	*x = CacheCounts{}
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheCounts) ProtoMessage() {}
+
+func (x *CacheCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheCounts.ProtoReflect.Descriptor instead.
+func (*CacheCounts) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CacheCounts) GetHits() int64 {
+	if x != nil {
+		return x.Hits
+	}
+	return 0
+}
+
+func (x *CacheCounts) GetMisses() int64 {
+	if x != nil {
+		return x.Misses
+	}
+	return 0
+}
+
+func (x *CacheCounts) GetSaved() *Money {
+	if x != nil {
+		return x.Saved
+	}
+	return nil
+}
+
 type GetSpendSeriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Scope *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
@@ -232,7 +305,7 @@ type GetSpendSeriesRequest struct {
 
 func (x *GetSpendSeriesRequest) Reset() {
 	*x = GetSpendSeriesRequest{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[2]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +317,7 @@ func (x *GetSpendSeriesRequest) String() string {
 func (*GetSpendSeriesRequest) ProtoMessage() {}
 
 func (x *GetSpendSeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[2]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +330,7 @@ func (x *GetSpendSeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendSeriesRequest.ProtoReflect.Descriptor instead.
 func (*GetSpendSeriesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{2}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetSpendSeriesRequest) GetScope() *Scope {
@@ -301,13 +374,14 @@ type SpendPoint struct {
 	Cost          *Money                 `protobuf:"bytes,2,opt,name=cost,proto3" json:"cost,omitempty"`
 	Requests      int64                  `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
 	Tokens        int64                  `protobuf:"varint,4,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Cache         *CacheCounts           `protobuf:"bytes,30,opt,name=cache,proto3" json:"cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SpendPoint) Reset() {
 	*x = SpendPoint{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[3]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +393,7 @@ func (x *SpendPoint) String() string {
 func (*SpendPoint) ProtoMessage() {}
 
 func (x *SpendPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[3]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +406,7 @@ func (x *SpendPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendPoint.ProtoReflect.Descriptor instead.
 func (*SpendPoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SpendPoint) GetStart() *timestamppb.Timestamp {
@@ -363,6 +437,13 @@ func (x *SpendPoint) GetTokens() int64 {
 	return 0
 }
 
+func (x *SpendPoint) GetCache() *CacheCounts {
+	if x != nil {
+		return x.Cache
+	}
+	return nil
+}
+
 type GetSpendSeriesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Points        []*SpendPoint          `protobuf:"bytes,1,rep,name=points,proto3" json:"points,omitempty"`
@@ -372,7 +453,7 @@ type GetSpendSeriesResponse struct {
 
 func (x *GetSpendSeriesResponse) Reset() {
 	*x = GetSpendSeriesResponse{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[4]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +465,7 @@ func (x *GetSpendSeriesResponse) String() string {
 func (*GetSpendSeriesResponse) ProtoMessage() {}
 
 func (x *GetSpendSeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[4]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +478,7 @@ func (x *GetSpendSeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendSeriesResponse.ProtoReflect.Descriptor instead.
 func (*GetSpendSeriesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{4}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetSpendSeriesResponse) GetPoints() []*SpendPoint {
@@ -421,7 +502,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[5]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +514,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[5]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +527,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{5}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Usage) GetInput() int64 {
@@ -508,13 +589,18 @@ type SpendEntry struct {
 	// requested_model is the name the client asked for when it is not the
 	// group's own (model): an alias, or a name a model-name pattern matched.
 	RequestedModel string `protobuf:"bytes,17,opt,name=requested_model,json=requestedModel,proto3" json:"requested_model,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// cache is what the response cache did: "" (no cache), "skip", "miss",
+	// "hit" or "semantic_hit"; a hit's cache_saved is what the reply cost when
+	// it was stored.
+	Cache         string `protobuf:"bytes,30,opt,name=cache,proto3" json:"cache,omitempty"`
+	CacheSaved    *Money `protobuf:"bytes,31,opt,name=cache_saved,json=cacheSaved,proto3" json:"cache_saved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SpendEntry) Reset() {
 	*x = SpendEntry{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[6]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +612,7 @@ func (x *SpendEntry) String() string {
 func (*SpendEntry) ProtoMessage() {}
 
 func (x *SpendEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[6]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +625,7 @@ func (x *SpendEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendEntry.ProtoReflect.Descriptor instead.
 func (*SpendEntry) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SpendEntry) GetRequestId() string {
@@ -661,6 +747,20 @@ func (x *SpendEntry) GetRequestedModel() string {
 	return ""
 }
 
+func (x *SpendEntry) GetCache() string {
+	if x != nil {
+		return x.Cache
+	}
+	return ""
+}
+
+func (x *SpendEntry) GetCacheSaved() *Money {
+	if x != nil {
+		return x.CacheSaved
+	}
+	return nil
+}
+
 type ListSpendEntriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Scope *Scope                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
@@ -676,7 +776,7 @@ type ListSpendEntriesRequest struct {
 
 func (x *ListSpendEntriesRequest) Reset() {
 	*x = ListSpendEntriesRequest{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[7]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +788,7 @@ func (x *ListSpendEntriesRequest) String() string {
 func (*ListSpendEntriesRequest) ProtoMessage() {}
 
 func (x *ListSpendEntriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[7]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +801,7 @@ func (x *ListSpendEntriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpendEntriesRequest.ProtoReflect.Descriptor instead.
 func (*ListSpendEntriesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListSpendEntriesRequest) GetScope() *Scope {
@@ -756,7 +856,7 @@ type ListSpendEntriesResponse struct {
 
 func (x *ListSpendEntriesResponse) Reset() {
 	*x = ListSpendEntriesResponse{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[8]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +868,7 @@ func (x *ListSpendEntriesResponse) String() string {
 func (*ListSpendEntriesResponse) ProtoMessage() {}
 
 func (x *ListSpendEntriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[8]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +881,7 @@ func (x *ListSpendEntriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpendEntriesResponse.ProtoReflect.Descriptor instead.
 func (*ListSpendEntriesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSpendEntriesResponse) GetEntries() []*SpendEntry {
@@ -815,7 +915,7 @@ type GetSpendBreakdownRequest struct {
 
 func (x *GetSpendBreakdownRequest) Reset() {
 	*x = GetSpendBreakdownRequest{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[9]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +927,7 @@ func (x *GetSpendBreakdownRequest) String() string {
 func (*GetSpendBreakdownRequest) ProtoMessage() {}
 
 func (x *GetSpendBreakdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[9]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +940,7 @@ func (x *GetSpendBreakdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendBreakdownRequest.ProtoReflect.Descriptor instead.
 func (*GetSpendBreakdownRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetSpendBreakdownRequest) GetGroupBy() string {
@@ -880,13 +980,14 @@ type SpendGroup struct {
 	Tokens   int64                  `protobuf:"varint,4,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	// points are the buckets of step from since, every one present.
 	Points        []*SpendPoint `protobuf:"bytes,5,rep,name=points,proto3" json:"points,omitempty"`
+	Cache         *CacheCounts  `protobuf:"bytes,30,opt,name=cache,proto3" json:"cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SpendGroup) Reset() {
 	*x = SpendGroup{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[10]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +999,7 @@ func (x *SpendGroup) String() string {
 func (*SpendGroup) ProtoMessage() {}
 
 func (x *SpendGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[10]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1012,7 @@ func (x *SpendGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendGroup.ProtoReflect.Descriptor instead.
 func (*SpendGroup) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SpendGroup) GetId() string {
@@ -949,6 +1050,13 @@ func (x *SpendGroup) GetPoints() []*SpendPoint {
 	return nil
 }
 
+func (x *SpendGroup) GetCache() *CacheCounts {
+	if x != nil {
+		return x.Cache
+	}
+	return nil
+}
+
 type GetSpendBreakdownResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// groups are those that spent in the range, the largest cost first. A team
@@ -960,7 +1068,7 @@ type GetSpendBreakdownResponse struct {
 
 func (x *GetSpendBreakdownResponse) Reset() {
 	*x = GetSpendBreakdownResponse{}
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[11]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1080,7 @@ func (x *GetSpendBreakdownResponse) String() string {
 func (*GetSpendBreakdownResponse) ProtoMessage() {}
 
 func (x *GetSpendBreakdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[11]
+	mi := &file_tollgate_admin_v1_spend_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1093,7 @@ func (x *GetSpendBreakdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSpendBreakdownResponse.ProtoReflect.Descriptor instead.
 func (*GetSpendBreakdownResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_admin_v1_spend_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetSpendBreakdownResponse) GetGroups() []*SpendGroup {
@@ -1004,23 +1112,29 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\x05scope\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
 	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
-	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"v\n" +
+	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"\xac\x01\n" +
 	"\x10GetSpendResponse\x12.\n" +
 	"\x05total\x18\x01 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05total\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x16\n" +
-	"\x06tokens\x18\x03 \x01(\x03R\x06tokens\"\xf0\x01\n" +
+	"\x06tokens\x18\x03 \x01(\x03R\x06tokens\x124\n" +
+	"\x05cache\x18\x1e \x01(\v2\x1e.tollgate.admin.v1.CacheCountsR\x05cache\"i\n" +
+	"\vCacheCounts\x12\x12\n" +
+	"\x04hits\x18\x01 \x01(\x03R\x04hits\x12\x16\n" +
+	"\x06misses\x18\x02 \x01(\x03R\x06misses\x12.\n" +
+	"\x05saved\x18\x03 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05saved\"\xf0\x01\n" +
 	"\x15GetSpendSeriesRequest\x12.\n" +
 	"\x05scope\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
 	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
 	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12-\n" +
-	"\x04step\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04step\"\xa0\x01\n" +
+	"\x04step\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04step\"\xd6\x01\n" +
 	"\n" +
 	"SpendPoint\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x04cost\x18\x02 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x04cost\x12\x1a\n" +
 	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
-	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\"O\n" +
+	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\x124\n" +
+	"\x05cache\x18\x1e \x01(\v2\x1e.tollgate.admin.v1.CacheCountsR\x05cache\"O\n" +
 	"\x16GetSpendSeriesResponse\x125\n" +
 	"\x06points\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.SpendPointR\x06points\"\x97\x01\n" +
 	"\x05Usage\x12\x14\n" +
@@ -1029,7 +1143,7 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\vcache_write\x18\x03 \x01(\x03R\n" +
 	"cacheWrite\x12\x16\n" +
 	"\x06output\x18\x04 \x01(\x03R\x06output\x12\x1c\n" +
-	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xea\x04\n" +
+	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xbb\x05\n" +
 	"\n" +
 	"SpendEntry\x12\x1d\n" +
 	"\n" +
@@ -1055,7 +1169,10 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"started_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1a\n" +
 	"\bunpriced\x18\x10 \x01(\bR\bunpriced\x12'\n" +
-	"\x0frequested_model\x18\x11 \x01(\tR\x0erequestedModel\"\xff\x01\n" +
+	"\x0frequested_model\x18\x11 \x01(\tR\x0erequestedModel\x12\x14\n" +
+	"\x05cache\x18\x1e \x01(\tR\x05cache\x129\n" +
+	"\vcache_saved\x18\x1f \x01(\v2\x18.tollgate.admin.v1.MoneyR\n" +
+	"cacheSaved\"\xff\x01\n" +
 	"\x17ListSpendEntriesRequest\x12.\n" +
 	"\x05scope\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
@@ -1071,14 +1188,15 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\bgroup_by\x18\x01 \x01(\tR\agroupBy\x120\n" +
 	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
 	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12-\n" +
-	"\x04step\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04step\"\xb7\x01\n" +
+	"\x04step\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04step\"\xed\x01\n" +
 	"\n" +
 	"SpendGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x05total\x18\x02 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05total\x12\x1a\n" +
 	"\brequests\x18\x03 \x01(\x03R\brequests\x12\x16\n" +
 	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\x125\n" +
-	"\x06points\x18\x05 \x03(\v2\x1d.tollgate.admin.v1.SpendPointR\x06points\"R\n" +
+	"\x06points\x18\x05 \x03(\v2\x1d.tollgate.admin.v1.SpendPointR\x06points\x124\n" +
+	"\x05cache\x18\x1e \x01(\v2\x1e.tollgate.admin.v1.CacheCountsR\x05cache\"R\n" +
 	"\x19GetSpendBreakdownResponse\x125\n" +
 	"\x06groups\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.SpendGroupR\x06groups*\xbc\x01\n" +
 	"\rRequestStatus\x12\x1e\n" +
@@ -1107,66 +1225,72 @@ func file_tollgate_admin_v1_spend_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_spend_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_spend_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_tollgate_admin_v1_spend_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_tollgate_admin_v1_spend_proto_goTypes = []any{
 	(RequestStatus)(0),                // 0: tollgate.admin.v1.RequestStatus
 	(*GetSpendRequest)(nil),           // 1: tollgate.admin.v1.GetSpendRequest
 	(*GetSpendResponse)(nil),          // 2: tollgate.admin.v1.GetSpendResponse
-	(*GetSpendSeriesRequest)(nil),     // 3: tollgate.admin.v1.GetSpendSeriesRequest
-	(*SpendPoint)(nil),                // 4: tollgate.admin.v1.SpendPoint
-	(*GetSpendSeriesResponse)(nil),    // 5: tollgate.admin.v1.GetSpendSeriesResponse
-	(*Usage)(nil),                     // 6: tollgate.admin.v1.Usage
-	(*SpendEntry)(nil),                // 7: tollgate.admin.v1.SpendEntry
-	(*ListSpendEntriesRequest)(nil),   // 8: tollgate.admin.v1.ListSpendEntriesRequest
-	(*ListSpendEntriesResponse)(nil),  // 9: tollgate.admin.v1.ListSpendEntriesResponse
-	(*GetSpendBreakdownRequest)(nil),  // 10: tollgate.admin.v1.GetSpendBreakdownRequest
-	(*SpendGroup)(nil),                // 11: tollgate.admin.v1.SpendGroup
-	(*GetSpendBreakdownResponse)(nil), // 12: tollgate.admin.v1.GetSpendBreakdownResponse
-	(*Scope)(nil),                     // 13: tollgate.admin.v1.Scope
-	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
-	(*Money)(nil),                     // 15: tollgate.admin.v1.Money
-	(*durationpb.Duration)(nil),       // 16: google.protobuf.Duration
+	(*CacheCounts)(nil),               // 3: tollgate.admin.v1.CacheCounts
+	(*GetSpendSeriesRequest)(nil),     // 4: tollgate.admin.v1.GetSpendSeriesRequest
+	(*SpendPoint)(nil),                // 5: tollgate.admin.v1.SpendPoint
+	(*GetSpendSeriesResponse)(nil),    // 6: tollgate.admin.v1.GetSpendSeriesResponse
+	(*Usage)(nil),                     // 7: tollgate.admin.v1.Usage
+	(*SpendEntry)(nil),                // 8: tollgate.admin.v1.SpendEntry
+	(*ListSpendEntriesRequest)(nil),   // 9: tollgate.admin.v1.ListSpendEntriesRequest
+	(*ListSpendEntriesResponse)(nil),  // 10: tollgate.admin.v1.ListSpendEntriesResponse
+	(*GetSpendBreakdownRequest)(nil),  // 11: tollgate.admin.v1.GetSpendBreakdownRequest
+	(*SpendGroup)(nil),                // 12: tollgate.admin.v1.SpendGroup
+	(*GetSpendBreakdownResponse)(nil), // 13: tollgate.admin.v1.GetSpendBreakdownResponse
+	(*Scope)(nil),                     // 14: tollgate.admin.v1.Scope
+	(*timestamppb.Timestamp)(nil),     // 15: google.protobuf.Timestamp
+	(*Money)(nil),                     // 16: tollgate.admin.v1.Money
+	(*durationpb.Duration)(nil),       // 17: google.protobuf.Duration
 }
 var file_tollgate_admin_v1_spend_proto_depIdxs = []int32{
-	13, // 0: tollgate.admin.v1.GetSpendRequest.scope:type_name -> tollgate.admin.v1.Scope
-	14, // 1: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	14, // 2: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
-	15, // 3: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.Money
-	13, // 4: tollgate.admin.v1.GetSpendSeriesRequest.scope:type_name -> tollgate.admin.v1.Scope
-	14, // 5: tollgate.admin.v1.GetSpendSeriesRequest.since:type_name -> google.protobuf.Timestamp
-	14, // 6: tollgate.admin.v1.GetSpendSeriesRequest.until:type_name -> google.protobuf.Timestamp
-	16, // 7: tollgate.admin.v1.GetSpendSeriesRequest.step:type_name -> google.protobuf.Duration
-	14, // 8: tollgate.admin.v1.SpendPoint.start:type_name -> google.protobuf.Timestamp
-	15, // 9: tollgate.admin.v1.SpendPoint.cost:type_name -> tollgate.admin.v1.Money
-	4,  // 10: tollgate.admin.v1.GetSpendSeriesResponse.points:type_name -> tollgate.admin.v1.SpendPoint
-	6,  // 11: tollgate.admin.v1.SpendEntry.usage:type_name -> tollgate.admin.v1.Usage
-	15, // 12: tollgate.admin.v1.SpendEntry.cost:type_name -> tollgate.admin.v1.Money
-	0,  // 13: tollgate.admin.v1.SpendEntry.status:type_name -> tollgate.admin.v1.RequestStatus
-	14, // 14: tollgate.admin.v1.SpendEntry.started_at:type_name -> google.protobuf.Timestamp
-	14, // 15: tollgate.admin.v1.SpendEntry.ended_at:type_name -> google.protobuf.Timestamp
-	13, // 16: tollgate.admin.v1.ListSpendEntriesRequest.scope:type_name -> tollgate.admin.v1.Scope
-	14, // 17: tollgate.admin.v1.ListSpendEntriesRequest.since:type_name -> google.protobuf.Timestamp
-	14, // 18: tollgate.admin.v1.ListSpendEntriesRequest.until:type_name -> google.protobuf.Timestamp
-	7,  // 19: tollgate.admin.v1.ListSpendEntriesResponse.entries:type_name -> tollgate.admin.v1.SpendEntry
-	14, // 20: tollgate.admin.v1.GetSpendBreakdownRequest.since:type_name -> google.protobuf.Timestamp
-	14, // 21: tollgate.admin.v1.GetSpendBreakdownRequest.until:type_name -> google.protobuf.Timestamp
-	16, // 22: tollgate.admin.v1.GetSpendBreakdownRequest.step:type_name -> google.protobuf.Duration
-	15, // 23: tollgate.admin.v1.SpendGroup.total:type_name -> tollgate.admin.v1.Money
-	4,  // 24: tollgate.admin.v1.SpendGroup.points:type_name -> tollgate.admin.v1.SpendPoint
-	11, // 25: tollgate.admin.v1.GetSpendBreakdownResponse.groups:type_name -> tollgate.admin.v1.SpendGroup
-	1,  // 26: tollgate.admin.v1.SpendService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	3,  // 27: tollgate.admin.v1.SpendService.GetSpendSeries:input_type -> tollgate.admin.v1.GetSpendSeriesRequest
-	8,  // 28: tollgate.admin.v1.SpendService.ListSpendEntries:input_type -> tollgate.admin.v1.ListSpendEntriesRequest
-	10, // 29: tollgate.admin.v1.SpendService.GetSpendBreakdown:input_type -> tollgate.admin.v1.GetSpendBreakdownRequest
-	2,  // 30: tollgate.admin.v1.SpendService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	5,  // 31: tollgate.admin.v1.SpendService.GetSpendSeries:output_type -> tollgate.admin.v1.GetSpendSeriesResponse
-	9,  // 32: tollgate.admin.v1.SpendService.ListSpendEntries:output_type -> tollgate.admin.v1.ListSpendEntriesResponse
-	12, // 33: tollgate.admin.v1.SpendService.GetSpendBreakdown:output_type -> tollgate.admin.v1.GetSpendBreakdownResponse
-	30, // [30:34] is the sub-list for method output_type
-	26, // [26:30] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	14, // 0: tollgate.admin.v1.GetSpendRequest.scope:type_name -> tollgate.admin.v1.Scope
+	15, // 1: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	15, // 2: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	16, // 3: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.Money
+	3,  // 4: tollgate.admin.v1.GetSpendResponse.cache:type_name -> tollgate.admin.v1.CacheCounts
+	16, // 5: tollgate.admin.v1.CacheCounts.saved:type_name -> tollgate.admin.v1.Money
+	14, // 6: tollgate.admin.v1.GetSpendSeriesRequest.scope:type_name -> tollgate.admin.v1.Scope
+	15, // 7: tollgate.admin.v1.GetSpendSeriesRequest.since:type_name -> google.protobuf.Timestamp
+	15, // 8: tollgate.admin.v1.GetSpendSeriesRequest.until:type_name -> google.protobuf.Timestamp
+	17, // 9: tollgate.admin.v1.GetSpendSeriesRequest.step:type_name -> google.protobuf.Duration
+	15, // 10: tollgate.admin.v1.SpendPoint.start:type_name -> google.protobuf.Timestamp
+	16, // 11: tollgate.admin.v1.SpendPoint.cost:type_name -> tollgate.admin.v1.Money
+	3,  // 12: tollgate.admin.v1.SpendPoint.cache:type_name -> tollgate.admin.v1.CacheCounts
+	5,  // 13: tollgate.admin.v1.GetSpendSeriesResponse.points:type_name -> tollgate.admin.v1.SpendPoint
+	7,  // 14: tollgate.admin.v1.SpendEntry.usage:type_name -> tollgate.admin.v1.Usage
+	16, // 15: tollgate.admin.v1.SpendEntry.cost:type_name -> tollgate.admin.v1.Money
+	0,  // 16: tollgate.admin.v1.SpendEntry.status:type_name -> tollgate.admin.v1.RequestStatus
+	15, // 17: tollgate.admin.v1.SpendEntry.started_at:type_name -> google.protobuf.Timestamp
+	15, // 18: tollgate.admin.v1.SpendEntry.ended_at:type_name -> google.protobuf.Timestamp
+	16, // 19: tollgate.admin.v1.SpendEntry.cache_saved:type_name -> tollgate.admin.v1.Money
+	14, // 20: tollgate.admin.v1.ListSpendEntriesRequest.scope:type_name -> tollgate.admin.v1.Scope
+	15, // 21: tollgate.admin.v1.ListSpendEntriesRequest.since:type_name -> google.protobuf.Timestamp
+	15, // 22: tollgate.admin.v1.ListSpendEntriesRequest.until:type_name -> google.protobuf.Timestamp
+	8,  // 23: tollgate.admin.v1.ListSpendEntriesResponse.entries:type_name -> tollgate.admin.v1.SpendEntry
+	15, // 24: tollgate.admin.v1.GetSpendBreakdownRequest.since:type_name -> google.protobuf.Timestamp
+	15, // 25: tollgate.admin.v1.GetSpendBreakdownRequest.until:type_name -> google.protobuf.Timestamp
+	17, // 26: tollgate.admin.v1.GetSpendBreakdownRequest.step:type_name -> google.protobuf.Duration
+	16, // 27: tollgate.admin.v1.SpendGroup.total:type_name -> tollgate.admin.v1.Money
+	5,  // 28: tollgate.admin.v1.SpendGroup.points:type_name -> tollgate.admin.v1.SpendPoint
+	3,  // 29: tollgate.admin.v1.SpendGroup.cache:type_name -> tollgate.admin.v1.CacheCounts
+	12, // 30: tollgate.admin.v1.GetSpendBreakdownResponse.groups:type_name -> tollgate.admin.v1.SpendGroup
+	1,  // 31: tollgate.admin.v1.SpendService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	4,  // 32: tollgate.admin.v1.SpendService.GetSpendSeries:input_type -> tollgate.admin.v1.GetSpendSeriesRequest
+	9,  // 33: tollgate.admin.v1.SpendService.ListSpendEntries:input_type -> tollgate.admin.v1.ListSpendEntriesRequest
+	11, // 34: tollgate.admin.v1.SpendService.GetSpendBreakdown:input_type -> tollgate.admin.v1.GetSpendBreakdownRequest
+	2,  // 35: tollgate.admin.v1.SpendService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	6,  // 36: tollgate.admin.v1.SpendService.GetSpendSeries:output_type -> tollgate.admin.v1.GetSpendSeriesResponse
+	10, // 37: tollgate.admin.v1.SpendService.ListSpendEntries:output_type -> tollgate.admin.v1.ListSpendEntriesResponse
+	13, // 38: tollgate.admin.v1.SpendService.GetSpendBreakdown:output_type -> tollgate.admin.v1.GetSpendBreakdownResponse
+	35, // [35:39] is the sub-list for method output_type
+	31, // [31:35] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_spend_proto_init() }
@@ -1181,7 +1305,7 @@ func file_tollgate_admin_v1_spend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_spend_proto_rawDesc), len(file_tollgate_admin_v1_spend_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
