@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,13 +70,15 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	}
 	q := `SELECT request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment, input,
 		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced,
-		COALESCE(run_id, ''), COALESCE(requested_model, '') FROM ledger WHERE true`
+		COALESCE(run_id, ''), COALESCE(requested_model, ''), COALESCE(tags, '') FROM ledger WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
+	if f.Scope != nil && f.Scope.Kind == kernel.ScopeTag { // tags: "a=1,b=2"
+		q += " AND strpos(',' || tags || ',', ',' || " + arg(f.Scope.ID) + " || ',') > 0"
+	} else if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
 		col, ok := scopeColumn[f.Scope.Kind]
 		if !ok {
 			return nil, fmt.Errorf("postgres: entries: unknown scope kind %d", f.Scope.Kind)
@@ -111,9 +114,13 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		var e store.LedgerEntry
 		var st int16
 		var started, ended int64
+		var tags string
 		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel)
+			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel, &tags)
+		if tags != "" {
+			e.Tags = strings.Split(tags, ",")
+		}
 		e.Status = kernel.Status(st)
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		return e, err

@@ -14,9 +14,9 @@ import (
 )
 
 const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
-	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model`
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model, tags`
 
-const ledgerArity = 22
+const ledgerArity = 23
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -406,5 +406,9 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[21].Value = nil // NULL: the group's own name
 	if e.RequestedModel != "" {
 		a[21].Value = w.box(e.RequestedModel)
+	}
+	a[22].Value = nil // NULL: no tags
+	if len(e.Tags) > 0 {
+		a[22].Value = w.box(strings.Join(e.Tags, ","))
 	}
 }
