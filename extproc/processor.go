@@ -210,8 +210,10 @@ type stream struct {
 	method       string
 	hadCL        bool
 	customerHdr  string
-	runHdr       string // x-tollgate-run-id (runs.go)
-	runID        string // the run scope's id, once admitted against it
+	runHdr       string   // x-tollgate-run-id (runs.go)
+	runID        string   // the run scope's id, once admitted against it
+	tagsHdr      string   // x-tollgate-tags (tags.go)
+	tags         []string // the request's tags, sorted (tags.go)
 	principal    *Principal
 	target       *translate.Target
 	rt           *route // routing state when the catalog routes by group (&rtState)
@@ -304,6 +306,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.customerHdr = headerValue(hv)
 		case hdrRunID:
 			s.runHdr = headerValue(hv)
+		case hdrTags:
+			s.tagsHdr = headerValue(hv)
 		case translate.HdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
@@ -467,6 +471,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 
 	scopes, rerr := s.withRun(s.principal.Scopes)
+	if rerr == nil {
+		scopes, rerr = s.withTags(scopes, body) // tags.go
+	}
 	if rerr != nil {
 		return s.reject(rerr)
 	}
@@ -827,6 +834,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		Principal:  s.principal,
 		CustomerID: s.customer,
 		RunID:      s.runID,
+		Tags:       s.tags,
 		Model:      s.target.Model,
 		Deployment: s.target.Deployment,
 		// The name the client asked for, beside its group (an alias or a

@@ -13,9 +13,9 @@ import (
 
 // Bounds of a request's tags.
 const (
-	MaxTags        = 16  // tags of one request, or of one key's defaults
-	MaxTagName     = 64  // bytes of a name: letters, digits, '_', '-', '.', ':'
-	MaxTagValue    = 128 // bytes of a value: printable ASCII other than ','
+	MaxTags     = 16  // tags of one request, or of one key's defaults
+	MaxTagName  = 64  // bytes of a name: letters, digits, '_', '-', '.', ':'
+	MaxTagValue = 128 // bytes of a value: printable ASCII other than ','
 )
 
 // TagScopeID is the ID of the ScopeTag of tag name=value.

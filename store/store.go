@@ -94,8 +94,8 @@ type LedgerEntry struct {
 	RunID string `json:"run_id,omitempty"`
 	// Tags are the request's tags, "name=value" sorted by name (kernel.ParseTags):
 	// each is a scope the entry is charged to (kernel.ScopeTag).
-	Tags []string `json:"tags,omitempty"`
-	Model string `json:"model"` // public model name (the model group)
+	Tags  []string `json:"tags,omitempty"`
+	Model string   `json:"model"` // public model name (the model group)
 	// RequestedModel is the name the client asked for when it is not the
 	// group's own (an alias or a pattern's match): what the reply named.
 	RequestedModel string        `json:"requested_model,omitempty"`
