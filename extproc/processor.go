@@ -1009,6 +1009,10 @@ func scopeName(r kernel.ScopeRef) string {
 		return "organization"
 	case kernel.ScopeCustomer:
 		return "customer"
+	case kernel.ScopeRun:
+		return "run"
+	case kernel.ScopeTag:
+		return "tag " + r.ID
 	default:
 		return "gateway"
 	}

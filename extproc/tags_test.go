@@ -59,7 +59,7 @@ func TestTagBudgetStopsItsTraffic(t *testing.T) {
 	for range 40 {
 		resp := e.do(t, post("/v1/chat/completions", clientKey, body, tagsHeader("feature=search,env=prod")), up.upstream)
 		if resp.LocalReply != nil {
-			requireOpenAIError(t, resp, wantError{400, "budget_exceeded", "budget_exceeded", "", ""})
+			requireOpenAIError(t, resp, wantError{400, "budget_exceeded", "budget_exceeded", "", "Budget exceeded for the tag feature=search."})
 			refused++
 			continue
 		}
