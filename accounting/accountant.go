@@ -383,6 +383,8 @@ func expiredEntry(s kernel.Settlement) store.LedgerEntry {
 			e.CustomerID = r.ID
 		case kernel.ScopeRun:
 			e.RunID = r.ID
+		case kernel.ScopeTag: // only the tags with a budget: the others were not admitted against
+			e.Tags = append(e.Tags, r.ID)
 		case kernel.ScopeGlobal:
 		}
 	}

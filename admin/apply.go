@@ -43,6 +43,14 @@ type Document struct {
 	// Guardrails and their attachments (apply_guardrails.go).
 	Guardrails           []GuardrailDoc           `yaml:"guardrails"`
 	GuardrailAttachments []GuardrailAttachmentDoc `yaml:"guardrail_attachments"`
+	// TagBudgets are the limits of tags (tags.go).
+	TagBudgets []TagBudgetDoc `yaml:"tag_budgets"`
+}
+
+// TagBudgetDoc is the limits of one tag, "name=value".
+type TagBudgetDoc struct {
+	Tag    string    `yaml:"tag"`
+	Limits LimitsDoc `yaml:"limits"`
 }
 
 // ProviderDoc is a provider; credential may be a ${ENV_VAR} reference.
@@ -180,6 +188,8 @@ type KeyDoc struct {
 	MCPTools []string          `yaml:"mcp_tools"` // SERVER/TOOL globs (apply_mcp.go)
 	// Passthrough grants pass-through routes: "PROVIDER_ID:PATH_GLOB" each.
 	Passthrough []string `yaml:"passthrough"`
+	// Tags are the key's default tags (name: value).
+	Tags map[string]string `yaml:"tags"`
 }
 
 // ApplyResult says what Apply changed, as "kind/id".
@@ -527,6 +537,19 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			return w, nil
 		}))
 	}
+	for i, tb := range d.TagBudgets {
+		f := fmt.Sprintf("tag_budgets[%d]", i)
+		tag, err := tagID(f+".tag", tb.Tag) // tags.go
+		if err != nil {
+			return nil, err
+		}
+		l, err := limitsFromDoc(f+".limits", tb.Limits)
+		if err != nil {
+			return nil, err
+		}
+		want := store.TagBudget{ID: tag, Limits: l}
+		plans = append(plans, entityPlan(a, want.ID, func(*store.TagBudget, bool) (store.TagBudget, error) { return want, nil }))
+	}
 	for i, c := range d.Customers {
 		l, err := limitsFromDoc(fmt.Sprintf("customers[%d].limits", i), c.Limits)
 		if err != nil {
@@ -673,6 +696,9 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 		}
 		want := store.Key{ID: k.ID, Alias: k.Alias, TeamID: k.Team, UserID: k.User, OrgID: k.Org, Limits: l, Metadata: maps.Clone(k.Metadata), MCPTools: k.MCPTools, Passthrough: slices.Clone(k.Passthrough)}
 		if err := passthroughGrantsIn(want.Passthrough); err != nil {
+			return nil, err
+		}
+		if want.Tags, err = keyTags(f+".tags", maps.Clone(k.Tags)); err != nil { // tags.go
 			return nil, err
 		}
 		plans = append(plans, entityPlan(a, want.ID, func(cur *store.Key, found bool) (store.Key, error) {

@@ -208,3 +208,32 @@ keys:
 	_, err = admin.Apply(ctx, st, nil, []byte("keys:\n  - {id: k2, passthrough: [\"/v1/models\"]}\n"), "ops")
 	require.ErrorIs(t, err, admin.ErrInvalid)
 }
+
+// TestApplyTags: tag budgets and a key's default tags; a malformed tag is
+// refused with its place in the document.
+func TestApplyTags(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	doc := `tag_budgets:
+  - {tag: feature=search, limits: {budgets: [{limit: "10", period: monthly}]}}
+keys:
+  - {id: search-agent, tags: {team: search, env: prod}}
+`
+	res, err := admin.Apply(ctx, st, nil, []byte(doc), "ops")
+	require.NoError(t, err)
+	require.Contains(t, res.Created, "tag/feature=search")
+	tb, _, err := store.Get[store.TagBudget](ctx, st, "feature=search")
+	require.NoError(t, err)
+	require.Equal(t, []kernel.BudgetWindow{{Limit: 10 * kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodMonthly}}}, tb.Limits.Budgets)
+	k, _, err := store.Get[store.Key](ctx, st, "search-agent")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"team": "search", "env": "prod"}, k.Tags)
+	res, err = admin.Apply(ctx, st, nil, []byte(doc), "ops")
+	require.NoError(t, err)
+	require.False(t, res.Changed(), "applying again changes nothing")
+
+	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("tag_budgets:\n  - {tag: feature}\n"), "ops")
+	require.ErrorContains(t, err, "tag_budgets[0].tag")
+	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("keys:\n  - {id: k, tags: {\"bad name\": x}}\n"), "ops")
+	require.ErrorContains(t, err, "keys[0].tags")
+}

@@ -107,6 +107,10 @@ var methodRoles = map[string]roleSet{
 	adminv1.CustomerService_UpdateCustomer_FullMethodName: adminOnly,
 	adminv1.CustomerService_DeleteCustomer_FullMethodName: adminOnly,
 
+	adminv1.TagService_SetTagBudget_FullMethodName:    adminOnly,
+	adminv1.TagService_ListTagBudgets_FullMethodName:  readers,
+	adminv1.TagService_DeleteTagBudget_FullMethodName: adminOnly,
+
 	adminv1.ProviderService_CreateProvider_FullMethodName: adminOnly,
 	adminv1.ProviderService_GetProvider_FullMethodName:    readers,
 	adminv1.ProviderService_ListProviders_FullMethodName:  readers,

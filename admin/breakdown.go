@@ -62,7 +62,13 @@ func (s *Server) GetSpendBreakdown(ctx context.Context, req *adminv1.GetSpendBre
 		groups, err = s.modelSeries(ctx, since, until, step, n)
 	case groupMCPServer, groupMCPTool:
 		groups, err = s.mcpSeries(ctx, req.GetGroupBy(), since, until, step, n) // breakdown_mcp.go
+	case "tag": // every tag, "name=value"
+		groups, err = s.scopeSeries(ctx, kernel.ScopeTag, since, until, step)
 	default:
+		if name, ok := strings.CutPrefix(req.GetGroupBy(), "tag:"); ok { // the values of one tag
+			groups, err = s.tagSeries(ctx, name, since, until, step)
+			break
+		}
 		groups, err = s.scopeSeries(ctx, groupKinds[req.GetGroupBy()], since, until, step)
 	}
 	if err != nil {
@@ -130,6 +136,22 @@ func (s *Server) scopeSeries(ctx context.Context, kind kernel.ScopeKind, since, 
 		}
 	}
 	return groups, nil
+}
+
+// tagSeries is the series of every value of tag name (requests without the
+// tag are in none).
+func (s *Server) tagSeries(ctx context.Context, name string, since, until time.Time, step time.Duration) (map[string][]store.SpendPoint, error) {
+	all, err := s.scopeSeries(ctx, kernel.ScopeTag, since, until, step)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]store.SpendPoint)
+	for id, points := range all {
+		if value, ok := strings.CutPrefix(id, name+"="); ok {
+			out[value] = points
+		}
+	}
+	return out, nil
 }
 
 // modelSeries is the series of every model, from one pass over the ledger

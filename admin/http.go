@@ -26,6 +26,7 @@ var restRegistrations = []func(context.Context, *runtime.ServeMux, *grpc.ClientC
 	adminv1gw.RegisterTeamServiceHandler,
 	adminv1gw.RegisterOrgServiceHandler,
 	adminv1gw.RegisterCustomerServiceHandler,
+	adminv1gw.RegisterTagServiceHandler,
 	adminv1gw.RegisterProviderServiceHandler,
 	adminv1gw.RegisterDeploymentServiceHandler,
 	adminv1gw.RegisterModelServiceHandler,

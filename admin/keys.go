@@ -25,7 +25,7 @@ func keyView(k *store.Key, now time.Time) *adminv1.Key {
 		Id: k.ID, Alias: k.Alias, Prefix: k.Prefix, UserId: k.UserID, TeamId: k.TeamID, OrgId: k.OrgID,
 		Limits: limitsOut(k.Limits), Metadata: maps.Clone(k.Metadata),
 		CreatedAt: tsOut(k.CreatedAt), RevokedAt: tsOut(k.RevokedAt), Status: keyStatus(k, now),
-		Passthrough: slices.Clone(k.Passthrough),
+		Passthrough: slices.Clone(k.Passthrough), Tags: maps.Clone(k.Tags),
 	}
 	for _, h := range k.Hashes {
 		if !h.ValidUntil.IsZero() && h.ValidUntil.After(now) {
@@ -109,6 +109,9 @@ func (s *Server) createKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 	if err := passthroughGrantsIn(k.Passthrough); err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
+	if k.Tags, err = keyTags("tags", maps.Clone(req.GetTags())); err != nil { // tags.go
+		return nil, s.toStatus(ctx, err)
+	}
 	if k.OrgID == "" {
 		k.OrgID = team.OrgID
 	}
@@ -125,7 +128,7 @@ func (s *Server) createKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 func keyAudit(k *store.Key) any {
 	return map[string]any{
 		"alias": k.Alias, "user_id": k.UserID, "team_id": k.TeamID, "org_id": k.OrgID,
-		"limits": k.Limits, "metadata": k.Metadata, "revoked": k.Revoked, "passthrough": k.Passthrough,
+		"limits": k.Limits, "metadata": k.Metadata, "revoked": k.Revoked, "passthrough": k.Passthrough, "tags": k.Tags,
 	}
 }
 
@@ -220,6 +223,13 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 				return err
 			}
 			k.Passthrough = slices.Clone(req.GetPassthrough())
+		}
+		if hasPath(paths, "tags") {
+			tags, err := keyTags("tags", maps.Clone(req.GetTags())) // tags.go
+			if err != nil {
+				return err
+			}
+			k.Tags = tags
 		}
 		applyLimitsMask(&k.Limits, limits, limitsPaths(paths))
 		return s.checkTeamCeiling(ctx, k.TeamID, k.Limits)

@@ -31,6 +31,7 @@ type Server struct {
 	adminv1.UnimplementedKeyServiceServer
 	adminv1.UnimplementedUserServiceServer
 	adminv1.UnimplementedTeamServiceServer
+	adminv1.UnimplementedTagServiceServer
 	adminv1.UnimplementedOrgServiceServer
 	adminv1.UnimplementedCustomerServiceServer
 	adminv1.UnimplementedProviderServiceServer
@@ -81,6 +82,7 @@ func (s *Server) Register(g *grpc.Server) {
 	adminv1.RegisterTeamServiceServer(g, s)
 	adminv1.RegisterOrgServiceServer(g, s)
 	adminv1.RegisterCustomerServiceServer(g, s)
+	adminv1.RegisterTagServiceServer(g, s)
 	adminv1.RegisterProviderServiceServer(g, s)
 	adminv1.RegisterMCPServiceServer(g, s)
 	adminv1.RegisterDeploymentServiceServer(g, s)

@@ -28,6 +28,7 @@ var scopeKinds = map[adminv1.ScopeKind]kernel.ScopeKind{
 	adminv1.ScopeKind_SCOPE_KIND_CUSTOMER:    kernel.ScopeCustomer,
 	adminv1.ScopeKind_SCOPE_KIND_KEY:         kernel.ScopeKey,
 	adminv1.ScopeKind_SCOPE_KIND_RUN:         kernel.ScopeRun,
+	adminv1.ScopeKind_SCOPE_KIND_TAG:         kernel.ScopeTag,
 }
 
 // spendScope converts the requested scope and checks that the caller may read

@@ -264,6 +264,8 @@ func TestSpendAndAuditCommands(t *testing.T) {
 				})
 			}
 			entries[1].RunID = "key:k1/agent-7" // one call of a run
+			entries[0].Tags = []string{"env=prod", "feature=search"}
+			entries[2].Tags = []string{"feature=chat"}
 			require.NoError(t, s.st.Append(ctx, entries...))
 			require.NoError(t, s.st.Flush(ctx))
 			runSteps(t, s, []step{
@@ -277,6 +279,18 @@ func TestSpendAndAuditCommands(t *testing.T) {
 				{args: []string{"org", "create", "acme"}, want: []string{"acme"}},
 				{args: []string{"audit", "list"}, want: []string{"admin.create", "org.create", "org/acme"}},
 				{args: []string{"audit", "list", "-o", "json"}, want: []string{`"org.create"`, `"actor"`}},
+				{args: []string{"spend", "total", "--tag", "feature=search", "--since", "2026-03-01"}, want: []string{"tag feature=search", "$0.00125", " 1 "}},
+				{args: []string{"spend", "by", "--group", "tag:feature", "--since", "2026-03-01"}, want: []string{"TAG:FEATURE", "chat         $0.00375  1", "search       $0.00125  1"}},
+				{args: []string{"spend", "by", "--group", "nope", "--since", "2026-03-01"}, wantErr: "group_by"},
+				{args: []string{"key", "create", "--id", "tagged", "--tags", "team=search,env=prod"}, want: []string{"tagged"}},
+				{args: []string{"key", "get", "tagged", "-o", "json"}, want: []string{`"team": "search"`, `"env": "prod"`}},
+				{args: []string{"key", "update", "tagged", "--tags", "env=dev"}, want: []string{"tagged"}},
+				{args: []string{"key", "get", "tagged", "-o", "json"}, want: []string{`"env": "dev"`}},
+				{args: []string{"key", "create", "--tags", "bad"}, wantErr: "not name=value"},
+				{args: []string{"tag-budget", "set", "feature=search", "--budget", "10/monthly"}, want: []string{"feature=search", "$10"}},
+				{args: []string{"tag-budget", "list"}, want: []string{"feature=search", "$10"}},
+				{args: []string{"tag-budget", "set", "feature", "--budget", "10/monthly"}, wantErr: "not name=value"},
+				{args: []string{"tag-budget", "delete", "feature=search"}, want: []string{"tag budget feature=search deleted"}},
 				{args: []string{"spend", "total", "--team", "a", "--key", "b"}, wantErr: "give one of"},
 				{args: []string{"spend", "total", "--since", "yesterday"}, wantErr: "--since"},
 			})

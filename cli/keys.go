@@ -83,9 +83,14 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 	fs.Var(&meta, "meta", "metadata key=value (repeatable)")
 	mcpTools := mcpToolsFlag(fs)
 	pass := fs.String("passthrough", "", "pass-through grants 'PROVIDER_ID:PATH_GLOB,…' (docs/endpoints.md; default: none)")
+	tagList := fs.String("tags", "", "default tags of the key's requests: 'name=value,…' (docs/governance.md)")
 	lf.register(fs)
 	return func(r *runner, _ []string) error {
 		limits, err := lf.build(r.now())
+		if err != nil {
+			return err
+		}
+		tags, err := tagsMap(*tagList) // tags.go
 		if err != nil {
 			return err
 		}
@@ -95,7 +100,7 @@ func keyCreate(fs *flag.FlagSet) func(*runner, []string) error {
 		}
 		resp, err := adminv1.NewKeyServiceClient(r.conn).CreateKey(r.ctx, &adminv1.CreateKeyRequest{
 			Id: *id, Alias: *alias, TeamId: *team, UserId: *user, OrgId: *org, Limits: limits, Metadata: md,
-			Passthrough: passthroughGrants(*pass),
+			Passthrough: passthroughGrants(*pass), Tags: tags,
 		})
 		if err != nil {
 			return err
@@ -169,9 +174,14 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 	fs.Bool("clear-meta", false, "remove all metadata")
 	pass := fs.String("passthrough", "", "replace the pass-through grants: 'PROVIDER_ID:PATH_GLOB,…' ('' removes them)")
 	mcpTools := mcpToolsFlag(fs)
+	tagList := fs.String("tags", "", "replace the key's default tags: 'name=value,…' ('' removes them)")
 	lf.register(fs)
 	return func(r *runner, pos []string) error {
 		limits, err := lf.build(r.now())
+		if err != nil {
+			return err
+		}
+		tags, err := tagsMap(*tagList) // tags.go
 		if err != nil {
 			return err
 		}
@@ -179,7 +189,7 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		if err != nil {
 			return err
 		}
-		mask, err := updateMask(r.set, map[string]string{"alias": "alias", "meta": "metadata", "clear-meta": "metadata", "passthrough": "passthrough"}, &lf)
+		mask, err := updateMask(r.set, map[string]string{"alias": "alias", "meta": "metadata", "clear-meta": "metadata", "passthrough": "passthrough", "tags": "tags"}, &lf)
 		mask, err = grantsOnly(r, adminv1.MCPToolsOwner_MCP_TOOLS_OWNER_KEY, pos[0], *mcpTools, mask, err)
 		if err != nil {
 			return err
@@ -189,7 +199,7 @@ func keyUpdate(fs *flag.FlagSet) func(*runner, []string) error {
 		}
 		resp, err := adminv1.NewKeyServiceClient(r.conn).UpdateKey(r.ctx, &adminv1.UpdateKeyRequest{
 			Id: pos[0], Alias: *alias, Metadata: md, Limits: limits, UpdateMask: mask,
-			Passthrough: passthroughGrants(*pass),
+			Passthrough: passthroughGrants(*pass), Tags: tags,
 		})
 		if err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register(
-		&command{noun: "spend", verb: "total", help: "total spend of a scope (--key/--user/--team/--org/--customer/--run, --model)", setup: spendTotal},
+		&command{noun: "spend", verb: "total", help: "total spend of a scope (--key/--user/--team/--org/--customer/--run/--tag, --model)", setup: spendTotal},
 		&command{noun: "spend", verb: "daily", help: "spend per day (or --step) of a scope", setup: spendDaily},
 		&command{noun: "spend", verb: "logs", help: "per-request ledger rows of a scope", setup: spendLogs},
 		&command{noun: "audit", verb: "list", help: "admin changes: who did what, when", setup: auditList},
@@ -33,7 +33,7 @@ func init() {
 // scopeFlags select the scope of a spend report; none means global.
 type scopeFlags struct {
 	key, user, team, org, customer string
-	run                            string
+	run, tag                       string
 	model, since, until            string
 }
 
@@ -44,6 +44,7 @@ func (s *scopeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.org, "org", "", "spend of this organization")
 	fs.StringVar(&s.customer, "customer", "", "spend of this end customer")
 	fs.StringVar(&s.run, "run", "", "spend of this run: OWNER/RUN as the ledger names it, e.g. key:k1/loop-1")
+	fs.StringVar(&s.tag, "tag", "", "spend of the requests carrying this tag, name=value")
 	fs.StringVar(&s.model, "model", "", "only this public model name")
 	fs.StringVar(&s.since, "since", "", "start: a date, an RFC 3339 time or a duration ago (7d); default 30 days ago")
 	fs.StringVar(&s.until, "until", "", "end (exclusive), same forms; default now")
@@ -63,12 +64,13 @@ func (s *scopeFlags) scope() (*adminv1.Scope, string, error) {
 		{s.org, adminv1.ScopeKind_SCOPE_KIND_ORG, "org"},
 		{s.customer, adminv1.ScopeKind_SCOPE_KIND_CUSTOMER, "customer"},
 		{s.run, adminv1.ScopeKind_SCOPE_KIND_RUN, "run"},
+		{s.tag, adminv1.ScopeKind_SCOPE_KIND_TAG, "tag"},
 	} {
 		if c.id == "" {
 			continue
 		}
 		if out != nil {
-			return nil, "", fmt.Errorf("%w: give one of --key, --user, --team, --org, --customer, --run", ErrUsage)
+			return nil, "", fmt.Errorf("%w: give one of --key, --user, --team, --org, --customer, --run, --tag", ErrUsage)
 		}
 		out, label = &adminv1.Scope{Kind: c.kind, Id: c.id}, c.name+" "+c.id
 	}

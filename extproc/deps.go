@@ -38,6 +38,8 @@ type Principal struct {
 	Scopes []kernel.Scope
 	// KeyAlias is the key's display name (access logs); not a secret.
 	KeyAlias string
+	// Tags are the key's default tags, "name=value" sorted by name (tags.go).
+	Tags []string
 }
 
 // ModelInfo is one entry of GET /v1/models.
@@ -68,7 +70,8 @@ type Record struct {
 	RequestID  string
 	Principal  *Principal
 	CustomerID string
-	RunID      string // the run scope's id (kernel.RunScopeID), when the request named a run
+	RunID      string   // the run scope's id (kernel.RunScopeID), when the request named a run
+	Tags       []string // the request's tags, "name=value" sorted by name (tags.go)
 	Model      string
 	// RequestedModel is the name the client asked for, when it is not the
 	// group's own (Model): an alias, or a name a pattern matched.

@@ -18,10 +18,19 @@ type fakeCatalog struct {
 	allowed   map[string][]string          // key id → models; absent means all
 	targets   map[string]*translate.Target // public model name → deployment
 	customers map[string]kernel.Scope
-	authErr   error // returned by Authenticate for every key when set
+	tags      map[string]kernel.Scope // tags with limits (tags.go)
+	authErr   error                   // returned by Authenticate for every key when set
 }
 
-var _ Catalog = (*fakeCatalog)(nil)
+var (
+	_ Catalog    = (*fakeCatalog)(nil)
+	_ TagCatalog = (*fakeCatalog)(nil)
+)
+
+func (c *fakeCatalog) TagScope(tag string) (kernel.Scope, bool) {
+	s, ok := c.tags[tag]
+	return s, ok
+}
 
 func (c *fakeCatalog) Authenticate(_ context.Context, secret string) (*Principal, error) {
 	if c.authErr != nil {

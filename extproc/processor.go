@@ -211,8 +211,10 @@ type stream struct {
 	method       string
 	hadCL        bool
 	customerHdr  string
-	runHdr       string // x-tollgate-run-id (runs.go)
-	runID        string // the run scope's id, once admitted against it
+	runHdr       string   // x-tollgate-run-id (runs.go)
+	runID        string   // the run scope's id, once admitted against it
+	tagsHdr      string   // x-tollgate-tags (tags.go)
+	tags         []string // the request's tags, sorted (tags.go)
 	principal    *Principal
 	target       *translate.Target
 	rt           *route // routing state when the catalog routes by group (&rtState)
@@ -309,6 +311,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.runHdr = headerValue(hv)
 		case hdrModel: // conversations.go
 			s.own.model = headerValue(hv)
+		case hdrTags:
+			s.tagsHdr = headerValue(hv)
 		case translate.HdrAnthropicVersion:
 			s.anthropicVersion = headerValue(hv)
 		case hdrContentLength:
@@ -475,6 +479,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 
 	scopes, rerr := s.withRun(s.principal.Scopes)
+	if rerr == nil {
+		scopes, rerr = s.withTags(scopes, body) // tags.go
+	}
 	if rerr != nil {
 		return s.reject(rerr)
 	}
@@ -867,6 +874,7 @@ func (s *stream) fillRecord(st kernel.Status, httpStatus int, u kernel.Usage) *R
 		Principal:  s.principal,
 		CustomerID: s.customer,
 		RunID:      s.runID,
+		Tags:       s.tags,
 		Model:      s.target.Model,
 		Deployment: s.target.Deployment,
 		// The name the client asked for, beside its group (an alias or a
@@ -1024,6 +1032,10 @@ func scopeName(r kernel.ScopeRef) string {
 		return "organization"
 	case kernel.ScopeCustomer:
 		return "customer"
+	case kernel.ScopeRun:
+		return "run"
+	case kernel.ScopeTag:
+		return "tag " + r.ID
 	default:
 		return "gateway"
 	}

@@ -43,6 +43,7 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 		RequestID:      rec.RequestID,
 		CustomerID:     rec.CustomerID,
 		RunID:          rec.RunID,
+		Tags:           rec.Tags,
 		Model:          rec.Model,
 		RequestedModel: rec.RequestedModel,
 		Unit:           rec.Unit,

@@ -20,7 +20,10 @@ type Catalog struct {
 	now  func() time.Time
 }
 
-var _ extproc.Catalog = (*Catalog)(nil)
+var (
+	_ extproc.Catalog    = (*Catalog)(nil)
+	_ extproc.TagCatalog = (*Catalog)(nil)
+)
 
 // NewCatalog starts with an empty snapshot; Swap installs real ones.
 func NewCatalog(now func() time.Time) *Catalog {
@@ -91,6 +94,12 @@ func (c *Catalog) Models(_ context.Context, p *extproc.Principal) []extproc.Mode
 		}
 	}
 	return out
+}
+
+// TagScope implements extproc.TagCatalog: the scope of a tag with limits.
+func (c *Catalog) TagScope(tag string) (kernel.Scope, bool) {
+	sc, ok := c.snap.Load().tags[tag]
+	return sc, ok
 }
 
 // Customer implements extproc.Catalog.

@@ -30,6 +30,7 @@ type Snapshot struct {
 	patterns  []aliasPattern
 	served    []*modelEntry // the models with a deployment, by name (GET /v1/models)
 	customers map[string]kernel.Scope
+	tags      map[string]kernel.Scope // tags with limits, by "name=value" (tags.go)
 	// Upstreams lists every deployment that a model group uses, for xDS.
 	Upstreams []Upstream
 	// Budgeted lists every scope with budget windows, for seeding counters.
@@ -118,6 +119,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 	if err != nil {
 		return nil, err
 	}
+	tagBudgets, err := store.List[store.TagBudget](ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	s := &Snapshot{
 		Revision:  rev,
@@ -145,6 +150,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 	for id, sc := range scopesByID(customers, kernel.ScopeCustomer, func(c *store.Customer) (string, *kernel.Limits) { return c.ID, &c.Limits }, budgeted) {
 		s.customers[id] = sc
 	}
+	s.tags = scopesByID(tagBudgets, kernel.ScopeTag, func(t *store.TagBudget) (string, *kernel.Limits) { return t.ID, &t.Limits }, budgeted)
 
 	teamOrg := make(map[string]string, len(teams))
 	for i := range teams {
@@ -170,6 +176,10 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			scopes = append(scopes, sc)
 		}
 		scopes = append(scopes, global)
+		tags, err := kernel.TagsOf(k.Tags)
+		if err != nil {
+			log.Warn("key's default tags skipped", "key", k.ID, "err", err)
+		}
 		for _, h := range k.Hashes {
 			validUntil := h.ValidUntil
 			if !k.Limits.ExpiresAt.IsZero() && (validUntil.IsZero() || k.Limits.ExpiresAt.Before(validUntil)) {
@@ -178,7 +188,7 @@ func buildSnapshot(ctx context.Context, cfg store.Config, sealer *secret.Sealer,
 			s.keyHashes[k.ID] = append(s.keyHashes[k.ID], h.Hash)
 			s.keys[h.Hash] = &keyEntry{
 				principal: extproc.Principal{
-					KeyID: k.ID, KeyAlias: k.Alias, UserID: k.UserID, TeamID: k.TeamID, OrgID: orgID, Scopes: scopes,
+					KeyID: k.ID, KeyAlias: k.Alias, UserID: k.UserID, TeamID: k.TeamID, OrgID: orgID, Scopes: scopes, Tags: tags,
 				},
 				validUntil: validUntil,
 			}

@@ -38,7 +38,8 @@
 // # Admission
 //
 // A request names its scopes, key first (then its run when it names one, then
-// user, team, org, customer, global; scopes must be distinct). A scope with nil Limits is only counted.
+// user, team, org, global, then its tags that have a budget (ScopeTag,
+// tags.go), then customer; scopes must be distinct). A scope with nil Limits is only counted.
 // The budget mode (strict or estimate) and the shortfall policy (clamp or
 // reject) of the whole request come from Scopes[0].Limits (nil: strict, clamp).
 //

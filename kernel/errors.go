@@ -12,4 +12,6 @@ var (
 	ErrBadEnum = errors.New("kernel: invalid name")
 	// ErrBadLimits: limits that admission cannot apply as meant.
 	ErrBadLimits = errors.New("kernel: invalid limits")
+	// ErrBadTag: a tag or a list of tags that is not name=value, or too many.
+	ErrBadTag = errors.New("kernel: invalid tag")
 )

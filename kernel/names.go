@@ -7,7 +7,7 @@ import (
 
 // Names of the enumerations, as written in JSON documents and CLI output.
 var (
-	scopeKindNames  = [...]string{ScopeGlobal: "global", ScopeOrg: "org", ScopeTeam: "team", ScopeUser: "user", ScopeCustomer: "customer", ScopeKey: "key", ScopeDeployment: "deployment", ScopeRun: "run"}
+	scopeKindNames  = [...]string{ScopeGlobal: "global", ScopeOrg: "org", ScopeTeam: "team", ScopeUser: "user", ScopeCustomer: "customer", ScopeKey: "key", ScopeDeployment: "deployment", ScopeRun: "run", ScopeTag: "tag"}
 	periodKindNames = [...]string{PeriodTotal: "total", PeriodDaily: "daily", PeriodWeekly: "weekly", PeriodMonthly: "monthly", PeriodRolling: "rolling"}
 	modeNames       = [...]string{Strict: "strict", Estimate: "estimate"}
 	shortfallNames  = [...]string{Clamp: "clamp", Reject: "reject"}
@@ -54,7 +54,7 @@ func unmarshalEnumJSON[T ~uint8](names []string, data []byte) (T, error) {
 
 func (k ScopeKind) String() string { return enumName(scopeKindNames[:], k, "ScopeKind") }
 
-// ParseScopeKind reads "global", "org", "team", "user", "customer" or "key".
+// ParseScopeKind reads "global", "org", "team", "user", "customer", "key", "run" or "tag".
 func ParseScopeKind(s string) (ScopeKind, error) { return parseEnum[ScopeKind](scopeKindNames[:], s) }
 
 // MarshalText writes the kind's name.

@@ -179,6 +179,9 @@ func newWorld(t *rapid.T, opts worldOptions) *world {
 		ref := ScopeRef{Kind: ScopeTeam, ID: "t" + strconv.Itoa(i)}
 		teamScopes[i] = add(ref, drawLimits(t, ref.String(), false, nil))
 	}
+	// A tag with a budget of its own: one more level, shared by the keys'
+	// requests that carry it.
+	tag := add(ScopeRef{Kind: ScopeTag, ID: TagScopeID("feature", "search")}, drawLimits(t, "tag", false, nil))
 	for i := range rapid.IntRange(1, 3).Draw(t, "keys") {
 		ref := ScopeRef{Kind: ScopeKey, ID: "k" + strconv.Itoa(i)}
 		key := add(ref, drawLimits(t, ref.String(), true, opts.mode))
@@ -193,6 +196,9 @@ func newWorld(t *rapid.T, opts worldOptions) *world {
 			}
 			run := add(ScopeRef{Kind: ScopeRun, ID: RunScopeID(ref, "run1")}, pol.Limits())
 			w.keys = append(w.keys, []Scope{key, run, team, global})
+		}
+		if rapid.Bool().Draw(t, ref.String()+".tag") {
+			w.keys = append(w.keys, []Scope{key, team, tag, global})
 		}
 	}
 	for range rapid.IntRange(1, 2).Draw(t, "prices") {

@@ -71,6 +71,11 @@ const (
 	// budget of its own for the run's whole life. Its ID is the owner's
 	// ScopeRef and the run id, "key:k1/run-42" (RunScopeID).
 	ScopeRun
+	// ScopeTag is one tag of a request (x-tollgate-tags, a key's default
+	// tags): its ID is "name=value" (TagScopeID). Every tag is counted in
+	// the ledger; a request is admitted against a tag's scope only when the
+	// tag has a budget (tags.go).
+	ScopeTag
 )
 
 // RunScopeID is the ID of the ScopeRun of run id under owner.

@@ -12,7 +12,8 @@ import (
 // Entity is a typed configuration object stored as a JSON document.
 type Entity interface {
 	Key | User | Team | Org | Customer | Provider | Deployment | ModelGroup | ModelPrice | Global | Admin | MCPServer |
-		Guardrail | GuardrailAttachment // guardrails.go
+		Guardrail | GuardrailAttachment | // guardrails.go
+		TagBudget // tags.go
 }
 
 // KeyHash is the stored form of a key secret: hex SHA-256 of the secret.
@@ -40,6 +41,9 @@ type Key struct {
 	// "PROVIDER_ID:PATH_GLOB" each, path.Match globs where "*" also matches
 	// the rest of the path when it ends the pattern; none: denied (#34).
 	Passthrough []string `json:"passthrough,omitempty"`
+	// Tags are the key's default tags (name → value): every request of the
+	// key carries them, a request's own tag of the same name wins (tags.go).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // User is a person owning keys.
@@ -214,6 +218,8 @@ func KindOf[T Entity]() Kind {
 		return KindGuardrail
 	case GuardrailAttachment:
 		return KindGuardrailAttachment
+	case TagBudget:
+		return KindTag
 	default:
 		return KindAdmin
 	}

@@ -92,7 +92,10 @@ type LedgerEntry struct {
 	CustomerID string `json:"customer_id,omitempty"`
 	// RunID is the run scope's id (kernel.RunScopeID) when the request named a run.
 	RunID string `json:"run_id,omitempty"`
-	Model string `json:"model"` // public model name (the model group)
+	// Tags are the request's tags, "name=value" sorted by name (kernel.ParseTags):
+	// each is a scope the entry is charged to (kernel.ScopeTag).
+	Tags  []string `json:"tags,omitempty"`
+	Model string   `json:"model"` // public model name (the model group)
 	// RequestedModel is the name the client asked for when it is not the
 	// group's own (an alias or a pattern's match): what the reply named.
 	RequestedModel string        `json:"requested_model,omitempty"`
@@ -127,7 +130,7 @@ type LedgerEntry struct {
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).
 func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
-	refs := make([]kernel.ScopeRef, 0, 7)
+	refs := make([]kernel.ScopeRef, 0, 7+len(e.Tags))
 	refs = append(refs, kernel.ScopeRef{Kind: kernel.ScopeGlobal})
 	for _, s := range [...]struct {
 		kind kernel.ScopeKind
@@ -143,6 +146,9 @@ func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
 		if s.id != "" {
 			refs = append(refs, kernel.ScopeRef{Kind: s.kind, ID: s.id})
 		}
+	}
+	for _, t := range e.Tags {
+		refs = append(refs, kernel.ScopeRef{Kind: kernel.ScopeTag, ID: t})
 	}
 	return refs
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,6 +102,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		quantities         = make([]*int64, n)
 		cacheRes           = make([]*int16, n)  // nil: NULL, no cache
 		cacheSaved         = make([]*int64, n)  // nil: NULL, nothing saved
+		tags               = make([]*string, n) // nil: NULL, no tags
 	)
 	for i := range rows {
 		e := &rows[i]
@@ -122,6 +124,10 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 			c, saved := int16(e.Cache), int64(e.CacheSaved)
 			cacheRes[i], cacheSaved[i] = &c, &saved
 		}
+		if len(e.Tags) > 0 {
+			joined := strings.Join(e.Tags, ",")
+			tags[i] = &joined
+		}
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := insertOwners(ctx, tx, batch); err != nil {
@@ -130,16 +136,16 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
 			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
 			  stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity,
-			  cache, cache_saved)
+			  cache, cache_saved, tags)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
 			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[], $22::text[], $23::text[], $24::bigint[],
-			  $25::smallint[], $26::bigint[])
+			  $25::smallint[], $26::bigint[], $27::text[])
 			ON CONFLICT (request_id) DO NOTHING
 			RETURNING request_id`,
 			ids, keys, users, teams, orgs, customers, models, deps, in, cin, cw, out, rsn, cost, status, httpStatus,
 			stream, started, ended, unpriced, runs, requested, units, quantities,
-			cacheRes, cacheSaved)
+			cacheRes, cacheSaved, tags)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,13 +74,15 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced,
 		COALESCE(run_id, ''), COALESCE(requested_model, ''),
 		COALESCE(unit, ''), COALESCE(quantity, 0),
-		COALESCE(cache, 0), COALESCE(cache_saved, 0) FROM ledger WHERE true`
+		COALESCE(cache, 0), COALESCE(cache_saved, 0), COALESCE(tags, '') FROM ledger WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
+	if f.Scope != nil && f.Scope.Kind == kernel.ScopeTag { // tags: "a=1,b=2"
+		q += " AND strpos(',' || tags || ',', ',' || " + arg(f.Scope.ID) + " || ',') > 0"
+	} else if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
 		col, ok := scopeColumn[f.Scope.Kind]
 		if !ok {
 			return nil, fmt.Errorf("postgres: entries: unknown scope kind %d", f.Scope.Kind)
@@ -115,10 +118,14 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 		var e store.LedgerEntry
 		var st, cacheResult int16
 		var started, ended int64
+		var tags string
 		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
 			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel, &e.Unit, &e.Quantity,
-			&cacheResult, &e.CacheSaved)
+			&cacheResult, &e.CacheSaved, &tags)
+		if tags != "" {
+			e.Tags = strings.Split(tags, ",")
+		}
 		e.Status, e.Cache = kernel.Status(st), store.CacheResult(cacheResult)
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		return e, err

@@ -16,9 +16,9 @@ import (
 
 const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
 	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity,
-	cache, cache_saved`
+	cache, cache_saved, tags`
 
-const ledgerArity = 26
+const ledgerArity = 27
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -420,5 +420,9 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[24].Value, a[25].Value = nil, nil // NULL: no cache, nothing saved
 	if e.Cache != store.CacheNone {
 		a[24].Value, a[25].Value = int64(e.Cache), int64(e.CacheSaved)
+	}
+	a[26].Value = nil // NULL: no tags
+	if len(e.Tags) > 0 {
+		a[26].Value = w.box(strings.Join(e.Tags, ","))
 	}
 }

@@ -69,7 +69,9 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	}
 	var where []string
 	var args []any
-	if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
+	if f.Scope != nil && f.Scope.Kind == kernel.ScopeTag { // tags: "a=1,b=2"
+		where, args = append(where, "instr(',' || tags || ',', ',' || ? || ',') > 0"), append(args, f.Scope.ID)
+	} else if f.Scope != nil && f.Scope.Kind != kernel.ScopeGlobal {
 		col, ok := scopeColumn[f.Scope.Kind]
 		if !ok {
 			return nil, fmt.Errorf("sqlite: entries: unknown scope kind %d", f.Scope.Kind)
@@ -111,17 +113,20 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	for rows.Next() {
 		var e store.LedgerEntry
 		var status, stream, started, ended, unpriced int64
-		var run, requested, unit sql.NullString
+		var run, requested, unit, tags sql.NullString
 		var quantity, cacheResult, cacheSaved sql.NullInt64
 		if err := rows.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
 			&e.Usage.Reasoning, &e.Cost, &status, &e.HTTPStatus, &stream, &started, &ended, &unpriced, &run, &requested, &unit, &quantity,
-			&cacheResult, &cacheSaved); err != nil {
+			&cacheResult, &cacheSaved, &tags); err != nil {
 			return nil, s.wrap("entries", err)
 		}
 		e.Cache, e.CacheSaved = store.CacheResult(cacheResult.Int64), kernel.Money(cacheSaved.Int64)
 		e.RunID, e.RequestedModel = run.String, requested.String
 		e.Unit, e.Quantity = kernel.Unit(unit.String), quantity.Int64
+		if tags.String != "" {
+			e.Tags = strings.Split(tags.String, ",")
+		}
 		e.Status, e.Stream, e.Unpriced = kernel.Status(status), stream != 0, unpriced != 0
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		out = append(out, e)

@@ -31,7 +31,7 @@ func (s *suite) spendByScopeTests() []test {
 				{hour(1), hour(hours + 2), 3 * time.Hour},
 				{hour(-4), hour(-1), time.Hour}, // before everything
 			} {
-				for _, kind := range []kernel.ScopeKind{kernel.ScopeOrg, kernel.ScopeTeam, kernel.ScopeUser, kernel.ScopeCustomer, kernel.ScopeKey} {
+				for _, kind := range []kernel.ScopeKind{kernel.ScopeOrg, kernel.ScopeTeam, kernel.ScopeUser, kernel.ScopeCustomer, kernel.ScopeKey, kernel.ScopeTag} {
 					got, err := by.SeriesByScope(t.Context(), kind, w.since, w.until, w.step)
 					require.NoError(t, err)
 					spent := 0

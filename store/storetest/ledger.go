@@ -60,6 +60,14 @@ func Gen(n int, seed uint64, prefix string) []store.LedgerEntry {
 		if run := pick("run", 3, 2); run != "" { // the run scope of its key, or none (NULL)
 			out[i].RunID = kernel.RunScopeID(kernel.ScopeRef{Kind: kernel.ScopeKey, ID: out[i].KeyID}, run)
 		}
+		// Tags, not drawn (the same seed gives the entries it always gave):
+		// none (NULL), one, or two; "search" is a prefix of "search-v2".
+		switch i % 4 {
+		case 1:
+			out[i].Tags = []string{"feature=" + [...]string{"search", "search-v2", "chat"}[i%3]}
+		case 2, 3:
+			out[i].Tags = []string{"env=" + [...]string{"prod", "dev"}[i%2], "feature=" + [...]string{"search", "search-v2", "chat"}[i%3]}
+		}
 	}
 	return out
 }
@@ -444,6 +452,9 @@ func (s *suite) entriesTests() []test {
 				{Scope: ref(kernel.ScopeOrg, "org1")},
 				{Scope: ref(kernel.ScopeCustomer, "cust2")},
 				{Scope: ref(kernel.ScopeKey, "nobody")},
+				{Scope: ref(kernel.ScopeTag, "feature=search")},
+				{Scope: ref(kernel.ScopeTag, "env=prod")},
+				{Scope: ref(kernel.ScopeTag, "feature=sea")},
 				{Model: "model1"},
 				{Since: base.Add(90 * time.Minute)},
 				{Until: base.Add(2*time.Hour + 17*time.Second)},

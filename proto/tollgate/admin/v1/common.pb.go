@@ -207,6 +207,8 @@ const (
 	ScopeKind_SCOPE_KIND_KEY         ScopeKind = 6
 	// SCOPE_KIND_RUN is one run of a key or team; its id is "<owner>/<run id>", e.g. "key:k1/run-42".
 	ScopeKind_SCOPE_KIND_RUN ScopeKind = 7
+	// SCOPE_KIND_TAG is one tag of requests; its id is "name=value", e.g. "feature=search".
+	ScopeKind_SCOPE_KIND_TAG ScopeKind = 8
 )
 
 // Enum value maps for ScopeKind.
@@ -220,6 +222,7 @@ var (
 		5: "SCOPE_KIND_CUSTOMER",
 		6: "SCOPE_KIND_KEY",
 		7: "SCOPE_KIND_RUN",
+		8: "SCOPE_KIND_TAG",
 	}
 	ScopeKind_value = map[string]int32{
 		"SCOPE_KIND_UNSPECIFIED": 0,
@@ -230,6 +233,7 @@ var (
 		"SCOPE_KIND_CUSTOMER":    5,
 		"SCOPE_KIND_KEY":         6,
 		"SCOPE_KIND_RUN":         7,
+		"SCOPE_KIND_TAG":         8,
 	}
 )
 
@@ -689,7 +693,7 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\tShortfall\x12\x19\n" +
 	"\x15SHORTFALL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSHORTFALL_CLAMP\x10\x01\x12\x14\n" +
-	"\x10SHORTFALL_REJECT\x10\x02*\xbd\x01\n" +
+	"\x10SHORTFALL_REJECT\x10\x02*\xd1\x01\n" +
 	"\tScopeKind\x12\x1a\n" +
 	"\x16SCOPE_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11SCOPE_KIND_GLOBAL\x10\x01\x12\x12\n" +
@@ -698,7 +702,8 @@ const file_tollgate_admin_v1_common_proto_rawDesc = "" +
 	"\x0fSCOPE_KIND_USER\x10\x04\x12\x17\n" +
 	"\x13SCOPE_KIND_CUSTOMER\x10\x05\x12\x12\n" +
 	"\x0eSCOPE_KIND_KEY\x10\x06\x12\x12\n" +
-	"\x0eSCOPE_KIND_RUN\x10\aBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x0eSCOPE_KIND_RUN\x10\a\x12\x12\n" +
+	"\x0eSCOPE_KIND_TAG\x10\bBAZ?github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_common_proto_rawDescOnce sync.Once

@@ -98,7 +98,10 @@ type Key struct {
 	PreviousSecretValidUntil *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=previous_secret_valid_until,json=previousSecretValidUntil,proto3" json:"previous_secret_valid_until,omitempty"`
 	// passthrough grants pass-through routes (/passthrough/PROVIDER_ID/...):
 	// "PROVIDER_ID:PATH_GLOB" each; none: denied (docs/endpoints.md).
-	Passthrough   []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	Passthrough []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	// tags are the key's default tags (name → value): every request of the key
+	// carries them; a request's own tag of the same name wins (docs/governance.md).
+	Tags          map[string]string `protobuf:"bytes,40,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -224,6 +227,13 @@ func (x *Key) GetPassthrough() []string {
 	return nil
 }
 
+func (x *Key) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
 type CreateKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is optional; a random one ("key-…") is chosen when empty.
@@ -235,7 +245,9 @@ type CreateKeyRequest struct {
 	Limits   *Limits           `protobuf:"bytes,6,opt,name=limits,proto3" json:"limits,omitempty"`
 	Metadata map[string]string `protobuf:"bytes,7,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// passthrough grants pass-through routes, as Key.passthrough.
-	Passthrough   []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	Passthrough []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	// tags are the key's default tags, as Key.tags.
+	Tags          map[string]string `protobuf:"bytes,40,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -322,6 +334,13 @@ func (x *CreateKeyRequest) GetMetadata() map[string]string {
 func (x *CreateKeyRequest) GetPassthrough() []string {
 	if x != nil {
 		return x.Passthrough
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
 	}
 	return nil
 }
@@ -614,11 +633,13 @@ type UpdateKeyRequest struct {
 	// update_mask names the fields to change: "alias", "metadata", "limits" (all
 	// limits) or one of "limits.budgets", "limits.rpm", "limits.tpm",
 	// "limits.max_parallel", "limits.models", "limits.expires_at", "limits.mode",
-	// "limits.shortfall", "passthrough".
+	// "limits.shortfall", "passthrough", "tags".
 	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,5,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	// passthrough replaces the key's pass-through grants ("passthrough" in
 	// update_mask).
-	Passthrough   []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	Passthrough []string `protobuf:"bytes,30,rep,name=passthrough,proto3" json:"passthrough,omitempty"`
+	// tags replaces the key's default tags ("tags" in update_mask).
+	Tags          map[string]string `protobuf:"bytes,40,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -691,6 +712,13 @@ func (x *UpdateKeyRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 func (x *UpdateKeyRequest) GetPassthrough() []string {
 	if x != nil {
 		return x.Passthrough
+	}
+	return nil
+}
+
+func (x *UpdateKeyRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
 	}
 	return nil
 }
@@ -937,7 +965,7 @@ var File_tollgate_admin_v1_keys_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"\n" +
-	"\x1ctollgate/admin/v1/keys.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xe7\x04\n" +
+	"\x1ctollgate/admin/v1/keys.proto\x12\x11tollgate.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1etollgate/admin/v1/common.proto\"\xd6\x05\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05alias\x18\x02 \x01(\tR\x05alias\x12\x16\n" +
@@ -954,10 +982,14 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"\n" +
 	"revoked_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12Y\n" +
 	"\x1bprevious_secret_valid_until\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x18previousSecretValidUntil\x12 \n" +
-	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x1a;\n" +
+	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x124\n" +
+	"\x04tags\x18( \x03(\v2 .tollgate.admin.v1.Key.TagsEntryR\x04tags\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xde\x03\n" +
 	"\x10CreateKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05alias\x18\x02 \x01(\tR\x05alias\x12\x17\n" +
@@ -966,8 +998,12 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"\x06org_id\x18\x05 \x01(\tR\x05orgId\x121\n" +
 	"\x06limits\x18\x06 \x01(\v2\x19.tollgate.admin.v1.LimitsR\x06limits\x12M\n" +
 	"\bmetadata\x18\a \x03(\v21.tollgate.admin.v1.CreateKeyRequest.MetadataEntryR\bmetadata\x12 \n" +
-	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x1a;\n" +
+	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x12A\n" +
+	"\x04tags\x18( \x03(\v2-.tollgate.admin.v1.CreateKeyRequest.TagsEntryR\x04tags\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"U\n" +
 	"\x11CreateKeyResponse\x12(\n" +
@@ -987,7 +1023,7 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\"f\n" +
 	"\x10ListKeysResponse\x12*\n" +
 	"\x04keys\x18\x01 \x03(\v2\x16.tollgate.admin.v1.KeyR\x04keys\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd6\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd2\x03\n" +
 	"\x10UpdateKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05alias\x18\x02 \x01(\tR\x05alias\x121\n" +
@@ -995,8 +1031,12 @@ const file_tollgate_admin_v1_keys_proto_rawDesc = "" +
 	"\bmetadata\x18\x04 \x03(\v21.tollgate.admin.v1.UpdateKeyRequest.MetadataEntryR\bmetadata\x12;\n" +
 	"\vupdate_mask\x18\x05 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
 	"updateMask\x12 \n" +
-	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x1a;\n" +
+	"\vpassthrough\x18\x1e \x03(\tR\vpassthrough\x12A\n" +
+	"\x04tags\x18( \x03(\v2-.tollgate.admin.v1.UpdateKeyRequest.TagsEntryR\x04tags\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"=\n" +
 	"\x11UpdateKeyResponse\x12(\n" +
@@ -1038,7 +1078,7 @@ func file_tollgate_admin_v1_keys_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_keys_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_keys_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_tollgate_admin_v1_keys_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_tollgate_admin_v1_keys_proto_goTypes = []any{
 	(KeyStatus)(0),                // 0: tollgate.admin.v1.KeyStatus
 	(*Key)(nil),                   // 1: tollgate.admin.v1.Key
@@ -1055,50 +1095,56 @@ var file_tollgate_admin_v1_keys_proto_goTypes = []any{
 	(*RotateKeyRequest)(nil),      // 12: tollgate.admin.v1.RotateKeyRequest
 	(*RotateKeyResponse)(nil),     // 13: tollgate.admin.v1.RotateKeyResponse
 	nil,                           // 14: tollgate.admin.v1.Key.MetadataEntry
-	nil,                           // 15: tollgate.admin.v1.CreateKeyRequest.MetadataEntry
-	nil,                           // 16: tollgate.admin.v1.UpdateKeyRequest.MetadataEntry
-	(*Limits)(nil),                // 17: tollgate.admin.v1.Limits
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 19: google.protobuf.FieldMask
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	nil,                           // 15: tollgate.admin.v1.Key.TagsEntry
+	nil,                           // 16: tollgate.admin.v1.CreateKeyRequest.MetadataEntry
+	nil,                           // 17: tollgate.admin.v1.CreateKeyRequest.TagsEntry
+	nil,                           // 18: tollgate.admin.v1.UpdateKeyRequest.MetadataEntry
+	nil,                           // 19: tollgate.admin.v1.UpdateKeyRequest.TagsEntry
+	(*Limits)(nil),                // 20: tollgate.admin.v1.Limits
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil), // 22: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
 }
 var file_tollgate_admin_v1_keys_proto_depIdxs = []int32{
-	17, // 0: tollgate.admin.v1.Key.limits:type_name -> tollgate.admin.v1.Limits
+	20, // 0: tollgate.admin.v1.Key.limits:type_name -> tollgate.admin.v1.Limits
 	14, // 1: tollgate.admin.v1.Key.metadata:type_name -> tollgate.admin.v1.Key.MetadataEntry
 	0,  // 2: tollgate.admin.v1.Key.status:type_name -> tollgate.admin.v1.KeyStatus
-	18, // 3: tollgate.admin.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	18, // 4: tollgate.admin.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
-	18, // 5: tollgate.admin.v1.Key.previous_secret_valid_until:type_name -> google.protobuf.Timestamp
-	17, // 6: tollgate.admin.v1.CreateKeyRequest.limits:type_name -> tollgate.admin.v1.Limits
-	15, // 7: tollgate.admin.v1.CreateKeyRequest.metadata:type_name -> tollgate.admin.v1.CreateKeyRequest.MetadataEntry
-	1,  // 8: tollgate.admin.v1.CreateKeyResponse.key:type_name -> tollgate.admin.v1.Key
-	1,  // 9: tollgate.admin.v1.GetKeyResponse.key:type_name -> tollgate.admin.v1.Key
-	0,  // 10: tollgate.admin.v1.ListKeysRequest.status:type_name -> tollgate.admin.v1.KeyStatus
-	1,  // 11: tollgate.admin.v1.ListKeysResponse.keys:type_name -> tollgate.admin.v1.Key
-	17, // 12: tollgate.admin.v1.UpdateKeyRequest.limits:type_name -> tollgate.admin.v1.Limits
-	16, // 13: tollgate.admin.v1.UpdateKeyRequest.metadata:type_name -> tollgate.admin.v1.UpdateKeyRequest.MetadataEntry
-	19, // 14: tollgate.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	1,  // 15: tollgate.admin.v1.UpdateKeyResponse.key:type_name -> tollgate.admin.v1.Key
-	1,  // 16: tollgate.admin.v1.RevokeKeyResponse.key:type_name -> tollgate.admin.v1.Key
-	20, // 17: tollgate.admin.v1.RotateKeyRequest.grace_period:type_name -> google.protobuf.Duration
-	1,  // 18: tollgate.admin.v1.RotateKeyResponse.key:type_name -> tollgate.admin.v1.Key
-	2,  // 19: tollgate.admin.v1.KeyService.CreateKey:input_type -> tollgate.admin.v1.CreateKeyRequest
-	4,  // 20: tollgate.admin.v1.KeyService.GetKey:input_type -> tollgate.admin.v1.GetKeyRequest
-	6,  // 21: tollgate.admin.v1.KeyService.ListKeys:input_type -> tollgate.admin.v1.ListKeysRequest
-	8,  // 22: tollgate.admin.v1.KeyService.UpdateKey:input_type -> tollgate.admin.v1.UpdateKeyRequest
-	10, // 23: tollgate.admin.v1.KeyService.RevokeKey:input_type -> tollgate.admin.v1.RevokeKeyRequest
-	12, // 24: tollgate.admin.v1.KeyService.RotateKey:input_type -> tollgate.admin.v1.RotateKeyRequest
-	3,  // 25: tollgate.admin.v1.KeyService.CreateKey:output_type -> tollgate.admin.v1.CreateKeyResponse
-	5,  // 26: tollgate.admin.v1.KeyService.GetKey:output_type -> tollgate.admin.v1.GetKeyResponse
-	7,  // 27: tollgate.admin.v1.KeyService.ListKeys:output_type -> tollgate.admin.v1.ListKeysResponse
-	9,  // 28: tollgate.admin.v1.KeyService.UpdateKey:output_type -> tollgate.admin.v1.UpdateKeyResponse
-	11, // 29: tollgate.admin.v1.KeyService.RevokeKey:output_type -> tollgate.admin.v1.RevokeKeyResponse
-	13, // 30: tollgate.admin.v1.KeyService.RotateKey:output_type -> tollgate.admin.v1.RotateKeyResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	21, // 3: tollgate.admin.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	21, // 4: tollgate.admin.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	21, // 5: tollgate.admin.v1.Key.previous_secret_valid_until:type_name -> google.protobuf.Timestamp
+	15, // 6: tollgate.admin.v1.Key.tags:type_name -> tollgate.admin.v1.Key.TagsEntry
+	20, // 7: tollgate.admin.v1.CreateKeyRequest.limits:type_name -> tollgate.admin.v1.Limits
+	16, // 8: tollgate.admin.v1.CreateKeyRequest.metadata:type_name -> tollgate.admin.v1.CreateKeyRequest.MetadataEntry
+	17, // 9: tollgate.admin.v1.CreateKeyRequest.tags:type_name -> tollgate.admin.v1.CreateKeyRequest.TagsEntry
+	1,  // 10: tollgate.admin.v1.CreateKeyResponse.key:type_name -> tollgate.admin.v1.Key
+	1,  // 11: tollgate.admin.v1.GetKeyResponse.key:type_name -> tollgate.admin.v1.Key
+	0,  // 12: tollgate.admin.v1.ListKeysRequest.status:type_name -> tollgate.admin.v1.KeyStatus
+	1,  // 13: tollgate.admin.v1.ListKeysResponse.keys:type_name -> tollgate.admin.v1.Key
+	20, // 14: tollgate.admin.v1.UpdateKeyRequest.limits:type_name -> tollgate.admin.v1.Limits
+	18, // 15: tollgate.admin.v1.UpdateKeyRequest.metadata:type_name -> tollgate.admin.v1.UpdateKeyRequest.MetadataEntry
+	22, // 16: tollgate.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	19, // 17: tollgate.admin.v1.UpdateKeyRequest.tags:type_name -> tollgate.admin.v1.UpdateKeyRequest.TagsEntry
+	1,  // 18: tollgate.admin.v1.UpdateKeyResponse.key:type_name -> tollgate.admin.v1.Key
+	1,  // 19: tollgate.admin.v1.RevokeKeyResponse.key:type_name -> tollgate.admin.v1.Key
+	23, // 20: tollgate.admin.v1.RotateKeyRequest.grace_period:type_name -> google.protobuf.Duration
+	1,  // 21: tollgate.admin.v1.RotateKeyResponse.key:type_name -> tollgate.admin.v1.Key
+	2,  // 22: tollgate.admin.v1.KeyService.CreateKey:input_type -> tollgate.admin.v1.CreateKeyRequest
+	4,  // 23: tollgate.admin.v1.KeyService.GetKey:input_type -> tollgate.admin.v1.GetKeyRequest
+	6,  // 24: tollgate.admin.v1.KeyService.ListKeys:input_type -> tollgate.admin.v1.ListKeysRequest
+	8,  // 25: tollgate.admin.v1.KeyService.UpdateKey:input_type -> tollgate.admin.v1.UpdateKeyRequest
+	10, // 26: tollgate.admin.v1.KeyService.RevokeKey:input_type -> tollgate.admin.v1.RevokeKeyRequest
+	12, // 27: tollgate.admin.v1.KeyService.RotateKey:input_type -> tollgate.admin.v1.RotateKeyRequest
+	3,  // 28: tollgate.admin.v1.KeyService.CreateKey:output_type -> tollgate.admin.v1.CreateKeyResponse
+	5,  // 29: tollgate.admin.v1.KeyService.GetKey:output_type -> tollgate.admin.v1.GetKeyResponse
+	7,  // 30: tollgate.admin.v1.KeyService.ListKeys:output_type -> tollgate.admin.v1.ListKeysResponse
+	9,  // 31: tollgate.admin.v1.KeyService.UpdateKey:output_type -> tollgate.admin.v1.UpdateKeyResponse
+	11, // 32: tollgate.admin.v1.KeyService.RevokeKey:output_type -> tollgate.admin.v1.RevokeKeyResponse
+	13, // 33: tollgate.admin.v1.KeyService.RotateKey:output_type -> tollgate.admin.v1.RotateKeyResponse
+	28, // [28:34] is the sub-list for method output_type
+	22, // [22:28] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_keys_proto_init() }
@@ -1113,7 +1159,7 @@ func file_tollgate_admin_v1_keys_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_keys_proto_rawDesc), len(file_tollgate_admin_v1_keys_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

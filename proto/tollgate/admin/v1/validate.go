@@ -234,7 +234,7 @@ func scope(prefix string, s *Scope) error {
 	if s == nil {
 		return nil
 	}
-	if err := enumValue(prefix+"kind", s.GetKind(), ScopeKind_SCOPE_KIND_RUN); err != nil {
+	if err := enumValue(prefix+"kind", s.GetKind(), ScopeKind_SCOPE_KIND_TAG); err != nil {
 		return err
 	}
 	k := s.GetKind()
@@ -244,6 +244,12 @@ func scope(prefix string, s *Scope) error {
 			return bad(prefix+"id", "a run is named OWNER/RUN, e.g. key:k1/loop-1")
 		}
 		return nil
+	}
+	if k == ScopeKind_SCOPE_KIND_TAG { // "name=value"
+		if !strings.Contains(s.GetId(), "=") {
+			return bad(prefix+"id", "a tag is named name=value, e.g. feature=search")
+		}
+		return tag(prefix+"id", s.GetId())
 	}
 	if k == ScopeKind_SCOPE_KIND_UNSPECIFIED || k == ScopeKind_SCOPE_KIND_GLOBAL {
 		if s.GetId() != "" {
@@ -272,7 +278,7 @@ func (r *ListKeysRequest) Validate() error {
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *UpdateKeyRequest) Validate() error {
-	return first(id("id", r.GetId()), mask("update_mask", r.GetUpdateMask(), withLimits("alias", "metadata", "passthrough")...),
+	return first(id("id", r.GetId()), mask("update_mask", r.GetUpdateMask(), withLimits("alias", "metadata", "passthrough", "tags")...),
 		text("alias", r.GetAlias()), r.GetLimits().validate("limits."), metadata("metadata", r.GetMetadata()))
 }
 
@@ -601,10 +607,11 @@ func (r *GetSpendSeriesRequest) Validate() error {
 
 // Validate implements the go-grpc-middleware validator interface.
 func (r *GetSpendBreakdownRequest) Validate() error {
-	switch r.GetGroupBy() {
-	case "key", "team", "user", "org", "customer", "model", "mcp_server", "mcp_tool":
+	switch g := r.GetGroupBy(); {
+	case g == "key", g == "team", g == "user", g == "org", g == "customer", g == "model", g == "mcp_server", g == "mcp_tool", g == "tag":
+	case strings.HasPrefix(g, "tag:") && len(g) > len("tag:") && len(g) <= len("tag:")+64 && !strings.ContainsAny(g[len("tag:"):], "=,"):
 	default:
-		return bad("group_by", "must be key, team, user, org, customer, model, mcp_server or mcp_tool, not %q", r.GetGroupBy())
+		return bad("group_by", "must be key, team, user, org, customer, model, mcp_server, mcp_tool, tag or tag:NAME, not %q", r.GetGroupBy())
 	}
 	if err := first(timeRange(r), duration("step", r.GetStep())); err != nil {
 		return err

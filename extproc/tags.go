@@ -1,0 +1,109 @@
+package extproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
+)
+
+// Tags attribute a request's spend (docs/governance.md, "Tags"): the key's
+// default tags, then the body's metadata.tollgate_tags (OpenAI chat
+// completions and Responses, whose metadata is a map of strings), then the
+// x-tollgate-tags header, a later source's value winning for a name. Each
+// tag is in the request's ledger row; a tag with a budget (TagCatalog) is
+// also one more scope of the request, admitted with the others at once.
+
+// hdrTags carries a request's tags: "name=value,name=value".
+const hdrTags = "x-tollgate-tags"
+
+// metadataTags is the key of the tags in the body's metadata.
+const metadataTags = "tollgate_tags"
+
+// TagCatalog is implemented by catalogs that hold tag budgets.
+type TagCatalog interface {
+	// TagScope is the scope of tag "name=value" when it has limits.
+	TagScope(tag string) (kernel.Scope, bool)
+}
+
+// withTags records the request's tags (s.tags) and returns scopes with the
+// scope of every tag that has limits appended (a new slice; scopes itself
+// when none has).
+func (s *stream) withTags(scopes []kernel.Scope, body []byte) ([]kernel.Scope, *translate.APIError) {
+	var fromBody []string
+	if s.ep.API == translate.APIChat || s.ep.API == translate.APIResponses {
+		var err error
+		if fromBody, err = metadataTagList(body); err != nil {
+			return nil, tagsError(err, "metadata."+metadataTags)
+		}
+	}
+	fromHdr, err := kernel.ParseTags(s.tagsHdr)
+	if err != nil {
+		return nil, tagsError(err, "")
+	}
+	var defaults []string
+	if s.principal != nil {
+		defaults = s.principal.Tags
+	}
+	s.tags = kernel.MergeTags(kernel.MergeTags(defaults, fromBody), fromHdr)
+	tc, ok := s.p.cat.(TagCatalog)
+	if !ok {
+		return scopes, nil
+	}
+	out := scopes
+	for _, t := range s.tags {
+		if sc, ok := tc.TagScope(t); ok {
+			if len(out) == len(scopes) {
+				out = slices.Clip(out) // the principal's is shared: append to a copy
+			}
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// metadataTagList reads the body's metadata.tollgate_tags, a string in the
+// header's form; nil when the body has none (a body without the key is not
+// decoded).
+func metadataTagList(body []byte) ([]string, error) {
+	if !bytes.Contains(body, []byte(`"`+metadataTags+`"`)) {
+		return nil, nil
+	}
+	var doc struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, nil //nolint:nilerr // the body was parsed before: a key in another place than metadata
+	}
+	raw, ok := doc.Metadata[metadataTags]
+	if !ok {
+		return nil, nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("%w: metadata.%s must be a string of name=value pairs", kernel.ErrBadTag, metadataTags)
+	}
+	return kernel.ParseTags(v)
+}
+
+// tagsError is the client's 400 for malformed tags.
+func tagsError(err error, param string) *translate.APIError {
+	msg := err.Error()
+	if errors.Is(err, kernel.ErrBadTag) {
+		msg = msg[len(kernel.ErrBadTag.Error())+2:] // without "kernel: invalid tag: "
+	}
+	where := "The " + hdrTags + " header"
+	if param != "" {
+		where = "The body's " + param
+	}
+	return &translate.APIError{
+		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "invalid_tags", Param: param,
+		Message: fmt.Sprintf("%s must be name=value pairs separated by commas (at most %d; names of letters, digits, '_', '-', '.', ':'; values of printable ASCII without ','): %s.",
+			where, kernel.MaxTags, msg),
+	}
+}
