@@ -71,6 +71,15 @@ func (a unitAccountant) Admit(ctx context.Context, areq *kernel.AdmitRequest) (k
 	return a.Accountant.Admit(ctx, areq)
 }
 
+// RecordRefused passes a guardrail's $0 row on to the wrapped accountant
+// when it writes them (RefusalRecorder): the wrapper must not hide it.
+func (a unitAccountant) RecordRefused(ctx context.Context, rec *Record) error {
+	if r, ok := a.Accountant.(RefusalRecorder); ok {
+		return r.RecordRefused(ctx, rec)
+	}
+	return nil
+}
+
 // priceUnits prices a unit request for admission from the model's price
 // (areq.Price): the unit the price names, the price of one, the bound
 // reserved. A model with a token price but no price in the route's unit is
