@@ -181,9 +181,6 @@ func (r *Route) Observe(status int, retryAfter time.Duration, now time.Time) {
 	r.env.Health.Observe(r.Current, status, retryAfter, now.Sub(r.SentAt), now)
 }
 
-// Env is the route's environment.
-func (r *Route) Env() Env { return r.env }
-
 // Done ends the request's use of its deployment (no longer in flight; its
 // tokens count for the usage strategy). Nothing when it is on none.
 func (r *Route) Done(tokens int64) {
