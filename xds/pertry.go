@@ -65,14 +65,15 @@ const tryRetryOn = "connect-failure,refused-stream,reset,retriable-status-codes"
 // tryOutlierInterval is how often Envoy's outlier detection sweeps.
 const tryOutlierInterval = time.Second
 
-// tryRetriableStatus is routing.RetriableStatuses as the retry policy's.
-func tryRetriableStatus() []uint32 {
+// tryRetriableStatus is routing.RetriableStatuses as the retry policy's,
+// converted once and shared by every per-try route (read-only).
+var tryRetriableStatus = func() []uint32 {
 	out := make([]uint32, len(routing.RetriableStatuses))
 	for i, s := range routing.RetriableStatuses {
 		out[i] = uint32(s)
 	}
 	return out
-}
+}()
 
 // tryRoute is one per-try route: its key and deployments in order.
 type tryRoute struct {
@@ -200,7 +201,7 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	retry := &routev3.RetryPolicy{
 		RetryOn:              tryRetryOn,
 		NumRetries:           wrapperspb.UInt32(uint32(r.retries)),
-		RetriableStatusCodes: tryRetriableStatus(),
+		RetriableStatusCodes: tryRetriableStatus,
 		PerTryIdleTimeout:    durationpb.New(in.PerTryIdleTimeout),
 		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{
 			Name:       "envoy.retry_host_predicates.previous_hosts",
