@@ -22,7 +22,6 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/routing"
-	"github.com/tollgate-ai/tollgate/upstream"
 )
 
 // Per-try routing (docs/envoy.md, "Retries across deployments"). For a
@@ -102,11 +101,10 @@ func tryRoutes(in *Input) []tryRoute {
 	}
 	var out []tryRoute
 	for _, g := range in.Groups {
-		pg := g.policy()
-		if !pg.PerTry() {
+		if !routing.PerTry(g.Retries, len(g.Deployments), g.fallbacks()) {
 			continue
 		}
-		redirect := pg.RedirectsFallbacks()
+		redirect := routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
 		var all []string
 		for _, name := range routing.GroupChain(g.Name, fallbacks) {
 			if fg := byName[name]; fg != nil {
@@ -242,18 +240,11 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	}
 }
 
-// policy is g as routing/ sees it (routing.Group: PerTry,
-// RedirectsFallbacks), so the xDS and the processor decide alike.
-func (g *Group) policy() *routing.Group {
-	deps := make([]*routing.Deployment, len(g.Deployments))
-	for i, d := range g.Deployments {
-		deps[i] = &routing.Deployment{Target: &upstream.Target{Model: g.Name, Deployment: d}}
-	}
-	return &routing.Group{
-		Name: g.Name, Retries: g.Retries, Fallbacks: g.Fallbacks,
-		ContextWindowFallbacks: g.ContextWindowFallbacks, ContentPolicyFallbacks: g.ContentPolicyFallbacks,
-		Deployments: deps,
-	}
+// fallbacks counts a group's fallback groups of every kind (routing.PerTry:
+// a context-window or content-policy fallback is somewhere else to go, as
+// routing.Group.FallbackCount counts them).
+func (g *Group) fallbacks() int {
+	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
 }
 
 // fallbackRedirect is the internal redirect policy of a per-try route whose
