@@ -2,7 +2,6 @@ package xds
 
 import (
 	"cmp"
-	"slices"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -105,11 +104,11 @@ func tryRoutes(in *Input) []tryRoute {
 			continue
 		}
 		redirect := routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
-		var all []string
+		var all []string // the chain's deployments; TryOrder keeps each once
 		for _, name := range routing.GroupChain(g.Name, fallbacks) {
 			if fg := byName[name]; fg != nil {
 				for _, d := range fg.Deployments {
-					if known[d] && !slices.Contains(all, d) {
+					if known[d] {
 						all = append(all, d)
 					}
 				}
