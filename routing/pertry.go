@@ -153,7 +153,7 @@ func (r *Route) OpenTry(ctx context.Context, dep string) (d *Deployment, order i
 			continue
 		}
 		r.one[0] = cg.Deployments[i]
-		r.Cands = r.one[:]
+		r.cands = r.one[:]
 		return r.one[0], len(seen), nil
 	}
 	return nil, len(seen), &UnavailableError{}
