@@ -223,7 +223,7 @@ func (r *Route) Retry(ctx context.Context, mode RetryMode, status int, body []by
 	if n >= min(limit, MaxAttempts) {
 		return Attempt{}, 0, false
 	}
-	cur := r.Groups[len(r.Groups)-1]
+	cur := r.Group()
 	tried := append(slices.Clip(a.Avoid), r.Last.Target.Deployment)
 	var group string
 	switch kind {

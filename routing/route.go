@@ -150,6 +150,10 @@ func (r *Route) nextGroup(ctx context.Context, names []string) bool {
 	return false
 }
 
+// Group is the group the request is routed in now: the last visited (the
+// requested one, or the fallback group admission moved to).
+func (r *Route) Group() *Group { return r.Groups[len(r.Groups)-1] }
+
 // Next is the candidate the request is to be admitted on.
 func (r *Route) Next() *Deployment { return r.cands[0] }
 
@@ -159,7 +163,7 @@ func (r *Route) Next() *Deployment { return r.cands[0] }
 func (r *Route) PassOver(ctx context.Context, pinned bool) bool {
 	r.tried++
 	r.cands = r.cands[1:]
-	return len(r.cands) > 0 || !pinned && r.nextGroup(ctx, r.Groups[len(r.Groups)-1].Fallbacks)
+	return len(r.cands) > 0 || !pinned && r.nextGroup(ctx, r.Group().Fallbacks)
 }
 
 // Admitted records that the request was admitted on its next candidate and
