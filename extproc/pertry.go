@@ -175,8 +175,7 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 	var kvs [3]headerKV
 	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
-	g := s.rt.Groups[len(s.rt.Groups)-1]
-	l = l.add(RouteHeader, envoy.TryKey(g.Name, s.target.Deployment, s.rt.TrySkip(ctx, s.target.Deployment)))
+	l = l.add(RouteHeader, envoy.TryKey(s.rt.Group().Name, s.target.Deployment, s.rt.TrySkip(ctx, s.target.Deployment)))
 	clamped := "0"
 	if d.Clamped {
 		clamped = "1"
@@ -228,7 +227,7 @@ func (s *stream) routesPerTry() bool {
 	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 || s.pinned() {
 		return false
 	}
-	if !s.rt.Groups[len(s.rt.Groups)-1].PerTry() {
+	if !s.rt.Group().PerTry() {
 		return false
 	}
 	beta := s.clientBeta()

@@ -217,8 +217,8 @@ type stream struct {
 	tags         []string // the request's tags, sorted (tags.go)
 	principal    *Principal
 	target       *translate.Target
-	rt           *route // routing state when the catalog routes by group (&rtState)
-	rtState      route
+	rt           *routing.Route // routing state when the catalog routes by group (&rtState)
+	rtState      routing.Route
 	att          routing.Attempt // which attempt this stream is (retry.go)
 	try          *tryState       // its part in per-try routing, nil: none (pertry.go)
 	lent         *pooledReply    // the reply being built, from the pool (reply_pool.go)
@@ -956,8 +956,8 @@ func resolveError(id string, log *slog.Logger, model string, err error) *transla
 			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotAllowed, Param: "model",
 			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
 		}
-	case asUnavailable(err) != nil:
-		return unavailableReply(model, nil, asUnavailable(err).retryAfter)
+	case routing.AsUnavailable(err) != nil:
+		return unavailableReply(model, nil, routing.AsUnavailable(err).RetryAfter)
 	case err == nil || errors.Is(err, ErrModelNotFound):
 		return &translate.APIError{
 			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",

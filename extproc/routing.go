@@ -34,9 +34,6 @@ type GroupCatalog interface {
 	ResolveGroup(ctx context.Context, p *Principal, model string) (*routing.Group, error)
 }
 
-// route is the routing state of one request (routing.Route).
-type route = routing.Route
-
 // streamGroups resolves groups for a stream's key (routing.Groups).
 type streamGroups stream
 
@@ -98,18 +95,6 @@ func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 		return unavailableReply(model, &d, 0)
 	}
 	return decisionError(d, model)
-}
-
-// unavailableError: every deployment of the group and its fallbacks is
-// cooling down (routing.UnavailableError, as the reply reads it).
-type unavailableError struct{ retryAfter time.Duration }
-
-// asUnavailable returns err's routing.UnavailableError, or nil.
-func asUnavailable(err error) *unavailableError {
-	if ue := routing.AsUnavailable(err); ue != nil {
-		return &unavailableError{retryAfter: ue.RetryAfter}
-	}
-	return nil
 }
 
 // admit admits areq on the current candidate, adding its rpm/tpm scope; when

@@ -153,7 +153,7 @@ func (r *Route) OpenTry(ctx context.Context, dep string) (d *Deployment, order i
 			continue
 		}
 		r.one[0] = cg.Deployments[i]
-		r.Cands = r.one[:]
+		r.cands = r.one[:]
 		return r.one[0], len(seen), nil
 	}
 	return nil, len(seen), &UnavailableError{}
@@ -165,7 +165,7 @@ func (r *Route) OpenTry(ctx context.Context, dep string) (d *Deployment, order i
 // now. 0 when a group of the chain cannot be resolved for this key (the
 // orders would differ).
 func (r *Route) TrySkip(ctx context.Context, first string) uint {
-	names, byName, all := r.chain(ctx, r.Groups[len(r.Groups)-1])
+	names, byName, all := r.chain(ctx, r.Group())
 	if !all {
 		return 0
 	}

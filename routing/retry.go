@@ -223,12 +223,12 @@ func (r *Route) Retry(ctx context.Context, mode RetryMode, status int, body []by
 	if n >= min(limit, MaxAttempts) {
 		return Attempt{}, 0, false
 	}
-	cur := r.Groups[len(r.Groups)-1]
+	cur := r.Group()
 	tried := append(slices.Clip(a.Avoid), r.Last.Target.Deployment)
 	var group string
 	switch kind {
 	case FailRetryable:
-		if slices.ContainsFunc(r.Cands, func(d *Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
+		if slices.ContainsFunc(r.cands, func(d *Deployment) bool { return !slices.Contains(tried, d.Target.Deployment) }) {
 			group = cur.Name
 		} else if group = r.availableGroup(ctx, cur.Fallbacks, tried); group == "" {
 			return Attempt{}, 0, false

@@ -57,17 +57,17 @@ var _ Health = (*Router)(nil)
 // candidates left, in order. The zero Route is unused; Reset or Pin starts
 // one. It is not safe for concurrent use (one request's).
 type Route struct {
-	Groups  []*Group      // groups visited, first the requested one
-	Cands   []*Deployment // candidates of the current group, next first
-	Current *Deployment   // the deployment the request is admitted on (nil once done)
-	Last    *Deployment   // the same, kept after the request is done with it
-	SentAt  time.Time     // when the request left for Current (time to first byte)
-	Tried   int           // deployments passed over at admission (quota full)
+	Groups  []*Group    // groups visited, first the requested one
+	Current *Deployment // the deployment the request is admitted on (nil once done)
+	Last    *Deployment // the same, kept after the request is done with it
 
-	env   Env
-	att   *Attempt
-	first [1]*Group      // backing array of Groups (no allocation without fallbacks)
-	one   [1]*Deployment // backing array of Cands when pinned
+	cands  []*Deployment // candidates of the current group, next first
+	sentAt time.Time     // when the request left for Current (time to first byte)
+	tried  int           // deployments passed over at admission (quota full)
+	env    Env
+	att    *Attempt
+	first  [1]*Group      // backing array of Groups (no allocation without fallbacks)
+	one    [1]*Deployment // backing array of cands when pinned
 }
 
 // UnavailableError is Open's error when every deployment of the group and
@@ -104,7 +104,7 @@ func (r *Route) Reset(env Env, att *Attempt, g *Group) {
 func (r *Route) Pin(env Env, att *Attempt, g *Group, d *Deployment) {
 	r.Reset(env, att, g)
 	r.one[0] = d
-	r.Cands = r.one[:]
+	r.cands = r.one[:]
 }
 
 // Open finds the request's first deployment: the first in rotation of the
@@ -115,15 +115,15 @@ func (r *Route) Pin(env Env, att *Attempt, g *Group, d *Deployment) {
 // answers. Otherwise the error is an *UnavailableError.
 func (r *Route) Open(ctx context.Context) (*Deployment, error) {
 	g := r.Groups[0]
-	r.Cands = r.att.Without(r.env.Health.Order(g, r.env.Clock.Now()))
-	if len(r.Cands) == 0 && !r.nextGroup(ctx, g.Fallbacks) {
+	r.cands = r.att.Without(r.env.Health.Order(g, r.env.Clock.Now()))
+	if len(r.cands) == 0 && !r.nextGroup(ctx, g.Fallbacks) {
 		if len(g.Deployments) == 1 && !r.att.Avoids(g.Deployments[0].Target.Deployment) {
-			r.Groups, r.Cands = r.Groups[:1], g.Deployments
+			r.Groups, r.cands = r.Groups[:1], g.Deployments
 			return g.Deployments[0], nil
 		}
 		return nil, &UnavailableError{RetryAfter: r.env.Health.Soonest(g, r.env.Clock.Now())}
 	}
-	return r.Cands[0], nil
+	return r.cands[0], nil
 }
 
 // nextGroup moves to the first of names (depth first through their own
@@ -140,7 +140,7 @@ func (r *Route) nextGroup(ctx context.Context, names []string) bool {
 		}
 		r.Groups = append(r.Groups, g)
 		if c := r.att.Without(r.env.Health.Order(g, now)); len(c) > 0 {
-			r.Cands = c
+			r.cands = c
 			return true
 		}
 		if r.nextGroup(ctx, g.Fallbacks) {
@@ -150,39 +150,40 @@ func (r *Route) nextGroup(ctx context.Context, names []string) bool {
 	return false
 }
 
+// Group is the group the request is routed in now: the last visited (the
+// requested one, or the fallback group admission moved to).
+func (r *Route) Group() *Group { return r.Groups[len(r.Groups)-1] }
+
 // Next is the candidate the request is to be admitted on.
-func (r *Route) Next() *Deployment { return r.Cands[0] }
+func (r *Route) Next() *Deployment { return r.cands[0] }
 
 // PassOver moves past the next candidate, whose quota is full this minute:
 // to the group's next candidate, then (unless pinned) to the fallback
 // groups'. False when none is left.
 func (r *Route) PassOver(ctx context.Context, pinned bool) bool {
-	r.Tried++
-	r.Cands = r.Cands[1:]
-	return len(r.Cands) > 0 || !pinned && r.nextGroup(ctx, r.Groups[len(r.Groups)-1].Fallbacks)
+	r.tried++
+	r.cands = r.cands[1:]
+	return len(r.cands) > 0 || !pinned && r.nextGroup(ctx, r.Group().Fallbacks)
 }
 
 // Admitted records that the request was admitted on its next candidate and
 // leaves for it now; it returns that deployment.
 func (r *Route) Admitted() *Deployment {
-	dep := r.Cands[0]
-	r.Current, r.Last, r.SentAt = dep, dep, r.env.Clock.Now()
+	dep := r.cands[0]
+	r.Current, r.Last, r.sentAt = dep, dep, r.env.Clock.Now()
 	r.env.Health.Start(dep)
 	return dep
 }
 
 // Observe feeds the deployments' state with the current attempt's response
-// status at now (retryAfter: a 429's), timed from SentAt. Nothing when the
+// status at now (retryAfter: a 429's), timed from sentAt. Nothing when the
 // request is on no deployment.
 func (r *Route) Observe(status int, retryAfter time.Duration, now time.Time) {
 	if r.Current == nil {
 		return
 	}
-	r.env.Health.Observe(r.Current, status, retryAfter, now.Sub(r.SentAt), now)
+	r.env.Health.Observe(r.Current, status, retryAfter, now.Sub(r.sentAt), now)
 }
-
-// Env is the route's environment.
-func (r *Route) Env() Env { return r.env }
 
 // Done ends the request's use of its deployment (no longer in flight; its
 // tokens count for the usage strategy). Nothing when it is on none.
@@ -204,7 +205,7 @@ func (r *Route) FallbackReason() (from, why string) {
 		return "", ""
 	}
 	why = FallbackCooldown
-	if r.Tried > 0 {
+	if r.tried > 0 {
 		why = FallbackRateLimited
 	}
 	return r.Groups[0].Name, why

@@ -2,7 +2,6 @@ package xds
 
 import (
 	"cmp"
-	"slices"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/routing"
-	"github.com/tollgate-ai/tollgate/upstream"
 )
 
 // Per-try routing (docs/envoy.md, "Retries across deployments"). For a
@@ -65,14 +63,15 @@ const tryRetryOn = "connect-failure,refused-stream,reset,retriable-status-codes"
 // tryOutlierInterval is how often Envoy's outlier detection sweeps.
 const tryOutlierInterval = time.Second
 
-// tryRetriableStatus is routing.RetriableStatuses as the retry policy's.
-func tryRetriableStatus() []uint32 {
+// tryRetriableStatus is routing.RetriableStatuses as the retry policy's,
+// converted once and shared by every per-try route (read-only).
+var tryRetriableStatus = func() []uint32 {
 	out := make([]uint32, len(routing.RetriableStatuses))
 	for i, s := range routing.RetriableStatuses {
 		out[i] = uint32(s)
 	}
 	return out
-}
+}()
 
 // tryRoute is one per-try route: its key and deployments in order.
 type tryRoute struct {
@@ -101,16 +100,15 @@ func tryRoutes(in *Input) []tryRoute {
 	}
 	var out []tryRoute
 	for _, g := range in.Groups {
-		pg := g.policy()
-		if !pg.PerTry() {
+		if !routing.PerTry(g.Retries, len(g.Deployments), g.fallbacks()) {
 			continue
 		}
-		redirect := pg.RedirectsFallbacks()
-		var all []string
+		redirect := routing.RedirectsFallbacks(len(g.ContextWindowFallbacks), len(g.ContentPolicyFallbacks))
+		var all []string // the chain's deployments; TryOrder keeps each once
 		for _, name := range routing.GroupChain(g.Name, fallbacks) {
 			if fg := byName[name]; fg != nil {
 				for _, d := range fg.Deployments {
-					if known[d] && !slices.Contains(all, d) {
+					if known[d] {
 						all = append(all, d)
 					}
 				}
@@ -200,7 +198,7 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	retry := &routev3.RetryPolicy{
 		RetryOn:              tryRetryOn,
 		NumRetries:           wrapperspb.UInt32(uint32(r.retries)),
-		RetriableStatusCodes: tryRetriableStatus(),
+		RetriableStatusCodes: tryRetriableStatus,
 		PerTryIdleTimeout:    durationpb.New(in.PerTryIdleTimeout),
 		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{
 			Name:       "envoy.retry_host_predicates.previous_hosts",
@@ -241,18 +239,11 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 	}
 }
 
-// policy is g as routing/ sees it (routing.Group: PerTry,
-// RedirectsFallbacks), so the xDS and the processor decide alike.
-func (g *Group) policy() *routing.Group {
-	deps := make([]*routing.Deployment, len(g.Deployments))
-	for i, d := range g.Deployments {
-		deps[i] = &routing.Deployment{Target: &upstream.Target{Model: g.Name, Deployment: d}}
-	}
-	return &routing.Group{
-		Name: g.Name, Retries: g.Retries, Fallbacks: g.Fallbacks,
-		ContextWindowFallbacks: g.ContextWindowFallbacks, ContentPolicyFallbacks: g.ContentPolicyFallbacks,
-		Deployments: deps,
-	}
+// fallbacks counts a group's fallback groups of every kind (routing.PerTry:
+// a context-window or content-policy fallback is somewhere else to go, as
+// routing.Group.FallbackCount counts them).
+func (g *Group) fallbacks() int {
+	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
 }
 
 // fallbackRedirect is the internal redirect policy of a per-try route whose
