@@ -15,11 +15,11 @@ const (
 )
 
 var secretDetectors = []detector{
-	{TypeAPIKey, findAPIKeys},
-	{TypeAWSKey, findAWSKeys},
-	{TypePrivateKey, findPrivateKeys},
-	{TypeJWT, findJWTs},
-	{TypeHighEntropy, findHighEntropy},
+	{TypeAPIKey, findAPIKeys, false},
+	{TypeAWSKey, findAWSKeys, false},
+	{TypePrivateKey, findPrivateKeys, false},
+	{TypeJWT, findJWTs, false},
+	{TypeHighEntropy, findHighEntropy, false},
 }
 
 // tokenChar: the characters of API keys and base64url.
