@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// detector finds the matches of one type.
+// detector finds the matches of one type; digits: it skips to the digits
+// and colons of the text (anchors.index).
 type detector struct {
-	typ  string
-	find func(text []byte, ax *anchors, dst []Finding) []Finding
+	typ    string
+	find   func(text []byte, ax *anchors, dst []Finding) []Finding
+	digits bool
 }
 
 // Types of the pii kind.
@@ -25,12 +27,12 @@ const (
 )
 
 var piiDetectors = []detector{
-	{TypeEmail, findEmails},
-	{TypeCreditCard, findCards},
-	{TypeIBAN, findIBANs},
-	{TypeSSN, findSSNs},
-	{TypePhone, findPhones},
-	{TypeIP, findIPs},
+	{TypeEmail, findEmails, false},
+	{TypeCreditCard, findCards, true},
+	{TypeIBAN, findIBANs, true},
+	{TypeSSN, findSSNs, true},
+	{TypePhone, findPhones, true},
+	{TypeIP, findIPs, true},
 }
 
 // typedFinder runs some detectors.
@@ -55,9 +57,17 @@ func newTypedFinder(all []detector, only []string) (typedFinder, error) {
 	return out, nil
 }
 
+// find runs the detectors on text; the digits and colons are indexed once,
+// for the first detector that skips to them (none of the secrets' does).
 func (f typedFinder) find(text []byte, dst []Finding) []Finding {
-	ax := newAnchors(text, anchorPool.Get().(*anchors))
+	ax := anchorPool.Get().(*anchors)
+	ax.reset(text)
+	indexed := false
 	for _, d := range f {
+		if d.digits && !indexed {
+			ax.index(text)
+			indexed = true
+		}
 		dst = d.find(text, ax, dst)
 	}
 	anchorPool.Put(ax)

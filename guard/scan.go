@@ -59,11 +59,23 @@ func newAnchors(text []byte, ax *anchors) *anchors {
 	if ax == nil {
 		ax = new(anchors)
 	}
-	words := (len(text) + 63) / 64
-	buf := append(ax.digits[:0:cap(ax.digits)], make([]uint64, 2*words)...)[:2*words]
-	clear(buf)
-	ax.n, ax.digits, ax.colons = len(text), buf[:words:2*words], buf[words:]
+	ax.reset(text)
+	ax.index(text)
+	return ax
+}
+
+// reset readies ax for text, its digits and colons not yet indexed (index).
+func (ax *anchors) reset(text []byte) {
+	ax.n, ax.digits, ax.colons = len(text), ax.digits[:0], ax.colons[:0]
 	ax.seps, ax.aiza = ax.seps[:0], -1
+}
+
+// index finds the digits and colons of text, for the detectors that skip
+// to them (detector.digits).
+func (ax *anchors) index(text []byte) {
+	words := (len(text) + 63) / 64
+	buf := append(ax.digits[:0:cap(ax.digits)], make([]uint64, 2*words)...) // zeroed
+	ax.digits, ax.colons = buf[:words:2*words], buf[words:]
 	i := 0
 	for ; i+8 <= len(text); i += 8 {
 		w := binary.LittleEndian.Uint64(text[i:])
@@ -81,7 +93,6 @@ func newAnchors(text []byte, ax *anchors) *anchors {
 			ax.colons[i/64] |= 1 << (i % 64)
 		}
 	}
-	return ax
 }
 
 // next returns the first set bit at or after i in set, or n.

@@ -15,11 +15,11 @@ const (
 )
 
 var secretDetectors = []detector{
-	{TypeAPIKey, findAPIKeys},
-	{TypeAWSKey, findAWSKeys},
-	{TypePrivateKey, findPrivateKeys},
-	{TypeJWT, findJWTs},
-	{TypeHighEntropy, findHighEntropy},
+	{TypeAPIKey, findAPIKeys, false},
+	{TypeAWSKey, findAWSKeys, false},
+	{TypePrivateKey, findPrivateKeys, false},
+	{TypeJWT, findJWTs, false},
+	{TypeHighEntropy, findHighEntropy, false},
 }
 
 // tokenChar: the characters of API keys and base64url.
@@ -195,29 +195,12 @@ func (x *foldIndex) find(text []byte, from int, label []byte) int {
 		if p == len(text) {
 			return -1
 		}
-		if s := p - len(label) + 1; asciiEqualFold(text[s:p+1], label) {
+		if s := p - len(label) + 1; bytes.EqualFold(text[s:p+1], label) {
 			return s
 		}
 		at = p + 1
 	}
 	return -1
-}
-
-// asciiEqualFold: b is lower (a lower-case ASCII label), ASCII
-// case-insensitively.
-func asciiEqualFold(b, lower []byte) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i, c := range b {
-		if isUpper(c) {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func b64Char(c byte) bool { return isAlnum(c) || c == '+' || c == '/' }

@@ -92,54 +92,58 @@ func fromEach[T any](ctx context.Context, h *Handler, rc *reqCtx, need caps, lis
 	return servers, out, nil
 }
 
-// listResources answers resources/list.
-func (h *Handler) listResources(ctx context.Context, rc *reqCtx) (*sdk.ListResourcesResult, error) {
-	servers, lists, err := fromEach(ctx, h, rc, capResources, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Resource, error] {
-		return cs.Resources(ctx, nil)
-	})
+// relayed answers a list method: the items of every server of rc the caller
+// may use (fromEach) that its grants cover, grant naming an item's grant; on
+// /mcp each is a copy that wrap renames for server.
+func relayed[T any](ctx context.Context, h *Handler, rc *reqCtx, need caps,
+	list func(context.Context, *sdk.ClientSession) iter.Seq2[*T, error],
+	grant func(*T) string, wrap func(server string, item *T),
+) ([]*T, error) {
+	servers, lists, err := fromEach(ctx, h, rc, need, list)
 	if err != nil {
 		return nil, err
 	}
-	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	out := []*T{}
 	for i, s := range servers {
-		if ok, _ := rc.caller.Allowed(s.ID, resourceGrant); !ok {
-			continue
-		}
-		for _, r := range lists[i] {
-			if rc.single == nil {
-				c := *r
-				c.URI, c.Name = wrapURI(s.ID, r.URI), s.ID+Separator+r.Name
-				r = &c
+		for _, v := range lists[i] {
+			if ok, _ := rc.caller.Allowed(s.ID, grant(v)); !ok {
+				continue
 			}
-			out.Resources = append(out.Resources, r)
+			if rc.single == nil {
+				c := *v
+				wrap(s.ID, &c)
+				v = &c
+			}
+			out = append(out, v)
 		}
 	}
 	return out, nil
 }
 
-// listResourceTemplates answers resources/templates/list.
-func (h *Handler) listResourceTemplates(ctx context.Context, rc *reqCtx) (*sdk.ListResourceTemplatesResult, error) {
-	servers, lists, err := fromEach(ctx, h, rc, capResources, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.ResourceTemplate, error] {
-		return cs.ResourceTemplates(ctx, nil)
+// listResources answers resources/list.
+func (h *Handler) listResources(ctx context.Context, rc *reqCtx) (*sdk.ListResourcesResult, error) {
+	rs, err := relayed(ctx, h, rc, capResources, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Resource, error] {
+		return cs.Resources(ctx, nil)
+	}, func(*sdk.Resource) string { return resourceGrant }, func(server string, r *sdk.Resource) {
+		r.URI, r.Name = wrapURI(server, r.URI), server+Separator+r.Name
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
-	for i, s := range servers {
-		if ok, _ := rc.caller.Allowed(s.ID, resourceGrant); !ok {
-			continue
-		}
-		for _, r := range lists[i] {
-			if rc.single == nil {
-				c := *r
-				c.URITemplate, c.Name = wrapURI(s.ID, r.URITemplate), s.ID+Separator+r.Name
-				r = &c
-			}
-			out.ResourceTemplates = append(out.ResourceTemplates, r)
-		}
+	return &sdk.ListResourcesResult{Resources: rs}, nil
+}
+
+// listResourceTemplates answers resources/templates/list.
+func (h *Handler) listResourceTemplates(ctx context.Context, rc *reqCtx) (*sdk.ListResourceTemplatesResult, error) {
+	ts, err := relayed(ctx, h, rc, capResources, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.ResourceTemplate, error] {
+		return cs.ResourceTemplates(ctx, nil)
+	}, func(*sdk.ResourceTemplate) string { return resourceGrant }, func(server string, t *sdk.ResourceTemplate) {
+		t.URITemplate, t.Name = wrapURI(server, t.URITemplate), server+Separator+t.Name
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &sdk.ListResourceTemplatesResult{ResourceTemplates: ts}, nil
 }
 
 // readResource answers resources/read.
@@ -187,27 +191,15 @@ func (h *Handler) readResource(ctx context.Context, rc *reqCtx, req sdk.Request,
 
 // listPrompts answers prompts/list.
 func (h *Handler) listPrompts(ctx context.Context, rc *reqCtx) (*sdk.ListPromptsResult, error) {
-	servers, lists, err := fromEach(ctx, h, rc, capPrompts, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Prompt, error] {
+	ps, err := relayed(ctx, h, rc, capPrompts, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Prompt, error] {
 		return cs.Prompts(ctx, nil)
+	}, func(p *sdk.Prompt) string { return promptPrefix + p.Name }, func(server string, p *sdk.Prompt) {
+		p.Name = server + Separator + p.Name
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
-	for i, s := range servers {
-		for _, p := range lists[i] {
-			if ok, _ := rc.caller.Allowed(s.ID, promptPrefix+p.Name); !ok {
-				continue
-			}
-			if rc.single == nil {
-				c := *p
-				c.Name = s.ID + Separator + p.Name
-				p = &c
-			}
-			out.Prompts = append(out.Prompts, p)
-		}
-	}
-	return out, nil
+	return &sdk.ListPromptsResult{Prompts: ps}, nil
 }
 
 // getPrompt answers prompts/get.

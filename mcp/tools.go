@@ -16,27 +16,15 @@ import (
 // listTools answers tools/list: every tool of the request's servers that
 // the caller may call, named SERVER__TOOL on /mcp.
 func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResult, error) {
-	servers, lists, err := fromEach(ctx, h, rc, capTools, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Tool, error] {
+	ts, err := relayed(ctx, h, rc, capTools, func(ctx context.Context, cs *sdk.ClientSession) iter.Seq2[*sdk.Tool, error] {
 		return cs.Tools(ctx, nil)
+	}, func(t *sdk.Tool) string { return t.Name }, func(server string, t *sdk.Tool) {
+		t.Name = server + Separator + t.Name
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
-	for i, s := range servers {
-		for _, t := range lists[i] {
-			if ok, _ := rc.caller.Allowed(s.ID, t.Name); !ok {
-				continue
-			}
-			if rc.single == nil {
-				c := *t
-				c.Name = s.ID + Separator + t.Name
-				t = &c
-			}
-			out.Tools = append(out.Tools, t)
-		}
-	}
-	return out, nil
+	return &sdk.ListToolsResult{Tools: ts}, nil
 }
 
 // callTool answers tools/call: grant check, admission, the upstream call,

@@ -106,34 +106,35 @@ func (u *upstreams) conn(k connKey, srv *Server, resume *upSession) *upstreamCon
 		go closeQuietly(c)
 		c = nil
 	}
-	if c == nil {
-		c = newConn(srv, resume)
-		u.conns[k] = c
-		if k.session != "" {
-			u.evictLocked()
-		}
+	if c != nil {
+		c.used = u.tick
+		return c
 	}
-	c.used = u.tick
+	c = newConn(srv, resume)
+	c.used = u.tick // before evictLocked: the new conn is the most recently used
+	u.conns[k] = c
+	if k.session != "" {
+		u.evictLocked()
+	}
 	return c
 }
 
-// evictLocked closes the least recently used session conns beyond
-// maxSessionConns.
+// evictLocked closes the least recently used session conn when there are
+// more than maxSessionConns (conn adds one at a time).
 func (u *upstreams) evictLocked() {
 	n := 0
-	for k := range u.conns {
-		if k.session != "" {
-			n++
+	var oldest connKey
+	var c *upstreamConn
+	for k, v := range u.conns {
+		if k.session == "" {
+			continue
+		}
+		n++
+		if c == nil || v.used < c.used {
+			oldest, c = k, v
 		}
 	}
-	for ; n > maxSessionConns; n-- {
-		var oldest connKey
-		var c *upstreamConn
-		for k, v := range u.conns {
-			if k.session != "" && (c == nil || v.used < c.used) {
-				oldest, c = k, v
-			}
-		}
+	if n > maxSessionConns {
 		delete(u.conns, oldest)
 		go closeQuietly(c)
 	}
