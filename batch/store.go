@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -124,7 +125,7 @@ func listDocs[T any](ctx context.Context, cfg store.Config, prefix string, keep 
 		}
 		var v T
 		if err := json.Unmarshal(o.Doc, &v); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("batch: stored %q: %w", o.ID, err)
 		}
 		if keep(&v) {
 			out = append(out, v)
