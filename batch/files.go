@@ -301,7 +301,7 @@ func (s *Service) deleteFile(w http.ResponseWriter, r *http.Request) {
 		fail(w, APIOpenAI, e)
 		return
 	}
-	if s.fileCall(w, r, http.MethodDelete, "") {
+	if s.relayCall(w, r, f.Provider, "file", APIOpenAI, http.MethodDelete, "/files/"+f.ID) {
 		if err := s.st.RemoveFile(r.Context(), f.ID); err != nil {
 			s.log.ErrorContext(r.Context(), "batch: forget a deleted file", "file", f.ID, "error", err)
 		}
@@ -309,26 +309,32 @@ func (s *Service) deleteFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // fileCall forwards a call on the key's file to its provider and relays the
-// answer (streamed: a file's content may be large); it reports whether the
-// provider answered 2xx.
-func (s *Service) fileCall(w http.ResponseWriter, r *http.Request, method, suffix string) bool {
+// answer.
+func (s *Service) fileCall(w http.ResponseWriter, r *http.Request, method, suffix string) {
 	f, e := s.ownedFile(r, r.PathValue("id"), "id")
 	if e != nil {
 		fail(w, APIOpenAI, e)
-		return false
+		return
 	}
-	ep, err := s.cat.Endpoint(r.Context(), f.Provider)
+	s.relayCall(w, r, f.Provider, "file", APIOpenAI, method, "/files/"+f.ID+suffix)
+}
+
+// relayCall makes one call to a provider (what: the file or batch it is
+// on, for the error) and relays its answer (streamed: a file's content may
+// be large); it reports whether the provider answered 2xx.
+func (s *Service) relayCall(w http.ResponseWriter, r *http.Request, provider, what string, api API, method, path string) bool {
+	ep, err := s.cat.Endpoint(r.Context(), provider)
 	if err != nil {
-		s.internal(r, w, "find the file's provider", err)
+		s.internal(r, w, "find the "+what+"'s provider", err)
 		return false
 	}
-	resp, err := s.call(r.Context(), ep, APIOpenAI, method, "/files/"+f.ID+suffix, nil, "")
+	resp, err := s.call(r.Context(), ep, api, method, path, nil, "")
 	if err != nil {
 		s.unreachable(r, w, err)
 		return false
 	}
 	defer resp.Body.Close()
-	return relay(w, APIOpenAI, resp, ep.APIKey)
+	return relay(w, api, resp, ep.APIKey)
 }
 
 // relay streams a provider's 2xx answer to the client, or relays its error;

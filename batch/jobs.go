@@ -294,18 +294,7 @@ func (s *Service) deleteAnthropic(w http.ResponseWriter, r *http.Request) {
 		fail(w, APIAnthropic, e)
 		return
 	}
-	ep, err := s.cat.Endpoint(r.Context(), b.Provider)
-	if err != nil {
-		s.internal(r, w, "find the batch's provider", err)
-		return
-	}
-	resp, err := s.call(r.Context(), ep, APIAnthropic, http.MethodDelete, batchPath(APIAnthropic, b.ID), nil, "")
-	if err != nil {
-		s.unreachable(r, w, err)
-		return
-	}
-	defer resp.Body.Close()
-	if relay(w, APIAnthropic, resp, ep.APIKey) {
+	if s.relayCall(w, r, b.Provider, "batch", APIAnthropic, http.MethodDelete, batchPath(APIAnthropic, b.ID)) {
 		if err := s.st.RemoveOwner(r.Context(), b.ID); err != nil {
 			s.log.ErrorContext(r.Context(), "batch: forget a deleted batch", "batch", b.ID, "error", err)
 		}

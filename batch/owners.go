@@ -3,11 +3,7 @@ package batch
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strings"
 	"time"
-
-	"github.com/tollgate-ai/tollgate/store"
 )
 
 // Who owns what: the provider's file and batch ids the gateway handed out,
@@ -53,45 +49,6 @@ const (
 	ownerPrefix = "owner/"
 )
 
-func putDoc(ctx context.Context, cfg store.Config, id string, v any) error {
-	doc, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = cfg.Put(ctx, store.Object{Kind: store.KindBatch, ID: id, Doc: doc}, 0)
-	return err
-}
-
-func getDoc(ctx context.Context, cfg store.Config, id string, v any) error {
-	o, err := cfg.Get(ctx, store.KindBatch, id)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(o.Doc, v)
-}
-
-// listDocs decodes every object whose id starts with prefix, in id order.
-func listDocs[T any](ctx context.Context, cfg store.Config, prefix string, keep func(*T) bool) ([]T, error) {
-	objs, err := cfg.List(ctx, store.KindBatch, prefix, 0)
-	if err != nil {
-		return nil, err
-	}
-	var out []T
-	for _, o := range objs {
-		if !strings.HasPrefix(o.ID, prefix) {
-			break
-		}
-		var v T
-		if err := json.Unmarshal(o.Doc, &v); err != nil {
-			return nil, err
-		}
-		if keep(&v) {
-			out = append(out, v)
-		}
-	}
-	return out, nil
-}
-
 // AddFile records a file (once: store.ErrConflict when known).
 func (s *Store) AddFile(ctx context.Context, f *FileRecord) error {
 	return putDoc(ctx, s.cfg, filePrefix+f.ID, f)
@@ -99,8 +56,7 @@ func (s *Store) AddFile(ctx context.Context, f *FileRecord) error {
 
 // File returns a file record (store.ErrNotFound when unknown).
 func (s *Store) File(ctx context.Context, id string) (FileRecord, error) {
-	var f FileRecord
-	return f, getDoc(ctx, s.cfg, filePrefix+id, &f)
+	return getDoc[FileRecord](ctx, s.cfg, filePrefix+id)
 }
 
 // Files lists the files of a key, oldest id first.
@@ -110,10 +66,7 @@ func (s *Store) Files(ctx context.Context, keyID string) ([]FileRecord, error) {
 
 // RemoveFile forgets a file; forgetting one already gone is not an error.
 func (s *Store) RemoveFile(ctx context.Context, id string) error {
-	if err := s.cfg.Delete(ctx, store.KindBatch, filePrefix+id); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return nil
+	return removeDoc(ctx, s.cfg, filePrefix+id)
 }
 
 // AddOwner records a batch's owner (once).
@@ -123,8 +76,7 @@ func (s *Store) AddOwner(ctx context.Context, b *BatchRecord) error {
 
 // Owner returns a batch's record (store.ErrNotFound when unknown).
 func (s *Store) Owner(ctx context.Context, id string) (BatchRecord, error) {
-	var b BatchRecord
-	return b, getDoc(ctx, s.cfg, ownerPrefix+id, &b)
+	return getDoc[BatchRecord](ctx, s.cfg, ownerPrefix+id)
 }
 
 // Owned lists the batches of a key made with api.
@@ -134,8 +86,5 @@ func (s *Store) Owned(ctx context.Context, keyID string, api API) ([]BatchRecord
 
 // RemoveOwner forgets a batch (deleted at the provider).
 func (s *Store) RemoveOwner(ctx context.Context, id string) error {
-	if err := s.cfg.Delete(ctx, store.KindBatch, ownerPrefix+id); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return nil
+	return removeDoc(ctx, s.cfg, ownerPrefix+id)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -60,12 +62,7 @@ const pendingPrefix = "pending/"
 // Add records a batch just created (once: a second Add of the id fails with
 // store.ErrConflict).
 func (s *Store) Add(ctx context.Context, p *Pending) error {
-	doc, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	_, err = s.cfg.Put(ctx, store.Object{Kind: store.KindBatch, ID: pendingPrefix + p.ID, Doc: doc}, 0)
-	return err
+	return putDoc(ctx, s.cfg, pendingPrefix+p.ID, p)
 }
 
 // List returns the pending batches, oldest id first.
@@ -75,21 +72,66 @@ func (s *Store) List(ctx context.Context) ([]Pending, error) {
 
 // Get returns one pending batch (store.ErrNotFound when settled or unknown).
 func (s *Store) Get(ctx context.Context, id string) (Pending, error) {
-	var p Pending
-	o, err := s.cfg.Get(ctx, store.KindBatch, pendingPrefix+id)
-	if err != nil {
-		return p, err
-	}
-	return p, json.Unmarshal(o.Doc, &p)
+	return getDoc[Pending](ctx, s.cfg, pendingPrefix+id)
 }
 
 // Done removes a settled batch; removing one already removed is not an error.
 func (s *Store) Done(ctx context.Context, id string) error {
-	err := s.cfg.Delete(ctx, store.KindBatch, pendingPrefix+id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+	return removeDoc(ctx, s.cfg, pendingPrefix+id)
+}
+
+// The store's "batch" objects are JSON documents, one kind of record per id
+// prefix ("pending/", "file/", "owner/": owners.go).
+
+// putDoc records v under id, once (store.ErrConflict when known).
+func putDoc(ctx context.Context, cfg store.Config, id string, v any) error {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
+	_, err = cfg.Put(ctx, store.Object{Kind: store.KindBatch, ID: id, Doc: doc}, 0)
 	return err
+}
+
+// getDoc decodes the object id (store.ErrNotFound when unknown).
+func getDoc[T any](ctx context.Context, cfg store.Config, id string) (T, error) {
+	var v T
+	o, err := cfg.Get(ctx, store.KindBatch, id)
+	if err != nil {
+		return v, err
+	}
+	err = json.Unmarshal(o.Doc, &v)
+	return v, err
+}
+
+// removeDoc deletes the object id; one already gone is not an error.
+func removeDoc(ctx context.Context, cfg store.Config, id string) error {
+	if err := cfg.Delete(ctx, store.KindBatch, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// listDocs decodes every object whose id starts with prefix, in id order.
+func listDocs[T any](ctx context.Context, cfg store.Config, prefix string, keep func(*T) bool) ([]T, error) {
+	objs, err := cfg.List(ctx, store.KindBatch, prefix, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, o := range objs {
+		if !strings.HasPrefix(o.ID, prefix) {
+			break
+		}
+		var v T
+		if err := json.Unmarshal(o.Doc, &v); err != nil {
+			return nil, fmt.Errorf("batch: stored %q: %w", o.ID, err)
+		}
+		if keep(&v) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 type lease struct {

@@ -39,12 +39,19 @@ func init() {
 // unknown conversation (the gateway keeps none of its own).
 func conversationReply(_ context.Context, s *stream) *apiReply {
 	id, _, _ := conversationPath(s.path)
-	e := notFoundConversation(id, "")
+	e := notFoundConversationPath(id)
 	return &apiReply{Status: e.Status, Body: e.OpenAIBody()}
 }
 
-// notFoundConversation is OpenAI's 404 for a conversation id (param: the
-// body member that named it, "" for the path).
+// notFoundConversationPath is OpenAI's 404 for a conversation id in the
+// path; notFoundConversationParam for a Responses request's conversation
+// member.
+func notFoundConversationPath(id string) *translate.APIError { return notFoundConversation(id, "") }
+
+func notFoundConversationParam(id string) *translate.APIError {
+	return notFoundConversation(id, "conversation")
+}
+
 func notFoundConversation(id, param string) *translate.APIError {
 	return &translate.APIError{
 		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Param: param,
@@ -87,13 +94,12 @@ func (s *stream) forwardConversation(ctx context.Context) *extprocv3.ProcessingR
 		}
 		return s.createConversation(ctx, rest)
 	}
-	o, err := s.lookupOwner(ctx, id)
+	o, e := s.keyOwner(ctx, id, "conversation", notFoundConversationPath)
 	switch {
-	case err != nil:
-		s.p.log.Warn("read conversation owner failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
-	case o == nil, o.KeyID != s.principal.KeyID:
-		return s.reject(notFoundConversation(id, ""))
+	case e != nil:
+		return s.reject(e)
+	case o == nil:
+		return s.reject(notFoundConversationPath(id))
 	}
 	target, err := s.resolvePinned(ctx, o)
 	if err != nil || target == nil {

@@ -113,14 +113,21 @@ func notFoundResponse(id string) *translate.APIError {
 	}
 }
 
-// lookupOwner reads the owner of id: nil, nil when the id is not a native
-// one the gateway handed out.
-func (s *stream) lookupOwner(ctx context.Context, id string) (*ResponseOwner, error) {
+// keyOwner reads the owner of id (kind: "response" or "conversation") for
+// the request's key: nil when the id is not a native one the gateway handed
+// out; notFound(id) when another key owns it; a 503 when the store fails.
+func (s *stream) keyOwner(ctx context.Context, id, kind string, notFound func(id string) *translate.APIError) (*ResponseOwner, *translate.APIError) {
 	o, err := s.p.owners.ResponseOwner(ctx, id)
-	if errors.Is(err, ErrResponseNotFound) {
+	switch {
+	case errors.Is(err, ErrResponseNotFound):
 		return nil, nil
+	case err != nil:
+		s.p.log.Warn("read "+kind+" owner failed", "request_id", s.id, "err", err)
+		return nil, errUnavailable()
+	case o.KeyID != s.principal.KeyID:
+		return nil, notFound(id)
 	}
-	return o, err
+	return o, nil
 }
 
 // pinPrevious runs before routing for a Responses request: the owner of its
@@ -149,14 +156,11 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 		return nil
 	})
 	if conv := s.own.conv; conv != "" {
-		o, err := s.lookupOwner(ctx, conv)
-		switch {
-		case err != nil:
-			s.p.log.Warn("read conversation owner failed", "request_id", s.id, "err", err)
-			return errUnavailable()
-		case o != nil && o.KeyID != s.principal.KeyID:
-			return notFoundConversation(conv, "conversation")
-		case o != nil:
+		o, e := s.keyOwner(ctx, conv, "conversation", notFoundConversationParam)
+		if e != nil {
+			return e
+		}
+		if o != nil {
 			// The deployment holding the conversation, in the group the
 			// request names.
 			pin := *o
@@ -164,22 +168,14 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 			s.own.pin = &pin
 		}
 	}
-	prev := s.own.prev
-	if prev == "" {
+	if s.own.prev == "" {
 		return nil
 	}
-	o, err := s.lookupOwner(ctx, prev)
-	switch {
-	case err != nil:
-		s.p.log.Warn("read response owner failed", "request_id", s.id, "err", err)
-		return errUnavailable()
-	case o == nil:
-		return nil // not a native id: a translated provider's store decides (responses.go)
-	case o.KeyID != s.principal.KeyID:
-		return notFoundPrevious(prev)
+	o, e := s.keyOwner(ctx, s.own.prev, "response", notFoundPrevious)
+	if o != nil { // nil: not a native id, a translated provider's store decides (responses.go)
+		s.own.pin = o
 	}
-	s.own.pin = o
-	return nil
+	return e
 }
 
 // checkNative runs once the translator is known: a native Responses request
@@ -195,7 +191,7 @@ func (s *stream) checkNative(body []byte) *translate.APIError {
 		return notFoundPrevious(prev)
 	}
 	if conv := s.own.conv; conv != "" && s.own.pin == nil {
-		return notFoundConversation(conv, "conversation") // never handed out: not sent with the shared credential
+		return notFoundConversationParam(conv) // never handed out: not sent with the shared credential
 	}
 	return nil
 }
@@ -352,15 +348,12 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	default:
 		return nil
 	}
-	o, err := s.lookupOwner(ctx, id)
+	o, e := s.keyOwner(ctx, id, "response", notFoundResponse)
 	switch {
-	case err != nil:
-		s.p.log.Warn("read response owner failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+	case e != nil:
+		return s.reject(e)
 	case o == nil:
 		return nil
-	case o.KeyID != s.principal.KeyID:
-		return s.reject(notFoundResponse(id))
 	}
 	target, err := s.resolvePinned(ctx, o)
 	if err != nil || target == nil {

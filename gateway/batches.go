@@ -84,14 +84,6 @@ func (g *Gateway) servicesHandler() http.Handler {
 	return mux
 }
 
-// BatchHandler is the batch endpoints (nil before start).
-func (g *Gateway) BatchHandler() http.Handler {
-	if g.batchSvc == nil {
-		return nil
-	}
-	return g.batchSvc
-}
-
 // batchCatalog serves batch.Catalog: keys and models from the processor's
 // snapshot, providers (base URL, credential) from the store.
 type batchCatalog struct{ g *Gateway }

@@ -155,7 +155,7 @@ func (s *Server) conversationsCall(w http.ResponseWriter, r *http.Request) {
 		c := &conversation{key: key, id: "conv_" + newResponseID()[len("resp_"):], created: time.Now().Unix(), metadata: body.Metadata}
 		c.items = cs.withIDs(body.Items)
 		cs.byID[c.id] = c
-		writeJSONValue(w, c.object())
+		writeReport(w, c.object())
 		return
 	}
 	c := cs.get(key, id)
@@ -205,13 +205,5 @@ func (s *Server) conversationsCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, flavorOpenAI, http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")")
 		return
 	}
-	writeJSONValue(w, v)
-}
-
-// writeJSONValue answers 200 with v as JSON.
-func writeJSONValue(w http.ResponseWriter, v any) {
-	body, _ := json.Marshal(v)
-	setJSON(w.Header(), len(body))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	writeReport(w, v)
 }
