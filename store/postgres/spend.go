@@ -50,13 +50,12 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	defer rows.Close()
 	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
-		var hour, cost, reqs, tokens int64
-		var c store.CacheCounts
-		if err := rows.Scan(&hour, &cost, &reqs, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
+		var hour int64
+		var t store.SpendPoint
+		if err := rows.Scan(&hour, &t.Cost, &t.Requests, &t.Tokens, &t.Cache.Hits, &t.Cache.Misses, &t.Cache.Saved); err != nil {
 			return nil, wrapErr("series", err)
 		}
-		out.Add(hour, kernel.Money(cost), reqs, tokens)
-		out.AddCache(hour, c)
+		out.Add(hour, t)
 	}
 	return out.Points(), wrapErr("series", rows.Err())
 }
