@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"gopkg.in/yaml.v3"
 
 	adminv1 "github.com/tollgate-ai/tollgate/proto/tollgate/admin/v1"
@@ -30,11 +31,45 @@ func init() {
 	)
 }
 
+// rangeFlags select the time range of a spend report.
+type rangeFlags struct{ since, until string }
+
+func (w *rangeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.since, "since", "", "start: a date, an RFC 3339 time or a duration ago (7d); default 30 days ago")
+	fs.StringVar(&w.until, "until", "", "end (exclusive), same forms; default now")
+}
+
+// bounds are the range's ends (nil: the server's default).
+func (w *rangeFlags) bounds(r *runner) (since, until *timestamppb.Timestamp, err error) {
+	if w.since != "" {
+		if since, err = parseWhen("since", w.since, r.now(), true); err != nil {
+			return nil, nil, err
+		}
+	}
+	if w.until != "" {
+		if until, err = parseWhen("until", w.until, r.now(), true); err != nil {
+			return nil, nil, err
+		}
+	}
+	return since, until, nil
+}
+
+// breakdown is the spend of every group of groupBy over the range
+// (spend by, spend cache).
+func (w *rangeFlags) breakdown(r *runner, groupBy string) (*adminv1.GetSpendBreakdownResponse, error) {
+	since, until, err := w.bounds(r)
+	if err != nil {
+		return nil, err
+	}
+	return adminv1.NewSpendServiceClient(r.conn).GetSpendBreakdown(r.ctx, &adminv1.GetSpendBreakdownRequest{GroupBy: groupBy, Since: since, Until: until})
+}
+
 // scopeFlags select the scope of a spend report; none means global.
 type scopeFlags struct {
 	key, user, team, org, customer string
 	run, tag                       string
-	model, since, until            string
+	model                          string
+	rangeFlags
 }
 
 func (s *scopeFlags) register(fs *flag.FlagSet) {
@@ -46,8 +81,7 @@ func (s *scopeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.run, "run", "", "spend of this run: OWNER/RUN as the ledger names it, e.g. key:k1/loop-1")
 	fs.StringVar(&s.tag, "tag", "", "spend of the requests carrying this tag, name=value")
 	fs.StringVar(&s.model, "model", "", "only this public model name")
-	fs.StringVar(&s.since, "since", "", "start: a date, an RFC 3339 time or a duration ago (7d); default 30 days ago")
-	fs.StringVar(&s.until, "until", "", "end (exclusive), same forms; default now")
+	s.rangeFlags.register(fs)
 }
 
 func (s *scopeFlags) scope() (*adminv1.Scope, string, error) {
@@ -85,15 +119,8 @@ func (s *scopeFlags) request(r *runner) (*adminv1.GetSpendRequest, string, error
 		return nil, "", err
 	}
 	req := &adminv1.GetSpendRequest{Scope: scope, Model: s.model}
-	if s.since != "" {
-		if req.Since, err = parseWhen("since", s.since, r.now(), true); err != nil {
-			return nil, "", err
-		}
-	}
-	if s.until != "" {
-		if req.Until, err = parseWhen("until", s.until, r.now(), true); err != nil {
-			return nil, "", err
-		}
+	if req.Since, req.Until, err = s.bounds(r); err != nil {
+		return nil, "", err
 	}
 	return req, label, nil
 }

@@ -17,27 +17,15 @@ func init() {
 
 func spendCache(fs *flag.FlagSet) func(*runner, []string) error {
 	by := fs.String("by", "model", "group by key, team or model")
-	since := fs.String("since", "", "start: a date, an RFC 3339 time or a duration ago (7d); default 30 days ago")
-	until := fs.String("until", "", "end (exclusive), same forms; default now")
+	var rf rangeFlags
+	rf.register(fs)
 	return func(r *runner, _ []string) error {
 		switch *by {
 		case "key", "team", "model":
 		default:
 			return fmt.Errorf("%w: --by: %q is not key, team or model", ErrUsage, *by)
 		}
-		req := &adminv1.GetSpendBreakdownRequest{GroupBy: *by}
-		var err error
-		if *since != "" {
-			if req.Since, err = parseWhen("since", *since, r.now(), true); err != nil {
-				return err
-			}
-		}
-		if *until != "" {
-			if req.Until, err = parseWhen("until", *until, r.now(), true); err != nil {
-				return err
-			}
-		}
-		resp, err := adminv1.NewSpendServiceClient(r.conn).GetSpendBreakdown(r.ctx, req)
+		resp, err := rf.breakdown(r, *by)
 		if err != nil {
 			return err
 		}

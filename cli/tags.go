@@ -80,19 +80,11 @@ func tagBudgetDelete(*flag.FlagSet) func(*runner, []string) error {
 
 // spendBy is the total of every group over a time range, largest first.
 func spendBy(fs *flag.FlagSet) func(*runner, []string) error {
-	var sf scopeFlags
-	sf.register(fs)
+	var rf rangeFlags
+	rf.register(fs)
 	group := fs.String("group", "tag", "key, team, user, org, customer, model, tag (every name=value) or tag:NAME (the values of one tag)")
 	return func(r *runner, _ []string) error {
-		w, _, err := sf.request(r)
-		if err != nil {
-			return err
-		}
-		if w.GetScope() != nil || w.GetModel() != "" {
-			return fmt.Errorf("%w: spend by takes --group, --since and --until only", ErrUsage)
-		}
-		since, until := w.GetSince(), w.GetUntil()
-		resp, err := adminv1.NewSpendServiceClient(r.conn).GetSpendBreakdown(r.ctx, &adminv1.GetSpendBreakdownRequest{GroupBy: *group, Since: since, Until: until})
+		resp, err := rf.breakdown(r, *group)
 		if err != nil {
 			return err
 		}

@@ -222,13 +222,14 @@ func hitScopes(scopes []kernel.Scope) []kernel.Scope {
 }
 
 // settleHit settles a hit once with usage u (hitAdmit's): no deployment,
-// the cost its reservation's price gives u ($0 unless priced).
+// the cost its reservation's price gives u ($0 unless priced); charged, like
+// any row, to the run and tags it was admitted under.
 func (s *stream) settleHit(ctx context.Context, u kernel.Usage) (kernel.Money, bool) {
 	s.settled = true
 	rec := &s.rec
 	c := rec.Cache
 	*rec = Record{
-		RequestID: s.id, Principal: s.principal, CustomerID: s.customer, Model: s.target.Model,
+		RequestID: s.id, Principal: s.principal, CustomerID: s.customer, RunID: s.runID, Tags: s.tags, Model: s.target.Model,
 		Status: kernel.StatusCompleted, HTTPStatus: http.StatusOK, Stream: s.in.Stream, Usage: u,
 		StartedAt: s.started, EndedAt: s.p.now(), Cache: c,
 	}

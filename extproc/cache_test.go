@@ -122,6 +122,21 @@ func TestCacheHitAnsweredAtOnce(t *testing.T) {
 	require.Len(t, acct.recs, 1, "settled once")
 }
 
+// A hit's ledger row carries the request's tags, as a miss's does: the
+// scopes it was admitted under are the ones its row is charged to.
+func TestCacheHitCarriesTags(t *testing.T) {
+	ctx := context.Background()
+	fc := &fakeCache{res: CacheResult{Status: "hit", Hit: &CacheHit{Body: []byte("{}"), ContentType: "application/json"}}}
+	acct := &recAccountant{}
+	cat := newCatalog()
+	cat.keys[clientKey].Tags = []string{"env=dev"}
+	s := &stream{p: New(cat, acct, WithResponseCache(fc))}
+	require.Nil(t, s.handle(ctx, withHeader(benchReqHdrs, hdrTags, "feature=search")).GetImmediateResponse())
+	require.NotNil(t, s.handle(ctx, benchReqBodyM).GetImmediateResponse())
+	require.Len(t, acct.recs, 1)
+	require.Equal(t, []string{"env=dev", "feature=search"}, acct.recs[0].Tags)
+}
+
 // A miss goes upstream, says so in x-tollgate-cache, and its completed
 // reply is stored with the cost it was settled at; an upstream error is not
 // stored; a streamed reply is fed as it passes.

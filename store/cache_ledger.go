@@ -66,10 +66,3 @@ func (c *CacheCounts) Add(o CacheCounts) {
 	c.Misses += o.Misses
 	c.Saved += o.Saved
 }
-
-// AddCache adds the cache counts of the hour starting at hour (Unix
-// seconds) to the bucket holding it, as Add does for the spend.
-func (b *SeriesBuckets) AddCache(hour int64, c CacheCounts) {
-	i := min(max((hour-b.base)/b.step, 0), int64(len(b.points)-1))
-	b.points[i].Cache.Add(c)
-}

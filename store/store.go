@@ -237,14 +237,16 @@ func NewSeriesBuckets(since, until time.Time, step time.Duration) *SeriesBuckets
 	return b
 }
 
-// Add adds the total of the hour starting at hour (Unix seconds) to the bucket
-// holding it; an hour that starts before since or at until (a partial hour
-// counted whole, see HourRange) goes to the first or the last bucket.
-func (b *SeriesBuckets) Add(hour int64, cost kernel.Money, requests, tokens int64) {
-	i := min(max((hour-b.base)/b.step, 0), int64(len(b.points)-1))
-	b.points[i].Cost += cost
-	b.points[i].Requests += requests
-	b.points[i].Tokens += tokens
+// Add adds t, the total of the hour starting at hour (Unix seconds; its
+// Start is not read), to the bucket holding it; an hour that starts before
+// since or at until (a partial hour counted whole, see HourRange) goes to
+// the first or the last bucket.
+func (b *SeriesBuckets) Add(hour int64, t SpendPoint) {
+	p := &b.points[min(max((hour-b.base)/b.step, 0), int64(len(b.points)-1))]
+	p.Cost += t.Cost
+	p.Requests += t.Requests
+	p.Tokens += t.Tokens
+	p.Cache.Add(t.Cache)
 }
 
 // Points are the buckets, oldest first.

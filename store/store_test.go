@@ -37,11 +37,11 @@ func TestSeriesBuckets(t *testing.T) {
 	h := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	since := h.Add(30 * time.Minute) // buckets [10:30, 12:30), [12:30, 14:30), [14:30, 15:00)
 	b := store.NewSeriesBuckets(since, h.Add(5*time.Hour), 2*time.Hour)
-	b.Add(h.Unix(), 1, 1, 10)                    // 10:00, before since: first bucket
-	b.Add(h.Add(2*time.Hour).Unix(), 2, 1, 20)   // 12:00: first bucket
-	b.Add(h.Add(3*time.Hour).Unix(), 4, 1, 40)   // 13:00: second bucket
-	b.Add(h.Add(4*time.Hour).Unix(), 16, 2, 160) // 14:00: second bucket
-	b.Add(h.Add(5*time.Hour).Unix(), 8, 1, 80)   // 15:00, at until: last bucket
+	b.Add(h.Unix(), store.SpendPoint{Cost: 1, Requests: 1, Tokens: 10})                    // 10:00, before since: first bucket
+	b.Add(h.Add(2*time.Hour).Unix(), store.SpendPoint{Cost: 2, Requests: 1, Tokens: 20})   // 12:00: first bucket
+	b.Add(h.Add(3*time.Hour).Unix(), store.SpendPoint{Cost: 4, Requests: 1, Tokens: 40})   // 13:00: second bucket
+	b.Add(h.Add(4*time.Hour).Unix(), store.SpendPoint{Cost: 16, Requests: 2, Tokens: 160}) // 14:00: second bucket
+	b.Add(h.Add(5*time.Hour).Unix(), store.SpendPoint{Cost: 8, Requests: 1, Tokens: 80})   // 15:00, at until: last bucket
 	require.Equal(t, []store.SpendPoint{
 		{Start: since, Cost: 3, Requests: 2, Tokens: 30},
 		{Start: since.Add(2 * time.Hour), Cost: 20, Requests: 3, Tokens: 200},

@@ -36,8 +36,7 @@ func (s *Store) SeriesByScope(_ context.Context, kind kernel.ScopeKind, since, u
 			sb = store.NewSeriesBuckets(since, until, step)
 			buckets[k.id] = sb
 		}
-		sb.Add(k.hour, b.cost, b.requests, b.tokens)
-		sb.AddCache(k.hour, b.cache)
+		sb.Add(k.hour, *b)
 	}
 	for id, sb := range buckets {
 		out[id] = sb.Points()

@@ -30,12 +30,8 @@ type bucketKey struct {
 	hour int64 // Unix second of the UTC hour
 }
 
-type bucket struct {
-	cost     kernel.Money
-	requests int64
-	tokens   int64
-	cache    store.CacheCounts
-}
+// bucket is one (scope, hour) total; its Start is not set.
+type bucket = store.SpendPoint
 
 // Store is an in-memory store.Store. The zero value is not usable; call New.
 type Store struct {
@@ -245,10 +241,10 @@ func (s *Store) Append(_ context.Context, entries ...store.LedgerEntry) error {
 				b = &bucket{}
 				s.totals[k] = b
 			}
-			b.cost += e.Cost
-			b.requests++
-			b.tokens += tokens
-			b.cache.Add(cc)
+			b.Cost += e.Cost
+			b.Requests++
+			b.Tokens += tokens
+			b.Cache.Add(cc)
 		}
 	}
 	return nil

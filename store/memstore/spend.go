@@ -22,7 +22,7 @@ func (s *Store) ScopeSpend(_ context.Context, scope kernel.ScopeRef, since, unti
 	var total kernel.Money
 	for k, b := range s.totals {
 		if k.kind == scope.Kind && k.id == scope.ID && k.hour >= lo && k.hour < hi {
-			total += b.cost
+			total += b.Cost
 		}
 	}
 	return total, nil
@@ -46,8 +46,7 @@ func (s *Store) Series(_ context.Context, scope kernel.ScopeRef, since, until ti
 	lo, hi := store.HourRange(since, until)
 	for k, b := range s.totals {
 		if k.kind == scope.Kind && k.id == scope.ID && k.hour >= lo && k.hour < hi {
-			out.Add(k.hour, b.cost, b.requests, b.tokens)
-			out.AddCache(k.hour, b.cache)
+			out.Add(k.hour, *b)
 		}
 	}
 	return out.Points(), nil

@@ -73,6 +73,13 @@ func (s *Store) Stats() groupcommit.Stats {
 	return st
 }
 
+// ledgerColumns are the ledger's columns in the order of writeBatch's
+// unnest arrays and of Entries' scan; run_id, requested_model, unit,
+// quantity, cache, cache_saved and tags are NULL when unset.
+const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns,
+	unpriced, run_id, requested_model, unit, quantity, cache, cache_saved, tags`
+
 // attemptTimeout bounds one attempt to write a batch, so a hung connection is
 // retried instead of blocking the writer.
 const attemptTimeout = 30 * time.Second
@@ -133,10 +140,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []store.LedgerEntry) error
 		if err := insertOwners(ctx, tx, batch); err != nil {
 			return err
 		}
-		res, err := tx.Query(ctx, `INSERT INTO ledger (request_id, key_id, user_id, team_id, org_id, customer_id,
-			  model, deployment, input, cached_input, cache_write, output, reasoning, cost, status, http_status,
-			  stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity,
-			  cache, cache_saved, tags)
+		res, err := tx.Query(ctx, `INSERT INTO ledger (`+ledgerColumns+`)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
 			  $14::bigint[], $15::smallint[], $16::int[], $17::bool[], $18::bigint[], $19::bigint[], $20::bool[], $21::text[], $22::text[], $23::text[], $24::bigint[],

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/store"
@@ -49,13 +50,12 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	defer rows.Close()
 	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
-		var hour, cost, reqs, tokens int64
-		var c store.CacheCounts
-		if err := rows.Scan(&hour, &cost, &reqs, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
+		var hour int64
+		var t store.SpendPoint
+		if err := rows.Scan(&hour, &t.Cost, &t.Requests, &t.Tokens, &t.Cache.Hits, &t.Cache.Misses, &t.Cache.Saved); err != nil {
 			return nil, wrapErr("series", err)
 		}
-		out.Add(hour, kernel.Money(cost), reqs, tokens)
-		out.AddCache(hour, c)
+		out.Add(hour, t)
 	}
 	return out.Points(), wrapErr("series", rows.Err())
 }
@@ -70,11 +70,7 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	if s.closed() {
 		return nil, store.ErrClosed
 	}
-	q := `SELECT request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment, input,
-		cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced,
-		COALESCE(run_id, ''), COALESCE(requested_model, ''),
-		COALESCE(unit, ''), COALESCE(quantity, 0),
-		COALESCE(cache, 0), COALESCE(cache_saved, 0), COALESCE(tags, '') FROM ledger WHERE true`
+	q := `SELECT ` + ledgerColumns + ` FROM ledger WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
@@ -116,17 +112,22 @@ func (s *Store) Entries(ctx context.Context, f store.LedgerFilter) ([]store.Ledg
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.LedgerEntry, error) {
 		var e store.LedgerEntry
-		var st, cacheResult int16
+		var st int16
 		var started, ended int64
-		var tags string
+		var run, requested, unit, tags pgtype.Text // NULL: unset (ledgerColumns)
+		var quantity, cacheSaved pgtype.Int8
+		var cacheResult pgtype.Int2
 		err := r.Scan(&e.RequestID, &e.KeyID, &e.UserID, &e.TeamID, &e.OrgID, &e.CustomerID, &e.Model,
 			&e.Deployment, &e.Usage.Input, &e.Usage.CachedInput, &e.Usage.CacheWrite, &e.Usage.Output,
-			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &e.RunID, &e.RequestedModel, &e.Unit, &e.Quantity,
-			&cacheResult, &e.CacheSaved, &tags)
-		if tags != "" {
-			e.Tags = strings.Split(tags, ",")
+			&e.Usage.Reasoning, &e.Cost, &st, &e.HTTPStatus, &e.Stream, &started, &ended, &e.Unpriced, &run, &requested, &unit, &quantity,
+			&cacheResult, &cacheSaved, &tags)
+		e.RunID, e.RequestedModel = run.String, requested.String
+		e.Unit, e.Quantity = kernel.Unit(unit.String), quantity.Int64
+		e.Cache, e.CacheSaved = store.CacheResult(cacheResult.Int16), kernel.Money(cacheSaved.Int64)
+		if tags.String != "" {
+			e.Tags = strings.Split(tags.String, ",")
 		}
-		e.Status, e.Cache = kernel.Status(st), store.CacheResult(cacheResult)
+		e.Status = kernel.Status(st)
 		e.StartedAt, e.EndedAt = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 		return e, err
 	})

@@ -34,9 +34,9 @@ func (s *Store) SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since,
 	buckets := map[string]*store.SeriesBuckets{}
 	for rows.Next() {
 		var id string
-		var hour, cost, requests, tokens int64
-		var c store.CacheCounts
-		if err := rows.Scan(&id, &hour, &cost, &requests, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
+		var hour int64
+		var t store.SpendPoint
+		if err := rows.Scan(&id, &hour, &t.Cost, &t.Requests, &t.Tokens, &t.Cache.Hits, &t.Cache.Misses, &t.Cache.Saved); err != nil {
 			return nil, s.wrap("series by scope", err)
 		}
 		sb, ok := buckets[id]
@@ -44,8 +44,7 @@ func (s *Store) SeriesByScope(ctx context.Context, kind kernel.ScopeKind, since,
 			sb = store.NewSeriesBuckets(since, until, step)
 			buckets[id] = sb
 		}
-		sb.Add(hour, kernel.Money(cost), requests, tokens)
-		sb.AddCache(hour, c)
+		sb.Add(hour, t)
 	}
 	for id, sb := range buckets {
 		out[id] = sb.Points()

@@ -46,13 +46,12 @@ func (s *Store) Series(ctx context.Context, scope kernel.ScopeRef, since, until 
 	defer rows.Close()
 	out := store.NewSeriesBuckets(since, until, step)
 	for rows.Next() {
-		var hour, cost, requests, tokens int64
-		var c store.CacheCounts
-		if err := rows.Scan(&hour, &cost, &requests, &tokens, &c.Hits, &c.Misses, &c.Saved); err != nil {
+		var hour int64
+		var t store.SpendPoint
+		if err := rows.Scan(&hour, &t.Cost, &t.Requests, &t.Tokens, &t.Cache.Hits, &t.Cache.Misses, &t.Cache.Saved); err != nil {
 			return nil, s.wrap("series", err)
 		}
-		out.Add(hour, kernel.Money(cost), requests, tokens)
-		out.AddCache(hour, c)
+		out.Add(hour, t)
 	}
 	return out.Points(), s.wrap("series", rows.Err())
 }
