@@ -22,27 +22,33 @@ import (
 // reports, so the kernel's reservation and cost arithmetic hold unchanged.
 // The ledger row records the unit and the quantity.
 
-// unitRoutes are the JSON routes charged per unit, in the order of the
-// endpoint table (docs/endpoints.md).
+// unitRoutes are the routes charged per unit, in the order of the
+// endpoint table (docs/endpoints.md). The multipart ones are uploads the
+// processor sees the first bytes of (docs/envoy.md#multipart-uploads).
 var unitRoutes = []struct {
-	path string
-	api  translate.API
+	path      string
+	api       translate.API
+	multipart bool
 }{
-	{"/v1/images/generations", translate.APIImages},
-	{"/v1/moderations", translate.APIModerations},
-	{"/v1/audio/speech", translate.APISpeech},
-	{"/v1/rerank", translate.APIRerank},
+	{"/v1/images/generations", translate.APIImages, false},
+	{"/v1/images/edits", translate.APIImageEdits, true},
+	{"/v1/moderations", translate.APIModerations, false},
+	{"/v1/audio/speech", translate.APISpeech, false},
+	{"/v1/audio/transcriptions", translate.APITranscriptions, true},
+	{"/v1/audio/translations", translate.APITranslations, true},
+	{"/v1/rerank", translate.APIRerank, false},
 }
 
 func init() {
 	for _, r := range unitRoutes {
-		api := r.api
-		registerEndpoint(&endpoint{
-			Method: http.MethodPost, Path: r.path, API: api, NoOutput: true, Units: true,
-			Parse: func(_ string, body []byte) (*translate.Inbound, error) {
+		ep := &endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Multipart: r.multipart}
+		if !r.multipart {
+			api := r.api
+			ep.Parse = func(_ string, body []byte) (*translate.Inbound, error) {
 				return translate.ParseUnitRequest(api, body)
-			},
-		})
+			}
+		}
+		registerEndpoint(ep)
 	}
 }
 
@@ -124,23 +130,6 @@ func (s *stream) unitEstimate() (int64, bool) {
 // hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// The multipart routes charged per unit: uploads the processor sees the
-// first bytes of (docs/envoy.md#multipart-uploads).
-var multipartRoutes = []struct {
-	path string
-	api  translate.API
-}{
-	{"/v1/images/edits", translate.APIImageEdits},
-	{"/v1/audio/transcriptions", translate.APITranscriptions},
-	{"/v1/audio/translations", translate.APITranslations},
-}
-
-func init() {
-	for _, r := range multipartRoutes {
-		registerEndpoint(&endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Units: true, Multipart: true})
-	}
 }
 
 // unitState is what a multipart unit request keeps of its headers.
