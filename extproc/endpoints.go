@@ -35,9 +35,6 @@ type endpoint struct {
 	Parse func(path string, body []byte) (*translate.Inbound, error)
 	// QueryKey: the virtual key may come in the query (?key=, Google's APIs).
 	QueryKey bool
-	// Units: the route is charged per unit (images, seconds, characters,
-	// searches; units.go), priced at admission by priceUnits.
-	Units bool
 	// Multipart: the body is a multipart/form-data upload, of which the
 	// processor sees the first bytes (BUFFERED_PARTIAL; units.go).
 	Multipart bool

@@ -61,7 +61,7 @@ var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
 func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 	p := &Processor{
 		cat:             cat,
-		acct:            unitAccountant{acct}, // units.go
+		acct:            acct,
 		log:             slog.Default(),
 		now:             time.Now,
 		maxBody:         DefaultMaxBodyBytes,
@@ -513,8 +513,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	} else {
 		reserveChoices(areq, choices) // n × the output bound (estimate.go)
 	}
+	s.priceUnits(areq) // units.go: per unit (routing.go again for each candidate)
 	s.mark(&s.report.AdmitStart)
-	d, err := s.admit(s.unitContext(ctx), areq) // units.go: priced per unit on each candidate
+	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
 		return s.reject(errUnavailable())

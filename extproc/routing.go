@@ -113,6 +113,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 		dep := s.rt.Next()
 		t := dep.Target
 		areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
+		s.priceUnits(areq) // units.go
 		areq.Scopes = base
 		if dep.Scope.Limits != nil {
 			areq.Scopes = append(slices.Clip(base), dep.Scope)

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -23,61 +22,44 @@ import (
 // reports, so the kernel's reservation and cost arithmetic hold unchanged.
 // The ledger row records the unit and the quantity.
 
-// unitRoutes are the JSON routes charged per unit, in the order of the
-// endpoint table (docs/endpoints.md).
+// unitRoutes are the routes charged per unit, in the order of the
+// endpoint table (docs/endpoints.md). The multipart ones are uploads the
+// processor sees the first bytes of (docs/envoy.md#multipart-uploads).
 var unitRoutes = []struct {
-	path string
-	api  translate.API
+	path      string
+	api       translate.API
+	multipart bool
 }{
-	{"/v1/images/generations", translate.APIImages},
-	{"/v1/moderations", translate.APIModerations},
-	{"/v1/audio/speech", translate.APISpeech},
-	{"/v1/rerank", translate.APIRerank},
+	{"/v1/images/generations", translate.APIImages, false},
+	{"/v1/images/edits", translate.APIImageEdits, true},
+	{"/v1/moderations", translate.APIModerations, false},
+	{"/v1/audio/speech", translate.APISpeech, false},
+	{"/v1/audio/transcriptions", translate.APITranscriptions, true},
+	{"/v1/audio/translations", translate.APITranslations, true},
+	{"/v1/rerank", translate.APIRerank, false},
 }
 
 func init() {
 	for _, r := range unitRoutes {
-		api := r.api
-		registerEndpoint(&endpoint{
-			Method: http.MethodPost, Path: r.path, API: api, NoOutput: true, Units: true,
-			Parse: func(_ string, body []byte) (*translate.Inbound, error) {
+		ep := &endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Multipart: r.multipart}
+		if !r.multipart {
+			api := r.api
+			ep.Parse = func(_ string, body []byte) (*translate.Inbound, error) {
 				return translate.ParseUnitRequest(api, body)
-			},
-		})
+			}
+		}
+		registerEndpoint(ep)
 	}
 }
 
-// unitAccountant prices the admission of a unit request (unitContext)
-// per unit on whichever deployment it is admitted on: the router sets
-// AdmitRequest.Price to each candidate's token price before it admits.
-type unitAccountant struct{ Accountant }
-
-type unitKey struct{}
-
-// unitContext is ctx carrying the stream's unit request, for
-// unitAccountant; ctx itself on token routes.
-func (s *stream) unitContext(ctx context.Context) context.Context {
-	if !s.ep.Units || s.in == nil || s.in.Unit == nil {
-		return ctx
+// priceUnits prices the admission of a unit request on the deployment
+// whose price areq.Price holds: the processor calls it for its target, and
+// the router (routing.go) again for each candidate it admits on. Token
+// routes (no unit request) are left as they are.
+func (s *stream) priceUnits(areq *kernel.AdmitRequest) {
+	if s.in != nil && s.in.Unit != nil {
+		priceUnits(s.in.Unit, areq)
 	}
-	return context.WithValue(ctx, unitKey{}, s.in.Unit)
-}
-
-// Admit prices a unit request's areq, then admits it.
-func (a unitAccountant) Admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.Decision, error) {
-	if u, ok := ctx.Value(unitKey{}).(*translate.UnitRequest); ok {
-		priceUnits(u, areq)
-	}
-	return a.Accountant.Admit(ctx, areq)
-}
-
-// RecordRefused passes a guardrail's $0 row on to the wrapped accountant
-// when it writes them (RefusalRecorder): the wrapper must not hide it.
-func (a unitAccountant) RecordRefused(ctx context.Context, rec *Record) error {
-	if r, ok := a.Accountant.(RefusalRecorder); ok {
-		return r.RecordRefused(ctx, rec)
-	}
-	return nil
 }
 
 // priceUnits prices a unit request for admission from the model's price
@@ -88,6 +70,9 @@ func (a unitAccountant) RecordRefused(ctx context.Context, rec *Record) error {
 // under a strict budget, marked in the ledger).
 func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
 	p := areq.Price
+	if u.Searches > 0 { // a rerank: in search units unless this deployment charges it per token
+		u.Unit, u.Bound = kernel.UnitSearches, u.Searches
+	}
 	per, ok := kernel.Money(0), false
 	switch u.Unit {
 	case kernel.UnitImages:
@@ -103,7 +88,7 @@ func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
 	case p.Unpriced || p == (kernel.Price{}): // nobody priced it, or a free deployment
 		areq.Price = kernel.Price{Unpriced: p.Unpriced}
 		u.Unpriced = p.Unpriced
-	case u.Unit == kernel.UnitTokens || u.Unit == kernel.UnitSearches && u.PerToken:
+	case u.Unit == kernel.UnitTokens || u.Searches > 0:
 		// priced per token: moderations, a rerank model billed per token (Jina's)
 		u.Unit, u.Bound = kernel.UnitTokens, translate.EstimateTokens(u.Tokens)
 		areq.Price = kernel.Price{Input: p.Input, CachedInput: p.Input}
@@ -145,23 +130,6 @@ func (s *stream) unitEstimate() (int64, bool) {
 // hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// The multipart routes charged per unit: uploads the processor sees the
-// first bytes of (docs/envoy.md#multipart-uploads).
-var multipartRoutes = []struct {
-	path string
-	api  translate.API
-}{
-	{"/v1/images/edits", translate.APIImageEdits},
-	{"/v1/audio/transcriptions", translate.APITranscriptions},
-	{"/v1/audio/translations", translate.APITranslations},
-}
-
-func init() {
-	for _, r := range multipartRoutes {
-		registerEndpoint(&endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Units: true, Multipart: true})
-	}
 }
 
 // unitState is what a multipart unit request keeps of its headers.

@@ -37,9 +37,11 @@ type UnitRequest struct {
 	// Tokens bounds the request in input tokens (its bytes): the bound
 	// when a model of the route is priced per token instead.
 	Tokens int64
-	// PerToken: the route may be charged per token when the model's price
-	// names no price in its unit (rerank).
-	PerToken bool
+	// Searches are a rerank's search units, its Bound while it is charged in
+	// searches: a rerank may be charged per token instead when the model's
+	// price names no search price, and each deployment it is admitted on
+	// prices it anew from these (0 on the other routes).
+	Searches int64
 	// Unpriced: the model has no price in the request's unit (set at
 	// admission); the ledger marks the row.
 	Unpriced bool
@@ -116,7 +118,8 @@ func ParseUnitRequest(api API, body []byte) (*Inbound, error) {
 		if len(b.Documents) == 0 {
 			return nil, &fieldError{"documents", "must be a non-empty array"}
 		}
-		u.Unit, u.Bound, u.PerToken = kernel.UnitSearches, (int64(len(b.Documents))+rerankPerSearch-1)/rerankPerSearch, true
+		u.Searches = (int64(len(b.Documents)) + rerankPerSearch - 1) / rerankPerSearch
+		u.Unit, u.Bound = kernel.UnitSearches, u.Searches
 	default:
 		return nil, &fieldError{"body", "is not JSON on " + string(api)}
 	}
