@@ -64,6 +64,42 @@ func ledgerEntry(rec *extproc.Record) store.LedgerEntry {
 	return e
 }
 
+// recordOf is ledgerEntry's inverse: the processor's Record of a ledger
+// row kept for later (a background response's pending settlement), so the
+// settlement names every scope (tags included) its admission reserved on.
+func recordOf(e *store.LedgerEntry) *extproc.Record {
+	rec := &extproc.Record{
+		RequestID:      e.RequestID,
+		Principal:      &extproc.Principal{KeyID: e.KeyID, UserID: e.UserID, TeamID: e.TeamID, OrgID: e.OrgID},
+		CustomerID:     e.CustomerID,
+		RunID:          e.RunID,
+		Tags:           e.Tags,
+		Model:          e.Model,
+		RequestedModel: e.RequestedModel,
+		Unit:           e.Unit,
+		Quantity:       e.Quantity,
+		Deployment:     e.Deployment,
+		Usage:          e.Usage,
+		Status:         e.Status,
+		HTTPStatus:     e.HTTPStatus,
+		Stream:         e.Stream,
+		StartedAt:      e.StartedAt,
+		EndedAt:        e.EndedAt,
+		Unpriced:       e.Unpriced,
+	}
+	switch e.Cache {
+	case store.CacheSemanticHit:
+		rec.Cache = extproc.CacheRecord{Hit: true, Semantic: true, Saved: e.CacheSaved}
+	case store.CacheHit:
+		rec.Cache = extproc.CacheRecord{Hit: true, Saved: e.CacheSaved}
+	case store.CacheMiss:
+		rec.Cache.Status = "miss"
+	case store.CacheSkip:
+		rec.Cache.Status = "skip"
+	}
+	return rec
+}
+
 // cacheLedger is the ledger's record of what the response cache did: a
 // hit's row is of its own kind, with the cost it saved.
 func cacheLedger(c *extproc.CacheRecord) (store.CacheResult, kernel.Money) {

@@ -174,22 +174,7 @@ func (r *responseOwners) ClaimSettlement(ctx context.Context, id string) (*extpr
 	if err := json.Unmarshal(p, &e); err != nil {
 		return nil, fmt.Errorf("gateway: pending settlement of %s: %w", id, err)
 	}
-	return &extproc.Record{
-		RequestID:      e.RequestID,
-		Principal:      &extproc.Principal{KeyID: e.KeyID, UserID: e.UserID, TeamID: e.TeamID, OrgID: e.OrgID},
-		CustomerID:     e.CustomerID,
-		RunID:          e.RunID,
-		Model:          e.Model,
-		RequestedModel: e.RequestedModel,
-		Deployment:     e.Deployment,
-		Usage:          e.Usage,
-		Status:         e.Status,
-		HTTPStatus:     e.HTTPStatus,
-		Stream:         e.Stream,
-		StartedAt:      e.StartedAt,
-		EndedAt:        e.EndedAt,
-		Unpriced:       e.Unpriced,
-	}, nil
+	return recordOf(&e), nil
 }
 
 func (r *responseOwners) ForgetResponse(ctx context.Context, id string) error {
