@@ -188,34 +188,18 @@ func decisionError(d kernel.Decision, est Estimate) *apiError {
 	case kernel.ReasonBudgetExceeded:
 		return &apiError{
 			status: http.StatusBadRequest, typ: "budget_exceeded", code: "budget_exceeded",
-			msg: fmt.Sprintf("Budget exceeded for the %s: the batch's worst case (%d requests at the batch price) does not fit.", scopeName(d.Scope), est.Lines),
+			msg: fmt.Sprintf("Budget exceeded for the %s: the batch's worst case (%d requests at the batch price) does not fit.", d.Scope.Noun(), est.Lines),
 		}
 	case kernel.ReasonUnpriced:
 		return &apiError{status: http.StatusBadRequest, code: "model_price_missing", param: "model", msg: fmt.Sprintf("The model `%s` has no price and a strict budget applies.", est.Model)}
 	case kernel.ReasonModelNotAllowed:
-		return &apiError{status: http.StatusForbidden, code: "model_not_allowed", param: "model", msg: fmt.Sprintf("The %s is not allowed to use the model `%s`.", scopeName(d.Scope), est.Model)}
+		return &apiError{status: http.StatusForbidden, code: "model_not_allowed", param: "model", msg: fmt.Sprintf("The %s is not allowed to use the model `%s`.", d.Scope.Noun(), est.Model)}
 	case kernel.ReasonKeyExpired:
 		return &apiError{status: http.StatusUnauthorized, code: "invalid_api_key", msg: "Invalid API key: it has expired."}
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
-		return &apiError{status: http.StatusTooManyRequests, typ: "requests", code: "rate_limit_exceeded", msg: fmt.Sprintf("Rate limit reached for the %s.", scopeName(d.Scope))}
+		return &apiError{status: http.StatusTooManyRequests, typ: "requests", code: "rate_limit_exceeded", msg: fmt.Sprintf("Rate limit reached for the %s.", d.Scope.Noun())}
 	}
 	return &apiError{status: http.StatusInternalServerError, code: "admission_error", msg: "The gateway could not admit the batch."}
-}
-
-func scopeName(r kernel.ScopeRef) string {
-	switch r.Kind {
-	case kernel.ScopeKey:
-		return "key"
-	case kernel.ScopeUser:
-		return "user"
-	case kernel.ScopeTeam:
-		return "team"
-	case kernel.ScopeOrg:
-		return "organization"
-	case kernel.ScopeCustomer:
-		return "customer"
-	}
-	return "gateway"
 }
 
 // ownedBatch is the key's batch of api, or the 404 another key's or an

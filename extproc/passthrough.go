@@ -206,7 +206,7 @@ func passthroughUnpriced(provider string, t *Target, d kernel.Decision) *transla
 		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "passthrough_price_missing",
 		Message: fmt.Sprintf("%s and provider `%s` has no price per call, so the %s's budget cannot be enforced: "+
 			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
-			"(--price-per-call) or the model's price.", what, provider, scopeName(d.Scope)),
+			"(--price-per-call) or the model's price.", what, provider, d.Scope.Noun()),
 	}
 }
 

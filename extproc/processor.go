@@ -978,7 +978,7 @@ func resolveError(id string, log *slog.Logger, model string, err error) *transla
 // retry a 400, and waiting does not refill a budget); rate limits are 429 with
 // retry-after and x-ratelimit-* headers.
 func decisionError(d kernel.Decision, model string) *translate.APIError {
-	scope := scopeName(d.Scope)
+	scope := d.Scope.Noun()
 	switch d.Reason {
 	case kernel.ReasonKeyExpired:
 		return &translate.APIError{
@@ -1016,29 +1016,6 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Status: http.StatusInternalServerError, Type: translate.TypeServer, Code: "admission_error",
 			Message: "The gateway could not admit the request.",
 		}
-	}
-}
-
-// scopeName names a scope for error messages without exposing internal ids
-// beyond the kind.
-func scopeName(r kernel.ScopeRef) string {
-	switch r.Kind {
-	case kernel.ScopeKey:
-		return "key"
-	case kernel.ScopeUser:
-		return "user"
-	case kernel.ScopeTeam:
-		return "team"
-	case kernel.ScopeOrg:
-		return "organization"
-	case kernel.ScopeCustomer:
-		return "customer"
-	case kernel.ScopeRun:
-		return "run"
-	case kernel.ScopeTag:
-		return "tag " + r.ID
-	default:
-		return "gateway"
 	}
 }
 

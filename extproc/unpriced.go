@@ -25,7 +25,7 @@ func unpricedError(t *translate.Target, d kernel.Decision) *translate.APIError {
 	}
 	msg := fmt.Sprintf("%s has no price, so the %s's budget cannot be enforced: the gateway refuses it "+
 		"rather than charge $0. An operator must set its price (tollgate price set %s …) or declare "+
-		"the deployment free (--free).", what, scopeName(d.Scope), name)
+		"the deployment free (--free).", what, d.Scope.Noun(), name)
 	return &translate.APIError{
 		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: translate.CodeModelUnpriced, Param: "model",
 		Message: msg,

@@ -147,3 +147,26 @@ func (r Reason) String() string { return enumName(reasonNames[:], r, "Reason") }
 
 // String is "completed", "aborted", "failed", "expired" or "refused".
 func (s Status) String() string { return enumName(statusNames[:], s, "Status") }
+
+// Noun names the scope in a refusal's message, "Budget exceeded for the
+// <noun>": "key", "team", "tag feature=search", and "gateway" for the rest.
+func (r ScopeRef) Noun() string {
+	switch r.Kind {
+	case ScopeKey:
+		return "key"
+	case ScopeUser:
+		return "user"
+	case ScopeTeam:
+		return "team"
+	case ScopeOrg:
+		return "organization"
+	case ScopeCustomer:
+		return "customer"
+	case ScopeRun:
+		return "run"
+	case ScopeTag:
+		return "tag " + r.ID
+	default:
+		return "gateway"
+	}
+}
