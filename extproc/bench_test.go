@@ -158,6 +158,8 @@ func (benchAccountant) Settle(_ context.Context, rec *Record) (kernel.Money, err
 	return kernel.Cost(testPrice, rec.Usage), nil
 }
 
+func (benchAccountant) RecordRefused(context.Context, *Record) error { return nil }
+
 // TestBenchServe is the child side of the benchmarks; it is skipped unless the
 // benchmark started it.
 func TestBenchServe(t *testing.T) {

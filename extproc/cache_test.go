@@ -64,6 +64,8 @@ func (a *recAccountant) Settle(_ context.Context, rec *Record) (kernel.Money, er
 	return kernel.Cost(testPrice, rec.Usage), nil
 }
 
+func (a *recAccountant) RecordRefused(context.Context, *Record) error { return nil }
+
 func withHeader(m *extprocv3.ProcessingRequest, k, v string) *extprocv3.ProcessingRequest {
 	h := m.GetRequestHeaders()
 	c := hdrs()

@@ -108,6 +108,12 @@ type Accountant interface {
 	// reservation and records it in the ledger; idempotent by RequestID.
 	// It returns the cost charged.
 	Settle(ctx context.Context, rec *Record) (kernel.Money, error)
+	// RecordRefused writes the ledger row of a request refused before
+	// admission: a guardrail's block is a $0 row with kernel.StatusRefused
+	// and the deployment "guardrail:NAME", charged to no budget and released
+	// from no reservation (there is none). Part of the interface, not an
+	// optional one, so that a wrapping accountant cannot hide it.
+	RecordRefused(ctx context.Context, rec *Record) error
 }
 
 // The translation types callers of the processor name (defined in translate,

@@ -140,6 +140,8 @@ func (a *stateAccountant) Settle(_ context.Context, rec *Record) (kernel.Money, 
 	return s.Cost, nil
 }
 
+func (a *stateAccountant) RecordRefused(context.Context, *Record) error { return nil }
+
 // Records returns a copy of the settlements so far.
 func (a *stateAccountant) Records() []Record {
 	a.mu.Lock()

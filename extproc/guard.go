@@ -158,14 +158,6 @@ func (s *stream) guardPre(ctx context.Context, in *translate.Inbound) (*translat
 	return out, nil
 }
 
-// RefusalRecorder is implemented by an Accountant that writes the ledger row
-// of a request refused before admission: a guardrail's block is a $0 row
-// with kernel.StatusRefused and the deployment "guardrail:NAME", charged to
-// no budget and released from no reservation (there is none).
-type RefusalRecorder interface {
-	RecordRefused(ctx context.Context, rec *Record) error
-}
-
 // guardDeployment prefixes the guardrail's name in a refused row's
 // deployment column (the spend logs' "served by").
 const guardDeployment = "guardrail:"
@@ -174,8 +166,7 @@ const guardDeployment = "guardrail:"
 // before admission (once: not for a try of a routed request, whose router
 // stream refused it first).
 func (s *stream) recordRefused(ctx context.Context, in *translate.Inbound, name string) {
-	r, ok := s.p.acct.(RefusalRecorder)
-	if !ok || s.isTry() {
+	if s.isTry() {
 		return
 	}
 	now := s.p.now()
@@ -184,7 +175,7 @@ func (s *stream) recordRefused(ctx context.Context, in *translate.Inbound, name 
 		Deployment: guardDeployment + name, Status: kernel.StatusRefused, HTTPStatus: http.StatusBadRequest,
 		Stream: in.Stream, StartedAt: s.started, EndedAt: now,
 	}
-	if err := r.RecordRefused(ctx, rec); err != nil {
+	if err := s.p.acct.RecordRefused(ctx, rec); err != nil {
 		s.p.log.Warn("recording a refused request failed", "request_id", s.id, "guardrail", name, "err", err)
 	}
 }

@@ -31,7 +31,7 @@ func (a processorAccountant) Settle(ctx context.Context, rec *extproc.Record) (k
 	return a.Accountant.Settle(ctx, e)
 }
 
-// RecordRefused implements extproc.RefusalRecorder: the $0 row of a request
+// RecordRefused implements extproc.Accountant: the $0 row of a request
 // a guardrail refused before admission.
 func (a processorAccountant) RecordRefused(ctx context.Context, rec *extproc.Record) error {
 	return a.Accountant.RecordRefused(ctx, ledgerEntry(rec))

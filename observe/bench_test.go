@@ -17,6 +17,8 @@ func (okAccountant) Admit(context.Context, *kernel.AdmitRequest) (kernel.Decisio
 
 func (okAccountant) Settle(context.Context, *extproc.Record) (kernel.Money, error) { return 1, nil }
 
+func (okAccountant) RecordRefused(context.Context, *extproc.Record) error { return nil }
+
 // BenchmarkObserveChat is what metrics add to one successful chat request:
 // the accountant's two counted calls and Observe (compare with the
 // gateway's CPU per request in bench/README.md).

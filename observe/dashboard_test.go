@@ -25,6 +25,8 @@ func (f fakeAccountant) Settle(context.Context, *extproc.Record) (kernel.Money, 
 	return 0, errors.New("down")
 }
 
+func (fakeAccountant) RecordRefused(context.Context, *extproc.Record) error { return nil }
+
 // Every metric the Grafana dashboard queries is one Tollgate exports.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	m := NewMetrics()

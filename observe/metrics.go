@@ -453,12 +453,9 @@ func (a *accountant) Settle(ctx context.Context, rec *extproc.Record) (kernel.Mo
 }
 
 // RecordRefused passes the $0 row of a request refused by a guardrail on to
-// the inner accountant when it writes them (extproc.RefusalRecorder).
+// the inner accountant.
 func (a *accountant) RecordRefused(ctx context.Context, rec *extproc.Record) error {
-	if r, ok := a.inner.(extproc.RefusalRecorder); ok {
-		return r.RecordRefused(ctx, rec)
-	}
-	return nil
+	return a.inner.RecordRefused(ctx, rec)
 }
 
 func refusalReason(r kernel.Reason) string {
