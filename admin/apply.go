@@ -544,6 +544,9 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 			return nil, err
 		}
 		l, err := limitsFromDoc(f+".limits", tb.Limits)
+		if err == nil {
+			err = tagLimitsValid(f+".limits", l) // tags.go
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -234,6 +234,8 @@ keys:
 
 	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("tag_budgets:\n  - {tag: feature}\n"), "ops")
 	require.ErrorContains(t, err, "tag_budgets[0].tag")
+	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("tag_budgets:\n  - {tag: feature=x, limits: {run: {budget: 1}}}\n"), "ops")
+	require.ErrorContains(t, err, "tag_budgets[0].limits: a tag has no runs", "as SetTagBudget refuses")
 	_, err = admin.Apply(ctx, memstore.New(), nil, []byte("keys:\n  - {id: k, tags: {\"bad name\": x}}\n"), "ops")
 	require.ErrorContains(t, err, "keys[0].tags")
 }

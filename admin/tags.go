@@ -38,6 +38,15 @@ func tagBudgetView(t *store.TagBudget) *adminv1.TagBudget {
 	return &adminv1.TagBudget{Tag: t.ID, Limits: limitsOut(t.Limits)}
 }
 
+// tagLimitsValid refuses limits a tag cannot have (the run level's), for
+// SetTagBudget and apply alike.
+func tagLimitsValid(field string, l kernel.Limits) error {
+	if l.Run != nil || l.TTL != 0 {
+		return errorf(ErrInvalid, "%s: a tag has no runs", field)
+	}
+	return nil
+}
+
 // SetTagBudget creates or replaces a tag's limits.
 func (s *Server) SetTagBudget(ctx context.Context, req *adminv1.SetTagBudgetRequest) (*adminv1.SetTagBudgetResponse, error) {
 	in := req.GetTagBudget()
@@ -47,8 +56,8 @@ func (s *Server) SetTagBudget(ctx context.Context, req *adminv1.SetTagBudgetRequ
 		t.ID = tag
 		t.Limits, err = limitsIn("tag_budget.limits", in.GetLimits())
 	}
-	if err == nil && (t.Limits.Run != nil || t.Limits.TTL != 0) {
-		err = errorf(ErrInvalid, "tag_budget.limits: a tag has no runs")
+	if err == nil {
+		err = tagLimitsValid("tag_budget.limits", t.Limits)
 	}
 	if err == nil {
 		_, err = store.Put(ctx, s.st, t.ID, &t, -1)
