@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,11 +22,18 @@ func (r *runner) emit(m proto.Message, table func()) error {
 		table()
 		return nil
 	}
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}.Marshal(m)
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode JSON: %w", err)
 	}
-	_, err = fmt.Fprintln(r.out, string(b))
+	// protojson varies its whitespace on purpose from build to build;
+	// json.Indent makes it stable for scripts that grep or diff it.
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	out.WriteByte('\n')
+	_, err = r.out.Write(out.Bytes())
 	return err
 }
 
