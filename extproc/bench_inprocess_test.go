@@ -39,7 +39,7 @@ func benchHandleNonStream(b *testing.B, p *Processor) {
 			if r == nil || r.GetImmediateResponse() != nil {
 				b.Fatalf("unexpected reply %v", r)
 			}
-			s.takeLent(r).release() // the data plane applied it (reply_pool.go)
+			s.takeLent(r).release() // the data plane applied it (replies.go)
 		}
 		s.finish(ctx)
 	}

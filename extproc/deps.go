@@ -100,7 +100,7 @@ type Record struct {
 
 // Accountant admits and settles requests: the kernel's rules, shared counters and
 // the durable ledger behind one small interface. Neither call keeps req or
-// rec past its return: they are the request's pooled state (reply_pool.go).
+// rec past its return: they are the request's pooled state (replies.go).
 type Accountant interface {
 	// Admit checks and reserves on every scope at once (req.ID is the request id).
 	Admit(ctx context.Context, req *kernel.AdmitRequest) (kernel.Decision, error)

@@ -38,8 +38,8 @@
 // statuses feed the Router (cooldowns, time to first byte, in flight), which
 // one processor shares across its requests and, through a CooldownShare,
 // with other replicas. Replies name the deployment in x-tollgate-deployment.
-// This package drives routing per request (routing.go, retry.go, pertry.go,
-// fallback.go); the policy itself is routing's.
+// This package drives routing per request (routing.go and pertry.go);
+// the policy itself is routing's.
 //
 // Settlement happens exactly once per admitted request, on every path: at the
 // end of the body or at the trailers, or — when the stream ends early (client
@@ -60,7 +60,7 @@
 //	400 budget_exceeded        type and code budget_exceeded, as LiteLLM: a
 //	                           budget does not refill by retrying, so not a 429
 //	400 model_price_missing    the deployment's model has no price and a strict
-//	                           budget applies (kernel.ReasonUnpriced; unpriced.go)
+//	                           budget applies (kernel.ReasonUnpriced; upstream.go)
 //	503 service_unavailable    Catalog or Accountant failing
 //
 // Endpoints are small specs registered by path (or path prefix, for path

@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-ai/tollgate/translate/translatetest"
 )
 
-// Refusals as providers word them (retry.go's markers).
+// Refusals as providers word them (routing.go's markers).
 const (
 	contextWindowRefusal = `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
 	contentPolicyRefusal = `{"error":{"message":"Your request was rejected as a result of our safety system.","type":"invalid_request_error","param":null,"code":"content_policy_violation"}}`

@@ -14,7 +14,7 @@ import (
 // stream ends: metrics, the access log and traces are built from it
 // (observe/). Observe runs on the request's goroutine: it must not block, and
 // must not keep r nor its Tries past the call: the request's state is pooled,
-// zeroed and reused once its stream ended (reply_pool.go).
+// zeroed and reused once its stream ended (replies.go).
 type Observer interface {
 	Observe(r *Report)
 }

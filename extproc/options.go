@@ -20,7 +20,7 @@ type Option func(*Processor)
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(p *Processor) { p.log = l } }
 
-// WithTokenKey sets the key that signs retry tokens (retry.go), so that a
+// WithTokenKey sets the key that signs retry tokens (routing.go), so that a
 // token issued by one replica is honoured by another sharing the key; without
 // it each processor signs with a random key of its own.
 func WithTokenKey(k []byte) Option {

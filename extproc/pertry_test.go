@@ -37,7 +37,7 @@ type tryRouter struct {
 	up      *byDeployment
 	tries   []string                              // the deployments tried, in order
 	seen    []*extprocfiltertest.ForwardedRequest // what each try sent upstream (nil: none)
-	// The internal redirect policy (fallback.go): the per-try keys that
+	// The internal redirect policy (routing.go): the per-try keys that
 	// have it, the request a followed redirect recreates, and how many
 	// were followed for the request (max_internal_redirects).
 	redirect  map[string]bool

@@ -41,7 +41,7 @@ type Processor struct {
 	owners          ResponseOwners  // owners of native response ids (responses_owner.go; nil: none)
 	bgLease         time.Duration   // background responses' lease (responses_background.go; 0: the default)
 	router          *routing.Router // deployment health and choice (routing.go)
-	retryKey        []byte          // signs retry tokens (retry.go)
+	retryKey        []byte          // signs retry tokens (routing.go)
 	perTry          bool            // route retrying groups per try (pertry.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
@@ -50,7 +50,7 @@ type Processor struct {
 	// Tracer side, when it has one.
 	obs    Observer
 	tracer Tracer
-	cp     UsageCheckpointer // streams' usage so far (checkpoint.go; nil: none)
+	cp     UsageCheckpointer // streams' usage so far (estimate.go; nil: none)
 	guards GuardResolver     // guard.go (nil: none)
 	cache  ResponseCache     // the response cache (cache.go; nil: none)
 }
@@ -104,7 +104,7 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 		}
 		err = srv.Send(resp)
 		if rb != nil && !grpc.EnableTracing {
-			ss.ReleaseReply(resp) // encoded by Send (reply_pool.go)
+			ss.ReleaseReply(resp) // encoded by Send (replies.go)
 		}
 		if err != nil {
 			return err
@@ -121,10 +121,10 @@ func (p *Processor) Process(srv extprocv3.ExternalProcessor_ProcessServer) error
 // them. It is Process's loop without the transport: the same messages get
 // the same replies. A Session is used by one goroutine at a time.
 type Session struct {
-	s    *stream // pooled: nil once the session closed (reply_pool.go)
+	s    *stream // pooled: nil once the session closed (replies.go)
 	ctx  context.Context
 	done bool
-	lent [4]*pooledReply // replies lent to the data plane (reply_pool.go)
+	lent [4]*pooledReply // replies lent to the data plane (replies.go)
 }
 
 // Session starts a stream whose context is ctx (cancelled: the stream was
@@ -219,9 +219,9 @@ type stream struct {
 	target       *translate.Target
 	rt           *routing.Route // routing state when the catalog routes by group (&rtState)
 	rtState      routing.Route
-	att          routing.Attempt // which attempt this stream is (retry.go)
+	att          routing.Attempt // which attempt this stream is (routing.go)
 	try          *tryState       // its part in per-try routing, nil: none (pertry.go)
-	lent         *pooledReply    // the reply being built, from the pool (reply_pool.go)
+	lent         *pooledReply    // the reply being built, from the pool (replies.go)
 	upRetryAfter time.Duration   // a 429's retry-after
 	tr           translate.Translator
 	in           *translate.Inbound
@@ -235,7 +235,7 @@ type stream struct {
 	status       int
 	sse          bool
 	loggedErr    bool
-	ckReasoning  int8 // checkpoint.go: 0 not yet known, 1 shows all it is billed, 2 may hide reasoning
+	ckReasoning  int8 // estimate.go: 0 not yet known, 1 shows all it is billed, 2 may hide reasoning
 
 	cache streamCache // the response cache's part (cache.go)
 
@@ -272,7 +272,7 @@ func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		return s.responseHeaders(ctx, r.ResponseHeaders)
 	case *extprocv3.ProcessingRequest_ResponseBody:
-		if d := cutDetails(req); d != "" { // the built-in data plane's last message (stream_cut.go)
+		if d := cutDetails(req); d != "" { // the built-in data plane's last message (upstream.go)
 			return s.responseCut(ctx, r.ResponseBody, d)
 		}
 		return s.responseBody(ctx, r.ResponseBody)
@@ -450,7 +450,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	s.promptBytes = int64(len(body))
 	s.promptText = promptTextBytes(in)
 	if in.Stream && s.p.cp != nil && reasoningAsked(body) {
-		s.ckReasoning = 2 // checkpoint.go: the body is not kept
+		s.ckReasoning = 2 // estimate.go: the body is not kept
 	}
 	if e := s.pinPrevious(ctx, body); e != nil { // responses_owner.go
 		return s.reject(e)
@@ -521,7 +521,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(errUnavailable())
 	}
 	if !d.Admitted {
-		if d.Reason == kernel.ReasonUnpriced { // unpriced.go: name the missing price
+		if d.Reason == kernel.ReasonUnpriced { // upstream.go: name the missing price
 			return s.reject(unpricedError(s.target, d))
 		}
 		return s.reject(s.refused(d, in.Model))
@@ -549,7 +549,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		s.settle(ctx, kernel.StatusCompleted, http.StatusOK, kernel.Usage{}, true)
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
-	if target.Signer != nil { // upstream_auth.go: after the body is final
+	if target.Signer != nil { // upstream.go: after the body is final
 		if err := s.signOutbound(ctx, out); err != nil {
 			s.p.log.Warn("signing the upstream request failed", "request_id", s.id, "deployment", target.Deployment, "err", err)
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)
@@ -586,9 +586,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 			x.hm.RemoveHeaders = append(slices.Clip(x.hm.RemoveHeaders), hdrContentLength)
 		}
 	} else if s.att.N > 1 && s.hadCL {
-		l = l.addInt(hdrContentLength, s.promptBytes) // a fallback redirect's holds the try's (fallback.go)
+		l = l.addInt(hdrContentLength, s.promptBytes) // a fallback redirect's holds the try's (routing.go)
 	}
-	if s.isTry() || s.att.N > 1 { // from scratch: the header map may hold a previous try's (pertry_client.go)
+	if s.isTry() || s.att.N > 1 { // from scratch: the header map may hold a previous try's (pertry.go)
 		l, x.hm.RemoveHeaders = s.tryRequestHeaders(l, out, x.hm.RemoveHeaders)
 	}
 	x.setHeaders(l)
@@ -678,7 +678,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 			l = l.addUSD(hdrCost, cost)
 		}
 		if !ok {
-			l = s.upstreamAuthNoBody(x, l) // upstream_auth.go
+			l = s.upstreamAuthNoBody(x, l) // upstream.go
 			l = l.addAll(s.retryAfterFailure(ctx, s.status, nil))
 		}
 	}
@@ -741,7 +741,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 	var cost kernel.Money
 	var settled bool
 	if s.status >= 400 || s.status < 200 {
-		out, status := s.upstreamError(body) // upstream_auth.go
+		out, status := s.upstreamError(body) // upstream.go
 		if status != 0 {
 			l = l.addInt(":status", int64(status))
 		}

@@ -2,11 +2,19 @@ package extproc
 
 import (
 	"context"
+	"crypto/hmac"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
@@ -199,3 +207,220 @@ func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration
 	e.Headers = retryAfterHeaders(retryAfter)
 	return e
 }
+
+// Retrying a failed attempt on another deployment (docs/envoy.md, "Retries").
+//
+// Every attempt is one ext_proc stream, one admission and one settlement:
+// the failed attempt is settled like any failed request (the provider did
+// not bill it: a $0 ledger row with its deployment and status), and the next
+// attempt is admitted afresh on the deployment it lands on, so it is priced
+// at that deployment's price and a strict budget that cannot cover its worst
+// case refuses it. Settlement stays exactly once per reservation.
+//
+// The processor decides everything, by routing.Route.Retry: whether the
+// failure is retried (429, 500, 502, 503, 504 — the data plane's local
+// 503/504 for a connect failure, a reset before the response or a per-try
+// timeout included — or a context-window / content-policy refusal when the
+// group names fallbacks for it), how long to wait (exponential backoff with
+// jitter, at least the provider's retry-after up to routing.MaxRetryWait)
+// and that another deployment is left. It answers the failed attempt's
+// response with two headers: RetryHeader, an opaque signed token (attempt
+// number, attempts allowed, the group to route in, the deployments already
+// tried, the first attempt's id), and RetryDelayHeader (milliseconds). A
+// data plane that retries drops that response, waits, and sends the client's
+// request again through the filter with the token as a request header; the
+// new stream routes avoiding the deployments tried. Only a response whose
+// headers have not gone downstream can be retried, so a stream is retried
+// only before its first byte.
+//
+// With per-try routing (WithPerTry, pertry.go) the data plane's retry policy
+// retries the first kind and the router-level stream never answers with the
+// token (no data plane sends a request again once its response reached that
+// filter); the token is then carried only by a try's fallback redirect for
+// a context-window or content-policy refusal (routing.go).
+
+// Retry headers (names shared with the data planes).
+const (
+	hdrRetry      = envoy.RetryHeader
+	hdrRetryDelay = envoy.RetryDelayHeader
+	hdrAttempts   = "x-tollgate-attempts"
+)
+
+// retryKey signs this processor's retry tokens, so a client cannot make one
+// up. A gateway gives its replicas one shared key (WithTokenKey, from the
+// store); a processor without one signs with this random key, and a token
+// from another processor is then ignored (routed as a first attempt).
+func newRetryKey() []byte {
+	k := make([]byte, 32)
+	_, _ = crand.Read(k)
+	return k
+}
+
+func (p *Processor) signToken(payload string) string {
+	m := hmac.New(sha256.New, p.retryKey)
+	m.Write([]byte(payload))
+	return payload + "&s=" + hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// parseRetry reads a retry token; the zero attempt when it is not valid.
+func (p *Processor) parseRetry(v string) routing.Attempt {
+	payload, sig, ok := strings.Cut(v, "&s=")
+	if !ok || !hmac.Equal([]byte(p.signToken(payload)), []byte(v)) || sig == "" {
+		return routing.Attempt{}
+	}
+	a, _ := routing.ParseAttempt(payload)
+	return a
+}
+
+// retryHeader reads the request's retry token (request headers).
+func (s *stream) retryHeader(v string) {
+	s.att = s.p.parseRetry(v)
+	if s.att.N > 1 {
+		// The first attempt's id, the attempt number, and this stream's own
+		// id's last part: unique even when a token is replayed (the ledger
+		// keeps one row per id).
+		s.id = s.att.Orig + "-" + strconv.Itoa(s.att.N) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+		s.report.Attempts = s.att.N - 1 // traceHeader counts this one
+	}
+}
+
+// retryAfterFailure decides whether the failed attempt (its status and
+// error body) is retried (routing.Route.Retry), and returns the reply
+// headers saying so (nil: not retried).
+func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte) [][2]string {
+	if s.rt == nil || s.isRouterTry() || s.pinned() {
+		return nil
+	}
+	mode := routing.RetryToken
+	if s.isTry() {
+		// Per-try routing: the data plane's retry policy retries the
+		// failures it can tell; the context-window and content-policy
+		// fallbacks are the try's fallback redirect (routing.go).
+		mode = routing.RetryRedirect
+	} else if s.p.perTry {
+		// With per-try routing the router-level stream never retries: a
+		// data plane cannot send a request again once its response reached
+		// the router-level filter (Envoy does not), so neither does the
+		// built-in one. Its request is a plain group's or a token attempt's.
+		return nil
+	}
+	next, delay, ok := s.rt.Retry(ctx, mode, status, body, s.upRetryAfter)
+	if !ok {
+		return nil
+	}
+	if next.Orig == "" {
+		next.Orig = s.id
+		if s.isTry() && s.try.res != nil {
+			next.Orig = s.try.res.id // the request's id, not this try's
+		}
+	}
+	token := s.p.signToken(next.Payload())
+	if s.isTry() {
+		return s.fallbackRedirect(token)
+	}
+	return [][2]string{
+		{hdrRetry, token},
+		{hdrRetryDelay, strconv.FormatInt(delay.Milliseconds(), 10)},
+	}
+}
+
+// Context-window and content-policy fallbacks on per-try routes
+// (docs/envoy.md, "Context-window and content-policy fallbacks"). Both are
+// 400s (or 403s), which a retry policy cannot tell from the client's own,
+// so the try that gets one decides: when the group the client asked for
+// names fallbacks for it (its per-try routes then carry the internal
+// redirect policy, routing.RedirectsFallbacks) and one of them has a
+// deployment in rotation, the try answers with an internal redirect
+// instead of the refusal:
+//
+//   - :status envoy.FallbackRedirectStatus and location the client's URL;
+//   - the retry token (routing.go) naming the fallback group;
+//   - the client's own values of envoy.FallbackCopiedHeaders.
+//
+// Envoy's router recreates the stream with the request headers it holds,
+// the copied headers replacing (or, when the redirect lacks one, removing)
+// theirs, and the body it buffered: the router-level stream sees the
+// token and routes to the fallback group as a token attempt. The copy is
+// needed because Envoy runs upstream filters on the router's own request
+// headers, so the header map the new stream starts from holds the try's
+// changes: the provider's credentials instead of the client's, the
+// provider's path (the location restores it) and content-length (the token
+// attempt sets it again).
+//
+// The failed try is settled at $0 before it answers; the router-level stream
+// that sent it ends without a response and leaves its reservation to the
+// try that adopted it (finish); the redirected request is admitted afresh on
+// the fallback (a strict budget refuses one it cannot cover).
+
+// tryOrigin is what a try keeps of the request as it arrived, for a
+// fallback redirect: the URL and the client's values of the copied headers.
+type tryOrigin struct {
+	scheme, authority string
+	copied            [][2]string
+}
+
+// readTryOrigin keeps the URL parts and the copied headers of an upstream
+// try's request (the path is s.path).
+func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
+	if !s.isTry() {
+		return
+	}
+	o := &s.try.origin
+	// A retry's map holds the previous try's values of the copied headers
+	// (a provider's credential): the redirect then removes them, and the
+	// token attempt authenticates from the signed client header, which
+	// stays in the map (pertry.go).
+	later := s.try.signed && s.att.N > 1
+	for _, hv := range h.GetHeaders() {
+		switch k := hv.GetKey(); {
+		case k == ":scheme":
+			o.scheme = headerValue(hv)
+		case k == ":authority":
+			o.authority = headerValue(hv)
+		case !later && k != hdrRetry && slices.Contains(envoy.FallbackCopiedHeaders, k):
+			o.copied = append(o.copied, [2]string{k, headerValue(hv)})
+		}
+	}
+	if later {
+		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {translate.HdrAnthropicVersion, s.anthropicVersion}} {
+			if kv[1] != "" {
+				o.copied = append(o.copied, kv)
+			}
+		}
+	}
+}
+
+// fallbackRedirect is the reply headers of a try redirected to a fallback
+// group with token.
+func (s *stream) fallbackRedirect(token string) [][2]string {
+	o := &s.try.origin
+	scheme := o.scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	authority := o.authority
+	if authority == "" {
+		authority = "tollgate"
+	}
+	out := make([][2]string, 0, 3+len(o.copied))
+	out = append(out,
+		[2]string{":status", strconv.Itoa(envoy.FallbackRedirectStatus)},
+		[2]string{"location", scheme + "://" + authority + s.path},
+		[2]string{hdrRetry, token},
+	)
+	return append(out, o.copied...)
+}
+
+// redirectRemoved is what a try removes from its response headers: a
+// provider's own redirect with the fallback status loses its location, so
+// only the processor's redirect is followed (the provider's goes to the
+// client as it is, unfollowed).
+func (s *stream) redirectRemoved() []string {
+	if s.isTry() && s.status == envoy.FallbackRedirectStatus {
+		return locationHeader
+	}
+	return nil
+}
+
+// locationHeader is a RemoveHeaders list (shared: read-only).
+var locationHeader = []string{"location"}

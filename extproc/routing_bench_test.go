@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkHandleNonStreamGroup is BenchmarkHandleNonStream routed through a
-// model group of one deployment (routing.go, retry.go): the cost routing adds
+// model group of one deployment (routing.go): the cost routing adds
 // to every request of the common case.
 func BenchmarkHandleNonStreamGroup(b *testing.B) {
 	cat := newCatalog()

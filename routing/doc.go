@@ -29,9 +29,8 @@
 // request's key may use), Health (the shared deployment state: Router, whose
 // cooldowns spread through CooldownShare). Admission stays the caller's: a
 // Route names the deployment whose rpm/tpm scope to admit on and moves on
-// when it is full, so it needs no limiter. The processor (extproc/routing.go,
-// retry.go, pertry.go, fallback.go) keeps the ext_proc side: signing the
-// retry token, the reply headers and redirects, the translator switch. The
+// when it is full, so it needs no limiter. The processor (extproc/routing.go
+// and pertry.go) keeps the ext_proc side: signing the retry token, the reply headers and redirects, the translator switch. The
 // xDS builder (xds/pertry.go) emits the per-try routes, retry policy,
 // backoff and outlier ejection from the same functions and values, so the
 // data planes and the processor agree. Tests need no processor: a fake Clock

@@ -100,7 +100,7 @@ func sortBy(ds []*Deployment, key func(*Deployment) int64) {
 
 // FallbackCount counts the group's fallback groups of every kind, as the
 // xDS does for routing.PerTry: a context-window or content-policy fallback is
-// somewhere else to go (by the fallback redirect, extproc/fallback.go).
+// somewhere else to go (by the fallback redirect, extproc/routing.go).
 func (g *Group) FallbackCount() int {
 	return len(g.Fallbacks) + len(g.ContextWindowFallbacks) + len(g.ContentPolicyFallbacks)
 }

@@ -159,7 +159,7 @@ func (r *Router) Finish(d *Deployment, tokens int64) {
 // Retryable reports whether an upstream status is the deployment's failure
 // (counted towards its cooldown): 408, 429 and 5xx — the data plane's own
 // 503 and 504 for a connect failure, reset or timeout included — and 401, the
-// provider refusing the deployment's credential (extproc/upstream_auth.go; a 403 may
+// provider refusing the deployment's credential (extproc/upstream.go; a 403 may
 // be a content-policy refusal, which the status alone does not tell).
 func Retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500 ||

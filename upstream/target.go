@@ -34,7 +34,7 @@ type Target struct {
 	// translates Responses requests to chat completions.
 	NativeResponses bool
 	// Signer, when set, signs each upstream request once its body is final
-	// (bedrock: AWS SigV4); see extproc/upstream_auth.go.
+	// (bedrock: AWS SigV4); see extproc/upstream.go.
 	Signer RequestSigner `json:"-"`
 }
 
