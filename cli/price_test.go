@@ -78,3 +78,31 @@ func TestPriceMissingCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestPriceSetUnits: `price set` takes prices per unit and sets only the
+// prices given: a price per image on a model never priced, seconds added
+// to a model priced per token without losing its token prices.
+func TestPriceSetUnits(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s := startServer(t, open(t))
+			runSteps(t, s, []step{
+				{args: []string{"price", "set", "dall-e-3", "--per-image", "1024x1024/hd=0.08,*=0.04"}, want: []string{"image * $0.04, 1024x1024/hd $0.08"}},
+				{args: []string{"price", "set", "imagen-4", "--per-image", "0.04"}, want: []string{"image * $0.04"}},
+				{args: []string{"price", "set", "gpt-4o-transcribe", "--input", "2.5", "--output", "10", "--cached-input", "1"}, want: []string{"$2.50", "$10.00", "$1.00"}},
+				{args: []string{"price", "set", "gpt-4o-transcribe", "--per-second", "0.0001"}, want: []string{"$2.50", "$10.00", "$1.00", "second $0.0001"}},
+				{args: []string{"price", "set", "gpt-4o-transcribe", "--input", "3", "--output", "12"}, want: []string{"$3.00", "$12.00", "second $0.0001"}},
+				{args: []string{"price", "set", "tts-1", "--per-character", "0.000015"}, want: []string{"character $0.000015"}},
+				{args: []string{"price", "set", "rerank-v3.5", "--per-search-unit", "0.002"}, want: []string{"search unit $0.002"}},
+				{args: []string{"price", "set", "gpt-image-1", "--input", "5", "--output", "40", "--image-tokens", "10,40"}, want: []string{"image tokens $10.00/$40.00 per 1M"}},
+				{args: []string{"price", "get", "gpt-image-1", "-o", "json"}, want: []string{`"image_input_tokens"`, `"dollars": "10"`}},
+				{args: []string{"price", "list"}, want: []string{"PER UNIT", "dall-e-3", "tts-1"}},
+				{args: []string{"price", "set", "m"}, wantErr: "give a price"},
+				{args: []string{"price", "set", "m", "--per-image", "1024x1024="}, wantErr: "--per-image"},
+				{args: []string{"price", "set", "m", "--image-tokens", "10"}, wantErr: "IN,OUT"},
+			})
+			out, _ := s.runBoth(t, "price", "get", "gpt-4o-transcribe")
+			require.NotContains(t, out, "$1.00", "--input and --output set the token price whole: cached input back to its default")
+		})
+	}
+}

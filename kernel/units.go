@@ -33,6 +33,12 @@ type UnitPrices struct {
 	Character Money `json:"character,omitempty"`
 	// Search unit of a rerank (Cohere: one query over up to 100 documents).
 	Search Money `json:"search,omitempty"`
+	// ImageInputTokens and ImageOutputTokens price an image model billed by
+	// tokens (gpt-image-1), per million image tokens like Price's token
+	// prices; its text input tokens are priced at Price.Input (CachedInput).
+	// Either set makes the model's images charged by tokens (ImageTokens).
+	ImageInputTokens  Money `json:"image_input_tokens,omitempty"`
+	ImageOutputTokens Money `json:"image_output_tokens,omitempty"`
 }
 
 // ImagePrice is the price of one image of size and quality ("" when the
