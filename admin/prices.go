@@ -33,6 +33,10 @@ type priceDoc struct {
 	Second    string            `yaml:"second"`
 	Character string            `yaml:"character"`
 	Search    string            `yaml:"search"`
+	// Dollars per million image tokens of an image model billed by tokens
+	// (gpt-image-1).
+	ImageInputTokens  string `yaml:"image_input_tokens"`
+	ImageOutputTokens string `yaml:"image_output_tokens"`
 }
 
 // price converts a priceDoc to the stored form.
@@ -74,7 +78,7 @@ func (d *priceDoc) price(where string) (store.ModelPrice, error) {
 
 // units converts the prices per unit; nil when there are none.
 func (d *priceDoc) units(where string) (*kernel.UnitPrices, error) {
-	if len(d.Image) == 0 && d.Second == "" && d.Character == "" && d.Search == "" {
+	if len(d.Image) == 0 && d.Second == "" && d.Character == "" && d.Search == "" && d.ImageInputTokens == "" && d.ImageOutputTokens == "" {
 		return nil, nil
 	}
 	u := &kernel.UnitPrices{}
@@ -101,7 +105,13 @@ func (d *priceDoc) units(where string) (*kernel.UnitPrices, error) {
 	for _, f := range []struct {
 		name, text string
 		dst        *kernel.Money
-	}{{"second", d.Second, &u.Second}, {"character", d.Character, &u.Character}, {"search", d.Search, &u.Search}} {
+	}{
+		{"second", d.Second, &u.Second},
+		{"character", d.Character, &u.Character},
+		{"search", d.Search, &u.Search},
+		{"image_input_tokens", d.ImageInputTokens, &u.ImageInputTokens},
+		{"image_output_tokens", d.ImageOutputTokens, &u.ImageOutputTokens},
+	} {
 		if f.text == "" {
 			continue
 		}
@@ -139,44 +149,150 @@ func optMoney(m kernel.Money) *adminv1.Money {
 }
 
 func priceView(p *store.ModelPrice) *adminv1.Price {
-	return &adminv1.Price{
+	out := &adminv1.Price{
 		Model: p.ID, Input: moneyOut(p.Price.Input), Output: moneyOut(p.Price.Output),
 		CachedInput: optMoney(p.Price.CachedInput), CacheWrite: optMoney(p.Price.CacheWrite),
 		Reasoning: optMoney(p.Price.Reasoning),
 	}
+	if u := p.Price.Units; u != nil {
+		for k, m := range u.Image {
+			if out.PerImage == nil {
+				out.PerImage = map[string]*adminv1.Money{}
+			}
+			out.PerImage[k] = moneyOut(m)
+		}
+		out.PerSecond, out.PerCharacter, out.PerSearchUnit = optMoney(u.Second), optMoney(u.Character), optMoney(u.Search)
+		out.ImageInputTokens, out.ImageOutputTokens = optMoney(u.ImageInputTokens), optMoney(u.ImageOutputTokens)
+	}
+	return out
 }
 
-// SetPrice creates or replaces the price of a model.
-func (s *Server) SetPrice(ctx context.Context, req *adminv1.SetPriceRequest) (*adminv1.SetPriceResponse, error) {
-	in := req.GetPrice()
-	p := store.ModelPrice{ID: in.GetModel()}
+// priceIn converts every field of a Price; the update mask then says which
+// of them a SetPrice keeps.
+func priceIn(in *adminv1.Price) (kernel.Price, error) {
+	var p kernel.Price
+	u := &kernel.UnitPrices{}
 	var errs []error
 	for _, f := range []struct {
 		name string
 		m    *adminv1.Money
 		dst  *kernel.Money
 	}{
-		{"price.input", in.GetInput(), &p.Price.Input},
-		{"price.cached_input", in.GetCachedInput(), &p.Price.CachedInput},
-		{"price.cache_write", in.GetCacheWrite(), &p.Price.CacheWrite},
-		{"price.output", in.GetOutput(), &p.Price.Output},
-		{"price.reasoning", in.GetReasoning(), &p.Price.Reasoning},
+		{"price.input", in.GetInput(), &p.Input},
+		{"price.cached_input", in.GetCachedInput(), &p.CachedInput},
+		{"price.cache_write", in.GetCacheWrite(), &p.CacheWrite},
+		{"price.output", in.GetOutput(), &p.Output},
+		{"price.reasoning", in.GetReasoning(), &p.Reasoning},
+		{"price.per_second", in.GetPerSecond(), &u.Second},
+		{"price.per_character", in.GetPerCharacter(), &u.Character},
+		{"price.per_search_unit", in.GetPerSearchUnit(), &u.Search},
+		{"price.image_input_tokens", in.GetImageInputTokens(), &u.ImageInputTokens},
+		{"price.image_output_tokens", in.GetImageOutputTokens(), &u.ImageOutputTokens},
 	} {
 		v, err := moneyIn(f.name, f.m)
 		*f.dst = v
 		errs = append(errs, err)
 	}
-	err := errors.Join(errs...)
-	if err == nil {
+	for k, m := range in.GetPerImage() {
+		v, err := moneyIn("price.per_image["+k+"]", m)
+		errs = append(errs, err)
+		if u.Image == nil {
+			u.Image = map[string]kernel.Money{}
+		}
+		u.Image[strings.ToLower(k)] = v
+	}
+	p.Units = unitsOrNil(u)
+	return p, errors.Join(errs...)
+}
+
+// unitsOrNil is u, or nil when it prices no unit.
+func unitsOrNil(u *kernel.UnitPrices) *kernel.UnitPrices {
+	if u == nil || len(u.Image) == 0 && u.Second == 0 && u.Character == 0 && u.Search == 0 &&
+		u.ImageInputTokens == 0 && u.ImageOutputTokens == 0 {
+		return nil
+	}
+	return u
+}
+
+// maskPrice sets the fields of dst that paths name from src.
+func maskPrice(dst *kernel.Price, src kernel.Price, paths []string) {
+	su := src.Units
+	if su == nil {
+		su = &kernel.UnitPrices{}
+	}
+	du := &kernel.UnitPrices{}
+	if dst.Units != nil {
+		*du = *dst.Units
+	}
+	for _, path := range paths {
+		switch path {
+		case "input":
+			dst.Input = src.Input
+		case "cached_input":
+			dst.CachedInput = src.CachedInput
+		case "cache_write":
+			dst.CacheWrite = src.CacheWrite
+		case "output":
+			dst.Output = src.Output
+		case "reasoning":
+			dst.Reasoning = src.Reasoning
+		case "per_image":
+			du.Image = su.Image
+		case "per_second":
+			du.Second = su.Second
+		case "per_character":
+			du.Character = su.Character
+		case "per_search_unit":
+			du.Search = su.Search
+		case "image_input_tokens":
+			du.ImageInputTokens = su.ImageInputTokens
+		case "image_output_tokens":
+			du.ImageOutputTokens = su.ImageOutputTokens
+		}
+	}
+	dst.Units = unitsOrNil(du)
+}
+
+// SetPrice creates or replaces the price of a model; with an update mask it
+// sets only the prices the mask names, keeping the others of a stored price
+// (a price per image added to a model priced per token keeps its token
+// prices).
+func (s *Server) SetPrice(ctx context.Context, req *adminv1.SetPriceRequest) (*adminv1.SetPriceResponse, error) {
+	in, paths := req.GetPrice(), req.GetUpdateMask().GetPaths()
+	src, err := priceIn(in)
+	p := store.ModelPrice{ID: in.GetModel(), Price: src}
+	if err == nil && len(paths) == 0 {
 		_, err = store.Put(ctx, s.st, p.ID, &p, -1)
+	} else if err == nil {
+		p, err = upsertPrice(ctx, s.st, p.ID, func(stored *store.ModelPrice) { maskPrice(&stored.Price, src, paths) })
 	}
 	if err == nil {
-		err = s.record(ctx, "price.set", store.KindPrice, p.ID, p.Price)
+		err = s.record(ctx, "price.set", store.KindPrice, p.ID, map[string]any{"fields": paths, "price": p.Price})
 	}
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
 	return &adminv1.SetPriceResponse{Price: priceView(&p)}, nil
+}
+
+// upsertPrice changes the stored price of a model, or an empty one when
+// there is none yet, with optimistic concurrency.
+func upsertPrice(ctx context.Context, c store.Config, id string, change func(*store.ModelPrice)) (store.ModelPrice, error) {
+	for range 8 {
+		v, ver, err := store.Get[store.ModelPrice](ctx, c, id)
+		if errors.Is(err, store.ErrNotFound) {
+			v, ver, err = store.ModelPrice{ID: id}, 0, nil
+		}
+		if err != nil {
+			return v, err
+		}
+		change(&v)
+		_, err = store.Put(ctx, c, id, &v, ver)
+		if !errors.Is(err, store.ErrConflict) {
+			return v, err
+		}
+	}
+	return store.ModelPrice{}, fmt.Errorf("%s %q: %w", store.KindPrice, id, ErrBusy)
 }
 
 // GetPrice returns the price of a model.

@@ -46,3 +46,19 @@ func TestPriceDocUnits(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 120*kernel.Dollar/1000, m)
 }
+
+// gpt-image-1's default price bills by tokens.
+func TestDefaultPriceImageTokens(t *testing.T) {
+	all, err := DefaultPrices()
+	require.NoError(t, err)
+	for _, p := range all {
+		if p.ID != "gpt-image-1" {
+			continue
+		}
+		tp, ok := p.Price.ImageTokens()
+		require.True(t, ok)
+		require.Equal(t, kernel.Price{Input: 5 * kernel.Dollar, CachedInput: 1_250_000_000, CacheWrite: 10 * kernel.Dollar, Output: 40 * kernel.Dollar}, tp)
+		return
+	}
+	t.Fatal("no default price for gpt-image-1")
+}

@@ -176,7 +176,7 @@ func entryView(e *store.LedgerEntry) *adminv1.SpendEntry {
 		},
 		Cost: moneyOut(e.Cost), Status: statusesOut[e.Status], HttpStatus: int32(e.HTTPStatus), Stream: e.Stream,
 		StartedAt: tsOut(e.StartedAt), EndedAt: tsOut(e.EndedAt), Unpriced: e.Unpriced, RequestedModel: e.RequestedModel,
-		Cache: e.Cache.String(), CacheSaved: savedOut(e),
+		Cache: e.Cache.String(), CacheSaved: savedOut(e), Unit: string(e.Unit), Quantity: e.Quantity,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ func init() {
 		&command{noun: "model", verb: "update", args: "NAME", help: "change a model's deployments, default max tokens, routing or response cache", setup: modelUpdate},
 		&command{noun: "model", verb: "delete", args: "NAME", help: "unpublish a model name", setup: modelDelete},
 
-		&command{noun: "price", verb: "set", args: "MODEL", help: "set a model's price in dollars per million tokens", setup: priceSet},
+		&command{noun: "price", verb: "set", args: "MODEL", help: "set a model's prices: per million tokens (--input, --output), per unit (--per-image, --per-second, --per-character, --per-search-unit, --image-tokens); others kept", setup: priceSet},
 		&command{noun: "price", verb: "list", help: "list prices", setup: priceList},
 		&command{noun: "price", verb: "get", args: "MODEL", help: "show a model's price", setup: priceGet},
 		&command{noun: "price", verb: "delete", args: "MODEL", help: "delete a model's price", setup: priceDelete},
@@ -583,33 +584,77 @@ func priceRow(p *adminv1.Price) []string {
 		}
 		return usd(m)
 	}
-	return []string{p.GetModel(), usd(p.GetInput()), opt(p.GetCachedInput()), opt(p.GetCacheWrite()), usd(p.GetOutput()), opt(p.GetReasoning())}
+	return []string{p.GetModel(), usd(p.GetInput()), opt(p.GetCachedInput()), opt(p.GetCacheWrite()), usd(p.GetOutput()), opt(p.GetReasoning()), unitPrices(p)}
 }
 
-var priceHeader = []string{"MODEL", "INPUT/1M", "CACHED INPUT/1M", "CACHE WRITE/1M", "OUTPUT/1M", "REASONING/1M"}
+// unitPrices sums up a price's prices per unit in one cell: "image
+// 1024x1024/hd $0.08, * $0.04; second $0.0001; image tokens $10.00/$40.00 per 1M".
+func unitPrices(p *adminv1.Price) string {
+	var parts []string
+	if len(p.GetPerImage()) > 0 {
+		var sizes []string
+		for _, k := range slices.Sorted(maps.Keys(p.GetPerImage())) {
+			sizes = append(sizes, k+" "+usd(p.GetPerImage()[k]))
+		}
+		parts = append(parts, "image "+strings.Join(sizes, ", "))
+	}
+	for _, u := range []struct {
+		name string
+		m    *adminv1.Money
+	}{{"second", p.GetPerSecond()}, {"character", p.GetPerCharacter()}, {"search unit", p.GetPerSearchUnit()}} {
+		if u.m != nil {
+			parts = append(parts, u.name+" "+usd(u.m))
+		}
+	}
+	if p.GetImageInputTokens() != nil || p.GetImageOutputTokens() != nil {
+		parts = append(parts, "image tokens "+usd(p.GetImageInputTokens())+"/"+usd(p.GetImageOutputTokens())+" per 1M")
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+var priceHeader = []string{"MODEL", "INPUT/1M", "CACHED INPUT/1M", "CACHE WRITE/1M", "OUTPUT/1M", "REASONING/1M", "PER UNIT"}
+
+// priceTokenPaths are the token prices --input and --output replace together.
+var priceTokenPaths = []string{"input", "cached_input", "cache_write", "output", "reasoning"}
 
 func priceSet(fs *flag.FlagSet) func(*runner, []string) error {
-	input := fs.String("input", "", "dollars per million input tokens (required)")
-	output := fs.String("output", "", "dollars per million output tokens (required)")
+	input := fs.String("input", "", "dollars per million input tokens")
+	output := fs.String("output", "", "dollars per million output tokens")
 	cached := fs.String("cached-input", "", "dollars per million cached input tokens (default: input)")
 	write := fs.String("cache-write", "", "dollars per million cache-write tokens (default: input)")
 	reasoning := fs.String("reasoning", "", "dollars per million reasoning tokens (default: output)")
+	perImage := fs.String("per-image", "", "dollars an image: PRICE, or SIZE/QUALITY=PRICE,SIZE=PRICE,*/QUALITY=PRICE,*=PRICE (replaces the model's image prices)")
+	perSecond := fs.String("per-second", "", "dollars a second of audio transcribed or translated (0 removes it)")
+	perChar := fs.String("per-character", "", "dollars a character of speech (0 removes it)")
+	perSearch := fs.String("per-search-unit", "", "dollars a rerank search unit (0 removes it)")
+	imageTokens := fs.String("image-tokens", "", "IN,OUT: dollars per million image input and output tokens of an image model billed by tokens (gpt-image-1; text input at --input)")
 	return func(r *runner, pos []string) error {
-		if *input == "" || *output == "" {
-			return fmt.Errorf("%w: --input and --output are required (dollars per million tokens)", ErrUsage)
-		}
 		p := &adminv1.Price{Model: pos[0]}
-		for _, f := range []struct {
-			name, v string
-			dst     **adminv1.Money
+		flags := []struct {
+			name, path, v string
+			dst           **adminv1.Money
 		}{
-			{"input", *input, &p.Input},
-			{"output", *output, &p.Output},
-			{"cached-input", *cached, &p.CachedInput},
-			{"cache-write", *write, &p.CacheWrite},
-			{"reasoning", *reasoning, &p.Reasoning},
-		} {
-			if f.v == "" {
+			{"input", "input", *input, &p.Input},
+			{"output", "output", *output, &p.Output},
+			{"cached-input", "cached_input", *cached, &p.CachedInput},
+			{"cache-write", "cache_write", *write, &p.CacheWrite},
+			{"reasoning", "reasoning", *reasoning, &p.Reasoning},
+			{"per-second", "per_second", *perSecond, &p.PerSecond},
+			{"per-character", "per_character", *perChar, &p.PerCharacter},
+			{"per-search-unit", "per_search_unit", *perSearch, &p.PerSearchUnit},
+		}
+		var paths []string
+		if r.set["input"] && r.set["output"] {
+			// A token price is set whole: the kinds not given go back to
+			// their defaults (cached input and cache write at input,
+			// reasoning at output); the prices per unit stay.
+			paths = append(paths, priceTokenPaths...)
+		}
+		for _, f := range flags {
+			if !r.set[f.name] {
 				continue
 			}
 			m, err := dollars(f.name, f.v)
@@ -617,13 +662,66 @@ func priceSet(fs *flag.FlagSet) func(*runner, []string) error {
 				return err
 			}
 			*f.dst = m
+			if !slices.Contains(paths, f.path) {
+				paths = append(paths, f.path)
+			}
 		}
-		resp, err := adminv1.NewPriceServiceClient(r.conn).SetPrice(r.ctx, &adminv1.SetPriceRequest{Price: p})
+		if r.set["per-image"] {
+			m, err := imagePrices(*perImage)
+			if err != nil {
+				return err
+			}
+			p.PerImage = m
+			paths = append(paths, "per_image")
+		}
+		if r.set["image-tokens"] {
+			in, out, ok := strings.Cut(*imageTokens, ",")
+			if !ok {
+				return fmt.Errorf("%w: --image-tokens %q: use IN,OUT (dollars per million image input and output tokens)", ErrUsage, *imageTokens)
+			}
+			var err error
+			if p.ImageInputTokens, err = dollars("image-tokens", strings.TrimSpace(in)); err != nil {
+				return err
+			}
+			if p.ImageOutputTokens, err = dollars("image-tokens", strings.TrimSpace(out)); err != nil {
+				return err
+			}
+			paths = append(paths, "image_input_tokens", "image_output_tokens")
+		}
+		if len(paths) == 0 {
+			return fmt.Errorf("%w: give a price: --input and --output (dollars per million tokens), or a price per unit "+
+				"(--per-image, --per-second, --per-character, --per-search-unit, --image-tokens)", ErrUsage)
+		}
+		resp, err := adminv1.NewPriceServiceClient(r.conn).SetPrice(r.ctx, &adminv1.SetPriceRequest{
+			Price: p, UpdateMask: &fieldmaskpb.FieldMask{Paths: paths},
+		})
 		if err != nil {
 			return err
 		}
 		return r.emit(resp, func() { r.table(priceHeader, [][]string{priceRow(resp.GetPrice())}) })
 	}
+}
+
+// imagePrices reads --per-image: a bare price is any image's ("*"), else
+// KEY=PRICE pairs separated by commas.
+func imagePrices(s string) (map[string]*adminv1.Money, error) {
+	out := map[string]*adminv1.Money{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		k, v, ok := strings.Cut(item, "=")
+		if !ok {
+			k, v = "*", item
+		}
+		if k = strings.TrimSpace(k); k == "" || item == "" {
+			return nil, fmt.Errorf("%w: --per-image %q: use PRICE or SIZE/QUALITY=PRICE,SIZE=PRICE,*=PRICE", ErrUsage, s)
+		}
+		m, err := dollars("per-image", strings.TrimSpace(v))
+		if err != nil {
+			return nil, err
+		}
+		out[k] = m
+	}
+	return out, nil
 }
 
 func priceList(fs *flag.FlagSet) func(*runner, []string) error {

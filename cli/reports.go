@@ -229,13 +229,20 @@ func spendLogs(fs *flag.FlagSet) func(*runner, []string) error {
 				if c := e.GetCache(); c == "hit" || c == "semantic_hit" { // answered by the gateway
 					dep = "(cache " + c + ")"
 				}
+				in, out := fmt.Sprint(u.GetInput()+u.GetCachedInput()+u.GetCacheWrite()), fmt.Sprint(u.GetOutput()+u.GetReasoning())
+				units := "-"
+				if e.GetUnit() != "" {
+					units = fmt.Sprint(e.GetQuantity(), " ", e.GetUnit())
+					if u.GetInput() == e.GetQuantity() && in == fmt.Sprint(e.GetQuantity()) && out == "0" {
+						in, out = "-", "-" // charged per unit: the usage's input is the quantity, not tokens
+					}
+				}
 				rows = append(rows, []string{
-					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), model, dep,
-					fmt.Sprint(u.GetInput() + u.GetCachedInput() + u.GetCacheWrite()), fmt.Sprint(u.GetOutput() + u.GetReasoning()),
+					when(e.GetEndedAt()), e.GetRequestId(), e.GetKeyId(), model, dep, in, out, units,
 					cost, statusNames[e.GetStatus()], fmt.Sprint(e.GetHttpStatus()),
 				})
 			}
-			r.table([]string{"ENDED", "REQUEST", "KEY", "MODEL", "DEPLOYMENT", "IN", "OUT", "COST", "STATUS", "HTTP"}, rows)
+			r.table([]string{"ENDED", "REQUEST", "KEY", "MODEL", "DEPLOYMENT", "IN", "OUT", "UNITS", "COST", "STATUS", "HTTP"}, rows)
 		})
 	}
 }

@@ -527,6 +527,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.reject(s.refused(d, in.Model))
 	}
 	s.admitted, s.decision = true, d
+	if s.unitClamped(d) { // units.go
+		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
+		return s.reject(decisionError(budgetRefusal(scopes), in.Model))
+	}
 	if !s.ep.NoOutput && d.MaxTokens > 0 && (d.Clamped || in.MaxTokens == 0 && strictBudget(scopes)) {
 		// The reservation covers d.MaxTokens output tokens: send that bound when
 		// the kernel lowered it, and when the client gave none while a strict

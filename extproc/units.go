@@ -73,6 +73,17 @@ func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
 	if u.Searches > 0 { // a rerank: in search units unless this deployment charges it per token
 		u.Unit, u.Bound = kernel.UnitSearches, u.Searches
 	}
+	u.ByTokens = false
+	if tp, ok := p.ImageTokens(); ok && u.Unit == kernel.UnitImages {
+		// An image model billed by tokens (gpt-image-1): its input bound is
+		// the request's bytes (text and uploaded images: a token covers at
+		// least one), its output bound n images at the most tokens of the
+		// quality asked for; settled at the reply's usage.
+		u.ByTokens, u.Unpriced = true, false
+		areq.Price, areq.PromptBytes = tp, u.Tokens
+		areq.MaxTokens, areq.DefaultMaxTokens = satMul(u.Bound, translate.ImageOutputBound(u.Quality)), 1
+		return
+	}
 	per, ok := kernel.Money(0), false
 	switch u.Unit {
 	case kernel.UnitImages:
@@ -113,6 +124,10 @@ func (s *stream) recordUnits(rec *Record) {
 		rec.Unpriced = rec.Unpriced || s.in.Unit.Unpriced
 		return
 	}
+	if s.in.Unit.ByTokens { // the usage is tokens; the quantity the images served
+		rec.Unit, rec.Quantity = kernel.UnitImages, s.in.Unit.Images
+		return
+	}
 	rec.Unit, rec.Quantity = s.in.Unit.Unit, rec.Usage.Input
 	rec.Unpriced = rec.Unpriced || s.in.Unit.Unpriced
 }
@@ -121,10 +136,18 @@ func (s *stream) recordUnits(rec *Record) {
 // nothing (an abnormal end): the bound it reserved; ok is false on token
 // routes.
 func (s *stream) unitEstimate() (int64, bool) {
-	if s.in == nil || s.in.Unit == nil || s.in.Unit.Unit == kernel.UnitTokens {
+	if s.in == nil || s.in.Unit == nil || s.in.Unit.Unit == kernel.UnitTokens || s.in.Unit.ByTokens {
 		return 0, false
 	}
 	return s.in.Unit.Bound, true
+}
+
+// unitClamped reports whether the kernel admitted an image request billed
+// by tokens for fewer output tokens than its images may cost (a budget's
+// clamp): unlike chat's, an image's output cannot be cut to the bound (no
+// max_tokens), so the request is refused as over budget instead.
+func (s *stream) unitClamped(d kernel.Decision) bool {
+	return d.Clamped && s.in != nil && s.in.Unit != nil && s.in.Unit.ByTokens
 }
 
 // hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.

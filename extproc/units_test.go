@@ -39,3 +39,39 @@ func TestPriceUnitsPerCandidate(t *testing.T) {
 	require.Equal(t, first, areq)
 	require.False(t, u.Unpriced)
 }
+
+// An image model billed by tokens is admitted at its token price: input
+// bound the request's bytes, output bound n images at the quality's most
+// tokens; a model priced per image only stays per image.
+func TestPriceUnitsImageTokens(t *testing.T) {
+	in, err := translate.ParseUnitRequest(translate.APIImages, []byte(`{"model":"gpt-image-1","prompt":"a cat","n":2,"quality":"medium"}`))
+	require.NoError(t, err)
+	u := in.Unit
+	p := kernel.Price{Input: 5 * kernel.Dollar, Output: 40 * kernel.Dollar, Units: &kernel.UnitPrices{
+		Image: map[string]kernel.Money{"*": 42 * kernel.Dollar / 1000}, ImageInputTokens: 10 * kernel.Dollar, ImageOutputTokens: 40 * kernel.Dollar,
+	}}
+	areq := kernel.AdmitRequest{Price: p}
+	priceUnits(u, &areq)
+	require.True(t, u.ByTokens)
+	require.Equal(t, kernel.Price{Input: 5 * kernel.Dollar, CacheWrite: 10 * kernel.Dollar, Output: 40 * kernel.Dollar}, areq.Price)
+	require.Equal(t, u.Tokens, areq.PromptBytes)
+	require.Equal(t, 2*translate.ImageOutputBound("medium"), areq.MaxTokens)
+
+	p.Units.ImageInputTokens, p.Units.ImageOutputTokens = 0, 0
+	areq = kernel.AdmitRequest{Price: p}
+	priceUnits(u, &areq)
+	require.False(t, u.ByTokens)
+	require.Equal(t, kernel.PerUnit(42*kernel.Dollar/1000), areq.Price)
+	require.Equal(t, int64(2), areq.PromptBytes)
+
+	s := &stream{in: &translate.Inbound{Unit: &translate.UnitRequest{Unit: kernel.UnitImages, ByTokens: true, Images: 2}}}
+	require.True(t, s.unitClamped(kernel.Decision{Admitted: true, Clamped: true}))
+	require.False(t, s.unitClamped(kernel.Decision{Admitted: true}))
+	var rec Record
+	rec.Usage = kernel.Usage{Input: 40, CacheWrite: 10, Output: 2000}
+	s.recordUnits(&rec)
+	require.Equal(t, kernel.UnitImages, rec.Unit)
+	require.Equal(t, int64(2), rec.Quantity)
+	_, ok := s.unitEstimate()
+	require.False(t, ok, "estimated in tokens, not images")
+}

@@ -33,6 +33,35 @@ type UnitPrices struct {
 	Character Money `json:"character,omitempty"`
 	// Search unit of a rerank (Cohere: one query over up to 100 documents).
 	Search Money `json:"search,omitempty"`
+	// ImageInputTokens and ImageOutputTokens price an image model billed by
+	// tokens (gpt-image-1), per million image tokens like Price's token
+	// prices; its text input tokens are priced at Price.Input (CachedInput).
+	// Either set makes the model's images charged by tokens (ImageTokens).
+	ImageInputTokens  Money `json:"image_input_tokens,omitempty"`
+	ImageOutputTokens Money `json:"image_output_tokens,omitempty"`
+}
+
+// ImageTokens is the token price of an image model billed by tokens: text
+// input tokens at Input (cached ones at CachedInput), image input tokens in
+// the CacheWrite slot at ImageInputTokens, image output tokens at
+// ImageOutputTokens. An image request charged by tokens reports Usage{Input:
+// text, CachedInput: cached text, CacheWrite: image input, Output: image
+// output}: images have no prompt cache to write, so the slot is free, and
+// the kernel's one rounding per request and its bounds (WorstCost) hold
+// unchanged. ok is false when the model has no image token price.
+func (p Price) ImageTokens() (Price, bool) {
+	if p.Units == nil || p.Units.ImageInputTokens <= 0 && p.Units.ImageOutputTokens <= 0 {
+		return Price{}, false
+	}
+	in := max(p.Units.ImageInputTokens, 0)
+	if in == 0 { // a zero price means the text input price, as CacheWrite's does
+		in = p.Input
+	}
+	out := max(p.Units.ImageOutputTokens, 0)
+	if out == 0 { // likewise the text output price
+		out = p.Output
+	}
+	return Price{Input: p.Input, CachedInput: p.CachedInput, CacheWrite: in, Output: out}, true
 }
 
 // ImagePrice is the price of one image of size and quality ("" when the

@@ -62,3 +62,30 @@ func TestPerUnitIsExact(t *testing.T) {
 	require.Equal(t, Price{}, PerUnit(-5))
 	require.Equal(t, Money(math.MaxInt64), PerUnit(math.MaxInt64/10).Input)
 }
+
+// An image model billed by tokens: text input at Input, image input in the
+// CacheWrite slot, image output at its own price, one rounding per request;
+// a zero image price falls back to the text price of its side.
+func TestImageTokens(t *testing.T) {
+	p := Price{
+		Input: 5 * Dollar, CachedInput: Dollar + 25*Cent, Output: 40 * Dollar,
+		Units: &UnitPrices{ImageInputTokens: 10 * Dollar, ImageOutputTokens: 40 * Dollar},
+	}
+	tp, ok := p.ImageTokens()
+	require.True(t, ok)
+	require.Equal(t, Price{Input: 5 * Dollar, CachedInput: Dollar + 25*Cent, CacheWrite: 10 * Dollar, Output: 40 * Dollar}, tp)
+	// 50 text, 500 image input, 4160 output tokens: $0.00025 + $0.005 + $0.1664.
+	require.Equal(t, Money(250_000+5_000_000+166_400_000), Cost(tp, Usage{Input: 50, CacheWrite: 500, Output: 4160}))
+
+	tp, ok = Price{Input: 5 * Dollar, Output: 8 * Dollar, Units: &UnitPrices{ImageOutputTokens: 40 * Dollar}}.ImageTokens()
+	require.True(t, ok)
+	require.Equal(t, 5*Dollar, tp.CacheWrite)
+	tp, ok = Price{Input: 5 * Dollar, Output: 8 * Dollar, Units: &UnitPrices{ImageInputTokens: 10 * Dollar}}.ImageTokens()
+	require.True(t, ok)
+	require.Equal(t, 8*Dollar, tp.Output)
+
+	_, ok = Price{Input: 1, Units: &UnitPrices{Image: map[string]Money{"*": 1}}}.ImageTokens()
+	require.False(t, ok)
+	_, ok = Price{Input: 1}.ImageTokens()
+	require.False(t, ok)
+}

@@ -45,6 +45,14 @@ type UnitRequest struct {
 	// Unpriced: the model has no price in the request's unit (set at
 	// admission); the ledger marks the row.
 	Unpriced bool
+	// ByTokens: the image model bills by tokens (gpt-image-1,
+	// kernel.Price.ImageTokens; set at admission): the reply's usage is
+	// charged, text input, image input (in the CacheWrite slot) and image
+	// output tokens, and the ledger's quantity is Images.
+	ByTokens bool
+	// Images is how many images the reply held (set by the translator of
+	// a request charged ByTokens).
+	Images int64
 	// ModelValue locates the model field's value in a multipart body
 	// ([start, end), -1 when not in sight), for RewriteMultipartModel.
 	ModelValue [2]int
@@ -147,6 +155,7 @@ type unitsOpenAI struct {
 	api   API
 	azure bool
 	unit  UnitRequest
+	req   *UnitRequest // the request's own, told how many images came back
 }
 
 var _ Translator = (*unitsOpenAI)(nil)
@@ -157,7 +166,7 @@ var _ Translator = (*unitsOpenAI)(nil)
 // is named by its own model there).
 func (t *unitsOpenAI) Request(in *Inbound, target *Target) (*Outbound, error) {
 	if in.Unit != nil {
-		t.unit = *in.Unit
+		t.unit, t.req = *in.Unit, in.Unit
 	}
 	op := unitOps[t.api]
 	t.apiKey = target.APIKey
@@ -180,12 +189,16 @@ type unitReply struct {
 	Data     []json.RawMessage `json:"data"`
 	Duration *float64          `json:"duration"` // transcriptions' verbose_json
 	Usage    *struct {
-		Type         string   `json:"type"`    // transcriptions: "duration" or "tokens"
-		Seconds      *float64 `json:"seconds"` // transcriptions' duration usage
-		InputTokens  int64    `json:"input_tokens"`
-		OutputTokens int64    `json:"output_tokens"`
-		PromptTokens int64    `json:"prompt_tokens"`
-		TotalTokens  int64    `json:"total_tokens"` // Jina's rerank
+		Type               string   `json:"type"`    // transcriptions: "duration" or "tokens"
+		Seconds            *float64 `json:"seconds"` // transcriptions' duration usage
+		InputTokens        int64    `json:"input_tokens"`
+		InputTokensDetails *struct {
+			TextTokens  int64 `json:"text_tokens"`
+			ImageTokens int64 `json:"image_tokens"`
+		} `json:"input_tokens_details"` // images of a model billed by tokens
+		OutputTokens int64 `json:"output_tokens"`
+		PromptTokens int64 `json:"prompt_tokens"`
+		TotalTokens  int64 `json:"total_tokens"` // Jina's rerank
 	} `json:"usage"`
 	Meta *struct {
 		BilledUnits *struct {
@@ -198,6 +211,9 @@ type unitReply struct {
 // none is charged the request's bound (n images, the seconds estimated from
 // the upload, the search units of the documents).
 func (t *unitsOpenAI) Response(body []byte) ([]byte, kernel.Usage, error) {
+	if t.unit.ByTokens {
+		return body, t.imageTokens(body), nil
+	}
 	n, ok := t.units(body)
 	if !ok {
 		n = t.unit.Bound
@@ -240,6 +256,50 @@ func (t *unitsOpenAI) units(body []byte) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// imageTokens reads the usage of an image model billed by tokens
+// (gpt-image-1): input_tokens split by input_tokens_details into text
+// (Input) and image tokens (CacheWrite, kernel.Price.ImageTokens), output
+// tokens (Output); and how many images the reply holds. A reply without a
+// usage is charged its bound: the request's bytes as text tokens, each image
+// at the most tokens of its quality (ImageOutputBound).
+func (t *unitsOpenAI) imageTokens(body []byte) kernel.Usage {
+	var r unitReply
+	if json.Unmarshal(body, &r) != nil {
+		r = unitReply{}
+	}
+	if t.req != nil {
+		t.req.Images = int64(len(r.Data))
+	}
+	if r.Usage == nil {
+		n := t.unit.Bound
+		if r.Data != nil {
+			n = int64(len(r.Data))
+		}
+		return kernel.Usage{Input: EstimateTokens(t.unit.Tokens), Output: n * ImageOutputBound(t.unit.Quality)}
+	}
+	u := kernel.Usage{Input: max(r.Usage.InputTokens, 0), Output: max(r.Usage.OutputTokens, 0)}
+	if d := r.Usage.InputTokensDetails; d != nil && d.TextTokens >= 0 && d.ImageTokens >= 0 && d.TextTokens+d.ImageTokens <= u.Input {
+		// Tokens the details do not place are counted at the text price.
+		u.Input, u.CacheWrite = u.Input-d.ImageTokens, d.ImageTokens
+	}
+	return u
+}
+
+// ImageOutputBound is the most output tokens one image of an image model
+// billed by tokens may cost, by the request's quality: gpt-image-1 bills at
+// most 408 tokens an image at low quality, 1584 at medium and 6240 at high
+// (OpenAI's image generation guide, sizes up to 1536x1024), with room for
+// the larger sizes of later models; auto or no quality is the high bound.
+func ImageOutputBound(quality string) int64 {
+	switch quality {
+	case "low":
+		return 512
+	case "medium":
+		return 2048
+	}
+	return 8192
 }
 
 // ceilSeconds is a duration in seconds rounded up (a provider bills a

@@ -71,7 +71,9 @@ func ParseMultipartUnits(api API, contentType string, body []byte, complete bool
 		}
 		return nil, &fieldError{name, "is required"}
 	}
-	u := &UnitRequest{Tokens: int64(len(body)), ModelValue: f.modelValue}
+	// Tokens bounds the input tokens by the bytes: of the whole upload when
+	// its length is known (an image edit billed by tokens reads them all).
+	u := &UnitRequest{Tokens: max(int64(len(body)), total), ModelValue: f.modelValue}
 	switch api {
 	case APIImageEdits:
 		u.Unit, u.Bound, u.Size, u.Quality = kernel.UnitImages, 1, f.fields["size"], f.fields["quality"]

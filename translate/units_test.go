@@ -107,3 +107,61 @@ func TestUnitsFromReplies(t *testing.T) {
 		})
 	}
 }
+
+// An image model billed by tokens (gpt-image-1): the reply's usage, text
+// and image input split by input_tokens_details, and the images it holds;
+// a reply without usage is charged its bound.
+func TestImageTokensFromReplies(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		unit   UnitRequest
+		reply  string
+		want   kernel.Usage
+		images int64
+	}{
+		{
+			"usage with details",
+			UnitRequest{Unit: kernel.UnitImages, Bound: 2, ByTokens: true},
+			`{"created":1,"data":[{"b64_json":"x"},{"b64_json":"y"}],"usage":{"total_tokens":8370,"input_tokens":50,"output_tokens":8320,"input_tokens_details":{"text_tokens":40,"image_tokens":10}}}`,
+			kernel.Usage{Input: 40, CacheWrite: 10, Output: 8320},
+			2,
+		},
+		{
+			"usage without details: input as text",
+			UnitRequest{Unit: kernel.UnitImages, Bound: 1, ByTokens: true},
+			`{"data":[{"b64_json":"x"}],"usage":{"input_tokens":12,"output_tokens":272}}`,
+			kernel.Usage{Input: 12, Output: 272},
+			1,
+		},
+		{
+			"details beyond the input: ignored",
+			UnitRequest{Unit: kernel.UnitImages, Bound: 1, ByTokens: true},
+			`{"data":[{"b64_json":"x"}],"usage":{"input_tokens":12,"output_tokens":272,"input_tokens_details":{"text_tokens":10,"image_tokens":90}}}`,
+			kernel.Usage{Input: 12, Output: 272},
+			1,
+		},
+		{
+			"no usage: the bound",
+			UnitRequest{Unit: kernel.UnitImages, Bound: 3, Quality: "low", Tokens: 400, ByTokens: true},
+			`{"data":[{"url":"u"}]}`,
+			kernel.Usage{Input: 100, Output: 512},
+			1,
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := c.unit
+			tr := &unitsOpenAI{api: APIImages}
+			_, err := tr.Request(&Inbound{API: APIImages, Body: []byte(`{"model":"gpt-image-1","prompt":"p"}`), Unit: &req}, &Target{ProviderModel: "gpt-image-1"})
+			require.NoError(t, err)
+			out, u, err := tr.Response([]byte(c.reply))
+			require.NoError(t, err)
+			require.Equal(t, c.reply, string(out))
+			require.Equal(t, c.want, u)
+			require.Equal(t, c.images, req.Images)
+		})
+	}
+	require.Equal(t, int64(8192), ImageOutputBound(""))
+	require.Equal(t, int64(8192), ImageOutputBound("high"))
+	require.Greater(t, ImageOutputBound("medium"), int64(1584))
+	require.Greater(t, ImageOutputBound("low"), int64(408))
+}

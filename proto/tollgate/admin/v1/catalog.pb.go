@@ -2159,14 +2159,31 @@ func (*DeleteModelResponse) Descriptor() ([]byte, []int) {
 type Price struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// model is a public model name or a provider model name.
-	Model         string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Input         *Money `protobuf:"bytes,2,opt,name=input,proto3" json:"input,omitempty"`
-	CachedInput   *Money `protobuf:"bytes,3,opt,name=cached_input,json=cachedInput,proto3" json:"cached_input,omitempty"`
-	CacheWrite    *Money `protobuf:"bytes,4,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
-	Output        *Money `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
-	Reasoning     *Money `protobuf:"bytes,6,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Model       string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Input       *Money `protobuf:"bytes,2,opt,name=input,proto3" json:"input,omitempty"`
+	CachedInput *Money `protobuf:"bytes,3,opt,name=cached_input,json=cachedInput,proto3" json:"cached_input,omitempty"`
+	CacheWrite  *Money `protobuf:"bytes,4,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
+	Output      *Money `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
+	Reasoning   *Money `protobuf:"bytes,6,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
+	// Prices per unit of the routes charged per unit (docs/endpoints.md),
+	// dollars a unit. per_image prices one image by "SIZE/QUALITY"
+	// ("1024x1024/hd"), "SIZE", "*/QUALITY" or "*", looked up in that order.
+	PerImage map[string]*Money `protobuf:"bytes,7,rep,name=per_image,json=perImage,proto3" json:"per_image,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// per_second is a second of audio transcribed or translated.
+	PerSecond *Money `protobuf:"bytes,8,opt,name=per_second,json=perSecond,proto3" json:"per_second,omitempty"`
+	// per_character is a character of text spoken (text to speech).
+	PerCharacter *Money `protobuf:"bytes,9,opt,name=per_character,json=perCharacter,proto3" json:"per_character,omitempty"`
+	// per_search_unit is a rerank search unit (Cohere: one query over up to
+	// 100 documents).
+	PerSearchUnit *Money `protobuf:"bytes,10,opt,name=per_search_unit,json=perSearchUnit,proto3" json:"per_search_unit,omitempty"`
+	// image_input_tokens and image_output_tokens price an image model billed
+	// by tokens (gpt-image-1), per million image tokens; its text input tokens
+	// are priced at input (cached_input). An image model with either set is
+	// charged by the tokens of its reply's usage rather than per image.
+	ImageInputTokens  *Money `protobuf:"bytes,11,opt,name=image_input_tokens,json=imageInputTokens,proto3" json:"image_input_tokens,omitempty"`
+	ImageOutputTokens *Money `protobuf:"bytes,12,opt,name=image_output_tokens,json=imageOutputTokens,proto3" json:"image_output_tokens,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Price) Reset() {
@@ -2241,9 +2258,58 @@ func (x *Price) GetReasoning() *Money {
 	return nil
 }
 
+func (x *Price) GetPerImage() map[string]*Money {
+	if x != nil {
+		return x.PerImage
+	}
+	return nil
+}
+
+func (x *Price) GetPerSecond() *Money {
+	if x != nil {
+		return x.PerSecond
+	}
+	return nil
+}
+
+func (x *Price) GetPerCharacter() *Money {
+	if x != nil {
+		return x.PerCharacter
+	}
+	return nil
+}
+
+func (x *Price) GetPerSearchUnit() *Money {
+	if x != nil {
+		return x.PerSearchUnit
+	}
+	return nil
+}
+
+func (x *Price) GetImageInputTokens() *Money {
+	if x != nil {
+		return x.ImageInputTokens
+	}
+	return nil
+}
+
+func (x *Price) GetImageOutputTokens() *Money {
+	if x != nil {
+		return x.ImageOutputTokens
+	}
+	return nil
+}
+
 type SetPriceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Price         *Price                 `protobuf:"bytes,1,opt,name=price,proto3" json:"price,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Price *Price                 `protobuf:"bytes,1,opt,name=price,proto3" json:"price,omitempty"`
+	// update_mask names the fields to set, leaving the others of a stored
+	// price as they are ("input", "cached_input", "cache_write", "output",
+	// "reasoning", "per_image", "per_second", "per_character",
+	// "per_search_unit", "image_input_tokens", "image_output_tokens"); a
+	// price that does not exist yet starts empty. Without a mask the price is
+	// replaced whole, and input and output are required.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2281,6 +2347,13 @@ func (*SetPriceRequest) Descriptor() ([]byte, []int) {
 func (x *SetPriceRequest) GetPrice() *Price {
 	if x != nil {
 		return x.Price
+	}
+	return nil
+}
+
+func (x *SetPriceRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
 	}
 	return nil
 }
@@ -3026,7 +3099,7 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\x05model\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ModelR\x05model\"$\n" +
 	"\x12DeleteModelRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x15\n" +
-	"\x13DeleteModelResponse\"\xaf\x02\n" +
+	"\x13DeleteModelResponse\"\x97\x06\n" +
 	"\x05Price\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12.\n" +
 	"\x05input\x18\x02 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05input\x12;\n" +
@@ -3034,9 +3107,22 @@ const file_tollgate_admin_v1_catalog_proto_rawDesc = "" +
 	"\vcache_write\x18\x04 \x01(\v2\x18.tollgate.admin.v1.MoneyR\n" +
 	"cacheWrite\x120\n" +
 	"\x06output\x18\x05 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x06output\x126\n" +
-	"\treasoning\x18\x06 \x01(\v2\x18.tollgate.admin.v1.MoneyR\treasoning\"A\n" +
+	"\treasoning\x18\x06 \x01(\v2\x18.tollgate.admin.v1.MoneyR\treasoning\x12C\n" +
+	"\tper_image\x18\a \x03(\v2&.tollgate.admin.v1.Price.PerImageEntryR\bperImage\x127\n" +
+	"\n" +
+	"per_second\x18\b \x01(\v2\x18.tollgate.admin.v1.MoneyR\tperSecond\x12=\n" +
+	"\rper_character\x18\t \x01(\v2\x18.tollgate.admin.v1.MoneyR\fperCharacter\x12@\n" +
+	"\x0fper_search_unit\x18\n" +
+	" \x01(\v2\x18.tollgate.admin.v1.MoneyR\rperSearchUnit\x12F\n" +
+	"\x12image_input_tokens\x18\v \x01(\v2\x18.tollgate.admin.v1.MoneyR\x10imageInputTokens\x12H\n" +
+	"\x13image_output_tokens\x18\f \x01(\v2\x18.tollgate.admin.v1.MoneyR\x11imageOutputTokens\x1aU\n" +
+	"\rPerImageEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.tollgate.admin.v1.MoneyR\x05value:\x028\x01\"~\n" +
 	"\x0fSetPriceRequest\x12.\n" +
-	"\x05price\x18\x01 \x01(\v2\x18.tollgate.admin.v1.PriceR\x05price\"B\n" +
+	"\x05price\x18\x01 \x01(\v2\x18.tollgate.admin.v1.PriceR\x05price\x12;\n" +
+	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMask\"B\n" +
 	"\x10SetPriceResponse\x12.\n" +
 	"\x05price\x18\x01 \x01(\v2\x18.tollgate.admin.v1.PriceR\x05price\"'\n" +
 	"\x0fGetPriceRequest\x12\x14\n" +
@@ -3121,7 +3207,7 @@ func file_tollgate_admin_v1_catalog_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_admin_v1_catalog_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_tollgate_admin_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(ProviderType)(0),                 // 0: tollgate.admin.v1.ProviderType
 	(*Provider)(nil),                  // 1: tollgate.admin.v1.Provider
@@ -3173,103 +3259,112 @@ var file_tollgate_admin_v1_catalog_proto_goTypes = []any{
 	(*ListMissingPricesRequest)(nil),  // 47: tollgate.admin.v1.ListMissingPricesRequest
 	(*ListMissingPricesResponse)(nil), // 48: tollgate.admin.v1.ListMissingPricesResponse
 	(*MissingPrice)(nil),              // 49: tollgate.admin.v1.MissingPrice
-	(*Money)(nil),                     // 50: tollgate.admin.v1.Money
-	(*fieldmaskpb.FieldMask)(nil),     // 51: google.protobuf.FieldMask
-	(*durationpb.Duration)(nil),       // 52: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
+	nil,                               // 50: tollgate.admin.v1.Price.PerImageEntry
+	(*Money)(nil),                     // 51: tollgate.admin.v1.Money
+	(*fieldmaskpb.FieldMask)(nil),     // 52: google.protobuf.FieldMask
+	(*durationpb.Duration)(nil),       // 53: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 54: google.protobuf.Timestamp
 }
 var file_tollgate_admin_v1_catalog_proto_depIdxs = []int32{
 	0,  // 0: tollgate.admin.v1.Provider.type:type_name -> tollgate.admin.v1.ProviderType
-	50, // 1: tollgate.admin.v1.Provider.price_per_call:type_name -> tollgate.admin.v1.Money
+	51, // 1: tollgate.admin.v1.Provider.price_per_call:type_name -> tollgate.admin.v1.Money
 	1,  // 2: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 3: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 4: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
 	1,  // 5: tollgate.admin.v1.ListProvidersResponse.providers:type_name -> tollgate.admin.v1.Provider
 	1,  // 6: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.admin.v1.Provider
-	51, // 7: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
+	52, // 7: tollgate.admin.v1.UpdateProviderRequest.update_mask:type_name -> google.protobuf.FieldMask
 	1,  // 8: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.admin.v1.Provider
-	52, // 9: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
-	52, // 10: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
-	52, // 11: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
-	52, // 12: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
+	53, // 9: tollgate.admin.v1.Deployment.cooldown:type_name -> google.protobuf.Duration
+	53, // 10: tollgate.admin.v1.Deployment.timeout:type_name -> google.protobuf.Duration
+	53, // 11: tollgate.admin.v1.Deployment.first_byte_timeout:type_name -> google.protobuf.Duration
+	53, // 12: tollgate.admin.v1.Deployment.connect_timeout:type_name -> google.protobuf.Duration
 	13, // 13: tollgate.admin.v1.Deployment.state:type_name -> tollgate.admin.v1.DeploymentState
-	53, // 14: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
-	52, // 15: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
+	54, // 14: tollgate.admin.v1.DeploymentState.cooldown_until:type_name -> google.protobuf.Timestamp
+	53, // 15: tollgate.admin.v1.DeploymentState.latency:type_name -> google.protobuf.Duration
 	12, // 16: tollgate.admin.v1.CreateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 17: tollgate.admin.v1.CreateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 18: tollgate.admin.v1.GetDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	12, // 19: tollgate.admin.v1.ListDeploymentsResponse.deployments:type_name -> tollgate.admin.v1.Deployment
 	12, // 20: tollgate.admin.v1.UpdateDeploymentRequest.deployment:type_name -> tollgate.admin.v1.Deployment
-	51, // 21: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
+	52, // 21: tollgate.admin.v1.UpdateDeploymentRequest.update_mask:type_name -> google.protobuf.FieldMask
 	12, // 22: tollgate.admin.v1.UpdateDeploymentResponse.deployment:type_name -> tollgate.admin.v1.Deployment
 	25, // 23: tollgate.admin.v1.Model.cache:type_name -> tollgate.admin.v1.ModelCache
-	52, // 24: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
-	50, // 25: tollgate.admin.v1.ModelCache.hit_price:type_name -> tollgate.admin.v1.Money
+	53, // 24: tollgate.admin.v1.ModelCache.ttl:type_name -> google.protobuf.Duration
+	51, // 25: tollgate.admin.v1.ModelCache.hit_price:type_name -> tollgate.admin.v1.Money
 	24, // 26: tollgate.admin.v1.CreateModelRequest.model:type_name -> tollgate.admin.v1.Model
 	24, // 27: tollgate.admin.v1.CreateModelResponse.model:type_name -> tollgate.admin.v1.Model
 	24, // 28: tollgate.admin.v1.GetModelResponse.model:type_name -> tollgate.admin.v1.Model
 	24, // 29: tollgate.admin.v1.ListModelsResponse.models:type_name -> tollgate.admin.v1.Model
 	24, // 30: tollgate.admin.v1.UpdateModelRequest.model:type_name -> tollgate.admin.v1.Model
-	51, // 31: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
+	52, // 31: tollgate.admin.v1.UpdateModelRequest.update_mask:type_name -> google.protobuf.FieldMask
 	24, // 32: tollgate.admin.v1.UpdateModelResponse.model:type_name -> tollgate.admin.v1.Model
-	50, // 33: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
-	50, // 34: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
-	50, // 35: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
-	50, // 36: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
-	50, // 37: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
-	36, // 38: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
-	36, // 39: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 40: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
-	36, // 41: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
-	49, // 42: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
-	0,  // 43: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
-	2,  // 44: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	4,  // 45: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	6,  // 46: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	8,  // 47: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	10, // 48: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	14, // 49: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
-	16, // 50: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
-	18, // 51: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
-	20, // 52: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
-	22, // 53: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
-	26, // 54: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
-	28, // 55: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
-	30, // 56: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
-	32, // 57: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
-	34, // 58: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
-	37, // 59: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
-	39, // 60: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
-	41, // 61: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
-	43, // 62: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
-	45, // 63: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
-	47, // 64: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
-	3,  // 65: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	5,  // 66: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	7,  // 67: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	9,  // 68: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	11, // 69: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	15, // 70: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
-	17, // 71: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
-	19, // 72: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
-	21, // 73: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
-	23, // 74: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
-	27, // 75: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
-	29, // 76: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
-	31, // 77: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
-	33, // 78: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
-	35, // 79: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
-	38, // 80: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
-	40, // 81: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
-	42, // 82: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
-	44, // 83: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
-	46, // 84: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
-	48, // 85: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
-	65, // [65:86] is the sub-list for method output_type
-	44, // [44:65] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	51, // 33: tollgate.admin.v1.Price.input:type_name -> tollgate.admin.v1.Money
+	51, // 34: tollgate.admin.v1.Price.cached_input:type_name -> tollgate.admin.v1.Money
+	51, // 35: tollgate.admin.v1.Price.cache_write:type_name -> tollgate.admin.v1.Money
+	51, // 36: tollgate.admin.v1.Price.output:type_name -> tollgate.admin.v1.Money
+	51, // 37: tollgate.admin.v1.Price.reasoning:type_name -> tollgate.admin.v1.Money
+	50, // 38: tollgate.admin.v1.Price.per_image:type_name -> tollgate.admin.v1.Price.PerImageEntry
+	51, // 39: tollgate.admin.v1.Price.per_second:type_name -> tollgate.admin.v1.Money
+	51, // 40: tollgate.admin.v1.Price.per_character:type_name -> tollgate.admin.v1.Money
+	51, // 41: tollgate.admin.v1.Price.per_search_unit:type_name -> tollgate.admin.v1.Money
+	51, // 42: tollgate.admin.v1.Price.image_input_tokens:type_name -> tollgate.admin.v1.Money
+	51, // 43: tollgate.admin.v1.Price.image_output_tokens:type_name -> tollgate.admin.v1.Money
+	36, // 44: tollgate.admin.v1.SetPriceRequest.price:type_name -> tollgate.admin.v1.Price
+	52, // 45: tollgate.admin.v1.SetPriceRequest.update_mask:type_name -> google.protobuf.FieldMask
+	36, // 46: tollgate.admin.v1.SetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 47: tollgate.admin.v1.GetPriceResponse.price:type_name -> tollgate.admin.v1.Price
+	36, // 48: tollgate.admin.v1.ListPricesResponse.prices:type_name -> tollgate.admin.v1.Price
+	49, // 49: tollgate.admin.v1.ListMissingPricesResponse.missing:type_name -> tollgate.admin.v1.MissingPrice
+	0,  // 50: tollgate.admin.v1.MissingPrice.provider_type:type_name -> tollgate.admin.v1.ProviderType
+	51, // 51: tollgate.admin.v1.Price.PerImageEntry.value:type_name -> tollgate.admin.v1.Money
+	2,  // 52: tollgate.admin.v1.ProviderService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	4,  // 53: tollgate.admin.v1.ProviderService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	6,  // 54: tollgate.admin.v1.ProviderService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	8,  // 55: tollgate.admin.v1.ProviderService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	10, // 56: tollgate.admin.v1.ProviderService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	14, // 57: tollgate.admin.v1.DeploymentService.CreateDeployment:input_type -> tollgate.admin.v1.CreateDeploymentRequest
+	16, // 58: tollgate.admin.v1.DeploymentService.GetDeployment:input_type -> tollgate.admin.v1.GetDeploymentRequest
+	18, // 59: tollgate.admin.v1.DeploymentService.ListDeployments:input_type -> tollgate.admin.v1.ListDeploymentsRequest
+	20, // 60: tollgate.admin.v1.DeploymentService.UpdateDeployment:input_type -> tollgate.admin.v1.UpdateDeploymentRequest
+	22, // 61: tollgate.admin.v1.DeploymentService.DeleteDeployment:input_type -> tollgate.admin.v1.DeleteDeploymentRequest
+	26, // 62: tollgate.admin.v1.ModelService.CreateModel:input_type -> tollgate.admin.v1.CreateModelRequest
+	28, // 63: tollgate.admin.v1.ModelService.GetModel:input_type -> tollgate.admin.v1.GetModelRequest
+	30, // 64: tollgate.admin.v1.ModelService.ListModels:input_type -> tollgate.admin.v1.ListModelsRequest
+	32, // 65: tollgate.admin.v1.ModelService.UpdateModel:input_type -> tollgate.admin.v1.UpdateModelRequest
+	34, // 66: tollgate.admin.v1.ModelService.DeleteModel:input_type -> tollgate.admin.v1.DeleteModelRequest
+	37, // 67: tollgate.admin.v1.PriceService.SetPrice:input_type -> tollgate.admin.v1.SetPriceRequest
+	39, // 68: tollgate.admin.v1.PriceService.GetPrice:input_type -> tollgate.admin.v1.GetPriceRequest
+	41, // 69: tollgate.admin.v1.PriceService.ListPrices:input_type -> tollgate.admin.v1.ListPricesRequest
+	43, // 70: tollgate.admin.v1.PriceService.DeletePrice:input_type -> tollgate.admin.v1.DeletePriceRequest
+	45, // 71: tollgate.admin.v1.PriceService.LoadDefaultPrices:input_type -> tollgate.admin.v1.LoadDefaultPricesRequest
+	47, // 72: tollgate.admin.v1.PriceService.ListMissingPrices:input_type -> tollgate.admin.v1.ListMissingPricesRequest
+	3,  // 73: tollgate.admin.v1.ProviderService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	5,  // 74: tollgate.admin.v1.ProviderService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	7,  // 75: tollgate.admin.v1.ProviderService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	9,  // 76: tollgate.admin.v1.ProviderService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	11, // 77: tollgate.admin.v1.ProviderService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	15, // 78: tollgate.admin.v1.DeploymentService.CreateDeployment:output_type -> tollgate.admin.v1.CreateDeploymentResponse
+	17, // 79: tollgate.admin.v1.DeploymentService.GetDeployment:output_type -> tollgate.admin.v1.GetDeploymentResponse
+	19, // 80: tollgate.admin.v1.DeploymentService.ListDeployments:output_type -> tollgate.admin.v1.ListDeploymentsResponse
+	21, // 81: tollgate.admin.v1.DeploymentService.UpdateDeployment:output_type -> tollgate.admin.v1.UpdateDeploymentResponse
+	23, // 82: tollgate.admin.v1.DeploymentService.DeleteDeployment:output_type -> tollgate.admin.v1.DeleteDeploymentResponse
+	27, // 83: tollgate.admin.v1.ModelService.CreateModel:output_type -> tollgate.admin.v1.CreateModelResponse
+	29, // 84: tollgate.admin.v1.ModelService.GetModel:output_type -> tollgate.admin.v1.GetModelResponse
+	31, // 85: tollgate.admin.v1.ModelService.ListModels:output_type -> tollgate.admin.v1.ListModelsResponse
+	33, // 86: tollgate.admin.v1.ModelService.UpdateModel:output_type -> tollgate.admin.v1.UpdateModelResponse
+	35, // 87: tollgate.admin.v1.ModelService.DeleteModel:output_type -> tollgate.admin.v1.DeleteModelResponse
+	38, // 88: tollgate.admin.v1.PriceService.SetPrice:output_type -> tollgate.admin.v1.SetPriceResponse
+	40, // 89: tollgate.admin.v1.PriceService.GetPrice:output_type -> tollgate.admin.v1.GetPriceResponse
+	42, // 90: tollgate.admin.v1.PriceService.ListPrices:output_type -> tollgate.admin.v1.ListPricesResponse
+	44, // 91: tollgate.admin.v1.PriceService.DeletePrice:output_type -> tollgate.admin.v1.DeletePriceResponse
+	46, // 92: tollgate.admin.v1.PriceService.LoadDefaultPrices:output_type -> tollgate.admin.v1.LoadDefaultPricesResponse
+	48, // 93: tollgate.admin.v1.PriceService.ListMissingPrices:output_type -> tollgate.admin.v1.ListMissingPricesResponse
+	73, // [73:94] is the sub-list for method output_type
+	52, // [52:73] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_catalog_proto_init() }
@@ -3285,7 +3380,7 @@ func file_tollgate_admin_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_catalog_proto_rawDesc), len(file_tollgate_admin_v1_catalog_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

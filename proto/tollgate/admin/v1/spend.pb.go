@@ -592,8 +592,13 @@ type SpendEntry struct {
 	// cache is what the response cache did: "" (no cache), "skip", "miss",
 	// "hit" or "semantic_hit"; a hit's cache_saved is what the reply cost when
 	// it was stored.
-	Cache         string `protobuf:"bytes,30,opt,name=cache,proto3" json:"cache,omitempty"`
-	CacheSaved    *Money `protobuf:"bytes,31,opt,name=cache_saved,json=cacheSaved,proto3" json:"cache_saved,omitempty"`
+	Cache      string `protobuf:"bytes,30,opt,name=cache,proto3" json:"cache,omitempty"`
+	CacheSaved *Money `protobuf:"bytes,31,opt,name=cache_saved,json=cacheSaved,proto3" json:"cache_saved,omitempty"`
+	// unit is what the entry counts when it is not tokens: "images",
+	// "seconds", "characters", "searches" or "calls" (docs/endpoints.md), ""
+	// for tokens; quantity is how many, charged at the unit's price.
+	Unit          string `protobuf:"bytes,40,opt,name=unit,proto3" json:"unit,omitempty"`
+	Quantity      int64  `protobuf:"varint,41,opt,name=quantity,proto3" json:"quantity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -759,6 +764,20 @@ func (x *SpendEntry) GetCacheSaved() *Money {
 		return x.CacheSaved
 	}
 	return nil
+}
+
+func (x *SpendEntry) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *SpendEntry) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
 }
 
 type ListSpendEntriesRequest struct {
@@ -1143,7 +1162,7 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\vcache_write\x18\x03 \x01(\x03R\n" +
 	"cacheWrite\x12\x16\n" +
 	"\x06output\x18\x04 \x01(\x03R\x06output\x12\x1c\n" +
-	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xbb\x05\n" +
+	"\treasoning\x18\x05 \x01(\x03R\treasoning\"\xeb\x05\n" +
 	"\n" +
 	"SpendEntry\x12\x1d\n" +
 	"\n" +
@@ -1172,7 +1191,9 @@ const file_tollgate_admin_v1_spend_proto_rawDesc = "" +
 	"\x0frequested_model\x18\x11 \x01(\tR\x0erequestedModel\x12\x14\n" +
 	"\x05cache\x18\x1e \x01(\tR\x05cache\x129\n" +
 	"\vcache_saved\x18\x1f \x01(\v2\x18.tollgate.admin.v1.MoneyR\n" +
-	"cacheSaved\"\xff\x01\n" +
+	"cacheSaved\x12\x12\n" +
+	"\x04unit\x18( \x01(\tR\x04unit\x12\x1a\n" +
+	"\bquantity\x18) \x01(\x03R\bquantity\"\xff\x01\n" +
 	"\x17ListSpendEntriesRequest\x12.\n" +
 	"\x05scope\x18\x01 \x01(\v2\x18.tollgate.admin.v1.ScopeR\x05scope\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +

@@ -541,12 +541,33 @@ func (r *SetPriceRequest) Validate() error {
 	if p == nil {
 		return bad("price", "is required")
 	}
-	if p.GetInput() == nil || p.GetOutput() == nil {
-		return bad("price.input", "input and output prices are required (dollars per million tokens)")
+	if r.GetUpdateMask() != nil {
+		if err := mask("update_mask", r.GetUpdateMask(), PricePaths...); err != nil {
+			return err
+		}
+	} else if p.GetInput() == nil || p.GetOutput() == nil {
+		return bad("price.input", "input and output prices are required (dollars per million tokens), or an update_mask naming the prices to set")
+	}
+	for k, m := range p.GetPerImage() {
+		if k == "" || len(k) > MaxIDLength {
+			return bad("price.per_image", "%q is not SIZE/QUALITY, SIZE, */QUALITY or *", k)
+		}
+		if err := money("price.per_image["+k+"]", m); err != nil {
+			return err
+		}
 	}
 	return first(id("price.model", p.GetModel()), money("price.input", p.GetInput()),
 		money("price.cached_input", p.GetCachedInput()), money("price.cache_write", p.GetCacheWrite()),
-		money("price.output", p.GetOutput()), money("price.reasoning", p.GetReasoning()))
+		money("price.output", p.GetOutput()), money("price.reasoning", p.GetReasoning()),
+		money("price.per_second", p.GetPerSecond()), money("price.per_character", p.GetPerCharacter()),
+		money("price.per_search_unit", p.GetPerSearchUnit()), money("price.image_input_tokens", p.GetImageInputTokens()),
+		money("price.image_output_tokens", p.GetImageOutputTokens()))
+}
+
+// PricePaths are the update_mask paths of SetPriceRequest.
+var PricePaths = []string{
+	"input", "cached_input", "cache_write", "output", "reasoning",
+	"per_image", "per_second", "per_character", "per_search_unit", "image_input_tokens", "image_output_tokens",
 }
 
 // Validate implements the go-grpc-middleware validator interface.
