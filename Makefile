@@ -28,11 +28,13 @@ test-short: ## unit tests only, no servers
 	$(GO) test -short -count=1 $(PKGS)
 
 .PHONY: proofs
-proofs: ## check the Coq proofs of the accounting kernel (formal/coq; needs coqc)
+proofs: ## check the Coq proofs of the accounting kernel (formal/coq; installs coq when missing)
+	@formal/tools.sh coqc:coq
 	@formal/check-coq.sh
 
 .PHONY: model
-model: ## model-check the replica protocol with spin, and its mutation (formal/spin; needs spin, cc)
+model: ## model-check the replica protocol with spin, and its mutation (formal/spin; installs spin, gcc when missing)
+	@formal/tools.sh spin:spin cc:gcc
 	@formal/check-spin.sh
 
 .PHONY: fmt

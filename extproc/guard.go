@@ -169,14 +169,37 @@ func (s *stream) recordRefused(ctx context.Context, in *translate.Inbound, name 
 	if s.isTry() {
 		return
 	}
+	s.refusedAttribution(ctx, in)
 	now := s.p.now()
 	rec := &Record{
-		RequestID: s.id, Principal: s.principal, CustomerID: s.customer, Model: in.Model,
+		RequestID: s.id, Principal: s.principal, CustomerID: s.customer, RunID: s.runID, Tags: s.tags, Model: in.Model,
 		Deployment: guardDeployment + name, Status: kernel.StatusRefused, HTTPStatus: http.StatusBadRequest,
 		Stream: in.Stream, StartedAt: s.started, EndedAt: now,
 	}
 	if err := s.p.acct.RecordRefused(ctx, rec); err != nil {
 		s.p.log.Warn("recording a refused request failed", "request_id", s.id, "guardrail", name, "err", err)
+	}
+}
+
+// refusedAttribution resolves what a settled row names beyond the
+// principal — the customer, the run and the tags — for the row of a request
+// guardPre refused before the body's handling resolved them, so that spend
+// reports by customer, run or tag count its refusals too. A run id or tags
+// the request spelled wrong are left out (the row is written anyway); a
+// customer is named only when the catalog knows it, as for a settled row.
+func (s *stream) refusedAttribution(ctx context.Context, in *translate.Inbound) {
+	if s.principal != nil {
+		_, _ = s.withRun(s.principal.Scopes)
+		_, _ = s.withTags(s.principal.Scopes, in.Body)
+	}
+	id := s.customerHdr
+	if id == "" {
+		id = in.User
+	}
+	if id != "" {
+		if _, ok := s.p.cat.Customer(ctx, id); ok {
+			s.customer = id
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/accounting"
@@ -24,14 +25,24 @@ import (
 // no window or minute rolls (docs/accounting.md).
 var traceBase = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// Scope numbers of the traces (the Coq ScopeRef) and their Go refs.
+// Scope numbers of the traces (the Coq ScopeRef) and their Go refs: every
+// level of the hierarchy a request is admitted on — key, run, team, global
+// and tag.
 var traceRefs = []kernel.ScopeRef{
 	{Kind: kernel.ScopeOrg, ID: "unused"}, // 0: no scope of the traces
 	{Kind: kernel.ScopeKey, ID: "k1"},
 	{Kind: kernel.ScopeKey, ID: "k2"},
 	{Kind: kernel.ScopeTeam, ID: "t1"},
 	{Kind: kernel.ScopeGlobal},
+	{Kind: kernel.ScopeRun, ID: "key:k1/loop"}, // its counters expire (Limits.TTL)
+	{Kind: kernel.ScopeTag, ID: "feature=search"},
 }
+
+// Scope numbers of the run and the tag.
+const (
+	traceRun = 5
+	traceTag = 6
+)
 
 // Period numbers (the Coq Period): 0 total, 1 daily.
 var tracePeriods = []kernel.Period{{Kind: kernel.PeriodTotal}, {Kind: kernel.PeriodDaily}}
@@ -46,7 +57,7 @@ type traceOp struct {
 }
 
 type traceCfg struct {
-	limits [5]*kernel.Limits // by scope number
+	limits [7]*kernel.Limits // by scope number
 	ops    []traceOp
 }
 
@@ -100,6 +111,14 @@ func genTrace(rng *rand.Rand) traceCfg {
 	if rng.IntN(2) == 0 {
 		c.limits[4] = &kernel.Limits{Budgets: budgets(90_000, 90_000)}
 	}
+	// The run: a total budget and a rate, as a RunPolicy gives, and a TTL
+	// short enough that its counters expire between its calls.
+	run := &kernel.Limits{RPM: rng.Int64N(6), TTL: time.Duration(3+rng.IntN(10)) * 100 * time.Millisecond}
+	if rng.IntN(4) > 0 {
+		run.Budgets = []kernel.BudgetWindow{{Limit: kernel.Money(rng.Int64N(30_000)), Period: tracePeriods[0]}}
+	}
+	c.limits[traceRun] = run
+	c.limits[traceTag] = &kernel.Limits{Budgets: budgets(50_000, 25_000)}
 	price := kernel.Price{Input: kernel.Money(rng.Int64N(3_000_000)), Output: kernel.Money(1 + rng.Int64N(12_000_000))}
 	if rng.IntN(2) == 0 {
 		price.Reasoning = kernel.Money(rng.Int64N(20_000_000))
@@ -124,8 +143,14 @@ func genTrace(rng *rand.Rand) traceCfg {
 			}
 			key := 1 + rng.IntN(2)
 			scopes := []kernel.Scope{{Ref: traceRefs[key], Limits: c.limits[key]}}
+			if rng.IntN(2) == 0 { // the run, right after the key (extproc's withRun)
+				scopes = append(scopes, kernel.Scope{Ref: traceRefs[traceRun], Limits: c.limits[traceRun]})
+			}
 			scopes = append(scopes, kernel.Scope{Ref: traceRefs[3], Limits: c.limits[3]})
 			scopes = append(scopes, kernel.Scope{Ref: traceRefs[4], Limits: c.limits[4]})
+			if rng.IntN(2) == 0 { // a tag with a budget, last (extproc's withTags)
+				scopes = append(scopes, kernel.Scope{Ref: traceRefs[traceTag], Limits: c.limits[traceTag]})
+			}
 			req := kernel.AdmitRequest{
 				ID: idOf(id), Scopes: scopes,
 				Model:            []string{"small", "large"}[rng.IntN(2)],
@@ -233,7 +258,8 @@ func coqTraces(t *testing.T, coqc string, traces []traceCfg) [][]int64 {
 		for j := range traces[i].ops {
 			ops = append(ops, coqOp(&traces[i].ops[j]))
 		}
-		fmt.Fprintf(&run, "Compute trace [%s] [1; 2; 3; 4]%%nat [0; 1]%%nat.\n", strings.Join(ops, ";\n  "))
+		fmt.Fprintf(&run, "Compute trace [%s] [1; 2; 3; 4; 5; 6]%%nat [0; 1]%%nat [(%d%%nat, %s)].\n",
+			strings.Join(ops, ";\n  "), traceRun, coqZ(int64(traces[i].limits[traceRun].TTL)))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "Run.v"), []byte(run.String()), 0o600))
 	for _, f := range []string{"Kernel.v", "Trace.v", "Run.v"} {
@@ -289,26 +315,65 @@ func (k kernelAccounts) usage(ref kernel.ScopeRef, p kernel.Period, now time.Tim
 }
 func (k kernelAccounts) inFlight(ref kernel.ScopeRef) int64 { return k.s.InFlight(ref) }
 
+// redisAccounts runs a trace on the Redis scripts. A run's hash expires by
+// its Redis TTL (at least a minute, in real time); the trace's clock is not
+// Redis's, so redisAccounts keeps the kernel's TTL clock (kernel.State's
+// ttls: the last admission or settlement of a scope with a TTL) and deletes
+// the hash when the kernel forgets the scope, as its TTL would.
 type redisAccounts struct {
-	t *testing.T
-	c *accounting.RedisCounters
+	t      *testing.T
+	c      *accounting.RedisCounters
+	rdb    *goredis.Client
+	prefix string
+	last   map[kernel.ScopeRef]time.Time
+	ttl    map[kernel.ScopeRef]time.Duration
+	forgot *int // hashes deleted
+}
+
+func (r redisAccounts) touch(refs []kernel.ScopeRef, now time.Time) {
+	for _, ref := range refs {
+		if l, ok := r.last[ref]; ok && l.Before(now) {
+			r.last[ref] = now
+		}
+	}
 }
 
 func (r redisAccounts) admit(now time.Time, req *kernel.AdmitRequest) kernel.Decision {
 	d, err := r.c.Admit(context.Background(), now, req)
 	require.NoError(r.t, err)
+	if d.Admitted {
+		for _, sc := range req.Scopes {
+			if sc.Limits != nil && sc.Limits.TTL > 0 {
+				r.last[sc.Ref], r.ttl[sc.Ref] = now, sc.Limits.TTL
+			}
+		}
+	}
 	return d
 }
 
 func (r redisAccounts) settle(now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool) {
 	s, ok, err := r.c.Settle(context.Background(), now, id, u, st)
 	require.NoError(r.t, err)
+	if ok {
+		r.touch(s.Scopes, now)
+	}
 	return s, ok
 }
 
 func (r redisAccounts) expire(now time.Time) []kernel.Settlement {
 	out, err := r.c.Expire(context.Background(), now)
 	require.NoError(r.t, err)
+	for _, s := range out {
+		r.touch(s.Scopes, now)
+	}
+	for ref, l := range r.last {
+		if !l.Add(r.ttl[ref]).After(now) && r.inFlight(ref) == 0 {
+			key := "{" + r.prefix + "}:s:" + strconv.Itoa(int(ref.Kind)) + ":" + ref.ID
+			require.NoError(r.t, r.rdb.Del(context.Background(), key).Err())
+			delete(r.last, ref)
+			*r.forgot++
+		}
+	}
 	return out
 }
 
@@ -457,6 +522,7 @@ func TestCoqTracesMatchKernelAndRedis(t *testing.T) {
 	want := coqTraces(t, coqc, traces)
 
 	admitted, refused := 0, 0
+	refusedBy := map[int64]int{} // refusals by scope number
 	for i, tr := range traces {
 		w := sortCoqExpiries(want[i])
 		s := kernel.NewState()
@@ -468,6 +534,7 @@ func TestCoqTracesMatchKernelAndRedis(t *testing.T) {
 					admitted++
 				} else {
 					refused++
+					refusedBy[w[j+3]]++
 				}
 			}
 		}
@@ -475,15 +542,22 @@ func TestCoqTracesMatchKernelAndRedis(t *testing.T) {
 	// The traces must exercise both outcomes, or they prove little.
 	require.Greater(t, admitted, 50)
 	require.Greater(t, refused, 50)
+	for n := 1; n < len(traceRefs); n++ {
+		require.Positive(t, refusedBy[int64(n)], "no trace refused at %v: its level is not exercised", traceRefs[n])
+	}
 
 	rdb := redisClient(t)
+	forgot := 0
 	for i, tr := range traces {
+		prefix := newPrefix(t, rdb)
 		c := accounting.NewRedisCounters(rdb, func(context.Context, kernel.ScopeRef, time.Time, time.Time) (kernel.Money, error) {
 			return 0, nil
-		}, accounting.WithPrefix(newPrefix(t, rdb)))
-		got := runTrace(redisAccounts{t, c}, tr, nil)
+		}, accounting.WithPrefix(prefix))
+		ra := redisAccounts{t: t, c: c, rdb: rdb, prefix: prefix, last: map[kernel.ScopeRef]time.Time{}, ttl: map[kernel.ScopeRef]time.Duration{}, forgot: &forgot}
+		got := runTrace(ra, tr, nil)
 		c.Close()
 		require.Equal(t, maskUnbudgeted(tr, sortCoqExpiries(want[i])), maskUnbudgeted(tr, got),
 			"trace %d: the Redis scripts and the Coq transcription disagree", i)
 	}
+	require.Greater(t, forgot, 10, "the run's counters must expire in the traces (its TTL), or the expiry is not compared")
 }

@@ -169,3 +169,46 @@ func TestGatewayGuardrailWebhookDown(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Equal(t, `Blocked by guardrail "mod": flagged by moderation (violence).`, errMessage(t, b))
 }
+
+// A guardrail refuses before the customer, the run and the tags are
+// resolved; its $0 row names them all the same, as a settled row would, so
+// that spend by customer, run or tag counts the refusals.
+func TestGatewayGuardrailRefusedRowNamesItsCustomer(t *testing.T) {
+	r := start(t, false)
+	put(t, r.st, "shop", &store.Customer{ID: "shop"})
+	put(t, r.st, "no-words", &store.Guardrail{ID: "no-words", Kind: "words", Action: "block", On: []string{"pre"}, Words: []string{"falcon"}})
+	sec := secret.New("tg-")
+	put(t, r.st, "agent", &store.Key{
+		ID: "agent", Prefix: secret.Display(sec), Hashes: []store.KeyHash{{Hash: secret.Hash(sec)}},
+		Tags:   map[string]string{"env": "prod"},
+		Limits: kernel.Limits{Run: &kernel.RunPolicy{Budget: kernel.Dollar, TTL: time.Hour}},
+	})
+	attach(t, r.st, store.AttachKey, "agent", "no-words")
+	r.warm(t, sec, `{"model":"demo","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
+
+	resp, b := r.postWith(t, sec, `{"model":"demo","messages":[{"role":"user","content":"project falcon"}],"max_tokens":4}`,
+		map[string]string{"x-tollgate-customer": "shop", "x-tollgate-run-id": "loop-7", "x-tollgate-tags": "feature=search"})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(b))
+	refused := entriesWith(t, r.st, kernel.StatusRefused)
+	require.Len(t, refused, 1)
+	e := refused[0]
+	require.Equal(t, "guardrail:no-words", e.Deployment)
+	require.Equal(t, "agent", e.KeyID)
+	require.Equal(t, "shop", e.CustomerID)
+	require.Equal(t, "key:agent/loop-7", e.RunID)
+	require.Equal(t, []string{"env=prod", "feature=search"}, e.Tags)
+	require.Zero(t, e.Cost)
+
+	// An unknown customer is not named (as for a settled row); the body's
+	// user names a known one.
+	resp, b = r.postWith(t, sec, `{"model":"demo","user":"shop","messages":[{"role":"user","content":"falcon again"}],"max_tokens":4}`, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(b))
+	resp, b = r.postWith(t, sec, `{"model":"demo","messages":[{"role":"user","content":"falcon once more"}],"max_tokens":4}`,
+		map[string]string{"x-tollgate-customer": "nobody"})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(b))
+	customers := map[string]int{}
+	for _, e := range entriesWith(t, r.st, kernel.StatusRefused) {
+		customers[e.CustomerID]++
+	}
+	require.Equal(t, map[string]int{"shop": 2, "": 1}, customers)
+}

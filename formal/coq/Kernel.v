@@ -395,6 +395,15 @@ Definition Forget (s : State) (ref : ScopeRef) : State :=
   if existsb (fun res => existsb (Nat.eqb ref) (rScopes res)) (open s) then s
   else mkState (fun r' => if Nat.eqb r' ref then None else scopes s r') (open s) (epoch s).
 
+(* State.Expire as a whole: the lease loop (Expire above), then the TTL loop
+   forgets every scope of idle (Forget: unless an open reservation names it).
+   idle stands for the TTL clock (Go: the scopes of s.ttls idle since their
+   last admission or settlement + TTL, nothing in flight), which the kernel
+   state does not model: formal/coq/Trace.v computes it as Go does, and
+   expireTTL_steps (State.v) holds whatever scopes it names. *)
+Definition ExpireTTL (s : State) (now : Z) (idle : list ScopeRef) : State * list Settlement :=
+  let '(s', out) := Expire s now in (fold_left Forget idle s', out).
+
 (* State.Usage: spent and reserved of ref's window of p; zero when not tracked. *)
 Definition UsageOf (s : State) (ref : ScopeRef) (p : Period) : Money * Money :=
   match scopes s ref with

@@ -962,6 +962,28 @@ Qed.
 Theorem steps_inv : forall cfg s s', Inv cfg s -> steps cfg s s' -> Inv cfg s'.
 Proof. intros cfg s s' I H. induction H; auto. apply IHsteps. eapply step_inv; eauto. Qed.
 
+(* State.Expire as Go runs it — its lease loop, then the forgetting of
+   every idle scope with a TTL (run counters' TTL expiry) — is a sequence of
+   steps of the model, whatever scopes the TTL clock finds idle: so
+   no_overspend covers it, and it keeps the invariant (expireTTL_inv). *)
+Lemma forget_fold_steps : forall cfg l s, cfgOK cfg -> steps cfg s (fold_left Forget l s).
+Proof.
+  intros cfg l. induction l as [|r l IH]; simpl; intros s Hcfg.
+  - apply StepsNil.
+  - eapply StepsCons; [apply StepForget; exact Hcfg|]. apply IH. exact Hcfg.
+Qed.
+
+Theorem expireTTL_steps : forall cfg s now idle, cfgOK cfg -> steps cfg s (fst (ExpireTTL s now idle)).
+Proof.
+  intros cfg s now idle Hcfg. unfold ExpireTTL.
+  destruct (Expire s now) as [s' out] eqn:E. simpl.
+  eapply StepsCons; [apply (StepExpire cfg s now)|]. rewrite E. simpl.
+  apply forget_fold_steps. exact Hcfg.
+Qed.
+
+Corollary expireTTL_inv : forall cfg s now idle, cfgOK cfg -> Inv cfg s -> Inv cfg (fst (ExpireTTL s now idle)).
+Proof. intros. eapply steps_inv; [eassumption|]. apply expireTTL_steps. assumption. Qed.
+
 (* No overspend: in strict mode, spent + reserved ≤ limit holds in every
    budget window of every scope after any sequence of admissions,
    settlements and expiries from a state where the invariant held — in
