@@ -11,6 +11,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -124,7 +125,7 @@ func passthroughError(provider, path string, err error) *translate.APIError {
 func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, body []byte) *extprocv3.ProcessingResponse {
 	provider, rest := passthroughSplit(s.path)
 	if s.googleKey { // the virtual key came as ?key=: not the provider's
-		rest = withoutQueryKey(rest)
+		rest = routing.WithoutQueryKey(rest)
 	}
 	model := translate.PassthroughModel(rest, body)
 	target, perCall, err := pc.PassthroughTarget(ctx, s.principal, provider, model)

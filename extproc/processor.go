@@ -69,7 +69,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		shutdownTimeout: 30 * time.Second,
 		health:          health.NewServer(),
 		router:          routing.NewRouter(),
-		retryKey:        newRetryKey(),
+		retryKey:        routing.NewTokenKey(),
 	}
 	for _, o := range opts {
 		o(p)
@@ -220,7 +220,7 @@ type stream struct {
 	rt           *routing.Route // routing state when the catalog routes by group (&rtState)
 	rtState      routing.Route
 	att          routing.Attempt // which attempt this stream is (routing.go)
-	try          *tryState       // its part in per-try routing, nil: none (pertry.go)
+	try          *routing.Try    // its part in per-try routing, nil: none (pertry.go)
 	lent         *pooledReply    // the reply being built, from the pool (replies.go)
 	upRetryAfter time.Duration   // a 429's retry-after
 	tr           translate.Translator

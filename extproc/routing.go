@@ -2,10 +2,6 @@ package extproc
 
 import (
 	"context"
-	"crypto/hmac"
-	crand "crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,35 +242,12 @@ const (
 	hdrAttempts   = "x-tollgate-attempts"
 )
 
-// retryKey signs this processor's retry tokens, so a client cannot make one
-// up. A gateway gives its replicas one shared key (WithTokenKey, from the
-// store); a processor without one signs with this random key, and a token
-// from another processor is then ignored (routed as a first attempt).
-func newRetryKey() []byte {
-	k := make([]byte, 32)
-	_, _ = crand.Read(k)
-	return k
-}
-
-func (p *Processor) signToken(payload string) string {
-	m := hmac.New(sha256.New, p.retryKey)
-	m.Write([]byte(payload))
-	return payload + "&s=" + hex.EncodeToString(m.Sum(nil)[:16])
-}
-
-// parseRetry reads a retry token; the zero attempt when it is not valid.
-func (p *Processor) parseRetry(v string) routing.Attempt {
-	payload, sig, ok := strings.Cut(v, "&s=")
-	if !ok || !hmac.Equal([]byte(p.signToken(payload)), []byte(v)) || sig == "" {
-		return routing.Attempt{}
-	}
-	a, _ := routing.ParseAttempt(payload)
-	return a
-}
-
-// retryHeader reads the request's retry token (request headers).
+// retryHeader reads the request's retry token (request headers). A gateway
+// gives its replicas one shared key (WithTokenKey, from the store); a
+// processor without one signs with a random key (routing.NewTokenKey), and a
+// token from another processor is then ignored (routed as a first attempt).
 func (s *stream) retryHeader(v string) {
-	s.att = s.p.parseRetry(v)
+	s.att = routing.ParseToken(s.p.retryKey, v)
 	if s.att.N > 1 {
 		// The first attempt's id, the attempt number, and this stream's own
 		// id's last part: unique even when a token is replayed (the ledger
@@ -310,11 +283,11 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	}
 	if next.Orig == "" {
 		next.Orig = s.id
-		if s.isTry() && s.try.res != nil {
-			next.Orig = s.try.res.id // the request's id, not this try's
+		if s.isTry() && s.try.Res != nil {
+			next.Orig = s.try.Res.ID // the request's id, not this try's
 		}
 	}
-	token := s.p.signToken(next.Payload())
+	token := routing.SignToken(s.p.retryKey, next.Payload())
 	if s.isTry() {
 		return s.fallbackRedirect(token)
 	}
@@ -352,39 +325,32 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 // try that adopted it (finish); the redirected request is admitted afresh on
 // the fallback (a strict budget refuses one it cannot cover).
 
-// tryOrigin is what a try keeps of the request as it arrived, for a
-// fallback redirect: the URL and the client's values of the copied headers.
-type tryOrigin struct {
-	scheme, authority string
-	copied            [][2]string
-}
-
 // readTryOrigin keeps the URL parts and the copied headers of an upstream
 // try's request (the path is s.path).
 func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 	if !s.isTry() {
 		return
 	}
-	o := &s.try.origin
+	o := &s.try.Origin
 	// A retry's map holds the previous try's values of the copied headers
 	// (a provider's credential): the redirect then removes them, and the
 	// token attempt authenticates from the signed client header, which
 	// stays in the map (pertry.go).
-	later := s.try.signed && s.att.N > 1
+	later := s.try.Signed && s.att.N > 1
 	for _, hv := range h.GetHeaders() {
 		switch k := hv.GetKey(); {
 		case k == ":scheme":
-			o.scheme = headerValue(hv)
+			o.Scheme = headerValue(hv)
 		case k == ":authority":
-			o.authority = headerValue(hv)
+			o.Authority = headerValue(hv)
 		case !later && k != hdrRetry && slices.Contains(envoy.FallbackCopiedHeaders, k):
-			o.copied = append(o.copied, [2]string{k, headerValue(hv)})
+			o.Copied = append(o.Copied, [2]string{k, headerValue(hv)})
 		}
 	}
 	if later {
 		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {translate.HdrAnthropicVersion, s.anthropicVersion}} {
 			if kv[1] != "" {
-				o.copied = append(o.copied, kv)
+				o.Copied = append(o.Copied, kv)
 			}
 		}
 	}
@@ -393,22 +359,22 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 // fallbackRedirect is the reply headers of a try redirected to a fallback
 // group with token.
 func (s *stream) fallbackRedirect(token string) [][2]string {
-	o := &s.try.origin
-	scheme := o.scheme
+	o := &s.try.Origin
+	scheme := o.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
-	authority := o.authority
+	authority := o.Authority
 	if authority == "" {
 		authority = "tollgate"
 	}
-	out := make([][2]string, 0, 3+len(o.copied))
+	out := make([][2]string, 0, 3+len(o.Copied))
 	out = append(out,
 		[2]string{":status", strconv.Itoa(envoy.FallbackRedirectStatus)},
 		[2]string{"location", scheme + "://" + authority + s.path},
 		[2]string{hdrRetry, token},
 	)
-	return append(out, o.copied...)
+	return append(out, o.Copied...)
 }
 
 // redirectRemoved is what a try removes from its response headers: a
