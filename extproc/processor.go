@@ -448,8 +448,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	in.ReplyInPlace = s.lendsBodies
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
-	s.promptText = promptTextBytes(in)
-	if in.Stream && s.p.cp != nil && reasoningAsked(body) {
+	s.promptText = translate.PromptTextBytes(in)
+	if in.Stream && s.p.cp != nil && translate.ReasoningAsked(body) {
 		s.ckReasoning = 2 // estimate.go: the body is not kept
 	}
 	if e := s.pinPrevious(ctx, body); e != nil { // responses_owner.go
@@ -511,7 +511,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
 	} else {
-		reserveChoices(areq, choices) // n × the output bound (estimate.go)
+		kernel.ReserveChoices(areq, choices) // n × the output bound
 	}
 	s.priceUnits(areq) // units.go: per unit (routing.go again for each candidate)
 	s.mark(&s.report.AdmitStart)
@@ -532,9 +532,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		// the kernel lowered it, and when the client gave none while a strict
 		// budget applies (else the provider's own default could exceed it).
 		// Each of the request's choices gets an equal share.
-		if in.ClampMaxTokens = perChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
+		if in.ClampMaxTokens = kernel.PerChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
-			return s.reject(decisionError(budgetRefusal(scopes), in.Model))
+			return s.reject(decisionError(kernel.BudgetRefusal(scopes), in.Model))
 		}
 	}
 	if s.routesPerTry() {
