@@ -136,7 +136,7 @@ func geminiModelReply(ctx context.Context, s *stream) *apiReply {
 	if !known { // an alias, or a model the key may not use
 		if _, err := s.p.cat.Resolve(ctx, s.principal, id); err != nil {
 			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
-				return errReply(errUnavailable())
+				return errReply(translate.ErrUnavailable())
 			}
 			return errReply(&translate.APIError{
 				Status:  http.StatusNotFound,
@@ -237,7 +237,7 @@ func modelReply(ctx context.Context, s *stream) *apiReply {
 	if !found { // an alias, or a model the key may not use
 		if _, err := s.p.cat.Resolve(ctx, s.principal, id); err != nil {
 			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
-				return errBody(errUnavailable())
+				return errBody(translate.ErrUnavailable())
 			}
 			return errBody(&translate.APIError{
 				Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",

@@ -88,7 +88,7 @@ func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, conte
 		return s.passthroughForward(ctx, pc, nil)
 	}
 	if contentLength > int64(s.p.maxBody) {
-		return s.reject(errTooLarge(s.p.maxBody))
+		return s.reject(translate.ErrTooLarge(s.p.maxBody))
 	}
 	return replyContinueRequestHeaders
 }
@@ -117,7 +117,7 @@ func passthroughError(provider, path string, err error) *translate.APIError {
 			Message: fmt.Sprintf("Provider `%s` cannot be passed through: %v", provider, err),
 		}
 	}
-	return errUnavailable()
+	return translate.ErrUnavailable()
 }
 
 // passthroughForward admits the request and sends it to the provider's
@@ -156,7 +156,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced {

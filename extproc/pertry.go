@@ -300,11 +300,11 @@ func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *
 	}
 	f, ok := routing.ParseClient(s.p.retryKey, s.try.Client, s.p.now())
 	if !ok {
-		return errClientHeader()
+		return translate.ErrClientHeader()
 	}
 	pr, err := kl.KeyByID(ctx, f.KeyID)
 	if err != nil || pr == nil {
-		return errClientHeader()
+		return translate.ErrClientHeader()
 	}
 	s.principal, s.try.Signed = pr, true
 	*path = &corev3.HeaderValue{Key: ":path", RawValue: []byte(f.Path)}
@@ -312,15 +312,6 @@ func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *
 	s.report.ClientTraceparent = f.Traceparent
 	s.try.GoogleKey = f.GoogleKey
 	return nil
-}
-
-// errClientHeader refuses a try whose signed client header does not check
-// (forged, expired, or its key revoked since).
-func errClientHeader() *translate.APIError {
-	return &translate.APIError{
-		Status: 401, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
-		Message: "Invalid API key: it is unknown, expired or revoked.",
-	}
 }
 
 // authenticate is Catalog.Authenticate, or the principal a try's signed

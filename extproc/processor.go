@@ -380,7 +380,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			})
 		}
 		s.p.log.Warn("authenticate failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	s.principal = pr
 	if ep.API == translate.APIPassthrough { // passthrough.go
@@ -401,7 +401,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		return s.reject(translate.ErrInvalidRequest("The request has no body: send a JSON object.", ""))
 	}
 	if n, err := headerInt(contentLength); err == nil && n > int64(s.p.maxBody) {
-		return s.reject(errTooLarge(s.p.maxBody))
+		return s.reject(translate.ErrTooLarge(s.p.maxBody))
 	}
 	return replyContinueRequestHeaders
 }
@@ -423,7 +423,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	body := b.GetBody()
 	if len(body) > s.p.maxBody && !s.ep.Multipart { // an upload's first bytes may pass the limit by a chunk
-		return s.reject(errTooLarge(s.p.maxBody))
+		return s.reject(translate.ErrTooLarge(s.p.maxBody))
 	}
 	if s.ep.API == translate.APIPassthrough {
 		return s.passthroughBody(ctx, body)
@@ -518,11 +518,11 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced { // upstream.go: name the missing price
-			return s.reject(unpricedError(s.target, d))
+			return s.reject(translate.ErrUnpriced(s.target, d))
 		}
 		return s.reject(s.refused(d, in.Model))
 	}
@@ -934,21 +934,6 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	return &x.pr
 }
 
-func errUnavailable() *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusServiceUnavailable, Type: translate.TypeServer, Code: translate.CodeUnavailable,
-		Message: "The gateway cannot check limits and budgets right now; retry shortly.",
-		Headers: retryAfterHeaders(time.Second), // counters or configuration briefly out of reach
-	}
-}
-
-func errTooLarge(limit int) *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusRequestEntityTooLarge, Type: translate.TypeInvalidRequest, Code: translate.CodeTooLarge,
-		Message: fmt.Sprintf("The request body is larger than the gateway's limit of %d bytes.", limit),
-	}
-}
-
 // resolveError maps a Catalog.Resolve error.
 func resolveError(id string, log *slog.Logger, model string, err error) *translate.APIError {
 	switch {
@@ -958,7 +943,7 @@ func resolveError(id string, log *slog.Logger, model string, err error) *transla
 			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
 		}
 	case routing.AsUnavailable(err) != nil:
-		return unavailableReply(model, nil, routing.AsUnavailable(err).RetryAfter)
+		return translate.ErrNoDeployment(model, nil, routing.AsUnavailable(err).RetryAfter)
 	case err == nil || errors.Is(err, ErrModelNotFound):
 		return &translate.APIError{
 			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",
@@ -996,7 +981,7 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
 		}
 	case kernel.ReasonUnpriced:
-		return unpricedError(&translate.Target{Model: model, ProviderModel: model}, d)
+		return translate.ErrUnpriced(&translate.Target{Model: model, ProviderModel: model}, d)
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
 		what, typ := "requests per minute", "requests"
 		switch d.Reason {
@@ -1009,7 +994,7 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Status: http.StatusTooManyRequests, Type: typ, Code: translate.CodeRateLimit,
 			Message: fmt.Sprintf("Rate limit reached for the %s: %s.", scope, what),
 		}
-		e.Headers = append(retryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
+		e.Headers = append(translate.RetryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
 		return e
 	default: // ReasonDuplicate or unknown: a gateway fault, not the client's
 		return &translate.APIError{

@@ -96,7 +96,7 @@ const hdrDeployment = "x-tollgate-deployment"
 // candidate's, since admit moves on while one is left) is the model's 429.
 func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	if d.Scope.Kind == kernel.ScopeDeployment {
-		return unavailableReply(model, &d, 0)
+		return translate.ErrNoDeployment(model, &d, 0)
 	}
 	return decisionError(d, model)
 }
@@ -164,7 +164,7 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	var retryAfter time.Duration
 	if s.status == 429 {
 		for _, hv := range h.GetHeaders().GetHeaders() {
-			if hv.GetKey() == hdrRetryAfter {
+			if hv.GetKey() == translate.HdrRetryAfter {
 				retryAfter = routing.ParseRetryAfter(headerValue(hv), now)
 			}
 		}
@@ -184,24 +184,6 @@ func (s *stream) doneRouting(u kernel.Usage) {
 		return
 	}
 	s.rt.Done(u.Total())
-}
-
-// unavailableReply is the client error when no deployment can take the
-// request: 429 when every one is at its rpm/tpm quota, 503 when they are
-// cooling down (retry-after: the soonest end).
-func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *translate.APIError {
-	if d != nil {
-		e := &translate.APIError{
-			Status: 429, Type: "requests", Code: translate.CodeRateLimit,
-			Message: "Rate limit reached for every deployment of the model `" + model + "`: the providers' quotas are used up for this minute.",
-		}
-		e.Headers = retryAfterHeaders(d.RetryAfter)
-		return e
-	}
-	e := errUnavailable()
-	e.Message = "No deployment of the model `" + model + "` is available right now: every one is cooling down after failures."
-	e.Headers = retryAfterHeaders(retryAfter)
-	return e
 }
 
 // Retrying a failed attempt on another deployment (docs/envoy.md, "Retries").
