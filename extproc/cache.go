@@ -150,7 +150,7 @@ func (s *stream) cacheLookup(ctx context.Context, body []byte, scopes []kernel.S
 	d, err := s.p.acct.Admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	if !d.Admitted {
 		return s.reject(s.refused(d, s.in.Model))

@@ -42,12 +42,9 @@ type Principal struct {
 	Tags []string
 }
 
-// ModelInfo is one entry of GET /v1/models.
-type ModelInfo struct {
-	ID      string
-	OwnedBy string
-	Created time.Time
-}
+// ModelInfo is one entry of GET /v1/models (translate.ModelInfo: the model
+// replies' shapes are the translators').
+type ModelInfo = translate.ModelInfo
 
 // Catalog is the processor's read-only view of configuration. Implementations
 // serve from an in-memory snapshot: no I/O on the request path.

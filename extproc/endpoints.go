@@ -3,9 +3,9 @@ package extproc
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"net/http"
-	"slices"
+	"net/url"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -127,41 +127,98 @@ func (e *endpoint) errorBody(err *translate.APIError) []byte {
 	return err.OpenAIBody()
 }
 
-type modelList struct {
-	Object string       `json:"object"`
-	Data   []modelEntry `json:"data"`
-}
-
-type modelEntry struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-// modelsReply lists the models the key may use, in OpenAI's list format (in
-// Anthropic's when the client sent anthropic-version).
-func modelsReply(ctx context.Context, s *stream) *apiReply {
-	models := s.p.cat.Models(ctx, s.principal)
+// modelAPI is the shape of the stream's model replies: Anthropic's when the
+// client sent anthropic-version, else OpenAI's.
+func (s *stream) modelAPI() translate.ModelAPI {
 	if s.anthropicVersion != "" {
-		return anthropicModelsReply(models)
+		return translate.ModelsAnthropic
 	}
-	list := modelList{Object: "list", Data: make([]modelEntry, 0, len(models))}
-	for _, m := range models {
-		owned := m.OwnedBy
-		if owned == "" {
-			owned = "tollgate"
-		}
-		var created int64
-		if !m.Created.IsZero() {
-			created = m.Created.Unix()
-		}
-		list.Data = append(list.Data, modelEntry{ID: m.ID, Object: "model", Created: created, OwnedBy: owned})
+	return translate.ModelsOpenAI
+}
+
+// modelsReply lists the models the key may use (GET /v1/models), in
+// OpenAI's list format (in Anthropic's when the client sent
+// anthropic-version).
+func modelsReply(ctx context.Context, s *stream) *apiReply {
+	return s.modelList(ctx, s.modelAPI())
+}
+
+// geminiModelsReply lists the models the key may use, as the Gemini API's
+// models.list does (GET /v1beta/models).
+func geminiModelsReply(ctx context.Context, s *stream) *apiReply {
+	return s.modelList(ctx, translate.ModelsGemini)
+}
+
+func (s *stream) modelList(ctx context.Context, api translate.ModelAPI) *apiReply {
+	body, err := translate.ModelListBody(api, s.p.cat.Models(ctx, s.principal))
+	return modelBodyReply(api, body, err)
+}
+
+// modelReply answers GET /v1/models/{id}: the model object of a model (or
+// alias) the key may use; 404 model_not_found otherwise, as OpenAI answers
+// for a model the account cannot see. With anthropic-version, Anthropic's
+// shapes; with a Gemini key (@google/genai with apiVersion v1), models.get.
+func modelReply(ctx context.Context, s *stream) *apiReply {
+	if s.googleKey {
+		return geminiModelReply(ctx, s)
 	}
-	slices.SortFunc(list.Data, func(a, b modelEntry) int { return strings.Compare(a.ID, b.ID) })
-	body, err := json.Marshal(list)
+	api := s.modelAPI()
+	path, _, _ := strings.Cut(s.path, "?")
+	id, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/models/"))
+	if s.method != http.MethodGet || err != nil || id == "" {
+		return modelErrorReply(api, translate.ErrModelURL(api, s.method, path))
+	}
+	return s.modelGet(ctx, api, id, "")
+}
+
+// geminiModelReply answers the Gemini API's models.get
+// (GET /v1beta/models/{model}): Google's 404 NOT_FOUND for a model the key
+// may not use, so a key learns nothing of them.
+func geminiModelReply(ctx context.Context, s *stream) *apiReply {
+	api := translate.ModelsGemini
+	path, _, _ := strings.Cut(s.path, "?")
+	version, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/models/")
+	id, err := url.PathUnescape(rest)
+	id = strings.TrimPrefix(id, "models/")
+	if err != nil || id == "" || strings.ContainsAny(id, "/:") {
+		return modelErrorReply(api, translate.ErrModelURL(api, s.method, path))
+	}
+	return s.modelGet(ctx, api, id, version)
+}
+
+// modelGet is the model object of id in api's shape when the key may use it
+// (listed, or an alias it resolves), else the API's 404 (version: the
+// Gemini API's).
+func (s *stream) modelGet(ctx context.Context, api translate.ModelAPI, id, version string) *apiReply {
+	info := translate.ModelInfo{ID: id, OwnedBy: "tollgate"}
+	found := false
+	for _, m := range s.p.cat.Models(ctx, s.principal) {
+		if m.ID == id {
+			info, found = m, true
+			break
+		}
+	}
+	if !found { // an alias, or a model the key may not use
+		if _, err := s.p.cat.Resolve(ctx, s.principal, id); err != nil {
+			if !errors.Is(err, ErrModelNotFound) && !errors.Is(err, ErrModelNotAllowed) {
+				return modelErrorReply(api, translate.ErrUnavailable())
+			}
+			return modelErrorReply(api, translate.ErrModelNotFound(api, id, version))
+		}
+	}
+	body, err := translate.ModelBody(api, info)
+	return modelBodyReply(api, body, err)
+}
+
+func modelErrorReply(api translate.ModelAPI, e *translate.APIError) *apiReply {
+	return &apiReply{Status: e.Status, Body: translate.ModelErrorBody(api, e)}
+}
+
+// modelBodyReply is a model reply's body, or the 500 of one that could not be
+// encoded.
+func modelBodyReply(api translate.ModelAPI, body []byte, err error) *apiReply {
 	if err != nil {
-		return &apiReply{Status: http.StatusInternalServerError, Body: (&translate.APIError{Status: 500, Type: translate.TypeServer, Message: "internal error"}).OpenAIBody()}
+		return modelErrorReply(api, &translate.APIError{Status: http.StatusInternalServerError, Type: translate.TypeServer, Message: "internal error"})
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
 }

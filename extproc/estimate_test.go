@@ -10,34 +10,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
 	"github.com/tollgate-ai/tollgate/kernel"
-	"github.com/tollgate-ai/tollgate/translate"
 )
-
-func TestPromptTextBytes(t *testing.T) {
-	tests := []struct {
-		name string
-		api  translate.API
-		body string
-		want int
-	}{
-		{"chat", translate.APIChat, `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say hello"}]}`, len("Be brief.") + len("Say hello")},
-		{"chat parts", translate.APIChat, `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"abc"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`, len("abc")},
-		{"anthropic system string", translate.APIMessages, `{"model":"m","system":"You are terse.","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, len("You are terse.") + len("hi")},
-		{"anthropic system blocks", translate.APIMessages, `{"model":"m","system":[{"type":"text","text":"sys"}],"messages":[{"role":"user","content":"hi"}]}`, len("sys") + len("hi")},
-		{"completions prompt", translate.APICompletions, `{"model":"m","prompt":"once upon a time"}`, len("once upon a time")},
-		{"completions prompt list", translate.APICompletions, `{"model":"m","prompt":["ab","cde"]}`, 5},
-		{"embeddings input", translate.APIEmbeddings, `{"model":"m","input":["one","three"]}`, 8},
-		{"tools", translate.APIChat, `{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 1 + len(`[{"type":"function"}]`)},
-		{"no text", translate.APIChat, `{"model":"m","stream":true}`, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in, err := translate.ParseRequest(tt.api, []byte(tt.body))
-			require.NoError(t, err)
-			require.Equal(t, int64(tt.want), promptTextBytes(in))
-		})
-	}
-}
 
 // TestNeverReachedProviderIsFree: the data plane could not connect to the
 // provider (its local reply goes through the response direction, as Envoy

@@ -305,7 +305,7 @@ func (s *stream) guardStream(ctx context.Context, out []byte, eos bool) []byte {
 	if err != nil && !gs.blocked {
 		s.streamError(err)
 		gs.blocked = true
-		dst = append(dst, s.errorEvent(s.guardError(GuardHit{Message: "The stream could not be checked by its guardrails."}))...)
+		dst = append(dst, translate.ErrorEvent(s.in.API, s.in.Path, s.tr, s.guardError(GuardHit{Message: "The stream could not be checked by its guardrails."}))...)
 	}
 	if dst == nil {
 		dst = []byte{}
@@ -382,7 +382,7 @@ func (s *stream) guardBlock(dst []byte, h GuardHit) []byte {
 	s.guard.blocked = true
 	s.guard.held = nil
 	s.guardLog("stream", []GuardHit{h})
-	return append(dst, s.errorEvent(s.guardError(h))...)
+	return append(dst, translate.ErrorEvent(s.in.API, s.in.Path, s.tr, s.guardError(h))...)
 }
 
 // streamText locates the text of one streamed event of api: the content of a

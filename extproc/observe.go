@@ -202,7 +202,7 @@ func (s *stream) fillReport() {
 			s.tryFallbackReason(r)
 		}
 	}
-	r.Retried = s.try != nil && s.try.retried
+	r.Retried = s.try != nil && s.try.Retried
 }
 
 // rejected records the error a request was refused with.
@@ -220,7 +220,7 @@ func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {
 
 // observed reports the finished request; called once, when the stream ends.
 func (s *stream) observed() {
-	if s.p.obs == nil || s.id == "" || s.try != nil && s.try.owned {
+	if s.p.obs == nil || s.id == "" || s.try != nil && s.try.Owned {
 		return // a router-level stream whose try reported the request
 	}
 	s.fillReport()

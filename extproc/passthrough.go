@@ -11,6 +11,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -87,7 +88,7 @@ func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, conte
 		return s.passthroughForward(ctx, pc, nil)
 	}
 	if contentLength > int64(s.p.maxBody) {
-		return s.reject(errTooLarge(s.p.maxBody))
+		return s.reject(translate.ErrTooLarge(s.p.maxBody))
 	}
 	return replyContinueRequestHeaders
 }
@@ -116,7 +117,7 @@ func passthroughError(provider, path string, err error) *translate.APIError {
 			Message: fmt.Sprintf("Provider `%s` cannot be passed through: %v", provider, err),
 		}
 	}
-	return errUnavailable()
+	return translate.ErrUnavailable()
 }
 
 // passthroughForward admits the request and sends it to the provider's
@@ -124,7 +125,7 @@ func passthroughError(provider, path string, err error) *translate.APIError {
 func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, body []byte) *extprocv3.ProcessingResponse {
 	provider, rest := passthroughSplit(s.path)
 	if s.googleKey { // the virtual key came as ?key=: not the provider's
-		rest = withoutQueryKey(rest)
+		rest = routing.WithoutQueryKey(rest)
 	}
 	model := translate.PassthroughModel(rest, body)
 	target, perCall, err := pc.PassthroughTarget(ctx, s.principal, provider, model)
@@ -155,7 +156,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced {

@@ -2,15 +2,10 @@ package extproc
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -54,39 +49,12 @@ import (
 // the retry token (routing.go).
 func WithPerTry() Option { return func(p *Processor) { p.perTry = true } }
 
-// tryState is a stream's part in per-try routing.
-type tryState struct {
-	router bool   // the router-level stream of a per-try group
-	owned  bool   // router: a try answered the request (it settled)
-	dep    string // upstream: the deployment this try landed on
-	// upstream: the reservation the router-level stream made, when this
-	// try adopts it.
-	res     *reserved // the router-level stream's reservation (nil: none)
-	retried bool      // a failed try the retry policy retries
-	order   int       // deployments in the try order (the chain's)
-	origin  tryOrigin // upstream: the request as it arrived (routing.go)
-	// upstream: the signed client header (pertry.go), whether it
-	// authenticated the try, and how the client sent its key.
-	client, beta      string // beta: the client's anthropic-beta
-	signed, googleKey bool
-}
-
-// reserved is the reservation the router-level stream hands to the first
-// try (envoy.ReservedHeader): its id and deployment, the output bound it
-// reserved and whether it lowered the client's, and the fallback reason
-// that brought it to its group ("" when none).
-type reserved struct {
-	id, dep, why string
-	max          int64
-	clamped      bool
-}
-
 // isTry reports whether the stream is an upstream try.
-func (s *stream) isTry() bool { return s.try != nil && s.try.dep != "" }
+func (s *stream) isTry() bool { return s.try != nil && s.try.Dep != "" }
 
 // isRouterTry reports whether the stream is the router-level stream of a
 // per-try route.
-func (s *stream) isRouterTry() bool { return s.try != nil && s.try.router }
+func (s *stream) isRouterTry() bool { return s.try != nil && s.try.Router }
 
 // readTryAttribute reads the deployment of an upstream try from the first
 // request message's attributes.
@@ -96,7 +64,7 @@ func (s *stream) readTryAttribute(req *extprocv3.ProcessingRequest) {
 	}
 	v := req.GetAttributes()["envoy.filters.http.ext_proc"].GetFields()[envoy.TryAttribute]
 	if dep := v.GetStringValue(); dep != "" {
-		s.try = &tryState{dep: dep}
+		s.try = &routing.Try{Dep: dep}
 	}
 }
 
@@ -108,9 +76,9 @@ func (s *stream) tryHeader(key, v string) {
 		// (pertry.go); allocated only when they are sent.
 		if (key == hdrClient || key == translate.HdrAnthropicBeta) && v != "" {
 			if s.try == nil {
-				s.try = &tryState{}
+				s.try = &routing.Try{}
 			}
-			s.try.setClientHeader(key, v)
+			setClientHeader(s.try, key, v)
 		}
 		return
 	}
@@ -120,17 +88,11 @@ func (s *stream) tryHeader(key, v string) {
 			s.att.N = n
 		}
 	case hdrClient, translate.HdrAnthropicBeta:
-		s.try.setClientHeader(key, v)
+		setClientHeader(s.try, key, v)
 	case envoy.ReservedHeader:
-		f := strings.Split(v, ";")
-		if len(f) != 5 || f[0] == "" {
-			return
+		if r := routing.ParseReserved(v); r != nil {
+			s.try.Res = r
 		}
-		n, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			return
-		}
-		s.try.res = &reserved{id: f[0], dep: f[1], max: n, clamped: f[3] == "1", why: f[4]}
 	}
 }
 
@@ -138,27 +100,27 @@ func (s *stream) tryHeader(key, v string) {
 // admitted takes the router's reservation and id; the others are
 // "ID-N-x" like retries (routing.go).
 func (s *stream) tryID() {
-	if !s.isTry() || s.try.res == nil {
+	if !s.isTry() || s.try.Res == nil {
 		return
 	}
 	if s.att.N <= 1 {
-		s.id = s.try.res.id
+		s.id = s.try.Res.ID
 		return
 	}
-	s.id = s.try.res.id + "-" + strconv.Itoa(s.att.N) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+	s.id = s.try.Res.ID + "-" + strconv.Itoa(s.att.N) + "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
 }
 
 // adopts reports whether this try takes over the router's reservation.
 func (s *stream) adopts() bool {
-	return s.isTry() && s.try.res != nil && s.att.N <= 1 && s.try.res.dep == s.try.dep
+	return s.isTry() && s.try.Res != nil && s.att.N <= 1 && s.try.Res.Dep == s.try.Dep
 }
 
 // resolveTry is resolve for an upstream try: the deployment it landed on,
 // found in the group the client asked for or in its fallback chain
 // (routing.Route.OpenTry).
 func (s *stream) resolveTry(ctx context.Context) (*translate.Target, error) {
-	d, order, err := s.rt.OpenTry(ctx, s.try.dep)
-	s.try.order = order
+	d, order, err := s.rt.OpenTry(ctx, s.try.Dep)
+	s.try.Order = order
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +130,7 @@ func (s *stream) resolveTry(ctx context.Context) (*translate.Target, error) {
 // adopt is admit for the try that takes over the router's reservation.
 func (s *stream) adopt() kernel.Decision {
 	s.rt.Admitted()
-	return kernel.Decision{Admitted: true, MaxTokens: s.try.res.max, Clamped: s.try.res.clamped}
+	return kernel.Decision{Admitted: true, MaxTokens: s.try.Res.Max, Clamped: s.try.Res.Clamped}
 }
 
 // routeTry ends the router-level stream's request phase: the request goes,
@@ -183,12 +145,9 @@ func (s *stream) routeTry(ctx context.Context, d kernel.Decision) *extprocv3.Pro
 	var vals [512]byte
 	l := headerList{kv: kvs[:0], vals: vals[:0]}
 	l = l.add(RouteHeader, envoy.TryKey(s.rt.Group().Name, s.target.Deployment, s.rt.TrySkip(ctx, s.target.Deployment)))
-	clamped := "0"
-	if d.Clamped {
-		clamped = "1"
-	}
 	_, why := s.rt.FallbackReason()
-	l = l.add(envoy.ReservedHeader, s.id+";"+s.target.Deployment+";"+strconv.FormatInt(d.MaxTokens, 10)+";"+clamped+";"+why)
+	res := routing.Reserved{ID: s.id, Dep: s.target.Deployment, Max: d.MaxTokens, Clamped: d.Clamped, Why: why}
+	l = l.add(envoy.ReservedHeader, res.Header())
 	if c := s.signedClient(); c != "" {
 		l = l.add(hdrClient, c)
 	}
@@ -211,7 +170,7 @@ var routerRemoved = []string{hdrRetry, hdrClient}
 func (s *stream) tryResponse(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		if hv.GetKey() == hdrAttempts {
-			s.try.owned, s.settled, s.admitted = true, true, false
+			s.try.Owned, s.settled, s.admitted = true, true, false
 			pr, _ := s.newResponseHeadersReply()
 			pr.ModeOverride = modeBodyNone
 			return pr
@@ -238,7 +197,7 @@ func (s *stream) routesPerTry() bool {
 		return false
 	}
 	beta := s.clientBeta()
-	s.try = &tryState{router: true, beta: beta}
+	s.try = &routing.Try{Router: true, Beta: beta}
 	return true
 }
 
@@ -250,7 +209,7 @@ func (s *stream) tryRetried(status int) {
 	if !s.isTry() || s.rt == nil {
 		return
 	}
-	s.try.retried = s.rt.TryRetried(s.att.Number(), s.try.order, status)
+	s.try.Retried = s.rt.TryRetried(s.att.Number(), s.try.Order, status)
 }
 
 // tryFallbackReason is a try's Report.FallbackReason on a fallback group:
@@ -262,8 +221,8 @@ func (s *stream) tryFallbackReason(r *Report) {
 	}
 	if s.att.N > 1 {
 		r.FallbackReason = routing.FallbackFailed
-	} else if s.try.res != nil && s.try.res.why != "" {
-		r.FallbackReason = s.try.res.why
+	} else if s.try.Res != nil && s.try.Res.Why != "" {
+		r.FallbackReason = s.try.Res.Why
 	}
 }
 
@@ -289,28 +248,15 @@ func (s *stream) tryEndedUnanswered(ctx context.Context) {
 // provider's credential instead of the client's key, the translated :path,
 // provider headers. The router-level stream therefore writes hdrClient
 // (always: a client's own is removed first) with what a try needs of the
-// client's request:
-//
-//	base64url(key id NUL expiry NUL path NUL customer NUL anthropic-version
-//	          NUL anthropic-beta NUL traceparent NUL flags) "." base64url(mac)
-//
-// mac is HMAC-SHA256 over the payload keyed by the key that signs retry
-// tokens (routing.go): every replica on one store shares it (WithTokenKey),
-// a client at the data plane or an attacker at the ext_proc port does not
-// have it. The try then looks the key up by id (KeyLookup), so a key
-// revoked or expired since is refused. The path loses
-// a ?key= (the client's Gemini key): the header reaches the provider, to
-// which it is opaque. A try authenticates from a valid header; without one
-// (a router-level stream of an older processor, a catalog without
-// KeyLookup) it authenticates the client's credential as before; an
-// invalid or expired one is a 401.
+// client's request (routing.ClientFields), signed with the key that signs
+// retry tokens (routing.SignClient). The try then looks the key up by id
+// (KeyLookup), so a key revoked or expired since is refused. A try
+// authenticates from a valid header; without one (a router-level stream of
+// an older processor, a catalog without KeyLookup) it authenticates the
+// client's credential as before; an invalid or expired one is a 401.
 
 // hdrClient carries the signed client header.
 const hdrClient = "x-tollgate-client"
-
-// clientHeaderTTL bounds how long a signed client header is honoured: a
-// retry comes within the route's timeout (10 minutes by default).
-const clientHeaderTTL = time.Hour
 
 // KeyLookup is the optional part of a Catalog that per-try routing's signed
 // client header needs. Without it tries authenticate the client's
@@ -322,39 +268,17 @@ type KeyLookup interface {
 	KeyByID(ctx context.Context, id string) (*Principal, error)
 }
 
-// clientFields are the client's request values a signed header carries.
-type clientFields struct {
-	keyID, path, customer, version, beta, traceparent string
-	expires                                           int64
-	googleKey                                         bool
-}
-
-// nClientFields is the number of fields of a signed client header.
-const nClientFields = 8
-
 // signedClient is the router-level stream's hdrClient value ("" when the
 // catalog cannot sign: tries then authenticate the client's credential).
 func (s *stream) signedClient() string {
 	if _, ok := s.p.cat.(KeyLookup); !ok || s.principal == nil || s.principal.KeyID == "" {
 		return ""
 	}
-	flags := ""
-	if s.googleKey {
-		flags = "g"
-	}
-	payload := strings.Join([]string{
-		s.principal.KeyID, strconv.FormatInt(s.p.now().Add(clientHeaderTTL).Unix(), 10),
-		withoutQueryKey(s.path), s.customerHdr, s.anthropicVersion, s.clientBeta(),
-		s.report.ClientTraceparent, flags,
-	}, "\x00")
-	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + clientMAC(s.p.retryKey, payload)
-}
-
-// clientMAC signs a client header's payload with key.
-func clientMAC(key []byte, payload string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return routing.SignClient(s.p.retryKey, routing.ClientFields{
+		KeyID: s.principal.KeyID, Expires: s.p.now().Add(routing.ClientHeaderTTL).Unix(),
+		Path: s.path, Customer: s.customerHdr, Version: s.anthropicVersion, Beta: s.clientBeta(),
+		Traceparent: s.report.ClientTraceparent, GoogleKey: s.googleKey,
+	})
 }
 
 // readTryClient authenticates an upstream try from its signed client
@@ -367,70 +291,34 @@ func clientMAC(key []byte, payload string) string {
 // a provider's credential, so a token attempt (its token is the
 // processor's own) also authenticates from the signed header it carries.
 func (s *stream) readTryClient(ctx context.Context, path **corev3.HeaderValue) *translate.APIError {
-	if s.try == nil || s.try.client == "" || !s.isTry() && s.att.N <= 1 {
+	if s.try == nil || s.try.Client == "" || !s.isTry() && s.att.N <= 1 {
 		return nil
 	}
 	kl, ok := s.p.cat.(KeyLookup)
 	if !ok {
 		return nil
 	}
-	f, payload, mac, ok := parseClientHeader(s.try.client)
-	if !ok || f.expires < s.p.now().Unix() || !hmac.Equal([]byte(clientMAC(s.p.retryKey, payload)), []byte(mac)) {
-		return errClientHeader()
+	f, ok := routing.ParseClient(s.p.retryKey, s.try.Client, s.p.now())
+	if !ok {
+		return translate.ErrClientHeader()
 	}
-	pr, err := kl.KeyByID(ctx, f.keyID)
+	pr, err := kl.KeyByID(ctx, f.KeyID)
 	if err != nil || pr == nil {
-		return errClientHeader()
+		return translate.ErrClientHeader()
 	}
-	s.principal, s.try.signed = pr, true
-	*path = &corev3.HeaderValue{Key: ":path", RawValue: []byte(f.path)}
-	s.customerHdr, s.anthropicVersion, s.try.beta = f.customer, f.version, f.beta
-	s.report.ClientTraceparent = f.traceparent
-	s.try.googleKey = f.googleKey
+	s.principal, s.try.Signed = pr, true
+	*path = &corev3.HeaderValue{Key: ":path", RawValue: []byte(f.Path)}
+	s.customerHdr, s.anthropicVersion, s.try.Beta = f.Customer, f.Version, f.Beta
+	s.report.ClientTraceparent = f.Traceparent
+	s.try.GoogleKey = f.GoogleKey
 	return nil
-}
-
-// parseClientHeader splits a signed client header into its fields, its
-// payload and its mac.
-func parseClientHeader(v string) (f clientFields, payload, mac string, ok bool) {
-	enc, mac, found := strings.Cut(v, ".")
-	if !found || mac == "" {
-		return f, "", "", false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil {
-		return f, "", "", false
-	}
-	payload = string(raw)
-	p := strings.Split(payload, "\x00")
-	if len(p) != nClientFields || p[0] == "" || !strings.HasPrefix(p[2], "/") {
-		return f, "", "", false
-	}
-	exp, err := strconv.ParseInt(p[1], 10, 64)
-	if err != nil {
-		return f, "", "", false
-	}
-	f = clientFields{
-		keyID: p[0], expires: exp, path: p[2], customer: p[3], version: p[4], beta: p[5],
-		traceparent: p[6], googleKey: p[7] == "g",
-	}
-	return f, payload, mac, true
-}
-
-// errClientHeader refuses a try whose signed client header does not check
-// (forged, expired, or its key revoked since).
-func errClientHeader() *translate.APIError {
-	return &translate.APIError{
-		Status: 401, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
-		Message: "Invalid API key: it is unknown, expired or revoked.",
-	}
 }
 
 // authenticate is Catalog.Authenticate, or the principal a try's signed
 // client header gave.
 func (s *stream) authenticate(ctx context.Context, secret string) (*Principal, error) {
 	if s.signedTry() {
-		s.googleKey = s.try.googleKey
+		s.googleKey = s.try.GoogleKey
 		return s.principal, nil
 	}
 	return s.p.cat.Authenticate(ctx, secret)
@@ -438,25 +326,7 @@ func (s *stream) authenticate(ctx context.Context, secret string) (*Principal, e
 
 // signedTry reports whether a signed client header authenticated this try
 // (or token attempt).
-func (s *stream) signedTry() bool { return s.try != nil && s.try.signed }
-
-// withoutQueryKey is path without its key query parameter (a Gemini
-// client's secret must not travel in the client header).
-func withoutQueryKey(path string) string {
-	p, q, ok := strings.Cut(path, "?")
-	if !ok || !strings.Contains(q, "key=") {
-		return path
-	}
-	v, err := url.ParseQuery(q)
-	if err != nil {
-		return p
-	}
-	v.Del("key")
-	if len(v) == 0 {
-		return p
-	}
-	return p + "?" + v.Encode()
-}
+func (s *stream) signedTry() bool { return s.try != nil && s.try.Signed }
 
 // providerHeaders are every header a try may set for any provider kind
 // (the translators' credentials and versions, the signers', the tracer's):
@@ -501,11 +371,11 @@ func (l headerList) has(key string) bool {
 }
 
 // setClientHeader keeps the client header or the client's anthropic-beta.
-func (t *tryState) setClientHeader(key, v string) {
+func setClientHeader(t *routing.Try, key, v string) {
 	if key == hdrClient {
-		t.client = v
+		t.Client = v
 	} else {
-		t.beta = v
+		t.Beta = v
 	}
 }
 
@@ -514,5 +384,5 @@ func (s *stream) clientBeta() string {
 	if s.try == nil {
 		return ""
 	}
-	return s.try.beta
+	return s.try.Beta
 }

@@ -127,19 +127,8 @@ func TestPerTryClientHeaderIsChecked(t *testing.T) {
 		"no header: the client's credential, as before")
 	require.Equal(t, 401, try("", provider).Status, "no header and no client key")
 
-	clk.advance(clientHeaderTTL + time.Minute)
+	clk.advance(routing.ClientHeaderTTL + time.Minute)
 	require.Equal(t, 401, try(signed, provider).Status, "expired")
-}
-
-func TestWithoutQueryKey(t *testing.T) {
-	for in, want := range map[string]string{
-		"/v1beta/models/g:generateContent":                          "/v1beta/models/g:generateContent",
-		"/v1beta/models/g:generateContent?key=SECRET":               "/v1beta/models/g:generateContent",
-		"/v1beta/models/g:streamGenerateContent?alt=sse&key=SECRET": "/v1beta/models/g:streamGenerateContent?alt=sse",
-		"/v1/chat/completions?monkey=1":                             "/v1/chat/completions?monkey=1",
-	} {
-		require.Equal(t, want, withoutQueryKey(in), in)
-	}
 }
 
 // TestFallbackRedirectOfALaterTry: the first try fails with a 503 and is

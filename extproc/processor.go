@@ -69,7 +69,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		shutdownTimeout: 30 * time.Second,
 		health:          health.NewServer(),
 		router:          routing.NewRouter(),
-		retryKey:        newRetryKey(),
+		retryKey:        routing.NewTokenKey(),
 	}
 	for _, o := range opts {
 		o(p)
@@ -220,7 +220,7 @@ type stream struct {
 	rt           *routing.Route // routing state when the catalog routes by group (&rtState)
 	rtState      routing.Route
 	att          routing.Attempt // which attempt this stream is (routing.go)
-	try          *tryState       // its part in per-try routing, nil: none (pertry.go)
+	try          *routing.Try    // its part in per-try routing, nil: none (pertry.go)
 	lent         *pooledReply    // the reply being built, from the pool (replies.go)
 	upRetryAfter time.Duration   // a 429's retry-after
 	tr           translate.Translator
@@ -380,7 +380,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			})
 		}
 		s.p.log.Warn("authenticate failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	s.principal = pr
 	if ep.API == translate.APIPassthrough { // passthrough.go
@@ -401,7 +401,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		return s.reject(translate.ErrInvalidRequest("The request has no body: send a JSON object.", ""))
 	}
 	if n, err := headerInt(contentLength); err == nil && n > int64(s.p.maxBody) {
-		return s.reject(errTooLarge(s.p.maxBody))
+		return s.reject(translate.ErrTooLarge(s.p.maxBody))
 	}
 	return replyContinueRequestHeaders
 }
@@ -423,7 +423,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	body := b.GetBody()
 	if len(body) > s.p.maxBody && !s.ep.Multipart { // an upload's first bytes may pass the limit by a chunk
-		return s.reject(errTooLarge(s.p.maxBody))
+		return s.reject(translate.ErrTooLarge(s.p.maxBody))
 	}
 	if s.ep.API == translate.APIPassthrough {
 		return s.passthroughBody(ctx, body)
@@ -448,8 +448,8 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	in.ReplyInPlace = s.lendsBodies
 	in.AnthropicVersion, in.RequestID = s.anthropicVersion, s.id
 	s.promptBytes = int64(len(body))
-	s.promptText = promptTextBytes(in)
-	if in.Stream && s.p.cp != nil && reasoningAsked(body) {
+	s.promptText = translate.PromptTextBytes(in)
+	if in.Stream && s.p.cp != nil && translate.ReasoningAsked(body) {
 		s.ckReasoning = 2 // estimate.go: the body is not kept
 	}
 	if e := s.pinPrevious(ctx, body); e != nil { // responses_owner.go
@@ -511,18 +511,18 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
 	} else {
-		reserveChoices(areq, choices) // n × the output bound (estimate.go)
+		kernel.ReserveChoices(areq, choices) // n × the output bound
 	}
 	s.priceUnits(areq) // units.go: per unit (routing.go again for each candidate)
 	s.mark(&s.report.AdmitStart)
 	d, err := s.admit(ctx, areq)
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
-		return s.reject(errUnavailable())
+		return s.reject(translate.ErrUnavailable())
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced { // upstream.go: name the missing price
-			return s.reject(unpricedError(s.target, d))
+			return s.reject(translate.ErrUnpriced(s.target, d))
 		}
 		return s.reject(s.refused(d, in.Model))
 	}
@@ -536,9 +536,9 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		// the kernel lowered it, and when the client gave none while a strict
 		// budget applies (else the provider's own default could exceed it).
 		// Each of the request's choices gets an equal share.
-		if in.ClampMaxTokens = perChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
+		if in.ClampMaxTokens = kernel.PerChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
-			return s.reject(decisionError(budgetRefusal(scopes), in.Model))
+			return s.reject(decisionError(kernel.BudgetRefusal(scopes), in.Model))
 		}
 	}
 	if s.routesPerTry() {
@@ -938,21 +938,6 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	return &x.pr
 }
 
-func errUnavailable() *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusServiceUnavailable, Type: translate.TypeServer, Code: translate.CodeUnavailable,
-		Message: "The gateway cannot check limits and budgets right now; retry shortly.",
-		Headers: retryAfterHeaders(time.Second), // counters or configuration briefly out of reach
-	}
-}
-
-func errTooLarge(limit int) *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusRequestEntityTooLarge, Type: translate.TypeInvalidRequest, Code: translate.CodeTooLarge,
-		Message: fmt.Sprintf("The request body is larger than the gateway's limit of %d bytes.", limit),
-	}
-}
-
 // resolveError maps a Catalog.Resolve error.
 func resolveError(id string, log *slog.Logger, model string, err error) *translate.APIError {
 	switch {
@@ -962,7 +947,7 @@ func resolveError(id string, log *slog.Logger, model string, err error) *transla
 			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
 		}
 	case routing.AsUnavailable(err) != nil:
-		return unavailableReply(model, nil, routing.AsUnavailable(err).RetryAfter)
+		return translate.ErrNoDeployment(model, nil, routing.AsUnavailable(err).RetryAfter)
 	case err == nil || errors.Is(err, ErrModelNotFound):
 		return &translate.APIError{
 			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",
@@ -1000,7 +985,7 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
 		}
 	case kernel.ReasonUnpriced:
-		return unpricedError(&translate.Target{Model: model, ProviderModel: model}, d)
+		return translate.ErrUnpriced(&translate.Target{Model: model, ProviderModel: model}, d)
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
 		what, typ := "requests per minute", "requests"
 		switch d.Reason {
@@ -1013,7 +998,7 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Status: http.StatusTooManyRequests, Type: typ, Code: translate.CodeRateLimit,
 			Message: fmt.Sprintf("Rate limit reached for the %s: %s.", scope, what),
 		}
-		e.Headers = append(retryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
+		e.Headers = append(translate.RetryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
 		return e
 	default: // ReasonDuplicate or unknown: a gateway fault, not the client's
 		return &translate.APIError{

@@ -203,7 +203,7 @@ func TestModels(t *testing.T) {
 	require.Empty(t, up.got)
 
 	resp = e.do(t, get("/v1/models", clientKey), nil)
-	var list modelList
+	var list struct{ Data []json.RawMessage }
 	require.NoError(t, json.Unmarshal(resp.Body, &list))
 	require.Len(t, list.Data, len(e.cat.targets))
 

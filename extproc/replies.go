@@ -426,8 +426,6 @@ const (
 	hdrCost          = "x-tollgate-cost"
 	hdrContentLength = "content-length"
 	hdrContentType   = "content-type"
-	hdrRetryAfter    = "retry-after"
-	hdrRetryAfterMs  = "retry-after-ms"
 )
 
 // clientCredentialHeaders are removed from every request sent upstream.
@@ -592,18 +590,12 @@ func formatReset(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// retryAfterHeaders renders retry-after (whole seconds, rounded up, ≥ 1) and
-// retry-after-ms (read by OpenAI's SDKs).
-func retryAfterHeaders(d time.Duration) [][2]string {
-	if d <= 0 {
-		return nil
-	}
-	secs := int64((d + time.Second - 1) / time.Second)
-	return [][2]string{
-		{hdrRetryAfter, strconv.FormatInt(max(secs, 1), 10)},
-		{hdrRetryAfterMs, strconv.FormatInt(max(d.Milliseconds(), 1), 10)},
-	}
-}
+// errUnavailable and retryAfterHeaders are translate's, named here for the
+// Responses store's files until they leave the package (#35).
+var (
+	errUnavailable    = translate.ErrUnavailable
+	retryAfterHeaders = translate.RetryAfterHeaders
+)
 
 // upstreamStreams reports whether a 2xx reply's content type is a stream the
 // translators read incrementally: SSE, or an AWS event stream (Bedrock's

@@ -2,10 +2,6 @@ package extproc
 
 import (
 	"context"
-	"crypto/hmac"
-	crand "crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,7 +96,7 @@ const hdrDeployment = "x-tollgate-deployment"
 // candidate's, since admit moves on while one is left) is the model's 429.
 func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	if d.Scope.Kind == kernel.ScopeDeployment {
-		return unavailableReply(model, &d, 0)
+		return translate.ErrNoDeployment(model, &d, 0)
 	}
 	return decisionError(d, model)
 }
@@ -168,7 +164,7 @@ func (s *stream) observeResponse(h *extprocv3.HttpHeaders) {
 	var retryAfter time.Duration
 	if s.status == 429 {
 		for _, hv := range h.GetHeaders().GetHeaders() {
-			if hv.GetKey() == hdrRetryAfter {
+			if hv.GetKey() == translate.HdrRetryAfter {
 				retryAfter = routing.ParseRetryAfter(headerValue(hv), now)
 			}
 		}
@@ -188,24 +184,6 @@ func (s *stream) doneRouting(u kernel.Usage) {
 		return
 	}
 	s.rt.Done(u.Total())
-}
-
-// unavailableReply is the client error when no deployment can take the
-// request: 429 when every one is at its rpm/tpm quota, 503 when they are
-// cooling down (retry-after: the soonest end).
-func unavailableReply(model string, d *kernel.Decision, retryAfter time.Duration) *translate.APIError {
-	if d != nil {
-		e := &translate.APIError{
-			Status: 429, Type: "requests", Code: translate.CodeRateLimit,
-			Message: "Rate limit reached for every deployment of the model `" + model + "`: the providers' quotas are used up for this minute.",
-		}
-		e.Headers = retryAfterHeaders(d.RetryAfter)
-		return e
-	}
-	e := errUnavailable()
-	e.Message = "No deployment of the model `" + model + "` is available right now: every one is cooling down after failures."
-	e.Headers = retryAfterHeaders(retryAfter)
-	return e
 }
 
 // Retrying a failed attempt on another deployment (docs/envoy.md, "Retries").
@@ -246,35 +224,12 @@ const (
 	hdrAttempts   = "x-tollgate-attempts"
 )
 
-// retryKey signs this processor's retry tokens, so a client cannot make one
-// up. A gateway gives its replicas one shared key (WithTokenKey, from the
-// store); a processor without one signs with this random key, and a token
-// from another processor is then ignored (routed as a first attempt).
-func newRetryKey() []byte {
-	k := make([]byte, 32)
-	_, _ = crand.Read(k)
-	return k
-}
-
-func (p *Processor) signToken(payload string) string {
-	m := hmac.New(sha256.New, p.retryKey)
-	m.Write([]byte(payload))
-	return payload + "&s=" + hex.EncodeToString(m.Sum(nil)[:16])
-}
-
-// parseRetry reads a retry token; the zero attempt when it is not valid.
-func (p *Processor) parseRetry(v string) routing.Attempt {
-	payload, sig, ok := strings.Cut(v, "&s=")
-	if !ok || !hmac.Equal([]byte(p.signToken(payload)), []byte(v)) || sig == "" {
-		return routing.Attempt{}
-	}
-	a, _ := routing.ParseAttempt(payload)
-	return a
-}
-
-// retryHeader reads the request's retry token (request headers).
+// retryHeader reads the request's retry token (request headers). A gateway
+// gives its replicas one shared key (WithTokenKey, from the store); a
+// processor without one signs with a random key (routing.NewTokenKey), and a
+// token from another processor is then ignored (routed as a first attempt).
 func (s *stream) retryHeader(v string) {
-	s.att = s.p.parseRetry(v)
+	s.att = routing.ParseToken(s.p.retryKey, v)
 	if s.att.N > 1 {
 		// The first attempt's id, the attempt number, and this stream's own
 		// id's last part: unique even when a token is replayed (the ledger
@@ -310,11 +265,11 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	}
 	if next.Orig == "" {
 		next.Orig = s.id
-		if s.isTry() && s.try.res != nil {
-			next.Orig = s.try.res.id // the request's id, not this try's
+		if s.isTry() && s.try.Res != nil {
+			next.Orig = s.try.Res.ID // the request's id, not this try's
 		}
 	}
-	token := s.p.signToken(next.Payload())
+	token := routing.SignToken(s.p.retryKey, next.Payload())
 	if s.isTry() {
 		return s.fallbackRedirect(token)
 	}
@@ -352,39 +307,32 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 // try that adopted it (finish); the redirected request is admitted afresh on
 // the fallback (a strict budget refuses one it cannot cover).
 
-// tryOrigin is what a try keeps of the request as it arrived, for a
-// fallback redirect: the URL and the client's values of the copied headers.
-type tryOrigin struct {
-	scheme, authority string
-	copied            [][2]string
-}
-
 // readTryOrigin keeps the URL parts and the copied headers of an upstream
 // try's request (the path is s.path).
 func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 	if !s.isTry() {
 		return
 	}
-	o := &s.try.origin
+	o := &s.try.Origin
 	// A retry's map holds the previous try's values of the copied headers
 	// (a provider's credential): the redirect then removes them, and the
 	// token attempt authenticates from the signed client header, which
 	// stays in the map (pertry.go).
-	later := s.try.signed && s.att.N > 1
+	later := s.try.Signed && s.att.N > 1
 	for _, hv := range h.GetHeaders() {
 		switch k := hv.GetKey(); {
 		case k == ":scheme":
-			o.scheme = headerValue(hv)
+			o.Scheme = headerValue(hv)
 		case k == ":authority":
-			o.authority = headerValue(hv)
+			o.Authority = headerValue(hv)
 		case !later && k != hdrRetry && slices.Contains(envoy.FallbackCopiedHeaders, k):
-			o.copied = append(o.copied, [2]string{k, headerValue(hv)})
+			o.Copied = append(o.Copied, [2]string{k, headerValue(hv)})
 		}
 	}
 	if later {
 		for _, kv := range [...][2]string{{hdrCustomer, s.customerHdr}, {translate.HdrAnthropicVersion, s.anthropicVersion}} {
 			if kv[1] != "" {
-				o.copied = append(o.copied, kv)
+				o.Copied = append(o.Copied, kv)
 			}
 		}
 	}
@@ -393,22 +341,22 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 // fallbackRedirect is the reply headers of a try redirected to a fallback
 // group with token.
 func (s *stream) fallbackRedirect(token string) [][2]string {
-	o := &s.try.origin
-	scheme := o.scheme
+	o := &s.try.Origin
+	scheme := o.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
-	authority := o.authority
+	authority := o.Authority
 	if authority == "" {
 		authority = "tollgate"
 	}
-	out := make([][2]string, 0, 3+len(o.copied))
+	out := make([][2]string, 0, 3+len(o.Copied))
 	out = append(out,
 		[2]string{":status", strconv.Itoa(envoy.FallbackRedirectStatus)},
 		[2]string{"location", scheme + "://" + authority + s.path},
 		[2]string{hdrRetry, token},
 	)
-	return append(out, o.copied...)
+	return append(out, o.Copied...)
 }
 
 // redirectRemoved is what a try removes from its response headers: a

@@ -41,24 +41,6 @@ func TestStreamCutAnsweredWithAnErrorEvent(t *testing.T) {
 	}
 }
 
-// TestCutEventShapes: the event that ends a cut stream, per client API.
-func TestCutEventShapes(t *testing.T) {
-	for _, tc := range []struct {
-		api  translate.API
-		path string
-		want string
-	}{
-		{translate.APIChat, "", `data: {"error":{"message":"the provider's stream was cut before its end; the reply is incomplete","type":"server_error","param":null,"code":"upstream_reset"}}` + "\n\n"},
-		{translate.APIResponses, "", "event: error\n" + `data: {"type":"error","code":"upstream_reset","message":"the provider's stream was cut before its end; the reply is incomplete","param":null}` + "\n\n"},
-		{translate.APIMessages, "", "event: error\n" + `data: {"type":"error","error":{"type":"api_error","message":"the provider's stream was cut before its end; the reply is incomplete"}}` + "\n\n"},
-		{translate.APIGeminiGenerate, "/v1beta/models/m:streamGenerateContent?alt=sse", `data: {"error":{"code":502,"message":"the provider's stream was cut before its end; the reply is incomplete","status":"INTERNAL"}}` + "\n\n"},
-		{translate.APIGeminiGenerate, "/v1beta/models/m:streamGenerateContent", ""}, // a JSON array: no SSE event to send
-	} {
-		s := &stream{in: &translate.Inbound{API: tc.api, Path: tc.path}, tr: new(translate.ChatOpenAI)}
-		require.Equal(t, tc.want, string(s.cutEvent()), "%s %s", tc.api, tc.path)
-	}
-}
-
 // resetStream is a chat stream the upstream resets before its usage event:
 // the upstream's answer, the bytes it sent, and the client's request.
 func resetStream() (r *extprocfiltertest.UpstreamResponse, sent, req string) {

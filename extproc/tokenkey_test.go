@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // A retry token issued by one processor is honoured by another that shares
@@ -16,16 +18,16 @@ func TestRetryTokenAcrossProcessors(t *testing.T) {
 	other := New(nil, nil)
 	unset := New(nil, nil, WithTokenKey(nil))
 
-	tok := a.signToken("a=2&m=3&g=big&r=req-1")
-	got := b.parseRetry(tok)
+	tok := routing.SignToken(a.retryKey, "a=2&m=3&g=big&r=req-1")
+	got := routing.ParseToken(b.retryKey, tok)
 	require.Equal(t, 2, got.N)
 	require.Equal(t, "big", got.Group)
 	require.Equal(t, "req-1", got.Orig)
 
-	require.Zero(t, other.parseRetry(tok).N, "another key: routed as a first attempt")
-	require.Zero(t, unset.parseRetry(tok).N)
+	require.Zero(t, routing.ParseToken(other.retryKey, tok).N, "another key: routed as a first attempt")
+	require.Zero(t, routing.ParseToken(unset.retryKey, tok).N)
 	require.NotEmpty(t, unset.retryKey, "no key given: a random one")
 	forged := []byte(tok)
 	forged[len(forged)-1] ^= 1
-	require.Zero(t, b.parseRetry(string(forged)).N, "a forged signature")
+	require.Zero(t, routing.ParseToken(b.retryKey, string(forged)).N, "a forged signature")
 }

@@ -2,11 +2,7 @@ package extproc
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
@@ -33,9 +29,6 @@ import (
 // attrCodeDetails is Envoy's attribute for why a response ended the way it did.
 const attrCodeDetails = "response.code_details"
 
-// codeUpstreamReset is the error code of the event that ends a cut stream.
-const codeUpstreamReset = "upstream_reset"
-
 // cutDetails is the response.code_details a body message carries: set only
 // on the last message of a stream the upstream cut ("" otherwise).
 func cutDetails(req *extprocv3.ProcessingRequest) string {
@@ -55,7 +48,7 @@ func (s *stream) responseCut(ctx context.Context, b *extprocv3.HttpBody, details
 	}
 	u, reported := s.tr.StreamUsage()
 	s.settle(ctx, kernel.StatusAborted, s.status, u, reported)
-	ev := s.cutEvent()
+	ev := translate.ErrorEvent(s.in.API, s.in.Path, s.tr, translate.ErrStreamCut())
 	if ev == nil {
 		return replyContinueResponseBody
 	}
@@ -63,49 +56,6 @@ func (s *stream) responseCut(ctx context.Context, b *extprocv3.HttpBody, details
 		s.p.log.Debug("stream cut by the upstream", "request_id", s.id, "details", details)
 	}
 	return s.newChunkReply(ev)
-}
-
-// cutEvent is the SSE event that tells the client its stream broke off, in
-// the shape its API streams errors: OpenAI chat and completions a data line
-// with {"error":{…}}, the Responses API an "error" event, Anthropic an
-// "event: error" with its error envelope, the Gemini API (alt=sse) a data
-// line with Google's {"error":{…}}. nil for a Gemini JSON-array stream.
-func (s *stream) cutEvent() []byte {
-	return s.errorEvent(&translate.APIError{
-		Status: http.StatusBadGateway, Type: translate.TypeServer, Code: codeUpstreamReset,
-		Message: "the provider's stream was cut before its end; the reply is incomplete",
-	})
-}
-
-// errorEvent is e as the SSE event that ends a stream in the client's API
-// (see cutEvent).
-func (s *stream) errorEvent(e *translate.APIError) []byte {
-	switch s.in.API {
-	case translate.APIResponses:
-		ev := struct {
-			Type    string  `json:"type"`
-			Code    string  `json:"code"`
-			Message string  `json:"message"`
-			Param   *string `json:"param"`
-			Seq     *int64  `json:"sequence_number,omitempty"`
-		}{Type: "error", Code: e.Code, Message: e.Message}
-		if sq, ok := s.tr.(translate.Sequencer); ok {
-			if n, ok := sq.NextSequence(); ok {
-				ev.Seq = &n
-			}
-		}
-		b, _ := json.Marshal(ev) // strings and ints only
-		return translate.AppendSSEEvent(nil, "error", b)
-	case translate.APIMessages:
-		return translate.AppendSSEEvent(nil, "error", translate.AnthropicErrorBody(e))
-	case translate.APIGeminiGenerate:
-		if !strings.Contains(s.in.Path, "alt=sse") {
-			return nil
-		}
-		return translate.AppendSSEEvent(nil, "", translate.GeminiErrorBody(e))
-	default:
-		return translate.AppendSSEEvent(nil, "", e.OpenAIBody())
-	}
 }
 
 // A provider that refuses the gateway's credential (401, or 403 that is not
@@ -119,9 +69,6 @@ func (s *stream) errorEvent(e *translate.APIError) []byte {
 // (classify), and a 401 counts towards the deployment's cooldown (allowed
 // fails; Router.observe sees only the status, and a 403 may be a
 // content-policy refusal).
-
-// Error type and code of a provider refusing the gateway's credential.
-const typeUpstreamAuth = "upstream_auth_error"
 
 // upstreamAuthFailure reports whether an attempt's status says the provider
 // refused the gateway's credential.
@@ -137,12 +84,7 @@ func (s *stream) upstreamError(body []byte) ([]byte, int) {
 	if !upstreamAuthFailure(s.status, body) {
 		return s.tr.Error(s.status, body), 0
 	}
-	e := &translate.APIError{
-		Status: http.StatusBadGateway, Type: typeUpstreamAuth, Code: typeUpstreamAuth,
-		Message: "The provider of deployment `" + s.target.Deployment + "` rejected the gateway's credentials (HTTP " +
-			strconv.Itoa(s.status) + "). Your API key is fine; the gateway's operator must fix this deployment's credential.",
-	}
-	return s.ep.errorBody(e), http.StatusBadGateway
+	return s.ep.errorBody(translate.ErrUpstreamAuth(s.target.Deployment, s.status)), http.StatusBadGateway
 }
 
 // upstreamAuthNoBody turns a provider's 401/403 that has no body at all (its
@@ -181,28 +123,4 @@ func (s *stream) signOutbound(ctx context.Context, out *translate.Outbound) erro
 	}
 	out.Headers = append(out.Headers, h...)
 	return nil
-}
-
-// unpricedError is the refusal of a model without a price under a strict
-// budget (kernel.ReasonUnpriced), before any provider call: HTTP 400 (a retry
-// cannot help, an operator must act), type invalid_request_error, code
-// model_price_missing, naming the model the price is missing for and the
-// scope whose budget could not be enforced. The endpoint renders it in its
-// API's error shape (OpenAI, Anthropic, Gemini).
-func unpricedError(t *translate.Target, d kernel.Decision) *translate.APIError {
-	name := t.ProviderModel
-	if name == "" {
-		name = t.Model
-	}
-	what := fmt.Sprintf("The model `%s`", name)
-	if t.Model != "" && t.Model != name {
-		what = fmt.Sprintf("The model `%s` (served as `%s`)", t.Model, name)
-	}
-	msg := fmt.Sprintf("%s has no price, so the %s's budget cannot be enforced: the gateway refuses it "+
-		"rather than charge $0. An operator must set its price (tollgate price set %s …) or declare "+
-		"the deployment free (--free).", what, d.Scope.Noun(), name)
-	return &translate.APIError{
-		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: translate.CodeModelUnpriced, Param: "model",
-		Message: msg,
-	}
 }

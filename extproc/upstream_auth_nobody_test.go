@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/routing"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // emptyAuthFailure is a provider's 401/403 with no body at all and no
@@ -114,9 +115,9 @@ func readOpenAIError(t *testing.T, b []byte) (string, string) {
 		}
 	}
 	require.NoError(t, json.Unmarshal(b, &env), string(b))
-	require.Equal(t, typeUpstreamAuth, env.Error.Type)
+	require.Equal(t, translate.TypeUpstreamAuth, env.Error.Type)
 	require.NotNil(t, env.Error.Code)
-	require.Equal(t, typeUpstreamAuth, *env.Error.Code)
+	require.Equal(t, translate.TypeUpstreamAuth, *env.Error.Code)
 	return env.Error.Message, env.Error.Type
 }
 

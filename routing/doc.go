@@ -23,15 +23,21 @@
 //     when to stop, and feeds the health state with the answers;
 //   - per-try routing (pertry.go): which groups are routed per try, the
 //     group chain, the try order and its skip masks, an upstream try's
-//     deployment and whether the data plane retries it.
+//     deployment and whether the data plane retries it;
+//   - the signed values (token.go): the retry token's signature and the
+//     per-try signed client header (ClientFields), both under the key the
+//     replicas share;
+//   - per-try state (try.go): Try, a stream's part in per-try routing, and
+//     Reserved, the reservation the router-level stream hands the first try.
 //
 // It is logic over small interfaces: Clock (the time), Groups (the groups a
 // request's key may use), Health (the shared deployment state: Router, whose
 // cooldowns spread through CooldownShare). Admission stays the caller's: a
 // Route names the deployment whose rpm/tpm scope to admit on and moves on
 // when it is full, so it needs no limiter. The processor (extproc/routing.go
-// and pertry.go) keeps the ext_proc side: signing the retry token, the reply headers and redirects, the translator switch. The
-// xDS builder (xds/pertry.go) emits the per-try routes, retry policy,
+// and pertry.go) keeps the ext_proc side: the signing key and the header
+// names, the reply headers and redirects, the translator switch. The xDS
+// builder (xds/pertry.go) emits the per-try routes, retry policy,
 // backoff and outlier ejection from the same functions and values, so the
 // data planes and the processor agree. Tests need no processor: a fake Clock
 // and a map of groups (route_test.go).

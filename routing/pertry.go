@@ -1,8 +1,10 @@
 package routing
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"time"
 )
 
 // Per-try routing's pure parts (docs/envoy.md, "Retries across
@@ -19,6 +21,15 @@ const MaxFallbackDepth = 3
 // group). Other groups keep one route and cluster per deployment.
 func PerTry(retries, deployments, fallbacks int) bool {
 	return retries > 0 && (deployments > 1 || fallbacks > 0)
+}
+
+// TryTimeout is the timeout of one try on a deployment until its response
+// starts (Envoy's per_try_timeout; the built-in data plane reads the same
+// from the xDS): the deployment's first-byte timeout, else the data plane's
+// default per-try timeout dataPlane; 0 is none. A try's whole time is bounded
+// by the route's timeout (the deployment's Timeout), which long streams need.
+func TryTimeout(firstByte, dataPlane time.Duration) time.Duration {
+	return cmp.Or(firstByte, dataPlane)
 }
 
 // TryMaskWidth is how many deployments after the first a per-try route's

@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"cmp"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -220,7 +219,7 @@ func (b *builder) tryRouteConfig(r tryRoute, first Upstream, limit *wrapperspb.U
 			MaxInterval:  durationpb.New(routing.MaxRetryWait),
 		},
 	}
-	if t := cmp.Or(first.FirstByteTimeout, in.PerTryTimeout); t > 0 {
+	if t := routing.TryTimeout(first.FirstByteTimeout, in.PerTryTimeout); t > 0 {
 		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{

@@ -93,11 +93,37 @@ func TestFallbackRedirectPolicy(t *testing.T) {
 }
 
 // TestTryPolicyIsRouting: a per-try route retries what routing/ counts as a
-// deployment's failure, with routing/'s backoff, and its clusters eject a
+// deployment's failure, with routing/'s backoff and per-try timeout
+// (routing.TryTimeout, on plain routes too), and its clusters eject a
 // deployment with routing/'s cooldown policy (defaults included).
 func TestTryPolicyIsRouting(t *testing.T) {
-	res, err := BuildResources(readInput(t, "testdata/in/pertry.yaml"))
+	in := readInput(t, "testdata/in/pertry.yaml")
+	in.PerTryTimeout = 30 * time.Second
+	res, err := BuildResources(in)
 	require.NoError(t, err)
+	firstByte := map[string]time.Duration{}
+	for _, u := range in.Upstreams {
+		firstByte[u.Deployment] = u.FirstByteTimeout
+	}
+	wantTimeout := map[string]time.Duration{} // route name → per-try timeout
+	for dep, fb := range firstByte {
+		wantTimeout[envoy.ClusterName(dep)] = routing.TryTimeout(fb, in.PerTryTimeout)
+	}
+	for _, r := range tryRoutes(in) {
+		wantTimeout[envoy.TryCluster(r.key)] = routing.TryTimeout(firstByte[r.deps[0]], in.PerTryTimeout)
+	}
+	require.Equal(t, 10*time.Second, wantTimeout[envoy.ClusterName("openai-a")], "its first-byte timeout")
+	require.Equal(t, 30*time.Second, wantTimeout[envoy.ClusterName("azure-b")], "the data plane's")
+	var timed int
+	for _, rc := range res.Routes {
+		for _, r := range rc.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetRoutes() {
+			if want, ok := wantTimeout[r.GetName()]; ok {
+				timed++
+				require.Equal(t, want, r.GetRoute().GetRetryPolicy().GetPerTryTimeout().AsDuration(), r.GetName())
+			}
+		}
+	}
+	require.Len(t, wantTimeout, timed, "every plain and per-try route")
 	var tries int
 	for _, rc := range res.Routes {
 		for _, r := range rc.(*routev3.RouteConfiguration).GetVirtualHosts()[0].GetRoutes() {

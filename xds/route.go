@@ -1,8 +1,6 @@
 package xds
 
 import (
-	"cmp"
-
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -10,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate-ai/tollgate/envoy"
+	"github.com/tollgate-ai/tollgate/routing"
 )
 
 // NotFoundBody is the body of the catch-all route's 404: an OpenAI-style
@@ -79,7 +78,7 @@ func (b *builder) upstreamRoute(u Upstream, limit *wrapperspb.UInt64Value) *rout
 	// Envoy's per-try timeout runs until the upstream response starts: the
 	// deployment's first-byte timeout. Its timeout is the route's, which
 	// bounds the whole request (0: none, as long streams need).
-	if t := cmp.Or(u.FirstByteTimeout, in.PerTryTimeout); t > 0 {
+	if t := routing.TryTimeout(u.FirstByteTimeout, in.PerTryTimeout); t > 0 {
 		retry.PerTryTimeout = durationpb.New(t)
 	}
 	return &routev3.Route{
