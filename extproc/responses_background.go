@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/ownership"
 )
 
 // Background responses (issue 37). A native Responses request with
@@ -23,7 +24,7 @@ import (
 
 // DefaultBackgroundLease is the lease of a background response's
 // reservation when WithBackgroundLease does not set one.
-const DefaultBackgroundLease = time.Hour
+const DefaultBackgroundLease = ownership.DefaultBackgroundLease
 
 // WithBackgroundLease sets how long a background response's reservation
 // waits for a poll that sees it finished before its lease settles it.
@@ -49,16 +50,12 @@ func (s *stream) backgroundLease() time.Duration {
 	return DefaultBackgroundLease
 }
 
-// unfinished reports whether a response object's status says it is still to
-// run.
-func unfinished(status string) bool { return status == "queued" || status == "in_progress" }
-
 // deferSettlement keeps, instead of settling it, the settlement of a
 // background response its POST answered unfinished: true when it is kept
 // (the stream is then done with it). A store that cannot keep it leaves the
 // request to be settled now, from the estimate.
 func (s *stream) deferSettlement(ctx context.Context, reply []byte) bool {
-	if !s.deferrable() || s.own.id == "" || !unfinished(stringMember(reply, "status")) {
+	if !s.deferrable() || s.own.id == "" || !ownership.Unfinished(stringMember(reply, "status")) {
 		return false
 	}
 	o := s.owner()
@@ -83,15 +80,8 @@ func (s *stream) settleForwarded(ctx context.Context, status string, u kernel.Us
 	if o == nil || !o.Pending || s.own.claimed {
 		return
 	}
-	var st kernel.Status
-	switch status {
-	case "completed", "incomplete":
-		st = kernel.StatusCompleted
-	case "failed":
-		st = kernel.StatusFailed
-	case "cancelled":
-		st = kernel.StatusAborted
-	default:
+	st, ok := ownership.SettleStatus(status)
+	if !ok {
 		return // still running, or not a response object
 	}
 	s.own.claimed = true
