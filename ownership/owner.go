@@ -34,10 +34,10 @@ type Owners[R any] interface {
 	// PutOwner records o at once, outside the ledger (a conversation, or a
 	// background response), with pending, when not nil, the settlement of
 	// its request, to be claimed when the response finishes.
-	PutOwner(ctx context.Context, o *Owner, pending R) error
+	PutOwner(ctx context.Context, o *Owner, pending *Deferred[R]) error
 	// ClaimSettlement takes the deferred settlement of id: exactly one claim
 	// gets it; the others, and any id without one, ErrNotFound.
-	ClaimSettlement(ctx context.Context, id string) (R, error)
+	ClaimSettlement(ctx context.Context, id string) (*Deferred[R], error)
 }
 
 // ErrNotFound: an unknown, expired or forgotten id, or no settlement left
