@@ -120,6 +120,17 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 	return e
 }
 
+// conversationRun is the run of a Responses request that names no run
+// (issue 36): its conversation, so that the turns of one conversation are
+// one run — counted, and limited by the key's or team's run policy, as
+// the calls of an agent's loop are. "" when it has none.
+func (s *stream) conversationRun() string {
+	if s.ep == nil || s.ep.API != translate.APIResponses {
+		return ""
+	}
+	return s.own.conv
+}
+
 // checkNative runs once the translator is known: a native Responses request
 // records its id, and its previous_response_id must be one the gateway
 // handed out to this key (an unknown one would reach the provider with the
