@@ -16,7 +16,9 @@
 // (results.go), and the poller (poller.go), which runs on one replica at a
 // time (a lease in the store), settles each line of an ended batch into the
 // ledger at the batch price with the batch id, and hands the reservation
-// back to a Settler to release the rest.
+// back to a Settler to release the rest. The same lease drives other
+// deferred work given to the poller (WithWork: the background responses
+// nobody polls), so one replica does all of it.
 //
 // It must not import the processor (extproc), the data planes, the admin API
 // or a concrete store: gateway/ wires it (the key catalog, the routes of a

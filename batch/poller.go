@@ -25,12 +25,24 @@ func (f SettlerFunc) SettleBatch(ctx context.Context, p *Pending, entries []stor
 	return f(ctx, p, entries)
 }
 
+// Work is more deferred work the poller's lease drives (the background
+// responses nobody polls: gateway/background.go), so that one replica does
+// all of it.
+type Work interface {
+	// Waiting reports whether there is anything to do; it only reads, since
+	// an idle poller takes no lease.
+	Waiting(ctx context.Context) (bool, error)
+	// Do does it, under the lease, and returns how many it settled.
+	Do(ctx context.Context) (int, error)
+}
+
 // Poller settles ended batches; one replica at a time polls (the store's
 // lease), so a provider is asked once per interval whatever the replicas.
 type Poller struct {
 	st        *Store
 	providers func(ctx context.Context, p *Pending) (Provider, error)
 	settler   Settler
+	work      []Work
 	holder    string
 	lease     time.Duration
 	now       func() time.Time
@@ -50,6 +62,10 @@ func WithLogger(l *slog.Logger) PollerOption { return func(p *Poller) { p.log = 
 // one minute; make it longer than the polling interval).
 func WithLease(d time.Duration) PollerOption { return func(p *Poller) { p.lease = d } }
 
+// WithWork adds work the poller does under its lease at each tick, after
+// the batches.
+func WithWork(w ...Work) PollerOption { return func(p *Poller) { p.work = append(p.work, w...) } }
+
 // NewPoller returns a poller named holder (unique per replica) over the
 // pending batches of st; providers gives the Provider of a batch (its
 // provider's API and credential).
@@ -62,22 +78,34 @@ func NewPoller(st *Store, holder string, providers func(context.Context, *Pendin
 }
 
 // Tick polls every pending batch once, when this replica holds the lease,
-// and settles those that ended; it returns how many it settled. A failure
-// on one batch is logged and the others go on; it is tried again next tick.
+// and settles those that ended, then does the work of WithWork; it returns
+// how many it settled. A failure on one batch is logged and the others go
+// on; it is tried again next tick.
 //
 // With nothing pending it only reads: the lease (a store write, which every
 // replica's configuration watch sees) is taken only when there is work.
 func (p *Poller) Tick(ctx context.Context) (int, error) {
 	pending, err := p.st.List(ctx)
-	if err != nil || len(pending) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	var work []Work
+	var errs []error
+	for _, w := range p.work {
+		ok, err := w.Waiting(ctx)
+		errs = append(errs, err)
+		if ok {
+			work = append(work, w)
+		}
+	}
+	if len(pending) == 0 && len(work) == 0 {
+		return 0, errors.Join(errs...)
 	}
 	ok, err := p.st.Acquire(ctx, p.holder, p.now(), p.lease)
 	if err != nil || !ok {
-		return 0, err
+		return 0, errors.Join(append(errs, err)...)
 	}
 	settled := 0
-	var errs []error
 	for i := range pending {
 		b := &pending[i]
 		done, err := p.settle(ctx, b)
@@ -88,6 +116,11 @@ func (p *Poller) Tick(ctx context.Context) (int, error) {
 		if done {
 			settled++
 		}
+	}
+	for _, w := range work {
+		n, err := w.Do(ctx)
+		settled += n
+		errs = append(errs, err)
 	}
 	return settled, errors.Join(errs...)
 }

@@ -210,3 +210,57 @@ func TestIdlePollerOnlyReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 }
+
+// work is deferred work that counts what it was asked.
+type work struct {
+	waiting      bool
+	asked, doing atomic.Int32
+}
+
+func (w *work) Waiting(context.Context) (bool, error) { w.asked.Add(1); return w.waiting, nil }
+func (w *work) Do(context.Context) (int, error)       { w.doing.Add(1); return 2, nil }
+
+// TestPollerWorkUnderItsLease: the work of WithWork is done by the replica
+// holding the poller's lease only, and idle work takes no lease.
+func TestPollerWorkUnderItsLease(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	var c clock
+	c.advance(time.Hour)
+	providers := func(context.Context, *batch.Pending) (batch.Provider, error) {
+		t.Fatal("no batch to poll")
+		return nil, nil
+	}
+	w1, w2 := &work{}, &work{}
+	p1 := batch.NewPoller(batch.NewStore(st), "r1", providers, batch.LedgerSettler{Ledger: st}, batch.WithClock(c.now), batch.WithWork(w1))
+	p2 := batch.NewPoller(batch.NewStore(st), "r2", providers, batch.LedgerSettler{Ledger: st}, batch.WithClock(c.now), batch.WithWork(w2))
+
+	before, err := st.Revision(ctx)
+	require.NoError(t, err)
+	n, err := p1.Tick(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	after, err := st.Revision(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "nothing waiting: no lease taken")
+	require.Equal(t, int32(1), w1.asked.Load())
+	require.Zero(t, w1.doing.Load())
+
+	w1.waiting, w2.waiting = true, true
+	n, err = p1.Tick(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "what the work settled")
+	require.Equal(t, int32(1), w1.doing.Load())
+	n, err = p2.Tick(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, w2.doing.Load(), "r1 holds the lease")
+
+	c.advance(2 * time.Minute) // r1's lease (1 min) ran out: r2 takes over
+	_, err = p2.Tick(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), w2.doing.Load())
+	_, err = p1.Tick(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), w1.doing.Load(), "r2 holds it now")
+}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/tollgate-ai/tollgate/ownership"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -38,45 +37,9 @@ func init() {
 // conversationReply answers what forwardConversation did not forward: an
 // unknown conversation (the gateway keeps none of its own).
 func conversationReply(_ context.Context, s *stream) *apiReply {
-	id, _, _ := conversationPath(s.path)
-	e := notFoundConversationPath(id)
+	id, _, _ := ownership.ConversationPath(s.path)
+	e := ownership.NotFoundConversationPath(id)
 	return &apiReply{Status: e.Status, Body: e.OpenAIBody()}
-}
-
-// notFoundConversationPath is OpenAI's 404 for a conversation id in the
-// path; notFoundConversationParam for a Responses request's conversation
-// member.
-func notFoundConversationPath(id string) *translate.APIError { return notFoundConversation(id, "") }
-
-func notFoundConversationParam(id string) *translate.APIError {
-	return notFoundConversation(id, "conversation")
-}
-
-func notFoundConversation(id, param string) *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Param: param,
-		Message: fmt.Sprintf("Conversation with id '%s' not found.", id),
-	}
-}
-
-// conversationPath splits /v1/conversations[/{id}[/rest]]: the id, the rest
-// after /v1/conversations (as the provider's path takes it), and whether it
-// is one of the Conversations API's paths.
-func conversationPath(path string) (id, rest string, ok bool) {
-	rest, ok = strings.CutPrefix(path, "/v1/conversations")
-	if !ok {
-		return "", "", false
-	}
-	p, _, _ := strings.Cut(rest, "?")
-	if p != "" && p[0] != '/' {
-		return "", "", false
-	}
-	idPart, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	id, err := url.PathUnescape(idPart)
-	if err != nil {
-		return "", "", false
-	}
-	return id, rest, true
 }
 
 // forwardConversation answers, at request headers, a Conversations API
@@ -84,7 +47,7 @@ func conversationPath(path string) (id, rest string, ok bool) {
 // other call to the deployment holding the conversation (404 for another
 // key's or an unknown one, 503 while its deployment cools down).
 func (s *stream) forwardConversation(ctx context.Context) *extprocv3.ProcessingResponse {
-	id, rest, ok := conversationPath(s.path)
+	id, rest, ok := ownership.ConversationPath(s.path)
 	if !ok {
 		return nil
 	}
@@ -94,19 +57,19 @@ func (s *stream) forwardConversation(ctx context.Context) *extprocv3.ProcessingR
 		}
 		return s.createConversation(ctx, rest)
 	}
-	o, e := s.keyOwner(ctx, id, "conversation", notFoundConversationPath)
+	o, e := s.keyOwner(ctx, id, "conversation", ownership.NotFoundConversationPath)
 	switch {
 	case e != nil:
 		return s.reject(e)
 	case o == nil:
-		return s.reject(notFoundConversationPath(id))
+		return s.reject(ownership.NotFoundConversationPath(id))
 	}
 	target, err := s.resolvePinned(ctx, o)
 	if err != nil || target == nil {
 		return s.reject(pinnedError(err, id))
 	}
 	// A DELETE of the conversation itself forgets it (not of one of its items).
-	s.own.forget = s.method == http.MethodDelete && !strings.Contains(strings.TrimPrefix(rest, "/"), "/")
+	s.own.forget = ownership.DeletesConversation(s.method, rest)
 	return s.forwardTo(target, o, rest, true)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
@@ -115,4 +116,36 @@ func TestConversationOwnership(t *testing.T) {
 	require.Equal(t, 200, resp.Status, "%s", resp.Body)
 	_, err = owners.ResponseOwner(t.Context(), "conv_2")
 	require.NoError(t, err)
+}
+
+// TestConversationIsTheRun (issue 36): a Responses request in a
+// conversation, naming no run, is admitted in the run of its conversation
+// (every turn in one run scope); an x-tollgate-run-id header wins; a
+// request outside any conversation has no run.
+func TestConversationIsTheRun(t *testing.T) {
+	owners := &memOwners{}
+	e, _ := routedEnvWith(t, []Option{WithResponseOwners(owners)},
+		&routing.Group{Name: "gpt", Deployments: []*routing.Deployment{nativeDep("a")}})
+	require.NoError(t, owners.PutOwner(t.Context(), &ResponseOwner{ID: "conv_r", KeyID: "k1", Deployment: "a", Model: "gpt", Store: true}, nil))
+	rec := &recorder{resp: jsonResponse(200, nativeReply("resp_r1"))}
+	runOf := func(req *extprocfiltertest.Request) string {
+		t.Helper()
+		resp := e.do(t, req, rec.upstream)
+		require.Equal(t, 200, resp.Status, "%s", resp.Body)
+		admits := e.acct.Admits()
+		for _, sc := range admits[len(admits)-1].Scopes {
+			if sc.Ref.Kind == kernel.ScopeRun {
+				return sc.Ref.ID
+			}
+		}
+		return ""
+	}
+	key := kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k1"}
+	for range 2 {
+		require.Equal(t, kernel.RunScopeID(key, "conv_r"),
+			runOf(post("/v1/responses", clientKey, `{"model":"gpt","input":"turn","conversation":"conv_r"}`)))
+	}
+	require.Equal(t, kernel.RunScopeID(key, "loop-7"),
+		runOf(post("/v1/responses", clientKey, `{"model":"gpt","input":"turn","conversation":"conv_r"}`, extprocfilter.Header{Key: hdrRunID, Value: "loop-7"})))
+	require.Empty(t, runOf(post("/v1/responses", clientKey, `{"model":"gpt","input":"alone"}`)))
 }

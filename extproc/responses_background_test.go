@@ -137,3 +137,54 @@ func TestNativeBackgroundStreamedPoll(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, kernel.Usage{Input: 5, Output: 8}, recs[0].Usage)
 }
+
+// TestBackgroundPollerSettlesUnpolled (issue 37): a background response
+// nobody polls is settled by the gateway's poller through SettleBackground
+// from its provider's answer — once, from its usage, when finished; nothing
+// while it runs; a response the provider no longer knows is settled from
+// the input estimated at its POST. The settlement kept at the POST carries
+// the reservation's hold (scopes, bound, lease end) for restoreHolds.
+func TestBackgroundPollerSettlesUnpolled(t *testing.T) {
+	owners := &memOwners{}
+	e, _ := routedEnvWith(t, []Option{WithResponseOwners(owners)},
+		&routing.Group{Name: "gpt", Deployments: []*routing.Deployment{nativeDep("a")}})
+	rec := &recorder{resp: jsonResponse(200, backgroundReply("resp_u1", "queued", ""))}
+	resp := e.do(t, post("/v1/responses", clientKey, `{"model":"gpt","input":"think hard","background":true,"max_output_tokens":50}`), rec.upstream)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	postID := resp.Headers.Value(hdrRequestID)
+	h := owners.holds["resp_u1"]
+	require.NotNil(t, h)
+	admit := e.acct.Admits()[0]
+	require.Len(t, h.Scopes, len(admit.Scopes))
+	require.Equal(t, admit.Scopes[0].Ref, h.Scopes[0])
+	require.Equal(t, admit.PromptBytes, h.PromptBytes)
+	require.Positive(t, h.MaxTokens)
+	require.Equal(t, e.proc.now().Add(DefaultBackgroundLease), h.Until)
+
+	o, err := owners.ResponseOwner(t.Context(), "resp_u1")
+	require.NoError(t, err)
+	require.False(t, e.proc.SettleBackground(t.Context(), o, 200, []byte(backgroundReply("resp_u1", "in_progress", ""))))
+	require.False(t, e.proc.SettleBackground(t.Context(), o, 502, []byte(`{}`)), "a provider error: next time")
+	require.Empty(t, e.acct.Records())
+	done := []byte(backgroundReply("resp_u1", "completed", `{"input_tokens":30,"output_tokens":70,"total_tokens":100}`))
+	require.True(t, e.proc.SettleBackground(t.Context(), o, 200, done))
+	require.True(t, e.proc.SettleBackground(t.Context(), o, 200, done), "ended; already settled")
+	recs := e.acct.Records()
+	require.Len(t, recs, 1, "settled once")
+	require.Equal(t, postID, recs[0].RequestID)
+	require.Equal(t, kernel.Usage{Input: 30, Output: 70}, recs[0].Usage)
+	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
+
+	// Unknown to its provider: charged the input estimated at the POST.
+	rec.resp = jsonResponse(200, backgroundReply("resp_u2", "queued", ""))
+	resp = e.do(t, post("/v1/responses", clientKey, `{"model":"gpt","input":"gone","background":true}`), rec.upstream)
+	require.Equal(t, 200, resp.Status, "%s", resp.Body)
+	o, err = owners.ResponseOwner(t.Context(), "resp_u2")
+	require.NoError(t, err)
+	require.True(t, e.proc.SettleBackground(t.Context(), o, 404, []byte(`{"error":{}}`)))
+	recs = e.acct.Records()
+	require.Len(t, recs, 2)
+	require.Equal(t, kernel.StatusAborted, recs[1].Status)
+	require.Positive(t, recs[1].Usage.Input)
+	require.Zero(t, recs[1].Usage.Output)
+}

@@ -1,19 +1,14 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/tollgate-ai/tollgate/ownership"
 	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
@@ -28,36 +23,14 @@ import (
 // that deployment is cooling down the client gets a 503 rather than a
 // re-route that would lose the conversation.
 
-// ResponseOwner is the owner of a native response id (store.ResponseOwner).
-type ResponseOwner struct {
-	ID         string
-	KeyID      string
-	Deployment string
-	Model      string // the model group the client asked for
-	Store      bool
-	Background bool
-	// Pending: a background response whose settlement waits for a poll
-	// that sees it finished (responses_background.go).
-	Pending bool
-}
+// ResponseOwner is the owner of a native response id (ownership.Owner).
+type ResponseOwner = ownership.Owner
 
-// ResponseOwners records and reads the owners of native response ids. The
-// owner of a new id is handed to the Accountant with the settlement
-// (Record.Owner), which writes it with the ledger row.
-type ResponseOwners interface {
-	// ResponseOwner returns the owner of an id; ErrResponseNotFound when the
-	// id is unknown or expired.
-	ResponseOwner(ctx context.Context, id string) (*ResponseOwner, error)
-	// ForgetResponse forgets an id its upstream deleted.
-	ForgetResponse(ctx context.Context, id string) error
-	// PutOwner records o at once, outside the ledger (a conversation, or a
-	// background response), with pending, when not nil, the settlement of
-	// its request, to be claimed when the response finishes.
-	PutOwner(ctx context.Context, o *ResponseOwner, pending *Record) error
-	// ClaimSettlement takes the deferred settlement of id: exactly one claim
-	// gets it; the others, and any id without one, ErrResponseNotFound.
-	ClaimSettlement(ctx context.Context, id string) (*Record, error)
-}
+// ResponseOwners records and reads the owners of native response ids
+// (ownership.Owners over the processor's Record). The owner of a new id is
+// handed to the Accountant with the settlement (Record.Owner), which writes
+// it with the ledger row.
+type ResponseOwners = ownership.Owners[*Record]
 
 // WithResponseOwners records native response ids in o and routes requests on
 // them (without it, native ids pass through unchecked).
@@ -78,8 +51,8 @@ type ownState struct {
 	id                string
 	store, background bool
 	// prev is the request's previous_response_id ("" when none).
-	prev string
-	sse  []byte
+	prev    string
+	created ownership.CreatedID
 	// fwd is the owner of the response a forwarded request (GET, DELETE,
 	// input_items, cancel) is on; claimed: its deferred settlement was
 	// claimed (responses_background.go); forget: a 2xx forgets it.
@@ -96,22 +69,6 @@ type ownState struct {
 
 // pinned reports whether the request must stay on one deployment.
 func (s *stream) pinned() bool { return s.own.pin != nil }
-
-// notFoundPrevious is OpenAI's 404 for a previous_response_id.
-func notFoundPrevious(id string) *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: "previous_response_not_found", Param: "previous_response_id",
-		Message: fmt.Sprintf("Previous response with id '%s' not found.", id),
-	}
-}
-
-// notFoundResponse is OpenAI's 404 for a response id in the path.
-func notFoundResponse(id string) *translate.APIError {
-	return &translate.APIError{
-		Status: http.StatusNotFound, Type: translate.TypeInvalidRequest,
-		Message: fmt.Sprintf("Response with id '%s' not found.", id),
-	}
-}
 
 // keyOwner reads the owner of id (kind: "response" or "conversation") for
 // the request's key: nil when the id is not a native one the gateway handed
@@ -138,25 +95,10 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 	if s.p.owners == nil || s.ep.API != translate.APIResponses {
 		return nil
 	}
-	s.own.store, s.own.background, s.own.prev, s.own.conv = true, false, "", ""
-	// One scan for the four members (checkNative reads prev and conv again).
-	_, _ = translate.ScanObject(body, 0, true, func(key []byte, v translate.Span) error {
-		switch {
-		case translate.KeyIs(key, "store"):
-			s.own.store = boolValue(body, v, s.own.store)
-		case translate.KeyIs(key, "background"):
-			s.own.background = boolValue(body, v, s.own.background)
-		case translate.KeyIs(key, "previous_response_id"):
-			s.own.prev, _ = translate.StringValue(body, v)
-		case translate.KeyIs(key, "conversation"): // an id, or {"id": …}
-			if s.own.conv, _ = translate.StringValue(body, v); s.own.conv == "" {
-				s.own.conv = stringMember(body[v.Start:v.End], "id")
-			}
-		}
-		return nil
-	})
+	r := ownership.ScanRequest(body) // checkNative reads prev and conv again
+	s.own.store, s.own.background, s.own.prev, s.own.conv = r.Store, r.Background, r.Previous, r.Conversation
 	if conv := s.own.conv; conv != "" {
-		o, e := s.keyOwner(ctx, conv, "conversation", notFoundConversationParam)
+		o, e := s.keyOwner(ctx, conv, "conversation", ownership.NotFoundConversationParam)
 		if e != nil {
 			return e
 		}
@@ -171,11 +113,22 @@ func (s *stream) pinPrevious(ctx context.Context, body []byte) *translate.APIErr
 	if s.own.prev == "" {
 		return nil
 	}
-	o, e := s.keyOwner(ctx, s.own.prev, "response", notFoundPrevious)
+	o, e := s.keyOwner(ctx, s.own.prev, "response", ownership.NotFoundPrevious)
 	if o != nil { // nil: not a native id, a translated provider's store decides (responses.go)
 		s.own.pin = o
 	}
 	return e
+}
+
+// conversationRun is the run of a Responses request that names no run
+// (issue 36): its conversation, so that the turns of one conversation are
+// one run — counted, and limited by the key's or team's run policy, as
+// the calls of an agent's loop are. "" when it has none.
+func (s *stream) conversationRun() string {
+	if s.ep == nil || s.ep.API != translate.APIResponses {
+		return ""
+	}
+	return s.own.conv
 }
 
 // checkNative runs once the translator is known: a native Responses request
@@ -188,10 +141,10 @@ func (s *stream) checkNative(body []byte) *translate.APIError {
 	}
 	s.own.record = true
 	if prev := s.own.prev; prev != "" && (s.own.pin == nil || s.own.pin.ID != prev) {
-		return notFoundPrevious(prev)
+		return ownership.NotFoundPrevious(prev)
 	}
 	if conv := s.own.conv; conv != "" && s.own.pin == nil {
-		return notFoundConversationParam(conv) // never handed out: not sent with the shared credential
+		return ownership.NotFoundConversationParam(conv) // never handed out: not sent with the shared credential
 	}
 	return nil
 }
@@ -203,7 +156,7 @@ func (s *stream) resolvePinned(ctx context.Context, o *ResponseOwner) (*translat
 	if !ok {
 		t, err := s.p.cat.Resolve(ctx, s.principal, o.Model)
 		if err != nil || t == nil || t.Deployment != o.Deployment {
-			return nil, errOwnerGone
+			return nil, ownership.ErrHolderGone
 		}
 		return t, nil
 	}
@@ -218,50 +171,27 @@ func (s *stream) resolvePinned(ctx context.Context, o *ResponseOwner) (*translat
 		}
 	}
 	if dep == nil {
-		return nil, errOwnerGone
+		return nil, ownership.ErrHolderGone
 	}
 	now := s.p.now()
 	if s.p.router.Cooling(dep.Target.Deployment, now) {
-		return nil, &pinnedCooling{deployment: dep.Target.Deployment, retryAfter: s.p.router.Soonest(&routing.Group{Deployments: []*routing.Deployment{dep}}, now)}
+		return nil, &ownership.HolderCooling{Deployment: dep.Target.Deployment, RetryAfter: s.p.router.Soonest(&routing.Group{Deployments: []*routing.Deployment{dep}}, now)}
 	}
 	s.routeTo(g, dep)
 	return dep.Target, nil
 }
 
-// errOwnerGone: the deployment holding a response is no longer in its group.
-var errOwnerGone = errors.New("extproc: the deployment holding the response is gone")
-
-// pinnedCooling: the deployment holding a response is cooling down.
-type pinnedCooling struct {
-	deployment string
-	retryAfter time.Duration
-}
-
-func (e *pinnedCooling) Error() string {
-	return "extproc: deployment " + e.deployment + " is cooling down"
-}
-
-// pinnedError maps a failure to route to the owning deployment.
+// pinnedError maps a failure to route to the deployment holding id.
 func pinnedError(err error, id string) *translate.APIError {
-	var pc *pinnedCooling
-	if errors.As(err, &pc) {
-		e := errUnavailable()
-		e.Message = fmt.Sprintf("The deployment holding %s '%s' is cooling down after failures; retry shortly (the conversation stays there).", heldKind(id), id)
-		e.Headers = retryAfterHeaders(pc.retryAfter)
-		return e
-	}
 	e := errUnavailable()
-	e.Headers = nil
-	e.Message = fmt.Sprintf("The deployment holding %s '%s' is no longer available to this key (or not in the model group the request names).", heldKind(id), id)
-	return e
-}
-
-// heldKind names what an id is: a conversation (conv_…) or a response.
-func heldKind(id string) string {
-	if strings.HasPrefix(id, "conv_") {
-		return "conversation"
+	e.Message = ownership.HolderMessage(err, id)
+	var hc *ownership.HolderCooling
+	if errors.As(err, &hc) {
+		e.Headers = retryAfterHeaders(hc.RetryAfter)
+	} else {
+		e.Headers = nil
 	}
-	return "response"
+	return e
 }
 
 // observeNative reads the id of a native response: the JSON reply's id, or
@@ -274,39 +204,9 @@ func (s *stream) observeNative(body []byte, sse bool) {
 		s.own.id = stringMember(body, "id")
 		return
 	}
-	if len(s.own.sse)+len(body) > maxCreatedEvent {
-		s.own.record = false // no response.created where it should be
-		return
-	}
-	s.own.sse = append(s.own.sse, body...)
-	for {
-		i := bytes.Index(s.own.sse, []byte("\n\n"))
-		if i < 0 {
-			return
-		}
-		ev := s.own.sse[:i]
-		s.own.sse = s.own.sse[i+2:]
-		for line := range bytes.SplitSeq(ev, []byte("\n")) {
-			data, ok := bytes.CutPrefix(line, []byte("data:"))
-			if !ok {
-				continue
-			}
-			var e struct {
-				Type     string `json:"type"`
-				Response struct {
-					ID string `json:"id"`
-				} `json:"response"`
-			}
-			if json.Unmarshal(bytes.TrimSpace(data), &e) == nil && e.Response.ID != "" {
-				s.own.id, s.own.sse = e.Response.ID, nil
-				return
-			}
-		}
-	}
+	id, ok := s.own.created.Feed(body)
+	s.own.id, s.own.record = id, ok // !ok: no response.created where it should be
 }
-
-// maxCreatedEvent bounds the stream kept to find response.created.
-const maxCreatedEvent = 1 << 16
 
 // owner is what the settlement records: the id handed out, if any.
 func (s *stream) owner() *ResponseOwner {
@@ -331,24 +231,11 @@ func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse
 	if pr := s.forwardConversation(ctx); pr != nil { // conversations.go
 		return pr
 	}
-	rest, ok := strings.CutPrefix(s.path, "/v1/responses")
+	id, sub, rest, ok := ownership.ResponsePath(s.method, s.path)
 	if !ok {
 		return nil
 	}
-	p, _, _ := strings.Cut(rest, "?")
-	idPart, sub, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	id, err := url.PathUnescape(idPart)
-	if err != nil || id == "" {
-		return nil
-	}
-	switch {
-	case sub == "" && (s.method == http.MethodGet || s.method == http.MethodDelete),
-		sub == "input_items" && s.method == http.MethodGet,
-		sub == "cancel" && s.method == http.MethodPost:
-	default:
-		return nil
-	}
-	o, e := s.keyOwner(ctx, id, "response", notFoundResponse)
+	o, e := s.keyOwner(ctx, id, "response", ownership.NotFoundResponse)
 	switch {
 	case e != nil:
 		return s.reject(e)
@@ -481,25 +368,7 @@ func replyHeadersNamed(id, deployment string) *extprocv3.ProcessingResponse {
 
 // stringMember is the string value of a top-level member of a JSON object,
 // "" when absent, null or not a string.
-func stringMember(body []byte, name string) string {
-	m, err := translate.TopLevelMember(body, name)
-	if err != nil || !m.OK() {
-		return ""
-	}
-	v, _ := translate.StringValue(body, m)
-	return v
-}
-
-// boolValue is the boolean at v, or def when it is not a boolean.
-func boolValue(body []byte, v translate.Span, def bool) bool {
-	switch string(body[v.Start:v.End]) {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	return def
-}
+func stringMember(body []byte, name string) string { return ownership.StringMember(body, name) }
 
 // replyContinueRequestBody continues a request body unchanged (shared).
 var replyContinueRequestBody = &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
@@ -509,8 +378,8 @@ var replyContinueRequestBody = &extprocv3.ProcessingResponse{Response: &extprocv
 // pinFailed maps a failure to route a pinned request: the catalog's own
 // errors (model gone, not allowed) as for any request, else pinnedError.
 func (s *stream) pinFailed(err error, model string) *translate.APIError {
-	var pc *pinnedCooling
-	if errors.As(err, &pc) || errors.Is(err, errOwnerGone) {
+	var hc *ownership.HolderCooling
+	if errors.As(err, &hc) || errors.Is(err, ownership.ErrHolderGone) {
 		return pinnedError(err, s.own.pin.ID)
 	}
 	return resolveError(s.id, s.p.log, model, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter/extprocfiltertest"
+	"github.com/tollgate-ai/tollgate/ownership"
 	"github.com/tollgate-ai/tollgate/routing"
 )
 
@@ -20,30 +21,31 @@ type memOwners struct {
 	mu      sync.Mutex
 	m       map[string]ResponseOwner
 	pending map[string]Record
+	holds   map[string]*ownership.Hold
 	failPut error // PutOwner fails with it
 }
 
-func (m *memOwners) PutOwner(_ context.Context, o *ResponseOwner, rec *Record) error {
+func (m *memOwners) PutOwner(_ context.Context, o *ResponseOwner, d *Deferred) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failPut != nil {
 		return m.failPut
 	}
 	if m.m == nil {
-		m.m, m.pending = map[string]ResponseOwner{}, map[string]Record{}
+		m.m, m.pending, m.holds = map[string]ResponseOwner{}, map[string]Record{}, map[string]*ownership.Hold{}
 	}
 	if _, ok := m.m[o.ID]; !ok {
 		r := *o
 		m.m[o.ID] = r
-		if rec != nil {
+		if d != nil {
 			r.Pending = true
-			m.m[o.ID], m.pending[o.ID] = r, *rec
+			m.m[o.ID], m.pending[o.ID], m.holds[o.ID] = r, *d.Record, d.Hold
 		}
 	}
 	return nil
 }
 
-func (m *memOwners) ClaimSettlement(_ context.Context, id string) (*Record, error) {
+func (m *memOwners) ClaimSettlement(_ context.Context, id string) (*Deferred, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.pending[id]
@@ -54,7 +56,7 @@ func (m *memOwners) ClaimSettlement(_ context.Context, id string) (*Record, erro
 	o := m.m[id]
 	o.Pending = false
 	m.m[id] = o
-	return &rec, nil
+	return &Deferred{Record: &rec, Hold: m.holds[id]}, nil
 }
 
 func (m *memOwners) ResponseOwner(_ context.Context, id string) (*ResponseOwner, error) {

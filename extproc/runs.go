@@ -23,6 +23,9 @@ const maxRunID = 128
 // new slice otherwise (the principal's is shared).
 func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIError) {
 	run := s.runHdr
+	if run == "" {
+		run = s.conversationRun() // responses_owner.go
+	}
 	if run == "" || len(scopes) == 0 {
 		return scopes, nil
 	}

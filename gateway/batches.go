@@ -19,7 +19,9 @@ import (
 // The batch poller (docs/batches.md): every Config.BatchPollInterval, one
 // replica (the store's lease) polls the pending batches and settles the
 // ended ones through the accountant: the batch's reservation settled with
-// the total of its lines, each line in the ledger at the batch price.
+// the total of its lines, each line in the ledger at the batch price; then,
+// under the same lease, the background responses nobody polled
+// (background.go).
 
 // startBatches starts the poller.
 func (g *Gateway) startBatches(ctx context.Context) {
@@ -30,8 +32,11 @@ func (g *Gateway) startBatches(ctx context.Context) {
 	settler := batch.SettlerFunc(func(ctx context.Context, p *batch.Pending, entries []store.LedgerEntry) error {
 		return g.Accountant.SettleBatch(ctx, p.ReservationID, entries)
 	})
-	g.batches = batch.NewPoller(batch.NewStore(g.Store), holder, g.batchProvider, settler,
-		batch.WithClock(g.now), batch.WithLogger(g.log), batch.WithLease(2*max(g.Config.BatchPollInterval, 30*time.Second)))
+	opts := []batch.PollerOption{batch.WithClock(g.now), batch.WithLogger(g.log), batch.WithLease(2 * max(g.Config.BatchPollInterval, 30*time.Second))}
+	if w := g.backgroundWork(); w != nil { // background.go: the background responses nobody polls
+		opts = append(opts, batch.WithWork(w))
+	}
+	g.batches = batch.NewPoller(batch.NewStore(g.Store), holder, g.batchProvider, settler, opts...)
 	if g.Config.BatchPollInterval <= 0 {
 		return
 	}

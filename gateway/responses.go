@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/ownership"
 	"github.com/tollgate-ai/tollgate/store"
 )
 
@@ -147,11 +148,12 @@ func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc
 }
 
 // PutOwner records o at once (there is no ledger row to carry it), with
-// the ledger entry of pending, when set, as its pending settlement (JSON).
-func (r *responseOwners) PutOwner(ctx context.Context, o *extproc.ResponseOwner, pending *extproc.Record) error {
+// pending, when set, as its pending settlement (pendingDoc, JSON).
+func (r *responseOwners) PutOwner(ctx context.Context, o *extproc.ResponseOwner, pending *extproc.Deferred) error {
 	so := responseOwner(o, r.now(), r.retention)
 	if pending != nil {
-		p, err := json.Marshal(ledgerEntry(pending))
+		e := ledgerEntry(pending.Record)
+		p, err := json.Marshal(pendingDoc{Entry: &e, Hold: pending.Hold})
 		if err != nil {
 			return err
 		}
@@ -162,7 +164,7 @@ func (r *responseOwners) PutOwner(ctx context.Context, o *extproc.ResponseOwner,
 
 // ClaimSettlement takes the pending settlement of id, as the record the
 // processor settles.
-func (r *responseOwners) ClaimSettlement(ctx context.Context, id string) (*extproc.Record, error) {
+func (r *responseOwners) ClaimSettlement(ctx context.Context, id string) (*extproc.Deferred, error) {
 	p, err := r.st.ClaimResponseSettlement(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, extproc.ErrResponseNotFound
@@ -170,11 +172,36 @@ func (r *responseOwners) ClaimSettlement(ctx context.Context, id string) (*extpr
 	if err != nil {
 		return nil, err
 	}
-	var e store.LedgerEntry
-	if err := json.Unmarshal(p, &e); err != nil {
+	d, err := decodePending(p)
+	if err != nil {
 		return nil, fmt.Errorf("gateway: pending settlement of %s: %w", id, err)
 	}
-	return recordOf(&e), nil
+	return &extproc.Deferred{Record: recordOf(d.Entry), Hold: d.Hold}, nil
+}
+
+// pendingDoc is a background response's pending settlement as the store
+// keeps it: the ledger entry to settle and the reservation it releases
+// (restoreHolds reserves it again after a restart).
+type pendingDoc struct {
+	Entry *store.LedgerEntry `json:"entry"`
+	Hold  *ownership.Hold    `json:"hold,omitempty"`
+}
+
+// decodePending reads a pending settlement; one kept before holds were
+// (a bare ledger entry) has none.
+func decodePending(p []byte) (*pendingDoc, error) {
+	var d pendingDoc
+	if err := json.Unmarshal(p, &d); err != nil {
+		return nil, err
+	}
+	if d.Entry == nil {
+		var e store.LedgerEntry
+		if err := json.Unmarshal(p, &e); err != nil {
+			return nil, err
+		}
+		d.Entry = &e
+	}
+	return &d, nil
 }
 
 func (r *responseOwners) ForgetResponse(ctx context.Context, id string) error {

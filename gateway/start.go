@@ -16,6 +16,8 @@ import (
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/edge/extprocfilter"
 	"github.com/tollgate-ai/tollgate/extproc"
+	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/xds"
 )
 
@@ -45,6 +47,7 @@ func (g *Gateway) start(ctx context.Context) error {
 		{"batch endpoints", g.startBatchService},
 		{"MCP gateway", g.startMCP},
 		{"xDS server", g.startXDS},
+		{"background holds", g.restoreHolds},
 		{"admin API", g.startAdmin},
 		{"store watch", g.startWatchers},
 		{"budget alerts", g.startAlerts},
@@ -264,6 +267,56 @@ func (g *Gateway) startWatchers(ctx context.Context) error {
 	g.startBatches(ctx)
 	return nil
 }
+
+// restoreHolds reserves again the holds of the background responses whose
+// settlement is pending (issue 37), when the counters are this process's
+// own: they started empty, and a settlement that finds no reservation
+// charges nothing, so a response admitted by a process that stopped would
+// never be charged. Each hold is reserved as its admission made it, under
+// its request id, never refused (it was admitted already; the provider
+// runs it), until the end of its lease — and at least holdGrace when that
+// lease ended while no gateway ran, so the poller settles it from what the
+// provider ran before its expiry charges the worst case. Shared counters
+// (Redis) kept the reservations: nothing to do. After the xDS step, whose
+// first snapshot seeds the budget windows the holds count on; before any
+// request.
+func (g *Gateway) restoreHolds(ctx context.Context) error {
+	ro, ok := g.Store.(store.ResponseOwners)
+	if !ok || g.Accountant.State() == nil {
+		return nil
+	}
+	pending, err := ro.PendingResponseOwners(ctx)
+	if err != nil {
+		g.log.Warn("background holds not restored: their settlements find no reservation", "err", err)
+		return nil
+	}
+	now, n := g.now(), 0
+	for i := range pending {
+		o := &pending[i]
+		d, err := decodePending(o.Pending)
+		if err != nil || d.Hold == nil {
+			g.log.Warn("background hold unknown: its settlement finds no reservation", "response", o.ID, "err", err)
+			continue
+		}
+		dec, err := g.Accountant.Admit(ctx, d.Hold.AdmitRequest(d.Entry.RequestID, now, holdGrace(g.Config.BatchPollInterval)))
+		switch {
+		case err != nil:
+			g.log.Warn("background hold not restored", "response", o.ID, "request_id", d.Entry.RequestID, "err", err)
+		case dec.Admitted:
+			n++
+		case dec.Reason != kernel.ReasonDuplicate: // a duplicate is held already
+			g.log.Warn("background hold not restored", "response", o.ID, "request_id", d.Entry.RequestID, "reason", dec.Reason)
+		}
+	}
+	if n > 0 {
+		g.log.Info("background holds reserved again", "count", n)
+	}
+	return nil
+}
+
+// holdGrace is the lease of a restored hold whose own lease ended while no
+// gateway ran: two polls of the poller that settles it.
+func holdGrace(poll time.Duration) time.Duration { return 2 * max(poll, time.Minute) }
 
 // startDataPlane starts the configured data plane: the built-in one (until it
 // serves its first configuration) or a child Envoy.

@@ -76,4 +76,9 @@ type ResponseOwners interface {
 	// clears it, atomically: of concurrent claims one gets it, the others
 	// (and every later one) ErrNotFound.
 	ClaimResponseSettlement(ctx context.Context, id string) ([]byte, error)
+	// PendingResponseOwners lists the owners whose settlement is still
+	// pending (expired ones too: a settlement outlives the id's
+	// retention), oldest first, for the poller that settles the background
+	// responses nobody polls.
+	PendingResponseOwners(ctx context.Context) ([]ResponseOwner, error)
 }

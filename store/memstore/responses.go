@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/store"
@@ -154,4 +155,28 @@ func (s *Store) ClaimResponseSettlement(_ context.Context, id string) ([]byte, e
 	o.Pending = nil
 	s.owners[id] = o
 	return p, nil
+}
+
+// PendingResponseOwners lists the owners with a pending settlement, oldest
+// first.
+func (s *Store) PendingResponseOwners(_ context.Context) ([]store.ResponseOwner, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	var out []store.ResponseOwner
+	for _, o := range s.owners {
+		if o.Pending != nil {
+			o.Pending = bytes.Clone(o.Pending)
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.ResponseOwner) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }

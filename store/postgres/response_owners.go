@@ -113,3 +113,30 @@ func (s *Store) ClaimResponseSettlement(ctx context.Context, id string) ([]byte,
 	}
 	return p, nil
 }
+
+// PendingResponseOwners lists the owners with a pending settlement, oldest
+// first (the partial index of migration 00013 keeps it a short read).
+func (s *Store) PendingResponseOwners(ctx context.Context) ([]store.ResponseOwner, error) {
+	if s.closed() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, key_id, deployment, model, store, background, created_at, expires_at, pending
+		FROM response_owners WHERE pending IS NOT NULL ORDER BY created_at, id`)
+	if err != nil {
+		return nil, wrapErr("pending response owners", err)
+	}
+	defer rows.Close()
+	var out []store.ResponseOwner
+	for rows.Next() {
+		var o store.ResponseOwner
+		if err := rows.Scan(&o.ID, &o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.CreatedAt, &o.ExpiresAt, &o.Pending); err != nil {
+			return nil, wrapErr("pending response owners", err)
+		}
+		o.CreatedAt, o.ExpiresAt = o.CreatedAt.UTC(), o.ExpiresAt.UTC()
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("pending response owners", err)
+	}
+	return out, nil
+}

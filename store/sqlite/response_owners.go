@@ -110,3 +110,29 @@ func (s *Store) ClaimResponseSettlement(ctx context.Context, id string) ([]byte,
 	}
 	return p, nil
 }
+
+// PendingResponseOwners lists the owners with a pending settlement, oldest
+// first (the partial index of migration 00013 keeps it a short read).
+func (s *Store) PendingResponseOwners(ctx context.Context) ([]store.ResponseOwner, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, key_id, deployment, model, store, background, created_ns, expires_ns, pending
+		FROM response_owners WHERE pending IS NOT NULL ORDER BY created_ns, id`)
+	if err != nil {
+		return nil, s.wrap("pending response owners", err)
+	}
+	defer rows.Close()
+	var out []store.ResponseOwner
+	for rows.Next() {
+		var o store.ResponseOwner
+		var st, bg, created, expires int64
+		if err := rows.Scan(&o.ID, &o.KeyID, &o.Deployment, &o.Model, &st, &bg, &created, &expires, &o.Pending); err != nil {
+			return nil, s.wrap("pending response owners", err)
+		}
+		o.Store, o.Background = st != 0, bg != 0
+		o.CreatedAt, o.ExpiresAt = time.Unix(0, created).UTC(), time.Unix(0, expires).UTC()
+		out = append(out, o)
+	}
+	return out, s.wrap("pending response owners", rows.Err())
+}

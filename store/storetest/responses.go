@@ -156,5 +156,34 @@ func (s *suite) responsesTests() []test {
 			_, err = ro.ClaimResponseSettlement(ctx, "resp_unknown")
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}},
+		{"PendingResponseOwners", func(t *testing.T) {
+			st := s.fresh(t)
+			ro := st.(store.ResponseOwners)
+			ctx := timeout(t, 30*time.Second)
+			t0 := time.Unix(1_750_000_000, 0).UTC()
+			pending, err := ro.PendingResponseOwners(ctx)
+			require.NoError(t, err)
+			require.Empty(t, pending)
+			later := store.ResponseOwner{
+				ID: "resp_b", KeyID: "k1", Deployment: "d1", Model: "m", Store: true, Background: true,
+				CreatedAt: t0.Add(time.Minute), ExpiresAt: t0.Add(time.Hour), Pending: []byte(`{"request_id":"rb"}`),
+			}
+			first := later
+			first.ID, first.CreatedAt, first.Pending = "resp_a", t0, []byte(`{"request_id":"ra"}`)
+			first.ExpiresAt = t0.Add(time.Second) // expired: still pending
+			plain := later
+			plain.ID, plain.Pending, plain.Background = "resp_c", nil, false
+			for _, o := range []store.ResponseOwner{later, plain, first} {
+				require.NoError(t, ro.PutResponseOwner(ctx, o))
+			}
+			pending, err = ro.PendingResponseOwners(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []store.ResponseOwner{first, later}, pending, "oldest first, only the pending")
+			_, err = ro.ClaimResponseSettlement(ctx, "resp_a")
+			require.NoError(t, err)
+			pending, err = ro.PendingResponseOwners(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []store.ResponseOwner{later}, pending, "a claimed one is no longer pending")
+		}},
 	}
 }
