@@ -522,7 +522,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced { // upstream.go: name the missing price
-			return s.reject(unpricedError(s.target, d))
+			return s.reject(s.unpricedError(d))
 		}
 		return s.reject(s.refused(d, in.Model))
 	}

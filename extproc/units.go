@@ -150,6 +150,35 @@ func (s *stream) unitClamped(d kernel.Decision) bool {
 	return d.Clamped && s.in != nil && s.in.Unit != nil && s.in.Unit.ByTokens
 }
 
+// unitPriceFlag is how a unit request's missing price is named ("per
+// image") and the `tollgate price set` flag that sets it; "" on token routes.
+func unitPriceFlag(u *translate.UnitRequest) (per, flag string) {
+	if u == nil {
+		return "", ""
+	}
+	switch u.Unit {
+	case kernel.UnitImages:
+		return "per image", "--per-image"
+	case kernel.UnitSeconds:
+		return "per second of audio", "--per-second"
+	case kernel.UnitCharacters:
+		return "per character", "--per-character"
+	case kernel.UnitSearches:
+		return "per search unit", "--per-search-unit"
+	}
+	return "", ""
+}
+
+// unpricedError is the refusal of the stream's request for a missing price,
+// naming the unit of a unit request.
+func (s *stream) unpricedError(d kernel.Decision) *translate.APIError {
+	var u *translate.UnitRequest
+	if s.in != nil {
+		u = s.in.Unit
+	}
+	return unpricedUnitError(s.target, d, u)
+}
+
 // hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)

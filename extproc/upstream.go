@@ -190,6 +190,14 @@ func (s *stream) signOutbound(ctx context.Context, out *translate.Outbound) erro
 // scope whose budget could not be enforced. The endpoint renders it in its
 // API's error shape (OpenAI, Anthropic, Gemini).
 func unpricedError(t *translate.Target, d kernel.Decision) *translate.APIError {
+	return unpricedUnitError(t, d, nil)
+}
+
+// unpricedUnitError is unpricedError for a request of a route charged per
+// unit (u, nil on token routes): the message names the unit the price is
+// missing in and the `tollgate price set` flag that sets it, ready to run
+// with a price in place of DOLLARS.
+func unpricedUnitError(t *translate.Target, d kernel.Decision, u *translate.UnitRequest) *translate.APIError {
 	name := t.ProviderModel
 	if name == "" {
 		name = t.Model
@@ -198,9 +206,13 @@ func unpricedError(t *translate.Target, d kernel.Decision) *translate.APIError {
 	if t.Model != "" && t.Model != name {
 		what = fmt.Sprintf("The model `%s` (served as `%s`)", t.Model, name)
 	}
-	msg := fmt.Sprintf("%s has no price, so the %s's budget cannot be enforced: the gateway refuses it "+
-		"rather than charge $0. An operator must set its price (tollgate price set %s …) or declare "+
-		"the deployment free (--free).", what, d.Scope.Noun(), name)
+	missing, cmd := "", name+" …"
+	if per, flag := unitPriceFlag(u); flag != "" {
+		missing, cmd = " "+per, name+" "+flag+" DOLLARS"
+	}
+	msg := fmt.Sprintf("%s has no price%s, so the %s's budget cannot be enforced: the gateway refuses it "+
+		"rather than charge $0. An operator must set its price (tollgate price set %s) or declare "+
+		"the deployment free (--free).", what, missing, d.Scope.Noun(), cmd)
 	return &translate.APIError{
 		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: translate.CodeModelUnpriced, Param: "model",
 		Message: msg,
