@@ -223,6 +223,9 @@ type ledgerRow struct {
 		Dollars string `json:"dollars"`
 	} `json:"cost"`
 	Deployment string `json:"deployment"`
+	// Unit and Quantity of a row charged per unit ("" for tokens).
+	Unit       string `json:"unit"`
+	Quantity   int64  `json:"quantity,string"`
 	Status     string `json:"status"`
 	HTTPStatus int    `json:"http_status"`
 	Stream     bool   `json:"stream"`
@@ -245,6 +248,7 @@ type mockUsage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
 	CachedTokens int64 `json:"cached_tokens"`
+	Images       int64 `json:"images"` // the routes billed per unit
 }
 
 func (s *system) mockStats() map[string]mockUsage {

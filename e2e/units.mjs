@@ -40,6 +40,22 @@ const scenarios = {
     const b = Buffer.from(await r.arrayBuffer());
     return { bytes: b.length, riff: b.subarray(0, 4).toString(), contentType: r.headers.get("content-type") };
   },
+  // Imagen through the gateway (OpenAI's images API in, :predict out); the
+  // prompt's [filter] has the mock withhold one of the three images.
+  async imagen() {
+    const r = await client().images.generate({ model: "imagen", prompt: "a lighthouse [filter]", n: 3, size: "1792x1024" });
+    return { images: r.data.length, b64: r.data[0].b64_json?.length ?? 0 };
+  },
+  // gpt-image-1, charged by the tokens of its reply's usage.
+  async gptimage() {
+    const r = await client().images.generate({ model: "gpt-image-1", prompt: "a cat in a hat", n: 2, quality: "low" });
+    return { images: r.data.length, usage: r.usage };
+  },
+  // A model without a price per image, under a strict budget: refused.
+  async unpriced() {
+    const r = await client().images.generate({ model: "dall-e-2", prompt: "a square", n: 1, size: "512x512" });
+    return { images: r.data.length };
+  },
   async moderations() {
     const r = await client().moderations.create({ model: "omni-moderation-latest", input: "is this fine?" });
     return { results: r.results.length, flagged: r.results[0].flagged };
@@ -54,5 +70,5 @@ if (!scenarios[name]) {
 try {
   console.log(JSON.stringify(await scenarios[name]()));
 } catch (e) {
-  console.log(JSON.stringify({ error: { class: e?.constructor?.name, status: e?.status, message: e?.message } }));
+  console.log(JSON.stringify({ error: { class: e?.constructor?.name, status: e?.status, message: e?.message, code: e?.code } }));
 }

@@ -522,14 +522,14 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced { // upstream.go: name the missing price
-			return s.reject(translate.ErrUnpriced(s.target, d))
+			return s.reject(s.unpricedError(d))
 		}
 		return s.reject(s.refused(d, in.Model))
 	}
 	s.admitted, s.decision = true, d
 	if s.unitClamped(d) { // units.go
 		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
-		return s.reject(decisionError(budgetRefusal(scopes), in.Model))
+		return s.reject(decisionError(kernel.BudgetRefusal(scopes), in.Model))
 	}
 	if !s.ep.NoOutput && d.MaxTokens > 0 && (d.Clamped || in.MaxTokens == 0 && strictBudget(scopes)) {
 		// The reservation covers d.MaxTokens output tokens: send that bound when
@@ -985,7 +985,7 @@ func decisionError(d kernel.Decision, model string) *translate.APIError {
 			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
 		}
 	case kernel.ReasonUnpriced:
-		return translate.ErrUnpriced(&translate.Target{Model: model, ProviderModel: model}, d)
+		return translate.ErrUnpriced(&translate.Target{Model: model, ProviderModel: model}, d, nil)
 	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
 		what, typ := "requests per minute", "requests"
 		switch d.Reason {

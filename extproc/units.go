@@ -81,7 +81,7 @@ func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
 		// quality asked for; settled at the reply's usage.
 		u.ByTokens, u.Unpriced = true, false
 		areq.Price, areq.PromptBytes = tp, u.Tokens
-		areq.MaxTokens, areq.DefaultMaxTokens = satMul(u.Bound, translate.ImageOutputBound(u.Quality)), 1
+		areq.MaxTokens, areq.DefaultMaxTokens = kernel.SatMul(u.Bound, translate.ImageOutputBound(u.Quality)), 1
 		return
 	}
 	per, ok := kernel.Money(0), false
@@ -148,6 +148,16 @@ func (s *stream) unitEstimate() (int64, bool) {
 // max_tokens), so the request is refused as over budget instead.
 func (s *stream) unitClamped(d kernel.Decision) bool {
 	return d.Clamped && s.in != nil && s.in.Unit != nil && s.in.Unit.ByTokens
+}
+
+// unpricedError is the refusal of the stream's request for a missing price,
+// naming the unit of a unit request.
+func (s *stream) unpricedError(d kernel.Decision) *translate.APIError {
+	var u *translate.UnitRequest
+	if s.in != nil {
+		u = s.in.Unit
+	}
+	return translate.ErrUnpriced(s.target, d, u)
 }
 
 // hasPrefixFold is strings.HasPrefix, ASCII case-insensitive.

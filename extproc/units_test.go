@@ -75,3 +75,23 @@ func TestPriceUnitsImageTokens(t *testing.T) {
 	_, ok := s.unitEstimate()
 	require.False(t, ok, "estimated in tokens, not images")
 }
+
+// The refusal of a model unpriced in its route's unit names the unit and
+// the `tollgate price set` flag that sets it; a token route's is unchanged.
+func TestUnpricedUnitMessage(t *testing.T) {
+	target := &translate.Target{Model: "dall-e-2", ProviderModel: "dall-e-2"}
+	d := kernel.Decision{Reason: kernel.ReasonUnpriced, Scope: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}}
+	for unit, want := range map[kernel.Unit]string{
+		kernel.UnitImages:     "has no price per image, so the key's budget cannot be enforced",
+		kernel.UnitSeconds:    "(tollgate price set dall-e-2 --per-second DOLLARS)",
+		kernel.UnitCharacters: "(tollgate price set dall-e-2 --per-character DOLLARS)",
+		kernel.UnitSearches:   "(tollgate price set dall-e-2 --per-search-unit DOLLARS)",
+		kernel.UnitTokens:     "(tollgate price set dall-e-2 …)",
+	} {
+		e := translate.ErrUnpriced(target, d, &translate.UnitRequest{Unit: unit})
+		require.Contains(t, e.Message, want, unit)
+		require.Equal(t, translate.CodeModelUnpriced, e.Code)
+	}
+	require.Contains(t, translate.ErrUnpriced(target, d, &translate.UnitRequest{Unit: kernel.UnitImages}).Message, "(tollgate price set dall-e-2 --per-image DOLLARS)")
+	require.Contains(t, translate.ErrUnpriced(target, d, nil).Message, "(tollgate price set dall-e-2 …)")
+}

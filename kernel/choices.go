@@ -14,17 +14,17 @@ func ReserveChoices(req *AdmitRequest, choices int64) {
 	if req.MaxTokens <= 0 && req.DefaultMaxTokens <= 0 {
 		req.DefaultMaxTokens = DefaultOutputBound
 	}
-	req.MaxTokens = satMul(req.MaxTokens, choices)
-	req.DefaultMaxTokens = satMul(req.DefaultMaxTokens, choices)
+	req.MaxTokens = SatMul(req.MaxTokens, choices)
+	req.DefaultMaxTokens = SatMul(req.DefaultMaxTokens, choices)
 }
 
 // PerChoice is the max_tokens each choice may use when the kernel reserved
 // for bound output tokens in all: bound / choices, rounded down.
 func PerChoice(bound, choices int64) int64 { return bound / max(choices, 1) }
 
-// satMul is a × b for b > 0, saturating at the largest int64; a ≤ 0 (no
+// SatMul is a × b for b > 0, saturating at the largest int64; a ≤ 0 (no
 // bound) stays as it is.
-func satMul(a, b int64) int64 {
+func SatMul(a, b int64) int64 {
 	if a <= 0 {
 		return a
 	}

@@ -85,8 +85,11 @@ func ErrClientHeader() *APIError {
 // budget (kernel.ReasonUnpriced, d), before any provider call: HTTP 400 (a
 // retry cannot help, an operator must act), type invalid_request_error, code
 // model_price_missing, naming the model the price is missing for and the
-// scope whose budget could not be enforced.
-func ErrUnpriced(t *Target, d kernel.Decision) *APIError {
+// scope whose budget could not be enforced. For a request of a route charged
+// per unit (u, nil on token routes) the message names the unit the price is
+// missing in and the `tollgate price set` flag that sets it, ready to run
+// with a price in place of DOLLARS.
+func ErrUnpriced(t *Target, d kernel.Decision, u *UnitRequest) *APIError {
 	name := t.ProviderModel
 	if name == "" {
 		name = t.Model
@@ -95,13 +98,36 @@ func ErrUnpriced(t *Target, d kernel.Decision) *APIError {
 	if t.Model != "" && t.Model != name {
 		what = fmt.Sprintf("The model `%s` (served as `%s`)", t.Model, name)
 	}
-	msg := fmt.Sprintf("%s has no price, so the %s's budget cannot be enforced: the gateway refuses it "+
-		"rather than charge $0. An operator must set its price (tollgate price set %s …) or declare "+
-		"the deployment free (--free).", what, d.Scope.Noun(), name)
+	missing, cmd := "", name+" …"
+	if per, flag := unitPriceFlag(u); flag != "" {
+		missing, cmd = " "+per, name+" "+flag+" DOLLARS"
+	}
+	msg := fmt.Sprintf("%s has no price%s, so the %s's budget cannot be enforced: the gateway refuses it "+
+		"rather than charge $0. An operator must set its price (tollgate price set %s) or declare "+
+		"the deployment free (--free).", what, missing, d.Scope.Noun(), cmd)
 	return &APIError{
 		Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeModelUnpriced, Param: "model",
 		Message: msg,
 	}
+}
+
+// unitPriceFlag is how a unit request's missing price is named ("per
+// image") and the `tollgate price set` flag that sets it; "" on token routes.
+func unitPriceFlag(u *UnitRequest) (per, flag string) {
+	if u == nil {
+		return "", ""
+	}
+	switch u.Unit {
+	case kernel.UnitImages:
+		return "per image", "--per-image"
+	case kernel.UnitSeconds:
+		return "per second of audio", "--per-second"
+	case kernel.UnitCharacters:
+		return "per character", "--per-character"
+	case kernel.UnitSearches:
+		return "per search unit", "--per-search-unit"
+	}
+	return "", ""
 }
 
 // TypeUpstreamAuth is the error type and code of a provider refusing the

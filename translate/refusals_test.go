@@ -36,7 +36,7 @@ func TestRetryAfterHeaders(t *testing.T) {
 // client or the operator must do, with the status and code SDKs act on.
 func TestRefusalsNameWhatIsMissing(t *testing.T) {
 	key := kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k1"}
-	e := ErrUnpriced(&Target{Model: "fast", ProviderModel: "gpt-x"}, kernel.Decision{Reason: kernel.ReasonUnpriced, Scope: key})
+	e := ErrUnpriced(&Target{Model: "fast", ProviderModel: "gpt-x"}, kernel.Decision{Reason: kernel.ReasonUnpriced, Scope: key}, nil)
 	require.Equal(t, 400, e.Status)
 	require.Equal(t, CodeModelUnpriced, e.Code)
 	require.Contains(t, e.Message, "The model `fast` (served as `gpt-x`) has no price")

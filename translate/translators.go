@@ -69,9 +69,13 @@ var translators = map[translatorKey]TranslatorFactory{
 
 	// The routes charged per unit (units.go): images, audio, moderations
 	// (OpenAI, OpenAI-compatible, Azure OpenAI) and rerank (Cohere's and
-	// Jina's shape, from an OpenAI-compatible provider whose base URL is theirs).
+	// Jina's shape, from an OpenAI-compatible provider whose base URL is theirs);
+	// image generations from Imagen on the Gemini API and Vertex AI
+	// (images_gemini.go).
 	{APIImages, ProviderOpenAI}:         newUnitsOpenAI(APIImages, false),
 	{APIImages, ProviderAzure}:          newUnitsOpenAI(APIImages, true),
+	{APIImages, ProviderGemini}:         func() Translator { return new(imagesGemini) },
+	{APIImages, ProviderVertex}:         func() Translator { return new(imagesGemini) },
 	{APIModerations, ProviderOpenAI}:    newUnitsOpenAI(APIModerations, false),
 	{APIModerations, ProviderAzure}:     newUnitsOpenAI(APIModerations, true),
 	{APISpeech, ProviderOpenAI}:         newUnitsOpenAI(APISpeech, false),

@@ -99,6 +99,8 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		h = s.geminiEmbedOne
 	case "batchEmbedContents":
 		h = s.geminiEmbedBatch
+	case "predict": // Imagen (units.go)
+		h = s.imagenPredict
 	default:
 		writeError(w, flavorGemini, http.StatusNotFound, "Method not found: "+method)
 		return

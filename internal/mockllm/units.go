@@ -327,3 +327,51 @@ func (s *Server) rerank(c *call) {
 		"meta": map[string]any{"api_version": map[string]string{"version": "2"}, "billed_units": map[string]int64{"search_units": units}},
 	})
 }
+
+// imagenPredict serves Imagen's :predict (the Gemini API's and Vertex
+// AI's): sampleCount images (Google's default 4, at most 4), each a
+// prediction with bytesBase64Encoded. A prompt containing "[filter]" has
+// its last image withheld as Google's filters do (a prediction with
+// raiFilteredReason only), and that image is not billed.
+func (s *Server) imagenPredict(c *call) {
+	var req struct {
+		Instances []struct {
+			Prompt string `json:"prompt"`
+		} `json:"instances"`
+		Parameters struct {
+			SampleCount *int `json:"sampleCount"`
+		} `json:"parameters"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	n := 4
+	if req.Parameters.SampleCount != nil {
+		n = *req.Parameters.SampleCount
+	}
+	if len(req.Instances) != 1 || req.Instances[0].Prompt == "" || n < 1 || n > 4 {
+		writeError(c.w, c.flavor, http.StatusBadRequest, "instances: one instance with a prompt; sampleCount: from 1 to 4")
+		return
+	}
+	type prediction struct {
+		BytesBase64Encoded string `json:"bytesBase64Encoded,omitempty"`
+		MimeType           string `json:"mimeType,omitempty"`
+		RAIFilteredReason  string `json:"raiFilteredReason,omitempty"`
+	}
+	out := struct {
+		Predictions []prediction `json:"predictions"`
+	}{}
+	billed := n
+	for range n {
+		out.Predictions = append(out.Predictions, prediction{BytesBase64Encoded: tinyPNG, MimeType: "image/png"})
+	}
+	if strings.Contains(req.Instances[0].Prompt, "[filter]") {
+		out.Predictions[n-1] = prediction{RAIFilteredReason: "Unable to show generated images. All images were filtered out because they violated Vertex AI's usage guidelines."}
+		billed--
+	}
+	ctr := s.counters(c.key)
+	ctr.requests.Add(1)
+	ctr.images.Add(int64(billed))
+	c.w.Header().Set("content-type", "application/json")
+	_ = json.NewEncoder(c.w).Encode(out)
+}

@@ -91,6 +91,10 @@ func (s *Server) vertexGoogle(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
 	switch method {
 	case "predict":
+		if strings.HasPrefix(model, "imagen") { // units.go
+			s.serve(w, r, flavorGemini, model, s.imagenPredict)
+			return
+		}
 		s.serve(w, r, flavorGemini, model, s.vertexPredict)
 	case "embedContent", "batchEmbedContents":
 		writeError(w, flavorGemini, http.StatusNotFound, "Method not found: "+method)
