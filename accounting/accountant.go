@@ -164,7 +164,10 @@ func (a *Accountant) Admit(ctx context.Context, req *kernel.AdmitRequest) (kerne
 
 // seedRuns seeds, from the ledger, the budget of every run scope of a
 // request that the local counters do not hold (new, or forgotten after its
-// TTL): a run's budget covers its whole life. Shared counters seed runs
+// TTL): a run's budget covers its whole life. The ledger is flushed first, as
+// LedgerSeed does for shared counters: the kernel forgets an idle run whatever
+// its settlements' state in the ledger queue, and a seed that missed one still
+// queued would let the run overspend its budget. Shared counters seed runs
 // themselves, as any window.
 func (a *Accountant) seedRuns(ctx context.Context, scopes []kernel.Scope) error {
 	for _, sc := range scopes {
@@ -175,6 +178,9 @@ func (a *Accountant) seedRuns(ctx context.Context, scopes []kernel.Scope) error 
 		err := func() error {
 			if a.local.Known(sc.Ref) {
 				return nil
+			}
+			if err := a.Flush(ctx); err != nil {
+				return fmt.Errorf("accounting: flush before seeding run %s: %w", sc.Ref.ID, err)
 			}
 			spent, err := a.spend.ScopeSpend(ctx, sc.Ref, time.Time{}, time.Time{})
 			if err != nil {

@@ -87,16 +87,19 @@ func (c *RedisCounters) currentEpoch() string {
 }
 
 // Sync records this replica in the members hash, keeps a copy of the replicas
-// alive, and rejoins when Redis lost its data since the last call.
+// alive, rejoins when Redis lost its data since the last call, and keeps the
+// counters of the runs it holds uncommitted settlements of (redis_keepruns.go).
 func (c *RedisCounters) Sync(ctx context.Context, now time.Time) error {
 	ep, _, err := c.register(ctx, now)
 	if err != nil {
 		return err
 	}
-	if ep != "" && ep == c.currentEpoch() {
-		return nil
+	if ep == "" || ep != c.currentEpoch() {
+		if err := c.rejoin(ctx, now); err != nil {
+			return err
+		}
 	}
-	return c.rejoin(ctx, now)
+	return c.keepRuns(ctx)
 }
 
 // register records this replica in the members hash and reads Redis's epoch

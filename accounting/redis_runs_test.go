@@ -123,41 +123,79 @@ func TestReplicasRunBudget(t *testing.T) {
 	require.Equal(t, run.Ref, d.Scope)
 }
 
+// localRun is an in-process accountant over ledger (spend: ms) and a run of
+// key "k" with a budget of 35 and a TTL of an hour; call admits a call of 10
+// on the run and settles it when admitted.
+type localRun struct {
+	a   *accounting.Accountant
+	run kernel.Scope
+	now time.Time
+}
+
+func newLocalRun(ledger store.Ledger, ms *memstore.Store) *localRun {
+	r := &localRun{now: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)}
+	r.a = accounting.NewLocalAccountant(ledger, ms, func() time.Time { return r.now }, slog.New(slog.DiscardHandler))
+	pol := kernel.RunPolicy{Budget: 35, TTL: time.Hour}
+	r.run = kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeRun, ID: kernel.RunScopeID(kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}, "r")}, Limits: pol.Limits()}
+	return r
+}
+
+func (r *localRun) call(t *testing.T, id string) kernel.Decision {
+	t.Helper()
+	key := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}, Limits: &kernel.Limits{Shortfall: kernel.Reject}}
+	d, err := r.a.Admit(t.Context(), &kernel.AdmitRequest{
+		ID: id, Scopes: []kernel.Scope{key, r.run}, Model: "m", MaxTokens: 10, Price: kernel.Price{Output: 1_000_000},
+	})
+	require.NoError(t, err)
+	if d.Admitted {
+		_, err := r.a.Settle(t.Context(), store.LedgerEntry{RequestID: id, KeyID: "k", RunID: r.run.Ref.ID, Usage: kernel.Usage{Output: 10}, Status: kernel.StatusCompleted})
+		require.NoError(t, err)
+	}
+	return d
+}
+
 // TestLocalRunForgottenThenSeeded: the in-process accountant forgets a run
 // idle for its TTL and, when the run comes back, seeds its budget from the
 // ledger: the run stays stopped.
 func TestLocalRunForgottenThenSeeded(t *testing.T) {
 	ms := memstore.New()
-	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	a := accounting.NewLocalAccountant(ms, ms, func() time.Time { return now }, slog.New(slog.DiscardHandler))
+	r := newLocalRun(ms, ms)
 	ctx := t.Context()
-	key := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}, Limits: &kernel.Limits{Shortfall: kernel.Reject}}
-	pol := kernel.RunPolicy{Budget: 35, TTL: time.Hour}
-	run := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeRun, ID: kernel.RunScopeID(key.Ref, "r")}, Limits: pol.Limits()}
-	price := kernel.Price{Output: 1_000_000}
-	call := func(id string) kernel.Decision {
-		d, err := a.Admit(ctx, &kernel.AdmitRequest{ID: id, Scopes: []kernel.Scope{key, run}, Model: "m", MaxTokens: 10, Price: price})
-		require.NoError(t, err)
-		if d.Admitted {
-			_, err := a.Settle(ctx, store.LedgerEntry{RequestID: id, KeyID: "k", RunID: run.Ref.ID, Usage: kernel.Usage{Output: 10}, Status: kernel.StatusCompleted})
-			require.NoError(t, err)
-		}
-		return d
-	}
 	for i := range 3 {
-		require.True(t, call(fmt.Sprint("a", i)).Admitted)
+		require.True(t, r.call(t, fmt.Sprint("a", i)).Admitted)
 	}
-	require.False(t, call("a3").Admitted, "30 of 35 spent: 10 more does not fit")
+	require.False(t, r.call(t, "a3").Admitted, "30 of 35 spent: 10 more does not fit")
 	require.NoError(t, ms.Flush(ctx))
-	now = now.Add(2 * time.Hour)
-	a.ExpireNow(ctx)
-	require.False(t, a.State().Known(run.Ref), "forgotten after its TTL")
-	d := call("b0")
+	r.now = r.now.Add(2 * time.Hour)
+	r.a.ExpireNow(ctx)
+	require.False(t, r.a.State().Known(r.run.Ref), "forgotten after its TTL")
+	d := r.call(t, "b0")
 	require.False(t, d.Admitted, "seeded from the ledger")
-	require.Equal(t, run.Ref, d.Scope)
-	spent, _ := a.State().Usage(run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, now)
+	require.Equal(t, r.run.Ref, d.Scope)
+	spent, _ := r.a.State().Usage(r.run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, r.now)
 	require.Equal(t, kernel.Money(30), spent)
-	got, err := a.Usage(ctx, run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, now)
+	got, err := r.a.Usage(ctx, r.run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, r.now)
 	require.NoError(t, err)
 	require.Equal(t, kernel.Money(30), got, "what budget alerts read")
+}
+
+// TestLocalRunSeedSeesQueuedSettlements: the in-process accountant forgets a
+// run idle for its TTL while the run's settlements are still queued in the
+// ledger writer (not committed: PostgreSQL slow or down); the run's next call
+// seeds it from the ledger, which must hold them, or the run overspends.
+func TestLocalRunSeedSeesQueuedSettlements(t *testing.T) {
+	ms := memstore.New()
+	r := newLocalRun(&queuedLedger{Store: ms}, ms)
+	for i := range 3 {
+		require.True(t, r.call(t, fmt.Sprint("a", i)).Admitted)
+	}
+	require.Equal(t, 3, r.a.Pending(), "the three settlements are queued, not committed")
+	r.now = r.now.Add(2 * time.Hour)
+	r.a.ExpireNow(t.Context())
+	require.False(t, r.a.State().Known(r.run.Ref), "forgotten after its TTL")
+	d := r.call(t, "b0")
+	require.False(t, d.Admitted, "the seed holds the queued settlements: 30 of 35 spent")
+	require.Equal(t, r.run.Ref, d.Scope)
+	spent, _ := r.a.State().Usage(r.run.Ref, kernel.Period{Kind: kernel.PeriodTotal}, r.now)
+	require.Equal(t, kernel.Money(30), spent)
 }

@@ -593,8 +593,13 @@ end:
  * its timeout, against the TTL: seedLua has no generation to refuse a read
  * made before the hash expired, as it has the epoch for a wipe). Its next
  * admission finds its window unseeded and seeds it from the ledger
- * (admitLua {2}). -DEARLYRUNEXP drops
- * the writers' and spills' part of the assumption: a run seeded from a
+ * (admitLua {2}). The writers' part is no longer timing in the Go code: a
+ * live replica keeps the hash of every run it holds an uncommitted
+ * settlement of (accounting/redis_keepruns.go, at each Sync), and the
+ * in-process accountant flushes its ledger before it seeds a run
+ * (seedRuns); a dead replica's spill (sp, lostc) stays the assumption (its
+ * restart replays it within the TTL). -DEARLYRUNEXP drops
+ * the writers' and spills' part of the guard: a run seeded from a
  * ledger that misses one of its settlements overspends. */
 #define RUNQUIET ((admitted[0] || admitted[1]) && !rec[0] && !rec[1] && (!cached[0] || expired[0]) && (!cached[1] || expired[1]) && !rseed[0] && !rseed[1])
 #ifdef EARLYRUNEXP
