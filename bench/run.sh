@@ -21,6 +21,12 @@
 #                                # with PROMPT_BYTES=4096 prompts for every target unless set: last
 #                                # column = with / the mean of the two without (issue 32)
 #   PROMPT_BYTES=4096            # every request's prompt (or input) is this many bytes of prose
+#   CACHE=exact                  # also a model group demo-cached on the same deployment with this
+#                                # response cache (match all), measured after the plain cell in every
+#                                # repetition: hits (one prompt, stored by its first request), misses
+#                                # (loadgen -unique: every prompt new), then the plain cell again;
+#                                # last column = hit / off and miss / off, off the mean of the two
+#                                # plain cells (issue 33: a miss ≤ 1.05, a hit below a miss)
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -45,6 +51,8 @@ SCEN=${SCEN:-"chat stream embeddings"}
 REPEAT=${REPEAT:-1}
 GW_CPU=${GW_CPU:-0}
 GUARD=${GUARD:-}
+CACHE=${CACHE:-}
+case "$CACHE" in "" | exact) ;; *) echo "bench: CACHE=$CACHE: only exact is measured" >&2; exit 2 ;; esac
 PROMPT_BYTES=${PROMPT_BYTES:-${GUARD:+4096}}
 LOAD_CPU=${LOAD_CPU:-1}
 
@@ -186,6 +194,21 @@ if [ -n "$GUARD" ]; then
   done
   [ -n "$hdr" ] || { echo "bench: the gateway did not apply guardrail bench-$GUARD" >&2; exit 1; }
 fi
+# CACHE: a second group on the demo deployment, cached, priced as demo; one
+# request twice first, to see the gateway answer the second from the cache.
+if [ -n "$CACHE" ]; then
+  bin/tollgate price set demo-cached --input 1 --output 2 >/dev/null
+  bin/tollgate model create demo-cached --deployments demo-mock --default-max-tokens 256 \
+    --cache "$CACHE" --cache-match all >/dev/null
+  for _ in $(seq 1 50); do
+    hdr=$(curl -sS -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      -d '{"model":"demo-cached","messages":[{"role":"user","content":"bench cache check"}]}' "http://$gw/v1/chat/completions" |
+      tr -d '\r' | grep -i '^x-tollgate-cache: hit' || true)
+    [ -n "$hdr" ] && break
+    sleep 0.1
+  done
+  [ -n "$hdr" ] || { echo "bench: the gateway did not answer demo-cached from its cache" >&2; exit 1; }
+fi
 key2=
 if [ -n "$gw2pid" ]; then
   key2=$(gwkey "$tmp/off" "$admin2")
@@ -197,13 +220,14 @@ hz=$(getconf CLK_TCK)
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 
 # cell TARGET URL PID KEY MODEL [RATE]: sets row (one table row without its
-# last two columns), cpu (µs/req) and rps; RATE paces the load generator.
+# last two columns), cpu (µs/req) and rps; RATE paces the load generator,
+# LGFLAGS are more of its flags (-unique).
 split= # the rush's rows of its latency split (cell)
 cell() {
   local target=$1 url=$2 pid=$3 key=$4 model=$5 rate=${6:-0} t0 t1 out reqs rss=-
   cpu=-
   [ -n "$pid" ] && t0=$(ticks "$pid")
-  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "${s/rush/chat}" -c "$c" -d "$D" -warmup 0s -rate "$rate" ${PROMPT_BYTES:+-prompt-bytes "$PROMPT_BYTES"})
+  out=$(taskset -c "$LOAD_CPU" bin/loadgen -url "$url" ${key:+-key "$key"} -model "$model" -scenario "${s/rush/chat}" -c "$c" -d "$D" -warmup 0s -rate "$rate" ${PROMPT_BYTES:+-prompt-bytes "$PROMPT_BYTES"} ${LGFLAGS:-})
   if [ -n "$pid" ]; then
     t1=$(ticks "$pid")
     reqs=$(field requests <<<"$out")
@@ -278,6 +302,19 @@ for c in $CONNS; do
         printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
         plain=$(awk -v a="$gw_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
         printf '%s %s | guardrail/none %s |\n' "$g_row" "$(ratio "$g_cpu" "$ngx_cpu")" "$(ratio "$g_cpu" "$plain")"
+      fi
+      if [ -n "$CACHE" ]; then
+        # Bracketed as the guardrail: hits, misses, then the plain key
+        # again; each against the mean of the two plain cells.
+        cell "tollgate, cache $CACHE hit" "http://$gw" "$gwpid" "$key" demo-cached
+        h_cpu=$cpu h_row=$row
+        LGFLAGS=-unique cell "tollgate, cache $CACHE miss (-unique)" "http://$gw" "$gwpid" "$key" demo-cached
+        m_cpu=$cpu m_row=$row
+        cell "tollgate (built-in), again" "http://$gw" "$gwpid" "$key" demo
+        printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+        off=$(awk -v a="$gw_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
+        printf '%s %s | hit/off %s |\n' "$h_row" "$(ratio "$h_cpu" "$ngx_cpu")" "$(ratio "$h_cpu" "$off")"
+        printf '%s %s | miss/off %s |\n' "$m_row" "$(ratio "$m_cpu" "$ngx_cpu")" "$(ratio "$m_cpu" "$off")"
       fi
       if [ -n "$gw2pid" ]; then
         cell "tollgate, metrics off" "http://$gw2" "$gw2pid" "$key2" demo

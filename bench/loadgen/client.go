@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
+
+const hexDigits = "0123456789abcdef"
 
 // requestTimeout bounds one request, its redial included.
 const requestTimeout = 60 * time.Second
@@ -21,6 +25,19 @@ const requestTimeout = 60 * time.Second
 type target struct {
 	addr string
 	wire []byte // the whole request: head and body, written with one write
+	// numAt, seq: with -unique, each request writes the next number of seq
+	// in hexadecimal at wire[numAt:] (uniqueDigits wide); numAt < 0: none.
+	numAt, bodyLen int
+	seq            *atomic.Uint64
+}
+
+// numbered makes every request write its own number at the body's offset
+// at (withUnique), counting from start: a start taken from the clock keeps
+// one run's numbers apart from the last run's against the same gateway.
+func (t *target) numbered(at int, start uint64) {
+	t.numAt = len(t.wire) - t.bodyLen + at
+	t.seq = new(atomic.Uint64)
+	t.seq.Store(start)
 }
 
 // newTarget builds the request of method and path (appended to base's path)
@@ -46,7 +63,7 @@ func newTarget(base, method, path, key string, body []byte) (target, error) {
 	}
 	b.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
 	b.Write(body)
-	return target{addr: addr, wire: []byte(b.String())}, nil
+	return target{addr: addr, wire: []byte(b.String()), numAt: -1, bodyLen: len(body)}, nil
 }
 
 // client sends a target's request over one kept-alive connection, redialling
@@ -66,6 +83,9 @@ type client struct {
 }
 
 func newClient(tgt target, check func(response) error) *client {
+	if tgt.numAt >= 0 {
+		tgt.wire = slices.Clone(tgt.wire) // this client's numbers
+	}
 	return &client{tgt: tgt, check: check, dialer: net.Dialer{Timeout: 5 * time.Second}, rd: newReader(nil)}
 }
 
@@ -102,6 +122,14 @@ func (c *client) do(ctx context.Context) error {
 }
 
 func (c *client) exchange() (response, error) {
+	if t := &c.tgt; t.numAt >= 0 {
+		n := t.seq.Add(1)
+		d := t.wire[t.numAt : t.numAt+uniqueDigits]
+		for i := len(d) - 1; i >= 0; i-- {
+			d[i] = hexDigits[n&15]
+			n >>= 4
+		}
+	}
 	if _, err := c.nc.Write(c.tgt.wire); err != nil {
 		return response{}, fmt.Errorf("%w: write: %w", errNoResponse, err)
 	}

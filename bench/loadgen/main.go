@@ -71,6 +71,7 @@ type config struct {
 	rate                      float64 // requests per second over all connections; 0: unpaced
 	floor                     string  // serve the floor proxy (floor.go) on this address to url's host
 	promptBytes               int     // the prompt (or input) as prose of this many bytes; 0: the short one
+	unique                    bool    // every request's prompt its own (a cache never hits)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.rate, "rate", 0, "requests per second over all connections, each paced evenly (0: each sends as soon as it has its answer)")
 	fs.StringVar(&c.floor, "floor", "", "instead of driving load, serve the floor proxy (the least a Go proxy does) on this address, forwarding to -url's host")
 	fs.IntVar(&c.promptBytes, "prompt-bytes", 0, "send a prompt (embeddings: an input) of this many bytes of prose instead of the short one (a guardrail's cost, bench/run.sh GUARD=)")
+	fs.BoolVar(&c.unique, "unique", false, "make every request's prompt (embeddings: input) unique, so that a response cache misses every time (bench/run.sh CACHE=)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -119,9 +121,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.promptBytes > 0 {
 		sc.body = withPrompt(sc.body, cfg.promptBytes)
 	}
+	at := -1 // where each request writes its number in the body (-unique)
+	if cfg.unique {
+		if sc.body, at, err = withUnique(sc.body); err != nil {
+			return err
+		}
+	}
 	tgt, err := newTarget(cfg.url, http.MethodPost, sc.path, cfg.key, sc.body)
 	if err != nil {
 		return err
+	}
+	if at >= 0 {
+		tgt.numbered(at, uint64(time.Now().UnixNano()))
 	}
 	if cfg.floor != "" {
 		lis, err := net.Listen("tcp", cfg.floor)

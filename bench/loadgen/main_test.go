@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -128,4 +129,65 @@ func TestWithPrompt(t *testing.T) {
 			t.Fatalf("%s: prompt of %d bytes, want 4096", name, len(got))
 		}
 	}
+}
+
+// With -unique no two requests carry the same prompt (a cache misses every
+// time), over every connection and with -prompt-bytes too; each body is
+// still valid JSON of one length.
+func TestRunUnique(t *testing.T) {
+	for _, tc := range []struct {
+		scen  string
+		extra []string
+	}{{"chat", nil}, {"stream", nil}, {"embeddings", nil}, {"chat", []string{"-prompt-bytes", "300"}}} {
+		t.Run(tc.scen+fmt.Sprint(tc.extra), func(t *testing.T) {
+			mock := mockllm.New(mockllm.DefaultConfig())
+			var mu sync.Mutex
+			prompts := map[string]int{}
+			lens := map[int64]bool{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				var v struct {
+					Messages []struct{ Content string } `json:"messages"`
+					Input    string                     `json:"input"`
+				}
+				if err := json.Unmarshal(b, &v); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				p := v.Input
+				if len(v.Messages) > 0 {
+					p = v.Messages[0].Content
+				}
+				mu.Lock()
+				prompts[p]++
+				lens[r.ContentLength] = true
+				mu.Unlock()
+				r.Body = io.NopCloser(bytes.NewReader(b))
+				mock.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			var out bytes.Buffer
+			args := append([]string{
+				"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt", "-scenario", tc.scen,
+				"-c", "3", "-d", "300ms", "-warmup", "0s", "-unique",
+			}, tc.extra...)
+			require.NoError(t, run(t.Context(), args, &out, io.Discard))
+			var r result
+			require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+			require.Zero(t, r.Errors, r.FirstError)
+			require.Greater(t, r.Requests, int64(3))
+			mu.Lock()
+			defer mu.Unlock()
+			for p, n := range prompts {
+				require.Equal(t, 1, n, "prompt %q sent %d times", p, n)
+				require.Regexp(t, ` #[0-9a-f]{16}$`, p)
+			}
+			require.Len(t, lens, 1, "every body has one length")
+		})
+	}
+}
+
+func TestWithUniqueNeedsAPrompt(t *testing.T) {
+	_, _, err := withUnique([]byte(`{"model":"m"}`))
+	require.Error(t, err)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // errBadResponse is wrapped by every check failure: a response that arrived
@@ -67,6 +68,38 @@ func withPrompt(body []byte, n int) []byte {
 		}
 	}
 	return body
+}
+
+// uniqueDigits is the width of a -unique request's number (hexadecimal).
+const uniqueDigits = 16
+
+// withUnique returns body with room for a number at the end of its prompt
+// (or input) — " #" and uniqueDigits zeros before the string's closing
+// quote — and where the digits start: each request writes its own number
+// there (target.numbered), so that no two requests share a cache key while
+// every body keeps one length.
+func withUnique(body []byte) ([]byte, int, error) {
+	for _, field := range []string{`"content":"`, `"input":"`} {
+		i := bytes.Index(body, []byte(field))
+		if i < 0 {
+			continue
+		}
+		j := i + len(field)
+		for j < len(body) && body[j] != '"' {
+			if body[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(body) {
+			break
+		}
+		mark := " #" + strings.Repeat("0", uniqueDigits)
+		out := make([]byte, 0, len(body)+len(mark))
+		out = append(append(append(out, body[:j]...), mark...), body[j:]...)
+		return out, j + 2, nil
+	}
+	return nil, -1, errors.New("-unique: the scenario's body has no prompt to number")
 }
 
 func checkStatus(r response, ctype string) error {
