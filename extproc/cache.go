@@ -109,6 +109,7 @@ type streamCache struct {
 	control, ttl, beta string // request headers
 	status             string
 	store              CacheStore
+	query              CacheQuery // the lookup's query, kept here so that it is not one more allocation
 }
 
 // cacheHeader keeps the request headers the cache reads.
@@ -127,7 +128,8 @@ func (s *stream) cacheHeader(k, v string) {
 // known, before admission): a reply when it is answered here — a hit, or a
 // 400 for a bad cache header — else nil and the request goes on.
 func (s *stream) cacheLookup(ctx context.Context, body []byte, scopes []kernel.Scope) *extprocv3.ProcessingResponse {
-	q := &CacheQuery{
+	q := &s.cache.query
+	*q = CacheQuery{
 		API: s.ep.API, Model: s.in.Model, Body: body, Stream: s.in.Stream,
 		JSONArray: s.in.Stream && s.ep.API == translate.APIGeminiGenerate && !translate.GeminiSSE(s.path),
 		Principal: s.principal, CacheControl: s.cache.control, TTL: s.cache.ttl,
