@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -11,18 +10,26 @@ import (
 type Backend interface {
 	// Get returns the value stored under key, nil when there is none (or it
 	// expired).
-	Get(ctx context.Context, key string) ([]byte, error)
+	Get(ctx context.Context, key Key) ([]byte, error)
 	// Set stores val under key for ttl; ErrTooLarge when val is above the
-	// backend's cap per entry.
-	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	// backend's cap per entry. The backend keeps val: the caller must not
+	// change it afterwards.
+	Set(ctx context.Context, key Key, val []byte, ttl time.Duration) error
 }
 
 // Memory is the in-process backend (tollgate run, a single replica): a
 // least-recently-used map capped in bytes, entries expiring after their TTL.
+//
+// The cap counts what an entry holds in the heap: its value and a fixed
+// entryOverhead for its key, its slot and its map entry, so that many small
+// entries cannot hold several times the cap. The entries live in one slab
+// linked by index (no allocation per entry but its value), the least
+// recently used at the list's back.
 type Memory struct {
 	mu       sync.Mutex
-	ll       *list.List // front: most recently used
-	m        map[string]*list.Element
+	m        map[Key]int32 // index into items
+	items    []memItem     // items[0] is the list's sentinel: next the front, prev the back
+	free     int32         // the first free slot (0: none), linked through next
 	size     int64
 	capBytes int64
 	maxEntry int64
@@ -30,10 +37,16 @@ type Memory struct {
 }
 
 type memItem struct {
-	key     string
-	val     []byte
-	expires time.Time
+	key        Key
+	val        []byte
+	expires    int64 // Unix nanoseconds
+	prev, next int32
 }
+
+// entryOverhead is what an entry of Memory holds beside its value: its slot
+// in the slab (72 bytes) and its map entry (the key and the index, about 40
+// bytes with the map's own share), rounded up.
+const entryOverhead = 128
 
 var _ Backend = (*Memory)(nil)
 
@@ -43,9 +56,10 @@ const (
 	DefaultMaxEntry    = 1 << 20
 )
 
-// NewMemory returns an in-process backend holding at most capBytes of keys
-// and values (0: DefaultMemoryBytes), no entry above maxEntry bytes (0:
-// DefaultMaxEntry); now is its clock (nil: time.Now).
+// NewMemory returns an in-process backend holding at most capBytes of
+// entries, each counted as its value and entryOverhead (0:
+// DefaultMemoryBytes), no value above maxEntry bytes (0: DefaultMaxEntry);
+// now is its clock (nil: time.Now).
 func NewMemory(capBytes, maxEntry int64, now func() time.Time) *Memory {
 	if capBytes <= 0 {
 		capBytes = DefaultMemoryBytes
@@ -56,43 +70,52 @@ func NewMemory(capBytes, maxEntry int64, now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{ll: list.New(), m: map[string]*list.Element{}, capBytes: capBytes, maxEntry: min(maxEntry, capBytes), now: now}
+	return &Memory{m: map[Key]int32{}, items: make([]memItem, 1), capBytes: capBytes, maxEntry: min(maxEntry, capBytes-entryOverhead), now: now}
 }
 
 // Get returns key's value unless it expired.
-func (c *Memory) Get(_ context.Context, key string) ([]byte, error) {
+func (c *Memory) Get(_ context.Context, key Key) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.m[key]
+	i, ok := c.m[key]
 	if !ok {
 		return nil, nil
 	}
-	it := el.Value.(*memItem)
-	if !c.now().Before(it.expires) {
-		c.remove(el)
+	it := &c.items[i]
+	if c.now().UnixNano() >= it.expires {
+		c.remove(i)
 		return nil, nil
 	}
-	c.ll.MoveToFront(el)
+	c.unlink(i)
+	c.pushFront(i)
 	return it.val, nil
 }
 
-// Set stores val under key, evicting the least recently used entries (expired
-// ones first met) until the cap holds.
-func (c *Memory) Set(_ context.Context, key string, val []byte, ttl time.Duration) error {
-	n := int64(len(key) + len(val))
-	if n > c.maxEntry {
+// Set stores val under key, evicting the least recently used entries until
+// the cap holds.
+func (c *Memory) Set(_ context.Context, key Key, val []byte, ttl time.Duration) error {
+	if int64(len(val)) > c.maxEntry {
 		return ErrTooLarge
 	}
+	expires := c.now().Add(ttl).UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[key]; ok {
-		c.remove(el)
+	if i, ok := c.m[key]; ok {
+		c.remove(i)
 	}
-	it := &memItem{key: key, val: val, expires: c.now().Add(ttl)}
-	c.m[key] = c.ll.PushFront(it)
-	c.size += n
+	i := c.free
+	if i != 0 {
+		c.free = c.items[i].next
+	} else {
+		c.items = append(c.items, memItem{})
+		i = int32(len(c.items) - 1)
+	}
+	c.items[i] = memItem{key: key, val: val, expires: expires}
+	c.pushFront(i)
+	c.m[key] = i
+	c.size += int64(len(val)) + entryOverhead
 	for c.size > c.capBytes {
-		c.remove(c.ll.Back())
+		c.remove(c.items[0].prev)
 	}
 	return nil
 }
@@ -104,9 +127,32 @@ func (c *Memory) Len() int {
 	return len(c.m)
 }
 
-func (c *Memory) remove(el *list.Element) {
-	it := el.Value.(*memItem)
-	c.ll.Remove(el)
+// Size is what the entries held count for against the cap.
+func (c *Memory) Size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+func (c *Memory) pushFront(i int32) {
+	it, head := &c.items[i], &c.items[0]
+	it.prev, it.next = 0, head.next
+	c.items[head.next].prev = i
+	head.next = i
+}
+
+func (c *Memory) unlink(i int32) {
+	it := &c.items[i]
+	c.items[it.prev].next = it.next
+	c.items[it.next].prev = it.prev
+}
+
+// remove drops slot i's entry and puts the slot on the free list.
+func (c *Memory) remove(i int32) {
+	c.unlink(i)
+	it := &c.items[i]
 	delete(c.m, it.key)
-	c.size -= int64(len(it.key) + len(it.val))
+	c.size -= int64(len(it.val)) + entryOverhead
+	*it = memItem{next: c.free}
+	c.free = i
 }

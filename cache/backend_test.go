@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync"
 	"testing"
@@ -37,25 +38,25 @@ func (c *clock) add(d time.Duration) {
 // until its TTL, a set replaces, an entry above the cap is refused.
 func backendContract(t *testing.T, b Backend, advance func(time.Duration), maxEntry int) {
 	ctx := context.Background()
-	got, err := b.Get(ctx, "absent")
+	got, err := b.Get(ctx, key("absent"))
 	require.NoError(t, err)
 	require.Nil(t, got)
 
-	require.NoError(t, b.Set(ctx, "k", []byte("v1"), time.Second))
-	got, err = b.Get(ctx, "k")
+	require.NoError(t, b.Set(ctx, key("k"), []byte("v1"), time.Second))
+	got, err = b.Get(ctx, key("k"))
 	require.NoError(t, err)
 	require.Equal(t, "v1", string(got))
-	require.NoError(t, b.Set(ctx, "k", []byte("v2"), 2*time.Second))
-	got, err = b.Get(ctx, "k")
+	require.NoError(t, b.Set(ctx, key("k"), []byte("v2"), 2*time.Second))
+	got, err = b.Get(ctx, key("k"))
 	require.NoError(t, err)
 	require.Equal(t, "v2", string(got))
 
 	advance(2100 * time.Millisecond)
-	got, err = b.Get(ctx, "k")
+	got, err = b.Get(ctx, key("k"))
 	require.NoError(t, err)
 	require.Nil(t, got, "expired")
 
-	require.ErrorIs(t, b.Set(ctx, "big", make([]byte, maxEntry+1), time.Minute), ErrTooLarge)
+	require.ErrorIs(t, b.Set(ctx, key("big"), make([]byte, maxEntry+1), time.Minute), ErrTooLarge)
 }
 
 func TestMemoryBackend(t *testing.T) {
@@ -63,21 +64,68 @@ func TestMemoryBackend(t *testing.T) {
 	backendContract(t, NewMemory(1<<20, 100, c.now), c.add, 100)
 }
 
-// The in-process backend holds at most its cap, evicting the least recently
-// used entry first.
+// key is a test's key named s.
+func key(s string) Key { return Key(sha256.Sum256([]byte(s))) }
+
+// The in-process backend holds at most its cap, each entry counted as its
+// value and entryOverhead, evicting the least recently used entry first;
+// slots freed are used again.
 func TestMemoryEvictsLRU(t *testing.T) {
 	ctx := context.Background()
-	m := NewMemory(30, 30, nil) // three entries of 1+9 bytes
+	m := NewMemory(3*(entryOverhead+9), 200, nil) // three entries of 9 bytes
 	for _, k := range []string{"a", "b", "c"} {
-		require.NoError(t, m.Set(ctx, k, []byte("123456789"), time.Hour))
+		require.NoError(t, m.Set(ctx, key(k), []byte("123456789"), time.Hour))
 	}
-	_, _ = m.Get(ctx, "a") // a is now the most recent
-	require.NoError(t, m.Set(ctx, "d", []byte("123456789"), time.Hour))
+	_, _ = m.Get(ctx, key("a")) // a is now the most recent
+	require.NoError(t, m.Set(ctx, key("d"), []byte("123456789"), time.Hour))
 	require.Equal(t, 3, m.Len())
+	require.EqualValues(t, 3*(entryOverhead+9), m.Size())
 	for k, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
-		v, err := m.Get(ctx, k)
+		v, err := m.Get(ctx, key(k))
 		require.NoError(t, err)
 		require.Equal(t, want, v != nil, k)
+	}
+	for _, k := range []string{"c", "d", "a"} {
+		_, _ = m.Get(ctx, key(k))
+	}
+	// c and d are the least recent: a larger entry evicts both.
+	require.NoError(t, m.Set(ctx, key("e"), make([]byte, 2*9+entryOverhead), time.Hour))
+	for k, want := range map[string]bool{"a": true, "c": false, "d": false, "e": true} {
+		v, err := m.Get(ctx, key(k))
+		require.NoError(t, err)
+		require.Equal(t, want, v != nil, k)
+	}
+	require.Len(t, m.items, 5, "the slots of b, c and d were reused")
+	require.ErrorIs(t, m.Set(ctx, key("f"), make([]byte, 201), time.Hour), ErrTooLarge)
+}
+
+// Many more entries than the cap holds, replaced and expired at random: the
+// size never passes the cap and always equals what the entries count for,
+// and the list holds exactly the map's entries.
+func TestMemoryChurn(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	m := NewMemory(40*entryOverhead, 1000, clk.now)
+	for i := range 5000 {
+		k := key(fmt.Sprint(i % 97))
+		switch i % 5 {
+		case 0, 1, 2:
+			require.NoError(t, m.Set(ctx, k, make([]byte, i%300), time.Duration(1+i%7)*time.Second))
+		case 3:
+			_, _ = m.Get(ctx, k)
+		case 4:
+			clk.add(time.Second)
+		}
+		require.LessOrEqual(t, m.Size(), int64(40*entryOverhead))
+		var size int64
+		n := 0
+		for j := m.items[0].next; j != 0; j = m.items[j].next {
+			size += int64(len(m.items[j].val)) + entryOverhead
+			require.Equal(t, j, m.m[m.items[j].key])
+			n++
+		}
+		require.Equal(t, len(m.m), n)
+		require.Equal(t, m.Size(), size)
 	}
 }
 
@@ -95,11 +143,11 @@ func TestRedisBackend(t *testing.T) {
 	rdb := redisClient(t)
 	prefix := fmt.Sprintf("test:%d:", time.Now().UnixNano())
 	backendContract(t, NewRedis(rdb, prefix, 100), time.Sleep, 100)
-	ttl, err := rdb.PTTL(context.Background(), prefix+"absent").Result()
+	ttl, err := rdb.PTTL(context.Background(), prefix+key("absent").String()).Result()
 	require.NoError(t, err)
 	require.Negative(t, ttl)
-	require.NoError(t, NewRedis(rdb, prefix, 0).Set(context.Background(), "x", []byte("y"), time.Hour))
-	ttl, err = rdb.PTTL(context.Background(), prefix+"x").Result()
+	require.NoError(t, NewRedis(rdb, prefix, 0).Set(context.Background(), key("x"), []byte("y"), time.Hour))
+	ttl, err = rdb.PTTL(context.Background(), prefix+key("x").String()).Result()
 	require.NoError(t, err)
 	require.Greater(t, ttl, 59*time.Minute, "the TTL is Redis's own")
 }

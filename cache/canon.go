@@ -2,8 +2,12 @@ package cache
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"hash"
 	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -23,13 +27,29 @@ type bodyFacts struct {
 	includeUsage bool
 }
 
+// canonicalizer writes one body's canonical form and hashes it into the
+// key. It is pooled (canonPool) with its buffers, so that a miss builds its
+// key without allocating: take one with canonicalize, read out, key and
+// facts, then release it.
 type canonicalizer struct {
-	src  []byte
-	i    int
-	out  []byte
-	tmp  []byte // reordering scratch
-	skip []string
-	f    bodyFacts
+	src     []byte
+	i       int
+	out     []byte
+	tmp     []byte   // reordering scratch
+	members []member // the members of the objects being written, innermost last
+	skip    []string
+	// fb holds the facts' bytes, temp/gen/so where each is in it.
+	fb            []byte
+	temp, gen, so span
+	h             hash.Hash // SHA-256
+	hdr           []byte    // the key's parts before the body
+	sum           [sha256.Size]byte
+}
+
+// span is a range of canonicalizer.fb; ok false when absent.
+type span struct {
+	start, end int
+	ok         bool
 }
 
 type member struct {
@@ -37,24 +57,92 @@ type member struct {
 	start, end int    // the member ("name":value) in out
 }
 
-// canonicalBody is body in canonical JSON without the API's ignored fields.
-func canonicalBody(api API, body []byte) ([]byte, bodyFacts, error) {
-	c := canonicalizer{src: body, out: make([]byte, 0, len(body)), skip: ignoredFields[api]}
+var canonPool = sync.Pool{New: func() any { return &canonicalizer{h: sha256.New()} }}
+
+// maxPooled bounds the buffers a released canonicalizer keeps: a big body's
+// are dropped rather than held by the pool.
+const maxPooled = 64 << 10
+
+// canonicalize writes body in canonical JSON without the API's ignored
+// fields; the caller reads c.out, c.key and c.facts, then calls c.release.
+func canonicalize(api API, body []byte) (*canonicalizer, error) {
+	c := canonPool.Get().(*canonicalizer)
+	c.src, c.i, c.skip = body, 0, ignoredFields[api]
+	c.out, c.fb, c.members = c.out[:0], c.fb[:0], c.members[:0]
+	c.temp, c.gen, c.so = span{}, span{}, span{}
 	c.ws()
-	if c.i >= len(c.src) || c.src[c.i] != '{' {
-		return nil, c.f, ErrBadBody
-	}
-	if !c.object(true) {
-		return nil, c.f, ErrBadBody
+	if c.i >= len(c.src) || c.src[c.i] != '{' || !c.object(true) {
+		c.release()
+		return nil, ErrBadBody
 	}
 	c.ws()
 	if c.i != len(c.src) {
-		return nil, c.f, ErrBadBody
+		c.release()
+		return nil, ErrBadBody
 	}
-	if so := c.f.streamOpts; so != nil {
-		c.f.includeUsage = bytes.Contains(so, []byte(`"include_usage":true`))
+	return c, nil
+}
+
+// release returns c to the pool; nothing of it may be used after.
+func (c *canonicalizer) release() {
+	c.src, c.skip = nil, nil
+	if cap(c.out) > maxPooled || cap(c.tmp) > maxPooled || cap(c.fb) > maxPooled {
+		c.out, c.tmp, c.fb = nil, nil, nil
 	}
-	return c.out, c.f, nil
+	clear(c.members[:cap(c.members)]) // names point into bodies
+	canonPool.Put(c)
+}
+
+// facts are what the policy reads of the body; their bytes are c's.
+func (c *canonicalizer) facts() bodyFacts {
+	var f bodyFacts
+	get := func(s span) []byte {
+		if !s.ok {
+			return nil
+		}
+		return c.fb[s.start:s.end:s.end]
+	}
+	f.temperature, f.genConfig, f.streamOpts = get(c.temp), get(c.gen), get(c.so)
+	if f.streamOpts != nil {
+		f.includeUsage = bytes.Contains(f.streamOpts, []byte(`"include_usage":true`))
+	}
+	return f
+}
+
+// key is exactKey(req, scopeID(t, l), c.out), hashed from c's buffers.
+func (c *canonicalizer) key(req *Request, t Tenant, l Level) Key {
+	b := appendPart(c.hdr[:0], keyVersion)
+	b = appendPart(b, string(req.API))
+	b = appendPart(b, req.Model)
+	b = appendScope(b, t, l)
+	b = appendPart(b, req.Vary)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(c.out)))
+	c.hdr = b
+	c.h.Reset()
+	c.h.Write(b)
+	c.h.Write(c.out)
+	var k Key
+	copy(k[:], c.h.Sum(c.sum[:0]))
+	return k
+}
+
+// canonicalBody is body in canonical JSON without the API's ignored fields,
+// and its facts, in buffers of their own.
+func canonicalBody(api API, body []byte) ([]byte, bodyFacts, error) {
+	c, err := canonicalize(api, body)
+	if err != nil {
+		return nil, bodyFacts{}, err
+	}
+	defer c.release()
+	f := c.facts()
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		return append([]byte{}, b...)
+	}
+	f.temperature, f.genConfig, f.streamOpts = clone(f.temperature), clone(f.genConfig), clone(f.streamOpts)
+	return append([]byte{}, c.out...), f, nil
 }
 
 func (c *canonicalizer) ws() {
@@ -123,7 +211,7 @@ func (c *canonicalizer) number() bool {
 		c.out = append(c.out, lit...) // the common case: as it is
 		return true
 	}
-	c.out = append(c.out, canonicalNumber(json.Number(lit))...)
+	c.out = appendCanonicalNumber(c.out, lit)
 	return true
 }
 
@@ -217,7 +305,7 @@ func (c *canonicalizer) object(top bool) bool {
 	c.i++
 	base := len(c.out)
 	c.out = append(c.out, '{')
-	var members []member
+	mbase := len(c.members)
 	c.ws()
 	if c.i < len(c.src) && c.src[c.i] == '}' {
 		c.i++
@@ -248,7 +336,7 @@ func (c *canonicalizer) object(top bool) bool {
 		if top && c.topMember(string(name), c.out[vstart:]) {
 			c.out = c.out[:start] // left out of the key
 		} else {
-			members = append(members, member{name: name, start: start, end: len(c.out)})
+			c.members = append(c.members, member{name: name, start: start, end: len(c.out)})
 		}
 		c.ws()
 		if c.i >= len(c.src) {
@@ -264,6 +352,7 @@ func (c *canonicalizer) object(top bool) bool {
 		c.i++
 		break
 	}
+	members := c.members[mbase:]
 	if !slices.IsSortedFunc(members, func(a, b member) int { return bytes.Compare(a.name, b.name) }) {
 		slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.name, b.name) })
 	}
@@ -280,19 +369,25 @@ func (c *canonicalizer) object(top bool) bool {
 		c.out = c.out[:len(c.out)-1]
 	}
 	c.out = append(c.out, '}')
+	c.members = c.members[:mbase]
 	return true
 }
 
 // topMember notes what the policy reads of a top-level member and reports
 // whether it is left out of the key.
 func (c *canonicalizer) topMember(name string, val []byte) bool {
+	note := func(s *span) {
+		start := len(c.fb)
+		c.fb = append(c.fb, val...)
+		*s = span{start: start, end: len(c.fb), ok: true}
+	}
 	switch name {
 	case "temperature":
-		c.f.temperature = append([]byte(nil), val...)
+		note(&c.temp)
 	case "generationConfig", "generation_config":
-		c.f.genConfig = append([]byte(nil), val...)
+		note(&c.gen)
 	case "stream_options":
-		c.f.streamOpts = append([]byte(nil), val...)
+		note(&c.so)
 	}
 	return slices.Contains(c.skip, name)
 }

@@ -57,3 +57,23 @@ func TestCanonicalBody(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadBody, bad)
 	}
 }
+
+// The key hashed from the canonicalizer's buffers (the miss path) is
+// exactKey's digest of the same parts, whatever the scope level; so
+// entries stored before it (keyVersion tgc1) are still found.
+func TestKeyIsTheDigest(t *testing.T) {
+	tenants := []Tenant{{Org: "o", Team: "t", Key: "k"}, {Org: "o", Key: "k"}, {}, {Org: "o/x", Team: "t:", Key: "k"}}
+	for _, body := range canonSeeds {
+		for _, tn := range tenants {
+			for _, l := range []Level{LevelKey, LevelTeam, LevelOrg} {
+				req := &Request{API: APIChat, Model: "m", Body: []byte(body), Tenant: tn, Vary: "beta"}
+				c, err := canonicalize(req.API, req.Body)
+				require.NoError(t, err)
+				got := c.key(req, tn, l)
+				want := exactKey(req, scopeID(tn, l), c.out)
+				c.release()
+				require.Equal(t, want, got, "%s %+v %v", body, tn, l)
+			}
+		}
+	}
+}

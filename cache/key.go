@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -112,21 +113,26 @@ func writeString(b *bytes.Buffer, s string) {
 // shortest float64 form, an integral one as an integer (0.50, 5e-1 and 0.5
 // are one key; so are 0, 0.0 and 0e0).
 func canonicalNumber(n json.Number) string {
-	s := string(n)
-	if !strings.ContainsAny(s, ".eE") {
-		if s == "-0" {
-			return "0"
+	return string(appendCanonicalNumber(nil, []byte(n)))
+}
+
+// appendCanonicalNumber appends canonicalNumber's spelling of the valid
+// number lit.
+func appendCanonicalNumber(dst, lit []byte) []byte {
+	if !bytes.ContainsAny(lit, ".eE") {
+		if string(lit) == "-0" {
+			return append(dst, '0')
 		}
-		return s
+		return append(dst, lit...)
 	}
-	f, err := n.Float64()
+	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
-		return s
+		return append(dst, lit...)
 	}
 	if f == float64(int64(f)) && f < 1e15 && f > -1e15 {
-		return strconv.FormatInt(int64(f), 10)
+		return strconv.AppendInt(dst, int64(f), 10)
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
 
 // scopeID names the scope an entry is shared in; it always starts with the
@@ -162,10 +168,59 @@ func digest(parts ...[]byte) string {
 // so that entries of an older gateway are never read.
 const keyVersion = "tgc1"
 
+// Key is an entry's key: the SHA-256 of what the request's answer depends on
+// (exactKey's parts). Backends that need text use its hex form (String).
+type Key [sha256.Size]byte
+
+// String is the key in hexadecimal.
+func (k Key) String() string { return hex.EncodeToString(k[:]) }
+
+// ParseKey reads String's form back (an Index keeps keys as text).
+func ParseKey(s string) (Key, bool) {
+	var k Key
+	if len(s) != 2*len(k) {
+		return k, false
+	}
+	_, err := hex.Decode(k[:], []byte(s))
+	return k, err == nil
+}
+
 // exactKey is the cache key of a request whose body is canon (canonical,
-// ignored fields already left out).
-func exactKey(req *Request, scope string, canon []byte) string {
-	return digest([]byte(keyVersion), []byte(req.API), []byte(req.Model), []byte(scope), []byte(req.Vary), canon)
+// ignored fields already left out): digest's hash of the key version, the
+// API, the model group, the scope, Vary and canon. It is what
+// canonicalizer.key computes without building strings (the miss path).
+func exactKey(req *Request, scope string, canon []byte) Key {
+	k, _ := ParseKey(digest([]byte(keyVersion), []byte(req.API), []byte(req.Model), []byte(scope), []byte(req.Vary), canon))
+	return k
+}
+
+// appendPart appends s as one part of digest: its length (8 bytes, little
+// endian), then its bytes.
+func appendPart(b []byte, s string) []byte {
+	return append(binary.LittleEndian.AppendUint64(b, uint64(len(s))), s...)
+}
+
+// appendScope appends scopeID(t, l) as one part of digest, without building
+// the string.
+func appendScope(b []byte, t Tenant, l Level) []byte {
+	var parts [4]string
+	switch {
+	case l == LevelOrg && t.Org != "":
+		parts = [4]string{"org:", t.Org}
+	case l == LevelTeam && t.Team != "":
+		parts = [4]string{"team:", t.Org, "/", t.Team}
+	default:
+		parts = [4]string{"key:", t.Org, "/", t.Key}
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(n))
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
 }
 
 // semanticParts splits a body into the namespace of its semantic entries

@@ -77,9 +77,13 @@ func (c *Cache) Lookup(ctx context.Context, p *Plan, emb Embedder) (*Hit, error)
 		return nil, errors.Join(ErrEmbed, err)
 	}
 	p.vec = vec
-	key, score, ok, err := c.idx.Nearest(ctx, p.Namespace, vec, p.Threshold)
+	ks, score, ok, err := c.idx.Nearest(ctx, p.Namespace, vec, p.Threshold)
 	if err != nil || !ok {
 		return nil, err
+	}
+	key, ok := ParseKey(ks)
+	if !ok {
+		return nil, nil // not a key of this version: a miss
 	}
 	h, err = c.get(ctx, p, key)
 	if h != nil {
@@ -88,7 +92,7 @@ func (c *Cache) Lookup(ctx context.Context, p *Plan, emb Embedder) (*Hit, error)
 	return h, err
 }
 
-func (c *Cache) get(ctx context.Context, p *Plan, key string) (*Hit, error) {
+func (c *Cache) get(ctx context.Context, p *Plan, key Key) (*Hit, error) {
 	b, err := c.b.Get(ctx, key)
 	if err != nil || b == nil {
 		return nil, err
@@ -131,5 +135,5 @@ func (c *Cache) Store(ctx context.Context, p *Plan, e *Entry, emb Embedder) erro
 			return errors.Join(ErrEmbed, err)
 		}
 	}
-	return c.idx.Add(ctx, p.Namespace, p.vec, p.Key, e.Created.Add(p.TTL))
+	return c.idx.Add(ctx, p.Namespace, p.vec, p.Key.String(), e.Created.Add(p.TTL))
 }

@@ -13,7 +13,7 @@ type Plan struct {
 	// (a 2xx). Neither: the request is skipped (Reason says why).
 	Lookup, Store bool
 	Reason        string // "disabled", "not_deterministic", "no-cache", "no-store", "unsupported"
-	Key           string
+	Key           Key
 	TTL           time.Duration
 	// Semantic: also look up by the prompt's embedding in Namespace.
 	Semantic  bool
@@ -49,10 +49,12 @@ func NewPlan(req *Request, pol *Policy) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	canon, facts, err := canonicalBody(req.API, req.Body)
+	c, err := canonicalize(req.API, req.Body)
 	if err != nil {
 		return p, err
 	}
+	defer c.release()
+	facts := c.facts()
 	p.incl = (req.API == APIChat || req.API == APICompletions) && facts.includeUsage
 	if !optIn && pol.Match == MatchDeterministic && !deterministic(req.API, &facts) {
 		p.Reason = "not_deterministic"
@@ -73,9 +75,9 @@ func NewPlan(req *Request, pol *Policy) (Plan, error) {
 	default:
 		p.TTL = DefaultTTL
 	}
-	scope := scopeID(req.Tenant, pol.Level)
-	p.Key = exactKey(req, scope, canon)
+	p.Key = c.key(req, req.Tenant, pol.Level)
 	if pol.Mode == ModeSemantic && pol.EmbeddingModel != "" {
+		scope := scopeID(req.Tenant, pol.Level)
 		body, err := parseBody(req.Body)
 		if err != nil {
 			return p, err

@@ -67,7 +67,7 @@ func TestKeyNormalization(t *testing.T) {
 // organizations, and a level the key lacks falls back to the key itself.
 func TestKeyScope(t *testing.T) {
 	body := `{"temperature":0,"messages":[]}`
-	key := func(tn Tenant, l Level) string {
+	key := func(tn Tenant, l Level) Key {
 		r := chatReq(body)
 		r.Tenant = tn
 		return plan(t, r, Policy{Mode: ModeExact, Level: l}).Key

@@ -37,8 +37,8 @@ func NewRedis(rdb redis.UniversalClient, prefix string, maxEntry int64) *Redis {
 }
 
 // Get returns the stored value, nil when there is none.
-func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
-	b, err := r.rdb.Get(ctx, r.prefix+key).Bytes()
+func (r *Redis) Get(ctx context.Context, key Key) ([]byte, error) {
+	b, err := r.rdb.Get(ctx, r.prefix+key.String()).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -46,9 +46,9 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Set stores val for ttl (at least a millisecond).
-func (r *Redis) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+func (r *Redis) Set(ctx context.Context, key Key, val []byte, ttl time.Duration) error {
 	if int64(len(val)) > r.maxEntry {
 		return ErrTooLarge
 	}
-	return r.rdb.Set(ctx, r.prefix+key, val, max(ttl, time.Millisecond)).Err()
+	return r.rdb.Set(ctx, r.prefix+key.String(), val, max(ttl, time.Millisecond)).Err()
 }

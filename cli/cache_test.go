@@ -28,7 +28,7 @@ func TestModelCacheCommands(t *testing.T) {
 		{args: []string{"model", "update", "gpt", "--cache-ttl", "2h", "--cache-scope", "team"}, want: []string{"exact, ttl 2h0m0s, scope team"}},
 		{args: []string{"model", "update", "gpt", "--cache", "semantic", "--cache-embedding-model", "emb", "--cache-threshold", "0.9"}, want: []string{"semantic, ttl 2h0m0s, scope team, match deterministic, embedding emb, threshold 0.9"}},
 		{args: []string{"model", "update", "gpt", "--cache-hit-price", "0.0001"}, want: []string{"threshold 0.9, hit price $0.0001"}},
-		{args: []string{"model", "update", "gpt", "--cache-count-hits"}, wantErr: "count_hits"},
+		{args: []string{"model", "update", "gpt", "--cache-count-hits"}, want: []string{"hit price $0.0001, hits count for tpm and budgets"}},
 		{args: []string{"model", "update", "gpt", "--cache-hit-price", "lots"}, wantErr: "--cache-hit-price"},
 		{args: []string{"model", "update", "gpt", "--cache-scope", "world"}, wantErr: "cache.scope"},
 		{args: []string{"model", "update", "gpt", "--cache-embedding-model", "nope"}, wantErr: "not a model group"},
@@ -38,7 +38,7 @@ func TestModelCacheCommands(t *testing.T) {
 	m, _, err := store.Get[store.ModelGroup](ctx, s.st, "gpt")
 	require.NoError(t, err)
 	require.Equal(t, &store.ModelCache{
-		Mode: "semantic", TTL: 2 * time.Hour, Scope: "team", Threshold: 0.9, EmbeddingModel: "emb", HitPrice: 100_000,
+		Mode: "semantic", TTL: 2 * time.Hour, Scope: "team", Threshold: 0.9, EmbeddingModel: "emb", HitPrice: 100_000, CountHits: true,
 	}, m.Cache)
 	runSteps(t, s, []step{{args: []string{"model", "update", "gpt", "--cache", "off"}, want: []string{"CACHE", "off"}}})
 

@@ -109,6 +109,7 @@ type streamCache struct {
 	control, ttl, beta string // request headers
 	status             string
 	store              CacheStore
+	query              CacheQuery // the lookup's query, kept here so that it is not one more allocation
 }
 
 // cacheHeader keeps the request headers the cache reads.
@@ -127,7 +128,8 @@ func (s *stream) cacheHeader(k, v string) {
 // known, before admission): a reply when it is answered here — a hit, or a
 // 400 for a bad cache header — else nil and the request goes on.
 func (s *stream) cacheLookup(ctx context.Context, body []byte, scopes []kernel.Scope) *extprocv3.ProcessingResponse {
-	q := &CacheQuery{
+	q := &s.cache.query
+	*q = CacheQuery{
 		API: s.ep.API, Model: s.in.Model, Body: body, Stream: s.in.Stream,
 		JSONArray: s.in.Stream && s.ep.API == translate.APIGeminiGenerate && !translate.GeminiSSE(s.path),
 		Principal: s.principal, CacheControl: s.cache.control, TTL: s.cache.ttl,
@@ -189,17 +191,27 @@ func headerPairs(l headerList) [][2]string {
 // for its tokens or budgets: admitted with no token bound, at the hit's
 // price as one unit of input (nothing when it has none). With CountHits it
 // is admitted under every limit for the stored reply's tokens, and settled
-// with them (at no price: store.ModelCache refuses both).
+// with them at no price; with a price too, it is charged the price and
+// counted for the stored reply's tokens: the kernel prices tokens, so the
+// hit's unit is one input token at the price and the stored reply's other
+// tokens are output at no price — tpm sees exactly the stored tokens and the
+// cost, the budgets' reservation included, is exactly the price.
 func hitAdmit(areq *kernel.AdmitRequest, h *CacheHit, id, model string, scopes []kernel.Scope) kernel.Usage {
 	*areq = kernel.AdmitRequest{ID: id, Scopes: hitScopes(scopes), Model: model, DefaultMaxTokens: 1}
 	switch {
+	case h.CountHits && h.Price > 0:
+		rest := max(h.Usage.Total()-1, 0)
+		areq.Scopes = scopes
+		areq.Price = kernel.PerUnit(h.Price)
+		areq.PromptBytes, areq.MaxTokens = 1, rest
+		return kernel.Usage{Input: 1, Output: rest}
 	case h.CountHits:
 		areq.Scopes = scopes
 		areq.PromptBytes = h.Usage.Input + h.Usage.CachedInput + h.Usage.CacheWrite
 		areq.MaxTokens = max(h.Usage.Output+h.Usage.Reasoning, 1)
 		return h.Usage
-	case h.Price > 0: // a dollar price per unit is a price per million units
-		areq.Price = kernel.Price{Input: h.Price * 1_000_000}
+	case h.Price > 0: // one unit at the price (a price per unit is per million tokens)
+		areq.Price = kernel.PerUnit(h.Price)
 		areq.PromptBytes = 1
 		return kernel.Usage{Input: 1}
 	}

@@ -250,8 +250,8 @@ func (s *benchStore) Done(ctx context.Context, body []byte, u kernel.Usage, cost
 // discard is a backend that stores nothing: every lookup misses.
 type discard struct{}
 
-func (discard) Get(context.Context, string) ([]byte, error)              { return nil, nil }
-func (discard) Set(context.Context, string, []byte, time.Duration) error { return nil }
+func (discard) Get(context.Context, cache.Key) ([]byte, error)              { return nil, nil }
+func (discard) Set(context.Context, cache.Key, []byte, time.Duration) error { return nil }
 
 // BenchmarkHandleCacheMiss is BenchmarkHandleNonStream for a group with an
 // exact cache whose every lookup misses: the lookup (key) and the store

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/cache"
@@ -66,6 +67,8 @@ type responseCache struct {
 	log *slog.Logger
 	// storeTimeout bounds a store (the reply waits for it).
 	storeTimeout time.Duration
+	// local: the backend is this process's memory (a store never blocks).
+	local bool
 }
 
 var _ extproc.ResponseCache = (*responseCache)(nil)
@@ -109,7 +112,10 @@ func (r *responseCache) Lookup(ctx context.Context, q *extproc.CacheQuery) (extp
 		// makes no try); this stream only stores.
 		plan.Lookup = false
 	}
-	emb := r.emb.forKey(q.Principal)
+	var emb cache.Embedder // only a semantic plan embeds (a closure per request otherwise)
+	if plan.Semantic {
+		emb = r.emb.forKey(q.Principal)
+	}
 	h, err := r.c.Lookup(ctx, &plan, emb)
 	if err != nil {
 		r.log.Warn("cache lookup failed", "model", gc.group, "err", err)
@@ -123,18 +129,23 @@ func (r *responseCache) Lookup(ctx context.Context, q *extproc.CacheQuery) (extp
 		return res, nil
 	}
 	if plan.Store {
-		res.Store = &cacheStore{r: r, plan: plan, col: cache.NewCollector(&plan), emb: emb}
+		st := storePool.Get().(*cacheStore)
+		*st = cacheStore{r: r, plan: plan, col: cache.NewCollector(&plan), emb: emb}
+		res.Store = st
 	}
 	return res, nil
 }
 
-// cacheStore stores one miss's reply.
+// cacheStore stores one miss's reply. Pooled: Done gives it back (a store
+// whose reply failed, never done, is left to the collector).
 type cacheStore struct {
 	r    *responseCache
 	plan cache.Plan
 	col  *cache.Collector // a stream's (nil: a plain reply)
 	emb  cache.Embedder
 }
+
+var storePool = sync.Pool{New: func() any { return new(cacheStore) }}
 
 func (s *cacheStore) Write(chunk []byte) {
 	if s.col != nil {
@@ -145,6 +156,10 @@ func (s *cacheStore) Write(chunk []byte) {
 // Done stores the reply, within storeTimeout, whatever ctx's state: the
 // client has its reply.
 func (s *cacheStore) Done(ctx context.Context, body []byte, u kernel.Usage, cost kernel.Money) {
+	defer func() {
+		*s = cacheStore{}
+		storePool.Put(s)
+	}()
 	if s.col != nil {
 		b, err := s.col.Body(u)
 		if err != nil {
@@ -152,11 +167,23 @@ func (s *cacheStore) Done(ctx context.Context, body []byte, u kernel.Usage, cost
 		}
 		body = b
 	} // a plain reply's body is copied by Store's encoding before Done returns
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.r.storeTimeout)
-	defer cancel()
-	if err := s.r.c.Store(ctx, &s.plan, &cache.Entry{Body: body, Usage: u, Cost: cost}, s.emb); err != nil && !errors.Is(err, cache.ErrTooLarge) {
+	e := cache.Entry{Body: body, Usage: u, Cost: cost}
+	if err := s.r.store(ctx, &s.plan, &e, s.emb); err != nil && !errors.Is(err, cache.ErrTooLarge) {
 		s.r.log.Warn("cache store failed", "err", err)
 	}
+}
+
+// store stores e for p within storeTimeout, whatever ctx's state (the
+// client has its reply). A store to this process's memory neither blocks
+// nor reads ctx: it takes no timer (a context with a deadline is two
+// allocations and a timer per miss).
+func (r *responseCache) store(ctx context.Context, p *cache.Plan, e *cache.Entry, emb cache.Embedder) error {
+	if r.local && emb == nil {
+		return r.c.Store(ctx, p, e, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.storeTimeout)
+	defer cancel()
+	return r.c.Store(ctx, p, e, emb)
 }
 
 // newGatewayCache is the gateway's response cache over b and idx (nil: in
@@ -168,5 +195,7 @@ func newGatewayCache(b cache.Backend, idx cache.Index, cat *Catalog, now func() 
 	if idx == nil {
 		idx = cache.NewMemoryIndex(0, now)
 	}
-	return newResponseCache(cache.New(b, cache.WithIndex(idx), cache.WithClock(now)), cat, log)
+	r := newResponseCache(cache.New(b, cache.WithIndex(idx), cache.WithClock(now)), cat, log)
+	_, r.local = b.(*cache.Memory)
+	return r
 }

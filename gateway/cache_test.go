@@ -284,19 +284,22 @@ func TestGatewayCacheHitPriceAndCountHits(t *testing.T) {
 	r := start(t, false)
 	put(t, r.st, "priced", &store.ModelGroup{ID: "priced", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", HitPrice: 250_000 * kernel.NanoUSD}})
 	put(t, r.st, "counted", &store.ModelGroup{ID: "counted", Deployments: []string{"mock-1"}, Cache: &store.ModelCache{Mode: "exact", CountHits: true}})
-	for _, id := range []string{"priced", "counted"} {
+	both := &store.ModelCache{Mode: "exact", HitPrice: 250_000 * kernel.NanoUSD, CountHits: true}
+	require.NoError(t, both.Validate(), "count_hits with a hit_price")
+	put(t, r.st, "both", &store.ModelGroup{ID: "both", Deployments: []string{"mock-1"}, Cache: both})
+	for _, id := range []string{"priced", "counted", "both"} {
 		put(t, r.st, id, &store.ModelPrice{ID: id, Price: kernel.Price{Input: kernel.Dollar, Output: 2 * kernel.Dollar}})
 	}
 	k := r.key(t, "k1", kernel.Limits{})
 	r.warm(t, k, `{"model":"priced","messages":[{"role":"user","content":"warm"}],"max_tokens":2}`)
 	rows := map[string][]store.LedgerEntry{}
-	for _, model := range []string{"priced", "counted"} {
+	for _, model := range []string{"priced", "counted", "both"} {
 		body := `{"model":"` + model + `","temperature":0,"messages":[{"role":"user","content":"price me"}],"max_tokens":5}`
 		resp, b := r.postWith(t, k, body, nil)
 		require.Equal(t, "miss", resp.Header.Get("x-tollgate-cache"), string(b))
 		resp, b = r.postWith(t, k, body, nil)
 		require.Equal(t, "hit", resp.Header.Get("x-tollgate-cache"), string(b))
-		if model == "priced" {
+		if model != "counted" {
 			require.Equal(t, "0.000250000", resp.Header.Get("x-tollgate-cost"))
 		} else {
 			require.Equal(t, "0.000000000", resp.Header.Get("x-tollgate-cost"))
@@ -308,7 +311,7 @@ func TestGatewayCacheHitPriceAndCountHits(t *testing.T) {
 			rows[e.Model] = append(rows[e.Model], e)
 		}
 	}
-	for _, model := range []string{"priced", "counted"} {
+	for _, model := range []string{"priced", "counted", "both"} {
 		require.Len(t, rows[model], 2, model)
 		miss, hit := rows[model][0], rows[model][1]
 		require.Equal(t, store.CacheMiss, miss.Cache)
@@ -316,10 +319,15 @@ func TestGatewayCacheHitPriceAndCountHits(t *testing.T) {
 		require.Positive(t, miss.Cost, model)
 		require.Equal(t, miss.Cost, hit.CacheSaved, model)
 		require.Empty(t, hit.Deployment)
-		if model == "priced" {
+		switch model {
+		case "priced":
 			require.Equal(t, 250_000*kernel.NanoUSD, hit.Cost)
 			require.Equal(t, kernel.Usage{Input: 1}, hit.Usage, "one unit at the hit's price")
-		} else {
+		case "both":
+			require.Equal(t, 250_000*kernel.NanoUSD, hit.Cost, "the price, not the tokens")
+			require.Equal(t, miss.Usage.Total(), hit.Usage.Total(), "the stored reply's tokens, for tpm")
+			require.Equal(t, kernel.Usage{Input: 1, Output: miss.Usage.Total() - 1}, hit.Usage, "the unit, then the other tokens at no price")
+		default:
 			require.Zero(t, hit.Cost)
 			require.Positive(t, miss.Usage.Total())
 			require.Equal(t, miss.Usage, hit.Usage, "the stored reply's tokens")

@@ -29,7 +29,8 @@ type ModelCache struct {
 	HitPrice kernel.Money `json:"hit_price,omitempty"`
 	// CountHits: a hit counts for the key's tpm (the stored reply's
 	// tokens) and is admitted under its budgets, not only its rpm and
-	// parallel limits.
+	// parallel limits; with a HitPrice, the budgets are charged the price
+	// and tpm counts the stored reply's tokens.
 	CountHits bool `json:"count_hits,omitempty"`
 }
 
@@ -61,11 +62,6 @@ func (c *ModelCache) Validate() error {
 	}
 	if c.HitPrice < 0 {
 		return fmt.Errorf("cache.hit_price: %v is negative", c.HitPrice)
-	}
-	if c.CountHits && c.HitPrice > 0 {
-		// A priced hit is one unit at its price; counting the stored
-		// reply's tokens would price them all.
-		return fmt.Errorf("cache.count_hits: not with a hit_price (a priced hit is charged one unit, not its tokens)")
 	}
 	if c.Mode == "semantic" && c.EmbeddingModel == "" {
 		return fmt.Errorf("cache.embedding_model: a semantic cache needs an embedding model group")

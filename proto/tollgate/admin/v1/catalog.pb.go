@@ -1602,7 +1602,7 @@ type ModelCache struct {
 	HitPrice *Money `protobuf:"bytes,7,opt,name=hit_price,json=hitPrice,proto3" json:"hit_price,omitempty"`
 	// count_hits: a hit counts for the key's tpm (the stored reply's tokens)
 	// and is admitted under its budgets; by default it counts for rpm and
-	// parallel limits only. Not with a hit_price.
+	// parallel limits only. With a hit_price, the budgets are charged the price.
 	CountHits     bool `protobuf:"varint,8,opt,name=count_hits,json=countHits,proto3" json:"count_hits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
