@@ -109,6 +109,14 @@ type Delivery struct {
 	At       time.Time `json:"at"`
 }
 
+// Observer counts what a Notifier does.
+type Observer interface {
+	// AlertFired: this replica fired an event of kind (it won the claim).
+	AlertFired(kind string)
+	// AlertDelivered: an event of kind was delivered to sink, or not.
+	AlertDelivered(sink, kind string, ok bool)
+}
+
 // Notifier fires events: once across replicas (its Journal, else its
 // Claimer), to every sink, into the audit log.
 type Notifier struct {
@@ -125,6 +133,9 @@ type Notifier struct {
 	Audit     store.Audit // nil: no audit entries
 	Log       *slog.Logger
 	Now       func() time.Time
+	// Observer, when set, counts the events fired and their deliveries
+	// (the gateway's metrics).
+	Observer Observer
 
 	mu         sync.Mutex
 	deliveries []Delivery
@@ -148,6 +159,9 @@ func (n *Notifier) Fire(ctx context.Context, e Event) (bool, error) {
 	ok, err := n.claim(ctx, e, string(detail), ttl)
 	if err != nil || !ok {
 		return false, err
+	}
+	if n.Observer != nil {
+		n.Observer.AlertFired(string(e.Kind))
 	}
 	var errs []error
 	sinks := n.Sinks
@@ -176,6 +190,9 @@ func (n *Notifier) Fire(ctx context.Context, e Event) (bool, error) {
 			if n.Log != nil {
 				n.Log.Warn("alert not delivered", "event", e.ID, "sink", s.Name(), "attempts", attempts, "err", err)
 			}
+		}
+		if n.Observer != nil {
+			n.Observer.AlertDelivered(d.Sink, string(e.Kind), d.OK)
 		}
 		if n.Journal != nil {
 			err := n.Journal.RecordAlertDelivery(ctx, store.AlertDelivery{

@@ -8,8 +8,12 @@ import (
 
 	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/observe"
 	"github.com/tollgate-ai/tollgate/store"
 )
+
+// The metrics count the alerts this replica fires and their deliveries.
+var _ alert.Observer = (*observe.Metrics)(nil)
 
 // DefaultAlertEvery is how often budget thresholds are checked.
 const DefaultAlertEvery = 30 * time.Second
@@ -29,6 +33,9 @@ func (g *Gateway) startAlerts(ctx context.Context) error {
 	}
 	if j, ok := g.Store.(store.Alerts); ok && g.alerts.Journal == nil {
 		g.alerts.Journal = j
+	}
+	if g.alerts.Observer == nil && g.obs != nil && g.obs.metrics != nil {
+		g.alerts.Observer = g.obs.metrics
 	}
 	if g.alerts.SinksFrom == nil {
 		g.alerts.SinksFrom = g.storedSinks

@@ -129,6 +129,17 @@ func TestAlertSinksFromAdminAPIAcrossReplicas(t *testing.T) {
 		require.Equal(t, 1, al.Deliveries[0].Attempts)
 	}
 
+	// The metrics: three alerts fired between the two replicas, each
+	// delivered once.
+	fired, delivered := 0.0, 0.0
+	for _, r := range []*running{a, b} {
+		m := scrape(t, "http://"+r.g.MetricsAddr+"/metrics")
+		fired += sum(m, "tollgate_alerts_fired_total", `kind="budget_threshold"`)
+		delivered += sum(m, "tollgate_alert_deliveries_total", `kind="budget_threshold"`, `ok="true"`, `sink="finance"`)
+	}
+	require.InDelta(t, 3, fired, 0)
+	require.InDelta(t, 3, delivered, 0)
+
 	b.adminREST(t, http.MethodPut, "/v1/alert-settings", `{"settings":{"thresholds_pct":[90,25],"anomaly_factor":4}}`)
 	require.JSONEq(t, `{"settings":{"thresholds_pct":[25,90],"anomaly_factor":4,"expiring_within":null}}`,
 		string(a.adminREST(t, http.MethodGet, "/v1/alert-settings", "")))
