@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/alert"
@@ -96,6 +98,59 @@ func (g *Gateway) checkAlerts(ctx context.Context) {
 	if _, err := g.alerts.CheckExpiring(ctx, now, keys, within); err != nil {
 		g.log.Warn("key expiry alerts", "err", err)
 	}
+	factor := set.AnomalyFactor
+	if factor <= 0 {
+		factor = g.anomalyFactor
+	}
+	if err := g.checkAnomalies(ctx, now, factor); err != nil {
+		g.log.Warn("spend anomaly alerts", "err", err)
+	}
+}
+
+// AnomalyTrailing is the history a key's current hour of spend is compared
+// with: the average of these hours is its usual rate.
+const AnomalyTrailing = 24 * time.Hour
+
+// DefaultAnomalyFloor is the least spend of an hour that can be an anomaly:
+// a key's first cents after a quiet day are not.
+const DefaultAnomalyFloor = kernel.Dollar
+
+// checkAnomalies fires a spend_anomaly alert for every key whose spend in
+// the current hour (so far) is above factor × its average over the
+// AnomalyTrailing hours before, and at least the floor: once per key and
+// hour across replicas. The spend is the ledger's hourly totals (one query
+// for every key); factor 0 is off.
+func (g *Gateway) checkAnomalies(ctx context.Context, now time.Time, factor int) error {
+	by, ok := g.Store.(store.SpendByScope)
+	if !ok || factor <= 0 {
+		return nil
+	}
+	hour := now.UTC().Truncate(time.Hour)
+	since := hour.Add(-AnomalyTrailing)
+	series, err := by.SeriesByScope(ctx, kernel.ScopeKey, since, hour.Add(time.Hour), time.Hour)
+	if err != nil {
+		return err
+	}
+	floor := g.anomalyFloor
+	if floor <= 0 {
+		floor = DefaultAnomalyFloor
+	}
+	ids := slices.Sorted(maps.Keys(series))
+	hourly := make([]kernel.Money, AnomalyTrailing/time.Hour+1) // the trailing hours, then the current one
+	var errs []error
+	for _, id := range ids {
+		clear(hourly)
+		for _, p := range series[id] {
+			if i := int(p.Start.Sub(since) / time.Hour); i >= 0 && i < len(hourly) {
+				hourly[i] += p.Cost
+			}
+		}
+		ref := kernel.ScopeRef{Kind: kernel.ScopeKey, ID: id}
+		if _, err := g.alerts.CheckAnomaly(ctx, now, ref, hour, hourly, int64(factor), floor); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ExpiringAlertWithin is how long before its expiry a key alerts.

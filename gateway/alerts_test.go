@@ -2,12 +2,15 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/memstore"
 )
 
@@ -145,4 +149,60 @@ func TestAlertSinksFromAdminAPIAcrossReplicas(t *testing.T) {
 		string(a.adminREST(t, http.MethodGet, "/v1/alert-settings", "")))
 	a.adminREST(t, http.MethodDelete, "/v1/alert-sinks/finance", "")
 	require.JSONEq(t, `{"sinks":[]}`, string(b.adminREST(t, http.MethodGet, "/v1/alert-sinks", "")))
+}
+
+// TestAlertAnomalyLoop: on a fake clock, the gateway's alert loop compares
+// each key's spend in the current hour with its hourly average of the day
+// before: a burst above --alert-anomaly-factor × that rate alerts once,
+// steady spend and spend under the floor do not, and the next hour's burst
+// alerts again.
+func TestAlertAnomalyLoop(t *testing.T) {
+	secret := []byte("ops-secret")
+	hook, counts := signedReceiver(t, secret)
+	var clock atomic.Int64
+	t0 := time.Date(2026, 3, 10, 12, 30, 0, 0, time.UTC)
+	clock.Store(t0.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	st := memstore.New(memstore.WithClock(now))
+	startWith(t, false, st, nil, func(_ *gateway.Config, o *gateway.Options) {
+		o.Now, o.AlertEvery, o.AlertAnomalyFactor = now, 20*time.Millisecond, 3
+		o.Alerts = &alert.Notifier{Claimer: &alert.MemoryClaimer{Now: now}, Now: now,
+			Sinks: []alert.Sink{&alert.Webhook{URL: hook.URL, Secret: secret, Now: time.Now}}}
+	})
+	n := 0
+	spend := func(key string, at time.Time, cost kernel.Money) {
+		n++
+		require.NoError(t, st.Append(t.Context(), store.LedgerEntry{
+			RequestID: fmt.Sprintf("r%d", n), KeyID: key, Model: "demo", Cost: cost, HTTPStatus: 200,
+			StartedAt: at.Add(-time.Second), EndedAt: at,
+		}))
+	}
+	hour := t0.Truncate(time.Hour)
+	for h := 1; h <= 24; h++ { // a dollar an hour for a day, every key
+		for _, k := range []string{"steady", "burst", "small"} {
+			spend(k, hour.Add(-time.Duration(h)*time.Hour+time.Minute), kernel.Dollar/10)
+		}
+		spend("steady", hour.Add(-time.Duration(h)*time.Hour+2*time.Minute), 9*kernel.Dollar/10)
+		spend("burst", hour.Add(-time.Duration(h)*time.Hour+2*time.Minute), 9*kernel.Dollar/10)
+	}
+	spend("steady", t0.Add(-time.Minute), 2*kernel.Dollar)   // 2× its rate: not above 3×
+	spend("burst", t0.Add(-time.Minute), 5*kernel.Dollar)    // 5× its rate
+	spend("small", t0.Add(-time.Minute), 9*kernel.Dollar/10) // 9× its rate, under the $1 floor
+	require.NoError(t, st.Flush(t.Context()))
+
+	first := "anomaly|key:burst|" + strconv.FormatInt(hour.UnixNano(), 10)
+	eventually(t, func() bool { return counts()[first] == 1 })
+	time.Sleep(200 * time.Millisecond) // ten more checks
+	require.Equal(t, map[string]int{first: 1}, counts(), "one alert: the burst, once")
+
+	// The next hour: the burst's own hour is now part of its trailing
+	// average (≈ $1.17), and $5 is still above 3× that.
+	clock.Store(t0.Add(time.Hour).UnixNano())
+	time.Sleep(200 * time.Millisecond)
+	require.Len(t, counts(), 1, "a quiet hour does not alert")
+	spend("burst", t0.Add(time.Hour-time.Minute), 5*kernel.Dollar)
+	require.NoError(t, st.Flush(t.Context()))
+	second := "anomaly|key:burst|" + strconv.FormatInt(hour.Add(time.Hour).UnixNano(), 10)
+	eventually(t, func() bool { return counts()[second] == 1 })
+	require.Len(t, counts(), 2)
 }
