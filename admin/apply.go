@@ -45,6 +45,9 @@ type Document struct {
 	GuardrailAttachments []GuardrailAttachmentDoc `yaml:"guardrail_attachments"`
 	// TagBudgets are the limits of tags (tags.go).
 	TagBudgets []TagBudgetDoc `yaml:"tag_budgets"`
+	// AlertSinks and Alerts (the settings) are apply_alerts.go's.
+	AlertSinks []AlertSinkDoc `yaml:"alert_sinks"`
+	Alerts     *AlertsDoc     `yaml:"alerts"`
 }
 
 // TagBudgetDoc is the limits of one tag, "name=value".
@@ -743,7 +746,11 @@ func (a *applier) plan(ctx context.Context, d *Document) ([]plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.planGuardrails(ctx, d, append(plans, mcpPlans...)) // apply_guardrails.go
+	alertPlans, err := a.alertPlans(d) // apply_alerts.go
+	if err != nil {
+		return nil, err
+	}
+	return a.planGuardrails(ctx, d, append(append(plans, mcpPlans...), alertPlans...)) // apply_guardrails.go
 }
 
 // credential is the sealed credential to store: the current one when the
@@ -868,6 +875,8 @@ func applyAudit(v any) any {
 		return keyAudit(&e)
 	case store.Provider:
 		return providerAudit(&e)
+	case store.AlertSink:
+		return alertSinkAudit(&e)
 	default:
 		return v
 	}

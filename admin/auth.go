@@ -111,6 +111,13 @@ var methodRoles = map[string]roleSet{
 	adminv1.TagService_ListTagBudgets_FullMethodName:  readers,
 	adminv1.TagService_DeleteTagBudget_FullMethodName: adminOnly,
 
+	adminv1.AlertService_CreateAlertSink_FullMethodName:     adminOnly,
+	adminv1.AlertService_ListAlertSinks_FullMethodName:      readers,
+	adminv1.AlertService_DeleteAlertSink_FullMethodName:     adminOnly,
+	adminv1.AlertService_ListAlerts_FullMethodName:          readers,
+	adminv1.AlertService_GetAlertSettings_FullMethodName:    readers,
+	adminv1.AlertService_UpdateAlertSettings_FullMethodName: adminOnly,
+
 	adminv1.ProviderService_CreateProvider_FullMethodName: adminOnly,
 	adminv1.ProviderService_GetProvider_FullMethodName:    readers,
 	adminv1.ProviderService_ListProviders_FullMethodName:  readers,

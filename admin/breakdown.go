@@ -21,6 +21,7 @@ import (
 var groupKinds = map[string]kernel.ScopeKind{
 	"key": kernel.ScopeKey, "team": kernel.ScopeTeam, "user": kernel.ScopeUser,
 	"org": kernel.ScopeOrg, "customer": kernel.ScopeCustomer,
+	"run": kernel.ScopeRun, // every run, "key:ID/RUN" or "team:ID/RUN"
 }
 
 // seriesWindow is a series request's [since, until) and step, with the
@@ -111,8 +112,8 @@ func (s *Server) scopeSeries(ctx context.Context, kind kernel.ScopeKind, since, 
 		return nil, errorf(ErrInvalid, "this store cannot report spend by scope")
 	}
 	g := teamGuard(ctx)
-	if g != "" && kind != kernel.ScopeKey && kind != kernel.ScopeTeam {
-		return nil, errorf(ErrDenied, "a team admin of %q may break spend down by its keys, its team or models only", g)
+	if g != "" && kind != kernel.ScopeKey && kind != kernel.ScopeTeam && kind != kernel.ScopeRun {
+		return nil, errorf(ErrDenied, "a team admin of %q may break spend down by its keys, its team, their runs or models only", g)
 	}
 	groups, err := by.SeriesByScope(ctx, kind, since, until, step)
 	if err != nil || g == "" {
@@ -131,11 +132,21 @@ func (s *Server) scopeSeries(ctx context.Context, kind kernel.ScopeKind, since, 
 		}
 	}
 	for id := range groups {
-		if !own[id] {
+		if !own[id] && (kind != kernel.ScopeRun || !ownRun(id, g, own)) {
 			delete(groups, id)
 		}
 	}
 	return groups, nil
+}
+
+// ownRun reports whether run id ("key:ID/RUN" or "team:ID/RUN") is of team
+// or of one of its keys (ownKeys).
+func ownRun(id, team string, ownKeys map[string]bool) bool {
+	owner, _, _ := strings.Cut(id, "/")
+	if k, ok := strings.CutPrefix(owner, "key:"); ok {
+		return ownKeys[k]
+	}
+	return owner == "team:"+team
 }
 
 // tagSeries is the series of every value of tag name (requests without the

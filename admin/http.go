@@ -38,6 +38,7 @@ var restRegistrations = []func(context.Context, *runtime.ServeMux, *grpc.ClientC
 	adminv1gw.RegisterConfigServiceHandler,
 	adminv1gw.RegisterReconcileServiceHandler,
 	adminv1gw.RegisterMCPServiceHandler,
+	adminv1gw.RegisterAlertServiceHandler,
 }
 
 // RESTHandler returns the REST/JSON admin API: every RPC as

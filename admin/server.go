@@ -45,6 +45,7 @@ type Server struct {
 	adminv1.UnimplementedReconcileServiceServer
 	adminv1.UnimplementedMCPServiceServer
 	adminv1.UnimplementedGuardrailServiceServer
+	adminv1.UnimplementedAlertServiceServer
 
 	st       Store
 	sessions store.Sessions // the console's sessions; nil when st keeps none
@@ -94,6 +95,7 @@ func (s *Server) Register(g *grpc.Server) {
 	adminv1.RegisterConfigServiceServer(g, s)
 	adminv1.RegisterReconcileServiceServer(g, s)
 	adminv1.RegisterGuardrailServiceServer(g, s) // guardrails.go
+	adminv1.RegisterAlertServiceServer(g, s)     // alerts.go
 	healthpb.RegisterHealthServer(g, s.health)
 	for name := range g.GetServiceInfo() {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,14 +109,33 @@ type Delivery struct {
 	At       time.Time `json:"at"`
 }
 
-// Notifier fires events: once across replicas (its Claimer), to every sink,
-// into the audit log.
+// Observer counts what a Notifier does.
+type Observer interface {
+	// AlertFired: this replica fired an event of kind (it won the claim).
+	AlertFired(kind string)
+	// AlertDelivered: an event of kind was delivered to sink, or not.
+	AlertDelivered(sink, kind string, ok bool)
+}
+
+// Notifier fires events: once across replicas (its Journal, else its
+// Claimer), to every sink, into the audit log.
 type Notifier struct {
 	Claimer Claimer
+	// Journal, when set, claims each event instead of Claimer (a row whose
+	// key is the event's id: at most once across every replica sharing the
+	// store) and keeps its deliveries, which the admin API lists.
+	Journal store.Alerts
 	Sinks   []Sink
-	Audit   store.Audit // nil: no audit entries
-	Log     *slog.Logger
-	Now     func() time.Time
+	// SinksFrom, when set, returns more sinks at each event (the store's,
+	// managed through the admin API); an error is reported and the event
+	// still goes to the sinks known.
+	SinksFrom func(ctx context.Context) ([]Sink, error)
+	Audit     store.Audit // nil: no audit entries
+	Log       *slog.Logger
+	Now       func() time.Time
+	// Observer, when set, counts the events fired and their deliveries
+	// (the gateway's metrics).
+	Observer Observer
 
 	mu         sync.Mutex
 	deliveries []Delivery
@@ -132,16 +152,27 @@ func (n *Notifier) Fire(ctx context.Context, e Event) (bool, error) {
 	if !e.until.IsZero() {
 		ttl = max(e.until.Sub(n.now())+time.Hour, time.Hour)
 	}
-	ok, err := n.Claimer.Claim(ctx, e.ID, ttl)
-	if err != nil || !ok {
-		return false, err
-	}
 	if e.At.IsZero() {
 		e.At = n.now()
 	}
+	detail, _ := json.Marshal(e)
+	ok, err := n.claim(ctx, e, string(detail), ttl)
+	if err != nil || !ok {
+		return false, err
+	}
+	if n.Observer != nil {
+		n.Observer.AlertFired(string(e.Kind))
+	}
 	var errs []error
+	sinks := n.Sinks
+	if n.SinksFrom != nil {
+		more, err := n.SinksFrom(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("alert: sinks of %s: %w", e.ID, err))
+		}
+		sinks = append(slices.Clip(sinks), more...)
+	}
 	if n.Audit != nil {
-		detail, _ := json.Marshal(e)
 		err := n.Audit.AppendAudit(ctx, store.AuditEntry{
 			At: e.At, Actor: "tollgate", Action: "alert." + string(e.Kind), Kind: auditKind(e.Scope.Kind),
 			Target: e.Scope.String(), Detail: string(detail),
@@ -150,7 +181,7 @@ func (n *Notifier) Fire(ctx context.Context, e Event) (bool, error) {
 			errs = append(errs, fmt.Errorf("alert: audit %s: %w", e.ID, err))
 		}
 	}
-	for _, s := range n.Sinks {
+	for _, s := range sinks {
 		attempts, err := s.Send(ctx, e)
 		d := Delivery{EventID: e.ID, Sink: s.Name(), Attempts: attempts, OK: err == nil, At: n.now()}
 		if err != nil {
@@ -158,6 +189,17 @@ func (n *Notifier) Fire(ctx context.Context, e Event) (bool, error) {
 			errs = append(errs, err)
 			if n.Log != nil {
 				n.Log.Warn("alert not delivered", "event", e.ID, "sink", s.Name(), "attempts", attempts, "err", err)
+			}
+		}
+		if n.Observer != nil {
+			n.Observer.AlertDelivered(d.Sink, string(e.Kind), d.OK)
+		}
+		if n.Journal != nil {
+			err := n.Journal.RecordAlertDelivery(ctx, store.AlertDelivery{
+				AlertID: d.EventID, Sink: d.Sink, Attempts: d.Attempts, OK: d.OK, Error: d.Error, At: d.At,
+			})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("alert: record delivery of %s: %w", e.ID, err))
 			}
 		}
 		n.mu.Lock()
@@ -168,6 +210,21 @@ func (n *Notifier) Fire(ctx context.Context, e Event) (bool, error) {
 		n.mu.Unlock()
 	}
 	return true, errors.Join(errs...)
+}
+
+// claim decides whether this call fires e: through the Journal when set
+// (the store every replica shares), else the Claimer.
+func (n *Notifier) claim(ctx context.Context, e Event, detail string, ttl time.Duration) (bool, error) {
+	if n.Journal == nil {
+		return n.Claimer.Claim(ctx, e.ID, ttl)
+	}
+	ok, err := n.Journal.ClaimAlert(ctx, store.AlertRecord{
+		ID: e.ID, Kind: string(e.Kind), Scope: e.Scope, Message: e.Message, Detail: detail, FiredAt: e.At,
+	})
+	if err != nil {
+		return false, fmt.Errorf("alert: claim %s: %w", e.ID, err)
+	}
+	return ok, nil
 }
 
 // Deliveries returns the delivery states kept, oldest first.
@@ -196,6 +253,8 @@ func auditKind(k kernel.ScopeKind) store.Kind {
 		return store.KindOrg
 	case kernel.ScopeCustomer:
 		return store.KindCustomer
+	case kernel.ScopeTag:
+		return store.KindTag
 	default:
 		return store.KindGlobal
 	}

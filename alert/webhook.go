@@ -181,3 +181,18 @@ func Verify(secret []byte, ts, signature string, body []byte, now time.Time, max
 	}
 	return nil
 }
+
+// SinkOf is the sink of a stored alert sink (store.AlertSink) whose secret
+// is already unsealed: a webhook (signed when secret is set) or Slack.
+func SinkOf(kind, name, url string, secret []byte) (Sink, error) {
+	switch kind {
+	case "webhook", "":
+		return &Webhook{URL: url, Secret: secret, Label: name}, nil
+	case "slack":
+		s := NewSlack(url)
+		s.Label = name
+		return s, nil
+	default:
+		return nil, fmt.Errorf("alert: sink %s: unknown kind %q (webhook or slack)", name, kind)
+	}
+}

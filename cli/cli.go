@@ -49,7 +49,7 @@ var commands []*command
 func register(cs ...*command) { commands = append(commands, cs...) }
 
 // nouns orders the command list.
-var nouns = []string{"key", "team", "user", "org", "customer", "provider", "deployment", "model", "price", "guardrail", "spend", "reconcile", "audit", "admin-key", "apply"}
+var nouns = []string{"key", "team", "user", "org", "customer", "provider", "deployment", "model", "price", "guardrail", "spend", "alert", "alert sink", "reconcile", "audit", "admin-key", "apply"}
 
 // Usage prints the command list.
 func Usage(w io.Writer) {
@@ -100,6 +100,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	noun := args[0]
 	if noun == "reconcile" && (len(args) == 1 || strings.HasPrefix(args[1], "-")) {
 		args = append([]string{"reconcile", "run"}, args[1:]...) // `tollgate reconcile --provider …`
+	}
+	if noun == "alert" && len(args) > 1 && args[1] == "sink" { // alerts.go
+		noun, args = "alert sink", append([]string{"alert sink"}, args[2:]...)
 	}
 	if noun == "apply" && len(args) > 1 {
 		if f, ok := strings.CutPrefix(args[1], "-f="); ok {

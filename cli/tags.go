@@ -16,7 +16,7 @@ func init() {
 		&command{noun: "tag-budget", verb: "set", args: "TAG", help: "set the limits of a tag name=value (--budget 10/monthly, --rpm …)", setup: tagBudgetSet},
 		&command{noun: "tag-budget", verb: "list", help: "list the tags that have limits", setup: tagBudgetList},
 		&command{noun: "tag-budget", verb: "delete", args: "TAG", help: "remove a tag's limits (its spend stays in the ledger)", setup: tagBudgetDelete},
-		&command{noun: "spend", verb: "by", help: "spend grouped by --group key|team|user|org|customer|model|tag|tag:NAME", setup: spendBy},
+		&command{noun: "spend", verb: "by", help: "spend grouped by --group key|team|user|org|customer|model|run|tag|tag:NAME", setup: spendBy},
 	)
 }
 
@@ -82,7 +82,7 @@ func tagBudgetDelete(*flag.FlagSet) func(*runner, []string) error {
 func spendBy(fs *flag.FlagSet) func(*runner, []string) error {
 	var rf rangeFlags
 	rf.register(fs)
-	group := fs.String("group", "tag", "key, team, user, org, customer, model, tag (every name=value) or tag:NAME (the values of one tag)")
+	group := fs.String("group", "tag", "key, team, user, org, customer, model, run (every run), tag (every name=value) or tag:NAME (the values of one tag)")
 	return func(r *runner, _ []string) error {
 		resp, err := rf.breakdown(r, *group)
 		if err != nil {

@@ -15,10 +15,10 @@ const dataURL = env("TOLLGATE_URL");
 const shots = env("SHOTS");
 const out = { pages: [], console_errors: [], load_ms: {} };
 
-async function chat(secret, model = "demo") {
+async function chat(secret, model = "demo", headers = {}) {
   const r = await fetch(dataURL + "/v1/chat/completions", {
     method: "POST",
-    headers: { Authorization: "Bearer " + secret, "Content-Type": "application/json" },
+    headers: { Authorization: "Bearer " + secret, "Content-Type": "application/json", ...headers },
     body: JSON.stringify({ model, messages: [{ role: "user", content: "Hello from the console test" }] }),
   });
   await r.arrayBuffer();
@@ -202,6 +202,8 @@ try {
   // model made in the console.
   out.chat_status = await chatUntil(secret, 200);
   out.console_model_status = await chatUntil(secret, 200, "console-model");
+  // One call of a run, tagged: the Runs and Tags pages list them.
+  out.run_status = await chat(secret, "demo", { "x-tollgate-run-id": "console-run", "x-tollgate-tags": "feature=console" });
 
   // The model whose provider is down fails, and its deployment cools down: the
   // models page says until when (bounded: a few requests, a few reloads).
@@ -274,6 +276,29 @@ try {
   out.cache_page = await page.locator("main").innerText();
   await visit(page, "audit");
   out.audit_has_revoke = (await page.locator("main").innerText()).includes("key.revoke");
+
+  // Alerts: a sink added through the form is listed (its secret never
+  // shown), then deleted; the Runs and Tags pages list the run and tag of
+  // the call above (issue 36).
+  await visit(page, "alerts");
+  await page.getByText("Add an alert sink").click();
+  const aform = page.locator("details", { hasText: "Add an alert sink" });
+  await aform.getByLabel("Name").fill("console-hook");
+  await aform.getByLabel("URL").fill(env("DEAD_URL") + "/hook");
+  await aform.getByLabel("Secret (webhook)").fill("console-hook-secret");
+  await aform.getByRole("button", { name: "Add" }).click();
+  await page.locator("#status").filter({ hasText: "Added alert sink console-hook" }).waitFor();
+  await page.locator("tbody tr", { hasText: "console-hook" }).waitFor();
+  out.alert_sink_row = (await page.locator("tbody tr", { hasText: "console-hook" }).innerText()).replace(/\s+/g, " ").trim();
+  out.alerts_page = await page.locator("main").innerText();
+  out.alert_secret_shown = (await page.content()).includes("console-hook-secret");
+  page.once("dialog", (d) => d.accept());
+  await page.locator('button[data-action="delete"][data-id="console-hook"]').click();
+  await page.locator("#status").filter({ hasText: "Deleted alert sink console-hook" }).waitFor();
+  await visit(page, "runs", () => page.locator("tbody tr", { hasText: "console-run" }).first().waitFor());
+  out.runs_page = await page.locator("main").innerText();
+  await visit(page, "tags", () => page.locator("tbody tr", { hasText: "feature=console" }).first().waitFor());
+  out.tags_page = await page.locator("main").innerText();
 
   // Guardrails: one created through the form is listed, then deleted.
   await visit(page, "guardrails");

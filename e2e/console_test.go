@@ -46,6 +46,12 @@ type consoleRun struct {
 	GuardrailRow     string   `json:"guardrail_row"`
 	GuardrailsAfter  int      `json:"guardrail_rows_after_delete"`
 	CachePage        string   `json:"cache_page"`
+	RunStatus        int      `json:"run_status"`
+	AlertSinkRow     string   `json:"alert_sink_row"`
+	AlertsPage       string   `json:"alerts_page"`
+	AlertSecretShown bool     `json:"alert_secret_shown"`
+	RunsPage         string   `json:"runs_page"`
+	TagsPage         string   `json:"tags_page"`
 	PhoneOverflow    bool     `json:"phone_overflow"`
 	FirstTab         string   `json:"first_tab"`
 	OpenedByKeys     bool     `json:"opened_by_keyboard"`
@@ -139,6 +145,16 @@ func TestConsoleInChromium(t *testing.T) {
 	// The cache page renders its summary and tables (no group is cached here).
 	require.Contains(t, got.CachePage, "No cached model group answered a request")
 	require.Contains(t, got.CachePage, "By key")
+	// Alerts, runs and tags (issue 36).
+	require.Equal(t, 200, got.RunStatus, "the run's tagged call")
+	require.Contains(t, got.AlertSinkRow, "console-hook webhook")
+	require.Contains(t, got.AlertSinkRow, "/hook yes", "the sink is signed")
+	require.False(t, got.AlertSecretShown, "a sink's secret is never shown back")
+	require.Contains(t, got.AlertsPage, "Thresholds: 50, 80, 100 % (default)")
+	require.Contains(t, got.AlertsPage, "Fired")
+	require.Contains(t, got.RunsPage, "key:"+got.Created+"/console-run")
+	require.Contains(t, got.TagsPage, "feature=console")
+	require.Contains(t, got.TagsPage, "Tag budgets")
 	require.False(t, got.PhoneOverflow, "no horizontal scrolling of the page at phone width")
 	require.Equal(t, "Create a key", got.FirstTab, "Tab from the page reaches its first control")
 	require.True(t, got.OpenedByKeys, "Enter opens the create form")

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-ai/tollgate/edge"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/mcp"
 	"github.com/tollgate-ai/tollgate/reconcile"
 	"github.com/tollgate-ai/tollgate/store"
@@ -46,6 +47,12 @@ type Options struct {
 	// Alerts, when set, checks budget thresholds every AlertEvery (alerts.go).
 	Alerts     *alert.Notifier
 	AlertEvery time.Duration
+	// AlertAnomalyFactor: a key whose current hour of spend is above this
+	// many times its trailing hourly average (and at least
+	// AlertAnomalyFloor, default $1) alerts; 0: off unless the alert
+	// settings set one (alerts.go).
+	AlertAnomalyFactor int
+	AlertAnomalyFloor  kernel.Money
 	// Observe are the metrics, access log, traces and readiness settings.
 	Observe Observability
 	// Spill, when set, receives every settlement before the ledger queue does
@@ -69,9 +76,12 @@ type Gateway struct {
 	counters   accounting.Counters
 	alerts     *alert.Notifier
 	alertEvery time.Duration
-	obsOpts    Observability
-	respCache  *responseCache // the processor's response cache (cache.go)
-	obs        *observability
+	// anomalyFactor and anomalyFloor: Options.AlertAnomalyFactor and Floor.
+	anomalyFactor int
+	anomalyFloor  kernel.Money
+	obsOpts       Observability
+	respCache     *responseCache // the processor's response cache (cache.go)
+	obs           *observability
 	// AdminSecret is the bootstrap admin secret when it was created by this start.
 	AdminSecret string
 	// Addresses actually bound (ports resolved).
@@ -162,6 +172,7 @@ func newGateway(cfg Config, st store.Store, opts Options) (*Gateway, error) {
 	}
 	g.counters, g.obsOpts = opts.Counters, opts.Observe
 	g.alerts, g.alertEvery = opts.Alerts, opts.AlertEvery
+	g.anomalyFactor, g.anomalyFloor = opts.AlertAnomalyFactor, opts.AlertAnomalyFloor
 	g.respCache = newGatewayCache(opts.Cache, opts.CacheIndex, g.Catalog, now, log)
 	if opts.Counters != nil {
 		g.Accountant = accounting.NewAccountant(opts.Counters, st, now, log, acctOpts...)

@@ -1,12 +1,9 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,28 +21,8 @@ import (
 // budget stops its loop, the ledger names the run, and the budget alert
 // reaches a signed webhook once.
 func TestGatewayGovernance(t *testing.T) {
-	var mu sync.Mutex
-	got := map[string]int{}
 	secret := []byte("whsec")
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = alert.Verify(secret, r.Header.Get(alert.HeaderTimestamp), r.Header.Get(alert.HeaderSignature), b, time.Now(), time.Minute)
-		}
-		var e alert.Event
-		if err == nil {
-			err = json.Unmarshal(b, &e)
-		}
-		if err != nil {
-			t.Errorf("delivery: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		got[e.ID]++
-		mu.Unlock()
-	}))
-	t.Cleanup(hook.Close)
+	hook, counts := signedReceiver(t, secret)
 	st := memstore.New()
 	n := &alert.Notifier{Claimer: &alert.MemoryClaimer{}, Audit: st, Sinks: []alert.Sink{&alert.Webhook{URL: hook.URL, Secret: secret}}}
 	r := startWith(t, false, st, nil, func(_ *gateway.Config, o *gateway.Options) {
@@ -101,19 +78,13 @@ func TestGatewayGovernance(t *testing.T) {
 
 	// The soft budget's 50, 80 and 100 % alerts and the key about to
 	// expire, once each.
-	eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) == 4
-	})
-	mu.Lock()
+	eventually(t, func() bool { return len(counts()) == 4 })
 	expiring := 0
-	for id, c := range got {
+	for id, c := range counts() {
 		require.Equal(t, 1, c, id)
 		if strings.HasPrefix(id, "expiring|key:soon|") {
 			expiring++
 		}
 	}
-	mu.Unlock()
 	require.Equal(t, 1, expiring)
 }

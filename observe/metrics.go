@@ -88,6 +88,7 @@ type Metrics struct {
 	guards    *prometheus.CounterVec // guardrails.go
 
 	cacheM cacheMetrics // cache.go
+	alertM alertMetrics // alerts.go
 
 	// series are the label children of the request path, resolved once per
 	// label set: one map lookup per request instead of one per metric.
@@ -178,6 +179,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		m.refusals, m.unpriced, m.inflight, m.storeErrors, m.xdsPushes, m.xdsVersion, m.cooldowns, m.retries, m.fallbacks, m.newGuardrails(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.cacheM = newCacheMetrics(m.reg)
+	m.alertM = newAlertMetrics(m.reg)
 	if m.perKey {
 		m.keyReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_key_requests_total",

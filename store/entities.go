@@ -13,7 +13,8 @@ import (
 type Entity interface {
 	Key | User | Team | Org | Customer | Provider | Deployment | ModelGroup | ModelPrice | Global | Admin | MCPServer |
 		Guardrail | GuardrailAttachment | // guardrails.go
-		TagBudget // tags.go
+		TagBudget | // tags.go
+		AlertSink | AlertSettings // alerts.go
 }
 
 // KeyHash is the stored form of a key secret: hex SHA-256 of the secret.
@@ -220,6 +221,10 @@ func KindOf[T Entity]() Kind {
 		return KindGuardrailAttachment
 	case TagBudget:
 		return KindTag
+	case AlertSink:
+		return KindAlertSink
+	case AlertSettings:
+		return KindAlertSettings
 	default:
 		return KindAdmin
 	}

@@ -43,7 +43,8 @@ type openAIFormat struct {
 }
 
 // rewrite edits the client's body for the provider: the model renamed,
-// stream_options.include_usage forced on streams, max tokens clamped.
+// stream_options.include_usage forced on streams, max tokens clamped, the
+// Tollgate tags removed from metadata.
 // It returns nil when nothing changes.
 func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 	b := in.Body
@@ -74,6 +75,9 @@ func (o *openAIFormat) rewrite(in *Inbound, op openAIOp, model string) []byte {
 		default: // null or not an object
 			e.replace(so, []byte(`{"include_usage":true}`))
 		}
+	}
+	if text, ok := metadataWithoutTags(b, f.metadata); ok { // tags.go
+		e.replace(f.metadata, text)
 	}
 	if in.ClampMaxTokens > 0 {
 		n := strconv.AppendInt(nil, in.ClampMaxTokens, 10)

@@ -787,6 +787,113 @@ pages.cache = async () => {
   await draw();
 };
 
+// Alerts (issue 36): the alerts fired with their deliveries, the sinks every
+// replica delivers to, and the settings. Writes need the admin role.
+pages.alerts = async () => {
+  const fired = h('div', { id: 'alerts-fired' });
+  const sinks = h('div', { id: 'alert-sinks' });
+  const settings = h('p', { id: 'alert-settings' });
+  const refresh = async () => {
+    const [a, k, st] = await Promise.all([api('AlertService/ListAlerts', { limit: 200 }), api('AlertService/ListAlertSinks'), api('AlertService/GetAlertSettings')]);
+    fired.replaceChildren(table([
+      { label: 'Fired', get: (x) => when(x.fired_at) },
+      { label: 'Kind', get: (x) => x.kind },
+      { label: 'Scope', get: (x) => (x.scope ? enumTail(x.scope.kind, 'SCOPE_KIND_') + (x.scope.id ? ' ' + x.scope.id : '') : '') },
+      { label: 'Message', get: (x) => x.message },
+      { label: 'Deliveries', get: (x) => h('span', {}, (x.deliveries || []).map((d) => h('span', { class: 'pill ' + (d.ok ? 'completed' : 'failed'), title: d.error || '' },
+        `${d.sink}: ${d.ok ? 'delivered' : 'failed'} (${d.attempts} attempt${d.attempts === 1 ? '' : 's'})`))) },
+    ], a.alerts || [], 'No alert has fired.'));
+    sinks.replaceChildren(table([
+      { label: 'Sink', get: (x) => x.id },
+      { label: 'Kind', get: (x) => x.kind },
+      { label: 'URL', get: (x) => x.url },
+      { label: 'Signed', get: (x) => (x.has_secret ? 'yes' : '') },
+      { label: 'Actions', get: (x) => deleteButton('alert sink', x.id, 'AlertService/DeleteAlertSink', refresh) },
+    ], k.sinks || [], 'No sink: alerts are kept here and in the audit log only.'));
+    const s = st.settings || {};
+    settings.textContent = `Thresholds: ${(s.thresholds_pct || []).length ? s.thresholds_pct.join(', ') + ' %' : '50, 80, 100 % (default)'}; ` +
+      `spend anomaly: ${s.anomaly_factor ? s.anomaly_factor + '× a key\'s hourly average' : 'the gateway\'s --alert-anomaly-factor'}; ` +
+      `keys expiring within ${s.expiring_within || '7 days'}.`;
+  };
+  const create = writeForm('Add an alert sink', [
+    field('Name', inp('id', { required: true, size: 12 })),
+    field('Kind', sel('kind', [['webhook', 'webhook (signed JSON)'], ['slack', 'Slack incoming webhook']])),
+    field('URL', inp('url', { required: true, size: 30, type: 'url' })),
+    field('Secret (webhook)', inp('secret', { type: 'password', size: 14, autocomplete: 'off' })),
+  ], async (f) => {
+    const v = (n) => f.elements[n].value.trim();
+    const sink = { id: v('id'), kind: v('kind'), url: v('url') };
+    if (v('secret')) sink.secret = v('secret');
+    await api('AlertService/CreateAlertSink', { sink });
+    say(`Added alert sink ${sink.id}.`);
+    await refresh();
+  }, 'Add', isAdmin());
+  const tune = writeForm('Alert settings', [
+    field('Thresholds % (comma-separated)', inp('thresholds', { placeholder: '50, 80, 100', size: 12 })),
+    field('Anomaly factor', inp('factor', { type: 'number', min: 0, size: 5 })),
+    field('Expiring within (hours)', inp('expiring', { type: 'number', min: 0, size: 5 })),
+  ], async (f) => {
+    const v = (n) => f.elements[n].value.trim();
+    const s = { thresholds_pct: csv(v('thresholds')).map(Number), anomaly_factor: Number(v('factor') || 0) };
+    if (v('expiring')) s.expiring_within = Number(v('expiring')) * 3600 + 's';
+    await api('AlertService/UpdateAlertSettings', { settings: s });
+    say('Alert settings saved.');
+    await refresh();
+  }, 'Save', isAdmin());
+  main.replaceChildren(h('h1', {}, 'Alerts'), settings, create, tune,
+    h('section', {}, h('h2', {}, 'Fired'), fired), h('section', {}, h('h2', {}, 'Sinks'), sinks));
+  await refresh();
+};
+
+// breakdownPage is a page of spend grouped by one group_by (runs, tags):
+// each group's total, requests and tokens over a range, largest first.
+function breakdownPage(title, groupBy, label, empty, options = []) {
+  return async () => {
+    const controls = h('form', { class: 'filters' },
+      options.length ? field('Group', sel('group', options)) : '',
+      field('Range', sel('range', [['7', 'last 7 days'], ['30', 'last 30 days'], ['1', 'last 24 hours']])));
+    const list = h('div', { id: groupBy + '-groups' });
+    const n = (v) => Number(v || 0);
+    async function draw() {
+      const e = controls.elements;
+      const by = e.group && e.group.value ? e.group.value : groupBy;
+      const since = new Date(Date.now() - Number(e.range.value) * 86400e3).toISOString();
+      const r = await api('SpendService/GetSpendBreakdown', { group_by: by, since });
+      list.replaceChildren(table([
+        { label, get: (g) => g.id },
+        { label: 'Spend', num: true, get: (g) => usd(g.total) },
+        { label: 'Requests', num: true, get: (g) => n(g.requests) },
+        { label: 'Tokens', num: true, get: (g) => n(g.tokens) },
+      ], r.groups || [], empty));
+      main.dataset.drawn = by;
+    }
+    controls.addEventListener('input', () => draw().catch((err) => say(err.message, true)));
+    controls.addEventListener('submit', (ev) => ev.preventDefault());
+    main.replaceChildren(h('h1', {}, title), controls, list);
+    await draw();
+  };
+}
+
+// Runs (x-tollgate-run-id): each run's spend; `tollgate spend logs --run ID`
+// lists a run's calls.
+pages.runs = breakdownPage('Runs', 'run', 'Run', 'No run spent in this range (a request names its run with x-tollgate-run-id).');
+
+// Tags: spend by every tag name=value, or by the values of one tag name.
+pages.tags = async () => {
+  const budgetsEl = h('div', { id: 'tag-budgets' });
+  const names = new Set();
+  const all = await api('SpendService/GetSpendBreakdown', { group_by: 'tag', since: new Date(Date.now() - 30 * 86400e3).toISOString() });
+  (all.groups || []).forEach((g) => names.add(g.id.split('=')[0]));
+  await breakdownPage('Tags', 'tag', 'Tag', 'No tagged request in this range (x-tollgate-tags: name=value, or a key\'s default tags).',
+    [['', 'every tag'], ...[...names].sort().map((x) => ['tag:' + x, x])])();
+  const tb = await api('TagService/ListTagBudgets');
+  budgetsEl.replaceChildren(table([
+    { label: 'Tag', get: (t) => t.tag },
+    { label: 'Budgets', get: (t) => budgets(t.limits) },
+  ], tb.tag_budgets || [], 'No tag has a budget (tollgate tag-budget set).'));
+  main.append(h('section', {}, h('h2', {}, 'Tag budgets'), budgetsEl));
+};
+
 // ---- shell ---------------------------------------------------------------
 
 async function route() {

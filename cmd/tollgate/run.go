@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-ai/tollgate/alert"
 	"github.com/tollgate-ai/tollgate/gateway"
 	"github.com/tollgate-ai/tollgate/internal/secret"
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/observe"
 	"github.com/tollgate-ai/tollgate/store"
 	"github.com/tollgate-ai/tollgate/store/postgres"
@@ -60,6 +61,8 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	alertWebhook := fs.String("alert-webhook", "", "send budget alerts (50/80/100 % of every budget window, once across replicas) to this URL as signed JSON (secret: env TOLLGATE_ALERT_WEBHOOK_SECRET); docs/governance.md")
 	alertSlack := fs.String("alert-slack", "", "send budget alerts to this Slack-compatible incoming webhook URL")
 	alertEvery := fs.Duration("alert-every", gateway.DefaultAlertEvery, "how often budget thresholds are checked")
+	anomalyFactor := fs.Int("alert-anomaly-factor", 0, "alert when a key's spend in the current hour is above this many times its hourly average of the 24 before (0: off unless tollgate alert settings sets it)")
+	anomalyFloor := fs.Float64("alert-anomaly-floor", 1, "dollars: an hour's spend below this is never an anomaly")
 	spillDir := fs.String("ledger-spill-dir", "auto", "directory of the ledger's write-ahead spill (settlements survive a crash while the store cannot commit); auto: a directory per database under the user cache directory with a PostgreSQL store, off with SQLite; off: none")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's /debug/pprof on this loopback address (off when empty)")
@@ -167,8 +170,10 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		defer closeAlerts()
-		opts.Alerts, opts.AlertEvery = n, *alertEvery
+		opts.Alerts = n
 	}
+	opts.AlertEvery, opts.AlertAnomalyFactor = *alertEvery, *anomalyFactor
+	opts.AlertAnomalyFloor = kernel.Money(*anomalyFloor * float64(kernel.Dollar))
 
 	closeCache, err := cf.apply(ctx, &opts, *redisURL, *db, log)
 	defer closeCache()

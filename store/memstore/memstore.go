@@ -54,6 +54,8 @@ type Store struct {
 	owners map[string]store.ResponseOwner
 	// sessions are the console sessions by token hash (sessions.go).
 	sessions map[string]store.Session
+	// alerts are the alerts fired, by id, with their deliveries (alerts.go).
+	alerts map[string]*store.AlertRecord
 }
 
 var _ store.Store = (*Store)(nil)

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"SpendByScope", s.spendByScopeTests()},
 		{"Guardrails", s.guardrailTests()}, // guardrails.go
 		{"Cache", s.cacheTests()},          // cache.go
+		{"Alerts", s.alertTests()},         // alerts.go
 		{"Close", s.closeTests()},
 	}
 	for _, g := range groups {

@@ -920,7 +920,8 @@ func (x *ListSpendEntriesResponse) GetNextPageToken() string {
 type GetSpendBreakdownRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// group_by is "key", "team", "user", "org", "customer" or "model", or
-	// "mcp_server" or "mcp_tool" for MCP tool calls only (docs/mcp.md).
+	// "mcp_server" or "mcp_tool" for MCP tool calls only (docs/mcp.md), or
+	// "run" (every run, "key:ID/RUN" or "team:ID/RUN").
 	GroupBy string `protobuf:"bytes,1,opt,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
 	// since defaults to 30 days before now, truncated to the UTC day.
 	Since *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`

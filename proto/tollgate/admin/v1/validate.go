@@ -629,10 +629,10 @@ func (r *GetSpendSeriesRequest) Validate() error {
 // Validate implements the go-grpc-middleware validator interface.
 func (r *GetSpendBreakdownRequest) Validate() error {
 	switch g := r.GetGroupBy(); {
-	case g == "key", g == "team", g == "user", g == "org", g == "customer", g == "model", g == "mcp_server", g == "mcp_tool", g == "tag":
+	case g == "key", g == "team", g == "user", g == "org", g == "customer", g == "model", g == "mcp_server", g == "mcp_tool", g == "tag", g == "run":
 	case strings.HasPrefix(g, "tag:") && len(g) > len("tag:") && len(g) <= len("tag:")+64 && !strings.ContainsAny(g[len("tag:"):], "=,"):
 	default:
-		return bad("group_by", "must be key, team, user, org, customer, model, mcp_server, mcp_tool, tag or tag:NAME, not %q", r.GetGroupBy())
+		return bad("group_by", "must be key, team, user, org, customer, model, mcp_server, mcp_tool, run, tag or tag:NAME, not %q", r.GetGroupBy())
 	}
 	if err := first(timeRange(r), duration("step", r.GetStep())); err != nil {
 		return err
