@@ -187,8 +187,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prompts of its own, a middleware answers their methods from the upstreams.
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
-		Logger:       quiet(h.log),
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{},
+			Completions: &sdk.CompletionCapabilities{}},
+		Logger: quiet(h.log),
 	})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -214,6 +215,8 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 				res, err = h.listPrompts(ctx, rc)
 			case "prompts/get":
 				res, err = h.getPrompt(ctx, rc, req, ev)
+			case "completion/complete":
+				res, err = h.complete(ctx, rc, req, ev) // resources.go
 			default:
 				res, err = next(ctx, method, req)
 			}

@@ -24,7 +24,7 @@ func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResu
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.ListToolsResult{Tools: ts}, nil
+	return &sdk.ListToolsResult{Tools: ts, Cacheable: perKey()}, nil
 }
 
 // callTool answers tools/call: grant check, admission, the upstream call,
