@@ -220,12 +220,52 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 			default:
 				res, err = next(ctx, method, req)
 			}
+			if err == nil && rc.version >= newProtocol {
+				res = markComplete(res)
+			}
 			ev.Err, ev.Duration = err, h.now().Sub(start)
 			h.obs.Observe(ctx, ev)
 			return res, err
 		}
 	})
 	return srv
+}
+
+// newProtocol is the first protocol version whose results carry resultType.
+const newProtocol = "2026-07-28"
+
+// markComplete sets resultType "complete" on a relayed tools/call,
+// prompts/get or resources/read result for a 2026-07-28 client, which
+// requires it. The SDK sets it only on the results of its own handlers (for
+// these three through an unexported field; lists and completions it marks
+// itself), and an upstream that speaks 2025-11-25 sends none: so a JSON
+// round trip, the one way to set the field from outside the SDK. An
+// upstream's own resultType, when it sent one, is kept.
+func markComplete(res sdk.Result) sdk.Result {
+	var fresh sdk.Result
+	switch res.(type) {
+	case *sdk.CallToolResult:
+		fresh = new(sdk.CallToolResult)
+	case *sdk.GetPromptResult:
+		fresh = new(sdk.GetPromptResult)
+	case *sdk.ReadResourceResult:
+		fresh = new(sdk.ReadResourceResult)
+	default:
+		return res
+	}
+	b, err := json.Marshal(res)
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return res
+	}
+	doc := []byte(`{"resultType":"complete"`)
+	if len(b) > 2 {
+		doc = append(doc, ',')
+	}
+	doc = append(doc, b[1:]...) // a later resultType (the upstream's) wins
+	if json.Unmarshal(doc, fresh) != nil {
+		return res
+	}
+	return fresh
 }
 
 // initializeVersion reports whether body is an initialize request and the
