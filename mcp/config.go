@@ -98,9 +98,12 @@ type Call struct {
 	Admitted bool
 	// Ran: the upstream ran the tool (a result, even one with isError);
 	// a call that did not run costs nothing.
-	Ran       bool
-	Status    kernel.Status
-	Code      int // JSON-RPC error code of a failed call, 0 otherwise
+	Ran    bool
+	Status kernel.Status
+	Code   int // JSON-RPC error code of a failed call, 0 otherwise
+	// Guardrail names the guardrail that refused the call's arguments
+	// (Status kernel.StatusRefused, never admitted): see RefuseCall.
+	Guardrail string
 	ArgBytes  int
 	StartedAt time.Time
 	EndedAt   time.Time
@@ -113,6 +116,11 @@ type Accountant interface {
 	// SettleCall charges a finished call (its reservation released) and
 	// records it in the ledger; it returns the cost charged.
 	SettleCall(ctx context.Context, c *Call) (kernel.Money, error)
+	// RefuseCall records a call a guardrail refused before admission
+	// (c.Guardrail, c.Status kernel.StatusRefused): a $0 ledger row whose
+	// deployment is "guardrail:NAME", as for a refused model request; no
+	// reservation was made, no counter is touched.
+	RefuseCall(ctx context.Context, c *Call) error
 }
 
 // Observer hears about every finished tools/call and every other method

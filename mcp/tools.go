@@ -43,13 +43,22 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 		return nil, err
 	}
 
-	args, err := h.guardArgs(ctx, rc, params.Name, params.Arguments) // guard.go
+	start := h.now()
+	args, blocker, err := h.guardArgs(ctx, rc, params.Name, params.Arguments) // guard.go
 	if err != nil {
+		if blocker != "" {
+			ev.Call = &Call{
+				RequestID: newRequestID(), Caller: rc.caller, Server: srv.ID, Tool: tool,
+				ArgBytes: len(params.Arguments), StartedAt: start, EndedAt: h.now(),
+				Status: kernel.StatusRefused, Code: CodeGuardrailBlocked, Guardrail: blocker,
+			}
+			h.refused(ctx, ev.Call)
+		}
 		return nil, err
 	}
 	call := &Call{
 		RequestID: newRequestID(), Caller: rc.caller, Server: srv.ID, Tool: tool,
-		ArgBytes: len(args), StartedAt: h.now(),
+		ArgBytes: len(args), StartedAt: start,
 	}
 	ev.Call = call
 	d, err := h.acct.Admit(ctx, admitRequest(call.RequestID, rc.caller, srv, tool))
