@@ -165,6 +165,7 @@ func mcpLedgerEntry(c *mcp.Call) store.LedgerEntry {
 		HTTPStatus: status,
 		StartedAt:  c.StartedAt,
 		EndedAt:    c.EndedAt,
+		RunID:      c.RunID,
 	}
 	if p := c.Caller; p != nil {
 		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID

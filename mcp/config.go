@@ -101,6 +101,10 @@ type Call struct {
 	Ran    bool
 	Status kernel.Status
 	Code   int // JSON-RPC error code of a failed call, 0 otherwise
+	// RunID is the run scope's id (kernel.RunScopeID) when the call belongs
+	// to a run: the request's x-tollgate-run-id, else its 2025-11-25
+	// session's (run "mcp-" + the session id). Its ledger row carries it.
+	RunID string
 	// Guardrail names the guardrail that refused the call's arguments
 	// (Status kernel.StatusRefused, never admitted): see RefuseCall.
 	Guardrail string

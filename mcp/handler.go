@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,6 +101,7 @@ type reqCtx struct {
 	servers []*Server // the servers the request may reach
 	version string
 	token   *sessionToken // a 2025-11-25 session's, nil without one
+	run     string        // the run the request's tool calls belong to (runOf)
 	server  *sdk.Server
 }
 
@@ -178,6 +180,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rc.token = &t
 			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
 		}
+	}
+	if rc.run, err = runOf(r, rc.token); err != nil {
+		writeError(w, http.StatusBadRequest, -32600, err.Error())
+		return
 	}
 	rc.server = h.newServer(rc)
 	h.sdkh.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqKey{}, rc)))
@@ -266,6 +272,35 @@ func markComplete(res sdk.Result) sdk.Result {
 		return res
 	}
 	return fresh
+}
+
+// HeaderRunID names the run (an agent's loop, a session) a request belongs
+// to: the same header as on model requests.
+const HeaderRunID = "X-Tollgate-Run-Id"
+
+// maxRunID bounds a run id's length (as on model requests).
+const maxRunID = 128
+
+// runOf is the run of a request's tool calls: its x-tollgate-run-id, else
+// its 2025-11-25 session's ("mcp-" + the session id, the same for every
+// request of the session on any replica), else none (a 2026-07-28 client
+// has no session: it names its run with the header).
+func runOf(r *http.Request, t *sessionToken) (string, error) {
+	if run := r.Header.Get(HeaderRunID); run != "" {
+		for i := 0; i < len(run); i++ {
+			if run[i] < 0x21 || run[i] > 0x7e {
+				return "", fmt.Errorf("the %s header must be 1 to %d printable ASCII characters", HeaderRunID, maxRunID)
+			}
+		}
+		if len(run) > maxRunID {
+			return "", fmt.Errorf("the %s header must be 1 to %d printable ASCII characters", HeaderRunID, maxRunID)
+		}
+		return run, nil
+	}
+	if t != nil {
+		return "mcp-" + t.ID, nil
+	}
+	return "", nil
 }
 
 // initializeVersion reports whether body is an initialize request and the

@@ -61,7 +61,9 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 		ArgBytes: len(args), StartedAt: start,
 	}
 	ev.Call = call
-	d, err := h.acct.Admit(ctx, admitRequest(call.RequestID, rc.caller, srv, tool))
+	req2, runID := admitRequest(call.RequestID, rc.caller, srv, tool, rc.run)
+	call.RunID = runID
+	d, err := h.acct.Admit(ctx, req2)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "admission failed", nil)
 	}
