@@ -31,15 +31,21 @@ func startEverything(t *testing.T, s *system) string {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	url := "http://127.0.0.1:" + port + "/mcp"
-	require.Eventually(t, func() bool {
+	s.waitServing(url, "server-everything")
+	return url
+}
+
+// waitServing waits until url answers HTTP (any status).
+func (s *system) waitServing(url, what string) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
 		resp, err := http.Get(url)
 		if err != nil {
 			return false
 		}
 		_ = resp.Body.Close()
 		return true
-	}, 30*time.Second, 100*time.Millisecond, "server-everything did not start:\n%s", s.logs.String())
-	return url
+	}, 30*time.Second, 50*time.Millisecond, "%s did not start:\n%s", what, s.logs.String())
 }
 
 // mcpNode runs one scenario of mcp.mjs.

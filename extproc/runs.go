@@ -17,10 +17,10 @@ const hdrRunID = "x-tollgate-run-id"
 const maxRunID = 128
 
 // withRun returns scopes with the run scope of the request's run id right
-// after the key: its limits come from the first of the key and the team
-// that has a run policy; without a policy the run is only counted (for
-// attribution). scopes is returned as is when the request names no run; a
-// new slice otherwise (the principal's is shared).
+// after the key (kernel.WithRun: its limits come from the first of the key
+// and the team that has a run policy; without a policy the run is only
+// counted, for attribution). scopes is returned as is when the request
+// names no run; a new slice otherwise (the principal's is shared).
 func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIError) {
 	run := s.runHdr
 	if run == "" {
@@ -35,21 +35,9 @@ func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIE
 			Message: fmt.Sprintf("The %s header must be 1 to %d printable ASCII characters.", hdrRunID, maxRunID),
 		}
 	}
-	owner := scopes[0]
-	for _, sc := range scopes {
-		if (sc.Ref.Kind == kernel.ScopeKey || sc.Ref.Kind == kernel.ScopeTeam) && sc.Limits != nil && sc.Limits.Run != nil {
-			owner = sc
-			break
-		}
-	}
-	rs := kernel.Scope{Ref: kernel.ScopeRef{Kind: kernel.ScopeRun, ID: kernel.RunScopeID(owner.Ref, run)}}
-	if owner.Limits != nil && owner.Limits.Run != nil {
-		rs.Limits = owner.Limits.Run.Limits()
-	}
-	s.runID = rs.Ref.ID
-	out := make([]kernel.Scope, 0, len(scopes)+2)
-	out = append(out, scopes[0], rs)
-	return append(out, scopes[1:]...), nil
+	out, id := kernel.WithRun(scopes, run)
+	s.runID = id
+	return out, nil
 }
 
 func printable(v string) bool {

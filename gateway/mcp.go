@@ -142,6 +142,14 @@ func (a mcpAccountant) SettleCall(ctx context.Context, c *mcp.Call) (kernel.Mone
 	return a.Settle(ctx, mcpLedgerEntry(c))
 }
 
+// RefuseCall implements mcp.Accountant: the $0 row of a call a guardrail
+// refused, deployment "guardrail:NAME" like a refused model request's.
+func (a mcpAccountant) RefuseCall(ctx context.Context, c *mcp.Call) error {
+	e := mcpLedgerEntry(c)
+	e.Deployment, e.HTTPStatus = "guardrail:"+c.Guardrail, http.StatusBadRequest
+	return a.RecordRefused(ctx, e)
+}
+
 // mcpLedgerEntry is the ledger row of a tool call (store/mcp.go).
 func mcpLedgerEntry(c *mcp.Call) store.LedgerEntry {
 	status := http.StatusOK
@@ -157,6 +165,7 @@ func mcpLedgerEntry(c *mcp.Call) store.LedgerEntry {
 		HTTPStatus: status,
 		StartedAt:  c.StartedAt,
 		EndedAt:    c.EndedAt,
+		RunID:      c.RunID,
 	}
 	if p := c.Caller; p != nil {
 		e.KeyID, e.UserID, e.TeamID, e.OrgID = p.KeyID, p.UserID, p.TeamID, p.OrgID

@@ -27,7 +27,7 @@ func (g mcpGuard) CheckTool(ctx context.Context, c *mcp.Caller, st mcp.ToolStage
 	v := gs.set.Check(ctx, stage, doc, true)
 	out := mcp.ToolVerdict{Applied: v.Applied, Blocked: v.Blocked, Doc: v.Text}
 	if h, ok := v.Block(); ok {
-		out.Message = h.Message()
+		out.Message, out.Guardrail = h.Message(), h.Guardrail
 	}
 	return out
 }

@@ -51,4 +51,28 @@ func TestMCPToolCallsUnderTeamGuardrails(t *testing.T) {
 	require.ErrorAs(t, err, &w)
 	require.Equal(t, int64(mcp.CodeGuardrailBlocked), w.Code)
 	require.Contains(t, w.Message, `Blocked by guardrail "no-drop"`)
+
+	// The refused call is a $0 row marked with the guardrail, as a model
+	// request refused by one is; the redacted call that ran is charged.
+	require.NoError(t, r.st.Flush(t.Context()))
+	all, err := r.st.Entries(t.Context(), store.LedgerFilter{})
+	require.NoError(t, err)
+	var refused, ran []store.LedgerEntry
+	for _, e := range all {
+		if e.KeyID != "k1" {
+			continue
+		}
+		if e.Status == kernel.StatusRefused {
+			refused = append(refused, e)
+		} else {
+			ran = append(ran, e)
+		}
+	}
+	require.Len(t, refused, 1, "%+v", all)
+	require.Equal(t, "guardrail:no-drop", refused[0].Deployment)
+	require.Equal(t, mcp.ModelName("db", "echo"), refused[0].Model)
+	require.Equal(t, kernel.Money(0), refused[0].Cost)
+	require.Equal(t, "eng", refused[0].TeamID)
+	require.NotEmpty(t, ran)
+	require.Equal(t, kernel.Cent, ran[len(ran)-1].Cost)
 }

@@ -98,9 +98,16 @@ type Call struct {
 	Admitted bool
 	// Ran: the upstream ran the tool (a result, even one with isError);
 	// a call that did not run costs nothing.
-	Ran       bool
-	Status    kernel.Status
-	Code      int // JSON-RPC error code of a failed call, 0 otherwise
+	Ran    bool
+	Status kernel.Status
+	Code   int // JSON-RPC error code of a failed call, 0 otherwise
+	// RunID is the run scope's id (kernel.RunScopeID) when the call belongs
+	// to a run: the request's x-tollgate-run-id, else its 2025-11-25
+	// session's (run "mcp-" + the session id). Its ledger row carries it.
+	RunID string
+	// Guardrail names the guardrail that refused the call's arguments
+	// (Status kernel.StatusRefused, never admitted): see RefuseCall.
+	Guardrail string
 	ArgBytes  int
 	StartedAt time.Time
 	EndedAt   time.Time
@@ -113,6 +120,11 @@ type Accountant interface {
 	// SettleCall charges a finished call (its reservation released) and
 	// records it in the ledger; it returns the cost charged.
 	SettleCall(ctx context.Context, c *Call) (kernel.Money, error)
+	// RefuseCall records a call a guardrail refused before admission
+	// (c.Guardrail, c.Status kernel.StatusRefused): a $0 ledger row whose
+	// deployment is "guardrail:NAME", as for a refused model request; no
+	// reservation was made, no counter is touched.
+	RefuseCall(ctx context.Context, c *Call) error
 }
 
 // Observer hears about every finished tools/call and every other method

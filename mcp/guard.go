@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,9 +50,10 @@ type ToolVerdict struct {
 	// Applied names the guardrails that ran (for logs).
 	Applied []string
 	// Blocked: Message says which guardrail refused and why (never the
-	// matched text).
-	Blocked bool
-	Message string
+	// matched text), Guardrail names it.
+	Blocked   bool
+	Message   string
+	Guardrail string
 	// Doc is the rewritten document when a guardrail redacted it; nil when
 	// unchanged.
 	Doc []byte
@@ -61,19 +63,30 @@ type ToolVerdict struct {
 func WithGuard(g ToolGuard) Option { return func(h *Handler) { h.guard = g } }
 
 // guardArgs checks a call's arguments; it returns those to send upstream, or
-// the error that refuses the call.
-func (h *Handler) guardArgs(ctx context.Context, rc *reqCtx, call string, args json.RawMessage) (json.RawMessage, error) {
+// the error that refuses the call and the guardrail that did.
+func (h *Handler) guardArgs(ctx context.Context, rc *reqCtx, call string, args json.RawMessage) (json.RawMessage, string, error) {
 	if h.guard == nil || len(args) == 0 {
-		return args, nil
+		return args, "", nil
 	}
 	v := h.guard.CheckTool(ctx, rc.caller, ToolArguments, args)
 	if err := h.guardVerdict(rc, call, "arguments", v); err != nil {
-		return nil, err
+		return nil, v.Guardrail, err
 	}
 	if v.Doc != nil {
-		return json.RawMessage(v.Doc), nil
+		return json.RawMessage(v.Doc), "", nil
 	}
-	return args, nil
+	return args, "", nil
+}
+
+// refused records a call whose arguments guardrail refused: its $0 row
+// (the reason a refused call is not free of trace: spend logs show what was
+// refused and by which guardrail, as for model requests).
+func (h *Handler) refused(ctx context.Context, c *Call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := h.acct.RefuseCall(ctx, c); err != nil {
+		h.log.Warn("recording a refused tool call failed", "request_id", c.RequestID, "guardrail", c.Guardrail, "err", err)
+	}
 }
 
 // guardResult checks a call's result; it returns the result to send, or the

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tollgate-ai/tollgate/guard"
+	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/mcp"
 )
 
@@ -24,7 +25,7 @@ func (g toolGuard) CheckTool(ctx context.Context, _ *mcp.Caller, st mcp.ToolStag
 	v := g.set.Check(ctx, stage, doc, true)
 	out := mcp.ToolVerdict{Applied: v.Applied, Blocked: v.Blocked, Doc: v.Text}
 	if h, ok := v.Block(); ok {
-		out.Message = h.Message()
+		out.Message, out.Guardrail = h.Message(), h.Guardrail
 	}
 	return out
 }
@@ -81,6 +82,15 @@ func TestToolCallGuardrails(t *testing.T) {
 			require.NotContains(t, err.Error(), "forbidden plan")
 			require.Equal(t, int64(2), f.gh.calls.Load(), "the upstream never saw the call")
 			require.Len(t, f.acct.ledger, 2, "nothing admitted or charged")
+			require.Len(t, f.acct.refused, 1, "a $0 refused row, as for a model request")
+			ref := f.acct.refused[0]
+			require.Equal(t, kernel.StatusRefused, ref.Status)
+			require.Equal(t, "no-secrets", ref.Guardrail)
+			require.False(t, ref.Admitted)
+			require.False(t, ref.Ran)
+			require.Equal(t, "github", ref.Server)
+			require.Equal(t, "echo", ref.Tool)
+			require.NotEmpty(t, ref.RequestID)
 
 			// Result blocked: the call ran (and is charged), the client gets
 			// the error instead of the result.
@@ -90,6 +100,7 @@ func TestToolCallGuardrails(t *testing.T) {
 			require.Equal(t, int64(3), f.gh.calls.Load())
 			require.Len(t, f.acct.ledger, 3)
 			require.True(t, f.acct.ledger[2].Ran)
+			require.Len(t, f.acct.refused, 1, "a result blocked after the call ran is charged, not refused")
 		})
 	}
 }

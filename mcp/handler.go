@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,6 +101,7 @@ type reqCtx struct {
 	servers []*Server // the servers the request may reach
 	version string
 	token   *sessionToken // a 2025-11-25 session's, nil without one
+	run     string        // the run the request's tool calls belong to (runOf)
 	server  *sdk.Server
 }
 
@@ -179,6 +181,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
 		}
 	}
+	if rc.run, err = runOf(r, rc.token); err != nil {
+		writeError(w, http.StatusBadRequest, -32600, err.Error())
+		return
+	}
 	rc.server = h.newServer(rc)
 	h.sdkh.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqKey{}, rc)))
 }
@@ -187,8 +193,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prompts of its own, a middleware answers their methods from the upstreams.
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
-		Logger:       quiet(h.log),
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{},
+			Completions: &sdk.CompletionCapabilities{}},
+		Logger: quiet(h.log),
 	})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -214,8 +221,13 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 				res, err = h.listPrompts(ctx, rc)
 			case "prompts/get":
 				res, err = h.getPrompt(ctx, rc, req, ev)
+			case "completion/complete":
+				res, err = h.complete(ctx, rc, req, ev) // resources.go
 			default:
 				res, err = next(ctx, method, req)
+			}
+			if err == nil && rc.version >= newProtocol {
+				res = markComplete(res)
 			}
 			ev.Err, ev.Duration = err, h.now().Sub(start)
 			h.obs.Observe(ctx, ev)
@@ -223,6 +235,72 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 		}
 	})
 	return srv
+}
+
+// newProtocol is the first protocol version whose results carry resultType.
+const newProtocol = "2026-07-28"
+
+// markComplete sets resultType "complete" on a relayed tools/call,
+// prompts/get or resources/read result for a 2026-07-28 client, which
+// requires it. The SDK sets it only on the results of its own handlers (for
+// these three through an unexported field; lists and completions it marks
+// itself), and an upstream that speaks 2025-11-25 sends none: so a JSON
+// round trip, the one way to set the field from outside the SDK. An
+// upstream's own resultType, when it sent one, is kept.
+func markComplete(res sdk.Result) sdk.Result {
+	var fresh sdk.Result
+	switch res.(type) {
+	case *sdk.CallToolResult:
+		fresh = new(sdk.CallToolResult)
+	case *sdk.GetPromptResult:
+		fresh = new(sdk.GetPromptResult)
+	case *sdk.ReadResourceResult:
+		fresh = new(sdk.ReadResourceResult)
+	default:
+		return res
+	}
+	b, err := json.Marshal(res)
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return res
+	}
+	doc := []byte(`{"resultType":"complete"`)
+	if len(b) > 2 {
+		doc = append(doc, ',')
+	}
+	doc = append(doc, b[1:]...) // a later resultType (the upstream's) wins
+	if json.Unmarshal(doc, fresh) != nil {
+		return res
+	}
+	return fresh
+}
+
+// HeaderRunID names the run (an agent's loop, a session) a request belongs
+// to: the same header as on model requests.
+const HeaderRunID = "X-Tollgate-Run-Id"
+
+// maxRunID bounds a run id's length (as on model requests).
+const maxRunID = 128
+
+// runOf is the run of a request's tool calls: its x-tollgate-run-id, else
+// its 2025-11-25 session's ("mcp-" + the session id, the same for every
+// request of the session on any replica), else none (a 2026-07-28 client
+// has no session: it names its run with the header).
+func runOf(r *http.Request, t *sessionToken) (string, error) {
+	if run := r.Header.Get(HeaderRunID); run != "" {
+		for i := 0; i < len(run); i++ {
+			if run[i] < 0x21 || run[i] > 0x7e {
+				return "", fmt.Errorf("the %s header must be 1 to %d printable ASCII characters", HeaderRunID, maxRunID)
+			}
+		}
+		if len(run) > maxRunID {
+			return "", fmt.Errorf("the %s header must be 1 to %d printable ASCII characters", HeaderRunID, maxRunID)
+		}
+		return run, nil
+	}
+	if t != nil {
+		return "mcp-" + t.ID, nil
+	}
+	return "", nil
 }
 
 // initializeVersion reports whether body is an initialize request and the

@@ -114,10 +114,18 @@ func (c *catalog) Servers() []*mcp.Server { return c.servers }
 
 // accountant is the kernel in memory with a ledger slice.
 type accountant struct {
-	st     *kernel.State
-	mu     sync.Mutex
-	ledger []mcp.Call
-	costs  []kernel.Money
+	st      *kernel.State
+	mu      sync.Mutex
+	ledger  []mcp.Call
+	costs   []kernel.Money
+	refused []mcp.Call // RefuseCall's $0 rows
+}
+
+func (a *accountant) RefuseCall(_ context.Context, c *mcp.Call) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refused = append(a.refused, *c)
+	return nil
 }
 
 func (a *accountant) Admit(_ context.Context, r *kernel.AdmitRequest) (kernel.Decision, error) {

@@ -42,8 +42,11 @@ func CallUsage(ran bool) kernel.Usage {
 
 // admitRequest is the admission of one call of tool on srv by c: the key's
 // and its ancestors' scopes (their model allow-lists do not apply to tools),
-// plus the server's rpm scope when it has one.
-func admitRequest(id string, c *Caller, srv *Server, tool string) *kernel.AdmitRequest {
+// the run's right after the key when the call names one (kernel.WithRun: the
+// same level as a model request of that run, so a run budget covers both),
+// plus the server's rpm scope when it has one. It returns the run scope's
+// id ("" without a run).
+func admitRequest(id string, c *Caller, srv *Server, tool, run string) (*kernel.AdmitRequest, string) {
 	scopes := make([]kernel.Scope, 0, len(c.Scopes)+1)
 	for _, s := range c.Scopes {
 		if s.Limits != nil && len(s.Limits.Models) > 0 {
@@ -53,6 +56,7 @@ func admitRequest(id string, c *Caller, srv *Server, tool string) *kernel.AdmitR
 		}
 		scopes = append(scopes, s)
 	}
+	scopes, runID := kernel.WithRun(scopes, run)
 	if srv.RPM > 0 {
 		scopes = append(scopes, kernel.Scope{
 			Ref:    kernel.ScopeRef{Kind: kernel.ScopeDeployment, ID: ServerScopeID(srv.ID)},
@@ -66,7 +70,7 @@ func admitRequest(id string, c *Caller, srv *Server, tool string) *kernel.AdmitR
 		PromptBytes: 1,
 		MaxTokens:   1,
 		Price:       callPrice(srv.Price(tool)),
-	}
+	}, runID
 }
 
 // refusal is the JSON-RPC error of a refused admission.
@@ -95,7 +99,7 @@ func scopeName(r kernel.ScopeRef) string {
 	names := map[kernel.ScopeKind]string{
 		kernel.ScopeGlobal: "global", kernel.ScopeOrg: "org", kernel.ScopeTeam: "team",
 		kernel.ScopeUser: "user", kernel.ScopeCustomer: "customer", kernel.ScopeKey: "key",
-		kernel.ScopeDeployment: "server",
+		kernel.ScopeDeployment: "server", kernel.ScopeRun: "run", kernel.ScopeTag: "tag",
 	}
 	if r.Kind == kernel.ScopeGlobal {
 		return "global"

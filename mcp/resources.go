@@ -130,7 +130,7 @@ func (h *Handler) listResources(ctx context.Context, rc *reqCtx) (*sdk.ListResou
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.ListResourcesResult{Resources: rs}, nil
+	return &sdk.ListResourcesResult{Resources: rs, Cacheable: perKey()}, nil
 }
 
 // listResourceTemplates answers resources/templates/list.
@@ -143,7 +143,7 @@ func (h *Handler) listResourceTemplates(ctx context.Context, rc *reqCtx) (*sdk.L
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.ListResourceTemplatesResult{ResourceTemplates: ts}, nil
+	return &sdk.ListResourceTemplatesResult{ResourceTemplates: ts, Cacheable: perKey()}, nil
 }
 
 // readResource answers resources/read.
@@ -152,24 +152,16 @@ func (h *Handler) readResource(ctx context.Context, rc *reqCtx, req sdk.Request,
 	if !ok || params == nil || params.URI == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "resources/read: params.uri is required", nil)
 	}
-	srv, uri := rc.single, params.URI
-	if srv == nil {
-		id, orig, ok := unwrapURI(params.URI)
-		if !ok {
-			return nil, rpcError(jsonrpc.CodeInvalidParams,
-				fmt.Sprintf("unknown resource %q: resources on /mcp are %sSERVER/URI", params.URI, URIScheme), nil)
-		}
-		if srv = findServer(rc.servers, id); srv == nil {
-			return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown resource %q: no MCP server %q", params.URI, id), nil)
-		}
-		uri = orig
+	srv, uri, err := resourceServer(rc, params.URI)
+	if err != nil {
+		return nil, err
 	}
 	ev.Server = srv.ID
 	if err := notGranted(rc.caller, srv.ID, resourceGrant, "resource "+strconvQuote(params.URI)); err != nil {
 		return nil, err
 	}
 	var res *sdk.ReadResourceResult
-	err := h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		p := *params
 		p.URI = uri
 		var err error
@@ -186,7 +178,26 @@ func (h *Handler) readResource(ctx context.Context, rc *reqCtx, req sdk.Request,
 			}
 		}
 	}
+	res.Cacheable = perKey()
 	return res, nil
+}
+
+// resourceServer maps a resource URI (or URI template) of rc to its server
+// and the upstream's URI: on /mcp, tollgate://SERVER/URI.
+func resourceServer(rc *reqCtx, uri string) (*Server, string, error) {
+	if rc.single != nil {
+		return rc.single, uri, nil
+	}
+	id, orig, ok := unwrapURI(uri)
+	if !ok {
+		return nil, "", rpcError(jsonrpc.CodeInvalidParams,
+			fmt.Sprintf("unknown resource %q: resources on /mcp are %sSERVER/URI", uri, URIScheme), nil)
+	}
+	srv := findServer(rc.servers, id)
+	if srv == nil {
+		return nil, "", rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown resource %q: no MCP server %q", uri, id), nil)
+	}
+	return srv, orig, nil
 }
 
 // listPrompts answers prompts/list.
@@ -199,7 +210,7 @@ func (h *Handler) listPrompts(ctx context.Context, rc *reqCtx) (*sdk.ListPrompts
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.ListPromptsResult{Prompts: ps}, nil
+	return &sdk.ListPromptsResult{Prompts: ps, Cacheable: perKey()}, nil
 }
 
 // getPrompt answers prompts/get.
@@ -233,6 +244,68 @@ func (h *Handler) getPrompt(ctx context.Context, rc *reqCtx, req sdk.Request, ev
 				wrapContent(srv.ID, m.Content)
 			}
 		}
+	}
+	return res, nil
+}
+
+// perKey is the cache hint of the gateway's lists and reads (2026-07-28
+// cacheable results): what a key sees depends on its grants, which may
+// change at any moment, so "private" (no shared cache may serve it to
+// another key) and a TTL of 0 (stale at once: ask again). The official Go
+// SDK fills an empty scope in only for the results of its own handlers;
+// these are the gateway's, and a client that validates the field (the v2
+// TypeScript client) refuses an empty one.
+func perKey() sdk.Cacheable { return sdk.Cacheable{TTLMs: 0, CacheScope: "private"} }
+
+// complete answers completion/complete: relayed to the server of the prompt
+// or resource template the reference names (SERVER__PROMPT, or a
+// tollgate://SERVER/ template, on /mcp), under the grant that covers it. A
+// server that does not offer completions completes nothing.
+func (h *Handler) complete(ctx context.Context, rc *reqCtx, req sdk.Request, ev *Event) (sdk.Result, error) {
+	params, ok := req.GetParams().(*sdk.CompleteParams)
+	if !ok || params == nil || params.Ref == nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete: params.ref is required", nil)
+	}
+	ref := *params.Ref
+	var srv *Server
+	var grant, what string
+	switch ref.Type {
+	case "ref/prompt":
+		s, name, err := h.resolve(rc, ref.Name, "prompt")
+		if err != nil {
+			return nil, err
+		}
+		srv, ref.Name = s, name
+		grant, what = promptPrefix+name, "prompt "+strconvQuote(params.Ref.Name)
+	case "ref/resource":
+		s, uri, err := resourceServer(rc, ref.URI)
+		if err != nil {
+			return nil, err
+		}
+		srv, ref.URI = s, uri
+		grant, what = resourceGrant, "resource "+strconvQuote(params.Ref.URI)
+	default:
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete: unknown ref type "+strconvQuote(ref.Type), nil)
+	}
+	ev.Server = srv.ID
+	if err := notGranted(rc.caller, srv.ID, grant, what); err != nil {
+		return nil, err
+	}
+	res := &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: []string{}}}
+	err := h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
+		if capsOf(cs.InitializeResult().Capabilities)&capCompletions == 0 {
+			return nil
+		}
+		p := *params
+		p.Ref = &ref
+		r, err := cs.Complete(ctx, &p)
+		if err == nil {
+			res = r
+		}
+		return err
+	})
+	if err != nil {
+		return nil, upstreamError(srv.ID, err)
 	}
 	return res, nil
 }

@@ -49,6 +49,7 @@ const (
 	capTools caps = 1 << iota
 	capResources
 	capPrompts
+	capCompletions
 )
 
 func capsOf(c *sdk.ServerCapabilities) caps {
@@ -65,6 +66,9 @@ func capsOf(c *sdk.ServerCapabilities) caps {
 	if c.Prompts != nil {
 		out |= capPrompts
 	}
+	if c.Completions != nil {
+		out |= capCompletions
+	}
 	return out
 }
 
@@ -79,6 +83,9 @@ func (c caps) capabilities() *sdk.ServerCapabilities {
 	}
 	if c&capPrompts != 0 {
 		out.Prompts = &sdk.PromptCapabilities{}
+	}
+	if c&capCompletions != 0 {
+		out.Completions = &sdk.CompletionCapabilities{}
 	}
 	return out
 }

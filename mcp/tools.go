@@ -24,7 +24,7 @@ func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResu
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.ListToolsResult{Tools: ts}, nil
+	return &sdk.ListToolsResult{Tools: ts, Cacheable: perKey()}, nil
 }
 
 // callTool answers tools/call: grant check, admission, the upstream call,
@@ -43,16 +43,27 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 		return nil, err
 	}
 
-	args, err := h.guardArgs(ctx, rc, params.Name, params.Arguments) // guard.go
+	start := h.now()
+	args, blocker, err := h.guardArgs(ctx, rc, params.Name, params.Arguments) // guard.go
 	if err != nil {
+		if blocker != "" {
+			ev.Call = &Call{
+				RequestID: newRequestID(), Caller: rc.caller, Server: srv.ID, Tool: tool,
+				ArgBytes: len(params.Arguments), StartedAt: start, EndedAt: h.now(),
+				Status: kernel.StatusRefused, Code: CodeGuardrailBlocked, Guardrail: blocker,
+			}
+			h.refused(ctx, ev.Call)
+		}
 		return nil, err
 	}
 	call := &Call{
 		RequestID: newRequestID(), Caller: rc.caller, Server: srv.ID, Tool: tool,
-		ArgBytes: len(args), StartedAt: h.now(),
+		ArgBytes: len(args), StartedAt: start,
 	}
 	ev.Call = call
-	d, err := h.acct.Admit(ctx, admitRequest(call.RequestID, rc.caller, srv, tool))
+	req2, runID := admitRequest(call.RequestID, rc.caller, srv, tool, rc.run)
+	call.RunID = runID
+	d, err := h.acct.Admit(ctx, req2)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "admission failed", nil)
 	}

@@ -17,6 +17,10 @@ else
   if [ -f e2e/package-lock.json ]; then
     (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
   fi
+  # The MCP conformance suite and the Node >= 22 it needs (e2e/conformance).
+  if [ -f e2e/conformance/package-lock.json ]; then
+    (cd e2e/conformance && npm ci --no-audit --no-fund --loglevel=error)
+  fi
   # The machine-checked accounting (formal/, docs/accounting.md): the Coq
   # proofs and the spin model of the replicas (with its mutation check).
   formal/check-coq.sh
