@@ -136,6 +136,7 @@ func (s *stream) cacheLookup(ctx context.Context, body []byte, scopes []kernel.S
 		Vary: s.cache.beta, NoLookup: s.isTry(),
 	}
 	r, err := s.p.cache.Lookup(ctx, q)
+	q.Body = nil // the stream outlives the request's body: holding it kept a second copy of every body in flight
 	if err != nil {
 		if errors.Is(err, ErrCacheRequest) {
 			return s.reject(translate.ErrInvalidRequest(err.Error(), hdrCacheTTL))
