@@ -362,7 +362,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		secret = googKey
 	}
 	if secret == "" && ep.QueryKey {
-		secret = queryKey(s.path)
+		secret = translate.QueryKey(s.path)
 	}
 	s.googleKey = secret != "" && secret != bearer && secret != xKey && secret != apiKey
 	if secret == "" && !s.signedTry() {

@@ -512,7 +512,7 @@ func redactedHeaders(hm *corev3.HeaderMap) []string {
 		if isSensitiveHeader(h.GetKey()) {
 			v = "[redacted]"
 		} else if h.GetKey() == ":path" {
-			v = redactQueryKey(v)
+			v = translate.RedactQueryKey(v)
 		}
 		out = append(out, h.GetKey()+": "+v)
 	}
