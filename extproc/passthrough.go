@@ -148,7 +148,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced {
-			return s.reject(passthroughUnpriced(provider, target, d))
+			return s.reject(translate.ErrPassthroughUnpriced(provider, target, d))
 		}
 		return s.reject(s.refused(d, target.Model))
 	}
@@ -182,19 +182,4 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
 		RequestBody: &extprocv3.BodyResponse{Response: c},
 	}}
-}
-
-// passthroughUnpriced is the strict budget's refusal of a call that cannot be
-// priced: no model price and no price per call.
-func passthroughUnpriced(provider string, t *Target, d kernel.Decision) *translate.APIError {
-	what := "This call names no model"
-	if t.ProviderModel != "" {
-		what = fmt.Sprintf("The model `%s` has no price", t.ProviderModel)
-	}
-	return &translate.APIError{
-		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "passthrough_price_missing",
-		Message: fmt.Sprintf("%s and provider `%s` has no price per call, so the %s's budget cannot be enforced: "+
-			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
-			"(--price-per-call) or the model's price.", what, provider, d.Scope.Noun()),
-	}
 }

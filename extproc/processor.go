@@ -298,7 +298,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		case ":method":
 			method = hv
 		case translate.HdrAuthorization:
-			bearer = bearerToken(headerValue(hv))
+			bearer = translate.BearerToken(headerValue(hv))
 		case translate.HdrXAPIKey:
 			xKey = headerValue(hv)
 		case translate.HdrAPIKey:

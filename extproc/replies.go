@@ -473,30 +473,12 @@ type headerSet struct {
 // read-only.
 var appendFalse = wrapperspb.Bool(false)
 
-// bearerToken returns the token of an "Authorization: Bearer <token>" value.
-func bearerToken(v string) string {
-	const prefix = "bearer "
-	if len(v) > len(prefix) && strings.EqualFold(v[:len(prefix)], prefix) {
-		return strings.TrimSpace(v[len(prefix):])
-	}
-	return ""
-}
-
-// isSensitiveHeader reports headers whose values are never logged.
-func isSensitiveHeader(k string) bool {
-	switch strings.ToLower(k) {
-	case translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, translate.HdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
-		return true
-	}
-	return false
-}
-
 // redactedHeaders renders a header map for debug logs, secrets replaced.
 func redactedHeaders(hm *corev3.HeaderMap) []string {
 	out := make([]string, 0, len(hm.GetHeaders()))
 	for _, h := range hm.GetHeaders() {
 		v := headerValue(h)
-		if isSensitiveHeader(h.GetKey()) {
+		if translate.IsSensitiveHeader(h.GetKey()) {
 			v = "[redacted]"
 		} else if h.GetKey() == ":path" {
 			v = translate.RedactQueryKey(v)

@@ -23,3 +23,14 @@ func TestParseMetadataTags(t *testing.T) {
 	_, err = ParseMetadataTags([]byte(`{"metadata":{"tollgate_tags":7}}`))
 	require.Error(t, err)
 }
+
+func TestCredentials(t *testing.T) {
+	require.Equal(t, "tg-1", BearerToken("Bearer tg-1"))
+	require.Equal(t, "tg-1", BearerToken("bearer  tg-1 "))
+	require.Empty(t, BearerToken("Basic abc"))
+	require.Empty(t, BearerToken("Bearer "))
+	for _, k := range []string{"Authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "Set-Cookie", "proxy-authorization"} {
+		require.True(t, IsSensitiveHeader(k), k)
+	}
+	require.False(t, IsSensitiveHeader("content-type"))
+}

@@ -266,3 +266,18 @@ func FormatReset(d time.Duration) string {
 	}
 	return d.Round(time.Millisecond).String()
 }
+
+// ErrPassthroughUnpriced is the strict budget's refusal of a call that cannot be
+// priced: no model price and no price per call.
+func ErrPassthroughUnpriced(provider string, t *Target, d kernel.Decision) *APIError {
+	what := "This call names no model"
+	if t.ProviderModel != "" {
+		what = fmt.Sprintf("The model `%s` has no price", t.ProviderModel)
+	}
+	return &APIError{
+		Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: "passthrough_price_missing",
+		Message: fmt.Sprintf("%s and provider `%s` has no price per call, so the %s's budget cannot be enforced: "+
+			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
+			"(--price-per-call) or the model's price.", what, provider, d.Scope.Noun()),
+	}
+}
