@@ -49,7 +49,8 @@
 // text. A request that produced tokens is never settled at $0. Upstream errors
 // settle as StatusFailed with zero usage.
 //
-// Client errors use OpenAI's shape {"error":{"message","type","param","code"}}:
+// Client errors (translate/errors.go, refusals.go) use OpenAI's shape
+// {"error":{"message","type","param","code"}} unless the endpoint has its own:
 //
 //	400 invalid_request_error (code invalid_json for malformed bodies)
 //	401 invalid_api_key        missing, unknown, expired or revoked key
@@ -60,7 +61,7 @@
 //	400 budget_exceeded        type and code budget_exceeded, as LiteLLM: a
 //	                           budget does not refill by retrying, so not a 429
 //	400 model_price_missing    the deployment's model has no price and a strict
-//	                           budget applies (kernel.ReasonUnpriced; upstream.go)
+//	                           budget applies (kernel.ReasonUnpriced)
 //	503 service_unavailable    Catalog or Accountant failing
 //
 // Endpoints are small specs registered by path (or path prefix, for path

@@ -2,8 +2,6 @@ package extproc
 
 import (
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/tollgate-ai/tollgate/translate"
 )
@@ -53,35 +51,6 @@ func geminiModelEndpoint(path string) *endpoint {
 		return geminiCountEndpoint
 	}
 	return nil
-}
-
-// queryKey is the key= parameter of a :path ("" when absent).
-func queryKey(path string) string {
-	_, q, ok := strings.Cut(path, "?")
-	if !ok {
-		return ""
-	}
-	v, err := url.ParseQuery(q)
-	if err != nil {
-		return ""
-	}
-	return v.Get("key")
-}
-
-// redactQueryKey hides the value of a key= query parameter of a :path (the
-// Gemini API's key in the URL) for logs.
-func redactQueryKey(path string) string {
-	p, q, ok := strings.Cut(path, "?")
-	if !ok || !strings.Contains(q, "key=") {
-		return path
-	}
-	params := strings.Split(q, "&")
-	for i, kv := range params {
-		if strings.HasPrefix(kv, "key=") {
-			params[i] = "key=[redacted]"
-		}
-	}
-	return p + "?" + strings.Join(params, "&")
 }
 
 // GET /v1beta/models/{model} (models.get of the Gemini API; the same under

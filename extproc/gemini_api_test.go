@@ -39,8 +39,8 @@ func TestGeminiModelPath(t *testing.T) {
 }
 
 func TestGeminiQuery(t *testing.T) {
-	require.Equal(t, "tg-123", queryKey("/v1beta/models/m:generateContent?alt=sse&key=tg-123"))
-	require.Empty(t, queryKey("/v1beta/models/m:generateContent"))
+	require.Equal(t, "tg-123", translate.QueryKey("/v1beta/models/m:generateContent?alt=sse&key=tg-123"))
+	require.Empty(t, translate.QueryKey("/v1beta/models/m:generateContent"))
 	require.True(t, translate.GeminiSSE("/v1/models/m:streamGenerateContent?alt=sse"))
 	require.False(t, translate.GeminiSSE("/v1/models/m:streamGenerateContent"))
 }

@@ -316,7 +316,7 @@ func (s *stream) guardStream(ctx context.Context, out []byte, eos bool) []byte {
 // guardEvent takes one event of the client's stream.
 func (s *stream) guardEvent(ctx context.Context, dst []byte, ev translate.SSEEvent) []byte {
 	gs := &s.guard
-	txt, ok := streamText(s.in.API, ev.Data)
+	txt, ok := translate.StreamText(s.in.API, ev.Data)
 	if !ok || gs.red == nil {
 		dst = s.guardRelease(dst, true)
 		if gs.blocked {
@@ -383,82 +383,4 @@ func (s *stream) guardBlock(dst []byte, h GuardHit) []byte {
 	s.guard.held = nil
 	s.guardLog("stream", []GuardHit{h})
 	return append(dst, translate.ErrorEvent(s.in.API, s.in.Path, s.tr, s.guardError(h))...)
-}
-
-// streamText locates the text of one streamed event of api: the content of a
-// JSON string (its escapes kept). ok is false for events carrying no text
-// delta.
-func streamText(api translate.API, data []byte) (translate.Span, bool) {
-	var path []string
-	switch api {
-	case translate.APIChat:
-		path = []string{"choices", "[0]", "delta", "content"}
-	case translate.APICompletions:
-		path = []string{"choices", "[0]", "text"}
-	case translate.APIResponses:
-		if !typeIs(data, "response.output_text.delta") {
-			return translate.Span{Start: -1, End: -1}, false
-		}
-		path = []string{"delta"}
-	case translate.APIMessages:
-		if !typeIs(data, "content_block_delta") {
-			return translate.Span{Start: -1, End: -1}, false
-		}
-		path = []string{"delta", "text"}
-	case translate.APIGeminiGenerate:
-		path = []string{"candidates", "[0]", "content", "parts", "[0]", "text"}
-	default:
-		return translate.Span{Start: -1, End: -1}, false
-	}
-	v := jsonPath(data, path)
-	if !v.OK() || data[v.Start] != '"' {
-		return translate.Span{Start: -1, End: -1}, false
-	}
-	return translate.Span{Start: v.Start + 1, End: v.End - 1}, true
-}
-
-// typeIs reports whether the event's top-level "type" is want.
-func typeIs(data []byte, want string) bool {
-	v := jsonPath(data, []string{"type"})
-	return v.OK() && string(data[v.Start:v.End]) == `"`+want+`"`
-}
-
-// jsonPath finds the value at path ("[0]" is an array's first element).
-func jsonPath(data []byte, path []string) translate.Span {
-	cur := translate.Span{Start: translate.SkipSpace(data, 0), End: len(data)}
-	for _, step := range path {
-		if cur.Start >= len(data) {
-			return translate.Span{Start: -1, End: -1}
-		}
-		if step == "[0]" {
-			if data[cur.Start] != '[' {
-				return translate.Span{Start: -1, End: -1}
-			}
-			i := translate.SkipSpace(data, cur.Start+1)
-			if i >= len(data) || data[i] == ']' {
-				return translate.Span{Start: -1, End: -1}
-			}
-			e, err := translate.SkipValue(data, i, 1)
-			if err != nil {
-				return translate.Span{Start: -1, End: -1}
-			}
-			cur = translate.Span{Start: i, End: e}
-			continue
-		}
-		if data[cur.Start] != '{' {
-			return translate.Span{Start: -1, End: -1}
-		}
-		next := translate.Span{Start: -1, End: -1}
-		_, err := translate.ScanObject(data, cur.Start, false, func(key []byte, v translate.Span) error {
-			if !next.OK() && translate.KeyIs(key, step) {
-				next = v
-			}
-			return nil
-		})
-		if err != nil || !next.OK() {
-			return translate.Span{Start: -1, End: -1}
-		}
-		cur = next
-	}
-	return cur
 }

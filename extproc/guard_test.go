@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-ai/tollgate/translate"
 	"github.com/tollgate-ai/tollgate/translate/translatetest"
 
 	"github.com/stretchr/testify/require"
@@ -254,30 +253,6 @@ func TestGuardStreamAnthropic(t *testing.T) {
 	}
 	require.Equal(t, "write to [EMAIL] today", text.String())
 	require.Len(t, e.acct.records, 1)
-}
-
-func TestStreamText(t *testing.T) {
-	for _, tc := range []struct {
-		api  API
-		data string
-		want string
-		ok   bool
-	}{
-		{translate.APIChat, `{"choices":[{"index":0,"delta":{"content":"a\"b"}}]}`, `a\"b`, true},
-		{translate.APIChat, `{"choices":[],"usage":{}}`, "", false},
-		{translate.APICompletions, `{"choices":[{"text":"x"}]}`, "x", true},
-		{translate.APIResponses, `{"type":"response.output_text.delta","delta":"hi"}`, "hi", true},
-		{translate.APIResponses, `{"type":"response.output_text.done","text":"hi"}`, "", false},
-		{translate.APIMessages, `{"type":"content_block_delta","delta":{"type":"text_delta","text":"t"}}`, "t", true},
-		{translate.APIMessages, `{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{"}}`, "", false},
-		{translate.APIGeminiGenerate, `{"candidates":[{"content":{"parts":[{"text":"g"}]}}]}`, "g", true},
-	} {
-		sp, ok := streamText(tc.api, []byte(tc.data))
-		require.Equal(t, tc.ok, ok, tc.data)
-		if ok {
-			require.Equal(t, tc.want, tc.data[sp.Start:sp.End])
-		}
-	}
 }
 
 func TestGuardsNoneNoChange(t *testing.T) {

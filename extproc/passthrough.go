@@ -23,7 +23,7 @@ import (
 // or the provider's price per call settles it.
 
 // PassthroughPrefix is the path prefix of the pass-through routes.
-const PassthroughPrefix = "/passthrough/"
+const PassthroughPrefix = translate.PassthroughPrefix
 
 // Errors of a PassthroughCatalog.
 var (
@@ -53,18 +53,6 @@ func init() {
 	registerEndpoint(&endpoint{Path: PassthroughPrefix, Prefix: true, API: translate.APIPassthrough, QueryKey: true})
 }
 
-// passthroughSplit splits a pass-through :path into the provider id and the
-// rest (from its "/", query included).
-func passthroughSplit(path string) (provider, rest string) {
-	after := strings.TrimPrefix(path, PassthroughPrefix)
-	provider, rest, _ = strings.Cut(after, "/")
-	rest = "/" + rest
-	if q := strings.IndexByte(provider, '?'); q >= 0 { // /passthrough/id?x
-		provider, rest = provider[:q], "/"+provider[q:]
-	}
-	return provider, rest
-}
-
 // passthroughHeaders checks the grant at request headers; a request without
 // a body (GET, DELETE) is admitted and forwarded now.
 func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, contentLength int64) *extprocv3.ProcessingResponse {
@@ -75,9 +63,9 @@ func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, conte
 			Message: "Pass-through routes are not served by this gateway.",
 		})
 	}
-	provider, rest := passthroughSplit(s.path)
+	provider, rest := translate.PassthroughSplit(s.path)
 	restPath, _, _ := strings.Cut(rest, "?")
-	if !cleanPassthroughPath(restPath) {
+	if !translate.CleanPassthroughPath(restPath) {
 		return s.reject(translate.ErrInvalidRequest(
 			"A pass-through path may not hold dot segments, empty segments, backslashes or encoded dots, slashes or backslashes.", ""))
 	}
@@ -123,7 +111,7 @@ func passthroughError(provider, path string, err error) *translate.APIError {
 // passthroughForward admits the request and sends it to the provider's
 // synthetic deployment.
 func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, body []byte) *extprocv3.ProcessingResponse {
-	provider, rest := passthroughSplit(s.path)
+	provider, rest := translate.PassthroughSplit(s.path)
 	if s.googleKey { // the virtual key came as ?key=: not the provider's
 		rest = routing.WithoutQueryKey(rest)
 	}
@@ -160,7 +148,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	}
 	if !d.Admitted {
 		if d.Reason == kernel.ReasonUnpriced {
-			return s.reject(passthroughUnpriced(provider, target, d))
+			return s.reject(translate.ErrPassthroughUnpriced(provider, target, d))
 		}
 		return s.reject(s.refused(d, target.Model))
 	}
@@ -194,40 +182,4 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
 		RequestBody: &extprocv3.BodyResponse{Response: c},
 	}}
-}
-
-// passthroughUnpriced is the strict budget's refusal of a call that cannot be
-// priced: no model price and no price per call.
-func passthroughUnpriced(provider string, t *Target, d kernel.Decision) *translate.APIError {
-	what := "This call names no model"
-	if t.ProviderModel != "" {
-		what = fmt.Sprintf("The model `%s` has no price", t.ProviderModel)
-	}
-	return &translate.APIError{
-		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "passthrough_price_missing",
-		Message: fmt.Sprintf("%s and provider `%s` has no price per call, so the %s's budget cannot be enforced: "+
-			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
-			"(--price-per-call) or the model's price.", what, provider, d.Scope.Noun()),
-	}
-}
-
-// cleanPassthroughPath reports whether p is a plain path the grants can be
-// checked on: a provider that decodes %2e%2e or %2f, or resolves "..",
-// would otherwise serve a path other than the one granted.
-func cleanPassthroughPath(p string) bool {
-	if strings.ContainsRune(p, '\\') {
-		return false
-	}
-	lower := strings.ToLower(p)
-	for _, enc := range []string{"%2e", "%2f", "%5c"} {
-		if strings.Contains(lower, enc) {
-			return false
-		}
-	}
-	for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"), "/") {
-		if seg == "." || seg == ".." || seg == "" && p != "/" {
-			return false
-		}
-	}
-	return true
 }

@@ -298,7 +298,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		case ":method":
 			method = hv
 		case translate.HdrAuthorization:
-			bearer = bearerToken(headerValue(hv))
+			bearer = translate.BearerToken(headerValue(hv))
 		case translate.HdrXAPIKey:
 			xKey = headerValue(hv)
 		case translate.HdrAPIKey:
@@ -362,7 +362,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		secret = googKey
 	}
 	if secret == "" && ep.QueryKey {
-		secret = queryKey(s.path)
+		secret = translate.QueryKey(s.path)
 	}
 	s.googleKey = secret != "" && secret != bearer && secret != xKey && secret != apiKey
 	if secret == "" && !s.signedTry() {
@@ -529,7 +529,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	s.admitted, s.decision = true, d
 	if s.unitClamped(d) { // units.go
 		s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
-		return s.reject(decisionError(kernel.BudgetRefusal(scopes), in.Model))
+		return s.reject(translate.ErrDecision(kernel.BudgetRefusal(scopes), in.Model))
 	}
 	if !s.ep.NoOutput && d.MaxTokens > 0 && (d.Clamped || in.MaxTokens == 0 && strictBudget(scopes)) {
 		// The reservation covers d.MaxTokens output tokens: send that bound when
@@ -538,7 +538,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		// Each of the request's choices gets an equal share.
 		if in.ClampMaxTokens = kernel.PerChoice(d.MaxTokens, choices); in.ClampMaxTokens == 0 {
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadRequest, kernel.Usage{}, true)
-			return s.reject(decisionError(kernel.BudgetRefusal(scopes), in.Model))
+			return s.reject(translate.ErrDecision(kernel.BudgetRefusal(scopes), in.Model))
 		}
 	}
 	if s.routesPerTry() {
@@ -958,52 +958,6 @@ func resolveError(id string, log *slog.Logger, model string, err error) *transla
 		return &translate.APIError{
 			Status: http.StatusServiceUnavailable, Type: translate.TypeServer, Code: translate.CodeUnavailable,
 			Message: fmt.Sprintf("No deployment of the model `%s` is available right now.", model),
-		}
-	}
-}
-
-// decisionError maps a refused admission. Budgets are HTTP 400 with type and
-// code "budget_exceeded", as LiteLLM returns them (clients and SDKs do not
-// retry a 400, and waiting does not refill a budget); rate limits are 429 with
-// retry-after and x-ratelimit-* headers.
-func decisionError(d kernel.Decision, model string) *translate.APIError {
-	scope := d.Scope.Noun()
-	switch d.Reason {
-	case kernel.ReasonKeyExpired:
-		return &translate.APIError{
-			Status: http.StatusUnauthorized, Type: translate.TypeInvalidRequest, Code: translate.CodeInvalidAPIKey,
-			Message: "Invalid API key: it has expired.",
-		}
-	case kernel.ReasonModelNotAllowed:
-		return &translate.APIError{
-			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotAllowed, Param: "model",
-			Message: fmt.Sprintf("The %s is not allowed to use the model `%s`.", scope, model),
-		}
-	case kernel.ReasonBudgetExceeded:
-		return &translate.APIError{
-			Status: http.StatusBadRequest, Type: translate.TypeBudgetExceeded, Code: translate.CodeBudgetExceeded,
-			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
-		}
-	case kernel.ReasonUnpriced:
-		return translate.ErrUnpriced(&translate.Target{Model: model, ProviderModel: model}, d, nil)
-	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
-		what, typ := "requests per minute", "requests"
-		switch d.Reason {
-		case kernel.ReasonTokenLimit:
-			what, typ = "tokens per minute", "tokens"
-		case kernel.ReasonParallelLimit:
-			what = "parallel requests"
-		}
-		e := &translate.APIError{
-			Status: http.StatusTooManyRequests, Type: typ, Code: translate.CodeRateLimit,
-			Message: fmt.Sprintf("Rate limit reached for the %s: %s.", scope, what),
-		}
-		e.Headers = append(translate.RetryAfterHeaders(d.RetryAfter), rateLimitHeaders(d.RateLimit)...)
-		return e
-	default: // ReasonDuplicate or unknown: a gateway fault, not the client's
-		return &translate.APIError{
-			Status: http.StatusInternalServerError, Type: translate.TypeServer, Code: "admission_error",
-			Message: "The gateway could not admit the request.",
 		}
 	}
 }

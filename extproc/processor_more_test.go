@@ -390,28 +390,6 @@ func TestConcurrentRequests(t *testing.T) {
 	}
 }
 
-func TestDecisionErrors(t *testing.T) {
-	tests := []struct {
-		d      kernel.Decision
-		status int
-		code   string
-		msg    string
-	}{
-		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeOrg}}, 400, "budget_exceeded", "organization"},
-		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeCustomer}}, 400, "budget_exceeded", "customer"},
-		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeGlobal}}, 400, "budget_exceeded", "gateway"},
-		{kernel.Decision{Reason: kernel.ReasonTokenLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeUser}}, 429, "rate_limit_exceeded", "user: tokens per minute"},
-		{kernel.Decision{Reason: kernel.ReasonParallelLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeTeam}}, 429, "rate_limit_exceeded", "team: parallel requests"},
-		{kernel.Decision{Reason: kernel.ReasonDuplicate}, 500, "admission_error", "could not admit"},
-	}
-	for _, tt := range tests {
-		e := decisionError(tt.d, "m")
-		require.Equal(t, tt.status, e.Status)
-		require.Equal(t, tt.code, e.Code)
-		require.Contains(t, e.Message, tt.msg)
-	}
-}
-
 func TestResolveUnavailable(t *testing.T) {
 	e := newTestEnv(t)
 	cat := &failingResolve{fakeCatalog: e.cat}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -166,18 +165,6 @@ func (l headerList) fill(sets []headerSet, out []*corev3.HeaderValueOption, vals
 		hs.val.Key, hs.val.RawValue = kv.key, vals[kv.start:kv.end:kv.end]
 		hs.opt.Header, hs.opt.Append = &hs.val, appendFalse
 		out[i] = &hs.opt
-	}
-	return out
-}
-
-// pairs returns the headers as key-value pairs.
-func (l headerList) pairs() [][2]string {
-	if len(l.kv) == 0 {
-		return nil
-	}
-	out := make([][2]string, len(l.kv))
-	for i, kv := range l.kv {
-		out[i] = [2]string{kv.key, string(l.vals[kv.start:kv.end])}
 	}
 	return out
 }
@@ -486,33 +473,15 @@ type headerSet struct {
 // read-only.
 var appendFalse = wrapperspb.Bool(false)
 
-// bearerToken returns the token of an "Authorization: Bearer <token>" value.
-func bearerToken(v string) string {
-	const prefix = "bearer "
-	if len(v) > len(prefix) && strings.EqualFold(v[:len(prefix)], prefix) {
-		return strings.TrimSpace(v[len(prefix):])
-	}
-	return ""
-}
-
-// isSensitiveHeader reports headers whose values are never logged.
-func isSensitiveHeader(k string) bool {
-	switch strings.ToLower(k) {
-	case translate.HdrAuthorization, translate.HdrXAPIKey, translate.HdrAPIKey, translate.HdrGoogAPIKey, "proxy-authorization", "cookie", "set-cookie":
-		return true
-	}
-	return false
-}
-
 // redactedHeaders renders a header map for debug logs, secrets replaced.
 func redactedHeaders(hm *corev3.HeaderMap) []string {
 	out := make([]string, 0, len(hm.GetHeaders()))
 	for _, h := range hm.GetHeaders() {
 		v := headerValue(h)
-		if isSensitiveHeader(h.GetKey()) {
+		if translate.IsSensitiveHeader(h.GetKey()) {
 			v = "[redacted]"
 		} else if h.GetKey() == ":path" {
-			v = redactQueryKey(v)
+			v = translate.RedactQueryKey(v)
 		}
 		out = append(out, h.GetKey()+": "+v)
 	}
@@ -537,22 +506,17 @@ func appendUSD(b []byte, m kernel.Money) []byte {
 	return strconv.AppendInt(b, frac, 10)
 }
 
-// rateLimitHeaders renders OpenAI's x-ratelimit-* headers for the limits that apply.
-func rateLimitHeaders(ri kernel.RateLimitInfo) [][2]string {
-	return headerList{}.addRateLimits(ri).pairs()
-}
-
-// addRateLimits adds the headers of rateLimitHeaders.
+// addRateLimits adds the headers of translate.RateLimitHeaders.
 func (l headerList) addRateLimits(ri kernel.RateLimitInfo) headerList {
 	if ri.LimitRequests > 0 {
 		l = l.addInt("x-ratelimit-limit-requests", ri.LimitRequests)
 		l = l.addInt("x-ratelimit-remaining-requests", max(ri.RemainingRequests, 0))
-		l = l.add("x-ratelimit-reset-requests", formatReset(ri.ResetRequests))
+		l = l.add("x-ratelimit-reset-requests", translate.FormatReset(ri.ResetRequests))
 	}
 	if ri.LimitTokens > 0 {
 		l = l.addInt("x-ratelimit-limit-tokens", ri.LimitTokens)
 		l = l.addInt("x-ratelimit-remaining-tokens", max(ri.RemainingTokens, 0))
-		l = l.add("x-ratelimit-reset-tokens", formatReset(ri.ResetTokens))
+		l = l.add("x-ratelimit-reset-tokens", translate.FormatReset(ri.ResetTokens))
 	}
 	return l
 }
@@ -580,14 +544,6 @@ func (l headerList) addBudgetWarnings(ws []kernel.BudgetWarning) headerList {
 		b = appendUSD(b, w.Limit)
 	}
 	return l.add(hdrBudgetWarning, string(b))
-}
-
-// formatReset renders a reset delay as OpenAI does ("1s", "6m0s", "20ms").
-func formatReset(d time.Duration) string {
-	if d <= 0 {
-		return "0s"
-	}
-	return d.Round(time.Millisecond).String()
 }
 
 // errUnavailable and retryAfterHeaders are translate's, named here for the

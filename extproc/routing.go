@@ -98,7 +98,7 @@ func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	if d.Scope.Kind == kernel.ScopeDeployment {
 		return translate.ErrNoDeployment(model, &d, 0)
 	}
-	return decisionError(d, model)
+	return translate.ErrDecision(d, model)
 }
 
 // admit admits areq on the current candidate, adding its rpm/tpm scope; when

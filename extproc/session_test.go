@@ -118,7 +118,6 @@ func TestFlowsInProcess(t *testing.T) {
 		{"ResponseWithoutUsage", TestResponseWithoutUsage},
 		{"RateLimitHeadersOnSuccess", TestRateLimitHeadersOnSuccess},
 		{"ConcurrentRequests", TestConcurrentRequests},
-		{"DecisionErrors", TestDecisionErrors},
 	}
 	transports := []struct {
 		name    string

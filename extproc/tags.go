@@ -1,8 +1,6 @@
 package extproc
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,9 +20,6 @@ import (
 // hdrTags carries a request's tags: "name=value,name=value".
 const hdrTags = "x-tollgate-tags"
 
-// metadataTags is the key of the tags in the body's metadata.
-const metadataTags = "tollgate_tags"
-
 // TagCatalog is implemented by catalogs that hold tag budgets.
 type TagCatalog interface {
 	// TagScope is the scope of tag "name=value" when it has limits.
@@ -38,8 +33,8 @@ func (s *stream) withTags(scopes []kernel.Scope, body []byte) ([]kernel.Scope, *
 	var fromBody []string
 	if s.ep.API == translate.APIChat || s.ep.API == translate.APIResponses {
 		var err error
-		if fromBody, err = metadataTagList(body); err != nil {
-			return nil, tagsError(err, "metadata."+metadataTags)
+		if fromBody, err = translate.ParseMetadataTags(body); err != nil {
+			return nil, tagsError(err, "metadata.tollgate_tags")
 		}
 	}
 	fromHdr, err := kernel.ParseTags(s.tagsHdr)
@@ -65,30 +60,6 @@ func (s *stream) withTags(scopes []kernel.Scope, body []byte) ([]kernel.Scope, *
 		}
 	}
 	return out, nil
-}
-
-// metadataTagList reads the body's metadata.tollgate_tags, a string in the
-// header's form; nil when the body has none (a body without the key is not
-// decoded).
-func metadataTagList(body []byte) ([]string, error) {
-	if !bytes.Contains(body, []byte(`"`+metadataTags+`"`)) {
-		return nil, nil
-	}
-	var doc struct {
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, nil //nolint:nilerr // the body was parsed before: a key in another place than metadata
-	}
-	raw, ok := doc.Metadata[metadataTags]
-	if !ok {
-		return nil, nil
-	}
-	var v string
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, fmt.Errorf("%w: metadata.%s must be a string of name=value pairs", kernel.ErrBadTag, metadataTags)
-	}
-	return kernel.ParseTags(v)
 }
 
 // tagsError is the client's 400 for malformed tags.

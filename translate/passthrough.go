@@ -254,3 +254,40 @@ func PassthroughModel(rest string, body []byte) string {
 	}
 	return ""
 }
+
+// PassthroughPrefix is the path prefix of the pass-through routes:
+// /passthrough/PROVIDER_ID/REST.
+const PassthroughPrefix = "/passthrough/"
+
+// PassthroughSplit splits a pass-through :path into the provider id and the
+// rest (from its "/", query included).
+func PassthroughSplit(path string) (provider, rest string) {
+	after := strings.TrimPrefix(path, PassthroughPrefix)
+	provider, rest, _ = strings.Cut(after, "/")
+	rest = "/" + rest
+	if q := strings.IndexByte(provider, '?'); q >= 0 { // /passthrough/id?x
+		provider, rest = provider[:q], "/"+provider[q:]
+	}
+	return provider, rest
+}
+
+// CleanPassthroughPath reports whether p is a plain path the grants can be
+// checked on: a provider that decodes %2e%2e or %2f, or resolves "..",
+// would otherwise serve a path other than the one granted.
+func CleanPassthroughPath(p string) bool {
+	if strings.ContainsRune(p, '\\') {
+		return false
+	}
+	lower := strings.ToLower(p)
+	for _, enc := range []string{"%2e", "%2f", "%5c"} {
+		if strings.Contains(lower, enc) {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"), "/") {
+		if seg == "." || seg == ".." || seg == "" && p != "/" {
+			return false
+		}
+	}
+	return true
+}

@@ -192,3 +192,92 @@ func ErrorEvent(api API, path string, tr Translator, e *APIError) []byte {
 		return AppendSSEEvent(nil, "", e.OpenAIBody())
 	}
 }
+
+// ErrDecision maps a refused admission. Budgets are HTTP 400 with type and
+// code "budget_exceeded", as LiteLLM returns them (clients and SDKs do not
+// retry a 400, and waiting does not refill a budget); rate limits are 429 with
+// retry-after and x-ratelimit-* headers.
+func ErrDecision(d kernel.Decision, model string) *APIError {
+	scope := d.Scope.Noun()
+	switch d.Reason {
+	case kernel.ReasonKeyExpired:
+		return &APIError{
+			Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeInvalidAPIKey,
+			Message: "Invalid API key: it has expired.",
+		}
+	case kernel.ReasonModelNotAllowed:
+		return &APIError{
+			Status: http.StatusForbidden, Type: TypeInvalidRequest, Code: CodeModelNotAllowed, Param: "model",
+			Message: fmt.Sprintf("The %s is not allowed to use the model `%s`.", scope, model),
+		}
+	case kernel.ReasonBudgetExceeded:
+		return &APIError{
+			Status: http.StatusBadRequest, Type: TypeBudgetExceeded, Code: CodeBudgetExceeded,
+			Message: fmt.Sprintf("Budget exceeded for the %s.", scope),
+		}
+	case kernel.ReasonUnpriced:
+		return ErrUnpriced(&Target{Model: model, ProviderModel: model}, d, nil)
+	case kernel.ReasonRequestLimit, kernel.ReasonTokenLimit, kernel.ReasonParallelLimit:
+		what, typ := "requests per minute", "requests"
+		switch d.Reason {
+		case kernel.ReasonTokenLimit:
+			what, typ = "tokens per minute", "tokens"
+		case kernel.ReasonParallelLimit:
+			what = "parallel requests"
+		}
+		e := &APIError{
+			Status: http.StatusTooManyRequests, Type: typ, Code: CodeRateLimit,
+			Message: fmt.Sprintf("Rate limit reached for the %s: %s.", scope, what),
+		}
+		e.Headers = append(RetryAfterHeaders(d.RetryAfter), RateLimitHeaders(d.RateLimit)...)
+		return e
+	default: // ReasonDuplicate or unknown: a gateway fault, not the client's
+		return &APIError{
+			Status: http.StatusInternalServerError, Type: TypeServer, Code: "admission_error",
+			Message: "The gateway could not admit the request.",
+		}
+	}
+}
+
+// RateLimitHeaders renders OpenAI's x-ratelimit-* headers for the limits
+// that apply (the processor adds the same to admitted replies).
+func RateLimitHeaders(ri kernel.RateLimitInfo) [][2]string {
+	var out [][2]string
+	if ri.LimitRequests > 0 {
+		out = append(out,
+			[2]string{"x-ratelimit-limit-requests", strconv.FormatInt(ri.LimitRequests, 10)},
+			[2]string{"x-ratelimit-remaining-requests", strconv.FormatInt(max(ri.RemainingRequests, 0), 10)},
+			[2]string{"x-ratelimit-reset-requests", FormatReset(ri.ResetRequests)})
+	}
+	if ri.LimitTokens > 0 {
+		out = append(out,
+			[2]string{"x-ratelimit-limit-tokens", strconv.FormatInt(ri.LimitTokens, 10)},
+			[2]string{"x-ratelimit-remaining-tokens", strconv.FormatInt(max(ri.RemainingTokens, 0), 10)},
+			[2]string{"x-ratelimit-reset-tokens", FormatReset(ri.ResetTokens)})
+	}
+	return out
+}
+
+// FormatReset renders a rate limit's reset delay as OpenAI does ("1s",
+// "6m0s", "20ms").
+func FormatReset(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// ErrPassthroughUnpriced is the strict budget's refusal of a call that cannot be
+// priced: no model price and no price per call.
+func ErrPassthroughUnpriced(provider string, t *Target, d kernel.Decision) *APIError {
+	what := "This call names no model"
+	if t.ProviderModel != "" {
+		what = fmt.Sprintf("The model `%s` has no price", t.ProviderModel)
+	}
+	return &APIError{
+		Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: "passthrough_price_missing",
+		Message: fmt.Sprintf("%s and provider `%s` has no price per call, so the %s's budget cannot be enforced: "+
+			"the gateway refuses it rather than charge $0. An operator must set the provider's price per call "+
+			"(--price-per-call) or the model's price.", what, provider, d.Scope.Noun()),
+	}
+}

@@ -60,3 +60,58 @@ func TestRefusalsNameWhatIsMissing(t *testing.T) {
 	require.Equal(t, 401, ErrClientHeader().Status)
 	require.Equal(t, "1", ErrUnavailable().Headers[0][1])
 }
+
+func TestErrDecision(t *testing.T) {
+	tests := []struct {
+		d      kernel.Decision
+		status int
+		code   string
+		msg    string
+	}{
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeOrg}}, 400, "budget_exceeded", "organization"},
+		{kernel.Decision{Reason: kernel.ReasonKeyExpired}, 401, CodeInvalidAPIKey, "expired"},
+		{kernel.Decision{Reason: kernel.ReasonModelNotAllowed, Scope: kernel.ScopeRef{Kind: kernel.ScopeTeam}}, 403, CodeModelNotAllowed, "team is not allowed"},
+		{kernel.Decision{Reason: kernel.ReasonUnpriced, Scope: kernel.ScopeRef{Kind: kernel.ScopeKey}}, 400, CodeModelUnpriced, "`m` has no price"},
+		{kernel.Decision{Reason: kernel.ReasonRequestLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeKey}}, 429, CodeRateLimit, "key: requests per minute"},
+		{kernel.Decision{Reason: kernel.ReasonDuplicate}, 500, "admission_error", "could not admit"},
+	}
+	for _, tt := range tests {
+		e := ErrDecision(tt.d, "m")
+		require.Equal(t, tt.status, e.Status)
+		require.Equal(t, tt.code, e.Code)
+		require.Contains(t, e.Message, tt.msg)
+	}
+	e := ErrDecision(kernel.Decision{
+		Reason: kernel.ReasonTokenLimit, RetryAfter: 2 * time.Second,
+		RateLimit: kernel.RateLimitInfo{LimitTokens: 100, RemainingTokens: -3, ResetTokens: 1500 * time.Millisecond},
+	}, "m")
+	require.Equal(t, [][2]string{
+		{HdrRetryAfter, "2"},
+		{HdrRetryAfterMs, "2000"},
+		{"x-ratelimit-limit-tokens", "100"},
+		{"x-ratelimit-remaining-tokens", "0"},
+		{"x-ratelimit-reset-tokens", "1.5s"},
+	}, e.Headers)
+}
+
+func TestDecisionErrors(t *testing.T) {
+	tests := []struct {
+		d      kernel.Decision
+		status int
+		code   string
+		msg    string
+	}{
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeOrg}}, 400, "budget_exceeded", "organization"},
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeCustomer}}, 400, "budget_exceeded", "customer"},
+		{kernel.Decision{Reason: kernel.ReasonBudgetExceeded, Scope: kernel.ScopeRef{Kind: kernel.ScopeGlobal}}, 400, "budget_exceeded", "gateway"},
+		{kernel.Decision{Reason: kernel.ReasonTokenLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeUser}}, 429, "rate_limit_exceeded", "user: tokens per minute"},
+		{kernel.Decision{Reason: kernel.ReasonParallelLimit, Scope: kernel.ScopeRef{Kind: kernel.ScopeTeam}}, 429, "rate_limit_exceeded", "team: parallel requests"},
+		{kernel.Decision{Reason: kernel.ReasonDuplicate}, 500, "admission_error", "could not admit"},
+	}
+	for _, tt := range tests {
+		e := ErrDecision(tt.d, "m")
+		require.Equal(t, tt.status, e.Status)
+		require.Equal(t, tt.code, e.Code)
+		require.Contains(t, e.Message, tt.msg)
+	}
+}

@@ -1,6 +1,12 @@
 package translate
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/tollgate-ai/tollgate/kernel"
+)
 
 // MetadataTags is the member of a request's metadata that carries its
 // Tollgate tags (docs/governance.md, "Tags"): the gateway reads it for
@@ -38,4 +44,28 @@ func metadataWithoutTags(b []byte, md Span) (text []byte, ok bool) {
 		return nil, false
 	}
 	return append(out, '}'), true
+}
+
+// ParseMetadataTags reads the body's metadata.tollgate_tags, a string in the
+// header's form; nil when the body has none (a body without the key is not
+// decoded).
+func ParseMetadataTags(body []byte) ([]string, error) {
+	if !bytes.Contains(body, []byte(`"`+MetadataTags+`"`)) {
+		return nil, nil
+	}
+	var doc struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, nil //nolint:nilerr // the body was parsed before: a key in another place than metadata
+	}
+	raw, ok := doc.Metadata[MetadataTags]
+	if !ok {
+		return nil, nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("%w: metadata.%s must be a string of name=value pairs", kernel.ErrBadTag, MetadataTags)
+	}
+	return kernel.ParseTags(v)
 }

@@ -1,4 +1,4 @@
-package extproc
+package translate
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ func TestPassthroughPaths(t *testing.T) {
 		{"/passthrough/oai", "oai", "/"},
 		{"/passthrough/oai?x=1", "oai", "/?x=1"},
 	} {
-		p, r := passthroughSplit(c.path)
+		p, r := PassthroughSplit(c.path)
 		require.Equal(t, c.provider, p, c.path)
 		require.Equal(t, c.rest, r, c.path)
 	}
@@ -30,6 +30,6 @@ func TestPassthroughPaths(t *testing.T) {
 		"/v1/./files":              false,
 		"/v1/files\\\\..\\\\admin": false,
 	} {
-		require.Equal(t, ok, cleanPassthroughPath(p), p)
+		require.Equal(t, ok, CleanPassthroughPath(p), p)
 	}
 }
