@@ -58,6 +58,13 @@ func send(t *testing.T, method, url string, body io.Reader, headers ...string) m
 // openAIBatch uploads n chat lines and creates a batch of them taking delay.
 func openAIBatch(t *testing.T, base, key string, n int, delay string) string {
 	t.Helper()
+	return openAIBatchAt(t, base+"/v1", "Authorization", "Bearer "+key, n, delay)
+}
+
+// openAIBatchAt is openAIBatch on the OpenAI-shaped API at api (OpenAI's
+// /v1, Azure's /openai/v1) with the credential header auth: value.
+func openAIBatchAt(t *testing.T, api, auth, value string, n int, delay string) string {
+	t.Helper()
 	var in strings.Builder
 	for i := range n {
 		in.WriteString(`{"custom_id":"line-` + strconv.Itoa(i) + `","method":"POST","url":"/v1/chat/completions","body":{"model":"mock-gpt","max_tokens":` + strconv.Itoa(3+i) + `,"messages":[{"role":"user","content":"twelve bytes"}]}}` + "\n")
@@ -70,9 +77,9 @@ func openAIBatch(t *testing.T, base, key string, n int, delay string) string {
 	_, err = fw.Write([]byte(in.String()))
 	require.NoError(t, err)
 	require.NoError(t, mw.Close())
-	f := send(t, http.MethodPost, base+"/v1/files", &body, "Content-Type", mw.FormDataContentType(), "Authorization", "Bearer "+key)
-	b := send(t, http.MethodPost, base+"/v1/batches", strings.NewReader(`{"input_file_id":"`+f["id"].(string)+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`),
-		"Authorization", "Bearer "+key, "x-mock-batch-delay", delay)
+	f := send(t, http.MethodPost, api+"/files", &body, "Content-Type", mw.FormDataContentType(), auth, value)
+	b := send(t, http.MethodPost, api+"/batches", strings.NewReader(`{"input_file_id":"`+f["id"].(string)+`","endpoint":"/v1/chat/completions","completion_window":"24h"}`),
+		auth, value, "x-mock-batch-delay", delay)
 	return b["id"].(string)
 }
 
@@ -263,4 +270,32 @@ func TestPollerWorkUnderItsLease(t *testing.T) {
 	_, err = p1.Tick(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int32(1), w1.doing.Load(), "r2 holds it now")
+}
+
+// TestPollerAzureBatch (issue 35): a batch on an Azure OpenAI resource is
+// polled on its v1 API (/openai/v1/batches, its files' content) with the
+// key in api-key, whatever form of the resource's endpoint the provider
+// names, and each line is settled as an OpenAI batch's.
+func TestPollerAzureBatch(t *testing.T) {
+	base := mock(t)
+	ctx := context.Background()
+	for _, endpoint := range []string{base, base + "/", base + "/openai", base + "/openai/v1"} {
+		st := memstore.New()
+		bs := batch.NewStore(st)
+		providers := func(_ context.Context, p *batch.Pending) (batch.Provider, error) {
+			return batch.NewProvider(p.API, batch.Endpoint{BaseURL: endpoint, APIKey: "az-key", Azure: true})
+		}
+		id := openAIBatchAt(t, base+"/openai/v1", "api-key", "az-key", 2, "0s")
+		require.NoError(t, bs.Add(ctx, pending(id, batch.APIOpenAI)))
+		n, err := batch.NewPoller(bs, "r1", providers, batch.LedgerSettler{Ledger: st}).Tick(ctx)
+		require.NoError(t, err, endpoint)
+		require.Equal(t, 1, n, endpoint)
+		require.NoError(t, st.Flush(ctx))
+		rows, err := st.Entries(ctx, store.LedgerFilter{})
+		require.NoError(t, err)
+		require.Len(t, rows, 2, "each line, %s", endpoint)
+		for _, e := range rows {
+			require.Positive(t, e.Usage.Output)
+		}
+	}
 }

@@ -30,7 +30,36 @@ type Endpoint struct {
 	BaseURL string
 	APIKey  string
 	Version string // Anthropic's anthropic-version ("" for 2023-06-01)
-	Client  *http.Client
+	// Azure: an Azure OpenAI resource, whose Files and Batch APIs are
+	// OpenAI's under /openai/v1 (its v1 API: no api-version), with the key
+	// in an api-key header. BaseURL is then the resource's endpoint
+	// (https://NAME.openai.azure.com, /openai or /openai/v1 included or not).
+	Azure  bool
+	Client *http.Client
+}
+
+// openAIBase is the base of the OpenAI-shaped Files and Batch APIs:
+// BaseURL, or an Azure resource's /openai/v1.
+func (e *Endpoint) openAIBase() string {
+	base := strings.TrimSuffix(e.BaseURL, "/")
+	if !e.Azure {
+		return base
+	}
+	switch {
+	case strings.HasSuffix(base, "/openai/v1"):
+		return base
+	case strings.HasSuffix(base, "/openai"):
+		return base + "/v1"
+	}
+	return base + "/openai/v1"
+}
+
+// openAIAuth is the credential header of the OpenAI-shaped APIs.
+func (e *Endpoint) openAIAuth() (name, value string) {
+	if e.Azure {
+		return "api-key", e.APIKey
+	}
+	return "Authorization", "Bearer " + e.APIKey
 }
 
 // NewProvider returns the poller of a batch API.
@@ -74,8 +103,9 @@ func (e *Endpoint) get(ctx context.Context, url string, headers map[string]strin
 type openAI struct{ Endpoint }
 
 func (o *openAI) Poll(ctx context.Context, p *Pending) (bool, []Line, error) {
-	auth := map[string]string{"Authorization": "Bearer " + o.APIKey}
-	raw, err := o.get(ctx, o.BaseURL+"/batches/"+p.ID, auth)
+	k, v := o.openAIAuth()
+	auth := map[string]string{k: v}
+	raw, err := o.get(ctx, o.openAIBase()+"/batches/"+p.ID, auth)
 	if err != nil {
 		return false, nil, err
 	}
@@ -97,7 +127,7 @@ func (o *openAI) Poll(ctx context.Context, p *Pending) (bool, []Line, error) {
 		if f == nil || *f == "" {
 			continue
 		}
-		content, err := o.get(ctx, o.BaseURL+"/files/"+*f+"/content", auth)
+		content, err := o.get(ctx, o.openAIBase()+"/files/"+*f+"/content", auth)
 		if err != nil {
 			return false, nil, err
 		}

@@ -257,7 +257,11 @@ func inputError(err error, param string) *apiError {
 // call sends one request to a provider's batch API (path under its base
 // URL) with the provider's credential.
 func (s *Service) call(ctx context.Context, ep Endpoint, api API, method, path string, body io.Reader, contentType string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(ep.BaseURL, "/")+path, body)
+	base := strings.TrimSuffix(ep.BaseURL, "/")
+	if api != APIAnthropic {
+		base = ep.openAIBase()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +279,7 @@ func (s *Service) call(ctx context.Context, ep Endpoint, api API, method, path s
 		req.Header.Set("X-Api-Key", ep.APIKey)
 		req.Header.Set("Anthropic-Version", version)
 	} else {
-		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+		req.Header.Set(ep.openAIAuth())
 	}
 	return s.client.Do(req)
 }

@@ -138,8 +138,8 @@ func (c batchCatalog) Route(ctx context.Context, caller *batch.Caller, model str
 // speaksBatch reports whether a provider type serves a batch API.
 func speaksBatch(t store.ProviderType, api batch.API) bool {
 	switch api {
-	case batch.APIOpenAI:
-		return t == store.ProviderOpenAI
+	case batch.APIOpenAI: // Azure's resources serve it on their v1 API
+		return t == store.ProviderOpenAI || t == store.ProviderAzure
 	case batch.APIAnthropic:
 		return t == store.ProviderAnthropic
 	}
@@ -159,7 +159,7 @@ func (c batchCatalog) Endpoint(ctx context.Context, id string) (batch.Endpoint, 
 			return batch.Endpoint{}, fmt.Errorf("provider %q: %w", id, err)
 		}
 	}
-	return batch.Endpoint{BaseURL: prov.BaseURL, APIKey: string(key), Version: prov.APIVersion}, nil
+	return batch.Endpoint{BaseURL: prov.BaseURL, APIKey: string(key), Version: prov.APIVersion, Azure: prov.Type == store.ProviderAzure}, nil
 }
 
 // SettleBatchesNow polls the pending batches once, now, as the next tick

@@ -86,18 +86,20 @@ type batches struct {
 
 func (s *Server) registerBatches() {
 	s.bat.files, s.bat.batches = map[string]*mockFile{}, map[string]*mockBatch{}
-	s.mux.HandleFunc("POST /v1/files", s.uploadFile)
-	s.mux.HandleFunc("GET /v1/files", s.listFiles)
-	s.mux.HandleFunc("GET /v1/files/{id}", s.fileOp(func(w http.ResponseWriter, f *mockFile) { writeReport(w, f) }))
-	s.mux.HandleFunc("GET /v1/files/{id}/content", s.fileOp(func(w http.ResponseWriter, f *mockFile) {
-		w.Header().Set("content-type", "application/jsonl")
-		_, _ = w.Write(f.content)
-	}))
-	s.mux.HandleFunc("DELETE /v1/files/{id}", s.deleteFile)
-	s.mux.HandleFunc("POST /v1/batches", s.createBatch)
-	s.mux.HandleFunc("GET /v1/batches", s.listBatches(false))
-	s.mux.HandleFunc("GET /v1/batches/{id}", s.batchOp(false, nil))
-	s.mux.HandleFunc("POST /v1/batches/{id}/cancel", s.batchOp(false, (*mockBatch).cancel))
+	for _, v1 := range []string{"/v1", "/openai/v1"} { // OpenAI's, and Azure's v1 API (api-key header)
+		s.mux.HandleFunc("POST "+v1+"/files", s.uploadFile)
+		s.mux.HandleFunc("GET "+v1+"/files", s.listFiles)
+		s.mux.HandleFunc("GET "+v1+"/files/{id}", s.fileOp(func(w http.ResponseWriter, f *mockFile) { writeReport(w, f) }))
+		s.mux.HandleFunc("GET "+v1+"/files/{id}/content", s.fileOp(func(w http.ResponseWriter, f *mockFile) {
+			w.Header().Set("content-type", "application/jsonl")
+			_, _ = w.Write(f.content)
+		}))
+		s.mux.HandleFunc("DELETE "+v1+"/files/{id}", s.deleteFile)
+		s.mux.HandleFunc("POST "+v1+"/batches", s.createBatch)
+		s.mux.HandleFunc("GET "+v1+"/batches", s.listBatches(false))
+		s.mux.HandleFunc("GET "+v1+"/batches/{id}", s.batchOp(false, nil))
+		s.mux.HandleFunc("POST "+v1+"/batches/{id}/cancel", s.batchOp(false, (*mockBatch).cancel))
+	}
 	s.mux.HandleFunc("POST /v1/messages/batches", s.createMessageBatch)
 	s.mux.HandleFunc("GET /v1/messages/batches", s.listBatches(true))
 	s.mux.HandleFunc("GET /v1/messages/batches/{id}", s.batchOp(true, nil))
