@@ -103,7 +103,7 @@ func outlivingMock(t *testing.T) (*mockllm.Server, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); t.Logf("mock stopped: %v", <-done) })
 	return m, "http://" + l.Addr().String()
 }
 
