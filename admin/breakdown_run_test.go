@@ -28,8 +28,11 @@ func TestSpendByRun(t *testing.T) {
 		day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
 		var entries []store.LedgerEntry
 		for i, r := range []struct{ key, team, run string }{
-			{"k-a", "search", "key:k-a/loop-1"}, {"k-a", "search", "key:k-a/loop-1"}, {"k-a", "search", "team:search/nightly"},
-			{"k-b", "ads", "key:k-b/loop-9"}, {"k-a", "search", ""},
+			{"k-a", "search", "key:k-a/loop-1"},
+			{"k-a", "search", "key:k-a/loop-1"},
+			{"k-a", "search", "team:search/nightly"},
+			{"k-b", "ads", "key:k-b/loop-9"},
+			{"k-a", "search", ""},
 		} {
 			entries = append(entries, store.LedgerEntry{
 				RequestID: "r" + string(rune('0'+i)), KeyID: r.key, TeamID: r.team, RunID: r.run, Model: "m", Deployment: "d",

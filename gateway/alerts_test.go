@@ -166,8 +166,10 @@ func TestAlertAnomalyLoop(t *testing.T) {
 	st := memstore.New(memstore.WithClock(now))
 	startWith(t, false, st, nil, func(_ *gateway.Config, o *gateway.Options) {
 		o.Now, o.AlertEvery, o.AlertAnomalyFactor = now, 20*time.Millisecond, 3
-		o.Alerts = &alert.Notifier{Claimer: &alert.MemoryClaimer{Now: now}, Now: now,
-			Sinks: []alert.Sink{&alert.Webhook{URL: hook.URL, Secret: secret, Now: time.Now}}}
+		o.Alerts = &alert.Notifier{
+			Claimer: &alert.MemoryClaimer{Now: now}, Now: now,
+			Sinks: []alert.Sink{&alert.Webhook{URL: hook.URL, Secret: secret, Now: time.Now}},
+		}
 	})
 	n := 0
 	spend := func(key string, at time.Time, cost kernel.Money) {

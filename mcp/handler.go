@@ -193,8 +193,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prompts of its own, a middleware answers their methods from the upstreams.
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{},
-			Completions: &sdk.CompletionCapabilities{}},
+		Capabilities: &sdk.ServerCapabilities{
+			Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{},
+			Completions: &sdk.CompletionCapabilities{},
+		},
 		Logger: quiet(h.log),
 	})
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {

@@ -15,8 +15,10 @@ func TestScanRequest(t *testing.T) {
 		want       Request
 	}{
 		{"defaults", `{"model":"m"}`, Request{Store: true}},
-		{"all", `{"store":false,"background":true,"previous_response_id":"resp_1","conversation":"conv_1"}`,
-			Request{Background: true, Previous: "resp_1", Conversation: "conv_1"}},
+		{
+			"all", `{"store":false,"background":true,"previous_response_id":"resp_1","conversation":"conv_1"}`,
+			Request{Background: true, Previous: "resp_1", Conversation: "conv_1"},
+		},
 		{"conversation object", `{"conversation":{"id":"conv_2"}}`, Request{Store: true, Conversation: "conv_2"}},
 		{"not booleans", `{"store":"no","background":1}`, Request{Store: true}},
 	} {

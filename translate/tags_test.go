@@ -18,16 +18,31 @@ func TestTagsStrippedFromMetadata(t *testing.T) {
 		body     string
 		want     any // the provider-bound metadata; nil: no member
 	}{
-		{"chat, tags only", APIChat, ProviderOpenAI,
-			`{"model":"pub","metadata":{"tollgate_tags":"feature=search"}}`, map[string]any{}},
-		{"chat, tags among others", APIChat, ProviderOpenAI,
-			`{"model":"pub","metadata":{"a":"1","tollgate_tags":"feature=search,env=prod","b":"2"}}`, map[string]any{"a": "1", "b": "2"}},
-		{"chat, escaped key", APIChat, ProviderAzure,
-			`{"model":"pub","metadata":{"tollgate_t\u0061gs":"x=y","user":"u"}}`, map[string]any{"user": "u"}},
-		{"responses (Azure's native Responses API)", APIResponses, ProviderAzure,
-			`{"model":"pub","input":"hi","metadata":{ "run" : "r1" , "tollgate_tags" : "team=a" }}`, map[string]any{"run": "r1"}},
-		{"tag-like value kept", APIChat, ProviderOpenAI,
-			`{"model":"pub","metadata":{"note":"tollgate_tags"}}`, map[string]any{"note": "tollgate_tags"}},
+		{
+			"chat, tags only", APIChat, ProviderOpenAI,
+			`{"model":"pub","metadata":{"tollgate_tags":"feature=search"}}`,
+			map[string]any{},
+		},
+		{
+			"chat, tags among others", APIChat, ProviderOpenAI,
+			`{"model":"pub","metadata":{"a":"1","tollgate_tags":"feature=search,env=prod","b":"2"}}`,
+			map[string]any{"a": "1", "b": "2"},
+		},
+		{
+			"chat, escaped key", APIChat, ProviderAzure,
+			`{"model":"pub","metadata":{"tollgate_t\u0061gs":"x=y","user":"u"}}`,
+			map[string]any{"user": "u"},
+		},
+		{
+			"responses (Azure's native Responses API)", APIResponses, ProviderAzure,
+			`{"model":"pub","input":"hi","metadata":{ "run" : "r1" , "tollgate_tags" : "team=a" }}`,
+			map[string]any{"run": "r1"},
+		},
+		{
+			"tag-like value kept", APIChat, ProviderOpenAI,
+			`{"model":"pub","metadata":{"note":"tollgate_tags"}}`,
+			map[string]any{"note": "tollgate_tags"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
