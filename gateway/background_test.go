@@ -103,7 +103,12 @@ func outlivingMock(t *testing.T) (*mockllm.Server, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("mock provider: %v", err)
+		}
+	})
 	return m, "http://" + l.Addr().String()
 }
 
