@@ -546,13 +546,6 @@ func (l headerList) addBudgetWarnings(ws []kernel.BudgetWarning) headerList {
 	return l.add(hdrBudgetWarning, string(b))
 }
 
-// errUnavailable and retryAfterHeaders are translate's, named here for the
-// Responses store's files until they leave the package (#35).
-var (
-	errUnavailable    = translate.ErrUnavailable
-	retryAfterHeaders = translate.RetryAfterHeaders
-)
-
 // upstreamStreams reports whether a 2xx reply's content type is a stream the
 // translators read incrementally: SSE, or an AWS event stream (Bedrock's
 // ConverseStream, application/vnd.amazon.eventstream).

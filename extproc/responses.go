@@ -71,12 +71,12 @@ func (s *stream) prepareResponses(ctx context.Context) *translate.APIError {
 			}
 		case err != nil:
 			s.p.log.Warn("read stored response failed", "request_id", s.id, "err", err)
-			return errUnavailable()
+			return translate.ErrUnavailable()
 		}
 		history, err := responses.History(sr)
 		if err != nil {
 			s.p.log.Warn("stored response unreadable", "request_id", s.id, "response", prev, "err", err)
-			return errUnavailable()
+			return translate.ErrUnavailable()
 		}
 		v.History = history
 		s.promptBytes += int64(len(sr.Input) + len(sr.Response)) // the history is input too
@@ -99,7 +99,7 @@ func storedResponseReply(ctx context.Context, s *stream) *apiReply {
 		if errors.As(err, &se) && se.Op != "" {
 			s.p.log.Warn(se.Op+" stored response failed", "request_id", s.id, "err", se.Err)
 		}
-		e := errUnavailable()
+		e := translate.ErrUnavailable()
 		return &apiReply{Status: e.Status, Body: e.OpenAIBody()}
 	}
 	return &apiReply{Status: status, Body: body}

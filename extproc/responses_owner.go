@@ -80,7 +80,7 @@ func (s *stream) keyOwner(ctx context.Context, id, kind string, notFound func(id
 		return nil, nil
 	case err != nil:
 		s.p.log.Warn("read "+kind+" owner failed", "request_id", s.id, "err", err)
-		return nil, errUnavailable()
+		return nil, translate.ErrUnavailable()
 	case o.KeyID != s.principal.KeyID:
 		return nil, notFound(id)
 	}
@@ -183,11 +183,11 @@ func (s *stream) resolvePinned(ctx context.Context, o *ResponseOwner) (*translat
 
 // pinnedError maps a failure to route to the deployment holding id.
 func pinnedError(err error, id string) *translate.APIError {
-	e := errUnavailable()
+	e := translate.ErrUnavailable()
 	e.Message = ownership.HolderMessage(err, id)
 	var hc *ownership.HolderCooling
 	if errors.As(err, &hc) {
-		e.Headers = retryAfterHeaders(hc.RetryAfter)
+		e.Headers = translate.RetryAfterHeaders(hc.RetryAfter)
 	} else {
 		e.Headers = nil
 	}
