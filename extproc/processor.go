@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/responsesapi"
 	"github.com/tollgate-ai/tollgate/routing"
 	"github.com/tollgate-ai/tollgate/translate"
 )
@@ -37,12 +38,10 @@ type Processor struct {
 	settleTimeout   time.Duration
 	shutdownTimeout time.Duration
 	health          *health.Server
-	responses       ResponseStore   // stored responses of the Responses API (nil: none)
-	owners          ResponseOwners  // owners of native response ids (responses_owner.go; nil: none)
-	bgLease         time.Duration   // background responses' lease (responses_background.go; 0: the default)
-	router          *routing.Router // deployment health and choice (routing.go)
-	retryKey        []byte          // signs retry tokens (routing.go)
-	perTry          bool            // route retrying groups per try (pertry.go)
+	resp            responsesapi.Service[*Record] // the Responses API's stores (responses.go)
+	router          *routing.Router               // deployment health and choice (routing.go)
+	retryKey        []byte                        // signs retry tokens (routing.go)
+	perTry          bool                          // route retrying groups per try (pertry.go)
 	// observe, when set (benchmarks), receives the processing time of every
 	// message: from its receipt to its reply being ready.
 	observe func(time.Duration)
@@ -78,6 +77,7 @@ func New(cat Catalog, acct Accountant, opts ...Option) *Processor {
 		p.newID = defaultRequestIDs()
 	}
 	p.debug = p.log.Enabled(context.Background(), slog.LevelDebug)
+	p.initResponses()
 	return p
 }
 
@@ -255,7 +255,7 @@ type stream struct {
 	parsed translate.ParsedRequest
 	guard  guardState // guard.go
 	// own: native response ids (responses_owner.go).
-	own ownState
+	own responsesapi.State
 	// units: a multipart unit request's headers (units.go).
 	units unitState
 }
@@ -309,8 +309,8 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 			s.customerHdr = headerValue(hv)
 		case hdrRunID:
 			s.runHdr = headerValue(hv)
-		case hdrModel: // conversations.go
-			s.own.model = headerValue(hv)
+		case responsesapi.HdrModel: // conversations
+			s.own.SetModelHeader(headerValue(hv))
 		case hdrTags:
 			s.tagsHdr = headerValue(hv)
 		case translate.HdrAnthropicVersion:
@@ -410,7 +410,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 
 func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	defer s.releaseBody()
-	if s.own.fwd != nil { // a forwarded request's body (responses_owner.go)
+	if s.own.Forwarded() != nil { // a forwarded request's body (responses_owner.go)
 		return replyContinueRequestBody
 	}
 	if s.ep == nil || s.principal == nil || s.admitted {
@@ -452,13 +452,13 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	if in.Stream && s.p.cp != nil && translate.ReasoningAsked(body) {
 		s.ckReasoning = 2 // estimate.go: the body is not kept
 	}
-	if e := s.pinPrevious(ctx, body); e != nil { // responses_owner.go
+	if e := s.p.resp.PinPrevious(ctx, (*ownStream)(s), &s.own, s.ep.API, in.Model, body); e != nil { // responses.go
 		return s.reject(e)
 	}
 	target, err := s.resolve(ctx, in.Model)
 	if err != nil || target == nil {
 		if s.pinned() {
-			return s.reject(s.pinFailed(err, in.Model))
+			return s.reject(responsesapi.PinFailed((*ownStream)(s), &s.own, err, in.Model))
 		}
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
 	}
@@ -471,10 +471,10 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		})
 	}
 	s.tr = tr
-	if e := s.prepareResponses(ctx); e != nil {
+	if e := s.p.resp.Prepare(ctx, (*ownStream)(s), tr, target, body, &s.promptBytes); e != nil {
 		return s.reject(e)
 	}
-	if e := s.checkNative(body); e != nil {
+	if e := s.p.resp.CheckNative(&s.own, s.ep.API, target); e != nil {
 		return s.reject(e)
 	}
 
@@ -506,7 +506,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		MaxTokens:        in.MaxTokens,
 		DefaultMaxTokens: target.DefaultMaxTokens,
 		Price:            target.Price,
-		Lease:            s.backgroundLease(), // responses_background.go
+		Lease:            s.backgroundLease(), // responses.go
 	}
 	if s.ep.NoOutput {
 		areq.MaxTokens, areq.DefaultMaxTokens = 0, 1
@@ -637,7 +637,7 @@ func (s *stream) responseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		}
 	}
 	if !s.admitted {
-		if s.own.fwd != nil {
+		if s.own.Forwarded() != nil {
 			return s.forwardedResponse(ctx, contentType, h.GetEndOfStream())
 		}
 		return replyContinueResponseHeaders
@@ -702,7 +702,7 @@ func isEventStream(ct string) bool {
 // --- response body ----------------------------------------------------------
 
 func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	if s.own.fwd != nil { // responses_owner.go
+	if s.own.Forwarded() != nil { // responses_owner.go
 		return s.forwardedBody(ctx, b)
 	}
 	if !s.admitted || s.settled && !s.sse {
@@ -714,7 +714,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			return replyContinueResponseBody
 		}
 		s.mark(&s.report.FirstToken)
-		s.observeNative(body, true)
+		s.own.Observe(body, true, s.status)
 		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
 		if err != nil {
 			if out == nil {
@@ -755,7 +755,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 		cost, settled = s.settle(ctx, kernel.StatusFailed, s.status, kernel.Usage{}, true)
 		l = l.addAll(s.retryAfterFailure(ctx, s.status, body))
 	} else {
-		s.observeNative(body, false)
+		s.own.Observe(body, false, s.status)
 		out, u, err := s.tr.Response(body)
 		reported := err == nil
 		if err != nil {
@@ -772,7 +772,7 @@ func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extpr
 			x.c.BodyMutation = x.mutation(out)
 			l = l.addInt(hdrContentLength, int64(len(out)))
 		}
-		if s.deferSettlement(ctx, out) { // responses_background.go: settled when a poll sees it done
+		if s.p.resp.DeferSettlement(ctx, (*ownStream)(s), &s.own, out, s.in.Stream, s.target.Deployment, s.in.Model) { // settled when a poll sees it done
 			x.setHeaders(l)
 			return pr
 		}

@@ -67,8 +67,8 @@ func (s *stream) resolve(ctx context.Context, model string) (*translate.Target, 
 	if !ok {
 		return s.p.cat.Resolve(ctx, s.principal, model)
 	}
-	if s.own.pin != nil { // responses_owner.go: the deployment holding the response
-		return s.resolvePinned(ctx, s.own.pin)
+	if o := s.own.Pin(); o != nil { // responses.go: the deployment holding the response
+		return s.p.resp.ResolvePinned(ctx, (*ownStream)(s), o)
 	}
 	if s.att.Group != "" && !s.isTry() {
 		model = s.att.Group // a retry: the group the failed attempt chose

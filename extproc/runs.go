@@ -23,8 +23,8 @@ const maxRunID = 128
 // names no run; a new slice otherwise (the principal's is shared).
 func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIError) {
 	run := s.runHdr
-	if run == "" {
-		run = s.conversationRun() // responses_owner.go
+	if run == "" && s.ep != nil {
+		run = s.own.ConversationRun(s.ep.API) // responses.go
 	}
 	if run == "" || len(scopes) == 0 {
 		return scopes, nil
