@@ -136,7 +136,7 @@ func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.D
 			return d, err
 		}
 		// This deployment's quota is full this minute: the next one.
-		if !s.rt.PassOver(ctx, s.pinned()) {
+		if !s.rt.PassOver(ctx, s.own.Pinned()) {
 			return d, nil
 		}
 		next := s.rt.Next().Target
@@ -243,7 +243,7 @@ func (s *stream) retryHeader(v string) {
 // error body) is retried (routing.Route.Retry), and returns the reply
 // headers saying so (nil: not retried).
 func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte) [][2]string {
-	if s.rt == nil || s.isRouterTry() || s.pinned() {
+	if s.rt == nil || s.isRouterTry() || s.own.Pinned() {
 		return nil
 	}
 	mode := routing.RetryToken
@@ -271,7 +271,7 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	}
 	token := routing.SignToken(s.p.retryKey, next.Payload())
 	if s.isTry() {
-		return s.fallbackRedirect(token)
+		return s.try.Origin.Redirect(s.path, token)
 	}
 	return [][2]string{
 		{hdrRetry, token},
@@ -279,36 +279,9 @@ func (s *stream) retryAfterFailure(ctx context.Context, status int, body []byte)
 	}
 }
 
-// Context-window and content-policy fallbacks on per-try routes
-// (docs/envoy.md, "Context-window and content-policy fallbacks"). Both are
-// 400s (or 403s), which a retry policy cannot tell from the client's own,
-// so the try that gets one decides: when the group the client asked for
-// names fallbacks for it (its per-try routes then carry the internal
-// redirect policy, routing.RedirectsFallbacks) and one of them has a
-// deployment in rotation, the try answers with an internal redirect
-// instead of the refusal:
-//
-//   - :status envoy.FallbackRedirectStatus and location the client's URL;
-//   - the retry token (routing.go) naming the fallback group;
-//   - the client's own values of envoy.FallbackCopiedHeaders.
-//
-// Envoy's router recreates the stream with the request headers it holds,
-// the copied headers replacing (or, when the redirect lacks one, removing)
-// theirs, and the body it buffered: the router-level stream sees the
-// token and routes to the fallback group as a token attempt. The copy is
-// needed because Envoy runs upstream filters on the router's own request
-// headers, so the header map the new stream starts from holds the try's
-// changes: the provider's credentials instead of the client's, the
-// provider's path (the location restores it) and content-length (the token
-// attempt sets it again).
-//
-// The failed try is settled at $0 before it answers; the router-level stream
-// that sent it ends without a response and leaves its reservation to the
-// try that adopted it (finish); the redirected request is admitted afresh on
-// the fallback (a strict budget refuses one it cannot cover).
-
 // readTryOrigin keeps the URL parts and the copied headers of an upstream
-// try's request (the path is s.path).
+// try's request (the path is s.path) for a context-window or
+// content-policy fallback's redirect (routing.TryOrigin.Redirect).
 func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 	if !s.isTry() {
 		return
@@ -336,27 +309,6 @@ func (s *stream) readTryOrigin(h *corev3.HeaderMap) {
 			}
 		}
 	}
-}
-
-// fallbackRedirect is the reply headers of a try redirected to a fallback
-// group with token.
-func (s *stream) fallbackRedirect(token string) [][2]string {
-	o := &s.try.Origin
-	scheme := o.Scheme
-	if scheme == "" {
-		scheme = "http"
-	}
-	authority := o.Authority
-	if authority == "" {
-		authority = "tollgate"
-	}
-	out := make([][2]string, 0, 3+len(o.Copied))
-	out = append(out,
-		[2]string{":status", strconv.Itoa(envoy.FallbackRedirectStatus)},
-		[2]string{"location", scheme + "://" + authority + s.path},
-		[2]string{hdrRetry, token},
-	)
-	return append(out, o.Copied...)
 }
 
 // redirectRemoved is what a try removes from its response headers: a

@@ -1,9 +1,6 @@
 package extproc
 
 import (
-	"errors"
-	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -34,12 +31,12 @@ func (s *stream) withTags(scopes []kernel.Scope, body []byte) ([]kernel.Scope, *
 	if s.ep.API == translate.APIChat || s.ep.API == translate.APIResponses {
 		var err error
 		if fromBody, err = translate.ParseMetadataTags(body); err != nil {
-			return nil, tagsError(err, "metadata.tollgate_tags")
+			return nil, translate.TagsError(err, hdrTags, "metadata.tollgate_tags")
 		}
 	}
 	fromHdr, err := kernel.ParseTags(s.tagsHdr)
 	if err != nil {
-		return nil, tagsError(err, "")
+		return nil, translate.TagsError(err, hdrTags, "")
 	}
 	var defaults []string
 	if s.principal != nil {
@@ -60,21 +57,4 @@ func (s *stream) withTags(scopes []kernel.Scope, body []byte) ([]kernel.Scope, *
 		}
 	}
 	return out, nil
-}
-
-// tagsError is the client's 400 for malformed tags.
-func tagsError(err error, param string) *translate.APIError {
-	msg := err.Error()
-	if errors.Is(err, kernel.ErrBadTag) {
-		msg = msg[len(kernel.ErrBadTag.Error())+2:] // without "kernel: invalid tag: "
-	}
-	where := "The " + hdrTags + " header"
-	if param != "" {
-		where = "The body's " + param
-	}
-	return &translate.APIError{
-		Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "invalid_tags", Param: param,
-		Message: fmt.Sprintf("%s must be name=value pairs separated by commas (at most %d; names of letters, digits, '_', '-', '.', ':'; values of printable ASCII without ','): %s.",
-			where, kernel.MaxTags, msg),
-	}
 }

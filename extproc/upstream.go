@@ -58,30 +58,11 @@ func (s *stream) responseCut(ctx context.Context, b *extprocv3.HttpBody, details
 	return s.newChunkReply(ev)
 }
 
-// A provider that refuses the gateway's credential (401, or 403 that is not
-// a content-policy refusal) is the gateway's fault, not the client's: the
-// client's key is fine. Passing the provider's 401 on would make SDKs report
-// the client's own key as bad (and some stop retrying for good). The client
-// gets 502 with type and code upstream_auth_error and a message naming the
-// deployment (its id, which x-tollgate-deployment already shows; never the
-// credential). For routing, it is a failed attempt like a 5xx: it is retried
-// on another deployment of the group, or a fallback group, when there is one
-// (classify), and a 401 counts towards the deployment's cooldown (allowed
-// fails; Router.observe sees only the status, and a 403 may be a
-// content-policy refusal).
-
-// upstreamAuthFailure reports whether an attempt's status says the provider
-// refused the gateway's credential.
-func upstreamAuthFailure(status int, body []byte) bool {
-	return status == http.StatusUnauthorized ||
-		status == http.StatusForbidden && routing.Classify(status, body) != routing.FailContentPolicy
-}
-
 // upstreamError is the client's error body for a failed attempt that
 // answered s.status with body, and the status the client gets (0: the
 // provider's).
 func (s *stream) upstreamError(body []byte) ([]byte, int) {
-	if !upstreamAuthFailure(s.status, body) {
+	if !routing.AuthFailure(s.status, body) {
 		return s.tr.Error(s.status, body), 0
 	}
 	return s.ep.errorBody(translate.ErrUpstreamAuth(s.target.Deployment, s.status)), http.StatusBadGateway
@@ -97,7 +78,7 @@ func (s *stream) upstreamError(body []byte) ([]byte, int) {
 // local reply is not retried, while a 502 is in the route's
 // retriable_status_codes. x's other mutations and l's headers stay.
 func (s *stream) upstreamAuthNoBody(x *replyParts, l headerList) headerList {
-	if !upstreamAuthFailure(s.status, nil) {
+	if !routing.AuthFailure(s.status, nil) {
 		return l
 	}
 	out, status := s.upstreamError(nil)

@@ -280,3 +280,22 @@ func (r *Route) availableGroup(ctx context.Context, names, tried []string) strin
 	}
 	return ""
 }
+
+// A provider that refuses the gateway's credential (401, or 403 that is not
+// a content-policy refusal) is the gateway's fault, not the client's: the
+// client's key is fine. Passing the provider's 401 on would make SDKs report
+// the client's own key as bad (and some stop retrying for good). The client
+// gets 502 with type and code upstream_auth_error and a message naming the
+// deployment (its id, which x-tollgate-deployment already shows; never the
+// credential). For routing, it is a failed attempt like a 5xx: it is retried
+// on another deployment of the group, or a fallback group, when there is one
+// (Classify), and a 401 counts towards the deployment's cooldown (allowed
+// fails; Router.observe sees only the status, and a 403 may be a
+// content-policy refusal).
+
+// AuthFailure reports whether an attempt's status (and error body) says
+// the provider refused the gateway's credential.
+func AuthFailure(status int, body []byte) bool {
+	return status == http.StatusUnauthorized ||
+		status == http.StatusForbidden && Classify(status, body) != FailContentPolicy
+}

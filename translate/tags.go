@@ -3,7 +3,9 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/tollgate-ai/tollgate/kernel"
 )
@@ -68,4 +70,22 @@ func ParseMetadataTags(body []byte) ([]string, error) {
 		return nil, fmt.Errorf("%w: metadata.%s must be a string of name=value pairs", kernel.ErrBadTag, MetadataTags)
 	}
 	return kernel.ParseTags(v)
+}
+
+// TagsError is the client's 400 for malformed tags (err: kernel.ParseTags's)
+// in the body's param, or in the header named header when param is "".
+func TagsError(err error, header, param string) *APIError {
+	msg := err.Error()
+	if errors.Is(err, kernel.ErrBadTag) {
+		msg = msg[len(kernel.ErrBadTag.Error())+2:] // without "kernel: invalid tag: "
+	}
+	where := "The " + header + " header"
+	if param != "" {
+		where = "The body's " + param
+	}
+	return &APIError{
+		Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: "invalid_tags", Param: param,
+		Message: fmt.Sprintf("%s must be name=value pairs separated by commas (at most %d; names of letters, digits, '_', '-', '.', ':'; values of printable ASCII without ','): %s.",
+			where, kernel.MaxTags, msg),
+	}
 }
