@@ -91,7 +91,7 @@ type Record struct {
 	// Cache is the response cache's part: a hit and what it saved (cache.go).
 	Cache CacheRecord
 	// Owner, when set, is the native response id the request handed out
-	// (responses_owner.go): the Accountant records it with the ledger row.
+	// (responses.go): the Accountant records it with the ledger row.
 	Owner *ResponseOwner
 }
 

@@ -68,12 +68,10 @@
 // parameters; endpoints.go); providers are translate.Translators, one per
 // client-API × provider pair, listed in one table (translate/translators.go).
 // This package never reads or writes a provider's wire format: translate/
-// does, and only it imports schema/<api>. Stored responses of the Responses
-// API are kept through translate/responses' Store (responses.go loads and
-// saves them around the request); the ids a native upstream hands out are
-// owned by their key through ResponseOwners (responses_owner.go: recorded
-// with the settlement, checked and pinned to their deployment on
-// previous_response_id, GET/DELETE/input_items/cancel forwarded there). Everything a request needs lives in its
+// does, and only it imports schema/<api>. The Responses and Conversations
+// APIs' stored responses, native ids and background settlements are
+// responsesapi's, which the stream calls with itself lent as a Stream
+// (responses.go). Everything a request needs lives in its
 // stream; the Processor holds only immutable configuration, so there is no
 // lock on the request path.
 //
@@ -93,7 +91,7 @@
 // with no goroutine, channel or copy between them. Process runs on a Session
 // too, so both paths share every line of the request's handling.
 //
-// Imports: kernel, translate, routing, upstream, Envoy's protos (and
+// Imports: kernel, translate, routing, upstream, ownership, responsesapi, Envoy's protos (and
 // protobuf), grpc. It never imports store/, admin/, xds/, edge/ nor a wire
 // schema: configuration, accounting and stored responses reach it only
 // through the interfaces declared in deps.go and responses.go. deps.go also

@@ -190,7 +190,7 @@ var modeBodyNone = &extprocfilterv3.ProcessingMode{
 // the processor does, the request is a first attempt, and the group it was
 // admitted in retries elsewhere (routing.PerTry, as the xDS emits it).
 func (s *stream) routesPerTry() bool {
-	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 || s.pinned() {
+	if !s.p.perTry || s.rt == nil || s.isTry() || s.att.N != 0 || s.own.Pinned() {
 		return false
 	}
 	if !s.rt.Group().PerTry() {

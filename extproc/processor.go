@@ -254,7 +254,7 @@ type stream struct {
 	// parsed holds in when the endpoint's request is parsed by parseRequest.
 	parsed translate.ParsedRequest
 	guard  guardState // guard.go
-	// own: native response ids (responses_owner.go).
+	// own: native response ids (responses.go, responsesapi/).
 	own responsesapi.State
 	// units: a multipart unit request's headers (units.go).
 	units unitState
@@ -388,7 +388,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 		return s.passthroughHeaders(ctx, h.GetEndOfStream(), n)
 	}
 	if ep.Reply != nil {
-		if pr := s.forwardOwned(ctx); pr != nil { // responses_owner.go
+		if pr := s.forwardOwned(ctx); pr != nil { // responses.go (responsesapi)
 			return pr
 		}
 		r := ep.Reply(ctx, s)
@@ -410,7 +410,7 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 
 func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	defer s.releaseBody()
-	if s.own.Forwarded() != nil { // a forwarded request's body (responses_owner.go)
+	if s.own.Forwarded() != nil { // a forwarded request's body (responses.go)
 		return replyContinueRequestBody
 	}
 	if s.ep == nil || s.principal == nil || s.admitted {
@@ -457,7 +457,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	target, err := s.resolve(ctx, in.Model)
 	if err != nil || target == nil {
-		if s.pinned() {
+		if s.own.Pinned() {
 			return s.reject(responsesapi.PinFailed((*ownStream)(s), &s.own, err, in.Model))
 		}
 		return s.reject(resolveError(s.id, s.p.log, in.Model, err))
@@ -702,7 +702,7 @@ func isEventStream(ct string) bool {
 // --- response body ----------------------------------------------------------
 
 func (s *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	if s.own.Forwarded() != nil { // responses_owner.go
+	if s.own.Forwarded() != nil { // responses.go (responsesapi)
 		return s.forwardedBody(ctx, b)
 	}
 	if !s.admitted || s.settled && !s.sse {
@@ -893,7 +893,7 @@ func (s *stream) fillRecord(st kernel.Status, httpStatus int, u kernel.Usage) *R
 		EndedAt:        s.p.now(),
 		Unpriced:       s.target.Price.Unpriced,
 		Cache:          CacheRecord{Status: s.cache.status},
-		Owner:          s.owner(),
+		Owner:          s.p.resp.Owner(&s.own, s.principal.KeyID, s.target.Deployment, s.in.Model),
 	}
 	s.recordUnits(rec) // units.go
 	return rec

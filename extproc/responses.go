@@ -16,12 +16,9 @@ import (
 	"github.com/tollgate-ai/tollgate/translate/responses"
 )
 
-// The Responses and Conversations APIs beyond translation — stored
-// responses, native ids, background settlements — are responsesapi's
-// (Processor.resp); the stream lends it an ownStream and turns what it
-// answers into ext_proc messages here.
-
-// The Responses API's stores (responsesapi's and ownership's types).
+// The Responses API's stores, native ids and background settlements are
+// responsesapi's (Processor.resp); the stream lends it an ownStream and turns
+// what it answers into ext_proc messages here.
 type (
 	// StoredResponse is one stored response (responses.Stored).
 	StoredResponse = responses.Stored
@@ -29,38 +26,32 @@ type (
 	ResponseStore = responses.Store
 	// ResponseOwner is the owner of a native response id (ownership.Owner).
 	ResponseOwner = ownership.Owner
-	// ResponseOwners records and reads the owners of native response ids;
-	// the owner of a new id is handed to the Accountant with the settlement
-	// (Record.Owner), which writes it with the ledger row.
+	// ResponseOwners keeps the owners of native ids (Record.Owner: a new one).
 	ResponseOwners = ownership.Owners[*Record]
 	// Deferred is a background response's settlement kept until it finishes.
 	Deferred = ownership.Deferred[*Record]
 )
 
-// ErrResponseNotFound is what a ResponseStore or ResponseOwners returns for
-// an unknown, expired or another key's response.
+// ErrResponseNotFound: an unknown, expired or another key's response.
 var ErrResponseNotFound = responses.ErrNotFound
 
 // DefaultBackgroundLease is a background response's lease by default.
 const DefaultBackgroundLease = responsesapi.DefaultBackgroundLease
 
-// WithResponseStore keeps the Responses API's stored responses in rs; without
-// it nothing is stored and previous_response_id is refused on translated
-// providers.
+// WithResponseStore keeps the Responses API's stored responses in rs (none:
+// previous_response_id is refused on translated providers).
 func WithResponseStore(rs ResponseStore) Option { return func(p *Processor) { p.resp.Store = rs } }
 
 // WithResponseOwners records native response ids in o and routes requests on
 // them (without it, native ids pass through unchecked).
 func WithResponseOwners(o ResponseOwners) Option { return func(p *Processor) { p.resp.Owners = o } }
 
-// WithBackgroundLease sets how long a background response's reservation
-// waits for a poll that sees it finished before its lease settles it.
+// WithBackgroundLease sets the lease of a background response's reservation.
 func WithBackgroundLease(d time.Duration) Option {
 	return func(p *Processor) { p.resp.BackgroundLease = d }
 }
 
-// SettleBackground settles the background response of o from its
-// provider's answer to GET /v1/responses/{id} (responsesapi's).
+// SettleBackground settles o's background response from its provider's GET.
 func (p *Processor) SettleBackground(ctx context.Context, o *ResponseOwner, status int, body []byte) bool {
 	return p.resp.SettleBackground(ctx, o, status, body)
 }
@@ -98,14 +89,20 @@ func storedResponseReply(ctx context.Context, s *stream) *apiReply {
 // ownStream is the stream as responsesapi sees it (responsesapi.Stream).
 type ownStream stream
 
-func (o *ownStream) RequestID() string { return o.id }
-func (o *ownStream) KeyID() string     { return o.principal.KeyID }
-func (o *ownStream) Models(ctx context.Context) []ModelInfo {
-	return o.p.cat.Models(ctx, o.principal)
+func (o *ownStream) RequestID() string                               { return o.id }
+func (o *ownStream) KeyID() string                                   { return o.principal.KeyID }
+func (o *ownStream) Models(ctx context.Context) []ModelInfo          { return o.p.cat.Models(ctx, o.principal) }
+func (o *ownStream) RouteTo(g *routing.Group, d *routing.Deployment) { (*stream)(o).routeTo(g, d) }
+func (o *ownStream) Route(ctx context.Context, m string) (*Target, error) {
+	return (*stream)(o).resolve(ctx, m)
 }
 
-func (o *ownStream) Resolve(ctx context.Context, model string) (*translate.Target, error) {
-	return o.p.cat.Resolve(ctx, o.principal, model)
+func (o *ownStream) Resolve(ctx context.Context, m string) (*Target, error) {
+	return o.p.cat.Resolve(ctx, o.principal, m)
+}
+
+func (o *ownStream) ResolveError(m string, err error) *translate.APIError {
+	return resolveError(o.id, o.p.log, m, err)
 }
 
 func (o *ownStream) ResolveGroup(ctx context.Context, model string) (*routing.Group, bool, error) {
@@ -117,14 +114,6 @@ func (o *ownStream) ResolveGroup(ctx context.Context, model string) (*routing.Gr
 	return g, true, err
 }
 
-func (o *ownStream) Route(ctx context.Context, model string) (*translate.Target, error) {
-	return (*stream)(o).resolve(ctx, model)
-}
-func (o *ownStream) RouteTo(g *routing.Group, dep *routing.Deployment) { (*stream)(o).routeTo(g, dep) }
-func (o *ownStream) ResolveError(model string, err error) *translate.APIError {
-	return resolveError(o.id, o.p.log, model, err)
-}
-
 func (o *ownStream) Defer() (*Record, *ownership.Hold) {
 	s := (*stream)(o)
 	rec := s.fillRecord(kernel.StatusCompleted, s.status, kernel.Usage{Input: s.inputEstimate()})
@@ -133,24 +122,14 @@ func (o *ownStream) Defer() (*Record, *ownership.Hold) {
 }
 func (o *ownStream) Deferred() { o.settled = true; (*stream)(o).doneRouting(kernel.Usage{}) }
 
-// pinned reports whether the request must stay on one deployment.
-func (s *stream) pinned() bool { return s.own.Pinned() }
-
 // backgroundLease is the lease of the request's reservation (0: the
 // accountant's).
 func (s *stream) backgroundLease() time.Duration {
 	return s.p.resp.Lease(&s.own, s.in != nil && s.in.Stream)
 }
 
-// owner is what the settlement records: the native id handed out, if any.
-func (s *stream) owner() *ResponseOwner {
-	return s.p.resp.Owner(&s.own, s.principal.KeyID, s.target.Deployment, s.in.Model)
-}
-
-// forwardOwned answers, at request headers, a request on a native response
-// or a conversation (responsesapi.Service.Forward): nil when the gateway
-// answers it itself, else a rejection or the request sent on, with its
-// credential, to the deployment holding the object.
+// forwardOwned sends a request on a native response or conversation to the
+// deployment holding it, or refuses it (nil: the gateway answers; Forward).
 func (s *stream) forwardOwned(ctx context.Context) *extprocv3.ProcessingResponse {
 	f, e := s.p.resp.Forward(ctx, (*ownStream)(s), &s.own, s.method, s.path)
 	switch {
@@ -191,41 +170,21 @@ func (s *stream) forwardedResponse(ctx context.Context, contentType *corev3.Head
 	return pr
 }
 
-// forwardedBody sees the body of a forwarded request's response: a created
-// conversation is recorded, a response object names the client's model, and
-// a background response it shows finished is settled.
+// forwardedBody sees a forwarded request's response body (ForwardedReply).
 func (s *stream) forwardedBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	if s.status < 200 || s.status >= 300 {
 		return replyContinueResponseBody
 	}
-	body, rs := b.GetBody(), (*ownStream)(s)
-	s.p.resp.ForwardedBody(ctx, rs, &s.own, body)
-	if s.tr == nil {
-		return replyContinueResponseBody
+	body := b.GetBody()
+	out, err := s.p.resp.ForwardedReply(ctx, (*ownStream)(s), &s.own, s.tr, body, s.sse, b.GetEndOfStream())
+	if err != nil {
+		s.streamError(err)
 	}
-	if s.sse {
-		out, err := s.tr.StreamChunk(body, b.GetEndOfStream())
-		if err != nil {
-			if out == nil {
-				out = body
-			}
-			s.streamError(err)
-		}
-		if u, reported := s.tr.StreamUsage(); reported {
-			s.p.resp.SettleForwarded(ctx, rs, &s.own, "completed", u, true) // the usage comes with the final event
-		}
-		if translate.SameBytes(out, body) {
-			return replyContinueResponseBody
-		}
+	switch {
+	case translate.SameBytes(out, body):
+		return replyContinueResponseBody
+	case s.sse:
 		return s.newChunkReply(out)
-	}
-	out, u, err := s.tr.Response(body)
-	if out == nil {
-		out = body
-	}
-	s.p.resp.SettleForwarded(ctx, rs, &s.own, responsesapi.StringMember(out, "status"), u, err == nil)
-	if translate.SameBytes(out, body) {
-		return replyContinueResponseBody
 	}
 	pr, x := s.newResponseBodyReply()
 	x.c.BodyMutation = x.mutation(out)

@@ -14,8 +14,8 @@
 // SettleStatus, DefaultBackgroundLease); and the client errors of an id not
 // found or a holder that cannot serve (OpenAI's shapes).
 //
-// The ext_proc stream (extproc/responses_owner.go, conversations.go,
-// responses_background.go) keeps only what runs inside one request: pinning
+// The processor's Responses work (responsesapi/: owner.go, conversations.go,
+// background.go) keeps only what runs inside one request: pinning
 // it to the holder, forwarding, observing the id, deferring and claiming the
 // settlement.
 //

@@ -343,19 +343,40 @@ func (sv *Service[R]) ForwardedStatus(ctx context.Context, s Stream[R], st *Stat
 	}
 }
 
-// ForwardedBody sees the body of a forwarded request's 2xx response: the
-// id of a conversation it created is recorded for the key.
-func (sv *Service[R]) ForwardedBody(ctx context.Context, s Stream[R], st *State, body []byte) {
-	if !st.create { // conversations.go: the id handed out is the key's
-		return
-	}
-	st.create = false
-	o := *st.fwd
-	if o.ID = StringMember(body, "id"); o.ID != "" {
-		if err := sv.Owners.PutOwner(ctx, &o, nil); err != nil {
-			sv.Log.Warn("record conversation owner failed", "request_id", s.RequestID(), "conversation", o.ID, "err", err)
+// ForwardedReply sees the body of a forwarded request's 2xx response: the
+// id of a conversation it created is recorded for the key; read with tr
+// (nil: passed as is; sse: a chunk of a stream, eos its last), a response
+// object names the client's model and a background response it shows
+// finished is settled (background.go). out is what the client gets, err a
+// stream chunk tr could not read.
+func (sv *Service[R]) ForwardedReply(ctx context.Context, s Stream[R], st *State, tr translate.Translator, body []byte, sse, eos bool) (out []byte, err error) {
+	if st.create { // conversations.go: the id handed out is the key's
+		st.create = false
+		o := *st.fwd
+		if o.ID = StringMember(body, "id"); o.ID != "" {
+			if err := sv.Owners.PutOwner(ctx, &o, nil); err != nil {
+				sv.Log.Warn("record conversation owner failed", "request_id", s.RequestID(), "conversation", o.ID, "err", err)
+			}
 		}
 	}
+	if tr == nil {
+		return body, nil
+	}
+	if sse {
+		if out, err = tr.StreamChunk(body, eos); err != nil && out == nil {
+			out = body
+		}
+		if u, reported := tr.StreamUsage(); reported {
+			sv.SettleForwarded(ctx, s, st, "completed", u, true) // the usage comes with the final event
+		}
+		return out, err
+	}
+	out, u, rerr := tr.Response(body)
+	if out == nil {
+		out = body
+	}
+	sv.SettleForwarded(ctx, s, st, StringMember(out, "status"), u, rerr == nil)
+	return out, nil
 }
 
 // StringMember is the string value of a top-level member of a JSON object,

@@ -22,7 +22,7 @@ import (
 // GET /v1/responses/{id}/input_items answer. A stored response is visible to
 // the key that made it only: another key gets 404. Native upstreams keep
 // their own responses: previous_response_id passes through to them, once
-// the processor checked that the key owns it (extproc/responses_owner.go).
+// the processor checked that the key owns it (responsesapi/owner.go).
 
 // ErrNotFound is what a Store returns for an unknown, expired or another
 // key's response.
