@@ -58,6 +58,18 @@ func BenchmarkHandleStreamChunkRenamed(b *testing.B) {
 	benchHandleStreamChunkOf(b, New(newCatalog(), benchAccountant{}), benchChunkRenamed)
 }
 
+// BenchmarkHandleStreamChunkRenamedLent is BenchmarkHandleStreamChunkRenamed
+// on a LendingSession's stream (what `tollgate run` opens): the chunk is the
+// data plane's own buffer, a fresh copy each time as a data plane's is.
+func BenchmarkHandleStreamChunkRenamedLent(b *testing.B) {
+	orig := benchChunkRenamed.GetResponseBody().GetBody()
+	buf := make([]byte, len(orig))
+	chunk := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
+		ResponseBody: &extprocv3.HttpBody{Body: buf},
+	}}
+	benchHandleStreamChunkLent(b, New(newCatalog(), benchAccountant{}), chunk, func() { copy(buf, orig) })
+}
+
 var benchChunkRenamed = &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
 	ResponseBody: &extprocv3.HttpBody{Body: []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}],"usage":null}` + "\n\n")},
 }}
@@ -71,8 +83,14 @@ func benchHandleStreamChunk(b *testing.B, p *Processor) {
 // benchHandleStreamChunkOf runs chunk on an open stream of p per iteration,
 // each reply given back as the built-in data plane does once it applied it.
 func benchHandleStreamChunkOf(b *testing.B, p *Processor, chunk *extprocv3.ProcessingRequest) {
+	benchHandleStreamChunkLent(b, p, chunk, nil)
+}
+
+// benchHandleStreamChunkLent is benchHandleStreamChunkOf on a stream that
+// lends its bodies when refill is not nil, called before every chunk.
+func benchHandleStreamChunkLent(b *testing.B, p *Processor, chunk *extprocv3.ProcessingRequest, refill func()) {
 	ctx := context.Background()
-	s := &stream{p: p}
+	s := &stream{p: p, lendsBodies: refill != nil}
 	body := []byte(`{"model":"gpt-4o","stream":true}`)
 	for _, m := range []*extprocv3ProcessingRequest{reqHeadersMsg(len(body), true), bodyMsg(body), benchSSEHdrs} {
 		if r := s.handle(ctx, m); r == nil || r.GetImmediateResponse() != nil {
@@ -82,6 +100,9 @@ func benchHandleStreamChunkOf(b *testing.B, p *Processor, chunk *extprocv3.Proce
 	b.ReportAllocs()
 	start := selfCPU(b)
 	for b.Loop() {
+		if refill != nil {
+			refill()
+		}
 		s.takeLent(s.handle(ctx, chunk)).release()
 	}
 	b.ReportMetric(float64((selfCPU(b)-start).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")

@@ -159,7 +159,7 @@ func (o *openAIFormat) Response(body []byte) ([]byte, kernel.Usage, error) {
 // when the client did not ask for it.
 func (o *openAIFormat) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
 	if o.ed.fn == nil {
-		o.ed.fn = o.event
+		o.ed.fn, o.ed.inPlace = o.event, o.model.inPlace
 		o.ed.active = o.strip || o.model.active()
 	}
 	out, err := o.ed.feed(chunk, eos)

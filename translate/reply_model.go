@@ -29,10 +29,11 @@ type replyModel struct {
 	// once: only the first event naming a model carries it (Anthropic's
 	// message_start); after it, no event is looked at.
 	once, seen bool
-	// inPlace: a JSON reply is the data plane's own buffer, lent to the
-	// translator (Inbound.ReplyInPlace): a name no longer than the provider's
-	// is written over it, padded with spaces after the closing quote (JSON
-	// whitespace), so the reply keeps its length and is not copied.
+	// inPlace: a JSON reply or a stream's chunk is the data plane's own
+	// buffer, lent to the translator (Inbound.ReplyInPlace): a name no longer
+	// than the provider's is written over it, padded with spaces after the
+	// closing quote (JSON whitespace), so the reply keeps its length and is
+	// not copied (a stream's event: sseEditor.inPlace).
 	inPlace bool
 }
 
@@ -59,7 +60,7 @@ type modelStream struct {
 // feed passes one chunk: see sseEditor.feed.
 func (m *modelStream) feed(chunk []byte, eos bool) ([]byte, error) {
 	if m.ed.fn == nil {
-		m.ed.fn, m.ed.active = m.event, m.model.active()
+		m.ed.fn, m.ed.active, m.ed.inPlace = m.event, m.model.active(), m.model.inPlace
 	}
 	out, err := m.ed.feed(chunk, eos)
 	if !m.model.active() {

@@ -107,3 +107,62 @@ func TestReplyModelInPlace(t *testing.T) {
 	require.JSONEq(t, `{"id":"c","model":"a-longer-group","usage":{}}`, string(out))
 	require.Equal(t, orig, string(b), "the lent reply is left as it was")
 }
+
+// TestNativeStreamRenamedInPlace: on a lent stream (Inbound.ReplyInPlace) a
+// chat chunk of whole events naming the provider's longer model passes as
+// the same slice, the client's name written over the provider's and padded
+// with spaces, every event still valid JSON; an event split across chunks,
+// or a client name longer than the provider's, is spliced into new bytes as
+// before, the lent chunk left as it was.
+func TestNativeStreamRenamedInPlace(t *testing.T) {
+	open := func(client, upstream string) Translator {
+		in, err := ParseRequest(APIChat, []byte(`{"model":"`+client+`","stream":true,"stream_options":{"include_usage":true}}`))
+		require.NoError(t, err)
+		in.ReplyInPlace = true
+		tr := NewTranslator(APIChat, ProviderOpenAI)
+		_, err = tr.Request(in, &Target{ProviderModel: upstream})
+		require.NoError(t, err)
+		return tr
+	}
+	stream := translatetest.OpenAIStream
+	events := strings.SplitAfter(stream, "\n\n")
+	tr := open("g4", "gpt-4o")
+	var got []byte
+	for _, ev := range events {
+		if ev == "" {
+			continue
+		}
+		b := []byte(ev)
+		out, err := tr.StreamChunk(b, false)
+		require.NoError(t, err)
+		require.True(t, SameBytes(out, b), "renamed in place: %q", ev)
+		got = append(got, out...)
+	}
+	require.Equal(t, strings.ReplaceAll(stream, `"model":"gpt-4o"`, `"model":"g4"    `), string(got))
+	for _, line := range strings.Split(string(got), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && data != "[DONE]" {
+			require.True(t, json.Valid([]byte(data)), "%s", data)
+		}
+	}
+
+	// An event split across two chunks: held, then written anew.
+	tr = open("g4", "gpt-4o")
+	first := []byte(events[0][:20])
+	out, err := tr.StreamChunk(first, false)
+	require.NoError(t, err)
+	require.Empty(t, out)
+	rest := []byte(events[0][20:])
+	out, err = tr.StreamChunk(rest, false)
+	require.NoError(t, err)
+	require.Equal(t, strings.ReplaceAll(events[0], `"model":"gpt-4o"`, `"model":"g4"`), string(out))
+	require.Equal(t, events[0][20:], string(rest), "the lent chunk is left as it was")
+
+	// A longer client name cannot fit: spliced, the lent chunk untouched.
+	tr = open("a-longer-group", "gpt-4o")
+	b := []byte(events[0])
+	out, err = tr.StreamChunk(b, false)
+	require.NoError(t, err)
+	require.False(t, SameBytes(out, b))
+	require.Equal(t, strings.ReplaceAll(events[0], `"model":"gpt-4o"`, `"model":"a-longer-group"`), string(out))
+	require.Equal(t, events[0], string(b))
+}

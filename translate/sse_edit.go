@@ -22,6 +22,11 @@ type sseEditor struct {
 	sse    SSEParser
 	active bool
 	fn     func(ev SSEEvent) eventAction
+	// inPlace: the chunks are the data plane's own buffers, lent
+	// (Inbound.ReplyInPlace): a splice no longer than what it replaces, in an
+	// event wholly in the chunk, is written over the chunk, padded with
+	// spaces (JSON whitespace), and the chunk passes as the same slice.
+	inPlace bool
 
 	held    []byte // raw bytes of the incomplete event, from earlier chunks
 	chunk   []byte // the chunk being fed
@@ -103,6 +108,8 @@ func (e *sseEditor) event(ev SSEEvent) {
 	switch {
 	case act.drop:
 		e.changed = true
+	case act.with != nil && e.inPlace && len(e.held) == 0 && spliceInPlace(raw, ev, act):
+		e.out = append(e.out, raw...)
 	case act.with != nil:
 		e.changed = true
 		e.scratch = append(append(e.scratch[:0], e.held...), raw...)
@@ -119,6 +126,25 @@ func (e *sseEditor) event(ev SSEEvent) {
 			e.pendLF = lfDrop
 		}
 	}
+}
+
+// spliceInPlace writes act's splice over raw when it is no longer than the
+// span it replaces and the data is one "data:" line of raw, padded with
+// spaces after it; false when it cannot (raw is then untouched).
+func spliceInPlace(raw []byte, ev SSEEvent, act eventAction) bool {
+	if len(act.with) > act.at.End-act.at.Start {
+		return false
+	}
+	off := dataOffset(raw, ev.Data)
+	if off < 0 {
+		return false
+	}
+	dst := raw[off+act.at.Start : off+act.at.End]
+	pad := dst[copy(dst, act.with):]
+	for i := range pad {
+		pad[i] = ' '
+	}
+	return true
 }
 
 // appendEdited appends the raw bytes of an event with act's splice applied
