@@ -190,7 +190,8 @@ func (rc *reqCtx) authorize(method, name, ref string) (*Event, error) {
 	return ev, notGranted(rc.caller, srv.ID, grant, what)
 }
 
-// resolveName is Handler.resolve of a tool or prompt name.
+// resolveName is Handler.resolve of a tool or prompt name: the service's
+// own resolution and errors (resolve reads rc only, no Handler state).
 func resolveName(rc *reqCtx, name, kind string) (*Server, string, error) {
 	return (*Handler)(nil).resolve(rc, name, kind)
 }
