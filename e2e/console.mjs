@@ -36,6 +36,19 @@ async function chatUntil(secret, want, model = "demo") {
   return got;
 }
 
+// mcpCall calls the demo MCP server's echo tool through /mcp (a
+// 2025-11-25 request without a session, as `make run` prints it).
+async function mcpCall(secret) {
+  const r = await fetch(dataURL + "/mcp", {
+    method: "POST",
+    headers: { Authorization: "Bearer " + secret, "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "demo__echo", arguments: { text: "console" } } }),
+  });
+  await r.arrayBuffer();
+  return r.status;
+}
+
 async function signIn(page, key) {
   await page.goto(consoleURL);
   await page.getByLabel("Admin key").fill(key);
@@ -203,6 +216,7 @@ try {
   out.chat_status = await chatUntil(secret, 200);
   out.console_model_status = await chatUntil(secret, 200, "console-model");
   // One call of a run, tagged: the Runs and Tags pages list them.
+  out.mcp_call_status = await mcpCall(env("DEMO_KEY")); // spend on the MCP page
   out.run_status = await chat(secret, "demo", { "x-tollgate-run-id": "console-run", "x-tollgate-tags": "feature=console" });
 
   // The model whose provider is down fails, and its deployment cools down: the
@@ -315,6 +329,34 @@ try {
   await page.locator('button[data-action="delete"][data-id="console-pii"]').click();
   await page.locator("#status").filter({ hasText: "Deleted guardrail console-pii" }).waitFor();
   out.guardrail_rows_after_delete = await page.locator("tr", { hasText: "console-pii" }).count();
+  // MCP servers (issue 31): one added through the form is listed with its
+  // prices and rpm, never its credential; the spend tables render; then it
+  // is deleted.
+  for (let i = 0; i < 20; i++) { // until the call above is in the ledger
+    await visit(page, "mcp", () => page.locator('main[data-mcp-drawn="yes"]').waitFor());
+    if (await page.locator("#mcp-spend-tools tbody tr", { hasText: "demo/echo" }).count()) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  out.mcp_spend_servers = (await page.locator("#mcp-spend-servers").innerText()).replace(/\s+/g, " ").trim();
+  out.mcp_spend_tools = (await page.locator("#mcp-spend-tools").innerText()).replace(/\s+/g, " ").trim();
+  await page.getByText("Add an MCP server").click();
+  const mform = page.locator("details", { hasText: "Add an MCP server" });
+  await mform.locator('input[name="id"]').fill("console-mcp");
+  await mform.locator('input[name="url"]').fill(env("DEAD_URL") + "/mcp");
+  await mform.locator('input[name="credential"]').fill("console-mcp-secret");
+  await mform.locator('input[name="price"]').fill("0.002");
+  await mform.locator('input[name="tool_prices"]').fill("create_issue=0.01");
+  await mform.locator('input[name="rpm"]').fill("600");
+  await mform.locator('button[type="submit"]').click();
+  await page.locator("#status").filter({ hasText: "Added MCP server console-mcp" }).waitFor();
+  await page.locator("tbody tr", { hasText: "console-mcp" }).waitFor();
+  out.mcp_row = (await page.locator("tbody tr", { hasText: "console-mcp" }).innerText()).replace(/\s+/g, " ").trim();
+  out.mcp_page = await page.locator("main").innerText();
+  out.mcp_credential_shown = (await page.content()).includes("console-mcp-secret");
+  page.once("dialog", (d) => d.accept());
+  await page.locator('button[data-action="delete"][data-id="console-mcp"]').click();
+  await page.locator("#status").filter({ hasText: "Deleted MCP server console-mcp" }).waitFor();
+  out.mcp_rows_after_delete = await page.locator("tbody tr", { hasText: "console-mcp" }).count();
   await page.setViewportSize({ width: 390, height: 844 });
   for (const name of ["keys", "spend", "requests"]) await visit(page, name, null, "phone");
   out.phone_overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);

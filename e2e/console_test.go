@@ -45,6 +45,13 @@ type consoleRun struct {
 	AuditHasRevoke   bool     `json:"audit_has_revoke"`
 	GuardrailRow     string   `json:"guardrail_row"`
 	GuardrailsAfter  int      `json:"guardrail_rows_after_delete"`
+	MCPRow           string   `json:"mcp_row"`
+	MCPPage          string   `json:"mcp_page"`
+	MCPCredShown     bool     `json:"mcp_credential_shown"`
+	MCPAfterDelete   int      `json:"mcp_rows_after_delete"`
+	MCPCallStatus    int      `json:"mcp_call_status"`
+	MCPSpendServers  string   `json:"mcp_spend_servers"`
+	MCPSpendTools    string   `json:"mcp_spend_tools"`
 	CachePage        string   `json:"cache_page"`
 	RunStatus        int      `json:"run_status"`
 	AlertSinkRow     string   `json:"alert_sink_row"`
@@ -107,7 +114,7 @@ func TestConsoleInChromium(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nodeBin, "console.mjs")
 	cmd.Env = append(os.Environ(), "CONSOLE_URL=http://"+s.admin+"/ui/", "TOLLGATE_URL="+s.url,
-		"ADMIN_KEY="+adminKey, "VIEWER_KEY="+viewer.Secret, "CHROMIUM="+chromium, "SHOTS="+shots,
+		"ADMIN_KEY="+adminKey, "DEMO_KEY="+s.demoKey, "VIEWER_KEY="+viewer.Secret, "CHROMIUM="+chromium, "SHOTS="+shots,
 		"MOCK_URL="+s.mockURL, "DEAD_URL=http://"+testenv.FreeAddr(t))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -142,6 +149,17 @@ func TestConsoleInChromium(t *testing.T) {
 	require.True(t, got.AuditHasRevoke)
 	require.Equal(t, "console-pii pii redact pre, post Delete", got.GuardrailRow)
 	require.Zero(t, got.GuardrailsAfter)
+	// The MCP page (issue 31): a server added in the console, its prices and
+	// rpm shown, its credential never; the spend tables by server and tool.
+	require.Contains(t, got.MCPRow, "console-mcp")
+	require.Contains(t, got.MCPRow, "/mcp $0.002000 create_issue=$0.010000 600 set")
+	require.False(t, got.MCPCredShown, "an MCP server's credential is never shown back")
+	require.Contains(t, got.MCPPage, "Tool spend by server")
+	require.Contains(t, got.MCPPage, "Tool spend by tool")
+	require.Zero(t, got.MCPAfterDelete)
+	require.Equal(t, 200, got.MCPCallStatus, "the demo key's call of the demo MCP server's echo")
+	require.Contains(t, got.MCPSpendServers, "demo $0.001000 1", "the call's spend by server")
+	require.Contains(t, got.MCPSpendTools, "demo/echo $0.001000 1", "and by tool")
 	// The cache page renders its summary and tables (no group is cached here).
 	require.Contains(t, got.CachePage, "No cached model group answered a request")
 	require.Contains(t, got.CachePage, "By key")

@@ -9,6 +9,10 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/tollgate-ai/tollgate/envoy"
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
@@ -253,4 +257,86 @@ func init() {
 		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
 		API: translate.APIMessagesCount, NoOutput: true, ErrorBody: translate.AnthropicErrorBody,
 	})
+}
+
+// MCPAuthorizer refuses MCP requests (/mcp, /mcp/SERVER) at the edge:
+// mcp.EdgeAuthorizer, which answers what the MCP service would (401, 404,
+// the JSON-RPC error of a call the key's grants do not cover). On Envoy the
+// /mcp route runs ext_proc on its request headers only (xds/mcp.go); the
+// processor asks for the body when MCPHeaders needs it. It never admits
+// nor settles: the MCP service behind does, once.
+type MCPAuthorizer interface {
+	// MCPHeaders decides from the method, path and headers: a refusal
+	// (status != 0), or needBody, or neither: the request goes on.
+	MCPHeaders(ctx context.Context, r *http.Request) (status int, header http.Header, body []byte, needBody bool)
+	// MCPBody decides from the JSON-RPC body: a refusal (status != 0), or
+	// the request goes on.
+	MCPBody(ctx context.Context, r *http.Request, body []byte) (status int, header http.Header, reply []byte)
+}
+
+// WithMCP makes the processor authorize MCP requests with a (nil: none;
+// they are unknown URLs, 404).
+func WithMCP(a MCPAuthorizer) Option { return func(p *Processor) { p.mcp = a } }
+
+// replyMCPBody continues an MCP request's headers and asks for its body,
+// BUFFERED (Envoy answers 413 above the listener's buffer limit). The
+// override merges into the filter-level mode, not the route's (R2.7), so it
+// turns the response direction off again as the route has it: the MCP
+// service's replies (JSON or SSE) never pass through the processor.
+var replyMCPBody = &extprocv3.ProcessingResponse{
+	Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}},
+	ModeOverride: &extprocfilterv3.ProcessingMode{
+		RequestBodyMode:     extprocfilterv3.ProcessingMode_BUFFERED,
+		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SKIP,
+		ResponseBodyMode:    extprocfilterv3.ProcessingMode_NONE,
+		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
+	},
+}
+
+// mcpHeaders decides an MCP request at its headers; nil when the path is
+// not the MCP gateway's (or no authorizer is set).
+func (s *stream) mcpHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	path, _, _ := strings.Cut(s.path, "?")
+	if s.p.mcp == nil || (path != envoy.MCPPath && !strings.HasPrefix(path, envoy.MCPPath+"/")) {
+		return nil
+	}
+	r, err := http.NewRequestWithContext(ctx, s.method, s.path, http.NoBody)
+	if err != nil {
+		return nil
+	}
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		if k := hv.GetKey(); k != "" && k[0] != ':' {
+			r.Header.Add(k, headerValue(hv))
+		}
+	}
+	s.mcpReq = r
+	status, hdr, body, needBody := s.p.mcp.MCPHeaders(ctx, r)
+	switch {
+	case status != 0:
+		return s.mcpReply(status, hdr, body)
+	case needBody && !h.GetEndOfStream():
+		return replyMCPBody
+	}
+	return replyContinueRequestHeaders
+}
+
+// mcpBody decides an MCP request at its body.
+func (s *stream) mcpBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if status, hdr, reply := s.p.mcp.MCPBody(ctx, s.mcpReq, b.GetBody()); status != 0 {
+		return s.mcpReply(status, hdr, reply)
+	}
+	return replyContinueRequestBody
+}
+
+// mcpReply answers an MCP request with the authorizer's refusal.
+func (s *stream) mcpReply(status int, hdr http.Header, body []byte) *extprocv3.ProcessingResponse {
+	var headers [][2]string
+	for k, vs := range hdr {
+		if !strings.EqualFold(k, hdrContentType) { // immediate sets it
+			for _, v := range vs {
+				headers = append(headers, [2]string{strings.ToLower(k), v})
+			}
+		}
+	}
+	return s.immediate(status, body, headers)
 }

@@ -220,8 +220,10 @@ func (s *stream) settledReport(rec *Record, cost kernel.Money, err error) {
 
 // observed reports the finished request; called once, when the stream ends.
 func (s *stream) observed() {
-	if s.p.obs == nil || s.id == "" || s.try != nil && s.try.Owned {
-		return // a router-level stream whose try reported the request
+	if s.p.obs == nil || s.id == "" || s.try != nil && s.try.Owned || s.mcpReq != nil {
+		// A router-level stream whose try reported the request; an MCP
+		// request, which the MCP observer reports (endpoints.go).
+		return
 	}
 	s.fillReport()
 	r := &s.report

@@ -52,6 +52,7 @@ type Processor struct {
 	cp     UsageCheckpointer // streams' usage so far (estimate.go; nil: none)
 	guards GuardResolver     // guard.go (nil: none)
 	cache  ResponseCache     // the response cache (cache.go; nil: none)
+	mcp    MCPAuthorizer     // /mcp on Envoy (endpoints.go; nil: none)
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Processor)(nil)
@@ -258,6 +259,8 @@ type stream struct {
 	own responsesapi.State
 	// units: a multipart unit request's headers (units.go).
 	units unitState
+	// mcpReq: an MCP request's method, path and headers (endpoints.go).
+	mcpReq *http.Request
 }
 
 func (s *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
@@ -344,6 +347,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 	}
 	s.path, s.method = headerValueAs(path, epPath), headerValueAs(method, epMethod)
 	if ep == nil || ep.Method != "" && ep.Method != s.method {
+		if pr := s.mcpHeaders(ctx, h); pr != nil { // endpoints.go
+			return pr
+		}
 		pathOnly, _, _ := strings.Cut(s.path, "?")
 		return s.reject(&translate.APIError{
 			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeUnknownURL,
@@ -410,6 +416,9 @@ func (s *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *
 
 func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	defer s.releaseBody()
+	if s.mcpReq != nil { // endpoints.go
+		return s.mcpBody(ctx, b)
+	}
 	if s.own.Forwarded() != nil { // a forwarded request's body (responses.go)
 		return replyContinueRequestBody
 	}

@@ -109,6 +109,7 @@ type Gateway struct {
 	edge     *edge.Edge
 	mcp      *mcp.Handler // the MCP gateway (mcp.go)
 	mcpCat   *mcpCatalog
+	mcpObs   mcp.Observer // shared by the MCP service and the processor's edge check (mcp.go)
 	mcpSrv   *http.Server // the MCP service Envoy's /mcp route reaches
 	child    *childEnvoy
 	conns    []*grpc.ClientConn

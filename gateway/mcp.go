@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/accounting"
 	"github.com/tollgate-ai/tollgate/edge"
+	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/internal/secret"
 	"github.com/tollgate-ai/tollgate/kernel"
 	"github.com/tollgate-ai/tollgate/mcp"
@@ -187,22 +188,37 @@ func (g *Gateway) startMCP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g.mcpCat = &mcpCatalog{cat: g.Catalog}
+	g.mcpShared(ctx)
 	if err := g.refreshMCP(ctx); err != nil {
 		return err
 	}
-	var tr *observe.Tracing
-	if g.obs != nil {
-		tr = g.obs.tracing
-	}
-	var m *observe.Metrics
-	if g.obs != nil {
-		m = g.obs.metrics
-	}
 	g.mcp = mcp.New(g.mcpCat, mcpAccountant{g.Accountant}, sealer,
-		mcp.WithLogger(g.log), mcp.WithClock(g.now), mcp.WithObserver(observe.NewMCP(ctx, g.log, m, tr)),
+		mcp.WithLogger(g.log), mcp.WithClock(g.now), mcp.WithObserver(g.mcpObs),
 		mcp.WithGuard(mcpGuard{g.Catalog})) // mcp_guard.go
 	return g.serveMCP()
+}
+
+// mcpShared makes, once, what the MCP service and the processor's edge
+// check share: the catalog and the observer (one set of metrics).
+func (g *Gateway) mcpShared(ctx context.Context) {
+	if g.mcpCat != nil {
+		return
+	}
+	g.mcpCat = &mcpCatalog{cat: g.Catalog}
+	var tr *observe.Tracing
+	var m *observe.Metrics
+	if g.obs != nil {
+		tr, m = g.obs.tracing, g.obs.metrics
+	}
+	g.mcpObs = observe.NewMCP(ctx, g.log, m, tr)
+}
+
+// mcpEdgeOption makes the processor authorize /mcp on Envoy (the route runs
+// ext_proc on its headers: xds/mcp.go) with the MCP service's catalog, so
+// that a refusal happens at the edge; the service still admits and settles.
+func (g *Gateway) mcpEdgeOption(ctx context.Context) extproc.Option {
+	g.mcpShared(ctx)
+	return extproc.WithMCP(mcp.NewEdgeAuthorizer(g.mcpCat, g.mcpObs))
 }
 
 // serveMCP serves the MCP gateway on Config.MCPAddr for Envoy's /mcp route

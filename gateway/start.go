@@ -190,6 +190,7 @@ func (g *Gateway) startProcessor(ctx context.Context) error {
 		return err
 	}
 	respOpts = append(respOpts, extproc.WithTokenKey(tokenKey))
+	respOpts = append(respOpts, g.mcpEdgeOption(ctx)) // mcp.go: /mcp on Envoy
 	acct, observer := g.observeProcessor()
 	g.respCache.embedThrough(acct, g.now)
 	g.proc = extproc.New(g.Catalog, acct, append([]extproc.Option{ //nolint:contextcheck // streams carry their own contexts

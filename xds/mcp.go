@@ -14,18 +14,48 @@ import (
 )
 
 // The MCP gateway on Envoy: /mcp and the paths under it go to the gateway's
-// MCP service (Input.MCP), HTTP/1.1, with ext_proc off on the route. The
-// MCP service is the same handler the built-in data plane calls in process
-// (gateway/mcp.go): it authenticates the key, checks the tool grants,
-// admits and settles each tools/call through the processor's accountant,
-// so a second pass through ext_proc would only repeat it. No route timeout
-// (a tool may run long); the route's idle timeout bounds stalls.
+// MCP service (Input.MCP), HTTP/1.1. The MCP service is the same handler the
+// built-in data plane calls in process (gateway/mcp.go): it authenticates
+// the key, checks the tool grants, admits and settles each tools/call. The
+// processor authorizes first, at the edge (mcp.EdgeAuthorizer through
+// extproc.WithMCP), so that a request without a key, or a call the key's
+// grants do not cover, is refused by Envoy and never reaches the service:
+// ext_proc runs on the route's request headers only (MCPProcessingMode),
+// and the processor asks for the body (mode_override, BUFFERED) only when
+// the headers do not decide (2025-11-25 clients send no Mcp-Method). The
+// response direction is off: replies (JSON or SSE) stream straight back.
+// No route timeout (a tool may run long); the route's idle timeout bounds
+// stalls.
 
-// mcpRoute is the route of envoy.MCPPath, before the catch-all.
-func (b *builder) mcpRoute() *routev3.Route { return b.serviceRoute(envoy.MCPRouteName, envoy.MCPPath) }
+// MCPProcessingMode is the /mcp route's ext_proc processing mode: the
+// request headers, nothing else. A per-route mode replaces the whole
+// filter-level one, so every field is set.
+func MCPProcessingMode() *extprocfilterv3.ProcessingMode {
+	return &extprocfilterv3.ProcessingMode{
+		RequestHeaderMode:   extprocfilterv3.ProcessingMode_SEND,
+		RequestBodyMode:     extprocfilterv3.ProcessingMode_NONE,
+		RequestTrailerMode:  extprocfilterv3.ProcessingMode_SKIP,
+		ResponseHeaderMode:  extprocfilterv3.ProcessingMode_SKIP,
+		ResponseBodyMode:    extprocfilterv3.ProcessingMode_NONE,
+		ResponseTrailerMode: extprocfilterv3.ProcessingMode_SKIP,
+	}
+}
+
+// mcpRoute is the route of envoy.MCPPath, before the catch-all, ext_proc on
+// its request headers (MCPProcessingMode).
+func (b *builder) mcpRoute() *routev3.Route {
+	r := b.serviceRoute(envoy.MCPRouteName, envoy.MCPPath)
+	r.TypedPerFilterConfig = map[string]*anypb.Any{envoy.ExtProcFilter: b.any(&extprocfilterv3.ExtProcPerRoute{
+		Override: &extprocfilterv3.ExtProcPerRoute_Overrides{Overrides: &extprocfilterv3.ExtProcOverrides{
+			ProcessingMode: MCPProcessingMode(),
+		}},
+	})}
+	return r
+}
 
 // serviceRoute sends path and the paths under it to the gateway's service
-// cluster (MCP, and the batch endpoints: batches.go), ext_proc off.
+// cluster (the batch endpoints: batches.go; MCP, whose route then runs
+// ext_proc on its headers), ext_proc off.
 func (b *builder) serviceRoute(name, path string) *routev3.Route {
 	off, _ := anypb.New(&extprocfilterv3.ExtProcPerRoute{
 		Override: &extprocfilterv3.ExtProcPerRoute_Disabled{Disabled: true},

@@ -5,7 +5,9 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate-ai/tollgate/envoy"
 )
@@ -28,7 +30,11 @@ func TestMCPRouteAndCluster(t *testing.T) {
 	require.NotNil(t, mcp)
 	require.Equal(t, "/mcp", mcp.GetMatch().GetPathSeparatedPrefix())
 	require.Equal(t, envoy.MCPCluster, mcp.GetRoute().GetCluster())
-	require.Contains(t, mcp.GetTypedPerFilterConfig(), envoy.ExtProcFilter, "ext_proc is off: the MCP service authorizes and meters")
+	var per extprocfilterv3.ExtProcPerRoute
+	require.NoError(t, mcp.GetTypedPerFilterConfig()[envoy.ExtProcFilter].UnmarshalTo(&per))
+	require.False(t, per.GetDisabled(), "the processor authorizes /mcp at the edge")
+	require.True(t, proto.Equal(MCPProcessingMode(), per.GetOverrides().GetProcessingMode()), "request headers only: %v", per.GetOverrides())
+	require.Equal(t, extprocfilterv3.ProcessingMode_SKIP, per.GetOverrides().GetProcessingMode().GetResponseHeaderMode(), "replies (SSE) bypass the processor")
 
 	var cluster *clusterv3.Cluster
 	for _, c := range res.Clusters {

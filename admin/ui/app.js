@@ -787,6 +787,73 @@ pages.cache = async () => {
   await draw();
 };
 
+// MCP servers (issue 31): the upstream servers agents reach through /mcp,
+// their prices and rpm (the credential is write-only: only whether one is
+// set is shown), and the tool calls' spend by server and by tool.
+// Writes need the admin role.
+pages.mcp = async () => {
+  const servers = h('div', { id: 'mcp-servers' });
+  const byServer = h('div', { id: 'mcp-spend-servers' });
+  const byTool = h('div', { id: 'mcp-spend-tools' });
+  const controls = h('form', { class: 'filters' },
+    field('Range', sel('range', [['7', 'last 7 days'], ['30', 'last 30 days'], ['1', 'last 24 hours']])));
+  const n = (v) => Number(v || 0);
+  const pairs = (m, f = (v) => v) => Object.entries(m || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${f(v)}`).join(', ');
+  const refresh = async () => {
+    const items = await listAll('MCPService/ListMCPServers', 'servers');
+    servers.replaceChildren(table([
+      { label: 'ID', get: (s) => s.id },
+      { label: 'URL', get: (s) => h('code', {}, s.url) },
+      { label: 'Price per call', num: true, get: (s) => usd(s.price_per_call) },
+      { label: 'Tool prices', get: (s) => pairs(s.tool_prices, usd) },
+      { label: 'RPM', num: true, get: (s) => (s.rpm && s.rpm !== '0' ? s.rpm : '') },
+      { label: 'Credential', get: (s) => (s.has_credential ? 'set' + (s.credential_header ? ` (${s.credential_header})` : '') : 'none') },
+      { label: 'Headers', get: (s) => pairs(s.headers) },
+      { label: 'Actions', get: (s) => deleteButton('MCP server', s.id, 'MCPService/DeleteMCPServer', refresh) },
+    ], items, 'No MCP server yet (tollgate mcp-server create ID --url URL).'));
+  };
+  async function spend() {
+    const since = new Date(Date.now() - Number(controls.elements.range.value) * 86400e3).toISOString();
+    const [s, t] = await Promise.all(['mcp_server', 'mcp_tool'].map((by) => api('SpendService/GetSpendBreakdown', { group_by: by, since })));
+    const cols = (label) => [
+      { label, get: (g) => g.id },
+      { label: 'Spend', num: true, get: (g) => usd(g.total) },
+      { label: 'Calls', num: true, get: (g) => n(g.requests) },
+    ];
+    byServer.replaceChildren(table(cols('Server'), s.groups || [], 'No tool call in this range.'));
+    byTool.replaceChildren(table(cols('Tool'), t.groups || [], 'No tool call in this range.'));
+    main.dataset.mcpDrawn = 'yes';
+  }
+  const create = writeForm('Add an MCP server', [
+    field('ID', inp('id', { required: true, size: 10, pattern: '[A-Za-z0-9\\-]+' })),
+    field('URL', inp('url', { required: true, size: 30, type: 'url' })),
+    field('Credential', inp('credential', { type: 'password', size: 14, autocomplete: 'off' })),
+    field('Price per call ($)', inp('price', { inputmode: 'decimal', placeholder: '0.001', size: 8 })),
+    field('Tool prices (TOOL=USD, comma-separated)', inp('tool_prices', { placeholder: 'create_issue=0.01', size: 20 })),
+    field('RPM', inp('rpm', { type: 'number', min: 0, size: 6 })),
+    field('Headers (NAME=VALUE, comma-separated; not secret)', inp('headers', { size: 20 })),
+  ], async (f) => {
+    const v = (x) => f.elements[x].value.trim();
+    const kv = (s) => Object.fromEntries(csv(s).map((p) => { const i = p.indexOf('='); return [p.slice(0, i).trim(), p.slice(i + 1).trim()]; }));
+    const server = { id: v('id'), url: v('url'), headers: kv(v('headers')),
+      tool_prices: Object.fromEntries(Object.entries(kv(v('tool_prices'))).map(([k, x]) => [k, { dollars: x }])) };
+    if (v('price')) server.price_per_call = { dollars: v('price') };
+    if (v('rpm')) server.rpm = v('rpm');
+    const req = { server };
+    if (v('credential')) req.credential = v('credential');
+    await api('MCPService/CreateMCPServer', req);
+    say(`Added MCP server ${server.id}.`);
+    await refresh();
+  }, 'Add', isAdmin());
+  controls.addEventListener('input', () => spend().catch((e) => say(e.message, true)));
+  controls.addEventListener('submit', (e) => e.preventDefault());
+  main.replaceChildren(h('h1', {}, 'MCP servers'),
+    h('p', { class: 'muted' }, 'Agents reach every server their key may use at /mcp (tools named SERVER__TOOL), one server at /mcp/SERVER. Grant tools with tollgate mcp-tools set.'),
+    create, servers, h('section', {}, h('h2', {}, 'Tool spend by server'), controls, byServer),
+    h('section', {}, h('h2', {}, 'Tool spend by tool'), byTool));
+  await Promise.all([refresh(), spend()]);
+};
+
 // Alerts (issue 36): the alerts fired with their deliveries, the sinks every
 // replica delivers to, and the settings. Writes need the admin role.
 pages.alerts = async () => {

@@ -1,0 +1,262 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// EdgeAuthorizer refuses MCP requests at the data plane's edge, before they
+// reach the MCP service: on Envoy the ext_proc processor asks it about every
+// request of the /mcp route (docs/envoy.md, "The MCP gateway"). It answers
+// what the service would: 401 for no or a bad key, 404 for an unknown
+// /mcp/SERVER, and the JSON-RPC -32041 error of a tools/call, prompts/get,
+// resources/read or completion/complete the key's grants do not cover. It
+// never admits nor charges: a request it lets through is authenticated,
+// checked, admitted and settled by the service as before, so metering stays
+// exactly once, and what it cannot decide it lets through for the service
+// to answer (an unknown name, a batch, a body that is not JSON-RPC).
+//
+// Its methods take only standard-library types, so that the processor
+// declares the interface it needs without importing this package.
+type EdgeAuthorizer struct {
+	cat Catalog
+	obs Observer
+	now func() time.Time
+}
+
+// NewEdgeAuthorizer returns the edge authorizer of cat's keys and servers;
+// obs (nil: none) hears about each call it refuses for lack of a grant, as
+// the service's observer would have (access log, metrics, traces).
+func NewEdgeAuthorizer(cat Catalog, obs Observer) *EdgeAuthorizer {
+	if obs == nil {
+		obs = ObserverFunc(func(context.Context, *Event) {})
+	}
+	return &EdgeAuthorizer{cat: cat, obs: obs, now: time.Now}
+}
+
+// MCPHeaders decides an MCP request from its method, path and headers (its
+// body is not read). It returns the refusal to answer with (status != 0:
+// the status, headers and body of the reply), or needBody: the headers do
+// not decide and MCPBody should see the body. Neither: the request goes on.
+//
+// A 2026-07-28 client names the method in Mcp-Method and the tool, prompt
+// or resource in Mcp-Name: a call its grants cover goes on without its
+// body being read. One they do not cover needs the body all the same, only
+// for the request's id, so that the refusal is the JSON-RPC response to
+// that request, as the service sends it. A 2025-11-25 client sends no
+// Mcp-Method: every POST needs its body.
+func (a *EdgeAuthorizer) MCPHeaders(ctx context.Context, r *http.Request) (status int, header http.Header, body []byte, needBody bool) {
+	rc, status, header, body := a.caller(ctx, r)
+	if status != 0 || rc == nil || r.Method != http.MethodPost {
+		return status, header, body, false
+	}
+	method := r.Header.Get(HeaderMethod)
+	if method == "" {
+		return 0, nil, nil, true
+	}
+	if !grantChecked(method) {
+		return 0, nil, nil, false
+	}
+	name, ok := decodeHeaderName(r.Header.Get(HeaderName))
+	if !ok || name == "" || method == "completion/complete" { // the reference is in the body only
+		return 0, nil, nil, true
+	}
+	_, err := rc.authorize(method, name, "")
+	return 0, nil, nil, notGrantedError(err) != nil
+}
+
+// MCPBody decides an MCP request from its JSON-RPC body, after MCPHeaders
+// asked for it: the refusal to answer with (status != 0), else the request
+// goes on. The refusal of a call the grants do not cover is the JSON-RPC
+// error response (HTTP 200) the service sends, with the request's id.
+func (a *EdgeAuthorizer) MCPBody(ctx context.Context, r *http.Request, body []byte) (status int, header http.Header, reply []byte) {
+	start := a.now()
+	rc, status, header, reply := a.caller(ctx, r)
+	if status != 0 || rc == nil {
+		return status, header, reply
+	}
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
+		return 0, nil, nil // a batch (older versions) or not JSON-RPC: the service answers
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return 0, nil, nil
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || !grantChecked(req.Method) {
+		return 0, nil, nil
+	}
+	name, ref := callName(req.Method, req.Params)
+	ev, err := rc.authorize(req.Method, name, ref)
+	wire := notGrantedError(err)
+	if wire == nil {
+		return 0, nil, nil
+	}
+	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: wire})
+	if err != nil {
+		return 0, nil, nil
+	}
+	ev.ProtocolVersion, ev.Caller, ev.Err, ev.Duration = rc.version, rc.caller, wire, a.now().Sub(start)
+	a.obs.Observe(ctx, ev)
+	return http.StatusOK, jsonHeader(), out
+}
+
+// notGrantedError is err when it is the refusal of a name the grants do not
+// cover (-32041), else nil.
+func notGrantedError(err error) *jsonrpc.Error {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) && wire.Code == CodeToolNotGranted {
+		return wire
+	}
+	return nil
+}
+
+func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+// caller authenticates r and finds the servers it may reach: the 401 and
+// 404 replies the service gives (handler.go), else the request's caller and
+// servers (nil for a path that is not the MCP gateway's: let it go on).
+func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, int, http.Header, []byte) {
+	rest, ok := strings.CutPrefix(r.URL.Path, Path)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return nil, 0, nil, nil
+	}
+	c, err := a.cat.Authenticate(ctx, bearer(r))
+	if err != nil {
+		challenge := `Bearer realm="tollgate"`
+		msg := "missing api key: send Authorization: Bearer <tollgate key>"
+		if bearer(r) != "" {
+			challenge += `, error="invalid_token"`
+			msg = "invalid api key"
+		}
+		h := jsonHeader()
+		h.Set("WWW-Authenticate", challenge)
+		return nil, http.StatusUnauthorized, h, errorBody(CodeUnauthorized, msg)
+	}
+	rc := &reqCtx{caller: c, version: r.Header.Get(HeaderProtocol)}
+	all := a.cat.Servers()
+	if id := strings.Trim(rest, "/"); id != "" {
+		if rc.single = findServer(all, id); rc.single == nil {
+			return nil, http.StatusNotFound, jsonHeader(), errorBody(-32600, "unknown MCP server "+strconvQuote(id))
+		}
+		rc.servers = []*Server{rc.single}
+	} else {
+		rc.servers = all
+	}
+	return rc, 0, nil, nil
+}
+
+// authorize is the grant check of a method the service checks (tools/call,
+// prompts/get, resources/read: name; completion/complete: ref, its
+// reference's type, and name), with the service's own refusal (-32041, by
+// its resolve and notGranted), and the event the service would report for
+// it. A name that does not resolve is another error: the service answers it.
+// The handler may call it for its own checks.
+func (rc *reqCtx) authorize(method, name, ref string) (*Event, error) {
+	ev := &Event{Method: method}
+	var srv *Server
+	var grant, what string
+	var err error
+	switch {
+	case method == "tools/call" && name != "":
+		var tool string
+		if srv, tool, err = resolveName(rc, name, "tool"); err == nil {
+			ev.Tool, grant, what = tool, tool, "tool "+strconvQuote(name)
+		}
+	case method == "prompts/get" && name != "", method == "completion/complete" && ref == "ref/prompt":
+		var prompt string
+		if srv, prompt, err = resolveName(rc, name, "prompt"); err == nil {
+			grant, what = promptPrefix+prompt, "prompt "+strconvQuote(name)
+		}
+	case method == "resources/read" && name != "", method == "completion/complete" && ref == "ref/resource":
+		if srv, _, err = resourceServer(rc, name); err == nil {
+			grant, what = resourceGrant, "resource "+strconvQuote(name)
+		}
+	default:
+		return ev, errors.New("mcp: nothing to check")
+	}
+	if err != nil {
+		return ev, err
+	}
+	ev.Server = srv.ID
+	return ev, notGranted(rc.caller, srv.ID, grant, what)
+}
+
+// resolveName is Handler.resolve of a tool or prompt name: the service's
+// own resolution and errors (resolve reads rc only, no Handler state).
+func resolveName(rc *reqCtx, name, kind string) (*Server, string, error) {
+	return (*Handler)(nil).resolve(rc, name, kind)
+}
+
+// grantChecked reports whether the service checks method against the
+// caller's grants.
+func grantChecked(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read", "completion/complete":
+		return true
+	}
+	return false
+}
+
+// callName is the name a request's params give the grant check: the tool or
+// prompt name, the resource URI, or for completion/complete its reference's
+// name or URI and type (ref).
+func callName(method string, params json.RawMessage) (name, ref string) {
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+		Ref  *struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"ref"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return "", ""
+	}
+	switch method {
+	case "resources/read":
+		return p.URI, ""
+	case "completion/complete":
+		if p.Ref == nil {
+			return "", ""
+		}
+		if p.Ref.Type == "ref/resource" {
+			return p.Ref.URI, p.Ref.Type
+		}
+		return p.Ref.Name, p.Ref.Type
+	}
+	return p.Name, ""
+}
+
+// decodeHeaderName reads Mcp-Name: values that are not plain ASCII travel
+// as =?base64?…?= (SEP-2243).
+func decodeHeaderName(v string) (string, bool) {
+	enc, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	if enc, ok = strings.CutSuffix(enc, "?="); !ok {
+		return v, true
+	}
+	b, err := base64.StdEncoding.DecodeString(enc)
+	return string(b), err == nil
+}
+
+// errorBody is the body writeError sends: a JSON-RPC error with id null.
+func errorBody(code int64, msg string) []byte {
+	var b bytes.Buffer
+	_ = json.NewEncoder(&b).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": code, "message": msg},
+	})
+	return b.Bytes()
+}
