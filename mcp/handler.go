@@ -40,6 +40,7 @@ type Handler struct {
 	now    func() time.Time
 	base   http.RoundTripper
 	guard  ToolGuard // guard.go
+	hosts  []string  // allowed Host/Origin names (origin.go); nil: any
 	up     *upstreams
 	sdkh   *sdk.StreamableHTTPHandler
 }
@@ -112,6 +113,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, Path)
 	if !ok || (rest != "" && rest[0] != '/') {
 		writeError(w, http.StatusNotFound, -32600, "not an MCP endpoint: "+r.URL.Path)
+		return
+	}
+	if !h.hostAllowed(r) { // origin.go: before the key, whatever the request
+		writeError(w, http.StatusForbidden, CodeHostNotAllowed, "forbidden: the Host or Origin of this request is not an allowed host of this gateway's MCP endpoint")
 		return
 	}
 	caller, err := h.cat.Authenticate(r.Context(), bearer(r))
