@@ -103,7 +103,10 @@ func TestMCPConformance(t *testing.T) {
 }
 
 // startConformanceServer builds and runs the Go SDK's conformance server
-// (stateless Streamable HTTP) and returns its endpoint.
+// and returns its endpoint. It keeps sessions (-stateless=false, as the
+// SDK's own conformance script runs it): a stateless server cannot send
+// requests to its client (sampling, elicitation) nor keep a logging level
+// or subscriptions, so those scenarios would fail on the upstream.
 func startConformanceServer(t *testing.T, s *system) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "everything-server")
@@ -111,7 +114,7 @@ func startConformanceServer(t *testing.T, s *system) string {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the Go SDK's conformance server: %s", out)
 	addr := testenv.FreeAddr(t)
-	cmd := exec.Command(bin, "-http", addr)
+	cmd := exec.Command(bin, "-http", addr, "-stateless=false")
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -41,6 +41,11 @@ type Config struct {
 	// MCPAddr serves the MCP gateway to Envoy (the cluster of its /mcp
 	// route): host:port, "" for 127.0.0.1 on a free port (gateway/mcp.go).
 	MCPAddr string
+	// MCPAllowedHosts are the host names /mcp answers for (its Host header,
+	// and its Origin header when there is one: DNS-rebinding protection,
+	// mcp.WithAllowedHosts); nil: mcp.DefaultAllowedHosts(Listen), loopback
+	// names for a loopback listener, any host otherwise.
+	MCPAllowedHosts []string
 	// DataPlane is builtin, envoy or none.
 	DataPlane DataPlane
 	// ProcessorOverGRPC makes the built-in data plane call the processor over

@@ -194,7 +194,8 @@ func (g *Gateway) startMCP(ctx context.Context) error {
 	}
 	g.mcp = mcp.New(g.mcpCat, mcpAccountant{g.Accountant}, sealer,
 		mcp.WithLogger(g.log), mcp.WithClock(g.now), mcp.WithObserver(g.mcpObs),
-		mcp.WithGuard(mcpGuard{g.Catalog})) // mcp_guard.go
+		mcp.WithGuard(mcpGuard{g.Catalog}), // mcp_guard.go
+		mcp.WithAllowedHosts(g.mcpAllowedHosts()))
 	return g.serveMCP()
 }
 
@@ -219,6 +220,14 @@ func (g *Gateway) mcpShared(ctx context.Context) {
 func (g *Gateway) mcpEdgeOption(ctx context.Context) extproc.Option {
 	g.mcpShared(ctx)
 	return extproc.WithMCP(mcp.NewEdgeAuthorizer(g.mcpCat, g.mcpObs))
+}
+
+// mcpAllowedHosts is the allow-list of /mcp's Host and Origin headers.
+func (g *Gateway) mcpAllowedHosts() []string {
+	if g.Config.MCPAllowedHosts != nil {
+		return g.Config.MCPAllowedHosts
+	}
+	return mcp.DefaultAllowedHosts(g.Config.Listen)
 }
 
 // serveMCP serves the MCP gateway on Config.MCPAddr for Envoy's /mcp route

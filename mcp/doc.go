@@ -20,7 +20,13 @@
 //     and for each 2025-11-25 agent one of its own per server that keeps
 //     sessions, carried in its token and resumed by any replica;
 //   - metering (meter.go): every tools/call admitted through the same
-//     Accountant as model requests and settled into the ledger as an MCP row.
+//     Accountant as model requests and settled into the ledger as an MCP row;
+//   - the relay of a call's stream (stream.go): the upstream's notifications
+//     and requests during a 2025-11-25 agent's tools/call, on an SSE reply,
+//     and the agent's answers back to the upstream session that asked;
+//     logging/setLevel and resource subscriptions (subscribe.go);
+//   - DNS-rebinding protection (origin.go): Host and Origin checked against
+//     an allow-list before anything else.
 //
 // The protocol itself is the official Go SDK's
 // (github.com/modelcontextprotocol/go-sdk): the downstream side is a
@@ -29,8 +35,12 @@
 // SDK's Client over StreamableClientTransport. Nothing here frames JSON-RPC
 // by hand except the Mcp-Session-Id header of an initialize reply (the SDK's
 // stateless handler sets none), reading the method of a request body to
-// know it is an initialize, and the handshake of a resumed upstream session
-// (resumeTransport: the SDK's client cannot resume a session).
+// know it is an initialize, the handshake of a resumed upstream session
+// (resumeTransport: the SDK's client cannot resume a session), and the
+// relay of what an upstream sends during a 2025-11-25 agent's tools/call
+// (stream.go, with the SDK's jsonrpc encoder: notifications and the
+// upstream's requests on an SSE reply, the agent's answers routed back to
+// the upstream session that asked, from any replica).
 //
 // It imports the MCP SDK, kernel (scopes, money, admission types) and the
 // standard library. It must not import extproc, gateway, store, accounting,

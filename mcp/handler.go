@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,6 +41,7 @@ type Handler struct {
 	now    func() time.Time
 	base   http.RoundTripper
 	guard  ToolGuard // guard.go
+	hosts  []string  // allowed Host/Origin names (origin.go); nil: any
 	up     *upstreams
 	sdkh   *sdk.StreamableHTTPHandler
 }
@@ -114,6 +116,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, -32600, "not an MCP endpoint: "+r.URL.Path)
 		return
 	}
+	if !h.hostAllowed(r) { // origin.go: before the key, whatever the request
+		writeError(w, http.StatusForbidden, CodeHostNotAllowed, "forbidden: the Host or Origin of this request is not an allowed host of this gateway's MCP endpoint")
+		return
+	}
 	caller, err := h.cat.Authenticate(r.Context(), bearer(r))
 	if err != nil {
 		challenge := `Bearer realm="tollgate"`
@@ -163,8 +169,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var body []byte
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 		if err != nil {
 			writeError(w, http.StatusBadRequest, -32700, "cannot read the request body")
 			return
@@ -174,9 +182,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if v, ok := initializeVersion(body); ok && r.Header.Get(HeaderSessionID) == "" {
+		if v, agent, ok := initializeVersion(body); ok && r.Header.Get(HeaderSessionID) == "" {
 			t := newSessionToken(caller.KeyID, v, h.now())
-			t.Up = h.up.open(r.Context(), t.ID, usable(caller, rc.servers))
+			t.Agent = agentCapabilities(agent)
+			t.Up = h.up.open(r.Context(), t.ID, usable(caller, rc.servers), t.Agent)
 			rc.token = &t
 			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
 		}
@@ -184,6 +193,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rc.run, err = runOf(r, rc.token); err != nil {
 		writeError(w, http.StatusBadRequest, -32600, err.Error())
 		return
+	}
+	if r.Method == http.MethodPost { // stream.go
+		if res, ok := relayedResponse(body); ok {
+			h.serveRelayedResponse(w, r, rc, res)
+			return
+		}
+		if req, ok := toolsCall(body); ok && rc.token != nil && rc.version < newProtocol && acceptsSSE(r) {
+			h.serveCallStream(w, r, rc, req)
+			return
+		}
 	}
 	rc.server = h.newServer(rc)
 	h.sdkh.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reqKey{}, rc)))
@@ -194,8 +213,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tollgate", Title: "Tollgate MCP gateway", Version: "1"}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{
-			Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{},
-			Completions: &sdk.CompletionCapabilities{},
+			Tools: &sdk.ToolCapabilities{}, Resources: &sdk.ResourceCapabilities{Subscribe: true}, Prompts: &sdk.PromptCapabilities{},
+			Completions: &sdk.CompletionCapabilities{}, Logging: &sdk.LoggingCapabilities{},
+		},
+		// subscribe.go: relayed to the resource's server.
+		SubscribeHandler: func(ctx context.Context, req *sdk.SubscribeRequest) error {
+			return h.subscribe(ctx, rc, req.Params.URI, true)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *sdk.UnsubscribeRequest) error {
+			return h.subscribe(ctx, rc, req.Params.URI, false)
 		},
 		Logger: quiet(h.log),
 	})
@@ -225,6 +251,9 @@ func (h *Handler) newServer(rc *reqCtx) *sdk.Server {
 				res, err = h.getPrompt(ctx, rc, req, ev)
 			case "completion/complete":
 				res, err = h.complete(ctx, rc, req, ev) // resources.go
+			case "logging/setLevel":
+				h.setLevel(ctx, rc, req) // subscribe.go
+				res, err = next(ctx, method, req)
 			default:
 				res, err = next(ctx, method, req)
 			}
@@ -305,19 +334,33 @@ func runOf(r *http.Request, t *sessionToken) (string, error) {
 	return "", nil
 }
 
-// initializeVersion reports whether body is an initialize request and the
-// protocol version it asks for.
-func initializeVersion(body []byte) (string, bool) {
+// initializeVersion reports whether body is an initialize request, the
+// protocol version it asks for and the client's capabilities.
+func initializeVersion(body []byte) (string, *sdk.ClientCapabilities, bool) {
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
-			ProtocolVersion string `json:"protocolVersion"`
+			ProtocolVersion string                  `json:"protocolVersion"`
+			Capabilities    *sdk.ClientCapabilities `json:"capabilities"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &m) != nil || m.Method != "initialize" {
-		return "", false
+		return "", nil, false
 	}
-	return m.Params.ProtocolVersion, true
+	return m.Params.ProtocolVersion, m.Params.Capabilities, true
+}
+
+// toolsCall is body's tools/call request, if it is one.
+func toolsCall(body []byte) (*jsonrpc.Request, bool) {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return nil, false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return nil, false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	return req, ok && req.IsCall() && req.Method == "tools/call"
 }
 
 // bearer is the key of a request: Authorization: Bearer, else x-api-key.

@@ -389,16 +389,22 @@ func TestSessionServedByEitherReplica(t *testing.T) {
 	require.Equal(t, 2, n, "both replicas served the session")
 
 	// The token is bound to its key: another key presenting it is refused.
-	req, err := http.NewRequest(http.MethodPost, f.gateways[1].URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	require.Equal(t, http.StatusNotFound, postInSession(t, f.gateways[1].URL+"/mcp", keyRead, cs.ID(), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+}
+
+// postInSession POSTs body with key in session and returns the HTTP status.
+func postInSession(t *testing.T, url, key, session, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+keyRead)
-	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = res.Body.Close()
-	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	return res.StatusCode
 }
 
 // A 2025-11-25 agent's upstream session is its own, opened when it

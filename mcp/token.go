@@ -32,6 +32,26 @@ type sessionToken struct {
 	Version string               `json:"v"`
 	Expires int64                `json:"e"` // Unix seconds
 	Up      map[string]upSession `json:"u,omitempty"`
+	// Agent is what the agent declared it can answer (sampling,
+	// elicitation, roots: agentCapabilities), declared to the upstreams in
+	// the sessions the gateway opens for it.
+	Agent *sdk.ClientCapabilities `json:"a,omitempty"`
+}
+
+// agentCapabilities is the part of an initialize request's client
+// capabilities that upstream servers act on: the requests they may send
+// (sampling/createMessage, elicitation/create, roots/list), which the
+// gateway relays to the agent during a call (stream.go). nil when there is
+// none.
+func agentCapabilities(c *sdk.ClientCapabilities) *sdk.ClientCapabilities {
+	if c == nil || (c.Sampling == nil && c.Elicitation == nil && c.RootsV2 == nil) {
+		return nil
+	}
+	out := &sdk.ClientCapabilities{Sampling: c.Sampling, Elicitation: c.Elicitation, RootsV2: c.RootsV2}
+	if c.RootsV2 != nil {
+		out.Roots.ListChanged = c.RootsV2.ListChanged // RootsV2 is not encoded: the token keeps Roots
+	}
+	return out
 }
 
 // upSession is one upstream server's session of a downstream session: what
@@ -50,6 +70,8 @@ const (
 	capResources
 	capPrompts
 	capCompletions
+	capSubscribe // resources.subscribe (subscribe.go)
+	capLogging   // logging (subscribe.go)
 )
 
 func capsOf(c *sdk.ServerCapabilities) caps {
@@ -62,6 +84,12 @@ func capsOf(c *sdk.ServerCapabilities) caps {
 	}
 	if c.Resources != nil {
 		out |= capResources
+		if c.Resources.Subscribe {
+			out |= capSubscribe
+		}
+	}
+	if c.Logging != nil {
+		out |= capLogging
 	}
 	if c.Prompts != nil {
 		out |= capPrompts
@@ -79,7 +107,10 @@ func (c caps) capabilities() *sdk.ServerCapabilities {
 		out.Tools = &sdk.ToolCapabilities{}
 	}
 	if c&capResources != 0 {
-		out.Resources = &sdk.ResourceCapabilities{}
+		out.Resources = &sdk.ResourceCapabilities{Subscribe: c&capSubscribe != 0}
+	}
+	if c&capLogging != 0 {
+		out.Logging = &sdk.LoggingCapabilities{}
 	}
 	if c&capPrompts != 0 {
 		out.Prompts = &sdk.PromptCapabilities{}

@@ -30,8 +30,16 @@ func (h *Handler) listTools(ctx context.Context, rc *reqCtx) (*sdk.ListToolsResu
 // callTool answers tools/call: grant check, admission, the upstream call,
 // settlement.
 func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev *Event) (sdk.Result, error) {
-	params, ok := req.GetParams().(*sdk.CallToolParamsRaw)
-	if !ok || params == nil || params.Name == "" {
+	params, _ := req.GetParams().(*sdk.CallToolParamsRaw)
+	return h.call(ctx, rc, params, ev, nil)
+}
+
+// call runs a tools/call. With relay (a downstream 2025-11-25 client that
+// reads SSE: stream.go) the upstream's notifications and requests during the
+// call are handed to relay as they come, and its final result (the one the
+// call is metered on) is returned; without, they are dropped.
+func (h *Handler) call(ctx context.Context, rc *reqCtx, params *sdk.CallToolParamsRaw, ev *Event, relay relayFunc) (sdk.Result, error) {
+	if params == nil || params.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: params.name is required", nil)
 	}
 	srv, tool, err := h.resolve(rc, params.Name, "tool")
@@ -75,6 +83,10 @@ func (h *Handler) callTool(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	var res *sdk.CallToolResult
 	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
+		if relay != nil && cs.InitializeResult().ProtocolVersion < newProtocol {
+			res, err = h.up.callStream(ctx, srv, cs, &sdk.CallToolParamsRaw{Meta: params.Meta, Name: tool, Arguments: args}, relay)
+			return err
+		}
 		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		return err
 	})

@@ -58,6 +58,11 @@ type upstreamConn struct {
 	srv Server // the configuration it was made with
 	// resume: connect by resuming this upstream session, without a handshake.
 	resume *upSession
+	// agent: the capabilities a downstream session's agent declared
+	// (sampling, elicitation, roots), declared upstream in its own sessions'
+	// handshakes so that the upstream asks what the agent can answer
+	// (stream.go relays those requests); nil: none.
+	agent *sdk.ClientCapabilities
 	// carried: the session's id is in a token, so other replicas may be using
 	// it; closing it here does not end it upstream (no DELETE).
 	carried atomic.Bool
@@ -95,9 +100,23 @@ func binding(srv *Server, tok *sessionToken) (connKey, *upSession) {
 	return connKey{"", srv.ID}, nil
 }
 
+// agentCaps is the agent's capabilities for the conn at k: its own
+// sessions' (k.session set) declare them, the shared ones none.
+func agentCaps(k connKey, tok *sessionToken) *sdk.ClientCapabilities {
+	if k.session == "" || tok == nil {
+		return nil
+	}
+	return tok.Agent
+}
+
 // conn returns the conn at k, making one (not yet connected) when there is
 // none or the server's configuration changed.
 func (u *upstreams) conn(k connKey, srv *Server, resume *upSession) *upstreamConn {
+	return u.connWith(k, srv, resume, nil)
+}
+
+// connWith is conn for an agent that declared agent capabilities.
+func (u *upstreams) connWith(k connKey, srv *Server, resume *upSession, agent *sdk.ClientCapabilities) *upstreamConn {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.tick++
@@ -111,6 +130,7 @@ func (u *upstreams) conn(k connKey, srv *Server, resume *upSession) *upstreamCon
 		return c
 	}
 	c = newConn(srv, resume)
+	c.agent = agent
 	c.used = u.tick // before evictLocked: the new conn is the most recently used
 	u.conns[k] = c
 	if k.session != "" {
@@ -158,7 +178,11 @@ func (u *upstreams) connect(ctx context.Context, c *upstreamConn) (*sdk.ClientSe
 		if c.resume != nil {
 			opts = &sdk.ClientSessionOptions{ProtocolVersion: c.resume.Version}
 		}
-		c.cs, c.err = u.client.Connect(cctx, t, opts)
+		client := u.client
+		if c.agent != nil {
+			client = sdk.NewClient(&sdk.Implementation{Name: "tollgate", Version: "1"}, &sdk.ClientOptions{Capabilities: c.agent})
+		}
+		c.cs, c.err = client.Connect(cctx, t, opts)
 		if c.err == nil {
 			u.log.Debug("mcp upstream connected", "server", c.srv.ID,
 				"protocol", c.cs.InitializeResult().ProtocolVersion, "session", c.cs.ID() != "", "resumed", c.resume != nil)
@@ -174,7 +198,7 @@ func (u *upstreams) connect(ctx context.Context, c *upstreamConn) (*sdk.ClientSe
 // connecting when needed.
 func (u *upstreams) session(ctx context.Context, srv *Server, tok *sessionToken) (*sdk.ClientSession, error) {
 	k, resume := binding(srv, tok)
-	c := u.conn(k, srv, resume)
+	c := u.connWith(k, srv, resume, agentCaps(k, tok))
 	cs, err := u.connect(ctx, c)
 	if err != nil {
 		u.drop(k, c, false)
@@ -206,6 +230,7 @@ func (u *upstreams) do(ctx context.Context, srv *Server, tok *sessionToken, f fu
 			if k.session != "" {
 				// Not resumed again on this replica: a fresh session of its own.
 				fresh := newConn(srv, nil)
+				fresh.agent = agentCaps(k, tok)
 				fresh.used = c.used
 				u.conns[k] = fresh
 			} else {
@@ -221,7 +246,7 @@ func (u *upstreams) do(ctx context.Context, srv *Server, tok *sessionToken, f fu
 // each of servers, in parallel. It returns those that keep a session (to be
 // carried in the token); those that keep none, or that fail, are served by
 // the shared client sessions later.
-func (u *upstreams) open(ctx context.Context, session string, servers []*Server) map[string]upSession {
+func (u *upstreams) open(ctx context.Context, session string, servers []*Server, agent *sdk.ClientCapabilities) map[string]upSession {
 	var mu sync.Mutex
 	out := map[string]upSession{}
 	var wg sync.WaitGroup
@@ -231,7 +256,7 @@ func (u *upstreams) open(ctx context.Context, session string, servers []*Server)
 				return
 			}
 			k := connKey{session, srv.ID}
-			c := u.conn(k, srv, nil)
+			c := u.connWith(k, srv, nil, agent)
 			cs, err := u.connect(ctx, c)
 			if err != nil {
 				u.drop(k, c, false)

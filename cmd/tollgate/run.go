@@ -42,6 +42,7 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.XDSAddr, "xds-addr", cfg.XDSAddr, "xDS (ADS) address for Envoy and the built-in data plane")
 	fs.StringVar(&cfg.ExtProcAddr, "extproc-addr", cfg.ExtProcAddr, "ext_proc address: host:port or unix:/path")
 	fs.StringVar(&cfg.MCPAddr, "mcp-addr", cfg.MCPAddr, "MCP service address for Envoy's /mcp route (default: loopback, a free port)")
+	mcpHosts := fs.String("mcp-allowed-hosts", envOr("TOLLGATE_MCP_ALLOWED_HOSTS", ""), "comma list of the host names /mcp answers for, checked on its Host and Origin headers against DNS rebinding (example.com, *.example.com, * for any; default: localhost,127.0.0.1,::1 when --listen is a loopback address, else any)")
 	dp := fs.String("dataplane", "auto", "data plane: builtin, envoy (runs --envoy as a child), none (an Envoy started elsewhere), or auto (envoy when on PATH, else builtin)")
 	fs.StringVar(&cfg.EnvoyPath, "envoy", cfg.EnvoyPath, "envoy binary for --dataplane envoy")
 	fs.BoolVar(&cfg.ProcessorOverGRPC, "processor-grpc", false, "built-in data plane calls the processor over gRPC instead of in-process")
@@ -103,6 +104,9 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg.DataPlane = gateway.DataPlane(*dp)
 	}
 	cfg.AdminKey = os.Getenv("TOLLGATE_ADMIN_KEY")
+	if *mcpHosts != "" {
+		cfg.MCPAllowedHosts = strings.Split(*mcpHosts, ",")
+	}
 
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
