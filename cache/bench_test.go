@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
@@ -110,4 +111,35 @@ func BenchmarkHit(b *testing.B) {
 			reportCPU(b, start)
 		})
 	}
+}
+
+// BenchmarkNearest is the in-process index's lookup in a full namespace
+// (DefaultPerNamespace vectors of 64 dimensions, bench/run.sh
+// CACHE=semantic): a scan of every vector.
+func BenchmarkNearest(b *testing.B) {
+	idx := NewMemoryIndex(0, time.Now)
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	rng := rand.New(rand.NewPCG(1, 2))
+	vec := func() []float32 {
+		v := make([]float32, 64)
+		for i := range v {
+			v[i] = 2*rng.Float32() - 1
+		}
+		return v
+	}
+	for i := range DefaultPerNamespace {
+		if err := idx.Add(ctx, "ns", vec(), fmt.Sprint(i), exp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := vec()
+	b.ReportAllocs()
+	start := selfCPU(b)
+	for b.Loop() {
+		if _, _, _, err := idx.Nearest(ctx, "ns", q, 0.95); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, start)
 }
