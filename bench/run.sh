@@ -41,6 +41,9 @@
 #                                # 0.95 among the index's 4,096 per namespace); the entry of the hit
 #                                # cells is stored again (Cache-Control: no-cache) before them in
 #                                # every repetition, the misses having pushed its vector out
+#   CACHE_PACE=0.6               # CACHE=exact: the misses are measured again paced at this share
+#                                # of the plain cell's rate, between two plain cells at that rate
+#                                # (paced miss/off: both sides at one rate, as compare.sh)
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -358,6 +361,22 @@ for c in $CONNS; do
           printf '%s %s | semantic hit/off %s |\n' "$sh_row" "$(ratio "$sh_cpu" "$ngx_cpu")" "$(ratio "$sh_cpu" "$off")"
         fi
         printf '%s %s | miss/off %s |\n' "$m_row" "$(ratio "$m_cpu" "$ngx_cpu")" "$(ratio "$m_cpu" "$off")"
+        if [ "$CACHE" = exact ]; then
+          # The miss again at one rate with the plain cells around it
+          # (CACHE_PACE of the first plain cell's, 0.6): CPU per request
+          # falls as the rate rises, and the misses ran slower than the
+          # plain cells (compare.sh paces both sides for the same reason).
+          pace=$(awk -v r="$gw_rps" -v f="${CACHE_PACE:-0.6}" 'BEGIN { printf "%.0f", r * f }')
+          cell "tollgate (built-in) at $pace/s" "http://$gw" "$gwpid" "$key" demo "$pace"
+          p1_cpu=$cpu
+          printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+          LGFLAGS=-unique cell "tollgate, cache exact miss at $pace/s" "http://$gw" "$gwpid" "$key" cached "$pace"
+          pm_cpu=$cpu pm_row=$row
+          cell "tollgate (built-in) at $pace/s, again" "http://$gw" "$gwpid" "$key" demo "$pace"
+          printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+          poff=$(awk -v a="$p1_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
+          printf '%s %s | paced miss/off %s |\n' "$pm_row" "$(ratio "$pm_cpu" "$ngx_cpu")" "$(ratio "$pm_cpu" "$poff")"
+        fi
       fi
       if [ -n "$gw2pid" ]; then
         cell "tollgate, metrics off" "http://$gw2" "$gw2pid" "$key2" demo
