@@ -89,28 +89,33 @@ func reportCPU(b *testing.B, start time.Duration) {
 
 func BenchmarkHit(b *testing.B) {
 	for _, stream := range []bool{false, true} {
-		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
-			c := New(NewMemory(0, 0, time.Now))
-			pol := &Policy{Mode: ModeExact}
-			ctx := context.Background()
-			p, _ := NewPlan(benchRequest(0, false), pol)
-			if err := c.Store(ctx, &p, &Entry{Body: benchReply, Usage: kernel.Usage{Input: 12, Output: 64}, Cost: 1000}, nil); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			start := selfCPU(b)
-			for b.Loop() {
-				p, err := NewPlan(benchRequest(0, stream), pol)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if h, _ := c.Lookup(ctx, &p, nil); h == nil {
-					b.Fatal("miss")
-				}
-			}
-			reportCPU(b, start)
-		})
+		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) { benchHit(b, stream, &Policy{Mode: ModeExact}) })
 	}
+	// An exact hit of a semantic group (no embedding: the exact key hits).
+	b.Run("semantic-group", func(b *testing.B) {
+		benchHit(b, false, &Policy{Mode: ModeSemantic, EmbeddingModel: "emb"})
+	})
+}
+
+func benchHit(b *testing.B, stream bool, pol *Policy) {
+	c := New(NewMemory(0, 0, time.Now), WithIndex(NewMemoryIndex(0, time.Now)))
+	ctx := context.Background()
+	p, _ := NewPlan(benchRequest(0, false), pol)
+	if err := c.Store(ctx, &p, &Entry{Body: benchReply, Usage: kernel.Usage{Input: 12, Output: 64}, Cost: 1000}, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	start := selfCPU(b)
+	for b.Loop() {
+		p, err := NewPlan(benchRequest(0, stream), pol)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h, _ := c.Lookup(ctx, &p, nil); h == nil {
+			b.Fatal("miss")
+		}
+	}
+	reportCPU(b, start)
 }
 
 // BenchmarkNearest is the in-process index's lookup in a full namespace
