@@ -21,12 +21,29 @@
 #                                # with PROMPT_BYTES=4096 prompts for every target unless set: last
 #                                # column = with / the mean of the two without (issue 32)
 #   PROMPT_BYTES=4096            # every request's prompt (or input) is this many bytes of prose
-#   CACHE=exact                  # also a model group demo-cached on the same deployment with this
+#   CACHE=exact                  # also a model group `cached` on the same deployment with this
 #                                # response cache (match all), measured after the plain cell in every
 #                                # repetition: hits (one prompt, stored by its first request), misses
 #                                # (loadgen -unique: every prompt new), then the plain cell again;
 #                                # last column = hit / off and miss / off, off the mean of the two
-#                                # plain cells (issue 33: a miss ≤ 1.05, a hit below a miss)
+#                                # plain cells (issue 33: a miss ≤ 1.05, a hit below a miss). The
+#                                # group's name is no longer than the mock's model (mock-gpt), as
+#                                # demo's: a longer one makes every reply of the group a copy (its
+#                                # model renamed, translate/reply_model.go), cache or not
+#   CACHE=semantic               # the same with a semantic cache (in-process index, embedding
+#                                # model group demo: the mock's embeddings) and one more cell, the
+#                                # semantic hit: chat's prompt sent as content parts (loadgen
+#                                # -scenario chat-parts), whose exact key misses and whose prompt
+#                                # text is the stored one's; a miss embeds its prompt (an
+#                                # embeddings call to the mock and its ledger row), as a semantic
+#                                # hit does. The mock's embeddings have SEM_DIMS=64 dimensions (its
+#                                # default 8 makes random prompts' vectors near enough to hit at
+#                                # 0.95 among the index's 4,096 per namespace); the entry of the hit
+#                                # cells is stored again (Cache-Control: no-cache) before them in
+#                                # every repetition, the misses having pushed its vector out
+#   CACHE_PACE=0.6               # CACHE=exact: the misses are measured again paced at this share
+#                                # of the plain cell's rate, between two plain cells at that rate
+#                                # (paced miss/off: both sides at one rate, as compare.sh)
 #   METRICS_AB=1                 # also a second gateway with metrics and the access log off
 #                                # (--metrics-addr= --access-log=false), measured right after
 #                                # the first in every repetition: last column = on / off
@@ -52,7 +69,7 @@ REPEAT=${REPEAT:-1}
 GW_CPU=${GW_CPU:-0}
 GUARD=${GUARD:-}
 CACHE=${CACHE:-}
-case "$CACHE" in "" | exact) ;; *) echo "bench: CACHE=$CACHE: only exact is measured" >&2; exit 2 ;; esac
+case "$CACHE" in "" | exact | semantic) ;; *) echo "bench: CACHE=$CACHE: exact or semantic" >&2; exit 2 ;; esac
 PROMPT_BYTES=${PROMPT_BYTES:-${GUARD:+4096}}
 LOAD_CPU=${LOAD_CPU:-1}
 
@@ -94,7 +111,9 @@ case " $SCEN " in *" rush "*) rush=1 ;; esac
 export TOLLGATE_ADMIN_KEY=tga-bench-admin-secret-0123456789abcdefghij
 export TOLLGATE_ADDR=$admin
 
-taskset -c "$LOAD_CPU" bin/mockllm --listen "$mock" >"$tmp/mock.log" 2>&1 &
+mockflags=()
+[ "$CACHE" = semantic ] && mockflags=(--embedding-dimensions "${SEM_DIMS:-64}")
+taskset -c "$LOAD_CPU" bin/mockllm --listen "$mock" "${mockflags[@]}" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 taskset -c "$GW_CPU" bin/tollgate run --db "$tmp/bench.db" --listen "$gw" --admin-addr "$admin" \
   --xds-addr 127.0.0.1:$((19000 + P)) --extproc-addr 127.0.0.1:$((19051 + P)) --metrics-addr 127.0.0.1:$((19464 + P)) \
@@ -195,19 +214,37 @@ if [ -n "$GUARD" ]; then
   [ -n "$hdr" ] || { echo "bench: the gateway did not apply guardrail bench-$GUARD" >&2; exit 1; }
 fi
 # CACHE: a second group on the demo deployment, cached, priced as demo; one
-# request twice first, to see the gateway answer the second from the cache.
+# request twice first, to see the gateway answer the second from the cache
+# (semantic: then the stored prompt as content parts, a semantic hit). The
+# hit cells' prompt is stored by a request of chat's body first.
 if [ -n "$CACHE" ]; then
-  bin/tollgate price set demo-cached --input 1 --output 2 >/dev/null
-  bin/tollgate model create demo-cached --deployments demo-mock --default-max-tokens 256 \
-    --cache "$CACHE" --cache-match all >/dev/null
-  for _ in $(seq 1 50); do
-    hdr=$(curl -sS -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-      -d '{"model":"demo-cached","messages":[{"role":"user","content":"bench cache check"}]}' "http://$gw/v1/chat/completions" |
-      tr -d '\r' | grep -i '^x-tollgate-cache: hit' || true)
-    [ -n "$hdr" ] && break
-    sleep 0.1
-  done
-  [ -n "$hdr" ] || { echo "bench: the gateway did not answer demo-cached from its cache" >&2; exit 1; }
+  bin/tollgate price set cached --input 1 --output 2 >/dev/null
+  semflags=()
+  [ "$CACHE" = semantic ] && semflags=(--cache-embedding-model demo)
+  bin/tollgate model create cached --deployments demo-mock --default-max-tokens 256 \
+    --cache "$CACHE" --cache-match all "${semflags[@]}" >/dev/null
+  # cachecheck BODY WANT: sends BODY until the reply's x-tollgate-cache starts with WANT.
+  cachecheck() {
+    for _ in $(seq 1 50); do
+      hdr=$(curl -sS -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+        -d "$1" "http://$gw/v1/chat/completions" | tr -d '\r' | grep -i "^x-tollgate-cache: $2" || true)
+      [ -n "$hdr" ] && return 0
+      sleep 0.1
+    done
+    echo "bench: the gateway did not answer cached from its cache ($2)" >&2
+    exit 1
+  }
+  cachecheck '{"model":"cached","messages":[{"role":"user","content":"bench cache check"}]}' hit
+  if [ "$CACHE" = semantic ]; then
+    cachecheck '{"model":"cached","messages":[{"role":"user","content":[{"type":"text","text":"bench cache check"}]}]}' 'hit; semantic'
+  fi
+  # The hit cells' entry: loadgen's chat body (store it again: restore).
+  hitbody='{"model":"cached","messages":[{"role":"user","content":"Say hello to the benchmark"}],"max_tokens":16}'
+  restore() {
+    curl -fsS -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' -H 'Cache-Control: no-cache' \
+      -d "$hitbody" "http://$gw/v1/chat/completions"
+  }
+  cachecheck "$hitbody" hit
 fi
 key2=
 if [ -n "$gw2pid" ]; then
@@ -304,17 +341,42 @@ for c in $CONNS; do
         printf '%s %s | guardrail/none %s |\n' "$g_row" "$(ratio "$g_cpu" "$ngx_cpu")" "$(ratio "$g_cpu" "$plain")"
       fi
       if [ -n "$CACHE" ]; then
-        # Bracketed as the guardrail: hits, misses, then the plain key
-        # again; each against the mean of the two plain cells.
-        cell "tollgate, cache $CACHE hit" "http://$gw" "$gwpid" "$key" demo-cached
+        # Bracketed as the guardrail: hits (semantic: and semantic hits),
+        # misses, then the plain key again; each against the mean of the two
+        # plain cells.
+        restore
+        cell "tollgate, cache $CACHE hit" "http://$gw" "$gwpid" "$key" cached
         h_cpu=$cpu h_row=$row
-        LGFLAGS=-unique cell "tollgate, cache $CACHE miss (-unique)" "http://$gw" "$gwpid" "$key" demo-cached
+        if [ "$CACHE" = semantic ]; then
+          LGFLAGS="-scenario chat-parts" cell "tollgate, cache semantic hit (chat-parts)" "http://$gw" "$gwpid" "$key" cached
+          sh_cpu=$cpu sh_row=$row
+        fi
+        LGFLAGS=-unique cell "tollgate, cache $CACHE miss (-unique)" "http://$gw" "$gwpid" "$key" cached
         m_cpu=$cpu m_row=$row
         cell "tollgate (built-in), again" "http://$gw" "$gwpid" "$key" demo
         printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
         off=$(awk -v a="$gw_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
         printf '%s %s | hit/off %s |\n' "$h_row" "$(ratio "$h_cpu" "$ngx_cpu")" "$(ratio "$h_cpu" "$off")"
+        if [ "$CACHE" = semantic ]; then
+          printf '%s %s | semantic hit/off %s |\n' "$sh_row" "$(ratio "$sh_cpu" "$ngx_cpu")" "$(ratio "$sh_cpu" "$off")"
+        fi
         printf '%s %s | miss/off %s |\n' "$m_row" "$(ratio "$m_cpu" "$ngx_cpu")" "$(ratio "$m_cpu" "$off")"
+        if [ "$CACHE" = exact ]; then
+          # The miss again at one rate with the plain cells around it
+          # (CACHE_PACE of the first plain cell's, 0.6): CPU per request
+          # falls as the rate rises, and the misses ran slower than the
+          # plain cells (compare.sh paces both sides for the same reason).
+          pace=$(awk -v r="$gw_rps" -v f="${CACHE_PACE:-0.6}" 'BEGIN { printf "%.0f", r * f }')
+          cell "tollgate (built-in) at $pace/s" "http://$gw" "$gwpid" "$key" demo "$pace"
+          p1_cpu=$cpu
+          printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+          LGFLAGS=-unique cell "tollgate, cache exact miss at $pace/s" "http://$gw" "$gwpid" "$key" cached "$pace"
+          pm_cpu=$cpu pm_row=$row
+          cell "tollgate (built-in) at $pace/s, again" "http://$gw" "$gwpid" "$key" demo "$pace"
+          printf '%s %s | - |\n' "$row" "$(ratio "$cpu" "$ngx_cpu")"
+          poff=$(awk -v a="$p1_cpu" -v b="$cpu" 'BEGIN { if (a != "-" && b != "-") printf "%.1f", (a + b) / 2; else print "-" }')
+          printf '%s %s | paced miss/off %s |\n' "$pm_row" "$(ratio "$pm_cpu" "$ngx_cpu")" "$(ratio "$pm_cpu" "$poff")"
+        fi
       fi
       if [ -n "$gw2pid" ]; then
         cell "tollgate, metrics off" "http://$gw2" "$gw2pid" "$key2" demo

@@ -22,13 +22,15 @@ type Backend interface {
 //
 // The cap counts what an entry holds in the heap: its value and a fixed
 // entryOverhead for its key, its slot and its map entry, so that many small
-// entries cannot hold several times the cap. The entries live in one slab
-// linked by index (no allocation per entry but its value), the least
-// recently used at the list's back.
+// entries cannot hold several times the cap. The entries live in a slab of
+// fixed-size chunks linked by index (no allocation per entry but its value;
+// a growing cache adds a chunk rather than copying every slot into a slice
+// twice the size), the least recently used at the list's back.
 type Memory struct {
 	mu       sync.Mutex
-	m        map[Key]int32 // index into items
-	items    []memItem     // items[0] is the list's sentinel: next the front, prev the back
+	m        map[Key]int32 // index of the entry's slot
+	chunks   [][]memItem   // the slots, chunkLen a chunk; slot 0 is the list's sentinel: next the front, prev the back
+	slots    int32         // slots in use or freed (the next new slot's index)
 	free     int32         // the first free slot (0: none), linked through next
 	size     int64
 	capBytes int64
@@ -42,6 +44,15 @@ type memItem struct {
 	expires    int64 // Unix nanoseconds
 	prev, next int32
 }
+
+// chunkBits: a chunk of the slab holds 1 << chunkBits slots (64 KiB).
+const (
+	chunkBits = 10
+	chunkLen  = 1 << chunkBits
+)
+
+// slot is slot i of the slab.
+func (c *Memory) slot(i int32) *memItem { return &c.chunks[i>>chunkBits][i&(chunkLen-1)] }
 
 // entryOverhead is what an entry of Memory holds beside its value: its slot
 // in the slab (72 bytes) and its map entry (the key and the index, about 40
@@ -70,7 +81,7 @@ func NewMemory(capBytes, maxEntry int64, now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{m: map[Key]int32{}, items: make([]memItem, 1), capBytes: capBytes, maxEntry: min(maxEntry, capBytes-entryOverhead), now: now}
+	return &Memory{m: map[Key]int32{}, chunks: [][]memItem{make([]memItem, chunkLen)}, slots: 1, capBytes: capBytes, maxEntry: min(maxEntry, capBytes-entryOverhead), now: now}
 }
 
 // Get returns key's value unless it expired.
@@ -81,7 +92,7 @@ func (c *Memory) Get(_ context.Context, key Key) ([]byte, error) {
 	if !ok {
 		return nil, nil
 	}
-	it := &c.items[i]
+	it := c.slot(i)
 	if c.now().UnixNano() >= it.expires {
 		c.remove(i)
 		return nil, nil
@@ -105,17 +116,20 @@ func (c *Memory) Set(_ context.Context, key Key, val []byte, ttl time.Duration) 
 	}
 	i := c.free
 	if i != 0 {
-		c.free = c.items[i].next
+		c.free = c.slot(i).next
 	} else {
-		c.items = append(c.items, memItem{})
-		i = int32(len(c.items) - 1)
+		if int(c.slots)>>chunkBits == len(c.chunks) {
+			c.chunks = append(c.chunks, make([]memItem, chunkLen))
+		}
+		i = c.slots
+		c.slots++
 	}
-	c.items[i] = memItem{key: key, val: val, expires: expires}
+	*c.slot(i) = memItem{key: key, val: val, expires: expires}
 	c.pushFront(i)
 	c.m[key] = i
 	c.size += int64(len(val)) + entryOverhead
 	for c.size > c.capBytes {
-		c.remove(c.items[0].prev)
+		c.remove(c.slot(0).prev)
 	}
 	return nil
 }
@@ -135,22 +149,22 @@ func (c *Memory) Size() int64 {
 }
 
 func (c *Memory) pushFront(i int32) {
-	it, head := &c.items[i], &c.items[0]
+	it, head := c.slot(i), c.slot(0)
 	it.prev, it.next = 0, head.next
-	c.items[head.next].prev = i
+	c.slot(head.next).prev = i
 	head.next = i
 }
 
 func (c *Memory) unlink(i int32) {
-	it := &c.items[i]
-	c.items[it.prev].next = it.next
-	c.items[it.next].prev = it.prev
+	it := c.slot(i)
+	c.slot(it.prev).next = it.next
+	c.slot(it.next).prev = it.prev
 }
 
 // remove drops slot i's entry and puts the slot on the free list.
 func (c *Memory) remove(i int32) {
 	c.unlink(i)
-	it := &c.items[i]
+	it := c.slot(i)
 	delete(c.m, it.key)
 	c.size -= int64(len(it.val)) + entryOverhead
 	*it = memItem{next: c.free}

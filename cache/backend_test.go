@@ -95,7 +95,7 @@ func TestMemoryEvictsLRU(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, v != nil, k)
 	}
-	require.Len(t, m.items, 5, "the slots of b, c and d were reused")
+	require.EqualValues(t, 5, m.slots, "the slots of b, c and d were reused")
 	require.ErrorIs(t, m.Set(ctx, key("f"), make([]byte, 201), time.Hour), ErrTooLarge)
 }
 
@@ -117,16 +117,51 @@ func TestMemoryChurn(t *testing.T) {
 			clk.add(time.Second)
 		}
 		require.LessOrEqual(t, m.Size(), int64(40*entryOverhead))
-		var size int64
-		n := 0
-		for j := m.items[0].next; j != 0; j = m.items[j].next {
-			size += int64(len(m.items[j].val)) + entryOverhead
-			require.Equal(t, j, m.m[m.items[j].key])
-			n++
-		}
-		require.Equal(t, len(m.m), n)
-		require.Equal(t, m.Size(), size)
+		requireListed(t, m)
 	}
+}
+
+// requireListed: m's list holds exactly its map's entries, and its size is
+// what they count for.
+func requireListed(t *testing.T, m *Memory) {
+	t.Helper()
+	var size int64
+	n := 0
+	for j := m.slot(0).next; j != 0; j = m.slot(j).next {
+		size += int64(len(m.slot(j).val)) + entryOverhead
+		require.Equal(t, j, m.m[m.slot(j).key])
+		n++
+	}
+	require.Equal(t, len(m.m), n)
+	require.Equal(t, m.Size(), size)
+}
+
+// Entries over several chunks of the slab, then the oldest evicted and
+// their slots reused: every entry is found, the slab adds no chunk while
+// slots are free.
+func TestMemoryChunks(t *testing.T) {
+	ctx := context.Background()
+	const n = 3*chunkLen + 5
+	m := NewMemory(n*(entryOverhead+8), 0, newClock().now)
+	for i := range n {
+		require.NoError(t, m.Set(ctx, key(fmt.Sprint(i)), fmt.Appendf(nil, "%08d", i), time.Hour))
+	}
+	require.Len(t, m.chunks, 4)
+	for i := range n {
+		v, err := m.Get(ctx, key(fmt.Sprint(i)))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("%08d", i), string(v))
+	}
+	requireListed(t, m)
+	for i := range chunkLen { // each evicts the least recently used
+		require.NoError(t, m.Set(ctx, key(fmt.Sprint("new", i)), fmt.Appendf(nil, "%08d", i), time.Hour))
+	}
+	require.Len(t, m.chunks, 4)
+	require.Equal(t, n, m.Len())
+	v, err := m.Get(ctx, key("0"))
+	require.NoError(t, err)
+	require.Nil(t, v, "the least recently used went first")
+	requireListed(t, m)
 }
 
 func redisClient(t *testing.T) *redis.Client {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
@@ -88,26 +89,62 @@ func reportCPU(b *testing.B, start time.Duration) {
 
 func BenchmarkHit(b *testing.B) {
 	for _, stream := range []bool{false, true} {
-		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
-			c := New(NewMemory(0, 0, time.Now))
-			pol := &Policy{Mode: ModeExact}
-			ctx := context.Background()
-			p, _ := NewPlan(benchRequest(0, false), pol)
-			if err := c.Store(ctx, &p, &Entry{Body: benchReply, Usage: kernel.Usage{Input: 12, Output: 64}, Cost: 1000}, nil); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			start := selfCPU(b)
-			for b.Loop() {
-				p, err := NewPlan(benchRequest(0, stream), pol)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if h, _ := c.Lookup(ctx, &p, nil); h == nil {
-					b.Fatal("miss")
-				}
-			}
-			reportCPU(b, start)
-		})
+		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) { benchHit(b, stream, &Policy{Mode: ModeExact}) })
 	}
+	// An exact hit of a semantic group (no embedding: the exact key hits).
+	b.Run("semantic-group", func(b *testing.B) {
+		benchHit(b, false, &Policy{Mode: ModeSemantic, EmbeddingModel: "emb"})
+	})
+}
+
+func benchHit(b *testing.B, stream bool, pol *Policy) {
+	c := New(NewMemory(0, 0, time.Now), WithIndex(NewMemoryIndex(0, time.Now)))
+	ctx := context.Background()
+	p, _ := NewPlan(benchRequest(0, false), pol)
+	if err := c.Store(ctx, &p, &Entry{Body: benchReply, Usage: kernel.Usage{Input: 12, Output: 64}, Cost: 1000}, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	start := selfCPU(b)
+	for b.Loop() {
+		p, err := NewPlan(benchRequest(0, stream), pol)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h, _ := c.Lookup(ctx, &p, nil); h == nil {
+			b.Fatal("miss")
+		}
+	}
+	reportCPU(b, start)
+}
+
+// BenchmarkNearest is the in-process index's lookup in a full namespace
+// (DefaultPerNamespace vectors of 64 dimensions, bench/run.sh
+// CACHE=semantic): a scan of every vector.
+func BenchmarkNearest(b *testing.B) {
+	idx := NewMemoryIndex(0, time.Now)
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	rng := rand.New(rand.NewPCG(1, 2))
+	vec := func() []float32 {
+		v := make([]float32, 64)
+		for i := range v {
+			v[i] = 2*rng.Float32() - 1
+		}
+		return v
+	}
+	for i := range DefaultPerNamespace {
+		if err := idx.Add(ctx, "ns", vec(), fmt.Sprint(i), exp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := vec()
+	b.ReportAllocs()
+	start := selfCPU(b)
+	for b.Loop() {
+		if _, _, _, err := idx.Nearest(ctx, "ns", q, 0.95); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, start)
 }

@@ -63,12 +63,15 @@ func (h *Hit) AgeSeconds() string { return strconv.FormatInt(int64(h.Age/time.Se
 // cannot be rendered as the request wants it is a miss too.
 func (c *Cache) Lookup(ctx context.Context, p *Plan, emb Embedder) (*Hit, error) {
 	if !p.Lookup {
+		p.resolveSemantic() // the store may embed the prompt (a plan made to store only)
 		return nil, nil
 	}
 	h, err := c.get(ctx, p, p.Key)
 	if h != nil || err != nil {
+		p.sem = semSource{} // the body is not kept
 		return h, err
 	}
+	p.resolveSemantic()
 	if !p.Semantic || c.idx == nil || emb == nil {
 		return nil, nil
 	}
@@ -115,6 +118,9 @@ func (c *Cache) get(ctx context.Context, p *Plan, key Key) (*Hit, error) {
 func (c *Cache) Store(ctx context.Context, p *Plan, e *Entry, emb Embedder) error {
 	if !p.Store {
 		return nil
+	}
+	if p.sem.pending { // stored without a lookup: nothing semantic to add
+		p.Semantic, p.sem = false, semSource{}
 	}
 	e.API, e.Created = p.api, c.now()
 	b, err := e.encode()

@@ -225,3 +225,40 @@ func TestMemoryIndexBounds(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 }
+
+// A semantic group's exact hit neither embeds nor reads the prompt (its
+// namespace is read only when the exact lookup misses); a plan that only
+// stores (no-cache) embeds its prompt at the store, and a paraphrase then
+// hits it.
+func TestSemanticLazyParts(t *testing.T) {
+	ctx := context.Background()
+	c := New(NewMemory(0, 0, nil), WithIndex(NewMemoryIndex(0, nil)))
+	emb := &fakeEmbedder{}
+	pol := Policy{Mode: ModeSemantic, EmbeddingModel: "emb", Threshold: 0.8}
+	r := Request{API: APIChat, Model: "gpt", Body: []byte(chatBody), Tenant: tenantA, CacheControl: "no-cache"}
+	p, err := NewPlan(&r, &pol)
+	require.NoError(t, err)
+	require.NotEmpty(t, p.Namespace, "looking nothing up, the plan reads its parts at once")
+	h, err := c.Lookup(ctx, &p, emb)
+	require.NoError(t, err)
+	require.Nil(t, h)
+	require.NoError(t, c.Store(ctx, &p, &Entry{Body: readReply(t, "chat_text")}, emb))
+	require.Equal(t, 1, emb.calls, "embedded at the store")
+
+	exactPlan := chatPlan(t, chatBody, false, tenantA, pol)
+	require.True(t, exactPlan.Semantic)
+	require.Empty(t, exactPlan.Namespace)
+	h, err = c.Lookup(ctx, exactPlan, emb)
+	require.NoError(t, err)
+	require.NotNil(t, h)
+	require.False(t, h.Semantic)
+	require.Empty(t, exactPlan.Namespace, "an exact hit reads no prompt")
+	require.Nil(t, exactPlan.sem.body, "nor keeps the body")
+	require.Equal(t, 1, emb.calls)
+
+	para := `{"model":"gpt","temperature":0,"messages":[{"role":"user","content":"France: its capital?"}]}`
+	h, err = c.Lookup(ctx, chatPlan(t, para, false, tenantA, pol), emb)
+	require.NoError(t, err)
+	require.NotNil(t, h)
+	require.True(t, h.Semantic)
+}

@@ -16,6 +16,8 @@ type Plan struct {
 	Key           Key
 	TTL           time.Duration
 	// Semantic: also look up by the prompt's embedding in Namespace.
+	// Namespace and Prompt are read from the request when the exact lookup
+	// misses (Cache.Lookup), or at once when the plan looks nothing up.
 	Semantic  bool
 	Namespace string
 	Prompt    string
@@ -25,6 +27,7 @@ type Plan struct {
 	api                     API
 	stream, jsonArray, incl bool      // how the client wants the reply (render.go)
 	vec                     []float32 // the prompt's embedding, once Lookup made it
+	sem                     semSource // a semantic plan's request until resolveSemantic
 }
 
 // Skipped reports whether the request neither looks up nor stores.
@@ -77,23 +80,51 @@ func NewPlan(req *Request, pol *Policy) (Plan, error) {
 	}
 	p.Key = c.key(req, req.Tenant, pol.Level)
 	if pol.Mode == ModeSemantic && pol.EmbeddingModel != "" {
-		scope := scopeID(req.Tenant, pol.Level)
-		body, err := parseBody(req.Body)
-		if err != nil {
-			return p, err
+		// The namespace and the prompt's text are read when the exact
+		// lookup misses (resolveSemantic): decoding the body for them cost
+		// an exact hit of a semantic group as much as the hit itself.
+		p.Semantic, p.Threshold, p.Embedding = true, pol.Threshold, pol.EmbeddingModel
+		if p.Threshold <= 0 {
+			p.Threshold = DefaultThreshold
 		}
-		for _, f := range ignoredFields[req.API] {
-			delete(body, f)
-		}
-		if ns, prompt, ok := semanticParts(req, scope, body); ok {
-			p.Semantic, p.Namespace, p.Prompt = true, ns, prompt
-			p.Threshold, p.Embedding = pol.Threshold, pol.EmbeddingModel
-			if p.Threshold <= 0 {
-				p.Threshold = DefaultThreshold
-			}
+		p.sem = semSource{body: req.Body, model: req.Model, vary: req.Vary, tenant: req.Tenant, level: pol.Level, pending: true}
+		if !p.Lookup {
+			p.resolveSemantic() // no lookup: the store reads them, and the body is not kept
 		}
 	}
 	return p, nil
+}
+
+// semSource is what resolveSemantic reads: the request's body (valid until
+// the lookup returns) and what the namespace is keyed on.
+type semSource struct {
+	body        []byte
+	model, vary string
+	tenant      Tenant
+	level       Level
+	pending     bool
+}
+
+// resolveSemantic sets a semantic plan's Namespace and Prompt from its
+// request (Semantic false when the body has no prompt text), once; the
+// body is not kept.
+func (p *Plan) resolveSemantic() {
+	if !p.sem.pending {
+		return
+	}
+	src := p.sem
+	p.sem = semSource{}
+	req := Request{API: p.api, Model: src.model, Vary: src.vary}
+	body, err := parseBody(src.body)
+	if err != nil {
+		p.Semantic = false
+		return
+	}
+	for _, f := range ignoredFields[p.api] {
+		delete(body, f)
+	}
+	ns, prompt, ok := semanticParts(&req, scopeID(src.tenant, src.level), body)
+	p.Semantic, p.Namespace, p.Prompt = ok, ns, prompt
 }
 
 // parseTTL reads x-tollgate-cache-ttl: a Go duration or whole seconds.

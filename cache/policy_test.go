@@ -7,10 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// plan is req's plan under pol, its semantic parts read as an exact miss
+// reads them.
 func plan(t *testing.T, req Request, pol Policy) Plan {
 	t.Helper()
 	p, err := NewPlan(&req, &pol)
 	require.NoError(t, err)
+	p.resolveSemantic()
 	return p
 }
 

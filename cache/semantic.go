@@ -36,21 +36,40 @@ type Index interface {
 	Add(ctx context.Context, ns string, vec []float32, key string, expires time.Time) error
 }
 
-// cosine is the cosine similarity of a and b (0 when their lengths differ or
-// one is zero).
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) || len(a) == 0 {
+// unit is v scaled to length 1, in a new slice (nil when v is zero): the
+// cosine similarity of two unit vectors is their dot product.
+func unit(v []float32) []float32 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 {
+		return nil
+	}
+	inv := 1 / math.Sqrt(n)
+	u := make([]float32, len(v))
+	for i, x := range v {
+		u[i] = float32(float64(x) * inv)
+	}
+	return u
+}
+
+// dot is the dot product of a and b (0 when their lengths differ). Four
+// sums, so that the adds do not wait on each other.
+func dot(a, b []float32) float64 {
+	if len(a) != len(b) {
 		return 0
 	}
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
 	}
-	if na == 0 || nb == 0 {
-		return 0
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
 	}
-	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+	return float64(s0+s1) + float64(s2+s3)
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -9,6 +10,8 @@ import (
 // MemoryIndex is the in-process semantic index (tollgate run): a linear scan
 // of each namespace's vectors by cosine similarity, at most perNS vectors a
 // namespace (the oldest dropped first), expired ones skipped and dropped.
+// Vectors are kept at unit length, so that the scan's cosine similarity is
+// one dot product per vector (no norms).
 type MemoryIndex struct {
 	mu    sync.Mutex
 	ns    map[string][]memVec
@@ -17,9 +20,9 @@ type MemoryIndex struct {
 }
 
 type memVec struct {
-	vec     []float32
+	vec     []float32 // unit length
 	key     string
-	expires time.Time
+	expires int64 // Unix nanoseconds
 }
 
 var _ Index = (*MemoryIndex)(nil)
@@ -41,34 +44,41 @@ func NewMemoryIndex(perNS int, now func() time.Time) *MemoryIndex {
 
 // Nearest scans ns for the most similar live vector.
 func (m *MemoryIndex) Nearest(_ context.Context, ns string, vec []float32, threshold float64) (string, float64, bool, error) {
+	q := unit(vec)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
+	now := m.now().UnixNano()
 	vs := m.ns[ns]
-	live := vs[:0]
-	best, bestKey := -2.0, ""
-	for _, v := range vs {
-		if !now.Before(v.expires) {
+	best, bestKey, expired := -2.0, "", 0
+	for i := range vs {
+		v := &vs[i]
+		if now >= v.expires {
+			expired++
 			continue
 		}
-		live = append(live, v)
-		if s := cosine(vec, v.vec); s > best {
+		if s := dot(q, v.vec); s > best {
 			best, bestKey = s, v.key
 		}
 	}
-	clear(vs[len(live):])
-	m.ns[ns] = live
-	if len(live) == 0 {
-		delete(m.ns, ns)
+	if expired > 0 { // drop them (rarely: the scan itself writes nothing)
+		live := slices.DeleteFunc(vs, func(v memVec) bool { return now >= v.expires })
+		m.ns[ns] = live
+		if len(live) == 0 {
+			delete(m.ns, ns)
+		}
 	}
-	if bestKey == "" || best < threshold {
+	if q == nil || bestKey == "" || best < threshold {
 		return "", 0, false, nil
 	}
-	return bestKey, best, true, nil
+	return bestKey, min(best, 1), true, nil // rounding may pass 1
 }
 
 // Add indexes vec (replacing the vector of the same key).
 func (m *MemoryIndex) Add(_ context.Context, ns string, vec []float32, key string, expires time.Time) error {
+	u := unit(vec)
+	if u == nil {
+		return nil // a zero vector is similar to nothing
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vs := m.ns[ns]
@@ -81,6 +91,6 @@ func (m *MemoryIndex) Add(_ context.Context, ns string, vec []float32, key strin
 	if len(vs) >= m.perNS {
 		vs = append(vs[:0], vs[len(vs)-m.perNS+1:]...)
 	}
-	m.ns[ns] = append(vs, memVec{vec: append([]float32(nil), vec...), key: key, expires: expires})
+	m.ns[ns] = append(vs, memVec{vec: u, key: key, expires: expires.UnixNano()})
 	return nil
 }

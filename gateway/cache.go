@@ -77,10 +77,20 @@ func newResponseCache(c *cache.Cache, cat *Catalog, log *slog.Logger) *responseC
 	return &responseCache{c: c, cat: cat, log: log, storeTimeout: 2 * time.Second}
 }
 
+// embedIdleConns bounds the idle connections the semantic cache's embedder
+// keeps to a provider.
+const embedIdleConns = 256
+
 // embedThrough makes semantic groups embed prompts through acct (the
 // processor's accountant) on behalf of each request's key.
 func (r *responseCache) embedThrough(acct extproc.Accountant, now func() time.Time) {
-	r.emb = &groupEmbedder{cat: r.cat, acct: acct, client: &http.Client{Timeout: 30 * time.Second}, now: now}
+	// Every request of a semantic group embeds its prompt, as many at once as
+	// requests in flight: keep that many connections to the provider idle
+	// (the default transport keeps 2 a host, and a semantic group under load
+	// dialed a connection for nearly every embedding: bench/README.md).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 0, embedIdleConns
+	r.emb = &groupEmbedder{cat: r.cat, acct: acct, client: &http.Client{Timeout: 30 * time.Second, Transport: tr}, now: now}
 }
 
 // Lookup plans the request under its group's policy and looks it up.

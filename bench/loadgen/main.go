@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.url, "url", "http://127.0.0.1:8080", "base URL (without /v1)")
 	fs.StringVar(&c.key, "key", "", "API key (Bearer)")
 	fs.StringVar(&c.model, "model", "demo", "model name")
-	fs.StringVar(&c.scenario, "scenario", "chat", "chat, stream or embeddings")
+	fs.StringVar(&c.scenario, "scenario", "chat", "chat, chat-parts (chat's prompt as content parts), stream or embeddings")
 	fs.IntVar(&c.conns, "c", 64, "concurrent connections")
 	fs.DurationVar(&c.dur, "d", 10*time.Second, "duration")
 	fs.DurationVar(&c.warm, "warmup", time.Second, "warm-up before measuring")

@@ -87,16 +87,7 @@ func TestRunCountsErrors(t *testing.T) {
 // With -rate the connections together send no more than the rate: never
 // ahead of their schedule.
 func TestRunPaced(t *testing.T) {
-	srv := httptest.NewServer(mockllm.New(mockllm.DefaultConfig()))
-	t.Cleanup(srv.Close)
-	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), []string{
-		"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt", "-c", "4", "-d", "1s", "-warmup", "0s", "-rate", "100",
-	}, &out, io.Discard))
-	var r result
-	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
-	require.Zero(t, r.Errors, r.FirstError)
-	require.Positive(t, r.Requests)
+	r := runOnMock(t, "-c", "4", "-d", "1s", "-warmup", "0s", "-rate", "100")
 	// At most one request per connection per 40 ms, the first at once.
 	require.LessOrEqual(t, float64(r.Requests), 100*r.Seconds+4, "%+v", r)
 }
@@ -190,4 +181,38 @@ func TestRunUnique(t *testing.T) {
 func TestWithUniqueNeedsAPrompt(t *testing.T) {
 	_, _, err := withUnique([]byte(`{"model":"m"}`))
 	require.Error(t, err)
+}
+
+// chat-parts sends chat's prompt as content parts: the same text in another
+// body, which the mock answers.
+func TestChatParts(t *testing.T) {
+	chat, _ := scenarioFor("chat", "m")
+	parts, ok := scenarioFor("chat-parts", "m")
+	require.True(t, ok)
+	require.NotEqual(t, string(chat.body), string(parts.body))
+	var c struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	var p struct {
+		Messages []struct{ Content []struct{ Type, Text string } } `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(chat.body, &c))
+	require.NoError(t, json.Unmarshal(parts.body, &p))
+	require.Equal(t, c.Messages[0].Content, p.Messages[0].Content[0].Text)
+	runOnMock(t, "-scenario", "chat-parts", "-c", "2", "-d", "200ms", "-warmup", "0s")
+}
+
+// runOnMock runs loadgen with args against a mock and returns its result,
+// which has requests and no error.
+func runOnMock(t *testing.T, args ...string) result {
+	t.Helper()
+	srv := httptest.NewServer(mockllm.New(mockllm.DefaultConfig()))
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), append([]string{"-url", srv.URL, "-key", "sk-test", "-model", "mock-gpt"}, args...), &out, io.Discard))
+	var r result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Zero(t, r.Errors, r.FirstError)
+	require.Positive(t, r.Requests)
+	return r
 }

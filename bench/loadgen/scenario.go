@@ -29,6 +29,15 @@ func scenarioFor(name, model string) (scenario, bool) {
 			body:  []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"Say hello to the benchmark"}],"max_tokens":16}`),
 			check: checkJSON,
 		}, true
+	case "chat-parts":
+		// chat's prompt as content parts: the same text, another body (a
+		// semantic cache's hit for a prompt stored as chat's; bench/run.sh
+		// CACHE=semantic).
+		return scenario{
+			path:  "/v1/chat/completions",
+			body:  []byte(`{"model":"` + model + `","messages":[{"role":"user","content":[{"type":"text","text":"Say hello to the benchmark"}]}],"max_tokens":16}`),
+			check: checkJSON,
+		}, true
 	case "stream":
 		return scenario{
 			path:  "/v1/chat/completions",
@@ -79,7 +88,7 @@ const uniqueDigits = 16
 // there (target.numbered), so that no two requests share a cache key while
 // every body keeps one length.
 func withUnique(body []byte) ([]byte, int, error) {
-	for _, field := range []string{`"content":"`, `"input":"`} {
+	for _, field := range []string{`"content":"`, `"text":"`, `"input":"`} {
 		i := bytes.Index(body, []byte(field))
 		if i < 0 {
 			continue
