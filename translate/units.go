@@ -59,6 +59,9 @@ type UnitRequest struct {
 	// Partial: the processor saw only the body's first bytes (a large
 	// upload); the rest goes to the provider unseen and unchanged.
 	Partial bool
+	// Boundary is a multipart body's boundary (its content type's), for a
+	// translator that reads the whole form (an edit on Imagen).
+	Boundary string
 }
 
 // Most units one request may ask for; beyond them the request is refused

@@ -1,9 +1,12 @@
 package mockllm
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"image/png"
 	"io"
 	"math"
 	"mime"
@@ -333,13 +336,22 @@ func (s *Server) rerank(c *call) {
 // prediction with bytesBase64Encoded. A prompt containing "[filter]" has
 // its last image withheld as Google's filters do (a prediction with
 // raiFilteredReason only), and that image is not billed.
+//
+// A capability model (imagen-3.0-capability-001) edits: its instance holds
+// referenceImages — one REFERENCE_TYPE_RAW image (base64 PNG or JPEG) and
+// at most one REFERENCE_TYPE_MASK, a PNG with maskImageConfig.maskMode — and
+// a masked edit names an editMode other than EDIT_MODE_DEFAULT; the reply
+// and the bill are a generation's. Any other model refuses reference
+// images, as Google's generation models do.
 func (s *Server) imagenPredict(c *call) {
 	var req struct {
 		Instances []struct {
-			Prompt string `json:"prompt"`
+			Prompt          string           `json:"prompt"`
+			ReferenceImages []imagenRefImage `json:"referenceImages"`
 		} `json:"instances"`
 		Parameters struct {
-			SampleCount *int `json:"sampleCount"`
+			SampleCount *int   `json:"sampleCount"`
+			EditMode    string `json:"editMode"`
 		} `json:"parameters"`
 	}
 	if !c.decode(&req) {
@@ -351,6 +363,10 @@ func (s *Server) imagenPredict(c *call) {
 	}
 	if len(req.Instances) != 1 || req.Instances[0].Prompt == "" || n < 1 || n > 4 {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "instances: one instance with a prompt; sampleCount: from 1 to 4")
+		return
+	}
+	if msg := imagenEditError(c.deployment, req.Instances[0].ReferenceImages, req.Parameters.EditMode); msg != "" {
+		writeError(c.w, c.flavor, http.StatusBadRequest, msg)
 		return
 	}
 	type prediction struct {
@@ -374,4 +390,58 @@ func (s *Server) imagenPredict(c *call) {
 	ctr.images.Add(int64(billed))
 	c.w.Header().Set("content-type", "application/json")
 	_ = json.NewEncoder(c.w).Encode(out)
+}
+
+// imagenRefImage is a reference image of an Imagen edit.
+type imagenRefImage struct {
+	ReferenceType  string `json:"referenceType"`
+	ReferenceID    int    `json:"referenceId"`
+	ReferenceImage struct {
+		BytesBase64Encoded string `json:"bytesBase64Encoded"`
+	} `json:"referenceImage"`
+	MaskImageConfig *struct {
+		MaskMode string `json:"maskMode"`
+	} `json:"maskImageConfig"`
+}
+
+// imagenEditError is why an Imagen request's reference images are refused
+// ("" when they are not).
+func imagenEditError(model string, refs []imagenRefImage, editMode string) string {
+	capability := strings.Contains(model, "capability")
+	switch {
+	case !capability && len(refs) > 0:
+		return "Image editing is not supported by model " + model + ": use imagen-3.0-capability-001"
+	case !capability:
+		return ""
+	case len(refs) == 0:
+		return "instances[0].referenceImages: required for " + model
+	}
+	raw, masks := 0, 0
+	for _, r := range refs {
+		b, err := base64.StdEncoding.DecodeString(r.ReferenceImage.BytesBase64Encoded)
+		if err != nil || len(b) == 0 {
+			return "referenceImages: referenceImage.bytesBase64Encoded must be base64 image bytes"
+		}
+		switch r.ReferenceType {
+		case "REFERENCE_TYPE_RAW":
+			raw++
+		case "REFERENCE_TYPE_MASK":
+			masks++
+			if r.MaskImageConfig == nil || r.MaskImageConfig.MaskMode == "" {
+				return "referenceImages: a REFERENCE_TYPE_MASK needs maskImageConfig.maskMode"
+			}
+			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+				return "referenceImages: the mask must be a PNG image"
+			}
+		default:
+			return "referenceImages: unknown referenceType " + r.ReferenceType
+		}
+	}
+	switch {
+	case raw != 1 || masks > 1:
+		return "referenceImages: one REFERENCE_TYPE_RAW image and at most one REFERENCE_TYPE_MASK"
+	case masks == 1 && (editMode == "" || editMode == "EDIT_MODE_DEFAULT"):
+		return "parameters.editMode: a masked edit names its mode (EDIT_MODE_INPAINT_INSERTION, …)"
+	}
+	return ""
 }
