@@ -65,6 +65,21 @@ const scenarios = {
     const plain = await client().images.edit({ model: "imagen-edit", image: await image(), prompt: "make it dusk" });
     return { masked: masked.data.length, plain: plain.data.length, b64: masked.data[0].b64_json?.length ?? 0 };
   },
+  // gpt-image-1 streamed: partial previews, then each image's completed
+  // event with its usage.
+  async gptimagestream() {
+    const stream = await client().images.generate({ model: "gpt-image-1", prompt: "a fox in the snow", n: 2, quality: "low", stream: true, partial_images: 2 });
+    const seen = { partial: 0, completed: 0, input: 0, output: 0 };
+    for await (const ev of stream) {
+      if (ev.type === "image_generation.partial_image") seen.partial++;
+      if (ev.type === "image_generation.completed") {
+        seen.completed++;
+        seen.input = Math.max(seen.input, ev.usage.input_tokens);
+        seen.output += ev.usage.output_tokens;
+      }
+    }
+    return seen;
+  },
   // A model without a price per image, under a strict budget: refused.
   async unpriced() {
     const r = await client().images.generate({ model: "dall-e-2", prompt: "a square", n: 1, size: "512x512" });

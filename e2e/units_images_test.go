@@ -174,3 +174,47 @@ func TestUnitRoutesImagenEditSDK(t *testing.T) {
 	require.Equal(t, int64(3), images)
 	require.Equal(t, s.mockStats()[sa].Images, images, "ledger images == the mock's bill")
 }
+
+// TestUnitRoutesImagesStreamSDK: the OpenAI Node SDK's streamed
+// images.generate (stream: true, partial_images) on gpt-image-1 through the
+// binaries: the events reach the client as the provider sent them, and the
+// request is settled from the completed events' usage — the prompt's input
+// tokens once, each image's output tokens (partial images included) — its
+// row counting the images.
+func TestUnitRoutesImagesStreamSDK(t *testing.T) {
+	s := startSystem(t)
+	s.cli(nil, nil, "deployment", "create", "d-gimg", "--provider", "demo-mock", "--model", "gpt-image-1")
+	s.cli(nil, nil, "model", "create", "gpt-image-1", "--deployments", "d-gimg")
+	s.cli(nil, nil, "price", "set", "gpt-image-1", "--input", "5", "--output", "40", "--image-tokens", "10,40")
+	id, key := s.createKey()
+	s.waitKey(key)
+	var got struct {
+		Partial, Completed int
+		Input, Output      int64
+		Error              any
+	}
+	require.Eventually(t, func() bool { // the group reaches the snapshot
+		got.Error = nil
+		s.node("units.mjs", "gptimagestream", key, &got)
+		return got.Error == nil
+	}, 20*time.Second, 200*time.Millisecond)
+	require.Equal(t, 4, got.Partial, "two previews of each of two images")
+	require.Equal(t, 2, got.Completed)
+	require.Equal(t, int64(2*(272+2*100)), got.Output)
+
+	var rows []ledgerRow
+	require.Eventually(t, func() bool { rows = s.ledger(id); return len(rows) == 1 }, 10*time.Second, 100*time.Millisecond)
+	r := rows[0]
+	require.Equal(t, http.StatusOK, r.HTTPStatus, "%+v", r)
+	require.Equal(t, "images", r.Unit)
+	require.Equal(t, int64(2), r.Quantity)
+	require.Equal(t, got.Input, r.Usage.Input)
+	require.Equal(t, got.Output, r.Usage.Output)
+	want := (got.Input*5_000_000_000 + got.Output*40_000_000_000 + 999_999) / 1_000_000
+	require.Equal(t, want, r.Cost.NanoUSD)
+	var billed int64
+	for _, k := range s.mockStats() {
+		billed += k.Images
+	}
+	require.Equal(t, r.Quantity, billed, "ledger images == the mock's bill")
+}

@@ -49,6 +49,9 @@ func (t *imagesGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	if t.edit {
 		return t.editRequest(in, target) // images_edit_vertex.go
 	}
+	if in.Stream {
+		return nil, &fieldError{"stream", "is not supported on Imagen models"}
+	}
 	var b imagesBody
 	if err := json.Unmarshal(in.Body, &b); err != nil {
 		return nil, &fieldError{"body", err.Error()}

@@ -40,13 +40,19 @@ const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPh
 
 // images serves POST /v1/images/generations (OpenAI's shape): n images
 // (default 1, at most 10) as b64_json, or as URLs for response_format "url";
-// gpt-image-* models also report token usage.
+// gpt-image-* models also report token usage. stream: true (gpt-image-*
+// only) streams them: for each image, partial_images (0 to 3)
+// image_generation.partial_image events, then an image_generation.completed
+// event whose usage is the prompt's input tokens and the image's output
+// tokens (272, plus 100 a partial image).
 func (s *Server) images(c *call) {
 	var req struct {
 		Model          string `json:"model"`
 		Prompt         string `json:"prompt"`
 		N              *int   `json:"n"`
 		ResponseFormat string `json:"response_format"`
+		Stream         bool   `json:"stream"`
+		PartialImages  int    `json:"partial_images"`
 	}
 	if !c.decode(&req) {
 		return
@@ -59,7 +65,49 @@ func (s *Server) images(c *call) {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "'prompt' is required and 'n' must be from 1 to 10")
 		return
 	}
+	if req.Stream {
+		if !strings.HasPrefix(req.Model, "gpt-image") || req.PartialImages < 0 || req.PartialImages > 3 {
+			writeError(c.w, c.flavor, http.StatusBadRequest, "streaming is for gpt-image models, with partial_images from 0 to 3")
+			return
+		}
+		s.streamImages(c, req.Prompt, n, req.PartialImages)
+		return
+	}
 	s.writeImages(c, req.Model, req.Prompt, n, req.ResponseFormat)
+}
+
+// streamImages streams n images as image_generation.* events (images).
+func (s *Server) streamImages(c *call, prompt string, n, partial int) {
+	in := int64(utf8.RuneCountInString(prompt)+3) / 4
+	out := int64(272 + 100*partial)
+	ctr := s.counters(c.key)
+	ctr.requests.Add(1)
+	c.w.Header().Set("content-type", "text/event-stream")
+	fl, _ := c.w.(http.Flusher)
+	emit := func(v map[string]any) {
+		b, _ := json.Marshal(v)
+		_, _ = c.w.Write([]byte("event: " + v["type"].(string) + "\ndata: " + string(b) + "\n\n"))
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	common := func(typ string) map[string]any {
+		return map[string]any{"type": typ, "b64_json": tinyPNG, "created_at": 1_700_000_000, "size": "1024x1024", "quality": "low", "background": "opaque", "output_format": "png"}
+	}
+	for range n {
+		for p := range partial {
+			ev := common("image_generation.partial_image")
+			ev["partial_image_index"] = p
+			emit(ev)
+		}
+		ev := common("image_generation.completed")
+		ev["usage"] = map[string]any{
+			"input_tokens": in, "output_tokens": out, "total_tokens": in + out,
+			"input_tokens_details": map[string]int64{"text_tokens": in, "image_tokens": 0},
+		}
+		emit(ev)
+		ctr.images.Add(1)
+	}
 }
 
 func (s *Server) writeImages(c *call, model, prompt string, n int, format string) {
