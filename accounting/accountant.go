@@ -202,14 +202,53 @@ func (a *Accountant) seedRuns(ctx context.Context, scopes []kernel.Scope) error 
 // ledger entry as the data plane observed it: Settle sets its Cost and EndedAt
 // (the settlement time) and returns the cost charged.
 func (a *Accountant) Settle(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
+	return a.settle(ctx, e, nil)
+}
+
+// SettleAt is Settle at price p instead of the price the request was
+// admitted at (kernel.State.SettleAt): a pass-through reply names the model
+// that served it, and the request is charged at that model's price. Counters
+// without SettleAt (a test's fake) settle at the admitted price.
+func (a *Accountant) SettleAt(ctx context.Context, e store.LedgerEntry, p kernel.Price) (kernel.Money, error) {
+	return a.settle(ctx, e, &p)
+}
+
+func (a *Accountant) settle(ctx context.Context, e store.LedgerEntry, p *kernel.Price) (kernel.Money, error) {
 	if a.spill != nil {
 		if pc, ok := a.counters.(settleCoster); ok {
-			if cost, ok := pc.settleCost(e.RequestID, e.Usage); ok {
-				return a.settleAhead(ctx, e, cost) // settle_ahead.go
+			if cost, ok := pc.settleCost(e.RequestID, e.Usage, p); ok {
+				return a.settleAhead(ctx, e, p, cost) // settle_ahead.go
 			}
 		}
 	}
-	return a.settleThenRecord(ctx, e)
+	return a.settleThenRecord(ctx, e, p)
+}
+
+// pricedCounters are Counters that settle at a price other than the
+// admitted one.
+type pricedCounters interface {
+	SettleAt(ctx context.Context, now time.Time, id string, u kernel.Usage, p kernel.Price, st kernel.Status) (kernel.Settlement, bool, error)
+}
+
+var (
+	_ pricedCounters = LocalCounters{}
+	_ pricedCounters = (*RedisCounters)(nil)
+)
+
+// SettleAt implements pricedCounters.
+func (c LocalCounters) SettleAt(_ context.Context, now time.Time, id string, u kernel.Usage, p kernel.Price, st kernel.Status) (kernel.Settlement, bool, error) {
+	s, ok := c.State.SettleAt(now, id, u, p, st)
+	return s, ok, nil
+}
+
+// settleCounters closes e's reservation in the counters, at p when not nil.
+func (a *Accountant) settleCounters(ctx context.Context, now time.Time, e *store.LedgerEntry, p *kernel.Price) (kernel.Settlement, bool, error) {
+	if p != nil {
+		if pc, ok := a.counters.(pricedCounters); ok {
+			return pc.SettleAt(ctx, now, e.RequestID, e.Usage, *p, e.Status)
+		}
+	}
+	return a.counters.Settle(ctx, now, e.RequestID, e.Usage, e.Status)
 }
 
 // RecordRefused writes the ledger row of a request refused before admission
@@ -226,8 +265,8 @@ func (a *Accountant) RecordRefused(ctx context.Context, e store.LedgerEntry) err
 
 // settleThenRecord closes the reservation in the counters, then records the
 // entry.
-func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry) (kernel.Money, error) {
-	s, ok, err := a.counters.Settle(ctx, a.now(), e.RequestID, e.Usage, e.Status)
+func (a *Accountant) settleThenRecord(ctx context.Context, e store.LedgerEntry, p *kernel.Price) (kernel.Money, error) {
+	s, ok, err := a.settleCounters(ctx, a.now(), &e, p)
 	if err != nil {
 		return 0, fmt.Errorf("accounting: settle %s: %w", e.RequestID, err)
 	}

@@ -448,8 +448,18 @@ func (c *RedisCounters) seedWindows(ctx context.Context, spans []span, idx []any
 // Settle charges the exact cost of u to reservation id at now (kernel.State.Settle).
 // ok is false when id is not open (unknown, already settled or expired).
 func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool, error) {
+	return c.settle(ctx, now, id, u, nil, st)
+}
+
+// SettleAt is Settle at price p rather than the admitted price
+// (kernel.State.SettleAt).
+func (c *RedisCounters) SettleAt(ctx context.Context, now time.Time, id string, u kernel.Usage, p kernel.Price, st kernel.Status) (kernel.Settlement, bool, error) {
+	return c.settle(ctx, now, id, u, &p, st)
+}
+
+func (c *RedisCounters) settle(ctx context.Context, now time.Time, id string, u kernel.Usage, p *kernel.Price, st kernel.Status) (kernel.Settlement, bool, error) {
 	c.forgetCheckpoint(id)
-	if s, ok := c.settleLocal(now, id, u, st); ok {
+	if s, ok := c.settleLocal(now, id, u, p, st); ok {
 		return s, true, nil
 	}
 	c.mu.Lock()
@@ -466,7 +476,11 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 			return kernel.Settlement{}, false, nil
 		}
 	}
-	cost := kernel.Cost(rec.Price, u)
+	price := rec.Price
+	if p != nil {
+		price = *p
+	}
+	cost := kernel.Cost(price, u)
 	ok, charged, reserved, err := c.close(ctx, now, rec, int64(cost), true, u.Total())
 	if cached && err == nil && !ok {
 		// Gone: Redis lost its data, or (after its lease) the lease loop
@@ -479,7 +493,9 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	if cached && (err != nil || !ok && now.UnixNano() < rec.Deadline) {
 		// This replica admitted the request and knows its price: the
 		// settlement stands whatever happened to Redis (see settleWithout).
-		return c.settleWithout(now, rec, u, cost, st, err), true, nil
+		out := c.settleWithout(now, rec, u, cost, st, err)
+		out.Unpriced = price.Unpriced
+		return out, true, nil
 	}
 	if err != nil {
 		return kernel.Settlement{}, false, err
@@ -493,7 +509,9 @@ func (c *RedisCounters) Settle(ctx context.Context, now time.Time, id string, u 
 	if !ok {
 		return kernel.Settlement{}, false, nil
 	}
-	return settlement(rec, now, u, charged, reserved, st), true, nil
+	out := settlement(rec, now, u, charged, reserved, st)
+	out.Unpriced = price.Unpriced
+	return out, true, nil
 }
 
 func settlement(rec *record, now time.Time, u kernel.Usage, cost, reserved kernel.Money, st kernel.Status) kernel.Settlement {

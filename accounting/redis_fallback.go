@@ -41,9 +41,12 @@ func (c *RedisCounters) admitLocal(ctx context.Context, now time.Time, req *kern
 	return c.local.Admit(now, req), nil
 }
 
-func (c *RedisCounters) settleLocal(now time.Time, id string, u kernel.Usage, st kernel.Status) (kernel.Settlement, bool) {
+func (c *RedisCounters) settleLocal(now time.Time, id string, u kernel.Usage, p *kernel.Price, st kernel.Status) (kernel.Settlement, bool) {
 	if c.opts.policy != LocalFallback {
 		return kernel.Settlement{}, false
+	}
+	if p != nil {
+		return c.local.SettleAt(now, id, u, *p, st)
 	}
 	return c.local.Settle(now, id, u, st)
 }

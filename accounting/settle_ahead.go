@@ -36,26 +36,29 @@ import (
 // settleCoster is implemented by counters that can price a settlement before
 // closing it.
 type settleCoster interface {
-	settleCost(id string, u kernel.Usage) (kernel.Money, bool)
+	settleCost(id string, u kernel.Usage, p *kernel.Price) (kernel.Money, bool)
 }
 
 var _ settleCoster = (*RedisCounters)(nil)
 
 // settleCost is the cost Settle would charge reservation id for u, when this
 // replica admitted it through Redis.
-func (c *RedisCounters) settleCost(id string, u kernel.Usage) (kernel.Money, bool) {
+func (c *RedisCounters) settleCost(id string, u kernel.Usage, p *kernel.Price) (kernel.Money, bool) {
 	c.mu.Lock()
 	rec := c.cache[id]
 	c.mu.Unlock()
 	if rec == nil {
 		return 0, false
 	}
+	if p != nil {
+		return kernel.Cost(*p, u), true
+	}
 	return kernel.Cost(rec.Price, u), true
 }
 
 // settleAhead is Settle with e, priced at cost, written to the spill before
 // the counters close the reservation.
-func (a *Accountant) settleAhead(ctx context.Context, e store.LedgerEntry, cost kernel.Money) (kernel.Money, error) {
+func (a *Accountant) settleAhead(ctx context.Context, e store.LedgerEntry, p *kernel.Price, cost kernel.Money) (kernel.Money, error) {
 	now := a.now()
 	one := oneEntry(e)
 	ep := &one[0]
@@ -65,7 +68,7 @@ func (a *Accountant) settleAhead(ctx context.Context, e store.LedgerEntry, cost 
 		settleErr error
 	)
 	err := a.spill.writeThen(ep, func() error {
-		s, ok, err := a.counters.Settle(ctx, now, ep.RequestID, ep.Usage, ep.Status)
+		s, ok, err := a.settleCounters(ctx, now, ep, p)
 		if err != nil || !ok {
 			settleErr = err
 			return nil // not settled here: nothing to record
@@ -78,7 +81,7 @@ func (a *Accountant) settleAhead(ctx context.Context, e store.LedgerEntry, cost 
 	case err != nil && !errors.Is(err, errAppend):
 		// The spill could not be written: settle as without one (record
 		// logs the spill's failure).
-		return a.settleThenRecord(ctx, *ep)
+		return a.settleThenRecord(ctx, *ep, p)
 	case settleErr != nil:
 		return 0, fmt.Errorf("accounting: settle %s: %w", ep.RequestID, settleErr)
 	}

@@ -140,7 +140,8 @@ func (s *Server) priceWarnings(ctx context.Context, only string) []string {
 		}
 		out = append(out, fmt.Sprintf("deployment %q%s: no price for model %q (looked up as %s): "+
 			"its requests are refused under strict budgets and recorded unpriced otherwise; "+
-			"set one with `tollgate price set %s --input … --output …`, name its base model (--base-model) or declare it free (--free)",
+			"set one with `tollgate price set %s --input … --output …` (a model charged per unit: --per-image, --per-second, "+
+			"--per-character or --per-search-unit), name its base model (--base-model) or declare it free (--free)",
 			m.GetDeployment(), where, model, strings.Join(m.GetNamesTried(), ", "), model))
 	}
 	return out

@@ -38,6 +38,7 @@ func TestMissingPrices(t *testing.T) {
 		require.Len(t, created.GetWarnings(), 1)
 		require.Contains(t, created.GetWarnings()[0], `no price for model "prod-east-4o"`)
 		require.Contains(t, created.GetWarnings()[0], "--free")
+		require.Contains(t, created.GetWarnings()[0], "--per-image, --per-second, --per-character or --per-search-unit", "a unit model's flags too")
 
 		created, err = c.deployments.CreateDeployment(ctx, &adminv1.CreateDeploymentRequest{Deployment: &adminv1.Deployment{Id: "llama", Provider: "local", ProviderModel: "llama-3-local"}})
 		require.NoError(t, err)

@@ -25,6 +25,10 @@ function wav(secs) {
   return b;
 }
 
+// A 2×1 PNG to edit, and its mask: the left pixel transparent (edit there).
+const EDIT_IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAYAAAD0In+KAAAAEUlEQVR4nGM4wcX1n+sE138AD1kDtwh5E2EAAAAASUVORK5CYII=";
+const EDIT_MASK = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAYAAAD0In+KAAAADElEQVR4nGNggID/AAEIAQBNGY85AAAAAElFTkSuQmCC";
+
 const scenarios = {
   async images() {
     const r = await client().images.generate({ model: "dall-e-3", prompt: "a red fox", n: 2, size: "1024x1024", quality: "hd" });
@@ -50,6 +54,31 @@ const scenarios = {
   async gptimage() {
     const r = await client().images.generate({ model: "gpt-image-1", prompt: "a cat in a hat", n: 2, quality: "low" });
     return { images: r.data.length, usage: r.usage };
+  },
+  // An edit on Vertex's Imagen capability model (OpenAI's multipart edits
+  // in, :predict with referenceImages out): with a mask (transparent where to
+  // edit) and without.
+  async imagenedit() {
+    const png = (b64, name) => toFile(Buffer.from(b64, "base64"), name, { type: "image/png" });
+    const image = () => png(EDIT_IMAGE, "fox.png");
+    const masked = await client().images.edit({ model: "imagen-edit", image: await image(), mask: await png(EDIT_MASK, "mask.png"), prompt: "a red hat on the fox", n: 2 });
+    const plain = await client().images.edit({ model: "imagen-edit", image: await image(), prompt: "make it dusk" });
+    return { masked: masked.data.length, plain: plain.data.length, b64: masked.data[0].b64_json?.length ?? 0 };
+  },
+  // gpt-image-1 streamed: partial previews, then each image's completed
+  // event with its usage.
+  async gptimagestream() {
+    const stream = await client().images.generate({ model: "gpt-image-1", prompt: "a fox in the snow", n: 2, quality: "low", stream: true, partial_images: 2 });
+    const seen = { partial: 0, completed: 0, input: 0, output: 0 };
+    for await (const ev of stream) {
+      if (ev.type === "image_generation.partial_image") seen.partial++;
+      if (ev.type === "image_generation.completed") {
+        seen.completed++;
+        seen.input = Math.max(seen.input, ev.usage.input_tokens);
+        seen.output += ev.usage.output_tokens;
+      }
+    }
+    return seen;
   },
   // A model without a price per image, under a strict budget: refused.
   async unpriced() {

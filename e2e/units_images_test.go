@@ -130,3 +130,91 @@ func TestUnitRoutesPriceSetFromRefusal(t *testing.T) {
 	require.Equal(t, int64(1), rows[0].Quantity)
 	require.Equal(t, int64(18_000_000), rows[0].Cost.NanoUSD, "one image at the price the command set")
 }
+
+// TestUnitRoutesImagenEditSDK: the official OpenAI Node SDK's images.edit
+// (multipart) through the binaries on Vertex's Imagen capability model
+// (imagen-3.0-capability-001 :predict with referenceImages, the mock
+// checking the raw image, the mask and the edit mode), with a mask and
+// without; each row charged per image at the price the CLI set, the ledger
+// equal to the mock's bill.
+func TestUnitRoutesImagenEditSDK(t *testing.T) {
+	s := startSystem(t)
+	const sa = "imagen@acme.iam.gserviceaccount.com"
+	s.cli(nil, nil, "provider", "create", "p-vertex", "--type", "vertex",
+		"--base-url", s.mockURL+"/v1/projects/acme/locations/us-central1", "--credential-file", s.vertexServiceAccount(sa))
+	s.cli(nil, nil, "deployment", "create", "d-imagen-edit", "--provider", "p-vertex", "--model", "imagen-3.0-capability-001")
+	s.cli(nil, nil, "model", "create", "imagen-edit", "--deployments", "d-imagen-edit")
+	s.cli(nil, nil, "price", "set", "imagen-edit", "--per-image", "0.02")
+	id, key := s.createKey()
+	s.waitKey(key)
+
+	var got struct {
+		Masked, Plain, B64 int
+		Error              any
+	}
+	require.Eventually(t, func() bool { // the group reaches the snapshot
+		got.Error = nil
+		s.node("units.mjs", "imagenedit", key, &got)
+		return got.Error == nil
+	}, 20*time.Second, 200*time.Millisecond)
+	require.Equal(t, 2, got.Masked)
+	require.Equal(t, 1, got.Plain)
+	require.Positive(t, got.B64)
+
+	var rows []ledgerRow
+	require.Eventually(t, func() bool { rows = s.ledger(id); return len(rows) == 2 }, 10*time.Second, 100*time.Millisecond)
+	var images int64
+	for _, r := range rows {
+		require.Equal(t, http.StatusOK, r.HTTPStatus, "%+v", r)
+		require.Equal(t, "imagen-edit", r.Model)
+		require.Equal(t, "images", r.Unit)
+		require.Equal(t, r.Quantity*20_000_000, r.Cost.NanoUSD, "$0.02 an image")
+		images += r.Quantity
+	}
+	require.Equal(t, int64(3), images)
+	require.Equal(t, s.mockStats()[sa].Images, images, "ledger images == the mock's bill")
+}
+
+// TestUnitRoutesImagesStreamSDK: the OpenAI Node SDK's streamed
+// images.generate (stream: true, partial_images) on gpt-image-1 through the
+// binaries: the events reach the client as the provider sent them, and the
+// request is settled from the completed events' usage — the prompt's input
+// tokens once, each image's output tokens (partial images included) — its
+// row counting the images.
+func TestUnitRoutesImagesStreamSDK(t *testing.T) {
+	s := startSystem(t)
+	s.cli(nil, nil, "deployment", "create", "d-gimg", "--provider", "demo-mock", "--model", "gpt-image-1")
+	s.cli(nil, nil, "model", "create", "gpt-image-1", "--deployments", "d-gimg")
+	s.cli(nil, nil, "price", "set", "gpt-image-1", "--input", "5", "--output", "40", "--image-tokens", "10,40")
+	id, key := s.createKey()
+	s.waitKey(key)
+	var got struct {
+		Partial, Completed int
+		Input, Output      int64
+		Error              any
+	}
+	require.Eventually(t, func() bool { // the group reaches the snapshot
+		got.Error = nil
+		s.node("units.mjs", "gptimagestream", key, &got)
+		return got.Error == nil
+	}, 20*time.Second, 200*time.Millisecond)
+	require.Equal(t, 4, got.Partial, "two previews of each of two images")
+	require.Equal(t, 2, got.Completed)
+	require.Equal(t, int64(2*(272+2*100)), got.Output)
+
+	var rows []ledgerRow
+	require.Eventually(t, func() bool { rows = s.ledger(id); return len(rows) == 1 }, 10*time.Second, 100*time.Millisecond)
+	r := rows[0]
+	require.Equal(t, http.StatusOK, r.HTTPStatus, "%+v", r)
+	require.Equal(t, "images", r.Unit)
+	require.Equal(t, int64(2), r.Quantity)
+	require.Equal(t, got.Input, r.Usage.Input)
+	require.Equal(t, got.Output, r.Usage.Output)
+	want := (got.Input*5_000_000_000 + got.Output*40_000_000_000 + 999_999) / 1_000_000
+	require.Equal(t, want, r.Cost.NanoUSD)
+	var billed int64
+	for _, k := range s.mockStats() {
+		billed += k.Images
+	}
+	require.Equal(t, r.Quantity, billed, "ledger images == the mock's bill")
+}

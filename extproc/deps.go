@@ -88,6 +88,10 @@ type Record struct {
 	// Usage.Input at the unit's price (kernel.PerUnit).
 	Unit     kernel.Unit
 	Quantity int64
+	// Price, when set, is the price the request is charged at instead of
+	// the one it was admitted at: a pass-through reply's model's
+	// (passthrough.go).
+	Price *kernel.Price
 	// Cache is the response cache's part: a hit and what it saved (cache.go).
 	Cache CacheRecord
 	// Owner, when set, is the native response id the request handed out

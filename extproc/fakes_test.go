@@ -129,7 +129,13 @@ func (a *stateAccountant) Settle(_ context.Context, rec *Record) (kernel.Money, 
 		return 0, errors.New("settled twice")
 	}
 	a.records = append(a.records, *rec)
-	s, ok := a.st.Settle(a.now(), rec.RequestID, rec.Usage, rec.Status)
+	var s kernel.Settlement
+	var ok bool
+	if rec.Price != nil {
+		s, ok = a.st.SettleAt(a.now(), rec.RequestID, rec.Usage, *rec.Price, rec.Status)
+	} else {
+		s, ok = a.st.Settle(a.now(), rec.RequestID, rec.Usage, rec.Status)
+	}
 	select {
 	case a.changed <- struct{}{}:
 	default:

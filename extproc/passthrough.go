@@ -183,3 +183,38 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 		RequestBody: &extprocv3.BodyResponse{Response: c},
 	}}
 }
+
+// passthroughPrice prices a settled pass-through call by the model its
+// reply named, when the reply reported usage too: that model's tokens at its
+// price from the price table (whatever the request named, or did not); a
+// model without a price, the provider's price per call; neither, the price
+// the call was admitted at (the request's model's, or per call), and only
+// when that was unpriced too is the row marked unpriced — never a silent $0.
+// The reply may cost more than the admission reserved (a call admitted per
+// call, then charged its tokens): the kernel charges what it cost.
+func (s *stream) passthroughPrice(ctx context.Context, rec *Record) {
+	pt, ok := s.tr.(*translate.Passthrough)
+	if !ok || rec.Status != kernel.StatusCompleted {
+		return
+	}
+	model, u, ok := pt.Reply()
+	if !ok || model == "" {
+		return
+	}
+	pc, _ := s.p.cat.(PassthroughCatalog) // checked at request headers
+	provider, _ := translate.PassthroughSplit(s.path)
+	t, perCall, err := pc.PassthroughTarget(ctx, s.principal, provider, model)
+	if err != nil || t == nil {
+		return
+	}
+	switch {
+	case !perCall && !t.Price.Unpriced:
+		price := t.Price
+		rec.Model, rec.Usage, rec.Price = model, u, &price
+		rec.Unit, rec.Quantity, rec.Unpriced = "", 0, false
+	case perCall && !pt.PerCall: // admitted at the request's model's price
+		price := t.Price
+		rec.Model, rec.Usage, rec.Price = model, kernel.Usage{Input: 1}, &price
+		rec.Unit, rec.Quantity, rec.Unpriced = kernel.UnitCalls, 1, false
+	}
+}

@@ -859,6 +859,9 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 		u.Input = s.inputEstimate()
 	}
 	rec := s.fillRecord(st, httpStatus, u)
+	if s.ep.API == translate.APIPassthrough {
+		s.passthroughPrice(ctx, rec) // passthrough.go
+	}
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.p.settleTimeout)

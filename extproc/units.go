@@ -81,7 +81,9 @@ func priceUnits(u *translate.UnitRequest, areq *kernel.AdmitRequest) {
 		// quality asked for; settled at the reply's usage.
 		u.ByTokens, u.Unpriced = true, false
 		areq.Price, areq.PromptBytes = tp, u.Tokens
-		areq.MaxTokens, areq.DefaultMaxTokens = kernel.SatMul(u.Bound, translate.ImageOutputBound(u.Quality)), 1
+		// A streamed generation's partial images add to each image's tokens.
+		perImage := translate.ImageOutputBound(u.Quality) + u.PartialImages*translate.ImagePartialTokens
+		areq.MaxTokens, areq.DefaultMaxTokens = kernel.SatMul(u.Bound, perImage), 1
 		return
 	}
 	per, ok := kernel.Money(0), false

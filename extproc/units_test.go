@@ -57,6 +57,13 @@ func TestPriceUnitsImageTokens(t *testing.T) {
 	require.Equal(t, u.Tokens, areq.PromptBytes)
 	require.Equal(t, 2*translate.ImageOutputBound("medium"), areq.MaxTokens)
 
+	// Streamed with partial images: each adds its tokens to its image's bound.
+	streamed, err := translate.ParseUnitRequest(translate.APIImages, []byte(`{"model":"gpt-image-1","prompt":"a cat","n":2,"quality":"medium","stream":true,"partial_images":3}`))
+	require.NoError(t, err)
+	sreq := kernel.AdmitRequest{Price: p}
+	priceUnits(streamed.Unit, &sreq)
+	require.Equal(t, 2*(translate.ImageOutputBound("medium")+3*translate.ImagePartialTokens), sreq.MaxTokens)
+
 	p.Units.ImageInputTokens, p.Units.ImageOutputTokens = 0, 0
 	areq = kernel.AdmitRequest{Price: p}
 	priceUnits(u, &areq)

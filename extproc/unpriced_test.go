@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -205,5 +206,44 @@ func TestUnpricedServedAndMarked(t *testing.T) {
 			require.Equal(t, int64(7), recs[0].Usage.Input)
 			require.NotContains(t, string(got.Body), "model_price_missing")
 		})
+	}
+}
+
+// TestUnpricedUnitRouteNamesItsFlag: a unit route refused for a missing
+// price names, through the processor, the `tollgate price set` flag of its
+// unit — for a model nobody priced, and for one priced in tokens only (not
+// in the route's unit) — so the operator is not sent to --input/--output.
+func TestUnpricedUnitRouteNamesItsFlag(t *testing.T) {
+	budget := []kernel.BudgetWindow{{Limit: kernel.Dollar, Period: kernel.Period{Kind: kernel.PeriodTotal}}}
+	flags := map[translate.API]string{
+		translate.APIImages:         "--per-image DOLLARS",
+		translate.APIImageEdits:     "--per-image DOLLARS",
+		translate.APISpeech:         "--per-character DOLLARS",
+		translate.APITranscriptions: "--per-second DOLLARS",
+		translate.APITranslations:   "--per-second DOLLARS",
+		translate.APIRerank:         "--per-search-unit DOLLARS",
+	}
+	for _, tokenPriced := range []bool{false, true} {
+		e := unpricedEnv(t, &kernel.Limits{Budgets: budget})
+		up := &recorder{resp: jsonResponse(200, `{}`)}
+		for _, k := range translate.Pairs() {
+			flag, ok := flags[k.API]
+			if !ok || tokenPriced && k.API == translate.APIRerank { // a rerank priced in tokens is charged in tokens
+				continue
+			}
+			model := "unpriced-" + string(k.Provider)
+			if tokenPriced {
+				e.cat.targets[model].Price = kernel.Price{Input: kernel.Dollar, Output: 2 * kernel.Dollar}
+			}
+			t.Run(fmt.Sprintf("token-priced=%v/%s/%s", tokenPriced, k.API, k.Provider), func(t *testing.T) {
+				path, body := unpricedRequest(k.API, model)
+				got := e.do(t, post(path, clientKey, body, unpricedHeaders(k.API)...), up.upstream)
+				require.Nil(t, got.Forwarded, "nothing goes upstream")
+				require.Equal(t, http.StatusBadRequest, got.Status, "%s", got.Body)
+				msg := unpricedErrorMessage(t, k.API, got.Body)
+				require.Contains(t, msg, "tollgate price set "+unpricedModels[k.Provider]+" "+flag, "names the unit's flag")
+				require.NotContains(t, msg, "--input")
+			})
+		}
 	}
 }

@@ -404,6 +404,18 @@ func (s *State) recycle(r *reservation) {
 // what it reserved and corrects the tpm count. It returns ok=false, changing
 // nothing, when id is not open (unknown or already settled or expired).
 func (s *State) Settle(now time.Time, id string, u Usage, st Status) (Settlement, bool) {
+	return s.settle(now, id, u, nil, st)
+}
+
+// SettleAt is Settle at price p instead of the price id was admitted at:
+// a request whose reply names the model that served it (a pass-through
+// route's) is charged at that model's price. The reservation it releases
+// is the one admitted, whatever p.
+func (s *State) SettleAt(now time.Time, id string, u Usage, p Price, st Status) (Settlement, bool) {
+	return s.settle(now, id, u, &p, st)
+}
+
+func (s *State) settle(now time.Time, id string, u Usage, p *Price, st Status) (Settlement, bool) {
 	nowN := now.UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -411,9 +423,14 @@ func (s *State) Settle(now time.Time, id string, u Usage, st Status) (Settlement
 	if !ok {
 		return Settlement{}, false
 	}
-	cost := Cost(res.price, u)
+	price := &res.price
+	if p != nil {
+		price = p
+	}
+	cost := Cost(*price, u)
 	s.close(res, now, nowN, cost, true, u.Total())
 	out := s.settlement(res, now, u, cost, st)
+	out.Unpriced = price.Unpriced
 	s.recycle(res)
 	return out, true
 }

@@ -584,3 +584,29 @@ func TestRunScopeForgotten(t *testing.T) {
 	require.ErrorIs(t, (&Limits{TTL: -1}).Validate(), ErrBadLimits)
 	require.ErrorIs(t, (&Limits{Run: &RunPolicy{Budget: -1}}).Validate(), ErrBadLimits)
 }
+
+// TestSettleAt: a settlement at another price charges the usage at that
+// price, releases what the admission reserved, and is unpriced only when
+// that price is.
+func TestSettleAt(t *testing.T) {
+	s := NewState()
+	key := ScopeRef{Kind: ScopeKey, ID: "k"}
+	day := Period{Kind: PeriodDaily}
+	lim := &Limits{Budgets: []BudgetWindow{{Limit: 10 * Dollar, Period: day}}}
+	admitted := Price{Input: 1_000_000} // one call at $0.001
+	served := Price{Input: 3 * Dollar, Output: 5 * Dollar}
+	u := Usage{Input: 100, Output: 20}
+	for i, p := range []Price{served, {Unpriced: true}} {
+		id := string(rune('a' + i))
+		require.True(t, s.Admit(t0, &AdmitRequest{ID: id, Scopes: []Scope{{Ref: key, Limits: lim}}, PromptBytes: 1, DefaultMaxTokens: 1, Price: admitted}).Admitted)
+		st, ok := s.SettleAt(t0, id, u, p, StatusCompleted)
+		require.True(t, ok)
+		require.Equal(t, Cost(p, u), st.Cost)
+		require.Equal(t, p.Unpriced, st.Unpriced)
+		_, ok = s.SettleAt(t0, id, u, p, StatusCompleted)
+		require.False(t, ok, "once")
+	}
+	spent, reserved := s.Usage(key, day, t0)
+	require.Zero(t, reserved)
+	require.Equal(t, Cost(served, u), spent)
+}

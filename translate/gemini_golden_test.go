@@ -16,6 +16,9 @@ import (
 type geminiCase struct {
 	anthropicCase
 	Path string `json:"path"`
+	// Form is a multipart request's body (base64 in the case; boundary
+	// "golden"), in place of Request.
+	Form []byte `json:"form"`
 }
 
 // geminiInbound parses a case's request as the processor would.
@@ -23,11 +26,15 @@ func geminiInbound(t *testing.T, tc *geminiCase) *Inbound {
 	t.Helper()
 	var in *Inbound
 	var err error
-	if tc.Path != "" {
+	switch {
+	case len(tc.Form) > 0:
+		in, err = ParseMultipartUnits(tc.API, "multipart/form-data; boundary=golden", tc.Form, true, int64(len(tc.Form)))
+		require.NoError(t, err)
+	case tc.Path != "":
 		in, err = ParseGeminiRequest(tc.Path, tc.Request)
 		require.NoError(t, err)
 		require.Equal(t, tc.API, in.API, "the path %s names the case's API", tc.Path)
-	} else {
+	default:
 		in, err = ParseRequest(tc.API, tc.Request)
 		require.NoError(t, err)
 	}
@@ -44,7 +51,11 @@ func runGeminiCase(t *testing.T, tc *geminiCase) anthropicGolden {
 	require.NotNil(t, tr, "no translator for %s × %s", tc.API, tc.Provider)
 	out, err := tr.Request(in, &tc.Target)
 	require.NoError(t, err)
-	require.Equal(t, string(tc.Request), string(in.Body), "client body must not be modified")
+	client := []byte(tc.Request)
+	if len(tc.Form) > 0 {
+		client = tc.Form
+	}
+	require.Equal(t, string(client), string(in.Body), "client body must not be modified")
 	g := anthropicGolden{Path: out.Path, Headers: out.Headers, Body: json.RawMessage(`"<unchanged>"`)}
 	switch {
 	case out.Reply != nil:

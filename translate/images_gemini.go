@@ -25,6 +25,7 @@ type imagesGemini struct {
 	url     bool   // response_format=url
 	format  string // output_format asked for ("" when none)
 	req     *UnitRequest
+	edit    bool // an edit (POST /v1/images/edits) on a capability model
 }
 
 var _ Translator = (*imagesGemini)(nil)
@@ -42,13 +43,34 @@ type imagesBody struct {
 	OutputCompression *int64  `json:"output_compression"`
 }
 
-// Request builds the :predict request.
+// Request builds the :predict request (editRequest for an edit).
 func (t *imagesGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	t.apiKey, t.created, t.req = target.APIKey, anthropicNow().Unix(), in.Unit
+	if t.edit {
+		return t.editRequest(in, target) // images_edit_vertex.go
+	}
+	if in.Stream {
+		return nil, &fieldError{"stream", "is not supported on Imagen models"}
+	}
 	var b imagesBody
 	if err := json.Unmarshal(in.Body, &b); err != nil {
 		return nil, &fieldError{"body", err.Error()}
 	}
+	params, err := t.imagenParams(&b, target, true)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(gemini.ImagenPredictRequest{Instances: []gemini.ImagenInstance{{Prompt: *b.Prompt}}, Parameters: params})
+	if err != nil {
+		return nil, err
+	}
+	return &Outbound{Path: geminiPath(target, in, geminiPredict), Headers: geminiHeaders(target), Body: body}, nil
+}
+
+// imagenParams checks b and maps it onto Imagen's parameters; the size
+// maps onto the aspect ratio and tier of a generation only (an edit's
+// output follows its input).
+func (t *imagesGemini) imagenParams(b *imagesBody, target *Target, generation bool) (*gemini.ImagenParameters, error) {
 	if b.Prompt == nil || *b.Prompt == "" {
 		return nil, &fieldError{"prompt", "is required"}
 	}
@@ -71,11 +93,13 @@ func (t *imagesGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	params.AspectRatio = ratio
-	if target.Provider == ProviderVertex {
-		params.SampleImageSize = tier
-	} else {
-		params.ImageSize = tier
+	if generation {
+		params.AspectRatio = ratio
+		if target.Provider == ProviderVertex {
+			params.SampleImageSize = tier
+		} else {
+			params.ImageSize = tier
+		}
 	}
 	switch b.OutputFormat {
 	case "":
@@ -88,11 +112,7 @@ func (t *imagesGemini) Request(in *Inbound, target *Target) (*Outbound, error) {
 	default:
 		return nil, &fieldError{"output_format", "must be png or jpeg on Imagen models"}
 	}
-	body, err := json.Marshal(gemini.ImagenPredictRequest{Instances: []gemini.ImagenInstance{{Prompt: *b.Prompt}}, Parameters: params})
-	if err != nil {
-		return nil, err
-	}
-	return &Outbound{Path: geminiPath(target, in, geminiPredict), Headers: geminiHeaders(target), Body: body}, nil
+	return params, nil
 }
 
 // geminiPredict is the method of Imagen's models.

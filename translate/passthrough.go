@@ -32,6 +32,7 @@ type Passthrough struct {
 	line     []byte // an SSE line split across chunks
 	usage    kernel.Usage
 	seen     bool
+	model    string // the model the reply named (Reply)
 }
 
 var _ Translator = (*Passthrough)(nil)
@@ -73,14 +74,26 @@ func (p *Passthrough) Request(_ *Inbound, t *Target) (*Outbound, error) {
 
 // Response passes body and reads its usage; an error when it has none.
 func (p *Passthrough) Response(body []byte) ([]byte, kernel.Usage, error) {
+	model, u, ok := passthroughUsage(p.provider, body)
+	p.model = model
+	if ok {
+		p.usage, p.seen = u, true
+	}
 	if p.PerCall {
 		return body, kernel.Usage{Input: 1}, nil
 	}
-	u, ok := passthroughUsage(p.provider, body)
 	if !ok {
 		return body, kernel.Usage{}, errPassthroughNoUsage
 	}
 	return body, u, nil
+}
+
+// Reply is what the reply (or the stream's events) said of itself: the
+// model it named ("" when none) and its token usage (ok false when it
+// reported none), whether or not the call is charged per call. The
+// processor charges those tokens at the model's price when it has one.
+func (p *Passthrough) Reply() (model string, u kernel.Usage, ok bool) {
+	return p.model, p.usage, p.seen
 }
 
 var errPassthroughNoUsage = errors.New("translate: the reply has no usage the gateway can read")
@@ -117,7 +130,10 @@ func (p *Passthrough) observe(line []byte) {
 	if len(data) == 0 || data[0] != '{' {
 		return
 	}
-	u, ok := passthroughUsage(p.provider, data)
+	model, u, ok := passthroughUsage(p.provider, data)
+	if p.model == "" {
+		p.model = model // the first event naming one: a stream's model does not change
+	}
 	if !ok {
 		return
 	}
@@ -180,24 +196,49 @@ type passGeminiUsage struct {
 	Thoughts   int64 `json:"thoughtsTokenCount"`
 }
 
-type passReply struct {
-	Usage         *passUsage       `json:"usage"`
-	UsageMetadata *passGeminiUsage `json:"usageMetadata"`
-	// Anthropic's message_start and the Responses API's response.* events.
-	Message  *struct{ Usage *passUsage } `json:"message"`
-	Response *struct{ Usage *passUsage } `json:"response"`
+// passNested is the object of an event that holds the model and usage.
+type passNested struct {
+	Model string     `json:"model"`
+	Usage *passUsage `json:"usage"`
 }
 
-// passthroughUsage reads the usage of a JSON reply or event of a known
-// shape; ok is false when it has none.
-func passthroughUsage(provider ProviderType, body []byte) (kernel.Usage, bool) {
+type passReply struct {
+	Model         string           `json:"model"`
+	Usage         *passUsage       `json:"usage"`
+	UsageMetadata *passGeminiUsage `json:"usageMetadata"`
+	ModelVersion  string           `json:"modelVersion"` // Gemini's
+	// Anthropic's message_start and the Responses API's response.* events.
+	Message  *passNested `json:"message"`
+	Response *passNested `json:"response"`
+}
+
+// model is the model the reply or event names: its own "model", Gemini's
+// modelVersion, or the one in its "message" or "response".
+func (r *passReply) model() string {
+	switch {
+	case r.Model != "":
+		return r.Model
+	case r.ModelVersion != "":
+		return r.ModelVersion
+	case r.Message != nil && r.Message.Model != "":
+		return r.Message.Model
+	case r.Response != nil:
+		return r.Response.Model
+	}
+	return ""
+}
+
+// passthroughUsage reads the model and usage of a JSON reply or event of a
+// known shape; ok is false when it has no usage.
+func passthroughUsage(provider ProviderType, body []byte) (model string, _ kernel.Usage, ok bool) {
 	var r passReply
 	if json.Unmarshal(body, &r) != nil {
-		return kernel.Usage{}, false
+		return "", kernel.Usage{}, false
 	}
+	model = r.model()
 	if g := r.UsageMetadata; g != nil {
 		cached := min(g.Cached, g.Prompt)
-		return kernel.Usage{Input: g.Prompt - cached + g.ToolPrompt, CachedInput: cached, Output: g.Candidates, Reasoning: g.Thoughts}, true
+		return model, kernel.Usage{Input: g.Prompt - cached + g.ToolPrompt, CachedInput: cached, Output: g.Candidates, Reasoning: g.Thoughts}, true
 	}
 	u := r.Usage
 	if u == nil && r.Message != nil {
@@ -207,21 +248,21 @@ func passthroughUsage(provider ProviderType, body []byte) (kernel.Usage, bool) {
 		u = r.Response.Usage
 	}
 	if u == nil {
-		return kernel.Usage{}, false
+		return model, kernel.Usage{}, false
 	}
 	if provider == ProviderBedrock { // disjoint already
-		return kernel.Usage{Input: u.BedrockInput, CachedInput: u.BedrockCacheRead, CacheWrite: u.BedrockCacheWrite, Output: u.BedrockOutput}, true
+		return model, kernel.Usage{Input: u.BedrockInput, CachedInput: u.BedrockCacheRead, CacheWrite: u.BedrockCacheWrite, Output: u.BedrockOutput}, true
 	}
 	if provider == ProviderAnthropic { // disjoint already
-		return kernel.Usage{Input: u.InputTokens, CachedInput: u.CacheRead, CacheWrite: u.CacheCreation, Output: u.OutputTokens}, true
+		return model, kernel.Usage{Input: u.InputTokens, CachedInput: u.CacheRead, CacheWrite: u.CacheCreation, Output: u.OutputTokens}, true
 	}
 	if u.PromptTokens+u.CompletionTokens > 0 { // chat, completions, embeddings
-		return openAIUsage{
+		return model, openAIUsage{
 			prompt: u.PromptTokens, completion: u.CompletionTokens,
 			cached: u.PromptTokensDetails.Cached, reasoning: u.CompletionTokensDetails.Reasoning,
 		}.kernel(), true
 	}
-	return openAIUsage{ // the Responses API
+	return model, openAIUsage{ // the Responses API
 		prompt: u.InputTokens, completion: u.OutputTokens,
 		cached: u.InputTokensDetails.Cached, reasoning: u.OutputTokensDetails.Reasoning,
 	}.kernel(), true

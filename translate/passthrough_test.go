@@ -99,3 +99,46 @@ func TestPassthroughRequest(t *testing.T) {
 	require.Equal(t, "anthropic.claude-3-haiku-20240307-v1:0", PassthroughModel("/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse", nil))
 	require.Empty(t, PassthroughModel("/v1/models", nil))
 }
+
+// TestPassthroughReplyModel: the model each shape's reply or stream names,
+// read whether or not the call is charged per call.
+func TestPassthroughReplyModel(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		provider ProviderType
+		body     string
+		stream   bool
+		model    string
+		usage    kernel.Usage
+	}{
+		{"openai", ProviderOpenAI, `{"model":"gpt-4o-2024-08-06","usage":{"prompt_tokens":3,"completion_tokens":2}}`, false, "gpt-4o-2024-08-06", kernel.Usage{Input: 3, Output: 2}},
+		{"gemini", ProviderGemini, `{"modelVersion":"gemini-2.0-flash-001","usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1}}`, false, "gemini-2.0-flash-001", kernel.Usage{Input: 4, Output: 1}},
+		{"no usage", ProviderOpenAI, `{"model":"m","data":[]}`, false, "m", kernel.Usage{}},
+		{
+			"anthropic sse", ProviderAnthropic,
+			"data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x-1\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":5}}\n\n",
+			true, "claude-x-1", kernel.Usage{Input: 9, Output: 5},
+		},
+		{
+			"responses sse", ProviderOpenAI,
+			"data: {\"type\":\"response.created\",\"response\":{\"model\":\"o-2\",\"usage\":null}}\n\ndata: {\"type\":\"response.completed\",\"response\":{\"model\":\"o-2\",\"usage\":{\"input_tokens\":6,\"output_tokens\":2}}}\n\n",
+			true, "o-2", kernel.Usage{Input: 6, Output: 2},
+		},
+	} {
+		for _, perCall := range []bool{false, true} {
+			p := &Passthrough{PerCall: perCall}
+			_, err := p.Request(&Inbound{}, &Target{Provider: c.provider})
+			require.NoError(t, err)
+			if c.stream {
+				_, err = p.StreamChunk([]byte(c.body), true)
+				require.NoError(t, err)
+			} else {
+				_, _, _ = p.Response([]byte(c.body))
+			}
+			model, u, ok := p.Reply()
+			require.Equal(t, c.model, model, c.name)
+			require.Equal(t, c.usage, u, c.name)
+			require.Equal(t, c.usage != kernel.Usage{}, ok, c.name)
+		}
+	}
+}

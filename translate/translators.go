@@ -83,6 +83,7 @@ var translators = map[translatorKey]TranslatorFactory{
 	{APIRerank, ProviderOpenAI}:         newUnitsOpenAI(APIRerank, false),
 	{APIImageEdits, ProviderOpenAI}:     newUnitsOpenAI(APIImageEdits, false),
 	{APIImageEdits, ProviderAzure}:      newUnitsOpenAI(APIImageEdits, true),
+	{APIImageEdits, ProviderVertex}:     func() Translator { return &imagesGemini{edit: true} },
 	{APITranscriptions, ProviderOpenAI}: newUnitsOpenAI(APITranscriptions, false),
 	{APITranscriptions, ProviderAzure}:  newUnitsOpenAI(APITranscriptions, true),
 	{APITranslations, ProviderOpenAI}:   newUnitsOpenAI(APITranslations, false),

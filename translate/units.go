@@ -59,6 +59,13 @@ type UnitRequest struct {
 	// Partial: the processor saw only the body's first bytes (a large
 	// upload); the rest goes to the provider unseen and unchanged.
 	Partial bool
+	// Boundary is a multipart body's boundary (its content type's), for a
+	// translator that reads the whole form (an edit on Imagen).
+	Boundary string
+	// PartialImages is a streamed generation's partial_images (0 to 3):
+	// each costs an image's worth more output tokens on a model billed by
+	// tokens (ImagePartialTokens).
+	PartialImages int64
 }
 
 // Most units one request may ask for; beyond them the request is refused
@@ -67,6 +74,9 @@ const (
 	maxImages       = 10
 	maxSpeechChars  = 4096
 	rerankPerSearch = 100 // documents per Cohere search unit
+	// maxPartialImages is the most partial images a streamed generation
+	// may ask for (OpenAI's partial_images, 0 to 3).
+	maxPartialImages = 3
 )
 
 // unitBody is every member the JSON unit routes read.
@@ -78,6 +88,7 @@ type unitBody struct {
 	Query          json.RawMessage `json:"query"`
 	Documents      []any           `json:"documents"`
 	ResponseFormat string          `json:"response_format"`
+	PartialImages  *int64          `json:"partial_images"`
 }
 
 // ParseUnitRequest parses the JSON request of a unit API: the common
@@ -87,7 +98,7 @@ func ParseUnitRequest(api API, body []byte) (*Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.Stream {
+	if in.Stream && api != APIImages { // a streamed generation: image_generation.* events
 		return nil, &fieldError{"stream", "is not supported by this gateway on " + string(api)}
 	}
 	var b unitBody
@@ -103,6 +114,14 @@ func ParseUnitRequest(api API, body []byte) (*Inbound, error) {
 				return nil, &fieldError{"n", "must be an integer from 1 to 10"}
 			}
 			u.Bound = *b.N
+		}
+		if b.PartialImages != nil {
+			if *b.PartialImages < 0 || *b.PartialImages > maxPartialImages {
+				return nil, &fieldError{"partial_images", "must be an integer from 0 to 3"}
+			}
+			if in.Stream {
+				u.PartialImages = *b.PartialImages
+			}
 		}
 	case APISpeech:
 		var s string
@@ -156,6 +175,8 @@ type unitsOpenAI struct {
 	azure bool
 	unit  UnitRequest
 	req   *UnitRequest // the request's own, told how many images came back
+	// images reads a streamed image generation's events (images_stream.go).
+	images imageStream
 }
 
 var _ Translator = (*unitsOpenAI)(nil)
@@ -302,6 +323,11 @@ func ImageOutputBound(quality string) int64 {
 	return 8192
 }
 
+// ImagePartialTokens is what each partial image of a streamed generation
+// adds to an image's output tokens on a model billed by tokens (OpenAI's
+// image generation guide: 100 image output tokens a partial image).
+const ImagePartialTokens = 100
+
 // ceilSeconds is a duration in seconds rounded up (a provider bills a
 // started second).
 func ceilSeconds(s float64) int64 {
@@ -314,12 +340,22 @@ func ceilSeconds(s float64) int64 {
 	return int64(math.Ceil(s))
 }
 
-// StreamChunk passes the bytes of a streamed reply (speech's audio).
-func (t *unitsOpenAI) StreamChunk(chunk []byte, _ bool) ([]byte, error) { return chunk, nil }
+// StreamChunk passes the bytes of a streamed reply (speech's audio, a
+// streamed image generation's events, read as they pass: images_stream.go).
+func (t *unitsOpenAI) StreamChunk(chunk []byte, eos bool) ([]byte, error) {
+	if t.unit.Unit == kernel.UnitImages {
+		t.images.feed(chunk, eos)
+	}
+	return chunk, nil
+}
 
 // StreamUsage is the bound: a streamed reply (audio) carries no usage, and
-// speech is billed by its input.
+// speech is billed by its input; a streamed image generation's is what its
+// completed events reported.
 func (t *unitsOpenAI) StreamUsage() (kernel.Usage, bool) {
+	if t.unit.Unit == kernel.UnitImages {
+		return t.imageStreamUsage()
+	}
 	return kernel.Usage{Input: t.unit.Bound}, t.unit.Unit == kernel.UnitCharacters
 }
 

@@ -73,7 +73,7 @@ func ParseMultipartUnits(api API, contentType string, body []byte, complete bool
 	}
 	// Tokens bounds the input tokens by the bytes: of the whole upload when
 	// its length is known (an image edit billed by tokens reads them all).
-	u := &UnitRequest{Tokens: max(int64(len(body)), total), ModelValue: f.modelValue}
+	u := &UnitRequest{Tokens: max(int64(len(body)), total), ModelValue: f.modelValue, Boundary: boundary}
 	switch api {
 	case APIImageEdits:
 		u.Unit, u.Bound, u.Size, u.Quality = kernel.UnitImages, 1, f.fields["size"], f.fields["quality"]

@@ -57,7 +57,8 @@ func TestParseUnitRequestRefuses(t *testing.T) {
 	}{
 		{APIImages, `{"model":"m","prompt":"p","n":11}`, "n"},
 		{APIImages, `{"model":"m","prompt":"p","n":0}`, "n"},
-		{APIImages, `{"model":"m","prompt":"p","stream":true}`, "stream"},
+		{APIImages, `{"model":"m","prompt":"p","stream":true,"partial_images":4}`, "partial_images"},
+		{APISpeech, `{"model":"m","input":"hi","stream":true}`, "stream"},
 		{APISpeech, `{"model":"m","voice":"alloy"}`, "input"},
 		{APISpeech, `{"model":"m","input":""}`, "input"},
 		{APIModerations, `{"model":"m"}`, "input"},

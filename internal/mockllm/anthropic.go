@@ -97,9 +97,12 @@ func (s *Server) messages(c *call) {
 		return
 	}
 	c.model = req.Model
+	if c.replyModel != "" {
+		c.model = c.replyModel
+	}
 	p := req.prompt()
 	m := &anthropicMessage{
-		id: "msg_mock_" + strconv.FormatUint(s.seq.Add(1), 10), model: req.Model,
+		id: "msg_mock_" + strconv.FormatUint(s.seq.Add(1), 10), model: c.model,
 		cacheReq: p.cacheReq,
 	}
 	total := tokensOf(len(p.text))

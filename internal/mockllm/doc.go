@@ -57,6 +57,10 @@
 //   - x-mock-chunk-delay: 10ms — delay before each content chunk but the first.
 //   - x-mock-output-tokens: N — the default output tokens of this request.
 //   - x-mock-cached-tokens: N — see above.
+//   - x-mock-reply-model: NAME — chat and completions, Messages and Gemini's
+//     generateContent: the reply names (and the bill counts) model NAME
+//     rather than the request's, as a provider resolving an alias to a dated
+//     model does.
 //   - x-mock-tool-call: NAME — chat completions and Messages: when the request
 //     defines a tool of that name (tools[].function.name, Anthropic
 //     tools[].name), reply with ONE call to it instead of text, whose

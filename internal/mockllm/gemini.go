@@ -140,6 +140,9 @@ func (s *Server) geminiGenerate(c *call, model string, stream bool) {
 		}
 	}
 	s.received.noteSystem("gemini", sys)
+	if c.replyModel != "" {
+		model = c.replyModel
+	}
 	g := &geminiReply{id: "mock-" + strconv.FormatUint(s.seq.Add(1), 10), model: model, prompt: tokensOf(len(text))}
 	g.cached = min(c.cached, g.prompt)
 	var maxTokens *int64

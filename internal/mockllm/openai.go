@@ -92,6 +92,9 @@ func (s *Server) generate(c *call, chat bool) {
 	if g.model == "" {
 		g.model = c.deployment
 	}
+	if c.replyModel != "" {
+		g.model = c.replyModel
+	}
 	c.model = g.model
 	g.cached = min(c.cached, g.prompt)
 	maxTokens := req.MaxTokens

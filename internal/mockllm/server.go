@@ -205,6 +205,7 @@ type call struct {
 	output     int64
 	cached     int64
 	toolCall   string // x-mock-tool-call
+	replyModel string // x-mock-reply-model: the model the reply names
 	model      string // the model billed (reports.go); set by the handler
 	batch      bool   // a line of a batch (batches.go): billed at half price
 }
@@ -259,6 +260,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, f flavor, deploym
 func (c *call) overrides() error {
 	h := c.r.Header
 	c.toolCall = header(h, "X-Mock-Tool-Call")
+	c.replyModel = header(h, "X-Mock-Reply-Model")
 	if v := header(h, "X-Mock-Status"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 200 || n > 599 {

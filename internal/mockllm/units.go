@@ -1,9 +1,12 @@
 package mockllm
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"image/png"
 	"io"
 	"math"
 	"mime"
@@ -37,13 +40,19 @@ const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPh
 
 // images serves POST /v1/images/generations (OpenAI's shape): n images
 // (default 1, at most 10) as b64_json, or as URLs for response_format "url";
-// gpt-image-* models also report token usage.
+// gpt-image-* models also report token usage. stream: true (gpt-image-*
+// only) streams them: for each image, partial_images (0 to 3)
+// image_generation.partial_image events, then an image_generation.completed
+// event whose usage is the prompt's input tokens and the image's output
+// tokens (272, plus 100 a partial image).
 func (s *Server) images(c *call) {
 	var req struct {
 		Model          string `json:"model"`
 		Prompt         string `json:"prompt"`
 		N              *int   `json:"n"`
 		ResponseFormat string `json:"response_format"`
+		Stream         bool   `json:"stream"`
+		PartialImages  int    `json:"partial_images"`
 	}
 	if !c.decode(&req) {
 		return
@@ -56,7 +65,49 @@ func (s *Server) images(c *call) {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "'prompt' is required and 'n' must be from 1 to 10")
 		return
 	}
+	if req.Stream {
+		if !strings.HasPrefix(req.Model, "gpt-image") || req.PartialImages < 0 || req.PartialImages > 3 {
+			writeError(c.w, c.flavor, http.StatusBadRequest, "streaming is for gpt-image models, with partial_images from 0 to 3")
+			return
+		}
+		s.streamImages(c, req.Prompt, n, req.PartialImages)
+		return
+	}
 	s.writeImages(c, req.Model, req.Prompt, n, req.ResponseFormat)
+}
+
+// streamImages streams n images as image_generation.* events (images).
+func (s *Server) streamImages(c *call, prompt string, n, partial int) {
+	in := int64(utf8.RuneCountInString(prompt)+3) / 4
+	out := int64(272 + 100*partial)
+	ctr := s.counters(c.key)
+	ctr.requests.Add(1)
+	c.w.Header().Set("content-type", "text/event-stream")
+	fl, _ := c.w.(http.Flusher)
+	emit := func(v map[string]any) {
+		b, _ := json.Marshal(v)
+		_, _ = c.w.Write([]byte("event: " + v["type"].(string) + "\ndata: " + string(b) + "\n\n"))
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	common := func(typ string) map[string]any {
+		return map[string]any{"type": typ, "b64_json": tinyPNG, "created_at": 1_700_000_000, "size": "1024x1024", "quality": "low", "background": "opaque", "output_format": "png"}
+	}
+	for range n {
+		for p := range partial {
+			ev := common("image_generation.partial_image")
+			ev["partial_image_index"] = p
+			emit(ev)
+		}
+		ev := common("image_generation.completed")
+		ev["usage"] = map[string]any{
+			"input_tokens": in, "output_tokens": out, "total_tokens": in + out,
+			"input_tokens_details": map[string]int64{"text_tokens": in, "image_tokens": 0},
+		}
+		emit(ev)
+		ctr.images.Add(1)
+	}
 }
 
 func (s *Server) writeImages(c *call, model, prompt string, n int, format string) {
@@ -333,13 +384,22 @@ func (s *Server) rerank(c *call) {
 // prediction with bytesBase64Encoded. A prompt containing "[filter]" has
 // its last image withheld as Google's filters do (a prediction with
 // raiFilteredReason only), and that image is not billed.
+//
+// A capability model (imagen-3.0-capability-001) edits: its instance holds
+// referenceImages — one REFERENCE_TYPE_RAW image (base64 PNG or JPEG) and
+// at most one REFERENCE_TYPE_MASK, a PNG with maskImageConfig.maskMode — and
+// a masked edit names an editMode other than EDIT_MODE_DEFAULT; the reply
+// and the bill are a generation's. Any other model refuses reference
+// images, as Google's generation models do.
 func (s *Server) imagenPredict(c *call) {
 	var req struct {
 		Instances []struct {
-			Prompt string `json:"prompt"`
+			Prompt          string           `json:"prompt"`
+			ReferenceImages []imagenRefImage `json:"referenceImages"`
 		} `json:"instances"`
 		Parameters struct {
-			SampleCount *int `json:"sampleCount"`
+			SampleCount *int   `json:"sampleCount"`
+			EditMode    string `json:"editMode"`
 		} `json:"parameters"`
 	}
 	if !c.decode(&req) {
@@ -351,6 +411,10 @@ func (s *Server) imagenPredict(c *call) {
 	}
 	if len(req.Instances) != 1 || req.Instances[0].Prompt == "" || n < 1 || n > 4 {
 		writeError(c.w, c.flavor, http.StatusBadRequest, "instances: one instance with a prompt; sampleCount: from 1 to 4")
+		return
+	}
+	if msg := imagenEditError(c.deployment, req.Instances[0].ReferenceImages, req.Parameters.EditMode); msg != "" {
+		writeError(c.w, c.flavor, http.StatusBadRequest, msg)
 		return
 	}
 	type prediction struct {
@@ -374,4 +438,58 @@ func (s *Server) imagenPredict(c *call) {
 	ctr.images.Add(int64(billed))
 	c.w.Header().Set("content-type", "application/json")
 	_ = json.NewEncoder(c.w).Encode(out)
+}
+
+// imagenRefImage is a reference image of an Imagen edit.
+type imagenRefImage struct {
+	ReferenceType  string `json:"referenceType"`
+	ReferenceID    int    `json:"referenceId"`
+	ReferenceImage struct {
+		BytesBase64Encoded string `json:"bytesBase64Encoded"`
+	} `json:"referenceImage"`
+	MaskImageConfig *struct {
+		MaskMode string `json:"maskMode"`
+	} `json:"maskImageConfig"`
+}
+
+// imagenEditError is why an Imagen request's reference images are refused
+// ("" when they are not).
+func imagenEditError(model string, refs []imagenRefImage, editMode string) string {
+	capability := strings.Contains(model, "capability")
+	switch {
+	case !capability && len(refs) > 0:
+		return "Image editing is not supported by model " + model + ": use imagen-3.0-capability-001"
+	case !capability:
+		return ""
+	case len(refs) == 0:
+		return "instances[0].referenceImages: required for " + model
+	}
+	raw, masks := 0, 0
+	for _, r := range refs {
+		b, err := base64.StdEncoding.DecodeString(r.ReferenceImage.BytesBase64Encoded)
+		if err != nil || len(b) == 0 {
+			return "referenceImages: referenceImage.bytesBase64Encoded must be base64 image bytes"
+		}
+		switch r.ReferenceType {
+		case "REFERENCE_TYPE_RAW":
+			raw++
+		case "REFERENCE_TYPE_MASK":
+			masks++
+			if r.MaskImageConfig == nil || r.MaskImageConfig.MaskMode == "" {
+				return "referenceImages: a REFERENCE_TYPE_MASK needs maskImageConfig.maskMode"
+			}
+			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+				return "referenceImages: the mask must be a PNG image"
+			}
+		default:
+			return "referenceImages: unknown referenceType " + r.ReferenceType
+		}
+	}
+	switch {
+	case raw != 1 || masks > 1:
+		return "referenceImages: one REFERENCE_TYPE_RAW image and at most one REFERENCE_TYPE_MASK"
+	case masks == 1 && (editMode == "" || editMode == "EDIT_MODE_DEFAULT"):
+		return "parameters.editMode: a masked edit names its mode (EDIT_MODE_INPAINT_INSERTION, …)"
+	}
+	return ""
 }

@@ -12,9 +12,51 @@ type ImagenPredictRequest struct {
 	Parameters *ImagenParameters `json:"parameters,omitempty"`
 }
 
-// ImagenInstance is the prompt of one request.
+// ImagenInstance is the prompt of one request, and the images an edit
+// works on (Vertex AI's capability models, imagen-3.0-capability-001:
+// "Edit images", cloud.google.com/vertex-ai/generative-ai/docs/model-reference/imagen-api-edit).
 type ImagenInstance struct {
-	Prompt string `json:"prompt"`
+	Prompt          string                 `json:"prompt"`
+	ReferenceImages []ImagenReferenceImage `json:"referenceImages,omitempty"`
+}
+
+// The reference types of an edit: the image to edit, and the mask whose
+// non-zero pixels say where to edit it.
+const (
+	ReferenceTypeRaw  = "REFERENCE_TYPE_RAW"
+	ReferenceTypeMask = "REFERENCE_TYPE_MASK"
+)
+
+// The edit modes (ImagenParameters.EditMode) the gateway asks for: a
+// masked edit inserts what the prompt says where the mask is; without a
+// mask the model edits the image as the prompt says.
+const (
+	EditModeDefault          = "EDIT_MODE_DEFAULT"
+	EditModeInpaintInsertion = "EDIT_MODE_INPAINT_INSERTION"
+)
+
+// MaskModeUserProvided: the mask is the request's image (not one the model
+// makes of the background, foreground or a class).
+const MaskModeUserProvided = "MASK_MODE_USER_PROVIDED"
+
+// ImagenReferenceImage is one image of an edit.
+type ImagenReferenceImage struct {
+	ReferenceType   string            `json:"referenceType"`
+	ReferenceID     int64             `json:"referenceId"`
+	ReferenceImage  ImagenImage       `json:"referenceImage"`
+	MaskImageConfig *ImagenMaskConfig `json:"maskImageConfig,omitempty"`
+}
+
+// ImagenImage is an image's bytes, base64.
+type ImagenImage struct {
+	BytesBase64Encoded string `json:"bytesBase64Encoded"`
+	MimeType           string `json:"mimeType,omitempty"`
+}
+
+// ImagenMaskConfig says how a mask reference is made and used.
+type ImagenMaskConfig struct {
+	MaskMode string   `json:"maskMode"`
+	Dilation *float64 `json:"dilation,omitempty"`
 }
 
 // ImagenParameters are the request's options.
@@ -32,6 +74,8 @@ type ImagenParameters struct {
 	// PersonGeneration: "dont_allow", "allow_adult" (default), "allow_all".
 	PersonGeneration string               `json:"personGeneration,omitempty"`
 	OutputOptions    *ImagenOutputOptions `json:"outputOptions,omitempty"`
+	// EditMode is an edit's (capability models only): EditMode* above.
+	EditMode string `json:"editMode,omitempty"`
 }
 
 // ImagenOutputOptions is the encoding of the images.
