@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Model-checks formal/spin/replicas.pml exhaustively at its bounds (3 replicas,
-# 3 scopes — a team, a key, a run whose counters may expire —, 4 requests, a
+# 4 scopes — a team, a key, a run whose counters may expire, a tag with a
+# budget —, 4 requests, a
 # fresh Redis, one crash and its spill's replay, one Redis wipe with the
 # replicas' rejoin, usage checkpoints of streams):
 #   1. the safety property `safe` (the provider's bill within every strict
@@ -35,6 +36,8 @@
 #      -DEARLYRUNEXP a run's counters (its hash's TTL) expire while one of
 #                   its settlements is queued or in a spill only: the run
 #                   re-seeded from the ledger overspends its budget;
+#      -DNOTAGCHECK admitLua checks every level but the tag's;
+#      -DNOTAGSEED  a wipe re-seeds the tag's window without its spend;
 #   3. the known gap of the Go code spin must still find, so that closing it
 #      without updating the model and docs/accounting.md fails here:
 #      `strict` (no gap allowance): a replica that died, then a wipe, loses
@@ -106,6 +109,12 @@ expect_violation staleseed budget -DSTALESEED \
 expect_violation earlyrunexp budget -DEARLYRUNEXP \
   "a run's counters expiring while one of its settlements is not in the ledger found no overspend; the model no longer catches it" \
   "mutation caught: a run seeded from a ledger that misses one of its settlements (its counters expired too early) overspends the run's budget"
+expect_violation notagcheck budget -DNOTAGCHECK \
+  "an admission that skips the tag's window found no overspend; the model no longer checks the tag level" \
+  "mutation caught: an admission that does not check the tag's budget overspends it (no other level stands in for it)"
+expect_violation notagseed budget -DNOTAGSEED \
+  "a tag seeded without its spend after a wipe found no overspend; the model no longer checks the tag's seed" \
+  "mutation caught: a tag window seeded without the ledger's spend of the tag overspends it after a wipe"
 expect_violation deadwipe strict "" \
   "a dead replica's reservations and unflushed settlements no longer vanish in a wipe: update docs/accounting.md and this check" \
   "known gap still found: a replica that died, then a wipe, loses what only it held (docs/accounting.md)"

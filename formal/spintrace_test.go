@@ -24,22 +24,25 @@ const (
 	spinReplicas = 3
 	spinLimit    = 4
 	spinRunLimit = 2
+	spinTagLimit = 3
 	spinWorst    = 2
 	spinLease    = time.Hour
 )
 
 var (
-	spinTeam = kernel.ScopeRef{Kind: kernel.ScopeTeam, ID: "t"}    // model scope 0
-	spinKey  = kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}     // model scope 1
-	spinRun  = kernel.ScopeRef{Kind: kernel.ScopeRun, ID: "t/run"} // model scope 2
-	spinRefs = []kernel.ScopeRef{spinTeam, spinKey, spinRun}
+	spinTeam = kernel.ScopeRef{Kind: kernel.ScopeTeam, ID: "t"}                              // model scope 0
+	spinKey  = kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}                               // model scope 1
+	spinRun  = kernel.ScopeRef{Kind: kernel.ScopeRun, ID: "t/run"}                           // model scope 2
+	spinTag  = kernel.ScopeRef{Kind: kernel.ScopeTag, ID: kernel.TagScopeID("feature", "x")} // model scope 3
+	spinRefs = []kernel.ScopeRef{spinTeam, spinKey, spinRun, spinTag}
 	total    = kernel.Period{Kind: kernel.PeriodTotal}
 )
 
 // spinRequest is model request r: every request is on the team, the odd ones
-// also on the key, requests 0 and 1 also on the run; each reserves exactly
-// spinWorst (2 output tokens at 1 nano-dollar each, no prompt) against a
-// total budget of spinLimit (spinRunLimit for the run, with the run's TTL),
+// also on the key, requests 0 and 1 also on the run, requests 1 and 2 also
+// on the tag; each reserves exactly spinWorst (2 output tokens at 1
+// nano-dollar each, no prompt) against a total budget of spinLimit
+// (spinRunLimit for the run, with the run's TTL; spinTagLimit for the tag),
 // with no clamp (the model does not clamp).
 func spinRequest(r int) *kernel.AdmitRequest {
 	lim := &kernel.Limits{
@@ -55,6 +58,11 @@ func spinRequest(r int) *kernel.AdmitRequest {
 			Budgets: []kernel.BudgetWindow{{Limit: spinRunLimit, Period: total}}, TTL: 1000 * spinLease,
 		}}
 		scopes = append(scopes[:1:1], append([]kernel.Scope{run}, scopes[1:]...)...)
+	}
+	if r == 1 || r == 2 { // after the team: the kernel's order
+		scopes = append(scopes, kernel.Scope{Ref: spinTag, Limits: &kernel.Limits{
+			Budgets: []kernel.BudgetWindow{{Limit: spinTagLimit, Period: total}},
+		}})
 	}
 	return &kernel.AdmitRequest{
 		ID: idOf(r), Scopes: scopes, Model: "m", MaxTokens: spinWorst,
@@ -169,7 +177,7 @@ type redisReplay struct {
 	shared *memstore.Store
 	accts  [spinReplicas]*accounting.Accountant
 	ctrs   [spinReplicas + 1]*accounting.RedisCounters
-	seeds  [3]int64 // what the model read from its ledger at its last seed
+	seeds  [4]int64 // what the model read from its ledger at its last seed
 }
 
 func newRedisReplay(t *testing.T, rdb *goredis.Client, clock *time.Time) *redisReplay {
@@ -218,6 +226,9 @@ func (r *redisReplay) settle(_ time.Time, replica, req int, cost int64) bool {
 	if req < 2 {
 		e.RunID = spinRun.ID
 	}
+	if req == 1 || req == 2 {
+		e.Tags = []string{spinTag.ID}
+	}
 	got, err := r.accts[replica].Settle(r.ctx(), e)
 	require.NoError(r.t, err)
 	if got != 0 {
@@ -238,6 +249,8 @@ func (r *redisReplay) expire(now time.Time) []kernel.Settlement {
 				e.KeyID = ref.ID
 			case spinRun:
 				e.RunID = ref.ID
+			case spinTag:
+				e.Tags = append(e.Tags, ref.ID)
 			default:
 				e.TeamID = ref.ID
 			}
@@ -305,6 +318,8 @@ func (r *redisReplay) seedFunc(_ context.Context, ref kernel.ScopeRef, _, _ time
 		return kernel.Money(r.seeds[1]), nil
 	case spinRun:
 		return kernel.Money(r.seeds[2]), nil
+	case spinTag:
+		return kernel.Money(r.seeds[3]), nil
 	}
 	return kernel.Money(r.seeds[0]), nil
 }
@@ -415,6 +430,8 @@ func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 				k = "late settle"
 			case k == "settle" && wiped && before[op[1]]:
 				k = "settle across the wipe"
+			case k == "seed" && op[1] == "3" && op[2] != "0":
+				k = "tag seeded from the ledger"
 			}
 			kinds[k]++
 		}
@@ -423,7 +440,7 @@ func TestSpinSimulationsMatchKernelAndRedis(t *testing.T) {
 	// The simulations must reach every kind of step, or they prove little.
 	for _, k := range []string{
 		"admit", "settle", "late settle", "expire", "restart", "runexpire", "seed", "flush", "rejoin", "grace", "crash", "replay", "final",
-		"admit after the wipe", "settle across the wipe",
+		"admit after the wipe", "settle across the wipe", "tag seeded from the ledger",
 	} {
 		require.Positive(t, kinds[k], "no %q in 40 simulations: %v", k, kinds)
 	}

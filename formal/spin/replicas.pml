@@ -15,7 +15,12 @@
  * it. Request r is handled by replica r % NREP; scope 0 is shared by every
  * request (a team), scope 1 only by the odd requests (a key), scope 2 by
  * requests 0 and 1 (one run of an agent, x-tollgate-run-id, on two replicas,
- * with a budget of one request's worst cost). The run's counters may expire
+ * with a budget of one request's worst cost), scope 3 by requests 1 and 2 (a
+ * tag with a budget, x-tollgate-tags, on two replicas, across the key and
+ * the run: request 1 is on all four levels; the tag's budget holds one
+ * request's worst cost and one cheaper settlement's, so whether request 2
+ * fits depends on what request 1 settled at, seeded from the ledger's spend
+ * of the tag after a wipe as every level is). The run's counters may expire
  * (its hash's TTL, Limits.TTL) once nothing of the run is open, queued or in
  * a spill only; its next admission seeds it from the ledger (RunExpire).
  *
@@ -81,6 +86,10 @@
  *   -DNOALLOW     an expiry charges a checkpoint without the allowance;
  *   -DCPLIVE      an expiry charges the checkpoint also while its writer
  *                 is alive (the stream may still run and outgrow it);
+ *   -DNOTAGCHECK  admitLua checks every level but the tag's: the tag is a
+ *                 level of its own, no other one stands in for it;
+ *   -DNOTAGSEED   the tag's window seeded without the ledger's spend of the
+ *                 tag (rows that lose their tags);
  * The claim `strict` (the budget with no allowance for what Redis lost with
  * a dead replica) is a known gap of the Go code. -DSIMLAZY makes the lease loop and
  * the wipe less eager in the random simulations the Go trace test replays
@@ -90,10 +99,11 @@
  */
 
 #define NREP 3                /* Sync, Final and init name the three */
-#define NSCOPE 3
+#define NSCOPE 4
 #define NREQ 4
 #define LIMIT 4             /* the budget of the team and the key */
 #define RUNLIMIT 2          /* the run's budget: one request's worst cost */
+#define TAGLIMIT 3          /* the tag's budget: one request's worst cost and a cheaper one's */
 #define MAXRUNEXP 1
 #define W 2                 /* the worst cost every request reserves */
 #define MAXCRASH 1
@@ -121,7 +131,17 @@
 #else
 #define SEEDOK (epoch == se)   /* seedLua checks the epoch of the read */
 #endif
-#define inscope(r, s) ((s) == 0 || ((s) == 1 && ((r) % 2) == 1) || ((s) == 2 && (r) < 2))
+#define inscope(r, s) ((s) == 0 || ((s) == 1 && ((r) % 2) == 1) || ((s) == 2 && (r) < 2) || ((s) == 3 && ((r) == 1 || (r) == 2)))
+#ifdef NOTAGCHECK
+#define TAGOK(r) true       /* admitLua skips the tag's window */
+#else
+#define TAGOK(r) (!inscope(r, 3) || spent[3] + resv[3] + W <= TAGLIMIT)
+#endif
+#ifdef NOTAGSEED
+#define TAGSEED(g) 0        /* the seed reads no spend for the tag */
+#else
+#define TAGSEED(g) (g)
+#endif
 /* A stream's first checkpoint write, taken with its admission to keep the
  * states few: a write after other steps is the same as a request that was
  * expired, wiped or ended before its first write (no checkpoint), then one
@@ -190,11 +210,13 @@ inline closeRec(r, c, ok) {
      resv[0] = resv[0] - W; spent[0] = spent[0] + c;
      if :: inscope(r, 1) -> resv[1] = resv[1] - W; spent[1] = spent[1] + c :: else -> skip fi;
      if :: inscope(r, 2) -> resv[2] = resv[2] - W; spent[2] = spent[2] + c :: else -> skip fi;
+     if :: inscope(r, 3) -> resv[3] = resv[3] - W; spent[3] = spent[3] + c :: else -> skip fi;
      if
      :: restarts == 0 ->   /* ghosts of ONCE and EXACT, checked before a wipe only */
         ends[r]++; accepted[0] = accepted[0] + c;
         if :: inscope(r, 1) -> accepted[1] = accepted[1] + c :: else -> skip fi;
-        if :: inscope(r, 2) -> accepted[2] = accepted[2] + c :: else -> skip fi
+        if :: inscope(r, 2) -> accepted[2] = accepted[2] + c :: else -> skip fi;
+        if :: inscope(r, 3) -> accepted[3] = accepted[3] + c :: else -> skip fi
      :: else -> skip
      fi;
      ok = true
@@ -207,7 +229,8 @@ inline bill(r, c) {
   cost[r] = c;
   exposure[0] = exposure[0] - W + c;
   if :: inscope(r, 1) -> exposure[1] = exposure[1] - W + c :: else -> skip fi;
-  if :: inscope(r, 2) -> exposure[2] = exposure[2] - W + c :: else -> skip fi
+  if :: inscope(r, 2) -> exposure[2] = exposure[2] - W + c :: else -> skip fi;
+  if :: inscope(r, 3) -> exposure[3] = exposure[3] - W + c :: else -> skip fi
 }
 
 /* Group commit of replica p's writer: one transaction; the ledger keeps a
@@ -270,14 +293,16 @@ inline rejoin(me) {
              rec[j] = true; leases!!seqOf[j];
              resv[0] = resv[0] + W;
              if :: inscope(j, 1) -> resv[1] = resv[1] + W :: else -> skip fi;
-             if :: inscope(j, 2) -> resv[2] = resv[2] + W :: else -> skip fi
+             if :: inscope(j, 2) -> resv[2] = resv[2] + W :: else -> skip fi;
+             if :: inscope(j, 3) -> resv[3] = resv[3] + W :: else -> skip fi
           :: else -> skip
           fi;
           if
           :: qrep[j] > 0 ->
              spent[0] = spent[0] + qrep[j] - 1;
              if :: inscope(j, 1) -> spent[1] = spent[1] + qrep[j] - 1 :: else -> skip fi;
-             if :: inscope(j, 2) -> spent[2] = spent[2] + qrep[j] - 1 :: else -> skip fi
+             if :: inscope(j, 2) -> spent[2] = spent[2] + qrep[j] - 1 :: else -> skip fi;
+             if :: inscope(j, 3) -> spent[3] = spent[3] + qrep[j] - 1 :: else -> skip fi
           :: else -> skip
           fi;
           j = j + NREP
@@ -313,7 +338,8 @@ inline crash(me) {
           :: restarts > 0 && myEpoch[me] != epoch ->
              gap[0] = gap[0] + qrep[j] - 1;
              if :: inscope(j, 1) -> gap[1] = gap[1] + qrep[j] - 1 :: else -> skip fi;
-             if :: inscope(j, 2) -> gap[2] = gap[2] + qrep[j] - 1 :: else -> skip fi
+             if :: inscope(j, 2) -> gap[2] = gap[2] + qrep[j] - 1 :: else -> skip fi;
+             if :: inscope(j, 3) -> gap[3] = gap[3] + qrep[j] - 1 :: else -> skip fi
           :: else -> skip
           fi;
           qrep[j] = 0
@@ -324,7 +350,8 @@ inline crash(me) {
           lost[j] = true;
           gap[0] = gap[0] + W;
           if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi;
-          if :: inscope(j, 2) -> gap[2] = gap[2] + W :: else -> skip fi
+          if :: inscope(j, 2) -> gap[2] = gap[2] + W :: else -> skip fi;
+          if :: inscope(j, 3) -> gap[3] = gap[3] + W :: else -> skip fi
        :: else -> skip
        fi;
        j = j + NREP
@@ -337,14 +364,14 @@ inline crash(me) {
 }
 
 proctype Replica(byte me) {
-  byte r = me, c, v, t, u, j, code, se;
+  byte r = me, c, v, t, u, g, j, code, se;
   bool ok, need, pend;
   do
   :: r >= NREQ -> break
   :: r < NREQ ->
 admit:
      atomic { /* admitLua: check every scope, then reserve on all, in one step */
-       need = (!seeded[0] || (inscope(r, 1) && !seeded[1]) || (inscope(r, 2) && !seeded[2]));
+       need = (!seeded[0] || (inscope(r, 1) && !seeded[1]) || (inscope(r, 2) && !seeded[2]) || (inscope(r, 3) && !seeded[3]));
        if
        :: need ->
 #ifdef NOREJOIN
@@ -366,19 +393,20 @@ admit:
 #ifndef NONATOMIC
           if
           :: (spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) &&
-             (!inscope(r, 2) || spent[2] + resv[2] + W <= RUNLIMIT) ->
+             (!inscope(r, 2) || spent[2] + resv[2] + W <= RUNLIMIT) && TAGOK(r) ->
              rec[r] = true; cached[r] = true; admitted[r] = true; CHECKPOINT(r);
              seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
              resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
              if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi;
              if :: inscope(r, 2) -> resv[2] = resv[2] + W; exposure[2] = exposure[2] + W :: else -> skip fi;
+             if :: inscope(r, 3) -> resv[3] = resv[3] + W; exposure[3] = exposure[3] + W :: else -> skip fi;
              ok = true
           :: else -> ok = false
           fi;
           printf("OP admit %d %d\n", r, ok)
 #else
           ok = ((spent[0] + resv[0] + W <= LIMIT) && (!inscope(r, 1) || spent[1] + resv[1] + W <= LIMIT) &&
-                (!inscope(r, 2) || spent[2] + resv[2] + W <= RUNLIMIT))
+                (!inscope(r, 2) || spent[2] + resv[2] + W <= RUNLIMIT) && TAGOK(r))
 #endif
        fi
      }
@@ -390,7 +418,8 @@ admit:
           seqOf[r] = nadm; reqOf[nadm] = r; leases!!nadm; nadm++;
           resv[0] = resv[0] + W; exposure[0] = exposure[0] + W;
           if :: inscope(r, 1) -> resv[1] = resv[1] + W; exposure[1] = exposure[1] + W :: else -> skip fi;
-          if :: inscope(r, 2) -> resv[2] = resv[2] + W; exposure[2] = exposure[2] + W :: else -> skip fi
+          if :: inscope(r, 2) -> resv[2] = resv[2] + W; exposure[2] = exposure[2] + W :: else -> skip fi;
+          if :: inscope(r, 3) -> resv[3] = resv[3] + W; exposure[3] = exposure[3] + W :: else -> skip fi
         }
      :: else -> skip
      fi;
@@ -411,6 +440,7 @@ admit:
              ledgerSum(0, v);
              ledgerSum(1, t);
              ledgerSum(2, u);
+             ledgerSum(3, g);
              rseed[me] = inscope(r, 2)
            };
            atomic {
@@ -427,10 +457,14 @@ admit:
                 if
                 :: inscope(r, 2) && !seeded[2] -> spent[2] = spent[2] + u; seeded[2] = true; printf("OP seed 2 %d\n", u)
                 :: else -> skip
+                fi;
+                if
+                :: inscope(r, 3) && !seeded[3] -> spent[3] = spent[3] + TAGSEED(g); seeded[3] = true; printf("OP seed 3 %d\n", g)
+                :: else -> skip
                 fi
              :: else -> skip   /* refused: Redis lost its data since the read */
              fi;
-             v = 0; t = 0; u = 0; rseed[me] = false
+             v = 0; t = 0; u = 0; g = 0; rseed[me] = false
            }
         fi;
         code = 0; se = 0;
@@ -631,9 +665,9 @@ proctype Restart() {
     nadm >= 2;
 #endif
     restarts++;
-    accepted[0] = 0; accepted[1] = 0; accepted[2] = 0; ends[0] = 0; ends[1] = 0; ends[2] = 0; ends[3] = 0;
-    spent[0] = 0; spent[1] = 0; spent[2] = 0; resv[0] = 0; resv[1] = 0; resv[2] = 0;
-    seeded[0] = false; seeded[1] = false; seeded[2] = false;
+    accepted[0] = 0; accepted[1] = 0; accepted[2] = 0; accepted[3] = 0; ends[0] = 0; ends[1] = 0; ends[2] = 0; ends[3] = 0;
+    spent[0] = 0; spent[1] = 0; spent[2] = 0; spent[3] = 0; resv[0] = 0; resv[1] = 0; resv[2] = 0; resv[3] = 0;
+    seeded[0] = false; seeded[1] = false; seeded[2] = false; seeded[3] = false;
     epoch = 0; waiting = 0;
     do :: leases?j :: empty(leases) -> break od;
     j = 0;
@@ -648,7 +682,8 @@ proctype Restart() {
              lost[j] = true;
              gap[0] = gap[0] + W;
              if :: inscope(j, 1) -> gap[1] = gap[1] + W :: else -> skip fi;
-             if :: inscope(j, 2) -> gap[2] = gap[2] + W :: else -> skip fi
+             if :: inscope(j, 2) -> gap[2] = gap[2] + W :: else -> skip fi;
+             if :: inscope(j, 3) -> gap[3] = gap[3] + W :: else -> skip fi
           :: else -> skip
           fi
        :: else -> skip
@@ -658,6 +693,7 @@ proctype Restart() {
           gap[0] = gap[0] + lostc[j] - 1;
           if :: inscope(j, 1) -> gap[1] = gap[1] + lostc[j] - 1 :: else -> skip fi;
           if :: inscope(j, 2) -> gap[2] = gap[2] + lostc[j] - 1 :: else -> skip fi;
+          if :: inscope(j, 3) -> gap[3] = gap[3] + lostc[j] - 1 :: else -> skip fi;
           lostc[j] = 0
        :: else -> skip
        fi;
@@ -676,7 +712,7 @@ proctype Restart() {
  * open record was lost with a crashed replica and a wipe (the known gap). A
  * crashed replica's spill was replayed. */
 proctype Final() {
-  byte r, j, l0, l1, l2;
+  byte r, j, l0, l1, l2, l3;
   timeout ->
   atomic {
     over = true;
@@ -707,11 +743,12 @@ proctype Final() {
        r++
     :: else -> break
     od;
-    assert(resv[0] == 0 && resv[1] == 0 && resv[2] == 0);
+    assert(resv[0] == 0 && resv[1] == 0 && resv[2] == 0 && resv[3] == 0);
     ledgerSum(0, l0);
     ledgerSum(1, l1);
     ledgerSum(2, l2);
-    printf("OP final %d %d %d %d %d %d %d %d %d\n", spent[0], resv[0], spent[1], resv[1], spent[2], resv[2], l0, l1, l2)
+    ledgerSum(3, l3);
+    printf("OP final %d %d %d %d %d %d %d %d %d %d %d %d\n", spent[0], resv[0], spent[1], resv[1], spent[2], resv[2], spent[3], resv[3], l0, l1, l2, l3)
   }
 }
 
@@ -730,11 +767,11 @@ init {
  * every strict budget, beyond what Redis lost with a dead replica (gap); and
  * before any wipe, no record is closed twice and the counters hold exactly
  * the accepted costs. */
-#define BUDGET (exposure[0] <= LIMIT + gap[0] && exposure[1] <= LIMIT + gap[1] && exposure[2] <= RUNLIMIT + gap[2])
-#define STRICT (exposure[0] <= LIMIT && exposure[1] <= LIMIT && exposure[2] <= RUNLIMIT)
+#define BUDGET (exposure[0] <= LIMIT + gap[0] && exposure[1] <= LIMIT + gap[1] && exposure[2] <= RUNLIMIT + gap[2] && exposure[3] <= TAGLIMIT + gap[3])
+#define STRICT (exposure[0] <= LIMIT && exposure[1] <= LIMIT && exposure[2] <= RUNLIMIT && exposure[3] <= TAGLIMIT)
 #define ONCE (restarts > 0 || (ends[0] <= 1 && ends[1] <= 1 && ends[2] <= 1 && ends[3] <= 1))
 /* (the run's counters start again from the ledger once they expired) */
-#define EXACT (restarts > 0 || (spent[0] == accepted[0] && spent[1] == accepted[1] && (runexp > 0 || spent[2] == accepted[2])))
+#define EXACT (restarts > 0 || (spent[0] == accepted[0] && spent[1] == accepted[1] && (runexp > 0 || spent[2] == accepted[2]) && spent[3] == accepted[3]))
 
 ltl safe { [] (BUDGET && ONCE && EXACT) }
 ltl budget { [] BUDGET }
