@@ -117,12 +117,14 @@ func TestPassthroughReplyModel(t *testing.T) {
 		{
 			"anthropic sse", ProviderAnthropic,
 			"data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x-1\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":5}}\n\n",
-			true, "claude-x-1", kernel.Usage{Input: 9, Output: 5},
+			true, "claude-x-1",
+			kernel.Usage{Input: 9, Output: 5},
 		},
 		{
 			"responses sse", ProviderOpenAI,
 			"data: {\"type\":\"response.created\",\"response\":{\"model\":\"o-2\",\"usage\":null}}\n\ndata: {\"type\":\"response.completed\",\"response\":{\"model\":\"o-2\",\"usage\":{\"input_tokens\":6,\"output_tokens\":2}}}\n\n",
-			true, "o-2", kernel.Usage{Input: 6, Output: 2},
+			true, "o-2",
+			kernel.Usage{Input: 6, Output: 2},
 		},
 	} {
 		for _, perCall := range []bool{false, true} {
