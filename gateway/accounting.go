@@ -29,7 +29,7 @@ func (a processorAccountant) Settle(ctx context.Context, rec *extproc.Record) (k
 		e.Owner = responseOwner(o, rec.EndedAt, a.retention)
 	}
 	if rec.Price != nil { // a pass-through reply's model's price
-		return a.Accountant.SettleAt(ctx, e, *rec.Price)
+		return a.SettleAt(ctx, e, *rec.Price)
 	}
 	return a.Accountant.Settle(ctx, e)
 }
