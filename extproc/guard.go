@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -44,16 +43,9 @@ const (
 	GuardStream
 )
 
-// GuardHit is one intervention: what matched, never the text.
-type GuardHit struct {
-	Guardrail string
-	Kind      string
-	Action    string // block, redact, log
-	Types     []string
-	Reason    string
-	Failed    bool // an external check failed (Action says what was done)
-	Message   string
-}
+// GuardHit is one intervention: what matched, never the text
+// (translate.GuardHit).
+type GuardHit = translate.GuardHit
 
 // GuardVerdict is the outcome of a request's guardrails at one stage.
 type GuardVerdict struct {
@@ -63,17 +55,9 @@ type GuardVerdict struct {
 	Hits []GuardHit // the block, if any, last
 }
 
-// GuardRedactor redacts streamed text, one segment per event (the raw
-// content of its JSON string), holding back a bounded window.
-type GuardRedactor interface {
-	// Push adds a segment; it returns the segments now final, oldest first,
-	// or the block that ends the stream.
-	Push(seg []byte) ([][]byte, *GuardHit)
-	// Flush releases everything held.
-	Flush() ([][]byte, *GuardHit)
-	// Hits are the interventions so far.
-	Hits() []GuardHit
-}
+// GuardRedactor redacts streamed text through a window
+// (translate.GuardRedactor).
+type GuardRedactor = translate.GuardRedactor
 
 // Guardrails are the guardrails of one request.
 type Guardrails interface {
@@ -102,25 +86,14 @@ const hdrGuardrails = "x-tollgate-guardrails"
 // codeGuardrail is the error code of a blocked request.
 const codeGuardrail = "guardrail_blocked"
 
-// guardState is a stream's part in guardrails.
+// guardState is a stream's part in guardrails: st runs its stream
+// guardrails (translate.GuardedStream), once started.
 type guardState struct {
 	g       Guardrails
 	names   string
-	red     GuardRedactor
-	sse     translate.SSEParser
-	held    []heldEvent
+	st      translate.GuardedStream
+	started bool
 	out     []byte
-	blocked bool
-	logged  int // redactor hits logged
-}
-
-// heldEvent is an event whose text is in the redactor's window: the event
-// as it will be written, around its text.
-type heldEvent struct {
-	name       string
-	before     []byte // data up to the text
-	after      []byte // data after it
-	hasSegment bool
 }
 
 // guardPre runs the pre guardrails on the parsed request; it returns the
@@ -278,109 +251,35 @@ func (s *stream) guardStream(ctx context.Context, out []byte, eos bool) []byte {
 	if gs.g == nil {
 		return out
 	}
-	if gs.red == nil {
+	if !gs.started {
 		if !gs.g.At(GuardStream) || s.in.API == translate.APIGeminiGenerate && !strings.Contains(s.in.Path, "alt=sse") {
 			// Nothing to do, or a Gemini JSON-array stream (not SSE): passed.
 			gs.g = nil // nothing to do on this stream
 			return out
 		}
-		gs.red = gs.g.Redactor()
+		gs.started = true
+		gs.st = translate.GuardedStream{API: s.in.API, Red: gs.g.Redactor(), Check: s.guardCheck, Log: s.guardLogStream, Block: s.guardBlockEvent}
 	}
-	if gs.blocked {
-		return []byte{}
-	}
-	var dst []byte
-	feed := func(ev translate.SSEEvent) {
-		if !gs.blocked {
-			dst = s.guardEvent(ctx, dst, ev)
-		}
-	}
-	err := gs.sse.Feed(out, feed)
-	if err == nil && eos {
-		err = gs.sse.Flush(feed)
-		if !gs.blocked {
-			dst = s.guardRelease(dst, true)
-		}
-	}
-	if err != nil && !gs.blocked {
+	dst, err := gs.st.Feed(ctx, out, eos)
+	if err != nil {
 		s.streamError(err)
-		gs.blocked = true
-		dst = append(dst, translate.ErrorEvent(s.in.API, s.in.Path, s.tr, s.guardError(GuardHit{Message: "The stream could not be checked by its guardrails."}))...)
-	}
-	if dst == nil {
-		dst = []byte{}
 	}
 	return dst
 }
 
-// guardEvent takes one event of the client's stream.
-func (s *stream) guardEvent(ctx context.Context, dst []byte, ev translate.SSEEvent) []byte {
-	gs := &s.guard
-	txt, ok := translate.StreamText(s.in.API, ev.Data)
-	if !ok || gs.red == nil {
-		dst = s.guardRelease(dst, true)
-		if gs.blocked {
-			return dst
-		}
-		data := ev.Data
-		if bytes.HasPrefix(data, []byte("{")) {
-			v := gs.g.Check(ctx, GuardStream, data)
-			s.guardLog("stream", v.Hits)
-			if v.Blocked {
-				return s.guardBlock(dst, v.Hits[len(v.Hits)-1])
-			}
-			if v.Body != nil {
-				data = v.Body
-			}
-		}
-		return translate.AppendSSEEvent(dst, string(ev.Event), data)
+// guardCheck runs the stream guardrails on one whole event's data.
+func (s *stream) guardCheck(ctx context.Context, data []byte) (*GuardHit, []byte) {
+	v := s.guard.g.Check(ctx, GuardStream, data)
+	s.guardLog("stream", v.Hits)
+	if v.Blocked {
+		return &v.Hits[len(v.Hits)-1], nil
 	}
-	gs.held = append(gs.held, heldEvent{
-		name: string(ev.Event), hasSegment: true,
-		before: append([]byte(nil), ev.Data[:txt.Start]...), after: append([]byte(nil), ev.Data[txt.End:]...),
-	})
-	segs, blk := gs.red.Push(ev.Data[txt.Start:txt.End])
-	if blk != nil {
-		return s.guardBlock(dst, *blk)
-	}
-	return s.guardEmit(dst, segs)
+	return nil, v.Body
 }
 
-// guardRelease releases what the redactor holds (all: the stream ended or a
-// non-text event came).
-func (s *stream) guardRelease(dst []byte, all bool) []byte {
-	gs := &s.guard
-	if gs.red == nil || len(gs.held) == 0 || !all {
-		return dst
-	}
-	segs, blk := gs.red.Flush()
-	if blk != nil {
-		return s.guardBlock(dst, *blk)
-	}
-	return s.guardEmit(dst, segs)
-}
+func (s *stream) guardLogStream(hits []GuardHit) { s.guardLog("stream", hits) }
 
-// guardEmit writes the first len(segs) held events with their final text.
-func (s *stream) guardEmit(dst []byte, segs [][]byte) []byte {
-	gs := &s.guard
-	for i, seg := range segs {
-		h := gs.held[i]
-		data := make([]byte, 0, len(h.before)+len(seg)+len(h.after))
-		data = append(append(append(data, h.before...), seg...), h.after...)
-		dst = translate.AppendSSEEvent(dst, h.name, data)
-	}
-	gs.held = append(gs.held[:0], gs.held[len(segs):]...)
-	if hits := gs.red.Hits(); len(hits) > gs.logged {
-		s.guardLog("stream", hits[gs.logged:])
-		gs.logged = len(hits)
-	}
-	return dst
-}
-
-// guardBlock ends the stream with the error event.
-func (s *stream) guardBlock(dst []byte, h GuardHit) []byte {
-	s.guard.blocked = true
-	s.guard.held = nil
-	s.guardLog("stream", []GuardHit{h})
-	return append(dst, translate.ErrorEvent(s.in.API, s.in.Path, s.tr, s.guardError(h))...)
+// guardBlockEvent is the client format's error event ending a blocked stream.
+func (s *stream) guardBlockEvent(h GuardHit) []byte {
+	return translate.ErrorEvent(s.in.API, s.in.Path, s.tr, s.guardError(h))
 }
