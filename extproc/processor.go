@@ -950,28 +950,18 @@ func (s *stream) immediate(status int, body []byte, headers [][2]string) *extpro
 	return &x.pr
 }
 
-// resolveError maps a Catalog.Resolve error.
+// resolveError maps a Catalog.Resolve error (translate.ErrResolve; a
+// group with no deployment in rotation: translate.ErrNoDeployment).
 func resolveError(id string, log *slog.Logger, model string, err error) *translate.APIError {
-	switch {
-	case errors.Is(err, ErrModelNotAllowed):
-		return &translate.APIError{
-			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotAllowed, Param: "model",
-			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
-		}
-	case routing.AsUnavailable(err) != nil:
-		return translate.ErrNoDeployment(model, nil, routing.AsUnavailable(err).RetryAfter)
-	case err == nil || errors.Is(err, ErrModelNotFound):
-		return &translate.APIError{
-			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: translate.CodeModelNotFound, Param: "model",
-			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
-		}
-	default:
-		log.Warn("resolve failed", "request_id", id, "err", err)
-		return &translate.APIError{
-			Status: http.StatusServiceUnavailable, Type: translate.TypeServer, Code: translate.CodeUnavailable,
-			Message: fmt.Sprintf("No deployment of the model `%s` is available right now.", model),
-		}
+	notAllowed := errors.Is(err, ErrModelNotAllowed)
+	if u := routing.AsUnavailable(err); u != nil && !notAllowed {
+		return translate.ErrNoDeployment(model, nil, u.RetryAfter)
 	}
+	notFound := err == nil || errors.Is(err, ErrModelNotFound)
+	if !notAllowed && !notFound {
+		log.Warn("resolve failed", "request_id", id, "err", err)
+	}
+	return translate.ErrResolve(model, notAllowed, notFound)
 }
 
 // requestedModel is the client's model name when it is not its group's own

@@ -281,3 +281,25 @@ func ErrPassthroughUnpriced(provider string, t *Target, d kernel.Decision) *APIE
 			"(--price-per-call) or the model's price.", what, provider, d.Scope.Noun()),
 	}
 }
+
+// ErrResolve is the client's error of a model group the key could not be
+// given a deployment of: not allowed (403), not found (404), else none of
+// its deployments available right now (503).
+func ErrResolve(model string, notAllowed, notFound bool) *APIError {
+	switch {
+	case notAllowed:
+		return &APIError{
+			Status: http.StatusForbidden, Type: TypeInvalidRequest, Code: CodeModelNotAllowed, Param: "model",
+			Message: fmt.Sprintf("This key is not allowed to use the model `%s`.", model),
+		}
+	case notFound:
+		return &APIError{
+			Status: http.StatusNotFound, Type: TypeInvalidRequest, Code: CodeModelNotFound, Param: "model",
+			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
+		}
+	}
+	return &APIError{
+		Status: http.StatusServiceUnavailable, Type: TypeServer, Code: CodeUnavailable,
+		Message: fmt.Sprintf("No deployment of the model `%s` is available right now.", model),
+	}
+}
