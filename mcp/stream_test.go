@@ -231,7 +231,7 @@ func TestServerStreamRelaysResourceUpdates(t *testing.T) {
 
 	deadline := time.After(10 * time.Second)
 	for {
-		up.srv.ResourceUpdated(t.Context(), &sdk.ResourceUpdatedNotificationParams{URI: "test://watched"})
+		require.NoError(t, up.srv.ResourceUpdated(t.Context(), &sdk.ResourceUpdatedNotificationParams{URI: "test://watched"}))
 		select {
 		case uri := <-updated:
 			require.Equal(t, "tollgate://chatty/test://watched", uri)
