@@ -24,7 +24,9 @@
 //   - the relay of a call's stream (stream.go): the upstream's notifications
 //     and requests during a 2025-11-25 agent's tools/call, on an SSE reply,
 //     and the agent's answers back to the upstream session that asked;
-//     logging/setLevel and resource subscriptions (subscribe.go);
+//     logging/setLevel and resource subscriptions (subscribe.go); a
+//     2025-11-25 agent's server stream (GET, serverstream.go): what its
+//     upstream sessions send outside calls (resource updates among them);
 //   - DNS-rebinding protection (origin.go): Host and Origin checked against
 //     an allow-list before anything else.
 //

@@ -194,6 +194,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, -32600, err.Error())
 		return
 	}
+	if r.Method == http.MethodGet && rc.token != nil && rc.version < newProtocol && acceptsSSE(r) {
+		h.serveServerStream(w, r, rc) // serverstream.go
+		return
+	}
 	if r.Method == http.MethodPost { // stream.go
 		if res, ok := relayedResponse(body); ok {
 			h.serveRelayedResponse(w, r, rc, res)

@@ -321,7 +321,7 @@ func (u *upstreams) callStream(ctx context.Context, srv *Server, cs *sdk.ClientS
 			case <-time.After(st.retry):
 			}
 			var more *http.Response
-			more, err = u.resume(ctx, srv, cs.ID(), version, st.lastID)
+			more, err = u.get(ctx, srv, cs.ID(), version, st.lastID)
 			if err != nil {
 				break
 			}
@@ -358,14 +358,18 @@ func (u *upstreams) callStream(ctx context.Context, srv *Server, cs *sdk.ClientS
 // maxResumes bounds the resumptions of one call's stream.
 const maxResumes = 10
 
-// resume GETs the rest of a stream after event lastID.
-func (u *upstreams) resume(ctx context.Context, srv *Server, session, version, lastID string) (*http.Response, error) {
+// get opens a GET stream of srv in upstream session (none: ""): the rest of
+// a stream after event lastID, or without lastID the session's server
+// stream (serverstream.go).
+func (u *upstreams) get(ctx context.Context, srv *Server, session, version, lastID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", lastID)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
 	if version != "" {
 		req.Header.Set(HeaderProtocol, version)
 	}
@@ -378,7 +382,7 @@ func (u *upstreams) resume(ctx context.Context, srv *Server, session, version, l
 	}
 	if ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		_ = res.Body.Close()
-		return nil, fmt.Errorf("resuming the call's stream: HTTP %d", res.StatusCode)
+		return nil, fmt.Errorf("GET stream: HTTP %d", res.StatusCode)
 	}
 	return res, nil
 }
@@ -452,15 +456,27 @@ func (s *sseWriter) write(m jsonrpc.Message) error {
 		return err
 	}
 	if !s.started {
-		s.started = true
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		s.w.WriteHeader(http.StatusOK)
+		s.begin()
 	}
 	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
 		return err
 	}
 	return http.NewResponseController(s.w).Flush()
+}
+
+// start sends the response's headers now.
+func (s *sseWriter) start() error {
+	if !s.started {
+		s.begin()
+	}
+	return http.NewResponseController(s.w).Flush()
+}
+
+func (s *sseWriter) begin() {
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
 }

@@ -22,6 +22,7 @@ import (
 // and requests of its own to the agent (elicitation, sampling).
 type chatty struct {
 	*httptest.Server
+	srv        *sdk.Server
 	mu         sync.Mutex
 	subscribed []string
 }
@@ -68,6 +69,7 @@ func newChatty(t *testing.T) *chatty {
 	srv.AddResource(&sdk.Resource{Name: "watched", URI: "test://watched"}, func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "w"}}}, nil
 	})
+	c.srv = srv
 	c.Server = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(c.Close)
 	return c
@@ -204,4 +206,39 @@ func TestSubscribeRelayed(t *testing.T) {
 	rd, _ := connect(t, f, keyRead, "/mcp", "2025-11-25", false)
 	err = rd.Subscribe(t.Context(), &sdk.SubscribeParams{URI: "tollgate://chatty/test://watched"})
 	require.Equal(t, int64(mcp.CodeToolNotGranted), rpcCode(t, err))
+}
+
+// A 2025-11-25 agent's server stream (GET) carries what its upstream
+// sessions send outside calls: the updates of the resources it subscribed
+// to, under the URIs of the endpoint (tollgate://SERVER/URI on /mcp).
+func TestServerStreamRelaysResourceUpdates(t *testing.T) {
+	f, up := chattyFixture(t)
+	updated := make(chan string, 16)
+	// Requests alternate between the replicas: the GET stream and the
+	// subscription need not be on the same one.
+	kt := &keyTransport{key: keyAll, targets: []string{f.gateways[0].URL, f.gateways[1].URL}}
+	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	})
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{
+		Endpoint: f.gateways[0].URL + "/mcp", HTTPClient: &http.Client{Transport: kt},
+	}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	require.NoError(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: "tollgate://chatty/test://watched"}))
+
+	deadline := time.After(10 * time.Second)
+	for {
+		require.NoError(t, up.srv.ResourceUpdated(t.Context(), &sdk.ResourceUpdatedNotificationParams{URI: "test://watched"}))
+		select {
+		case uri := <-updated:
+			require.Equal(t, "tollgate://chatty/test://watched", uri)
+			return
+		case <-time.After(100 * time.Millisecond): // the GET stream may not be open yet
+		case <-deadline:
+			t.Fatal("no notifications/resources/updated reached the agent")
+		}
+	}
 }
