@@ -305,7 +305,9 @@ func (s *stream) mcpHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extp
 		return nil
 	}
 	for _, hv := range h.GetHeaders().GetHeaders() {
-		if k := hv.GetKey(); k != "" && k[0] != ':' {
+		if k := hv.GetKey(); k == ":authority" {
+			r.Host = headerValue(hv) // the MCP Host check
+		} else if k != "" && k[0] != ':' {
 			r.Header.Add(k, headerValue(hv))
 		}
 	}

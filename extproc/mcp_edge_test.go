@@ -176,6 +176,15 @@ func TestMCPAuthorizedAtTheEdge(t *testing.T) {
 	require.Empty(t, e.acct.admits, "the edge only authorizes: the MCP service admits and settles")
 	require.Empty(t, e.acct.records)
 
+	t.Run("a Host off the allow-list: 403", func(t *testing.T) {
+		hosts := newTestEnv(t, WithMCP(mcp.NewEdgeAuthorizer(mcpCatalog{}, nil, mcp.WithAllowedHosts(mcp.LoopbackHosts))))
+		resp := hosts.do(t, mcpPost("/mcp", "tg-mcp-read", toolCall(1, "github__echo"), "tools/call", "github__echo"), service.upstream)
+		require.Nil(t, resp.Forwarded)
+		require.Equal(t, http.StatusForbidden, resp.Status, ":authority gateway.local is not a loopback name")
+		_, code, _ := rpcError(t, resp.Body)
+		require.Equal(t, int64(mcp.CodeHostNotAllowed), code)
+	})
+
 	t.Run("without an authorizer /mcp is unknown", func(t *testing.T) {
 		plain := newTestEnv(t)
 		resp := plain.do(t, mcpPost("/mcp", clientKey, toolCall(1, "x"), "", ""), service.upstream)

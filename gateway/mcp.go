@@ -219,7 +219,7 @@ func (g *Gateway) mcpShared(ctx context.Context) {
 // that a refusal happens at the edge; the service still admits and settles.
 func (g *Gateway) mcpEdgeOption(ctx context.Context) extproc.Option {
 	g.mcpShared(ctx)
-	return extproc.WithMCP(mcp.NewEdgeAuthorizer(g.mcpCat, g.mcpObs))
+	return extproc.WithMCP(mcp.NewEdgeAuthorizer(g.mcpCat, g.mcpObs, mcp.WithAllowedHosts(g.mcpAllowedHosts())))
 }
 
 // mcpAllowedHosts is the allow-list of /mcp's Host and Origin headers.

@@ -43,7 +43,7 @@ func TestMCPRefusedByTheProcessor(t *testing.T) {
 		h := extprocfilter.Headers{
 			{Key: ":method", Value: "POST"},
 			{Key: ":path", Value: "/mcp"},
-			{Key: ":authority", Value: "gw"},
+			{Key: ":authority", Value: "127.0.0.1"},
 			{Key: ":scheme", Value: "http"},
 			{Key: "content-type", Value: "application/json"},
 			{Key: "content-length", Value: strconv.Itoa(len(body))},

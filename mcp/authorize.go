@@ -16,7 +16,8 @@ import (
 // EdgeAuthorizer refuses MCP requests at the data plane's edge, before they
 // reach the MCP service: on Envoy the ext_proc processor asks it about every
 // request of the /mcp route (docs/envoy.md, "The MCP gateway"). It answers
-// what the service would: 401 for no or a bad key, 404 for an unknown
+// what the service would: 403 for a Host or Origin off the allow-list
+// (WithAllowedHosts), 401 for no or a bad key, 404 for an unknown
 // /mcp/SERVER, and the JSON-RPC -32041 error of a tools/call, prompts/get,
 // resources/read or completion/complete the key's grants do not cover. It
 // never admits nor charges: a request it lets through is authenticated,
@@ -27,20 +28,30 @@ import (
 // Its methods take only standard-library types, so that the processor
 // declares the interface it needs without importing this package.
 type EdgeAuthorizer struct {
-	cat Catalog
-	obs Observer
-	now func() time.Time
+	cat   Catalog
+	obs   Observer
+	now   func() time.Time
+	hosts *Handler // the Host/Origin allow-list (origin.go), nothing else
 }
 
 // NewEdgeAuthorizer returns the edge authorizer of cat's keys and servers;
 // obs (nil: none) hears about each call it refuses for lack of a grant, as
-// the service's observer would have (access log, metrics, traces).
-func NewEdgeAuthorizer(cat Catalog, obs Observer) *EdgeAuthorizer {
+// the service's observer would have (access log, metrics, traces). Of the
+// handler's options only WithAllowedHosts matters: give it the service's.
+func NewEdgeAuthorizer(cat Catalog, obs Observer, opts ...Option) *EdgeAuthorizer {
 	if obs == nil {
 		obs = ObserverFunc(func(context.Context, *Event) {})
 	}
-	return &EdgeAuthorizer{cat: cat, obs: obs, now: time.Now}
+	a := &EdgeAuthorizer{cat: cat, obs: obs, now: time.Now, hosts: &Handler{}}
+	for _, o := range opts {
+		o(a.hosts)
+	}
+	return a
 }
+
+// hostRefused is the service's message of a Host or Origin off the
+// allow-list (handler.go).
+const hostRefused = "forbidden: the Host or Origin of this request is not an allowed host of this gateway's MCP endpoint"
 
 // MCPHeaders decides an MCP request from its method, path and headers (its
 // body is not read). It returns the refusal to answer with (status != 0:
@@ -121,13 +132,16 @@ func notGrantedError(err error) *jsonrpc.Error {
 
 func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
 
-// caller authenticates r and finds the servers it may reach: the 401 and
-// 404 replies the service gives (handler.go), else the request's caller and
+// caller checks r's Host and Origin, authenticates it and finds the servers
+// it may reach: the 403, 401 and 404 replies the service gives (handler.go), else the request's caller and
 // servers (nil for a path that is not the MCP gateway's: let it go on).
 func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, int, http.Header, []byte) {
 	rest, ok := strings.CutPrefix(r.URL.Path, Path)
 	if !ok || (rest != "" && rest[0] != '/') {
 		return nil, 0, nil, nil
+	}
+	if !a.hosts.hostAllowed(r) { // before the key, as the service
+		return nil, http.StatusForbidden, jsonHeader(), errorBody(CodeHostNotAllowed, hostRefused)
 	}
 	c, err := a.cat.Authenticate(ctx, bearer(r))
 	if err != nil {

@@ -172,6 +172,35 @@ func TestEdgeUnauthorized(t *testing.T) {
 		require.Equal(t, w.Header().Get("WWW-Authenticate"), hdr.Get("WWW-Authenticate"), tc)
 		require.Equal(t, "application/json", hdr.Get("Content-Type"))
 	}
+
+	// The Host/Origin allow-list, before the key (DNS rebinding: 403).
+	ah := mcp.NewEdgeAuthorizer(f.cat, nil, mcp.WithAllowedHosts(mcp.LoopbackHosts))
+	hh := mcp.New(f.cat, f.acct, f.sealer, mcp.WithAllowedHosts(mcp.LoopbackHosts))
+	t.Cleanup(hh.Close)
+	for _, tc := range []struct{ host, origin, key string }{
+		{"evil.example", "", ""}, {"localhost:8080", "http://evil.example", keyRead}, {"127.0.0.1:8080", "", ""},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = tc.host
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.key != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.key)
+		}
+		status, _, body, _ := ah.MCPHeaders(t.Context(), req)
+		w := httptest.NewRecorder()
+		hh.ServeHTTP(w, req)
+		require.Equal(t, w.Code, status, tc)
+		require.Equal(t, w.Body.String(), string(body), tc)
+	}
+	require.Equal(t, http.StatusUnauthorized, func() int {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		req.Host = "127.0.0.1"
+		status, _, _, _ := ah.MCPHeaders(t.Context(), req)
+		return status
+	}(), "an allowed host without a key: 401")
+
 	req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
 	req.Header.Set("Authorization", "Bearer "+keyNone)
 	status, _, _, needBody := a.MCPHeaders(t.Context(), req)
