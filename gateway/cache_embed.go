@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/cache"
 	"github.com/tollgate-ai/tollgate/extproc"
 	"github.com/tollgate-ai/tollgate/kernel"
+	"github.com/tollgate-ai/tollgate/translate"
 )
 
 // groupEmbedder embeds the semantic cache's prompts with a model group, on
@@ -102,18 +103,74 @@ func (e *groupEmbedder) call(ctx context.Context, up Upstream, t *extproc.Target
 	if resp.StatusCode != http.StatusOK {
 		return nil, kernel.Usage{}, resp.StatusCode, fmt.Errorf("gateway: embedding model answered %d", resp.StatusCode)
 	}
-	var out struct {
-		Data []struct {
-			Embedding []float32 `json:"embedding"`
-		} `json:"data"`
-		Usage struct {
-			Prompt int64 `json:"prompt_tokens"`
-		} `json:"usage"`
+	vec, prompt, err := parseEmbedding(b)
+	if err != nil {
+		return nil, kernel.Usage{}, resp.StatusCode, err
 	}
-	if err := json.Unmarshal(b, &out); err != nil || len(out.Data) == 0 || len(out.Data[0].Embedding) == 0 {
-		return nil, kernel.Usage{}, resp.StatusCode, errors.New("gateway: the embedding model's reply has no embedding")
+	return vec, kernel.Usage{Input: prompt}, resp.StatusCode, nil
+}
+
+var errNoEmbedding = errors.New("gateway: the embedding model's reply has no embedding")
+
+// parseEmbedding reads an OpenAI embeddings reply's first vector and
+// usage.prompt_tokens, scanning it in place: decoding it with encoding/json
+// was a quarter of a semantic lookup's embedding call (bench/README.md).
+func parseEmbedding(b []byte) ([]float32, int64, error) {
+	var data, usage translate.Span
+	_, err := translate.ScanObject(b, 0, true, func(k []byte, v translate.Span) error {
+		switch {
+		case translate.KeyIs(k, "data"):
+			data = v
+		case translate.KeyIs(k, "usage"):
+			usage = v
+		}
+		return nil
+	})
+	if err != nil || !data.OK() || b[data.Start] != '[' {
+		return nil, 0, errNoEmbedding
 	}
-	return out.Data[0].Embedding, kernel.Usage{Input: out.Usage.Prompt}, resp.StatusCode, nil
+	i := translate.SkipSpace(b, data.Start+1)
+	if i >= data.End || b[i] != '{' {
+		return nil, 0, errNoEmbedding
+	}
+	var emb translate.Span
+	if _, err := translate.ScanObject(b, i, false, func(k []byte, v translate.Span) error {
+		if translate.KeyIs(k, "embedding") {
+			emb = v
+		}
+		return nil
+	}); err != nil || !emb.OK() || b[emb.Start] != '[' {
+		return nil, 0, errNoEmbedding
+	}
+	vec := make([]float32, 0, bytes.Count(b[emb.Start:emb.End], []byte{','})+1)
+	for i = translate.SkipSpace(b, emb.Start+1); i < emb.End && b[i] != ']'; {
+		end, err := translate.SkipValue(b, i, 0)
+		if err != nil {
+			return nil, 0, errNoEmbedding
+		}
+		f, err := strconv.ParseFloat(string(b[i:end]), 32)
+		if err != nil {
+			return nil, 0, errNoEmbedding
+		}
+		vec = append(vec, float32(f))
+		i = translate.SkipSpace(b, end)
+		if i < emb.End && b[i] == ',' {
+			i = translate.SkipSpace(b, i+1)
+		}
+	}
+	if len(vec) == 0 {
+		return nil, 0, errNoEmbedding
+	}
+	var prompt int64
+	if usage.OK() && b[usage.Start] == '{' {
+		_, _ = translate.ScanObject(b, usage.Start, false, func(k []byte, v translate.Span) error {
+			if translate.KeyIs(k, "prompt_tokens") {
+				prompt, _ = strconv.ParseInt(string(b[v.Start:v.End]), 10, 64)
+			}
+			return nil
+		})
+	}
+	return vec, prompt, nil
 }
 
 // upstream is the address of a deployment in the current snapshot.
