@@ -466,9 +466,77 @@ pages.models = async () => {
         await refresh();
       })) : '');
   }
-  main.replaceChildren(h('h1', {}, 'Models and deployments'), forms, lists);
-  await refresh();
+  const prices = h('section', { id: 'unit-prices', 'aria-label': 'Prices' });
+  main.replaceChildren(h('h1', {}, 'Models and deployments'), forms, lists, prices);
+  await Promise.all([refresh(), unitPrices(prices)]);
 };
+
+// --- unit prices (#34) -------------------------------------------------------
+// The Models page's unit prices: each model priced per unit (per image by size
+// and quality, per second of audio, per character of speech, per rerank search
+// unit, image tokens), with its token prices beside, and a form setting the
+// unit prices of a model, the others kept (SetPrice with an update mask).
+
+// unitPriceText is a price's units in one line ('' when it has none), each
+// amount exact (a unit price is often a fraction of a cent).
+function unitPriceText(p) {
+  const exact = (m) => '$' + ((m && m.dollars) || '0');
+  const parts = Object.entries(p.per_image || {}).sort().map(([k, m]) => `image ${k === '*' ? '' : k + ' '}${exact(m)}`);
+  for (const [f, what] of [['per_second', 'second'], ['per_character', 'character'], ['per_search_unit', 'search unit']]) {
+    if (dollars(p[f])) parts.push(`${what} ${exact(p[f])}`);
+  }
+  if (dollars(p.image_input_tokens) || dollars(p.image_output_tokens)) {
+    parts.push(`image tokens ${exact(p.image_input_tokens)}/${exact(p.image_output_tokens)} per 1M`);
+  }
+  return parts.join(' · ');
+}
+
+// perImageIn reads the per-image input: PRICE (any image), or
+// SIZE/QUALITY=PRICE,SIZE=PRICE,*=PRICE.
+function perImageIn(s) {
+  const out = {};
+  for (const part of csv(s)) {
+    const [k, v] = part.includes('=') ? part.split('=', 2).map((x) => x.trim()) : ['*', part];
+    if (!k || !/^\d+(\.\d+)?$/.test(v)) throw new Error(`per image: "${part}" is not PRICE or SIZE/QUALITY=PRICE`);
+    out[k] = { dollars: v };
+  }
+  return out;
+}
+
+async function unitPrices(el) {
+  const list = await listAll('PriceService/ListPrices', 'prices').catch(() => []);
+  const form = writeForm('Set unit prices', [
+    field('Model', inp('model', { required: true, size: 14 })),
+    field('Per image ($)', inp('per_image', { size: 22, placeholder: '0.04 or 1024x1024/hd=0.08,*=0.04' })),
+    field('Per second ($)', inp('per_second', { inputmode: 'decimal', size: 8 })),
+    field('Per character ($)', inp('per_character', { inputmode: 'decimal', size: 8 })),
+    field('Per search unit ($)', inp('per_search_unit', { inputmode: 'decimal', size: 8 })),
+    field('Image tokens in/out ($ per 1M)', inp('image_tokens', { size: 8, placeholder: '10,40' })),
+  ], async (f) => {
+    const e = f.elements;
+    const price = { model: e.model.value.trim() };
+    const paths = [];
+    if (e.per_image.value.trim()) { price.per_image = perImageIn(e.per_image.value); paths.push('per_image'); }
+    for (const n of ['per_second', 'per_character', 'per_search_unit']) {
+      if (e[n].value.trim()) { price[n] = { dollars: e[n].value.trim() }; paths.push(n); }
+    }
+    if (e.image_tokens.value.trim()) {
+      const [i, o] = csv(e.image_tokens.value);
+      price.image_input_tokens = { dollars: i || '0' };
+      price.image_output_tokens = { dollars: o || '0' };
+      paths.push('image_input_tokens', 'image_output_tokens');
+    }
+    if (!paths.length) throw new Error('Set at least one unit price.');
+    await api('PriceService/SetPrice', { price, update_mask: paths.map((p) => p.replace(/_([a-z])/g, (_, c) => c.toUpperCase())).join(',') });
+    say(`Set the unit prices of ${price.model}.`);
+    await unitPrices(el);
+  }, 'Set', isAdmin());
+  el.replaceChildren(h('h2', {}, 'Prices'), form,
+    table([{ label: 'Model', get: (p) => h('span', { 'data-price': p.model }, p.model) },
+      { label: 'Input', num: true, get: (p) => usd(p.input) }, { label: 'Output', num: true, get: (p) => usd(p.output) },
+      { label: 'Units', get: (p) => h('span', { class: 'units', 'data-units': p.model }, unitPriceText(p)) }],
+    list.filter((p) => unitPriceText(p)).sort((a, b) => a.model.localeCompare(b.model)), 'No model has a price per unit yet.'));
+}
 
 // windowStart is when the current period of a budget started, and when it resets.
 function windowOf(b, now = new Date()) {
