@@ -480,7 +480,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		})
 	}
 	s.tr = tr
-	if e := s.p.resp.Prepare(ctx, (*ownStream)(s), tr, target, body, &s.promptBytes); e != nil {
+	if e := s.p.resp.Prepare(ctx, (*ownStream)(s), &s.own, tr, target, body, &s.promptBytes); e != nil {
 		return s.reject(e)
 	}
 	if e := s.p.resp.CheckNative(&s.own, s.ep.API, target); e != nil {
@@ -906,6 +906,9 @@ func (s *stream) fillRecord(st kernel.Status, httpStatus int, u kernel.Usage) *R
 		Unpriced:       s.target.Price.Unpriced,
 		Cache:          CacheRecord{Status: s.cache.status},
 		Owner:          s.p.resp.Owner(&s.own, s.principal.KeyID, s.target.Deployment, s.in.Model),
+	}
+	if rec.RunID == "" {
+		rec.RunID = s.startedRun() // runs.go: the first response of a Responses chain
 	}
 	s.recordUnits(rec) // units.go
 	return rec

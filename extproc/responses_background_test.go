@@ -42,7 +42,7 @@ func TestNativeBackgroundSettledOnce(t *testing.T) {
 	require.Equal(t, DefaultBackgroundLease, e.acct.Admits()[0].Lease)
 	o, err := owners.ResponseOwner(t.Context(), "resp_bg1")
 	require.NoError(t, err, "recorded at once, not with a ledger row")
-	require.Equal(t, ResponseOwner{ID: "resp_bg1", KeyID: "k1", Deployment: "a", Model: "gpt", Store: true, Background: true, Pending: true}, *o)
+	require.Equal(t, ResponseOwner{ID: "resp_bg1", KeyID: "k1", Deployment: "a", Model: "gpt", Store: true, Background: true, Run: "resp_bg1", Pending: true}, *o)
 
 	poll := func(key string, reply string) (int, map[string]any) {
 		t.Helper()

@@ -132,7 +132,7 @@ func TestNativeResponseOwnership(t *testing.T) {
 	owners.take(e.acct.Records())
 	o, err := owners.ResponseOwner(t.Context(), first)
 	require.NoError(t, err, "the id handed out is recorded at settlement")
-	require.Equal(t, ResponseOwner{ID: first, KeyID: "k1", Deployment: dep, Model: "gpt", Store: true}, *o)
+	require.Equal(t, ResponseOwner{ID: first, KeyID: "k1", Deployment: dep, Model: "gpt", Store: true, Run: first}, *o, "a response of no run starts one of its own")
 
 	// Three turns chained: all on the deployment holding the chain.
 	prev := first
@@ -224,5 +224,5 @@ func TestNativeResponseStreamOwner(t *testing.T) {
 	owners.take(e.acct.Records())
 	o, err := owners.ResponseOwner(t.Context(), "resp_s1")
 	require.NoError(t, err)
-	require.Equal(t, ResponseOwner{ID: "resp_s1", KeyID: "k1", Deployment: "a", Model: "gpt"}, *o)
+	require.Equal(t, ResponseOwner{ID: "resp_s1", KeyID: "k1", Deployment: "a", Model: "gpt", Run: "resp_s1"}, *o)
 }

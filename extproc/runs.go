@@ -24,7 +24,7 @@ const maxRunID = 128
 func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIError) {
 	run := s.runHdr
 	if run == "" && s.ep != nil {
-		run = s.own.ConversationRun(s.ep.API) // responses.go
+		run = s.own.Run(s.ep.API) // responsesapi: a conversation, a previous_response_id chain
 	}
 	if run == "" || len(scopes) == 0 {
 		return scopes, nil
@@ -37,7 +37,20 @@ func (s *stream) withRun(scopes []kernel.Scope) ([]kernel.Scope, *translate.APIE
 	}
 	out, id := kernel.WithRun(scopes, run)
 	s.runID = id
+	s.own.SetRun(run)
 	return out, nil
+}
+
+// startedRun is the run scope's id of a request that started a run of its
+// own, its Responses chain's (responsesapi.State.StartedRun): its ledger
+// row is the run's first. "" otherwise.
+func (s *stream) startedRun() string {
+	id := s.own.StartedRun()
+	if id == "" || s.principal == nil {
+		return ""
+	}
+	_, scope := kernel.WithRun(s.principal.Scopes, id)
+	return scope
 }
 
 func printable(v string) bool {

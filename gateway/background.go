@@ -72,7 +72,7 @@ func (w *backgroundWork) Do(ctx context.Context) (int, error) {
 		so := &pending[i]
 		o := &extproc.ResponseOwner{
 			ID: so.ID, KeyID: so.KeyID, Deployment: so.Deployment, Model: so.Model,
-			Store: so.Store, Background: so.Background, Pending: true,
+			Store: so.Store, Background: so.Background, Run: so.Run, Pending: true,
 		}
 		status, body, err := w.fetch(ctx, o)
 		if err != nil {

@@ -44,7 +44,7 @@ func newResponseStore(st store.Store, retention time.Duration, now func() time.T
 
 func (r *responseStore) PutResponse(ctx context.Context, sr *extproc.StoredResponse) error {
 	return r.st.PutResponse(ctx, store.StoredResponse{
-		ID: sr.ID, KeyID: sr.KeyID, Response: sr.Response, Input: sr.Input,
+		ID: sr.ID, KeyID: sr.KeyID, Response: sr.Response, Input: sr.Input, Run: sr.Run,
 		CreatedAt: sr.CreatedAt, ExpiresAt: sr.CreatedAt.Add(r.retention),
 	})
 }
@@ -57,7 +57,7 @@ func (r *responseStore) GetResponse(ctx context.Context, keyID, id string) (*ext
 	if err != nil {
 		return nil, err
 	}
-	return &extproc.StoredResponse{ID: sr.ID, KeyID: sr.KeyID, Response: sr.Response, Input: sr.Input, CreatedAt: sr.CreatedAt}, nil
+	return &extproc.StoredResponse{ID: sr.ID, KeyID: sr.KeyID, Response: sr.Response, Input: sr.Input, Run: sr.Run, CreatedAt: sr.CreatedAt}, nil
 }
 
 func (r *responseStore) DeleteResponse(ctx context.Context, keyID, id string) error {
@@ -109,7 +109,7 @@ func responseOwner(o *extproc.ResponseOwner, now time.Time, retention time.Durat
 	}
 	return &store.ResponseOwner{
 		ID: o.ID, KeyID: o.KeyID, Deployment: o.Deployment, Model: o.Model, Store: o.Store, Background: o.Background,
-		CreatedAt: now, ExpiresAt: now.Add(retention),
+		Run: o.Run, CreatedAt: now, ExpiresAt: now.Add(retention),
 	}
 }
 
@@ -143,7 +143,7 @@ func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc
 	}
 	return &extproc.ResponseOwner{
 		ID: o.ID, KeyID: o.KeyID, Deployment: o.Deployment, Model: o.Model, Store: o.Store, Background: o.Background,
-		Pending: len(o.Pending) > 0,
+		Run: o.Run, Pending: len(o.Pending) > 0,
 	}, nil
 }
 

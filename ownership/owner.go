@@ -16,6 +16,11 @@ type Owner struct {
 	Model      string // the model group the client asked for
 	Store      bool
 	Background bool
+	// Run is the run the response belongs to (issue 36): the run name of
+	// the request that made it, else its own id (a chain's first
+	// response); a request continuing it is in the same run. "" for a
+	// conversation, or an id recorded before runs were.
+	Run string
 	// Pending: a background response whose settlement waits for the end of
 	// its run.
 	Pending bool

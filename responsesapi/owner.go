@@ -108,6 +108,10 @@ type State struct {
 	model  string
 	create bool
 	conv   string
+	// Runs (issue 36, run.go): prevRun is the run of the response
+	// previous_response_id continues; run the run the request is in
+	// (SetRun); started the id of a response that starts a run of its own.
+	prevRun, run, started string
 }
 
 // SetModelHeader keeps the request's x-tollgate-model header (HdrModel).
@@ -170,19 +174,9 @@ func (sv *Service[R]) PinPrevious(ctx context.Context, s Stream[R], st *State, a
 	o, e := sv.keyOwner(ctx, s, st.prev, "response", ownership.NotFoundPrevious)
 	if o != nil { // nil: not a native id, a translated provider's store decides (stored.go)
 		st.pin = o
+		st.continues(o.ID, o.Run)
 	}
 	return e
-}
-
-// ConversationRun is the run of a request of the API api that names no run
-// (issue 36): its conversation, so that the turns of one conversation are
-// one run — counted, and limited by the key's or team's run policy, as
-// the calls of an agent's loop are. "" when it has none.
-func (st *State) ConversationRun(api translate.API) string {
-	if api != translate.APIResponses {
-		return ""
-	}
-	return st.conv
 }
 
 // CheckNative runs once the translator is known: a native Responses request
@@ -270,7 +264,7 @@ func (sv *Service[R]) Owner(st *State, keyID, deployment, model string) *Owner {
 	}
 	return &Owner{
 		ID: st.id, KeyID: keyID, Deployment: deployment, Model: model,
-		Store: st.store, Background: st.background,
+		Store: st.store, Background: st.background, Run: st.runOf(st.id),
 	}
 }
 

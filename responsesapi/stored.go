@@ -20,7 +20,7 @@ import (
 // previous_response_id is loaded (it counts as input for the reservation:
 // its bytes are added to *promptBytes) and the finished response will be
 // stored.
-func (sv *Service[R]) Prepare(ctx context.Context, s Stream[R], tr translate.Translator, target *translate.Target, body []byte, promptBytes *int64) *translate.APIError {
+func (sv *Service[R]) Prepare(ctx context.Context, s Stream[R], st *State, tr translate.Translator, target *translate.Target, body []byte, promptBytes *int64) *translate.APIError {
 	rt, ok := tr.(translate.ResponsesTranslator)
 	if !ok {
 		return nil
@@ -60,10 +60,11 @@ func (sv *Service[R]) Prepare(ctx context.Context, s Stream[R], tr translate.Tra
 		}
 		v.History = history
 		*promptBytes += int64(len(sr.Input) + len(sr.Response)) // the history is input too
+		st.continues(prev, sr.Run)
 	}
 	if rs != nil {
 		id := s.RequestID()
-		v.Done = responses.SaveFunc(ctx, rs, s.KeyID(), sv.SettleTimeout, sv.Now, func(resp string, err error) {
+		v.Done = responses.SaveFunc(ctx, runStore{rs, st}, s.KeyID(), sv.SettleTimeout, sv.Now, func(resp string, err error) {
 			sv.Log.Warn("store response failed", "request_id", id, "response", resp, "err", err)
 		})
 	}

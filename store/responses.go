@@ -14,8 +14,12 @@ type StoredResponse struct {
 	KeyID string // the virtual key that created it
 	// Response is the response object (JSON), Input the input items it was
 	// made from, history from previous_response_id included (a JSON array).
-	Response  []byte
-	Input     []byte
+	Response []byte
+	Input    []byte
+	// Run is the run the response belongs to (issue 36): the run name its
+	// request was in, else its own id (a chain's first response); a
+	// request continuing it (previous_response_id) is in the same run.
+	Run       string
 	CreatedAt time.Time
 	ExpiresAt time.Time // retention: after it the response is gone
 }
@@ -50,8 +54,11 @@ type ResponseOwner struct {
 	// Background: with background true (pollable until it completes).
 	Store      bool
 	Background bool
-	CreatedAt  time.Time
-	ExpiresAt  time.Time // retention: after it the id is unknown
+	// Run is the run the response belongs to (StoredResponse.Run; "" for
+	// a conversation).
+	Run       string
+	CreatedAt time.Time
+	ExpiresAt time.Time // retention: after it the id is unknown
 	// Pending is a settlement deferred until the response finishes (a
 	// background response polled later), opaque to the store; nil when
 	// there is nothing (left) to settle.

@@ -15,7 +15,7 @@ var _ store.ResponseOwners = (*Store)(nil)
 // insertOwners writes the owners the batch's entries carry, in the ledger's
 // transaction; the first owner of an id stays.
 func insertOwners(ctx context.Context, tx pgx.Tx, batch []store.LedgerEntry) error {
-	var ids, keys, deps, models []string
+	var ids, keys, deps, models, runs []string
 	var st, bg []bool
 	var created, expires []time.Time
 	for i := range batch {
@@ -24,16 +24,17 @@ func insertOwners(ctx context.Context, tx pgx.Tx, batch []store.LedgerEntry) err
 			continue
 		}
 		ids, keys, deps, models = append(ids, o.ID), append(keys, o.KeyID), append(deps, o.Deployment), append(models, o.Model)
+		runs = append(runs, o.Run)
 		st, bg = append(st, o.Store), append(bg, o.Background)
 		created, expires = append(created, o.CreatedAt.UTC()), append(expires, o.ExpiresAt.UTC())
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_at, expires_at)
+	_, err := tx.Exec(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_at, expires_at, run)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bool[], $6::bool[],
-		  $7::timestamptz[], $8::timestamptz[])
-		ON CONFLICT (id) DO NOTHING`, ids, keys, deps, models, st, bg, created, expires)
+		  $7::timestamptz[], $8::timestamptz[], $9::text[])
+		ON CONFLICT (id) DO NOTHING`, ids, keys, deps, models, st, bg, created, expires, runs)
 	return err
 }
 
@@ -43,9 +44,9 @@ func (s *Store) GetResponseOwner(ctx context.Context, id string, now time.Time) 
 		return store.ResponseOwner{}, store.ErrClosed
 	}
 	o := store.ResponseOwner{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT key_id, deployment, model, store, background, created_at, expires_at, pending
+	err := s.pool.QueryRow(ctx, `SELECT key_id, deployment, model, store, background, run, created_at, expires_at, pending
 		FROM response_owners WHERE id = $1 AND expires_at > $2`, id, now.UTC()).
-		Scan(&o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.CreatedAt, &o.ExpiresAt, &o.Pending)
+		Scan(&o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.Run, &o.CreatedAt, &o.ExpiresAt, &o.Pending)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ResponseOwner{}, store.ErrNotFound
 	}
@@ -77,9 +78,9 @@ func (s *Store) PutResponseOwner(ctx context.Context, o store.ResponseOwner) err
 	if s.closed() {
 		return store.ErrClosed
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_at, expires_at, pending)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
-		o.ID, o.KeyID, o.Deployment, o.Model, o.Store, o.Background, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.Pending)
+	_, err := s.pool.Exec(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_at, expires_at, pending, run)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+		o.ID, o.KeyID, o.Deployment, o.Model, o.Store, o.Background, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.Pending, o.Run)
 	if err != nil {
 		return wrapErr("put response owner", err)
 	}
@@ -120,7 +121,7 @@ func (s *Store) PendingResponseOwners(ctx context.Context) ([]store.ResponseOwne
 	if s.closed() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, key_id, deployment, model, store, background, created_at, expires_at, pending
+	rows, err := s.pool.Query(ctx, `SELECT id, key_id, deployment, model, store, background, run, created_at, expires_at, pending
 		FROM response_owners WHERE pending IS NOT NULL ORDER BY created_at, id`)
 	if err != nil {
 		return nil, wrapErr("pending response owners", err)
@@ -129,7 +130,7 @@ func (s *Store) PendingResponseOwners(ctx context.Context) ([]store.ResponseOwne
 	var out []store.ResponseOwner
 	for rows.Next() {
 		var o store.ResponseOwner
-		if err := rows.Scan(&o.ID, &o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.CreatedAt, &o.ExpiresAt, &o.Pending); err != nil {
+		if err := rows.Scan(&o.ID, &o.KeyID, &o.Deployment, &o.Model, &o.Store, &o.Background, &o.Run, &o.CreatedAt, &o.ExpiresAt, &o.Pending); err != nil {
 			return nil, wrapErr("pending response owners", err)
 		}
 		o.CreatedAt, o.ExpiresAt = o.CreatedAt.UTC(), o.ExpiresAt.UTC()

@@ -17,11 +17,11 @@ func (s *Store) PutResponse(ctx context.Context, r store.StoredResponse) error {
 	if s.closed() {
 		return store.ErrClosed
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO responses (key_id, id, response, input, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
+	_, err := s.pool.Exec(ctx, `INSERT INTO responses (key_id, id, response, input, created_at, expires_at, run)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (key_id, id) DO UPDATE SET response = EXCLUDED.response, input = EXCLUDED.input,
-			created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
-		r.KeyID, r.ID, r.Response, r.Input, r.CreatedAt.UTC(), r.ExpiresAt.UTC())
+			created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, run = EXCLUDED.run`,
+		r.KeyID, r.ID, r.Response, r.Input, r.CreatedAt.UTC(), r.ExpiresAt.UTC(), r.Run)
 	return wrapErr("put response", err)
 }
 
@@ -31,8 +31,8 @@ func (s *Store) GetResponse(ctx context.Context, keyID, id string, now time.Time
 		return store.StoredResponse{}, store.ErrClosed
 	}
 	r := store.StoredResponse{KeyID: keyID, ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT response, input, created_at, expires_at FROM responses
-		WHERE key_id = $1 AND id = $2 AND expires_at > $3`, keyID, id, now.UTC()).Scan(&r.Response, &r.Input, &r.CreatedAt, &r.ExpiresAt)
+	err := s.pool.QueryRow(ctx, `SELECT response, input, run, created_at, expires_at FROM responses
+		WHERE key_id = $1 AND id = $2 AND expires_at > $3`, keyID, id, now.UTC()).Scan(&r.Response, &r.Input, &r.Run, &r.CreatedAt, &r.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.StoredResponse{}, store.ErrNotFound
 	}

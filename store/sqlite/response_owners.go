@@ -13,8 +13,8 @@ var _ store.ResponseOwners = (*Store)(nil)
 
 // insertOwnerSQL records a native response id; the first owner of an id
 // stays (a retried batch, a repeated entry).
-const insertOwnerSQL = `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_ns, expires_ns)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+const insertOwnerSQL = `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_ns, expires_ns, run)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 
 // insertOwners writes the owners the batch's entries carry, in the ledger's
 // transaction.
@@ -24,10 +24,10 @@ func (w *ledgerWriter) insertOwners(ctx context.Context, batch []store.LedgerEnt
 		if o == nil {
 			continue
 		}
-		a := w.argSlice(8)
+		a := w.argSlice(9)
 		a[0].Value, a[1].Value, a[2].Value, a[3].Value = o.ID, w.box(o.KeyID), w.box(o.Deployment), w.box(o.Model)
 		a[4].Value, a[5].Value = b2i(o.Store), b2i(o.Background)
-		a[6].Value, a[7].Value = o.CreatedAt.UnixNano(), o.ExpiresAt.UnixNano()
+		a[6].Value, a[7].Value, a[8].Value = o.CreatedAt.UnixNano(), o.ExpiresAt.UnixNano(), o.Run
 		if _, err := w.exec(ctx, w.owner, a); err != nil {
 			return err
 		}
@@ -42,9 +42,9 @@ func (s *Store) GetResponseOwner(ctx context.Context, id string, now time.Time) 
 	}
 	o := store.ResponseOwner{ID: id}
 	var st, bg, created, expires int64
-	err := s.r.QueryRowContext(ctx, `SELECT key_id, deployment, model, store, background, created_ns, expires_ns, pending
+	err := s.r.QueryRowContext(ctx, `SELECT key_id, deployment, model, store, background, run, created_ns, expires_ns, pending
 		FROM response_owners WHERE id = ? AND expires_ns > ?`, id, now.UnixNano()).
-		Scan(&o.KeyID, &o.Deployment, &o.Model, &st, &bg, &created, &expires, &o.Pending)
+		Scan(&o.KeyID, &o.Deployment, &o.Model, &st, &bg, &o.Run, &created, &expires, &o.Pending)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ResponseOwner{}, store.ErrNotFound
 	}
@@ -77,9 +77,9 @@ func (s *Store) PutResponseOwner(ctx context.Context, o store.ResponseOwner) err
 	if err := s.check(); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, created_ns, expires_ns, pending)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		o.ID, o.KeyID, o.Deployment, o.Model, b2i(o.Store), b2i(o.Background), o.CreatedAt.UnixNano(), o.ExpiresAt.UnixNano(), o.Pending)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO response_owners (id, key_id, deployment, model, store, background, run, created_ns, expires_ns, pending)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		o.ID, o.KeyID, o.Deployment, o.Model, b2i(o.Store), b2i(o.Background), o.Run, o.CreatedAt.UnixNano(), o.ExpiresAt.UnixNano(), o.Pending)
 	return s.wrap("put response owner", err)
 }
 
@@ -117,7 +117,7 @@ func (s *Store) PendingResponseOwners(ctx context.Context) ([]store.ResponseOwne
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, key_id, deployment, model, store, background, created_ns, expires_ns, pending
+	rows, err := s.r.QueryContext(ctx, `SELECT id, key_id, deployment, model, store, background, run, created_ns, expires_ns, pending
 		FROM response_owners WHERE pending IS NOT NULL ORDER BY created_ns, id`)
 	if err != nil {
 		return nil, s.wrap("pending response owners", err)
@@ -127,7 +127,7 @@ func (s *Store) PendingResponseOwners(ctx context.Context) ([]store.ResponseOwne
 	for rows.Next() {
 		var o store.ResponseOwner
 		var st, bg, created, expires int64
-		if err := rows.Scan(&o.ID, &o.KeyID, &o.Deployment, &o.Model, &st, &bg, &created, &expires, &o.Pending); err != nil {
+		if err := rows.Scan(&o.ID, &o.KeyID, &o.Deployment, &o.Model, &st, &bg, &o.Run, &created, &expires, &o.Pending); err != nil {
 			return nil, s.wrap("pending response owners", err)
 		}
 		o.Store, o.Background = st != 0, bg != 0

@@ -16,8 +16,8 @@ func (s *Store) PutResponse(ctx context.Context, r store.StoredResponse) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT OR REPLACE INTO responses (key_id, id, response, input, created_ns, expires_ns)
-		VALUES (?, ?, ?, ?, ?, ?)`, r.KeyID, r.ID, r.Response, r.Input, r.CreatedAt.UnixNano(), r.ExpiresAt.UnixNano())
+	_, err := s.w.ExecContext(ctx, `INSERT OR REPLACE INTO responses (key_id, id, response, input, run, created_ns, expires_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.KeyID, r.ID, r.Response, r.Input, r.Run, r.CreatedAt.UnixNano(), r.ExpiresAt.UnixNano())
 	return s.wrap("put response", err)
 }
 
@@ -28,8 +28,8 @@ func (s *Store) GetResponse(ctx context.Context, keyID, id string, now time.Time
 	}
 	r := store.StoredResponse{KeyID: keyID, ID: id}
 	var created, expires int64
-	err := s.r.QueryRowContext(ctx, `SELECT response, input, created_ns, expires_ns FROM responses
-		WHERE key_id = ? AND id = ? AND expires_ns > ?`, keyID, id, now.UnixNano()).Scan(&r.Response, &r.Input, &created, &expires)
+	err := s.r.QueryRowContext(ctx, `SELECT response, input, run, created_ns, expires_ns FROM responses
+		WHERE key_id = ? AND id = ? AND expires_ns > ?`, keyID, id, now.UnixNano()).Scan(&r.Response, &r.Input, &r.Run, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.StoredResponse{}, store.ErrNotFound
 	}

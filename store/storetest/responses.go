@@ -24,7 +24,7 @@ func (s *suite) responsesTests() []test {
 			t0 := time.Unix(1_750_000_000, 0).UTC()
 			r := store.StoredResponse{
 				ID: "resp_1", KeyID: "k1", Response: []byte(`{"id":"resp_1"}`), Input: []byte(`[{"role":"user","content":"hi"}]`),
-				CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+				Run: "ticket-4711", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), // the run is kept with the response (issue 36)
 			}
 			require.NoError(t, rs.PutResponse(ctx, r))
 			got, err := rs.GetResponse(ctx, "k1", "resp_1", t0)
@@ -66,7 +66,7 @@ func (s *suite) responsesTests() []test {
 			t0 := time.Unix(1_750_000_000, 0).UTC()
 			o := store.ResponseOwner{
 				ID: "resp_n1", KeyID: "k1", Deployment: "d2", Model: "m", Store: true, Background: true,
-				CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+				Run: "resp_n0", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), // the chain's run, written with the ledger
 			}
 			e := store.LedgerEntry{RequestID: "r-own-1", KeyID: "k1", Model: "m", Deployment: "d2", StartedAt: t0, EndedAt: t0, Owner: &o}
 			plain := store.LedgerEntry{RequestID: "r-own-2", KeyID: "k1", Model: "m", Deployment: "d1", StartedAt: t0, EndedAt: t0}
@@ -114,7 +114,7 @@ func (s *suite) responsesTests() []test {
 			ctx := timeout(t, 30*time.Second)
 			t0 := time.Unix(1_750_000_000, 0).UTC()
 			o := store.ResponseOwner{
-				ID: "resp_bg", KeyID: "k1", Deployment: "d1", Model: "m", Store: true, Background: true,
+				ID: "resp_bg", KeyID: "k1", Deployment: "d1", Model: "m", Store: true, Background: true, Run: "loop-1",
 				CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), Pending: []byte(`{"request_id":"r1"}`),
 			}
 			require.NoError(t, ro.PutResponseOwner(ctx, o))
@@ -165,7 +165,7 @@ func (s *suite) responsesTests() []test {
 			require.NoError(t, err)
 			require.Empty(t, pending)
 			later := store.ResponseOwner{
-				ID: "resp_b", KeyID: "k1", Deployment: "d1", Model: "m", Store: true, Background: true,
+				ID: "resp_b", KeyID: "k1", Deployment: "d1", Model: "m", Store: true, Background: true, Run: "resp_a",
 				CreatedAt: t0.Add(time.Minute), ExpiresAt: t0.Add(time.Hour), Pending: []byte(`{"request_id":"rb"}`),
 			}
 			first := later

@@ -35,6 +35,7 @@ type Stored struct {
 	KeyID     string
 	Response  []byte
 	Input     []byte
+	Run       string // the run it belongs to (ownership.Owner.Run)
 	CreatedAt time.Time
 }
 

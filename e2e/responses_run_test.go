@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// TestResponsesChainIsARun (issue 36): a chain of responses linked by
+// previous_response_id is one run — named by the id of its first response,
+// whose request carried no run — on a translated and on a native provider,
+// its turns served by different replicas on PostgreSQL and Redis, one of
+// them restarted mid-chain. The run's budget, three turns' worth, admits
+// the second and third turns and refuses the fourth (the first, admitted
+// before its id existed, is in the run's ledger, which seeds the run), and
+// `tollgate spend logs --run` lists the chain's three calls.
+func TestResponsesChainIsARun(t *testing.T) {
+	c := startCluster(t, "closed")
+	s := c.sys
+	for _, tc := range []struct {
+		name   string
+		native bool
+	}{{"translated", false}, {"native", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := "m-chain-" + tc.name
+			flags := []string{"--type", "openai", "--base-url", s.mockURL + "/v1", "--credential-env", "CRED"}
+			if tc.native {
+				flags = append(flags, "--responses-api")
+			}
+			s.cli(nil, []string{"CRED=sk-chain-" + tc.name}, append([]string{"provider", "create", "p-" + model}, flags...)...)
+			s.cli(nil, nil, "deployment", "create", "d-"+model, "--provider", "p-"+model, "--model", "mock-gpt")
+			s.cli(nil, nil, "model", "create", model, "--deployments", "d-"+model)
+			// 10 output tokens at $1000 per million: $0.01 a turn, the
+			// history's input free, so a turn's worst case is its cost.
+			s.cli(nil, nil, "price", "set", model, "--input", "0", "--output", "1000")
+			keyID, key := s.createKey("--alias", "chain-"+tc.name, "--models", model, "--run-budget", "0.03", "--shortfall", "reject")
+			c.waitKey(key)
+
+			turn := func(r *faultReplica, prev string) (int, string, []byte) {
+				body := fmt.Sprintf(`{"model":%q,"input":"next step","max_output_tokens":10`, model)
+				if prev != "" {
+					body += fmt.Sprintf(`,"previous_response_id":%q`, prev)
+				}
+				req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/responses", strings.NewReader(body+"}"))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("x-mock-output-tokens", "100")
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				var out struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(b, &out) // a refusal has no id
+				return resp.StatusCode, out.ID, b
+			}
+			// committed waits until the key's n calls are in the ledger: a
+			// native id's owner is written with its ledger row, which
+			// another replica reads.
+			committed := func(n int) {
+				require.Eventually(t, func() bool {
+					ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+					defer cancel()
+					conn, err := pgx.Connect(ctx, c.pg.URL)
+					require.NoError(t, err)
+					defer func() { _ = conn.Close(ctx) }()
+					var got int
+					require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM ledger WHERE key_id=$1`, keyID).Scan(&got))
+					return got == n
+				}, 10*time.Second, 50*time.Millisecond, "%d calls in the ledger", n)
+			}
+
+			code, first, b := turn(c.replicas[0], "")
+			require.Equal(t, http.StatusOK, code, "%s", b)
+			committed(1)
+			code, id2, b := turn(c.replicas[1], first)
+			require.Equal(t, http.StatusOK, code, "turn 2 on another replica: %s", b)
+			committed(2)
+
+			// Replica 0 restarts: the chain's run is in the store.
+			r0 := c.replicas[0]
+			r0.down.Store(true)
+			require.NoError(t, r0.cmd.Signal(syscall.SIGTERM))
+			select {
+			case <-r0.done:
+			case <-time.After(40 * time.Second):
+				t.Fatal("replica 0 did not exit within 40s")
+			}
+			c.start(r0)
+			c.waitKey(key)
+
+			code, id3, b := turn(r0, id2)
+			require.Equal(t, http.StatusOK, code, "turn 3 after the restart: %s", b)
+			committed(3)
+			code, _, b = turn(c.replicas[2], id3)
+			require.NotEqual(t, http.StatusOK, code, "the fourth turn would overspend the run: %s", b)
+			require.Contains(t, string(b), "budget_exceeded")
+			require.Contains(t, string(b), "Budget exceeded for the run.")
+
+			run := "key:" + keyID + "/" + first
+			var logs struct {
+				Entries []ledgerRow `json:"entries"`
+			}
+			s.cli(&logs, nil, "spend", "logs", "--run", run)
+			require.Len(t, logs.Entries, 3, "the chain's three calls are the run's: %+v", logs.Entries)
+			var total int64
+			for _, e := range logs.Entries {
+				total += e.Cost.NanoUSD
+			}
+			require.Equal(t, int64(30_000_000), total, "the run spent its budget, not more")
+			t.Logf("%s: a chain of 3 responses on 3 replicas (one restarted) is run %s: $%.2f, the 4th turn refused", tc.name, run, float64(total)/1e9)
+		})
+	}
+}
