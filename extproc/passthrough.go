@@ -155,7 +155,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	s.admitted, s.decision = true, d
 	out, err := s.tr.Request(s.in, target)
 	if err == nil && target.Signer != nil {
-		err = s.signOutbound(ctx, out)
+		err = out.Sign(ctx, s.target, s.method, s.path, s.in.Body)
 	}
 	if err != nil {
 		s.p.log.Warn("pass-through request failed", "request_id", s.id, "provider", provider, "err", err)

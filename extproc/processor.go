@@ -563,7 +563,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 		return s.immediate(http.StatusOK, out.Reply, nil)
 	}
 	if target.Signer != nil { // upstream.go: after the body is final
-		if err := s.signOutbound(ctx, out); err != nil {
+		if err := out.Sign(ctx, s.target, s.method, s.path, s.in.Body); err != nil {
 			s.p.log.Warn("signing the upstream request failed", "request_id", s.id, "deployment", target.Deployment, "err", err)
 			s.settle(ctx, kernel.StatusFailed, http.StatusBadGateway, kernel.Usage{}, true)
 			return s.reject(&translate.APIError{

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"context"
 	"net/url"
 	"strings"
 
@@ -141,4 +142,21 @@ const (
 // SameBytes reports whether a is b itself (a translator passing its input).
 func SameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// Sign adds t's signer's headers to o, the request of method to path (o's
+// own path when it set one) with o's body, else the client's (body).
+func (o *Outbound) Sign(ctx context.Context, t *Target, method, path string, body []byte) error {
+	if o.Body != nil {
+		body = o.Body
+	}
+	if o.Path != "" {
+		path = o.Path
+	}
+	h, err := t.Signer.SignRequest(ctx, &UpstreamRequest{Method: method, Host: t.Host, Path: path, Body: body})
+	if err != nil {
+		return err
+	}
+	o.Headers = append(o.Headers, h...)
+	return nil
 }
