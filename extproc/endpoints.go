@@ -59,20 +59,101 @@ type apiReply struct {
 	Body   []byte
 }
 
-var endpoints = map[string]*endpoint{}
+// endpointTable is every client-facing route, in one table: exact paths
+// (query string excluded), then the routes with path parameters (Prefix),
+// tried in this order when no exact path matches. The Gemini API's model
+// methods (/v1beta/models/{model}:{method}) are matched by
+// geminiModelEndpoint. Adding an endpoint is adding a row here (and, for a
+// new client API, a row per provider in translate/translators.go).
+var endpointTable = []*endpoint{
+	{Method: http.MethodPost, Path: "/v1/chat/completions", API: translate.APIChat},
+	{Method: http.MethodPost, Path: "/v1/completions", API: translate.APICompletions},
+	{Method: http.MethodPost, Path: "/v1/embeddings", API: translate.APIEmbeddings, NoOutput: true},
+	{Method: http.MethodGet, Path: "/v1/models", Reply: modelsReply},
+	// OpenAI's Responses API: natively where the upstream speaks it
+	// (translate/responses_native.go), else translated to chat completions
+	// (translate/responses_chat.go); stored responses and conversations are
+	// answered by responsesapi/ (responses.go).
+	{Method: http.MethodPost, Path: "/v1/responses", API: translate.APIResponses},
+	{Path: "/v1/conversations", Reply: conversationReply},
+	// Anthropic's Messages API, errors in Anthropic's shape; the key comes
+	// in x-api-key or Authorization: Bearer (the processor reads both).
+	{Method: http.MethodPost, Path: "/v1/messages", API: translate.APIMessages, ErrorBody: translate.AnthropicErrorBody},
+	{
+		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
+		API: translate.APIMessagesCount, NoOutput: true, ErrorBody: translate.AnthropicErrorBody,
+	},
+	// The Gemini API's models.list; its model methods are
+	// geminiModelEndpoint's.
+	{Method: http.MethodGet, Path: "/v1beta/models", Reply: geminiModelsReply, ErrorBody: translate.GeminiErrorBody, QueryKey: true},
+	// The routes charged per unit (units.go), in the order of
+	// docs/endpoints.md; the multipart ones are uploads the processor sees
+	// the first bytes of (docs/envoy.md#multipart-uploads).
+	unitEndpoint("/v1/images/generations", translate.APIImages, false),
+	unitEndpoint("/v1/images/edits", translate.APIImageEdits, true),
+	unitEndpoint("/v1/moderations", translate.APIModerations, false),
+	unitEndpoint("/v1/audio/speech", translate.APISpeech, false),
+	unitEndpoint("/v1/audio/transcriptions", translate.APITranscriptions, true),
+	unitEndpoint("/v1/audio/translations", translate.APITranslations, true),
+	unitEndpoint("/v1/rerank", translate.APIRerank, false),
 
-// prefixEndpoints are the endpoints with path parameters, tried in order
-// when no exact path matches.
-var prefixEndpoints []*endpoint
+	// GET /v1beta/models/{model}: the Gemini API's models.get (the same
+	// under /v1/ with a Gemini key, see modelReply).
+	{Method: http.MethodGet, Path: "/v1beta/models/", Prefix: true, Reply: geminiModelReply, ErrorBody: translate.GeminiErrorBody, QueryKey: true},
+	// GET /v1/models/{id}: the model object of a model the key may use.
+	{Path: "/v1/models/", Prefix: true, Reply: modelReply},
+	// Pass-through routes (passthrough.go): /passthrough/PROVIDER_ID/REST.
+	{Path: PassthroughPrefix, Prefix: true, API: translate.APIPassthrough, QueryKey: true},
+	{Path: "/v1/conversations/", Prefix: true, Reply: conversationReply},
+	{Path: "/v1/responses/", Prefix: true, Reply: storedResponseReply},
+}
 
-// registerEndpoint is called from init; the path is matched exactly (query
-// string excluded), or as a prefix when e.Prefix.
-func registerEndpoint(e *endpoint) {
-	if e.Prefix {
-		prefixEndpoints = append(prefixEndpoints, e)
-		return
+// The Gemini API is served at /v1beta/models/{model}:{method} and
+// /v1/models/{model}:{method} (@google/genai calls /v1/ by default), for the
+// methods generateContent, streamGenerateContent (SSE with alt=sse, else a
+// JSON array streamed) and countTokens. The virtual key comes in
+// x-goog-api-key or in ?key=; errors are Google's
+// {"error":{"code","message","status"}}.
+var (
+	geminiGenerateEndpoint = geminiEndpoint(translate.GeminiGenerate, translate.APIGeminiGenerate, false)
+	geminiStreamEndpoint   = geminiEndpoint(translate.GeminiStream, translate.APIGeminiGenerate, false)
+	geminiCountEndpoint    = geminiEndpoint(translate.GeminiCount, translate.APIGeminiCount, true)
+)
+
+func geminiEndpoint(method string, api translate.API, noOutput bool) *endpoint {
+	return &endpoint{
+		Method: http.MethodPost, Path: "/v1beta/models/{model}:" + method, API: api, NoOutput: noOutput,
+		ErrorBody: translate.GeminiErrorBody, Parse: translate.ParseGeminiRequest, QueryKey: true,
 	}
-	endpoints[e.Path] = e
+}
+
+// unitEndpoint is the row of a route charged per unit: a multipart upload
+// is parsed from its first bytes (units.go), any other by
+// translate.ParseUnitRequest.
+func unitEndpoint(path string, api translate.API, multipart bool) *endpoint {
+	ep := &endpoint{Method: http.MethodPost, Path: path, API: api, NoOutput: true, Multipart: multipart}
+	if !multipart {
+		ep.Parse = func(_ string, body []byte) (*translate.Inbound, error) {
+			return translate.ParseUnitRequest(api, body)
+		}
+	}
+	return ep
+}
+
+// endpoints indexes the table's exact paths; prefixEndpoints are its
+// Prefix rows, in order.
+var endpoints, prefixEndpoints = indexEndpoints(endpointTable)
+
+func indexEndpoints(table []*endpoint) (map[string]*endpoint, []*endpoint) {
+	exact, prefix := make(map[string]*endpoint, len(table)), []*endpoint(nil)
+	for _, e := range table {
+		if e.Prefix {
+			prefix = append(prefix, e)
+		} else {
+			exact[e.Path] = e
+		}
+	}
+	return exact, prefix
 }
 
 // lookupPrefix finds the prefix endpoint of a path (query excluded).
@@ -85,11 +166,23 @@ func lookupPrefix(path string) *endpoint {
 	return nil
 }
 
-func init() {
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/chat/completions", API: translate.APIChat})
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/completions", API: translate.APICompletions})
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/embeddings", API: translate.APIEmbeddings, NoOutput: true})
-	registerEndpoint(&endpoint{Method: http.MethodGet, Path: "/v1/models", Reply: modelsReply})
+// geminiModelEndpoint is the endpoint of a Gemini API model path
+// (/v1beta/models/{model}:{method}, /v1/models/{model}:{method}), nil for
+// any other path.
+func geminiModelEndpoint(path string) *endpoint {
+	_, method, ok := translate.GeminiModelPath(path)
+	if !ok {
+		return nil
+	}
+	switch method {
+	case translate.GeminiGenerate:
+		return geminiGenerateEndpoint
+	case translate.GeminiStream:
+		return geminiStreamEndpoint
+	case translate.GeminiCount:
+		return geminiCountEndpoint
+	}
+	return nil
 }
 
 // lookupEndpoint finds the endpoint of a :path.
@@ -225,38 +318,6 @@ func modelBodyReply(api translate.ModelAPI, body []byte, err error) *apiReply {
 		return modelErrorReply(api, &translate.APIError{Status: http.StatusInternalServerError, Type: translate.TypeServer, Message: "internal error"})
 	}
 	return &apiReply{Status: http.StatusOK, Body: body}
-}
-
-// Adding an endpoint (e.g. Anthropic's Messages API, in its own file):
-//
-//	func init() {
-//		registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/messages",
-//			API: APIMessages, ErrorBody: anthropicErrorBody})
-//	}
-//
-// and a row per provider in the translators table (translate/translators.go).
-
-// OpenAI's Responses API is served at POST /v1/responses: natively where the
-// upstream speaks it (translate/responses_native.go), else translated to chat
-// completions, for Anthropic through the chat → Messages translator
-// (translate/responses_chat.go).
-func init() {
-	registerEndpoint(&endpoint{Method: http.MethodPost, Path: "/v1/responses", API: translate.APIResponses})
-}
-
-// Anthropic's Messages API is served at POST /v1/messages and POST
-// /v1/messages/count_tokens, with errors in Anthropic's shape. The key may come
-// in x-api-key (Anthropic's SDKs, Claude Code with ANTHROPIC_API_KEY) or
-// Authorization: Bearer (ANTHROPIC_AUTH_TOKEN): the processor reads both.
-func init() {
-	registerEndpoint(&endpoint{
-		Method: http.MethodPost, Path: "/v1/messages",
-		API: translate.APIMessages, ErrorBody: translate.AnthropicErrorBody,
-	})
-	registerEndpoint(&endpoint{
-		Method: http.MethodPost, Path: "/v1/messages/count_tokens",
-		API: translate.APIMessagesCount, NoOutput: true, ErrorBody: translate.AnthropicErrorBody,
-	})
 }
 
 // MCPAuthorizer refuses MCP requests (/mcp, /mcp/SERVER) at the edge:

@@ -49,10 +49,6 @@ type PassthroughCatalog interface {
 	PassthroughTarget(ctx context.Context, p *Principal, provider, model string) (t *Target, perCall bool, err error)
 }
 
-func init() {
-	registerEndpoint(&endpoint{Path: PassthroughPrefix, Prefix: true, API: translate.APIPassthrough, QueryKey: true})
-}
-
 // passthroughHeaders checks the grant at request headers; a request without
 // a body (GET, DELETE) is admitted and forwarded now.
 func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, contentLength int64) *extprocv3.ProcessingResponse {

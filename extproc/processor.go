@@ -243,7 +243,7 @@ type stream struct {
 	// anthropicVersion is the client's anthropic-version header (Inbound).
 	anthropicVersion string
 	// googleKey: the key came as Google's (x-goog-api-key or ?key=), from a
-	// Gemini API client (gemini_api.go).
+	// Gemini API client (endpoints.go).
 	googleKey bool
 
 	// The request's admission and settlement, allocated with the stream

@@ -70,12 +70,6 @@ func (p *Processor) initResponses() {
 	}
 }
 
-func init() {
-	registerEndpoint(&endpoint{Path: "/v1/conversations", Reply: conversationReply})
-	registerEndpoint(&endpoint{Path: "/v1/conversations/", Prefix: true, Reply: conversationReply})
-	registerEndpoint(&endpoint{Path: "/v1/responses/", Prefix: true, Reply: storedResponseReply})
-}
-
 func conversationReply(_ context.Context, s *stream) *apiReply {
 	status, body := responsesapi.UnknownConversation(s.path)
 	return &apiReply{Status: status, Body: body}

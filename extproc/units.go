@@ -22,36 +22,6 @@ import (
 // reports, so the kernel's reservation and cost arithmetic hold unchanged.
 // The ledger row records the unit and the quantity.
 
-// unitRoutes are the routes charged per unit, in the order of the
-// endpoint table (docs/endpoints.md). The multipart ones are uploads the
-// processor sees the first bytes of (docs/envoy.md#multipart-uploads).
-var unitRoutes = []struct {
-	path      string
-	api       translate.API
-	multipart bool
-}{
-	{"/v1/images/generations", translate.APIImages, false},
-	{"/v1/images/edits", translate.APIImageEdits, true},
-	{"/v1/moderations", translate.APIModerations, false},
-	{"/v1/audio/speech", translate.APISpeech, false},
-	{"/v1/audio/transcriptions", translate.APITranscriptions, true},
-	{"/v1/audio/translations", translate.APITranslations, true},
-	{"/v1/rerank", translate.APIRerank, false},
-}
-
-func init() {
-	for _, r := range unitRoutes {
-		ep := &endpoint{Method: http.MethodPost, Path: r.path, API: r.api, NoOutput: true, Multipart: r.multipart}
-		if !r.multipart {
-			api := r.api
-			ep.Parse = func(_ string, body []byte) (*translate.Inbound, error) {
-				return translate.ParseUnitRequest(api, body)
-			}
-		}
-		registerEndpoint(ep)
-	}
-}
-
 // priceUnits prices the admission of a unit request on the deployment
 // whose price areq.Price holds: the processor calls it for its target, and
 // the router (routing.go) again for each candidate it admits on. Token
