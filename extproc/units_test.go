@@ -9,68 +9,10 @@ import (
 	"github.com/tollgate-ai/tollgate/translate"
 )
 
-// TestPriceUnitsPerCandidate: each deployment a unit request is admitted on
-// prices it from its own price, whatever an earlier candidate's did (a
-// rerank charged per token on one deployment is in search units on the
-// next), and pricing the same deployment twice changes nothing.
-func TestPriceUnitsPerCandidate(t *testing.T) {
-	in, err := translate.ParseUnitRequest(translate.APIRerank,
-		[]byte(`{"model":"r","query":"q","documents":["a","b","c"]}`))
-	require.NoError(t, err)
-	u := in.Unit
-	perToken := kernel.Price{Input: 2_000}
-	perSearch := kernel.Price{Input: 1, Units: &kernel.UnitPrices{Search: 5}}
-
-	var areq kernel.AdmitRequest
-	areq.Price = perToken
-	priceUnits(u, &areq)
-	require.Equal(t, kernel.UnitTokens, u.Unit)
-	require.Equal(t, kernel.Price{Input: 2_000, CachedInput: 2_000}, areq.Price)
-
-	areq.Price = perSearch
-	priceUnits(u, &areq)
-	require.Equal(t, kernel.UnitSearches, u.Unit)
-	require.Equal(t, int64(1), u.Bound)
-	require.Equal(t, kernel.PerUnit(5), areq.Price)
-
-	first := areq
-	areq.Price = perSearch
-	priceUnits(u, &areq)
-	require.Equal(t, first, areq)
-	require.False(t, u.Unpriced)
-}
-
-// An image model billed by tokens is admitted at its token price: input
-// bound the request's bytes, output bound n images at the quality's most
-// tokens; a model priced per image only stays per image.
-func TestPriceUnitsImageTokens(t *testing.T) {
-	in, err := translate.ParseUnitRequest(translate.APIImages, []byte(`{"model":"gpt-image-1","prompt":"a cat","n":2,"quality":"medium"}`))
-	require.NoError(t, err)
-	u := in.Unit
-	p := kernel.Price{Input: 5 * kernel.Dollar, Output: 40 * kernel.Dollar, Units: &kernel.UnitPrices{
-		Image: map[string]kernel.Money{"*": 42 * kernel.Dollar / 1000}, ImageInputTokens: 10 * kernel.Dollar, ImageOutputTokens: 40 * kernel.Dollar,
-	}}
-	areq := kernel.AdmitRequest{Price: p}
-	priceUnits(u, &areq)
-	require.True(t, u.ByTokens)
-	require.Equal(t, kernel.Price{Input: 5 * kernel.Dollar, CacheWrite: 10 * kernel.Dollar, Output: 40 * kernel.Dollar}, areq.Price)
-	require.Equal(t, u.Tokens, areq.PromptBytes)
-	require.Equal(t, 2*translate.ImageOutputBound("medium"), areq.MaxTokens)
-
-	// Streamed with partial images: each adds its tokens to its image's bound.
-	streamed, err := translate.ParseUnitRequest(translate.APIImages, []byte(`{"model":"gpt-image-1","prompt":"a cat","n":2,"quality":"medium","stream":true,"partial_images":3}`))
-	require.NoError(t, err)
-	sreq := kernel.AdmitRequest{Price: p}
-	priceUnits(streamed.Unit, &sreq)
-	require.Equal(t, 2*(translate.ImageOutputBound("medium")+3*translate.ImagePartialTokens), sreq.MaxTokens)
-
-	p.Units.ImageInputTokens, p.Units.ImageOutputTokens = 0, 0
-	areq = kernel.AdmitRequest{Price: p}
-	priceUnits(u, &areq)
-	require.False(t, u.ByTokens)
-	require.Equal(t, kernel.PerUnit(42*kernel.Dollar/1000), areq.Price)
-	require.Equal(t, int64(2), areq.PromptBytes)
-
+// An image request billed by tokens is refused when clamped (no
+// max_tokens can cut an image), recorded in images, never estimated in
+// images (pricing itself is translate.UnitRequest.PriceAdmission's).
+func TestUnitImageTokensStream(t *testing.T) {
 	s := &stream{in: &translate.Inbound{Unit: &translate.UnitRequest{Unit: kernel.UnitImages, ByTokens: true, Images: 2}}}
 	require.True(t, s.unitClamped(kernel.Decision{Admitted: true, Clamped: true}))
 	require.False(t, s.unitClamped(kernel.Decision{Admitted: true}))
@@ -81,24 +23,4 @@ func TestPriceUnitsImageTokens(t *testing.T) {
 	require.Equal(t, int64(2), rec.Quantity)
 	_, ok := s.unitEstimate()
 	require.False(t, ok, "estimated in tokens, not images")
-}
-
-// The refusal of a model unpriced in its route's unit names the unit and
-// the `tollgate price set` flag that sets it; a token route's is unchanged.
-func TestUnpricedUnitMessage(t *testing.T) {
-	target := &translate.Target{Model: "dall-e-2", ProviderModel: "dall-e-2"}
-	d := kernel.Decision{Reason: kernel.ReasonUnpriced, Scope: kernel.ScopeRef{Kind: kernel.ScopeKey, ID: "k"}}
-	for unit, want := range map[kernel.Unit]string{
-		kernel.UnitImages:     "has no price per image, so the key's budget cannot be enforced",
-		kernel.UnitSeconds:    "(tollgate price set dall-e-2 --per-second DOLLARS)",
-		kernel.UnitCharacters: "(tollgate price set dall-e-2 --per-character DOLLARS)",
-		kernel.UnitSearches:   "(tollgate price set dall-e-2 --per-search-unit DOLLARS)",
-		kernel.UnitTokens:     "(tollgate price set dall-e-2 …)",
-	} {
-		e := translate.ErrUnpriced(target, d, &translate.UnitRequest{Unit: unit})
-		require.Contains(t, e.Message, want, unit)
-		require.Equal(t, translate.CodeModelUnpriced, e.Code)
-	}
-	require.Contains(t, translate.ErrUnpriced(target, d, &translate.UnitRequest{Unit: kernel.UnitImages}).Message, "(tollgate price set dall-e-2 --per-image DOLLARS)")
-	require.Contains(t, translate.ErrUnpriced(target, d, nil).Message, "(tollgate price set dall-e-2 …)")
 }
