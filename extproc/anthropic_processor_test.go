@@ -69,7 +69,7 @@ func TestAnthropicNativeSettlesCacheTokens(t *testing.T) {
 		require.Len(t, recs, 1)
 		require.Equal(t, want, recs[0].Usage)
 		require.Equal(t, kernel.StatusCompleted, recs[0].Status)
-		require.Equal(t, formatUSD(kernel.Cost(anthropicPrice, want)), got.Headers.Value(hdrCost))
+		require.Equal(t, translate.FormatUSD(kernel.Cost(anthropicPrice, want)), got.Headers.Value(hdrCost))
 	})
 	for _, size := range []int{1, 7, 64, len(translatetest.NativeStream)} {
 		t.Run("stream", func(t *testing.T) {

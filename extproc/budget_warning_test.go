@@ -29,11 +29,11 @@ func TestSoftBudgetPassesAndWarns(t *testing.T) {
 		resp := e.do(t, post("/v1/chat/completions", clientKey, body), up.upstream)
 		require.Nil(t, resp.LocalReply, "request %d: a soft budget never refuses", i)
 		require.Equal(t, 200, resp.Status)
-		w := resp.Headers.Value(hdrBudgetWarning)
+		w := resp.Headers.Value(translate.HdrBudgetWarning)
 		if spent < kernel.Cent/2 {
 			require.Empty(t, w, "request %d: spent %s is under the limit", i, spent)
 		} else {
-			want := "key:" + p.KeyID + " total spent=" + formatUSD(spent) + " limit=0.005000000"
+			want := "key:" + p.KeyID + " total spent=" + translate.FormatUSD(spent) + " limit=0.005000000"
 			require.Equal(t, want, w, "request %d", i)
 			warned++
 		}

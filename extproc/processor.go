@@ -878,7 +878,7 @@ func (s *stream) settle(ctx context.Context, st kernel.Status, httpStatus int, u
 	}
 	if s.p.debug {
 		s.p.log.Debug("settled", "request_id", s.id, "model", rec.Model, "deployment", rec.Deployment,
-			"status", st, "http_status", httpStatus, "usage", u, "reported", reported, "cost", formatUSD(cost))
+			"status", st, "http_status", httpStatus, "usage", u, "reported", reported, "cost", translate.FormatUSD(cost))
 	}
 	return cost, true
 }

@@ -177,7 +177,7 @@ func TestUpstreamErrors(t *testing.T) {
 			require.Equal(t, kernel.StatusFailed, recs[0].Status)
 			require.Equal(t, tt.status, recs[0].HTTPStatus)
 			require.Equal(t, kernel.Usage{}, recs[0].Usage)
-			require.Equal(t, formatUSD(0), resp.Headers.Value(hdrCost))
+			require.Equal(t, translate.FormatUSD(0), resp.Headers.Value(hdrCost))
 		})
 	}
 }
@@ -329,7 +329,7 @@ func TestResponseWithoutUsage(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, kernel.StatusCompleted, recs[0].Status)
 	require.Equal(t, kernel.Usage{Input: translate.EstimateTokens(int64(len("Say hello"))), Output: 4}, recs[0].Usage)
-	require.NotEqual(t, formatUSD(0), resp.Headers.Value(hdrCost))
+	require.NotEqual(t, translate.FormatUSD(0), resp.Headers.Value(hdrCost))
 }
 
 func TestRateLimitHeadersOnSuccess(t *testing.T) {

@@ -51,7 +51,7 @@ func TestChatNonStream(t *testing.T) {
 	require.NotEmpty(t, id)
 	cost := kernel.Cost(testPrice, chatUsage)
 	require.Positive(t, cost)
-	require.Equal(t, formatUSD(cost), resp.Headers.Value(hdrCost))
+	require.Equal(t, translate.FormatUSD(cost), resp.Headers.Value(hdrCost))
 
 	recs := e.acct.Records()
 	require.Len(t, recs, 1)
@@ -267,7 +267,7 @@ func TestProviderFlavours(t *testing.T) {
 			recs := e.acct.Records()
 			require.Len(t, recs, 1)
 			require.Equal(t, tt.usage, recs[0].Usage)
-			require.Equal(t, formatUSD(kernel.Cost(e.cat.targets[recs[0].Model].Price, tt.usage)), resp.Headers.Value(hdrCost))
+			require.Equal(t, translate.FormatUSD(kernel.Cost(e.cat.targets[recs[0].Model].Price, tt.usage)), resp.Headers.Value(hdrCost))
 		})
 	}
 }

@@ -136,7 +136,7 @@ func (l headerList) addInt(k string, n int64) headerList {
 
 func (l headerList) addUSD(k string, m kernel.Money) headerList {
 	start := len(l.vals)
-	l.vals = appendUSD(l.vals, m)
+	l.vals = translate.AppendUSD(l.vals, m)
 	l.kv = append(l.kv, headerKV{k, start, len(l.vals)})
 	return l
 }
@@ -504,24 +504,6 @@ func redactedHeaders(hm *corev3.HeaderMap) []string {
 	return out
 }
 
-// formatUSD renders nano-dollars as a decimal dollar amount ("0.000125000").
-func formatUSD(m kernel.Money) string { return string(appendUSD(nil, m)) }
-
-// appendUSD appends formatUSD(m) to b.
-func appendUSD(b []byte, m kernel.Money) []byte {
-	if m < 0 {
-		b = append(b, '-')
-		m = -m
-	}
-	b = strconv.AppendInt(b, int64(m/kernel.Dollar), 10)
-	b = append(b, '.')
-	frac := int64(m % kernel.Dollar)
-	for d := int64(kernel.Dollar / 10); d > 1 && frac < d; d /= 10 {
-		b = append(b, '0')
-	}
-	return strconv.AppendInt(b, frac, 10)
-}
-
 // addRateLimits adds the headers of translate.RateLimitHeaders.
 func (l headerList) addRateLimits(ri kernel.RateLimitInfo) headerList {
 	if ri.LimitRequests > 0 {
@@ -537,29 +519,13 @@ func (l headerList) addRateLimits(ri kernel.RateLimitInfo) headerList {
 	return l
 }
 
-// hdrBudgetWarning names the soft budgets past their limit on an admitted
-// request: "<scope> <period> spent=<USD> limit=<USD>", comma-separated.
-const hdrBudgetWarning = "x-tollgate-budget-warning"
-
-// addBudgetWarnings adds hdrBudgetWarning when soft budgets are past their limit.
+// addBudgetWarnings adds translate.HdrBudgetWarning when soft budgets are
+// past their limit.
 func (l headerList) addBudgetWarnings(ws []kernel.BudgetWarning) headerList {
 	if len(ws) == 0 {
 		return l
 	}
-	var b []byte
-	for i, w := range ws {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, w.Scope.String()...)
-		b = append(b, ' ')
-		b = append(b, w.Period.String()...)
-		b = append(b, " spent="...)
-		b = appendUSD(b, w.Spent)
-		b = append(b, " limit="...)
-		b = appendUSD(b, w.Limit)
-	}
-	return l.add(hdrBudgetWarning, string(b))
+	return l.add(translate.HdrBudgetWarning, translate.BudgetWarnings(ws))
 }
 
 // upstreamStreams reports whether a 2xx reply's content type is a stream the

@@ -60,7 +60,7 @@ func (p *Processor) SettleBackground(ctx context.Context, o *ResponseOwner, stat
 func (p *Processor) initResponses() {
 	r := &p.resp
 	r.Log, r.Debug, r.Now, r.SettleTimeout, r.Router = p.log, p.debug, p.now, p.settleTimeout, p.router
-	r.Settle, r.FormatCost = func(ctx context.Context, rec *Record) (kernel.Money, error) { return p.acct.Settle(ctx, rec) }, formatUSD
+	r.Settle, r.FormatCost = func(ctx context.Context, rec *Record) (kernel.Money, error) { return p.acct.Settle(ctx, rec) }, translate.FormatUSD
 	r.End = func(rec *Record, st kernel.Status, at time.Time, u *kernel.Usage) (string, kernel.Usage) {
 		if u != nil {
 			rec.Usage = *u
