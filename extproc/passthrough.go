@@ -2,8 +2,6 @@ package extproc
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,14 +23,11 @@ import (
 // PassthroughPrefix is the path prefix of the pass-through routes.
 const PassthroughPrefix = translate.PassthroughPrefix
 
-// Errors of a PassthroughCatalog.
+// Errors of a PassthroughCatalog (translate.ErrPassthrough renders them).
 var (
-	// ErrPassthroughDenied: the key has no grant for this provider and path (403).
-	ErrPassthroughDenied = errors.New("extproc: pass-through path not granted to this key")
-	// ErrProviderNotFound: no provider of that id (404).
-	ErrProviderNotFound = errors.New("extproc: provider not found")
-	// ErrPassthroughUnsupported: the provider's type cannot be passed through (400).
-	ErrPassthroughUnsupported = errors.New("extproc: provider type cannot be passed through")
+	ErrPassthroughDenied      = translate.ErrPassthroughDenied      // 403
+	ErrProviderNotFound       = translate.ErrProviderNotFound       // 404
+	ErrPassthroughUnsupported = translate.ErrPassthroughUnsupported // 400
 )
 
 // PassthroughCatalog is implemented by catalogs that serve pass-through
@@ -66,7 +61,7 @@ func (s *stream) passthroughHeaders(ctx context.Context, endOfStream bool, conte
 			"A pass-through path may not hold dot segments, empty segments, backslashes or encoded dots, slashes or backslashes.", ""))
 	}
 	if err := pc.PassthroughGranted(ctx, s.principal, provider, restPath); err != nil {
-		return s.reject(passthroughError(provider, restPath, err))
+		return s.reject(translate.ErrPassthrough(provider, restPath, err))
 	}
 	if endOfStream {
 		return s.passthroughForward(ctx, pc, nil)
@@ -83,27 +78,6 @@ func (s *stream) passthroughBody(ctx context.Context, body []byte) *extprocv3.Pr
 	return s.passthroughForward(ctx, pc, body)
 }
 
-func passthroughError(provider, path string, err error) *translate.APIError {
-	switch {
-	case errors.Is(err, ErrProviderNotFound):
-		return &translate.APIError{
-			Status: http.StatusNotFound, Type: translate.TypeInvalidRequest, Code: "provider_not_found",
-			Message: fmt.Sprintf("There is no provider `%s` to pass through to.", provider),
-		}
-	case errors.Is(err, ErrPassthroughDenied):
-		return &translate.APIError{
-			Status: http.StatusForbidden, Type: translate.TypeInvalidRequest, Code: "passthrough_not_allowed",
-			Message: fmt.Sprintf("This key may not call `%s` on provider `%s` (grant it with --passthrough '%s:%s').", path, provider, provider, path),
-		}
-	case errors.Is(err, ErrPassthroughUnsupported):
-		return &translate.APIError{
-			Status: http.StatusBadRequest, Type: translate.TypeInvalidRequest, Code: "passthrough_unsupported",
-			Message: fmt.Sprintf("Provider `%s` cannot be passed through: %v", provider, err),
-		}
-	}
-	return translate.ErrUnavailable()
-}
-
 // passthroughForward admits the request and sends it to the provider's
 // synthetic deployment.
 func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, body []byte) *extprocv3.ProcessingResponse {
@@ -114,7 +88,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 	model := translate.PassthroughModel(rest, body)
 	target, perCall, err := pc.PassthroughTarget(ctx, s.principal, provider, model)
 	if err != nil || target == nil {
-		return s.reject(passthroughError(provider, rest, err))
+		return s.reject(translate.ErrPassthrough(provider, rest, err))
 	}
 	s.target = target
 	s.in = &translate.Inbound{API: translate.APIPassthrough, Body: body, Model: target.Model, RequestID: s.id}
