@@ -34,6 +34,7 @@ type upstream struct {
 	inits    atomic.Int64
 	last     atomic.Value // the session id of the last tool call
 	auth     atomic.Value
+	body     atomic.Value // the body of the last POST
 }
 
 type echoArgs struct {
@@ -86,6 +87,7 @@ func newUpstream(t *testing.T, stateless bool) *upstream {
 			if strings.Contains(string(body), `"method":"initialize"`) {
 				u.inits.Add(1)
 			}
+			u.body.Store(string(body))
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		u.auth.Store(r.Header.Get("Authorization"))

@@ -163,7 +163,7 @@ func (h *Handler) readResource(ctx context.Context, rc *reqCtx, req sdk.Request,
 	var res *sdk.ReadResourceResult
 	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		p := *params
-		p.URI = uri
+		p.Meta, p.URI = forwardMeta(params.Meta), uri
 		var err error
 		res, err = cs.ReadResource(ctx, &p)
 		return err
@@ -230,7 +230,7 @@ func (h *Handler) getPrompt(ctx context.Context, rc *reqCtx, req sdk.Request, ev
 	var res *sdk.GetPromptResult
 	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		p := *params
-		p.Name = name
+		p.Meta, p.Name = forwardMeta(params.Meta), name
 		var err error
 		res, err = cs.GetPrompt(ctx, &p)
 		return err
@@ -297,7 +297,7 @@ func (h *Handler) complete(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 			return nil
 		}
 		p := *params
-		p.Ref = &ref
+		p.Meta, p.Ref = forwardMeta(params.Meta), &ref
 		r, err := cs.Complete(ctx, &p)
 		if err == nil {
 			res = r

@@ -84,7 +84,7 @@ func (h *Handler) call(ctx context.Context, rc *reqCtx, params *sdk.CallToolPara
 	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
 		if relay != nil && cs.InitializeResult().ProtocolVersion < newProtocol {
-			res, err = h.up.callStream(ctx, srv, cs, &sdk.CallToolParamsRaw{Meta: params.Meta, Name: tool, Arguments: args}, relay)
+			res, err = h.up.callStream(ctx, srv, cs, &sdk.CallToolParamsRaw{Meta: forwardMeta(params.Meta), Name: tool, Arguments: args}, relay)
 			return err
 		}
 		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
