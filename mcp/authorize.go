@@ -145,12 +145,7 @@ func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, 
 	}
 	c, err := a.cat.Authenticate(ctx, bearer(r))
 	if err != nil {
-		challenge := `Bearer realm="tollgate"`
-		msg := "missing api key: send Authorization: Bearer <tollgate key>"
-		if bearer(r) != "" {
-			challenge += `, error="invalid_token"`
-			msg = "invalid api key"
-		}
+		challenge, msg := unauthorized(r)
 		h := jsonHeader()
 		h.Set("WWW-Authenticate", challenge)
 		return nil, http.StatusUnauthorized, h, errorBody(CodeUnauthorized, msg)

@@ -117,17 +117,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.hostAllowed(r) { // origin.go: before the key, whatever the request
-		writeError(w, http.StatusForbidden, CodeHostNotAllowed, "forbidden: the Host or Origin of this request is not an allowed host of this gateway's MCP endpoint")
+		writeError(w, http.StatusForbidden, CodeHostNotAllowed, hostRefused)
 		return
 	}
 	caller, err := h.cat.Authenticate(r.Context(), bearer(r))
 	if err != nil {
-		challenge := `Bearer realm="tollgate"`
-		msg := "missing api key: send Authorization: Bearer <tollgate key>"
-		if bearer(r) != "" {
-			challenge += `, error="invalid_token"`
-			msg = "invalid api key"
-		}
+		challenge, msg := unauthorized(r)
 		w.Header().Set("WWW-Authenticate", challenge)
 		writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
 		return
@@ -373,6 +368,15 @@ func bearer(r *http.Request) string {
 		return strings.TrimSpace(a[7:])
 	}
 	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+}
+
+// unauthorized is the WWW-Authenticate challenge and the message of a
+// request whose key is missing or unknown (RFC 6750 §3).
+func unauthorized(r *http.Request) (challenge, msg string) {
+	if bearer(r) == "" {
+		return `Bearer realm="tollgate"`, "missing api key: send Authorization: Bearer <tollgate key>"
+	}
+	return `Bearer realm="tollgate", error="invalid_token"`, "invalid api key"
 }
 
 // writeError answers with a JSON-RPC error (id null: the request was not
