@@ -384,10 +384,7 @@ func unauthorized(r *http.Request) (challenge, msg string) {
 func writeError(w http.ResponseWriter, status int, code int64, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": code, "message": msg},
-	})
+	_, _ = w.Write(errorBody(code, msg))
 }
 
 func newRequestID() string {
