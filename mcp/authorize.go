@@ -166,7 +166,7 @@ func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, 
 // authorize is the grant check of a method the service checks (tools/call,
 // prompts/get, resources/read: name; completion/complete: ref, its
 // reference's type, and name), with the service's own refusal (-32041, by
-// its resolve and notGranted), and the event the service would report for
+// its resolveName and notGranted), and the event the service would report for
 // it. A name that does not resolve is another error: the service answers it.
 // The handler may call it for its own checks.
 func (rc *reqCtx) authorize(method, name, ref string) (*Event, error) {
@@ -197,12 +197,6 @@ func (rc *reqCtx) authorize(method, name, ref string) (*Event, error) {
 	}
 	ev.Server = srv.ID
 	return ev, notGranted(rc.caller, srv.ID, grant, what)
-}
-
-// resolveName is Handler.resolve of a tool or prompt name: the service's
-// own resolution and errors (resolve reads rc only, no Handler state).
-func resolveName(rc *reqCtx, name, kind string) (*Server, string, error) {
-	return (*Handler)(nil).resolve(rc, name, kind)
 }
 
 // grantChecked reports whether the service checks method against the

@@ -219,7 +219,7 @@ func (h *Handler) getPrompt(ctx context.Context, rc *reqCtx, req sdk.Request, ev
 	if !ok || params == nil || params.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "prompts/get: params.name is required", nil)
 	}
-	srv, name, err := h.resolve(rc, params.Name, "prompt")
+	srv, name, err := resolveName(rc, params.Name, "prompt")
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func (h *Handler) complete(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	var grant, what string
 	switch ref.Type {
 	case "ref/prompt":
-		s, name, err := h.resolve(rc, ref.Name, "prompt")
+		s, name, err := resolveName(rc, ref.Name, "prompt")
 		if err != nil {
 			return nil, err
 		}

@@ -42,7 +42,7 @@ func (h *Handler) call(ctx context.Context, rc *reqCtx, params *sdk.CallToolPara
 	if params == nil || params.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: params.name is required", nil)
 	}
-	srv, tool, err := h.resolve(rc, params.Name, "tool")
+	srv, tool, err := resolveName(rc, params.Name, "tool")
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,9 @@ func (h *Handler) call(ctx context.Context, rc *reqCtx, params *sdk.CallToolPara
 	return h.guardResult(ctx, rc, params.Name, res)
 }
 
-// resolve maps the name of a tool or prompt (kind) to its server and
+// resolveName maps the name of a tool or prompt (kind) to its server and
 // upstream name.
-func (h *Handler) resolve(rc *reqCtx, name, kind string) (*Server, string, error) {
+func resolveName(rc *reqCtx, name, kind string) (*Server, string, error) {
 	if rc.single != nil {
 		return rc.single, name, nil
 	}
