@@ -130,7 +130,12 @@ type LedgerEntry struct {
 
 // Scopes lists the scopes an entry is charged to (global always, others when set).
 func (e *LedgerEntry) Scopes() []kernel.ScopeRef {
-	refs := make([]kernel.ScopeRef, 0, 7+len(e.Tags))
+	return e.AppendScopes(make([]kernel.ScopeRef, 0, 7+len(e.Tags)))
+}
+
+// AppendScopes appends the entry's scopes (Scopes) to refs: into a caller's
+// array, no allocation per entry (the ledger writer's totals).
+func (e *LedgerEntry) AppendScopes(refs []kernel.ScopeRef) []kernel.ScopeRef {
 	refs = append(refs, kernel.ScopeRef{Kind: kernel.ScopeGlobal})
 	for _, s := range [...]struct {
 		kind kernel.ScopeKind

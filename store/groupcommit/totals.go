@@ -40,11 +40,12 @@ type totalKey struct {
 func Totals(batch []store.LedgerEntry) []Total {
 	idx := make(map[totalKey]int, 8)
 	var out []Total
+	var refs [8]kernel.ScopeRef // an entry's scopes, tags beyond one aside
 	for i := range batch {
 		e := &batch[i]
 		h := Hour(e.EndedAt)
 		tokens := e.Usage.Total()
-		for _, ref := range e.Scopes() {
+		for _, ref := range e.AppendScopes(refs[:0]) {
 			k := totalKey{ref.Kind, ref.ID, h.Unix()}
 			j, ok := idx[k]
 			if !ok {

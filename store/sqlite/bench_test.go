@@ -87,7 +87,9 @@ func BenchmarkSettleSweep(b *testing.B) {
 // Flush every 50 entries (BATCH=n to change), so each commit writes about what
 // a 10 ms window gathers at 5,000 req/s. The entries are made before the timer
 // starts: allocs/op are the store's own allocations per settlement, and
-// cpu-µs/settlement its CPU (the writer goroutine's included).
+// cpu-µs/settlement its CPU (the writer goroutine's included). PLAIN=1 writes
+// the rows a plain request settles (no run, no tags, priced), as the
+// demo-model traffic of bench/compare.sh does.
 func BenchmarkSettleRandomIDs(b *testing.B) {
 	st := openAt(b, filepath.Join(b.TempDir(), "tollgate.db"))
 	tmpl := storetest.Gen(1024, 42, "tmpl")
@@ -97,9 +99,13 @@ func BenchmarkSettleRandomIDs(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BATCH")); err == nil && v > 0 {
 		batch = v
 	}
+	plain := os.Getenv("PLAIN") == "1"
 	entries := make([]store.LedgerEntry, b.N)
 	for i := range entries {
 		e := tmpl[i%len(tmpl)]
+		if plain {
+			e.RunID, e.Tags, e.Unpriced = "", nil, false
+		}
 		e.RequestID = fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
 			rng.Uint32()&0xfff, 0x8000|rng.Uint32()&0x3fff, rng.Uint64()&(1<<48-1))
 		e.EndedAt = base.Add(time.Duration(i) * time.Microsecond)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/kernel"
@@ -14,11 +15,62 @@ import (
 	"github.com/tollgate-ai/tollgate/store/groupcommit"
 )
 
-const ledgerColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
-	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns, unpriced, run_id, requested_model, unit, quantity,
-	cache, cache_saved, tags`
+// plainColumns are what every ledger row sets. A plain row (no run, tags,
+// unit, cache or requested model; priced) is inserted with these alone and
+// the later columns keep their defaults (NULL; unpriced 0), as a total
+// without cache counts is upserted without them: most rows and totals take
+// the statements of before those columns (bench/README.md).
+const plainColumns = `request_id, key_id, user_id, team_id, org_id, customer_id, model, deployment,
+	input, cached_input, cache_write, output, reasoning, cost, status, http_status, stream, started_ns, ended_ns`
 
-const ledgerArity = 27
+const ledgerColumns = plainColumns + `, unpriced, run_id, requested_model, unit, quantity, cache, cache_saved, tags`
+
+const (
+	plainArity  = 19
+	ledgerArity = 27
+)
+
+// rowShape is the statement set a row is inserted with.
+type rowShape uint8
+
+const (
+	shapePlain rowShape = iota // plainColumns
+	shapeFull                  // ledgerColumns
+)
+
+// shapeOf is e's row shape: plain unless a later column differs from its
+// default.
+func shapeOf(e *store.LedgerEntry) rowShape {
+	if e.Unpriced || e.RunID != "" || e.RequestedModel != "" || e.Unit != "" && e.Unit != kernel.UnitTokens ||
+		e.Cache != store.CacheNone || len(e.Tags) > 0 {
+		return shapeFull
+	}
+	return shapePlain
+}
+
+// arity is the arguments of one row of shape k.
+func (k rowShape) arity() int { return [...]int{plainArity, ledgerArity}[k] }
+
+// totalShape is a total's rowShape: plain without cache counts.
+func totalShape(t *groupcommit.Total) rowShape {
+	if t.Cache != (store.CacheCounts{}) {
+		return shapeFull
+	}
+	return shapePlain
+}
+
+// totalArity is the arguments of one total of shape k.
+func (k rowShape) totalArity() int { return [...]int{6, 9}[k] }
+
+// shaped returns the length of the run of items from off on that have the
+// shape of the first.
+func shaped[T any](items []T, off int, shape func(*T) rowShape) (rowShape, int) {
+	k, n := shape(&items[off]), 1
+	for off+n < len(items) && shape(&items[off+n]) == k {
+		n++
+	}
+	return k, n
+}
 
 // Append queues entries for the group-commit writer (see store.Ledger).
 func (s *Store) Append(ctx context.Context, entries ...store.LedgerEntry) error {
@@ -36,22 +88,24 @@ func values(rows, arity int) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
 }
 
-func insertLedgerSQL(rows int) string {
-	return `INSERT INTO ledger (` + ledgerColumns + `) VALUES ` + values(rows, ledgerArity) +
+func insertLedgerSQL(k rowShape, rows int) string {
+	cols := [...]string{plainColumns, ledgerColumns}[k]
+	return `INSERT INTO ledger (` + cols + `) VALUES ` + values(rows, k.arity()) +
 		` ON CONFLICT (request_id) DO NOTHING`
 }
 
-const totalArity = 9
-
 // upsertTotalsSQL adds rows totals to the hourly spend rows. The totals of
 // one batch are of distinct (scope, hour) rows.
-func upsertTotalsSQL(rows int) string {
-	return `INSERT INTO spend_hourly (scope_kind, scope_id, hour, cost, requests, tokens,
-	cache_hits, cache_misses, cache_saved) VALUES ` + values(rows, totalArity) +
-		` ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET cost = cost + excluded.cost,
-	requests = requests + excluded.requests, tokens = tokens + excluded.tokens,
-	cache_hits = cache_hits + excluded.cache_hits, cache_misses = cache_misses + excluded.cache_misses,
-	cache_saved = cache_saved + excluded.cache_saved`
+func upsertTotalsSQL(k rowShape, rows int) string {
+	cols, set := `scope_kind, scope_id, hour, cost, requests, tokens`, `cost = cost + excluded.cost,
+	requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
+	if k == shapeFull {
+		cols += `, cache_hits, cache_misses, cache_saved`
+		set += `, cache_hits = cache_hits + excluded.cache_hits,
+	cache_misses = cache_misses + excluded.cache_misses, cache_saved = cache_saved + excluded.cache_saved`
+	}
+	return `INSERT INTO spend_hourly (` + cols + `) VALUES ` + values(rows, k.totalArity()) +
+		` ON CONFLICT (scope_kind, scope_id, hour) DO UPDATE SET ` + set
 }
 
 // statements are the store's prepared statements on database/sql.
@@ -99,16 +153,14 @@ const totalRows = 64
 // transaction) was a large part of a small batch's cost. Only the
 // group-commit goroutine uses it, then Close.
 type ledgerWriter struct {
-	conn      any         // the driver connection the statements belong to
-	insertOne driver.Stmt // one ledger row
-	inserts   []chunk     // several ledger rows, largest first
-	upsertOne driver.Stmt // one spend total
-	upserts   []chunk     // several spend totals, largest first
-	newest    driver.Stmt // the request ids of the k newest ledger rows
-	owner     driver.Stmt // one native response id (response_owners.go)
-	args      []driver.NamedValue
-	rowsMax   int            // rows of the largest insert
-	boxes     map[string]any // see box
+	conn    any         // the driver connection the statements belong to
+	inserts [2]stmtSet  // ledger rows, by rowShape
+	upserts [2]stmtSet  // spend totals, by rowShape
+	newest  driver.Stmt // the request ids of the k newest ledger rows
+	owner   driver.Stmt // one native response id (response_owners.go)
+	args    []driver.NamedValue
+	rowsMax int            // rows of the largest insert
+	boxes   map[string]any // see box
 }
 
 // maxBoxes bounds the strings box keeps.
@@ -142,15 +194,40 @@ type chunk struct {
 	stmt driver.Stmt
 }
 
-// pick returns the largest of chunks that writes at most left rows (one, the
-// single-row statement, if none does) and how many rows it writes.
-func pick(chunks []chunk, one driver.Stmt, left int) (driver.Stmt, int) {
-	for _, c := range chunks {
+// stmtSet is the statements of one table and shape: one row, and several
+// rows at once, largest first.
+type stmtSet struct {
+	one    driver.Stmt
+	chunks []chunk
+}
+
+// pick returns the largest statement that writes at most left rows (one,
+// the single-row statement, if none does) and how many rows it writes.
+func (s *stmtSet) pick(left int) (driver.Stmt, int) {
+	for _, c := range s.chunks {
 		if left >= c.rows {
 			return c.stmt, c.rows
 		}
 	}
-	return one, 1
+	return s.one, 1
+}
+
+// prepare prepares the set: sql(n) is the statement for n rows, n one and
+// each of sizes.
+func (s *stmtSet) prepare(prep func(string) driver.Stmt, sql func(rows int) string, sizes []int) {
+	s.one = prep(sql(1))
+	for _, n := range sizes {
+		s.chunks = append(s.chunks, chunk{rows: n, stmt: prep(sql(n))})
+	}
+}
+
+// stmts is every statement of the set.
+func (s *stmtSet) stmts() []driver.Stmt {
+	out := []driver.Stmt{s.one}
+	for _, c := range s.chunks {
+		out = append(out, c.stmt)
+	}
+	return out
 }
 
 // prepare prepares the statements on the driver connection dc.
@@ -169,13 +246,9 @@ func (w *ledgerWriter) prepare(ctx context.Context, dc any) error {
 		st, err = pc.PrepareContext(ctx, q)
 		return st
 	}
-	w.insertOne = prep(insertLedgerSQL(1))
-	for _, n := range chunkSizes(w.rowsMax) {
-		w.inserts = append(w.inserts, chunk{rows: n, stmt: prep(insertLedgerSQL(n))})
-	}
-	w.upsertOne = prep(upsertTotalsSQL(1))
-	for _, n := range chunkSizes(totalRows) {
-		w.upserts = append(w.upserts, chunk{rows: n, stmt: prep(upsertTotalsSQL(n))})
+	for _, k := range [...]rowShape{shapePlain, shapeFull} {
+		w.inserts[k].prepare(prep, func(n int) string { return insertLedgerSQL(k, n) }, chunkSizes(w.rowsMax))
+		w.upserts[k].prepare(prep, func(n int) string { return upsertTotalsSQL(k, n) }, chunkSizes(totalRows))
 	}
 	w.newest = prep(`SELECT request_id FROM ledger ORDER BY rowid DESC LIMIT ?`)
 	w.owner = prep(insertOwnerSQL)
@@ -188,17 +261,16 @@ func (w *ledgerWriter) prepare(ctx context.Context, dc any) error {
 // close closes the statements; the connection must be held (Raw).
 func (w *ledgerWriter) close() error {
 	var errs []error
-	for _, st := range []driver.Stmt{w.insertOne, w.upsertOne, w.newest, w.owner} {
+	all := []driver.Stmt{w.newest, w.owner}
+	for k := range w.inserts {
+		all = slices.Concat(all, w.inserts[k].stmts(), w.upserts[k].stmts())
+	}
+	for _, st := range all {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
 	}
-	for _, c := range append(w.inserts, w.upserts...) {
-		if c.stmt != nil {
-			errs = append(errs, c.stmt.Close())
-		}
-	}
-	w.conn, w.insertOne, w.inserts, w.upsertOne, w.upserts, w.newest, w.owner = nil, nil, nil, nil, nil, nil, nil
+	w.conn, w.inserts, w.upserts, w.newest, w.owner = nil, [2]stmtSet{}, [2]stmtSet{}, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -274,13 +346,17 @@ func (w *ledgerWriter) insertBatch(ctx context.Context, batch []store.LedgerEntr
 	}
 	totals := groupcommit.Totals(fresh)
 	for off := 0; off < len(totals); {
-		stmt, n := pick(w.upserts, w.upsertOne, len(totals)-off)
-		args := w.argSlice(n * totalArity)
+		shape, run := shaped(totals, off, totalShape)
+		stmt, n := w.upserts[shape].pick(run)
+		ar := shape.totalArity()
+		args := w.argSlice(n * ar)
 		for i, t := range totals[off : off+n] {
-			a := args[i*totalArity : (i+1)*totalArity]
+			a := args[i*ar : (i+1)*ar]
 			a[0].Value, a[1].Value, a[2].Value = int64(t.Scope.Kind), w.box(t.Scope.ID), t.Hour.Unix()
 			a[3].Value, a[4].Value, a[5].Value = int64(t.Cost), t.Requests, t.Tokens
-			a[6].Value, a[7].Value, a[8].Value = t.Cache.Hits, t.Cache.Misses, int64(t.Cache.Saved)
+			if shape == shapeFull {
+				a[6].Value, a[7].Value, a[8].Value = t.Cache.Hits, t.Cache.Misses, int64(t.Cache.Saved)
+			}
 		}
 		off += n
 		if _, err := w.exec(ctx, stmt, args); err != nil {
@@ -295,14 +371,17 @@ func (w *ledgerWriter) insertBatch(ctx context.Context, batch []store.LedgerEntr
 // batch only its first occurrence. The ledger is a rowid table that is only
 // appended to, so each row inserted gets a rowid above every existing one:
 // when an INSERT skipped rows, the k rows this transaction inserted are the k
-// largest rowids.
+// largest rowids. Rows go in batch order, each run of one shape (shapeOf) by
+// that shape's statements.
 func (w *ledgerWriter) insertRows(ctx context.Context, batch []store.LedgerEntry) ([]store.LedgerEntry, error) {
 	var added int64
 	for off := 0; off < len(batch); {
-		stmt, n := pick(w.inserts, w.insertOne, len(batch)-off)
-		args := w.argSlice(n * ledgerArity)
+		shape, run := shaped(batch, off, shapeOf)
+		stmt, n := w.inserts[shape].pick(run)
+		ar := shape.arity()
+		args := w.argSlice(n * ar)
 		for i := range batch[off : off+n] {
-			w.setArgs(args[i*ledgerArity:(i+1)*ledgerArity], &batch[off+i])
+			w.setArgs(args[i*ar:(i+1)*ar], &batch[off+i])
 		}
 		off += n
 		k, err := w.exec(ctx, stmt, args)
@@ -396,7 +475,7 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// setArgs sets a, ledgerArity arguments, to e's columns.
+// setArgs sets a, plainArity or ledgerArity arguments, to e's columns.
 func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.RequestID, w.box(e.KeyID), w.box(e.UserID), w.box(e.TeamID)
 	a[4].Value, a[5].Value = w.box(e.OrgID), w.box(e.CustomerID)
@@ -404,7 +483,11 @@ func (w *ledgerWriter) setArgs(a []driver.NamedValue, e *store.LedgerEntry) {
 	a[8].Value, a[9].Value, a[10].Value = e.Usage.Input, e.Usage.CachedInput, e.Usage.CacheWrite
 	a[11].Value, a[12].Value, a[13].Value = e.Usage.Output, e.Usage.Reasoning, int64(e.Cost)
 	a[14].Value, a[15].Value, a[16].Value = int64(e.Status), int64(e.HTTPStatus), b2i(e.Stream)
-	a[17].Value, a[18].Value, a[19].Value = e.StartedAt.UnixNano(), e.EndedAt.UnixNano(), b2i(e.Unpriced)
+	a[17].Value, a[18].Value = e.StartedAt.UnixNano(), e.EndedAt.UnixNano()
+	if len(a) == plainArity {
+		return
+	}
+	a[19].Value = b2i(e.Unpriced)
 	a[20].Value = nil // NULL: no run
 	if e.RunID != "" {
 		a[20].Value = w.box(e.RunID)
