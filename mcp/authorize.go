@@ -171,32 +171,59 @@ func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, 
 // The handler may call it for its own checks.
 func (rc *reqCtx) authorize(method, name, ref string) (*Event, error) {
 	ev := &Event{Method: method}
-	var srv *Server
-	var grant, what string
-	var err error
+	var kind grantKind
 	switch {
 	case method == "tools/call" && name != "":
-		var tool string
-		if srv, tool, err = resolveName(rc, name, "tool"); err == nil {
-			ev.Tool, grant, what = tool, tool, "tool "+strconvQuote(name)
-		}
+		kind = grantTool
 	case method == "prompts/get" && name != "", method == "completion/complete" && ref == "ref/prompt":
-		var prompt string
-		if srv, prompt, err = resolveName(rc, name, "prompt"); err == nil {
-			grant, what = promptPrefix+prompt, "prompt "+strconvQuote(name)
-		}
+		kind = grantPrompt
 	case method == "resources/read" && name != "", method == "completion/complete" && ref == "ref/resource":
-		if srv, _, err = resourceServer(rc, name); err == nil {
-			grant, what = resourceGrant, "resource "+strconvQuote(name)
-		}
+		kind = grantResource
 	default:
 		return ev, errors.New("mcp: nothing to check")
 	}
-	if err != nil {
-		return ev, err
+	srv, upstream, err := rc.checkGrant(kind, name)
+	if srv != nil {
+		ev.Server = srv.ID
+		if kind == grantTool {
+			ev.Tool = upstream
+		}
 	}
-	ev.Server = srv.ID
-	return ev, notGranted(rc.caller, srv.ID, grant, what)
+	return ev, err
+}
+
+// grantKind is what a grant check is of.
+type grantKind uint8
+
+const (
+	grantTool     grantKind = iota // a tool's name
+	grantPrompt                    // a prompt's name
+	grantResource                  // a resource's URI (or URI template)
+)
+
+// checkGrant resolves name (kind) to its server and the upstream's own name
+// or URI (resolveName, resourceServer), then refuses it (-32041, notGranted)
+// when the caller's grants do not cover it. srv is set whenever name
+// resolved, refused or not: the service reports the server either way. It
+// is the one grant check of the service's handlers and of the edge
+// (authorize).
+func (rc *reqCtx) checkGrant(kind grantKind, name string) (srv *Server, upstream string, err error) {
+	var grant, what string
+	switch kind {
+	case grantTool:
+		srv, upstream, err = resolveName(rc, name, "tool")
+		grant, what = upstream, "tool "+strconvQuote(name)
+	case grantPrompt:
+		srv, upstream, err = resolveName(rc, name, "prompt")
+		grant, what = promptPrefix+upstream, "prompt "+strconvQuote(name)
+	default:
+		srv, upstream, err = resourceServer(rc, name)
+		grant, what = resourceGrant, "resource "+strconvQuote(name)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return srv, upstream, notGranted(rc.caller, srv.ID, grant, what)
 }
 
 // grantChecked reports whether the service checks method against the

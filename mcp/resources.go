@@ -152,12 +152,11 @@ func (h *Handler) readResource(ctx context.Context, rc *reqCtx, req sdk.Request,
 	if !ok || params == nil || params.URI == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "resources/read: params.uri is required", nil)
 	}
-	srv, uri, err := resourceServer(rc, params.URI)
-	if err != nil {
-		return nil, err
+	srv, uri, err := rc.checkGrant(grantResource, params.URI)
+	if srv != nil {
+		ev.Server = srv.ID
 	}
-	ev.Server = srv.ID
-	if err := notGranted(rc.caller, srv.ID, resourceGrant, "resource "+strconvQuote(params.URI)); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	var res *sdk.ReadResourceResult
@@ -219,12 +218,11 @@ func (h *Handler) getPrompt(ctx context.Context, rc *reqCtx, req sdk.Request, ev
 	if !ok || params == nil || params.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "prompts/get: params.name is required", nil)
 	}
-	srv, name, err := resolveName(rc, params.Name, "prompt")
-	if err != nil {
-		return nil, err
+	srv, name, err := rc.checkGrant(grantPrompt, params.Name)
+	if srv != nil {
+		ev.Server = srv.ID
 	}
-	ev.Server = srv.ID
-	if err := notGranted(rc.caller, srv.ID, promptPrefix+name, "prompt "+strconvQuote(params.Name)); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	var res *sdk.GetPromptResult
@@ -268,31 +266,23 @@ func (h *Handler) complete(ctx context.Context, rc *reqCtx, req sdk.Request, ev 
 	}
 	ref := *params.Ref
 	var srv *Server
-	var grant, what string
+	var err error
 	switch ref.Type {
 	case "ref/prompt":
-		s, name, err := resolveName(rc, ref.Name, "prompt")
-		if err != nil {
-			return nil, err
-		}
-		srv, ref.Name = s, name
-		grant, what = promptPrefix+name, "prompt "+strconvQuote(params.Ref.Name)
+		srv, ref.Name, err = rc.checkGrant(grantPrompt, ref.Name)
 	case "ref/resource":
-		s, uri, err := resourceServer(rc, ref.URI)
-		if err != nil {
-			return nil, err
-		}
-		srv, ref.URI = s, uri
-		grant, what = resourceGrant, "resource "+strconvQuote(params.Ref.URI)
+		srv, ref.URI, err = rc.checkGrant(grantResource, ref.URI)
 	default:
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete: unknown ref type "+strconvQuote(ref.Type), nil)
 	}
-	ev.Server = srv.ID
-	if err := notGranted(rc.caller, srv.ID, grant, what); err != nil {
+	if srv != nil {
+		ev.Server = srv.ID
+	}
+	if err != nil {
 		return nil, err
 	}
 	res := &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: []string{}}}
-	err := h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {
 		if capsOf(cs.InitializeResult().Capabilities)&capCompletions == 0 {
 			return nil
 		}

@@ -18,11 +18,8 @@ func (h *Handler) subscribe(ctx context.Context, rc *reqCtx, uri string, on bool
 	if uri == "" {
 		return rpcError(jsonrpc.CodeInvalidParams, "params.uri is required", nil)
 	}
-	srv, orig, err := resourceServer(rc, uri)
+	srv, orig, err := rc.checkGrant(grantResource, uri)
 	if err != nil {
-		return err
-	}
-	if err := notGranted(rc.caller, srv.ID, resourceGrant, "resource "+strconvQuote(uri)); err != nil {
 		return err
 	}
 	err = h.up.do(ctx, srv, rc.token, func(ctx context.Context, cs *sdk.ClientSession) error {

@@ -42,12 +42,11 @@ func (h *Handler) call(ctx context.Context, rc *reqCtx, params *sdk.CallToolPara
 	if params == nil || params.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: params.name is required", nil)
 	}
-	srv, tool, err := resolveName(rc, params.Name, "tool")
-	if err != nil {
-		return nil, err
+	srv, tool, err := rc.checkGrant(grantTool, params.Name)
+	if srv != nil {
+		ev.Server, ev.Tool = srv.ID, tool
 	}
-	ev.Server, ev.Tool = srv.ID, tool
-	if err := notGranted(rc.caller, srv.ID, tool, "tool "+strconvQuote(params.Name)); err != nil {
+	if err != nil {
 		return nil, err
 	}
 
