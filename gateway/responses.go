@@ -117,15 +117,50 @@ func responseOwner(o *extproc.ResponseOwner, now time.Time, retention time.Durat
 // processor's ResponseOwners. They are written with the ledger's group
 // commit, a few milliseconds after the response: an id not found may be one
 // still queued, so a miss flushes the ledger and reads again (only misses
-// pay it: an unknown id, or a follow-up faster than the commit).
+// pay it: an unknown id, or a follow-up faster than the commit). One
+// another replica has not committed yet is read again by
+// AwaitResponseOwner, which the processor calls only for an id found in no
+// store.
 type responseOwners struct {
 	st        store.ResponseOwners
 	ledger    store.Ledger
 	now       func() time.Time
 	retention time.Duration
+	waits     []time.Duration // nil: ownerWaits
 }
 
-var _ extproc.ResponseOwners = (*responseOwners)(nil)
+// ownerWaits are AwaitResponseOwner's pauses before each read: 50 ms in
+// all, above a replica's commit window (SQLite 10 ms, PostgreSQL a few;
+// docs/operations.md) and its commit.
+var ownerWaits = []time.Duration{5 * time.Millisecond, 15 * time.Millisecond, 30 * time.Millisecond}
+
+var (
+	_ extproc.ResponseOwners = (*responseOwners)(nil)
+	_ ownership.Awaiter      = (*responseOwners)(nil)
+)
+
+// AwaitResponseOwner reads id again after each of the waits, until it is
+// found.
+func (r *responseOwners) AwaitResponseOwner(ctx context.Context, id string) (*extproc.ResponseOwner, error) {
+	waits := r.waits
+	if waits == nil {
+		waits = ownerWaits
+	}
+	for _, d := range waits {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+		o, err := r.st.GetResponseOwner(ctx, id, r.now())
+		if !errors.Is(err, store.ErrNotFound) {
+			return r.owner(o, err)
+		}
+	}
+	return nil, extproc.ErrResponseNotFound
+}
 
 func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc.ResponseOwner, error) {
 	o, err := r.st.GetResponseOwner(ctx, id, r.now())
@@ -138,6 +173,11 @@ func (r *responseOwners) ResponseOwner(ctx context.Context, id string) (*extproc
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, extproc.ErrResponseNotFound
 	}
+	return r.owner(o, err)
+}
+
+// owner is the processor's owner of the store's o (err).
+func (r *responseOwners) owner(o store.ResponseOwner, err error) (*extproc.ResponseOwner, error) {
 	if err != nil {
 		return nil, err
 	}

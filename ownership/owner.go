@@ -45,6 +45,14 @@ type Owners[R any] interface {
 	ClaimSettlement(ctx context.Context, id string) (*Deferred[R], error)
 }
 
+// Awaiter is implemented by Owners whose records another replica writes
+// with its group commit, a few milliseconds after its reply:
+// AwaitResponseOwner reads an id that was not found again, over the
+// replicas' commit window, before it too says ErrNotFound.
+type Awaiter interface {
+	AwaitResponseOwner(ctx context.Context, id string) (*Owner, error)
+}
+
 // ErrNotFound: an unknown, expired or forgotten id, or no settlement left
 // to claim. It is the stored responses' own (one "not found" for the
 // processor, whichever store answers).

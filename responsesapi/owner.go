@@ -93,9 +93,12 @@ type State struct {
 	record            bool
 	id                string
 	store, background bool
-	// prev is the request's previous_response_id ("" when none).
-	prev    string
-	created ownership.CreatedID
+	// prev is the request's previous_response_id ("" when none);
+	// prevStored its stored (translated) response when PinPrevious read it
+	// (awaitPrevious), for Prepare.
+	prev       string
+	prevStored *responses.Stored
+	created    ownership.CreatedID
 	// fwd is the owner of the response a forwarded request (GET, DELETE,
 	// input_items, cancel) is on; claimed: its deferred settlement was
 	// claimed (background.go); forget: a 2xx forgets it.
@@ -133,6 +136,11 @@ func (st *State) Forwarded() *Owner { return st.fwd }
 // out; notFound(id) when another key owns it; a 503 when the store fails.
 func (sv *Service[R]) keyOwner(ctx context.Context, s Stream[R], id, kind string, notFound func(id string) *translate.APIError) (*Owner, *translate.APIError) {
 	o, err := sv.Owners.ResponseOwner(ctx, id)
+	return sv.forKey(s, o, err, kind, id, notFound)
+}
+
+// forKey is keyOwner's answer for the owner o (err) of id.
+func (sv *Service[R]) forKey(s Stream[R], o *Owner, err error, kind, id string, notFound func(id string) *translate.APIError) (*Owner, *translate.APIError) {
 	switch {
 	case errors.Is(err, responses.ErrNotFound):
 		return nil, nil
@@ -172,11 +180,40 @@ func (sv *Service[R]) PinPrevious(ctx context.Context, s Stream[R], st *State, a
 		return nil
 	}
 	o, e := sv.keyOwner(ctx, s, st.prev, "response", ownership.NotFoundPrevious)
+	if o == nil && e == nil {
+		o, e = sv.awaitPrevious(ctx, s, st)
+	}
 	if o != nil { // nil: not a native id, a translated provider's store decides (stored.go)
 		st.pin = o
 		st.continues(o.ID, o.Run)
 	}
 	return e
+}
+
+// awaitPrevious is PinPrevious for a previous_response_id no owner was
+// found for: a response the key stored on a translated provider (kept for
+// Prepare), else, when Owners can wait (ownership.Awaiter), a native id
+// another replica handed out and has not committed yet: an agent's next
+// turn sent to another replica the moment the reply arrived. Only an id
+// found nowhere waits.
+func (sv *Service[R]) awaitPrevious(ctx context.Context, s Stream[R], st *State) (*Owner, *translate.APIError) {
+	aw, ok := sv.Owners.(ownership.Awaiter)
+	if !ok {
+		return nil, nil
+	}
+	if sv.Store != nil {
+		sr, err := sv.Store.GetResponse(ctx, s.KeyID(), st.prev)
+		switch {
+		case err == nil:
+			st.prevStored = sr
+			return nil, nil
+		case !errors.Is(err, responses.ErrNotFound):
+			sv.Log.Warn("read stored response failed", "request_id", s.RequestID(), "err", err)
+			return nil, translate.ErrUnavailable()
+		}
+	}
+	o, err := aw.AwaitResponseOwner(ctx, st.prev)
+	return sv.forKey(s, o, err, "response", st.prev, ownership.NotFoundPrevious)
 }
 
 // CheckNative runs once the translator is known: a native Responses request

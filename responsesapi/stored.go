@@ -38,10 +38,13 @@ func (sv *Service[R]) Prepare(ctx context.Context, s Stream[R], st *State, tr tr
 	}
 	rs := sv.Store
 	if prev != "" {
-		var sr *responses.Stored
-		err := responses.ErrNotFound
-		if rs != nil {
+		sr, err := st.prevStored, error(nil)
+		switch {
+		case sr != nil && sr.ID == prev: // read by PinPrevious (owner.go)
+		case rs != nil:
 			sr, err = rs.GetResponse(ctx, s.KeyID(), prev)
+		default:
+			err = responses.ErrNotFound
 		}
 		switch {
 		case errors.Is(err, responses.ErrNotFound):
