@@ -123,3 +123,52 @@ func TestResponsesChainIsARun(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesNativeNextTurnOnAnotherReplica: an agent's next turn, sent
+// the moment the reply arrives to another replica (before the replica that
+// served the reply has committed the id's owner with its ledger row), is
+// served, pinned to the deployment holding the response; an id no replica
+// handed out is still refused. Five chains of two turns, each turn on the
+// next replica, nothing waited for between them.
+func TestResponsesNativeNextTurnOnAnotherReplica(t *testing.T) {
+	c := startCluster(t, "closed")
+	s := c.sys
+	const model = "m-next-turn"
+	s.cli(nil, []string{"CRED=sk-next-turn"}, "provider", "create", "p-"+model, "--type", "openai",
+		"--base-url", s.mockURL+"/v1", "--credential-env", "CRED", "--responses-api")
+	s.cli(nil, nil, "deployment", "create", "d-"+model, "--provider", "p-"+model, "--model", "mock-gpt")
+	s.cli(nil, nil, "model", "create", model, "--deployments", "d-"+model)
+	s.cli(nil, nil, "price", "set", model, "--input", "1", "--output", "2")
+	_, key := s.createKey("--alias", "next-turn", "--models", model)
+	c.waitKey(key)
+
+	turn := func(r *faultReplica, prev string) (int, string, []byte) {
+		body := fmt.Sprintf(`{"model":%q,"input":"next step","max_output_tokens":10`, model)
+		if prev != "" {
+			body += fmt.Sprintf(`,"previous_response_id":%q`, prev)
+		}
+		req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/responses", strings.NewReader(body+"}"))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var out struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(b, &out)
+		return resp.StatusCode, out.ID, b
+	}
+	for i := range 5 {
+		a, b := c.replicas[i%3], c.replicas[(i+1)%3]
+		code, id, body := turn(a, "")
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		code, _, body = turn(b, id)
+		require.Equal(t, http.StatusOK, code, "chain %d: the next turn on %s, at once: %s", i, b.name, body)
+	}
+	code, _, body := turn(c.replicas[0], "resp_never_handed_out")
+	require.Equal(t, http.StatusNotFound, code, "%s", body)
+	require.Contains(t, string(body), "previous_response_not_found")
+}

@@ -129,10 +129,13 @@ type responseOwners struct {
 	waits     []time.Duration // nil: ownerWaits
 }
 
-// ownerWaits are AwaitResponseOwner's pauses before each read: 50 ms in
-// all, above a replica's commit window (SQLite 10 ms, PostgreSQL a few;
-// docs/operations.md) and its commit.
-var ownerWaits = []time.Duration{5 * time.Millisecond, 15 * time.Millisecond, 30 * time.Millisecond}
+// ownerWaits are AwaitResponseOwner's pauses before each read: 200 ms in
+// all, well above a replica's commit window (SQLite 10 ms, PostgreSQL a
+// few; docs/operations.md) and a commit slowed by load; most finds come at
+// the first or second read.
+var ownerWaits = []time.Duration{
+	5 * time.Millisecond, 15 * time.Millisecond, 30 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+}
 
 var (
 	_ extproc.ResponseOwners = (*responseOwners)(nil)
