@@ -111,7 +111,7 @@ func (s *stream) passthroughForward(ctx context.Context, pc PassthroughCatalog, 
 		areq.PromptBytes, areq.MaxTokens, areq.DefaultMaxTokens = 1, 0, 1
 	}
 	s.mark(&s.report.AdmitStart)
-	d, err := s.admit(ctx, areq)
+	d, err := s.admit(ctx) // s.areq
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
 		return s.reject(translate.ErrUnavailable())

@@ -524,7 +524,7 @@ func (s *stream) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extpro
 	}
 	s.priceUnits(areq) // units.go: per unit (routing.go again for each candidate)
 	s.mark(&s.report.AdmitStart)
-	d, err := s.admit(ctx, areq)
+	d, err := s.admit(ctx) // s.areq
 	if err != nil {
 		s.p.log.Warn("admit failed", "request_id", s.id, "err", err)
 		return s.reject(translate.ErrUnavailable())

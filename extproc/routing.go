@@ -101,54 +101,60 @@ func (s *stream) refused(d kernel.Decision, model string) *translate.APIError {
 	return translate.ErrDecision(d, model)
 }
 
-// admit admits areq on the current candidate, adding its rpm/tpm scope; when
-// that scope is full it moves to the next candidate (then the fallback
-// groups) and admits again, re-priced. It sets s.target and s.tr to where
-// the request goes.
-func (s *stream) admit(ctx context.Context, areq *kernel.AdmitRequest) (kernel.Decision, error) {
+// admit admits the request (s.areq) on the current candidate, adding its
+// rpm/tpm scope; when that scope is full the route moves to the next
+// candidate (then the fallback groups) and admits again, re-priced
+// (routing.Route.Admit). It sets s.target and s.tr to where the request goes.
+func (s *stream) admit(ctx context.Context) (kernel.Decision, error) {
 	if s.rt == nil {
-		return s.p.acct.Admit(ctx, areq)
+		return s.p.acct.Admit(ctx, &s.areq)
 	}
 	if s.adopts() {
 		return s.adopt(), nil
 	}
-	base := areq.Scopes
-	for {
-		dep := s.rt.Next()
-		t := dep.Target
-		areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
-		s.priceUnits(areq) // units.go
-		areq.Scopes = base
-		if dep.Scope.Limits != nil {
-			areq.Scopes = append(slices.Clip(base), dep.Scope)
+	_, err := s.rt.Admit(ctx, s.own.Pinned(), (*streamLimiter)(s))
+	return s.decision, err
+}
+
+// streamLimiter admits a stream's request (s.areq) on a deployment
+// (routing.Limiter): re-priced at the deployment's price, with its scope
+// added to the request's own; a refused candidate's scopes are put back, an
+// admitted one's kept (a background response's hold reads them). The last
+// decision is s.decision.
+type streamLimiter stream
+
+func (l *streamLimiter) AdmitOn(ctx context.Context, dep *routing.Deployment) (admitted, full bool, err error) {
+	s := (*stream)(l)
+	areq, t := &s.areq, dep.Target
+	base := areq.Scopes // the request's own: no deployment's
+	if t.Provider != s.target.Provider {
+		// Passed over to another provider's deployment: its translator.
+		tr := translate.NewTranslator(s.ep.API, t.Provider)
+		if tr == nil {
+			return false, false, nil // the last refusal stands
 		}
-		d, err := s.p.acct.Admit(ctx, areq)
-		if err == nil && !d.Admitted && d.Scope.Kind == kernel.ScopeDeployment && s.isTry() {
-			// A try is not refused for its deployment's quota (pertry.go):
-			// the provider answers, a 429 moves the request on.
-			areq.Scopes = base
-			d, err = s.p.acct.Admit(ctx, areq)
-		}
-		if err != nil || d.Admitted || d.Scope.Kind != kernel.ScopeDeployment {
-			if err == nil && d.Admitted {
-				s.rt.Admitted()
-			}
-			return d, err
-		}
-		// This deployment's quota is full this minute: the next one.
-		if !s.rt.PassOver(ctx, s.own.Pinned()) {
-			return d, nil
-		}
-		next := s.rt.Next().Target
-		if next.Provider != t.Provider {
-			tr := translate.NewTranslator(s.ep.API, next.Provider)
-			if tr == nil {
-				return d, nil
-			}
-			s.tr = tr
-		}
-		s.target = next
+		s.tr = tr
 	}
+	s.target = t
+	areq.Model, areq.Price, areq.DefaultMaxTokens = t.Model, t.Price, t.DefaultMaxTokens
+	s.priceUnits(areq) // units.go
+	if dep.Scope.Limits != nil {
+		areq.Scopes = append(slices.Clip(base), dep.Scope)
+	}
+	s.decision, err = s.p.acct.Admit(ctx, areq)
+	if err == nil && !s.decision.Admitted && s.decision.Scope.Kind == kernel.ScopeDeployment && s.isTry() {
+		// A try is not refused for its deployment's quota (pertry.go):
+		// the provider answers, a 429 moves the request on.
+		areq.Scopes = base
+		s.decision, err = s.p.acct.Admit(ctx, areq)
+	}
+	if err != nil {
+		return false, false, err
+	}
+	if !s.decision.Admitted {
+		areq.Scopes = base
+	}
+	return s.decision.Admitted, !s.decision.Admitted && s.decision.Scope.Kind == kernel.ScopeDeployment, nil
 }
 
 // observeResponse feeds the router with the current attempt's response

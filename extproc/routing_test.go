@@ -364,3 +364,25 @@ func TestLeastBusyAvoidsTheDeploymentInFlight(t *testing.T) {
 	}
 	require.Zero(t, e.proc.router.States(time.Now())[busy].InFlight, "in flight drops back once settled")
 }
+
+// TestDeploymentRPMPassesOverToAnotherProvider: a deployment whose rpm is
+// spent passes the request over, at admission, to the fallback group's
+// Anthropic deployment: translated for it and back, the reply naming that
+// deployment.
+func TestDeploymentRPMPassesOverToAnotherProvider(t *testing.T) {
+	gpt := openAIDep("gpt", "gpt-1")
+	gpt.RPM = 1
+	e, _ := routedEnv(t,
+		&routing.Group{Name: "gpt", Deployments: []*routing.Deployment{gpt}, Fallbacks: []string{"claude"}},
+		&routing.Group{Name: "claude", Deployments: []*routing.Deployment{anthropicDep("claude", "anthropic")}},
+	)
+	up := newByDeployment()
+	up.answer["anthropic"] = func() *extprocfiltertest.UpstreamResponse { return jsonResponse(200, messagesOK) }
+	require.Equal(t, 200, e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream).Status)
+	got := e.do(t, post("/v1/chat/completions", clientKey, chatBody), up.upstream)
+	require.Equal(t, 200, got.Status, string(got.Body))
+	require.Equal(t, "anthropic", got.Headers.Value(hdrDeployment), "gpt-1's minute is spent")
+	require.Equal(t, "/v1/messages", got.Forwarded.Headers.Value(":path"), "translated for Anthropic")
+	require.Contains(t, string(got.Body), `"chat.completion"`, "and back")
+	require.Equal(t, 1, up.count("gpt-1"))
+}

@@ -32,15 +32,17 @@
 //
 // It is logic over small interfaces: Clock (the time), Groups (the groups a
 // request's key may use), Health (the shared deployment state: Router, whose
-// cooldowns spread through CooldownShare). Admission stays the caller's: a
-// Route names the deployment whose rpm/tpm scope to admit on and moves on
-// when it is full, so it needs no limiter. The processor (extproc/routing.go
+// cooldowns spread through CooldownShare) and Limiter (the caller's
+// accountant, which admits the request on a deployment with its rpm/tpm
+// scope: Route.Admit passes a deployment whose quota is full over to the
+// next, then to the fallback groups'). The processor (extproc/routing.go
 // and pertry.go) keeps the ext_proc side: the signing key and the header
-// names, the reply headers and redirects, the translator switch. The xDS
+// names, the reply headers and redirects, the pricing and translator of
+// each candidate (its Limiter). The xDS
 // builder (xds/pertry.go) emits the per-try routes, retry policy,
 // backoff and outlier ejection from the same functions and values, so the
-// data planes and the processor agree. Tests need no processor: a fake Clock
-// and a map of groups (route_test.go).
+// data planes and the processor agree. Tests need no processor: a fake Clock,
+// a map of groups and a fake Limiter (route_test.go).
 //
 // Imports: kernel, upstream. Never translate/, extproc/ nor xds/.
 package routing

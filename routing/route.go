@@ -9,13 +9,12 @@ import (
 
 // One request's routing (docs/internals.md, "Deployment choice"): a Route
 // holds where a request stands among its group's deployments and its
-// fallback groups', and decides what to try next. It is logic over three
-// small interfaces — the time (Clock), the groups the request's key may use
-// (Groups) and the deployments' shared state (Health, the Router) — so both
-// data planes' processors and the tests drive the same code. Admission is
-// the caller's: a Route names the deployment whose scope to add
-// (Deployment.Scope) and moves on when that scope is full (PassOver); it
-// needs no limiter of its own.
+// fallback groups', and decides what to try next. It is logic over small
+// interfaces — the time (Clock), the groups the request's key may use
+// (Groups), the deployments' shared state (Health, the Router) and the
+// limiter that admits the request on a deployment (Limiter, the caller's
+// accountant with the deployment's rpm/tpm scope added) — so both data
+// planes' processors and the tests drive the same code.
 
 // Clock tells a route the time (a processor's clock; a fake in tests).
 type Clock interface{ Now() time.Time }
@@ -42,6 +41,14 @@ type Health interface {
 	Start(d *Deployment)
 	Finish(d *Deployment, tokens int64)
 	Observe(d *Deployment, status int, retryAfter, ttfb time.Duration, now time.Time)
+}
+
+// Limiter admits the request on deployment d: the caller's accountant, with
+// d's rpm/tpm scope (Deployment.Scope) added to the request's own. full
+// reports that d's own scope refused it (the route passes d over); any
+// other refusal, or an error, ends the admission.
+type Limiter interface {
+	AdmitOn(ctx context.Context, d *Deployment) (admitted, full bool, err error)
 }
 
 // Env is what a route reads: every field is required.
@@ -164,6 +171,25 @@ func (r *Route) PassOver(ctx context.Context, pinned bool) bool {
 	r.tried++
 	r.cands = r.cands[1:]
 	return len(r.cands) > 0 || !pinned && r.nextGroup(ctx, r.Group().Fallbacks)
+}
+
+// Admit admits the request through lim on its next candidate, passing over
+// each candidate whose own quota is full (PassOver: the group's next, then,
+// unless pinned, the fallback groups'). It returns the deployment it was
+// admitted on (Admitted), or nil when lim refused it otherwise, failed
+// (err), or no candidate was left: the caller keeps lim's last answer.
+func (r *Route) Admit(ctx context.Context, pinned bool, lim Limiter) (*Deployment, error) {
+	for {
+		admitted, full, err := lim.AdmitOn(ctx, r.Next())
+		switch {
+		case err != nil:
+			return nil, err
+		case admitted:
+			return r.Admitted(), nil
+		case !full || !r.PassOver(ctx, pinned):
+			return nil, nil
+		}
+	}
 }
 
 // Admitted records that the request was admitted on its next candidate and

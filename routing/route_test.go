@@ -108,6 +108,77 @@ func TestRoutePassOver(t *testing.T) {
 	require.False(t, r.PassOver(ctx, true), "pinned: no fallback group")
 }
 
+// quotaLimiter is a Limiter whose deployments in full have no quota left,
+// refusing outright those in refuse, failing with err; it records the
+// deployments it was asked about.
+type quotaLimiter struct {
+	full, refuse map[string]bool
+	err          error
+	asked        []string
+}
+
+func (q *quotaLimiter) AdmitOn(_ context.Context, d *Deployment) (admitted, full bool, err error) {
+	id := d.Target.Deployment
+	q.asked = append(q.asked, id)
+	switch {
+	case q.err != nil:
+		return false, false, q.err
+	case q.refuse[id]:
+		return false, false, nil
+	case q.full[id]:
+		return false, true, nil
+	}
+	return true, false, nil
+}
+
+// TestRouteAdmit: admission through a Limiter passes over each deployment
+// whose own quota is full, to the group's next and then the fallback
+// group's, and leaves for the one that admits (in flight there); another
+// refusal or an error ends it at once; a pinned route never leaves its
+// deployment; nothing left is no deployment.
+func TestRouteAdmit(t *testing.T) {
+	ctx := context.Background()
+	h, c, cat := world()
+	r, first, err := open(t, h, c, cat, nil, "primary")
+	require.NoError(t, err)
+	other := map[string]string{"a": "b", "b": "a"}[first.Target.Deployment]
+	lim := &quotaLimiter{full: map[string]bool{"a": true, "b": true}}
+	d, err := r.Admit(ctx, false, lim)
+	require.NoError(t, err)
+	require.Equal(t, "c", d.Target.Deployment, "both of primary full: the fallback group")
+	require.Equal(t, []string{first.Target.Deployment, other, "c"}, lim.asked)
+	require.Same(t, d, r.Current)
+	require.Equal(t, int64(1), h.States(c.t)["c"].InFlight)
+	from, why := r.FallbackReason()
+	require.Equal(t, []string{"primary", FallbackRateLimited}, []string{from, why})
+
+	r, _, _ = open(t, h, c, cat, nil, "primary")
+	lim = &quotaLimiter{full: map[string]bool{"a": true, "b": true, "c": true}}
+	d, err = r.Admit(ctx, false, lim)
+	require.NoError(t, err)
+	require.Nil(t, d, "every candidate full")
+	require.Len(t, lim.asked, 3)
+
+	r, first, _ = open(t, h, c, cat, nil, "primary")
+	lim = &quotaLimiter{refuse: map[string]bool{"a": true, "b": true}}
+	d, _ = r.Admit(ctx, false, lim)
+	require.Nil(t, d, "a budget's refusal is not the deployment's: no next candidate")
+	require.Equal(t, []string{first.Target.Deployment}, lim.asked)
+
+	r, _, _ = open(t, h, c, cat, nil, "primary")
+	lim = &quotaLimiter{err: context.DeadlineExceeded}
+	_, err = r.Admit(ctx, false, lim)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Len(t, lim.asked, 1)
+
+	r = new(Route)
+	r.Pin(Env{Health: h, Clock: c, Groups: cat}, nil, cat["primary"], cat["primary"].Deployments[1])
+	lim = &quotaLimiter{full: map[string]bool{"b": true}}
+	d, _ = r.Admit(ctx, true, lim)
+	require.Nil(t, d, "pinned: b alone")
+	require.Equal(t, []string{"b"}, lim.asked)
+}
+
 func TestRouteAdmittedObserveDone(t *testing.T) {
 	h, c, cat := world()
 	r, _, err := open(t, h, c, cat, nil, "solo")
