@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,11 @@ func TestUnitRoutesSDK(t *testing.T) {
 	require.Eventually(t, func() bool { // the models reach the snapshot
 		code, _, _ := s.post(key, "/v1/rerank", rerank)
 		return code == http.StatusOK
+	}, 10*time.Second, 50*time.Millisecond)
+	// The warm-up's row is written by the ledger's group commit, after its
+	// reply: counted before it lands, it would be counted again below.
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(s.ledger(id), func(r ledgerRow) bool { return r.Model == "rerank-v3.5" && r.HTTPStatus == http.StatusOK })
 	}, 10*time.Second, 50*time.Millisecond)
 	warm := len(s.ledger(id))
 
