@@ -155,7 +155,13 @@ func (s *system) get(path, key string) (int, []byte) {
 
 func (s *system) post(key, path, body string, headers ...string) (int, http.Header, []byte) {
 	s.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
+	return s.postTo(s.url, key, path, body, headers...)
+}
+
+// postTo is post to the data plane at url (a replica's, in a cluster).
+func (s *system) postTo(url, key, path, body string, headers ...string) (int, http.Header, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")

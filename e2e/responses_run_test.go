@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,24 +44,7 @@ func TestResponsesChainIsARun(t *testing.T) {
 			c.waitKey(key)
 
 			turn := func(r *faultReplica, prev string) (int, string, []byte) {
-				body := fmt.Sprintf(`{"model":%q,"input":"next step","max_output_tokens":10`, model)
-				if prev != "" {
-					body += fmt.Sprintf(`,"previous_response_id":%q`, prev)
-				}
-				req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/responses", strings.NewReader(body+"}"))
-				req.Header.Set("Authorization", "Bearer "+key)
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("x-mock-output-tokens", "100")
-				resp, err := http.DefaultClient.Do(req)
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				b, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				var out struct {
-					ID string `json:"id"`
-				}
-				_ = json.Unmarshal(b, &out) // a refusal has no id
-				return resp.StatusCode, out.ID, b
+				return responsesTurn(s, r, key, model, prev, "x-mock-output-tokens", "100")
 			}
 			// committed waits until the key's n calls are in the ledger: a
 			// native id's owner is written with its ledger row, which
@@ -143,23 +124,7 @@ func TestResponsesNativeNextTurnOnAnotherReplica(t *testing.T) {
 	c.waitKey(key)
 
 	turn := func(r *faultReplica, prev string) (int, string, []byte) {
-		body := fmt.Sprintf(`{"model":%q,"input":"next step","max_output_tokens":10`, model)
-		if prev != "" {
-			body += fmt.Sprintf(`,"previous_response_id":%q`, prev)
-		}
-		req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/responses", strings.NewReader(body+"}"))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		var out struct {
-			ID string `json:"id"`
-		}
-		_ = json.Unmarshal(b, &out)
-		return resp.StatusCode, out.ID, b
+		return responsesTurn(s, r, key, model, prev)
 	}
 	for i := range 5 {
 		a, b := c.replicas[i%3], c.replicas[(i+1)%3]
@@ -171,4 +136,20 @@ func TestResponsesNativeNextTurnOnAnotherReplica(t *testing.T) {
 	code, _, body := turn(c.replicas[0], "resp_never_handed_out")
 	require.Equal(t, http.StatusNotFound, code, "%s", body)
 	require.Contains(t, string(body), "previous_response_not_found")
+}
+
+// responsesTurn posts one Responses turn on model to replica r, continuing
+// prev when it is set; it returns the status, the response's id (none for
+// a refusal) and the body.
+func responsesTurn(s *system, r *faultReplica, key, model, prev string, headers ...string) (int, string, []byte) {
+	body := fmt.Sprintf(`{"model":%q,"input":"next step","max_output_tokens":10`, model)
+	if prev != "" {
+		body += fmt.Sprintf(`,"previous_response_id":%q`, prev)
+	}
+	code, _, b := s.postTo(r.url, key, "/v1/responses", body+"}", headers...)
+	var out struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(b, &out) // a refusal has no id
+	return code, out.ID, b
 }
