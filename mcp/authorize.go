@@ -132,18 +132,26 @@ func notGrantedError(err error) *jsonrpc.Error {
 
 func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
 
-// caller checks r's Host and Origin, authenticates it and finds the servers
-// it may reach: the 403, 401 and 404 replies the service gives (handler.go), else the request's caller and
-// servers (nil for a path that is not the MCP gateway's: let it go on).
+// caller is callerOf for the edge: nil for a path that is not the MCP
+// gateway's (let it go on).
 func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, int, http.Header, []byte) {
 	rest, ok := strings.CutPrefix(r.URL.Path, Path)
 	if !ok || (rest != "" && rest[0] != '/') {
 		return nil, 0, nil, nil
 	}
-	if !a.hosts.hostAllowed(r) { // before the key, as the service
+	return callerOf(ctx, r, rest, a.hosts, a.cat)
+}
+
+// callerOf checks r's Host and Origin against hosts' allow-list (before the
+// key), authenticates it and finds the servers it may reach (rest: the path
+// after Path): the request's caller and servers, else the 403, 401 or 404
+// refusal (status, headers, errorBody). The service and the edge answer
+// with it alike.
+func callerOf(ctx context.Context, r *http.Request, rest string, hosts *Handler, cat Catalog) (*reqCtx, int, http.Header, []byte) {
+	if !hosts.hostAllowed(r) {
 		return nil, http.StatusForbidden, jsonHeader(), errorBody(CodeHostNotAllowed, hostRefused)
 	}
-	c, err := a.cat.Authenticate(ctx, bearer(r))
+	c, err := cat.Authenticate(ctx, bearer(r))
 	if err != nil {
 		challenge, msg := unauthorized(r)
 		h := jsonHeader()
@@ -151,7 +159,7 @@ func (a *EdgeAuthorizer) caller(ctx context.Context, r *http.Request) (*reqCtx, 
 		return nil, http.StatusUnauthorized, h, errorBody(CodeUnauthorized, msg)
 	}
 	rc := &reqCtx{caller: c, version: r.Header.Get(HeaderProtocol)}
-	all := a.cat.Servers()
+	all := cat.Servers()
 	if id := strings.Trim(rest, "/"); id != "" {
 		if rc.single = findServer(all, id); rc.single == nil {
 			return nil, http.StatusNotFound, jsonHeader(), errorBody(-32600, "unknown MCP server "+strconvQuote(id))

@@ -116,33 +116,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, -32600, "not an MCP endpoint: "+r.URL.Path)
 		return
 	}
-	if !h.hostAllowed(r) { // origin.go: before the key, whatever the request
-		writeError(w, http.StatusForbidden, CodeHostNotAllowed, hostRefused)
+	rc, status, hdr, refused := callerOf(r.Context(), r, rest, h, h.cat) // authorize.go
+	if status != 0 {
+		for k, v := range hdr {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write(refused)
 		return
 	}
-	caller, err := h.cat.Authenticate(r.Context(), bearer(r))
-	if err != nil {
-		challenge, msg := unauthorized(r)
-		w.Header().Set("WWW-Authenticate", challenge)
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
-		return
-	}
-	rc := &reqCtx{caller: caller, version: r.Header.Get(HeaderProtocol)}
-	all := h.cat.Servers()
-	if id := strings.Trim(rest, "/"); id != "" {
-		for _, s := range all {
-			if s.ID == id {
-				rc.single = s
-			}
-		}
-		if rc.single == nil {
-			writeError(w, http.StatusNotFound, -32600, "unknown MCP server "+strconvQuote(id))
-			return
-		}
-		rc.servers = []*Server{rc.single}
-	} else {
-		rc.servers = all
-	}
+	caller := rc.caller
 
 	// 2025-11-25 sessions: the token is checked on every request that
 	// carries one, and ended (as far as the client is concerned) by DELETE.
@@ -159,7 +142,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), connectTimeout)
 			defer cancel()
-			h.up.end(ctx, &t, all)
+			h.up.end(ctx, &t, h.cat.Servers())
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -185,6 +168,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderSessionID, sealToken(h.sealer, t))
 		}
 	}
+	var err error
 	if rc.run, err = runOf(r, rc.token); err != nil {
 		writeError(w, http.StatusBadRequest, -32600, err.Error())
 		return
