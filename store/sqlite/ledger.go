@@ -25,10 +25,21 @@ const plainColumns = `request_id, key_id, user_id, team_id, org_id, customer_id,
 
 const ledgerColumns = plainColumns + `, unpriced, run_id, requested_model, unit, quantity, cache, cache_saved, tags`
 
+// totalPlainColumns and totalCacheColumns are spend_hourly's, the cache
+// counts' upserted only for a total that has some.
 const (
-	plainArity  = 19
-	ledgerArity = 27
+	totalPlainColumns = `scope_kind, scope_id, hour, cost, requests, tokens`
+	totalCacheColumns = `, cache_hits, cache_misses, cache_saved`
 )
+
+// The arguments of one row or total of each shape: one per column.
+var (
+	plainArity  = columnCount(plainColumns)
+	ledgerArity = columnCount(ledgerColumns)
+	totalArity  = [...]int{columnCount(totalPlainColumns), columnCount(totalPlainColumns + totalCacheColumns)}
+)
+
+func columnCount(cols string) int { return strings.Count(cols, ",") + 1 }
 
 // rowShape is the statement set a row is inserted with.
 type rowShape uint8
@@ -60,7 +71,7 @@ func totalShape(t *groupcommit.Total) rowShape {
 }
 
 // totalArity is the arguments of one total of shape k.
-func (k rowShape) totalArity() int { return [...]int{6, 9}[k] }
+func (k rowShape) totalArity() int { return totalArity[k] }
 
 // shaped returns the length of the run of items from off on that have the
 // shape of the first.
@@ -97,10 +108,10 @@ func insertLedgerSQL(k rowShape, rows int) string {
 // upsertTotalsSQL adds rows totals to the hourly spend rows. The totals of
 // one batch are of distinct (scope, hour) rows.
 func upsertTotalsSQL(k rowShape, rows int) string {
-	cols, set := `scope_kind, scope_id, hour, cost, requests, tokens`, `cost = cost + excluded.cost,
+	cols, set := totalPlainColumns, `cost = cost + excluded.cost,
 	requests = requests + excluded.requests, tokens = tokens + excluded.tokens`
 	if k == shapeFull {
-		cols += `, cache_hits, cache_misses, cache_saved`
+		cols += totalCacheColumns
 		set += `, cache_hits = cache_hits + excluded.cache_hits,
 	cache_misses = cache_misses + excluded.cache_misses, cache_saved = cache_saved + excluded.cache_saved`
 	}
